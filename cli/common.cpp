@@ -1,0 +1,138 @@
+// common.cpp: job flags, input loading and result printing shared by the verbs.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/verb.hpp"
+#include "model/error.hpp"
+#include "model/strategy.hpp"
+#include "sim/platform_loader.hpp"
+
+#ifndef TAUPLAN_PLATFORM_DIR
+#define TAUPLAN_PLATFORM_DIR "platforms"
+#endif
+
+namespace tauplan::cli {
+
+std::map<std::string, std::string> JobArgs::overrides() const {
+  std::map<std::string, std::string> given;
+  for (const auto& [key, option] : flags)
+    if (option->count() > 0) given[key] = flag_values.at(key);
+  return given;
+}
+
+void add_job_options(CLI::App& verb, JobArgs& args) {
+  verb.add_option("job", args.job_file, "job file (YAML); every key is also a flag")
+      ->type_name("JOB.yaml");
+  verb.add_flag("--json", args.json, "print JSON (context + results) instead of a table");
+  for (const auto& spec : all_job_keys()) {
+    std::string names = "--" + spec.name;
+    std::string dashed = spec.name;
+    for (char& c : dashed)
+      if (c == '_') c = '-';
+    if (dashed != spec.name) names += ",--" + dashed;
+    std::string help = spec.help;
+    if (!spec.default_value.empty()) help += " [default: " + spec.default_value + "]";
+    CLI::Option* option = verb.add_option(names, args.flag_values[spec.name], help);
+    option->type_name("");
+    option->group("Job keys (override the job file)");
+    args.flags.emplace_back(spec.name, option);
+  }
+}
+
+std::string resolve_platform_path(const model::Job& job) {
+  const std::string value = job.text("platform");
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates;
+  const fs::path as_given(value);
+  if (as_given.is_absolute()) {
+    candidates.push_back(as_given);
+  } else {
+    if (!job.folder.empty()) candidates.push_back(fs::path(job.folder) / as_given);
+    candidates.push_back(as_given);
+    const char* env = std::getenv("TAUPLAN_PLATFORM_DIR");
+    const fs::path dir = env && *env ? fs::path(env) : fs::path(TAUPLAN_PLATFORM_DIR);
+    candidates.push_back(dir / as_given);
+    if (as_given.extension() != ".xml") candidates.push_back(dir / (value + ".xml"));
+  }
+  for (const auto& candidate : candidates)
+    if (fs::is_regular_file(candidate)) return candidate.lexically_normal().string();
+  throw InputError(
+      job.file, "platform",
+      "a platform XML file, or the name of one in " + std::string(TAUPLAN_PLATFORM_DIR),
+      "'" + value + "' (not found)");
+}
+
+Inputs load_inputs(const JobArgs& args) {
+  Inputs inputs;
+  inputs.job = model::load_job(args.job_file, all_job_keys(), args.overrides());
+  const model::Job& job = inputs.job;
+  try {
+    inputs.workload = model::load_workload(job.text("workload"));
+  } catch (const InputError& e) {
+    // Name the job file and key; keep the loader's detail.
+    throw InputError(job.file, "workload", e.what());
+  }
+  inputs.platform_path = resolve_platform_path(job);
+  sim::NetworkOptions network;
+  network.origin = job.file;
+  bool has_network_key = false;
+  for (const auto& spec : job.specs)
+    has_network_key |= spec.name == "network_model";
+  if (has_network_key && job.has("network_model")) network.model = job.text("network_model");
+  inputs.platform = sim::load_platform(inputs.platform_path, network);
+  inputs.convergence = model::convergence_model(job);
+  inputs.options = model::strategy_options(job);
+  inputs.strategies = job.list("strategies");
+  if (inputs.strategies.empty()) throw InputError(job.file, "strategies", "at least one strategy");
+  return inputs;
+}
+
+std::vector<model::Plan> make_plans(const Inputs& inputs) {
+  std::vector<model::Plan> plans;
+  for (const auto& strategy : inputs.strategies)
+    plans.push_back(model::make_plan(strategy, inputs.options, inputs.workload, inputs.platform,
+                                     *inputs.convergence));
+  return plans;
+}
+
+model::RunContext make_context(const Inputs& inputs, const std::string& verb,
+                               const std::string& engine) {
+  model::RunContext context;
+  context.verb = verb;
+  context.engine = engine;
+  context.job_file = inputs.job.file;
+  context.platform_file = inputs.platform_path;
+  context.platform_hash = inputs.platform.source_hash;
+  context.workload = inputs.workload.name + " (" + inputs.workload.source + ")";
+  context.convergence = inputs.convergence->describe();
+  context.seed = static_cast<unsigned long long>(inputs.job.integer("seed"));
+  context.extra["simgrid_version"] = sim::simgrid_version();
+  return context;
+}
+
+void print_results(const model::RunContext& context, std::vector<model::ResultRow>& rows,
+                   bool json) {
+  model::fill_speedups(rows);
+  if (json) {
+    std::cout << model::to_json(context, rows).dump(2) << "\n";
+    return;
+  }
+  std::cout << model::to_table(rows);
+  std::cerr << fmt::format(
+      "# {} engine={} network={} platform={} ({}) workload={} convergence: {} seed={} "
+      "commit={}\n",
+      context.verb, context.engine, context.network_model, context.platform_file,
+      context.platform_hash, context.workload, context.convergence, context.seed,
+      model::tauplan_git_commit());
+}
+
+std::vector<model::KeySpec> all_job_keys() {
+  std::vector<model::KeySpec> keys = model::model_job_keys();
+  return keys;
+}
+
+}  // namespace tauplan::cli

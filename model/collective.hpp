@@ -1,0 +1,62 @@
+// collective.hpp: collective algorithms behind one interface, and their registry.
+//
+// Each algorithm is one file (collective_ring.cpp, collective_ps.cpp, ...) and one line in
+// collective.cpp's registry. Here an algorithm knows its analytic alpha-beta cost over the
+// platform's actual routes; sim/ lowers the same algorithm (by name) to point-to-point flows,
+// and exec/ performs a real reduction. What the analytic cost leaves out: contention between
+// flows that share a link (except where the formula names the shared link, as the parameter
+// server's), and the reduction arithmetic itself (bandwidth-bound, ignored).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/plan.hpp"
+#include "model/platform.hpp"
+
+namespace tauplan::model {
+
+/// What one collective call moves: `bytes` per worker (a full gradient or parameter vector),
+/// among `hosts` (platform host indices, in ring order), with `servers` for the server-based
+/// algorithms (parameter server, SparkNet driver).
+struct CollectiveCall {
+  CollectivePayload payload = CollectivePayload::Gradients;
+  double bytes = 0;
+  std::vector<int> hosts;
+  std::vector<int> servers;
+};
+
+class CollectiveAlgorithm {
+ public:
+  virtual ~CollectiveAlgorithm() = default;
+  virtual const char* name() const = 0;
+  virtual const char* description() const = 0;
+  /// Servers the algorithm needs (0 for peer-to-peer algorithms; -1: at least one).
+  virtual int servers_needed() const { return 0; }
+  /// Analytic time of one call in seconds (alpha-beta over the routes it uses).
+  virtual double time_s(const CollectiveCall& call, const Platform& platform) const = 0;
+};
+
+/// The algorithm registered under `name`; throws InputError (key "collective") if none is.
+const CollectiveAlgorithm& collective_algorithm(const std::string& name,
+                                                const std::string& file = "<job>");
+/// All registered names, in registration order.
+std::vector<std::string> collective_algorithm_names();
+
+// One factory per algorithm file (declared here so the registry lists them in one place).
+std::unique_ptr<CollectiveAlgorithm> make_ring_allreduce();
+std::unique_ptr<CollectiveAlgorithm> make_parameter_server();
+std::unique_ptr<CollectiveAlgorithm> make_tree_allreduce();
+std::unique_ptr<CollectiveAlgorithm> make_sparknet_broadcast_collect();
+std::unique_ptr<CollectiveAlgorithm> make_hierarchical_allreduce();
+
+/// The slowest hop of a ring over `hosts` (i -> i+1 mod K): latency and bandwidth of the
+/// worst hop, i.e. max latency and min bandwidth over the K hops.
+struct RingHop {
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
+};
+RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform);
+
+}  // namespace tauplan::model

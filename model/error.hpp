@@ -1,0 +1,30 @@
+// error.hpp: the one error type for bad user input.
+//
+// An InputError names the file, the key and what was expected, so that the CLI can print
+// it as one line and exit with code 2. Internal invariants use assert, never this type.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tauplan {
+
+/// Bad input from a user: a file, a key in it, what was expected and (optionally) what was found.
+/// what() is "FILE: KEY: expected EXPECTED, got GOT" (parts that are empty are left out).
+class InputError : public std::runtime_error {
+ public:
+  InputError(const std::string& file, const std::string& key, const std::string& expected,
+             const std::string& got = "");
+
+  const std::string& file() const { return file_; }
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string file_;
+  std::string key_;
+};
+
+/// Exit code for bad input, documented in the README and used by every verb.
+constexpr int kExitBadInput = 2;
+
+}  // namespace tauplan

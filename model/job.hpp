@@ -1,0 +1,89 @@
+// job.hpp: job files (YAML) and the table of keys they may hold.
+//
+// Every key is declared once, with its type, unit, default and help, in a KeySpec table: the
+// loader checks the file against it (unknown key, wrong type or unit, out of range: an
+// InputError naming file and key) and the CLI turns each key into a flag (`workers` <->
+// `--workers`). A flag overrides the file. Each subsystem declares its own keys (model here,
+// sim and exec in theirs) and the CLI concatenates the tables.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/strategy.hpp"
+
+namespace tauplan::model {
+
+enum class KeyType {
+  Integer,   ///< whole number
+  Real,      ///< number without unit
+  Seconds,   ///< number of seconds, or a string with a time unit ("5ms", "2us", "1.5s")
+  Bytes,     ///< number of bytes, or a string with a size unit ("25MiB", "1GB")
+  Boolean,   ///< true/false
+  Text,      ///< a word or name
+  Path,      ///< a file, relative to the job file's folder
+  TextList,  ///< a list of words (YAML sequence, or comma-separated on the command line)
+};
+
+struct KeySpec {
+  std::string name;
+  KeyType type = KeyType::Text;
+  std::string default_value;  ///< empty: no default (key optional unless `required`)
+  std::string help;
+  std::vector<std::string> choices;  ///< allowed words for Text keys (empty: any)
+  double min_value = -1e300;         ///< for numbers: allowed range, inclusive unless
+  double max_value = 1e300;          ///<   min_exclusive
+  bool min_exclusive = false;
+  bool required = false;
+};
+
+/// The keys model/ understands (workload, platform, strategy, convergence, what-if overrides).
+std::vector<KeySpec> model_job_keys();
+
+/// A loaded job: validated values by key, with defaults applied.
+class Job {
+ public:
+  std::string file;    ///< the job file ("<command line>" when there is none)
+  std::string folder;  ///< folder that relative paths resolve against
+
+  bool has(const std::string& key) const;
+  long long integer(const std::string& key) const;
+  double real(const std::string& key) const;  ///< Real, Seconds (in s), Bytes (in bytes)
+  bool boolean(const std::string& key) const;
+  std::string text(const std::string& key) const;
+  std::string path(const std::string& key) const;  ///< resolved against `folder`
+  std::vector<std::string> list(const std::string& key) const;
+
+  /// Raw validated values (strings), for provenance and sweeps.
+  const std::map<std::string, std::string>& values() const { return values_; }
+  void set_raw(const std::string& key, const std::string& value) { values_[key] = value; }
+  const KeySpec& spec(const std::string& key) const;
+
+  std::vector<KeySpec> specs;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+/// Loads `path` (may be empty: only flags and defaults), applies `overrides` (key -> value as
+/// typed on the command line) and checks everything against `specs`.
+Job load_job(const std::string& path, const std::vector<KeySpec>& specs,
+             const std::map<std::string, std::string>& overrides = {});
+/// Same, from YAML text (`origin` names it in errors).
+Job parse_job_yaml(const std::string& text, const std::string& origin, const std::string& folder,
+                   const std::vector<KeySpec>& specs,
+                   const std::map<std::string, std::string>& overrides = {});
+
+/// Parses "25MiB", "1.5GB", "4096" as bytes; throws InputError (file, key) on a wrong unit.
+double parse_bytes(const std::string& text, const std::string& file, const std::string& key);
+/// Parses "5ms", "2us", "1.5s", "0.25" as seconds; throws InputError on a wrong unit.
+double parse_seconds(const std::string& text, const std::string& file, const std::string& key);
+
+/// Strategy options from a job (workers, batch, tau, split, collective, overlap ...).
+StrategyOptions strategy_options(const Job& job);
+/// The convergence model a job names (`convergence: fixed | critical-batch | table`).
+std::unique_ptr<ConvergenceModel> convergence_model(const Job& job);
+
+}  // namespace tauplan::model

@@ -1,0 +1,102 @@
+// platform.hpp: the plain description of a cluster that every engine reads.
+//
+// Models hosts (one per GPU or CPU worker) with an effective training speed in flop/s, the
+// GPU properties that matter for planning (model, memory), and routes between hosts made of
+// links with a latency and a bandwidth. What it leaves out: contention. A Route here is the
+// alpha-beta view of one path (sum of latencies, narrowest bandwidth); sharing between flows
+// is the simulator's business (sim/). model/ never includes SimGrid: sim/ loads SimGrid XML
+// into this struct and supplies the routes through RouteOracle.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tauplan::model {
+
+enum class HostRole { Worker, Server };
+
+struct Host {
+  std::string name;
+  double speed_flops = 0;       ///< effective flop/s this worker reaches in training
+  std::string gpu_model;        ///< key of the GPU catalog, empty for a CPU host
+  double gpu_memory_bytes = 0;  ///< 0 when unknown (no memory check)
+  std::string node;             ///< machine the host lives in (several GPUs share one node)
+  HostRole role = HostRole::Worker;
+};
+
+enum class LinkSharing { SplitDuplex, Shared, FatPipe };
+
+struct Link {
+  std::string name;
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+  LinkSharing sharing = LinkSharing::Shared;
+};
+
+/// One path between two hosts. `links` index Platform::links; latency_s is their sum and
+/// bandwidth_Bps the narrowest of them (infinite for a host to itself).
+struct Route {
+  std::vector<int> links;
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
+};
+
+/// Supplies routes between host indices. sim/ implements it over SimGrid's routing; tests and
+/// generated platforms can use CrossbarRoutes below.
+class RouteOracle {
+ public:
+  virtual ~RouteOracle() = default;
+  virtual Route route(int src_host, int dst_host) const = 0;
+};
+
+/// Each host owns a private up link and down link (split duplex); a route from a to b is
+/// up(a) then down(b). This is SimGrid's FLAT cluster without backbone.
+class CrossbarRoutes : public RouteOracle {
+ public:
+  /// up_links[i] and down_links[i] are indices into the platform's links for host i.
+  CrossbarRoutes(std::vector<Link> links, std::vector<int> up_links, std::vector<int> down_links);
+  Route route(int src_host, int dst_host) const override;
+
+ private:
+  std::vector<Link> links_;
+  std::vector<int> up_links_;
+  std::vector<int> down_links_;
+};
+
+class Platform {
+ public:
+  std::string source_file;  ///< where it was loaded from ("<built-in>" for code-made platforms)
+  std::string source_hash;  ///< FNV-1a 64 of the file's bytes, hex, for provenance
+  std::vector<Host> hosts;
+  std::vector<Link> links;
+  std::shared_ptr<const RouteOracle> routes;
+
+  /// Host index by name, or -1.
+  int find_host(const std::string& name) const;
+  /// Worker hosts (role Worker) in natural name order (gpu-2 before gpu-10).
+  std::vector<int> worker_hosts() const;
+  /// Server hosts (role Server) in natural name order.
+  std::vector<int> server_hosts() const;
+  /// The alpha-beta view of the path from src to dst (memoised).
+  const Route& route(int src_host, int dst_host) const;
+
+ private:
+  mutable std::unordered_map<long long, Route> route_cache_;
+};
+
+/// A homogeneous-link crossbar of `speeds.size()` hosts named h0, h1, ...: every host has a
+/// private split-duplex link of the given bandwidth and latency (route = 2 x latency).
+/// Used by tests and by planning inventories; `roles` may mark servers (default all workers).
+Platform make_crossbar_platform(const std::vector<double>& speeds_flops, double link_bandwidth_Bps,
+                                double link_latency_s, double gpu_memory_bytes = 0,
+                                const std::vector<HostRole>& roles = {});
+
+/// "a10" < "a2"? No: natural order compares digit runs as numbers (a2 < a10).
+bool natural_less(const std::string& a, const std::string& b);
+
+/// FNV-1a 64-bit hash of bytes, as 16 hex digits.
+std::string fnv1a_hex(const std::string& bytes);
+
+}  // namespace tauplan::model

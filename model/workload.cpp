@@ -1,0 +1,155 @@
+// workload.cpp: reading workload YAML and the GPU catalog (both strict: unknown keys are errors).
+#include "model/workload.hpp"
+
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "model/catalog.hpp"
+#include "model/error.hpp"
+#include "model/yaml_util.hpp"
+
+namespace tauplan::model {
+
+double Workload::memory_bytes(double samples) const {
+  return parameters * (2 * bytes_per_parameter + optimizer_bytes_per_parameter) +
+         samples * activation_bytes_per_sample;
+}
+
+Workload parse_workload_yaml(const std::string& text, const std::string& origin) {
+  namespace yu = yaml_util;
+  const YAML::Node root = yu::parse(text, origin);
+  if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of workload keys");
+  yu::reject_unknown_keys(
+      root,
+      {"name", "description", "parameters", "bytes_per_parameter", "optimizer_bytes_per_parameter",
+       "flop_per_sample", "activation_bytes_per_sample", "update_flop_per_parameter", "sample_unit",
+       "layers"},
+      origin);
+  Workload w;
+  w.source = origin;
+  if (!root["name"]) throw InputError(origin, "name", "the workload's name");
+  w.name = yu::text(root["name"], origin, "name");
+  if (root["description"]) w.description = yu::text(root["description"], origin, "description");
+  for (const char* key : {"parameters", "flop_per_sample"})
+    if (!root[key]) throw InputError(origin, key, "a number > 0 (required)");
+  w.parameters = yu::positive(root["parameters"], origin, "parameters");
+  w.flop_per_sample = yu::positive(root["flop_per_sample"], origin, "flop_per_sample");
+  if (root["bytes_per_parameter"])
+    w.bytes_per_parameter =
+        yu::positive(root["bytes_per_parameter"], origin, "bytes_per_parameter");
+  if (root["optimizer_bytes_per_parameter"])
+    w.optimizer_bytes_per_parameter = yu::positive(root["optimizer_bytes_per_parameter"], origin,
+                                                   "optimizer_bytes_per_parameter", true);
+  if (root["activation_bytes_per_sample"])
+    w.activation_bytes_per_sample = yu::positive(root["activation_bytes_per_sample"], origin,
+                                                 "activation_bytes_per_sample", true);
+  if (root["update_flop_per_parameter"])
+    w.update_flop_per_parameter =
+        yu::positive(root["update_flop_per_parameter"], origin, "update_flop_per_parameter", true);
+  if (root["sample_unit"]) w.sample_unit = yu::text(root["sample_unit"], origin, "sample_unit");
+  if (const YAML::Node layers = root["layers"]) {
+    if (!layers.IsSequence()) throw InputError(origin, "layers", "a list of layers");
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const std::string prefix = fmt::format("layers[{}].", i);
+      const YAML::Node layer = layers[i];
+      if (!layer.IsMap()) throw InputError(origin, fmt::format("layers[{}]", i), "a map");
+      yu::reject_unknown_keys(layer, {"name", "parameters", "flop_per_sample"}, origin, prefix);
+      Layer l;
+      l.name = layer["name"] ? yu::text(layer["name"], origin, prefix + "name")
+                             : fmt::format("layer{}", i);
+      if (!layer["parameters"] || !layer["flop_per_sample"])
+        throw InputError(origin, prefix + "parameters", "parameters and flop_per_sample");
+      l.parameters = yu::positive(layer["parameters"], origin, prefix + "parameters", true);
+      l.flop_per_sample =
+          yu::positive(layer["flop_per_sample"], origin, prefix + "flop_per_sample", true);
+      w.layers.push_back(l);
+    }
+  }
+  return w;
+}
+
+std::vector<std::string> catalog_workload_names() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < catalog::kWorkloadCount; ++i)
+    names.emplace_back(catalog::kWorkloads[i].name);
+  return names;
+}
+
+Workload load_workload(const std::string& name_or_path) {
+  for (size_t i = 0; i < catalog::kWorkloadCount; ++i)
+    if (name_or_path == catalog::kWorkloads[i].name)
+      return parse_workload_yaml(catalog::kWorkloads[i].text, "catalog:" + name_or_path);
+  std::ifstream probe(name_or_path);
+  if (!probe) {
+    std::string names;
+    for (const auto& n : catalog_workload_names())
+      names += (names.empty() ? "" : ", ") + n;
+    throw InputError(name_or_path, "workload",
+                     "a catalog name (" + names + ") or a readable YAML file", "neither");
+  }
+  return parse_workload_yaml(yaml_util::read_file(name_or_path, "workload"), name_or_path);
+}
+
+double GpuSpec::peak_flops(const std::string& precision) const {
+  if (precision == "fp64") return peak_fp64_flops;
+  if (precision == "fp32") return peak_fp32_flops;
+  if (precision == "fp16") return peak_fp16_flops;
+  if (precision == "bf16") return peak_bf16_flops;
+  return 0;
+}
+
+namespace {
+std::vector<GpuSpec> parse_gpu_catalog() {
+  namespace yu = yaml_util;
+  const std::string origin = "model/catalog/gpus.yaml";
+  const YAML::Node root = yu::parse(catalog::kGpuCatalogYaml, origin);
+  std::vector<GpuSpec> gpus;
+  if (!root["gpus"] || !root["gpus"].IsSequence()) throw InputError(origin, "gpus", "a list");
+  for (const auto& node : root["gpus"]) {
+    GpuSpec gpu;
+    gpu.model = yu::text(node["model"], origin, "gpus[].model");
+    const std::string prefix = "gpus[" + gpu.model + "].";
+    if (const YAML::Node peaks = node["peak_flops"]) {
+      for (const auto& entry : peaks) {
+        const std::string precision = entry.first.as<std::string>();
+        const double value = yu::positive(entry.second, origin, prefix + "peak_flops." + precision);
+        if (precision == "fp64")
+          gpu.peak_fp64_flops = value;
+        else if (precision == "fp32")
+          gpu.peak_fp32_flops = value;
+        else if (precision == "fp16")
+          gpu.peak_fp16_flops = value;
+        else if (precision == "bf16")
+          gpu.peak_bf16_flops = value;
+        else
+          throw InputError(origin, prefix + "peak_flops." + precision, "fp64|fp32|fp16|bf16");
+      }
+    }
+    gpu.memory_bytes = yu::positive(node["memory_bytes"], origin, prefix + "memory_bytes");
+    if (node["memory_bandwidth_Bps"])
+      gpu.memory_bandwidth_Bps =
+          yu::positive(node["memory_bandwidth_Bps"], origin, prefix + "memory_bandwidth_Bps");
+    if (node["source"]) gpu.source = yu::text(node["source"], origin, prefix + "source");
+    gpus.push_back(gpu);
+  }
+  return gpus;
+}
+}  // namespace
+
+const std::vector<GpuSpec>& gpu_catalog() {
+  static const std::vector<GpuSpec> gpus = parse_gpu_catalog();
+  return gpus;
+}
+
+const GpuSpec& gpu_spec(const std::string& model, const std::string& file, const std::string& key) {
+  for (const auto& gpu : gpu_catalog())
+    if (gpu.model == model) return gpu;
+  std::string names;
+  for (const auto& gpu : gpu_catalog())
+    names += (names.empty() ? "" : ", ") + gpu.model;
+  throw InputError(file, key, "a GPU of the catalog (" + names + ")", "'" + model + "'");
+}
+
+}  // namespace tauplan::model
