@@ -42,6 +42,9 @@ CompiledPlan compile(const Plan& plan, const Platform& platform) {
   for (size_t i = 0; i < order.size(); ++i)
     position[order[i]] = static_cast<int>(i);
   compiled.duration_s.reserve(order.size());
+  compiled.kind.reserve(order.size());
+  compiled.step_fraction.reserve(order.size());
+  compiled.pred_index.reserve(boost::num_edges(plan.graph));
   compiled.pred_offset.reserve(order.size() + 1);
   compiled.pred_offset.push_back(0);
   for (OpId v : order) {

@@ -1,8 +1,6 @@
 // plan.cpp: building and ordering the round DAG.
 #include "model/plan.hpp"
 
-#include <boost/graph/topological_sort.hpp>
-#include <iterator>
 #include <stdexcept>
 
 namespace tauplan::model {
@@ -16,13 +14,23 @@ void Plan::depend(OpId before, OpId after) {
 }
 
 std::vector<OpId> Plan::topological_order() const {
-  std::vector<OpId> reversed;
-  try {
-    boost::topological_sort(graph, std::back_inserter(reversed));
-  } catch (const boost::not_a_dag&) {
-    throw std::logic_error("plan '" + strategy + "' has a dependency cycle");
+  // Kahn's algorithm, taking ready ops in index order, so the order is deterministic and
+  // follows insertion order where the dependencies allow.
+  const size_t n = boost::num_vertices(graph);
+  std::vector<size_t> waiting(n);
+  std::vector<OpId> order;
+  order.reserve(n);
+  for (OpId v = 0; v < n; ++v) {
+    waiting[v] = boost::in_degree(v, graph);
+    if (waiting[v] == 0) order.push_back(v);
   }
-  return {reversed.rbegin(), reversed.rend()};
+  for (size_t next = 0; next < order.size(); ++next)
+    for (auto e : boost::make_iterator_range(boost::out_edges(order[next], graph))) {
+      const OpId target = boost::target(e, graph);
+      if (--waiting[target] == 0) order.push_back(target);
+    }
+  if (order.size() != n) throw std::logic_error("plan '" + strategy + "' has a dependency cycle");
+  return order;
 }
 
 int Plan::count(OpKind kind) const {
