@@ -1,4 +1,5 @@
 // common.cpp: job flags, input loading and result printing shared by the verbs.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -7,9 +8,11 @@
 #include <fmt/format.h>
 
 #include "cli/verb.hpp"
+#include "exec/job_keys.hpp"
 #include "model/error.hpp"
 #include "model/strategy.hpp"
 #include "sim/platform_loader.hpp"
+#include "sim/sim_job.hpp"
 
 #ifndef TAUPLAN_PLATFORM_DIR
 #define TAUPLAN_PLATFORM_DIR "platforms"
@@ -77,12 +80,8 @@ Inputs load_inputs(const JobArgs& args) {
     throw InputError(job.file, "workload", e.what());
   }
   inputs.platform_path = resolve_platform_path(job);
-  sim::NetworkOptions network;
+  sim::NetworkOptions network = sim::network_options(job);
   network.origin = job.file;
-  bool has_network_key = false;
-  for (const auto& spec : job.specs)
-    has_network_key |= spec.name == "network_model";
-  if (has_network_key && job.has("network_model")) network.model = job.text("network_model");
   inputs.platform = sim::load_platform(inputs.platform_path, network);
   inputs.convergence = model::convergence_model(job);
   inputs.options = model::strategy_options(job);
@@ -130,8 +129,28 @@ void print_results(const model::RunContext& context, std::vector<model::ResultRo
       model::tauplan_git_commit());
 }
 
+namespace {
+std::vector<std::pair<int, VerbRegistrar>>& verb_registry() {
+  static std::vector<std::pair<int, VerbRegistrar>> registry;
+  return registry;
+}
+}  // namespace
+
+VerbRegistration::VerbRegistration(int order, VerbRegistrar registrar) {
+  verb_registry().emplace_back(order, registrar);
+}
+
+std::vector<std::pair<int, VerbRegistrar>> registered_verbs() {
+  auto verbs = verb_registry();
+  std::stable_sort(verbs.begin(), verbs.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  return verbs;
+}
+
 std::vector<model::KeySpec> all_job_keys() {
   std::vector<model::KeySpec> keys = model::model_job_keys();
+  for (auto&& more : {sim::sim_job_keys(), exec::exec_job_keys()})
+    keys.insert(keys.end(), more.begin(), more.end());
   return keys;
 }
 

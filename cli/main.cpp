@@ -13,10 +13,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tauplan ") + tauplan::model::tauplan_version() +
                                         " (" + tauplan::model::tauplan_git_commit() + ")");
-  tauplan::cli::register_predict(app);
-  tauplan::cli::register_simulate(app);
-  tauplan::cli::register_measure(app);
-  tauplan::cli::register_help_keys(app);
+  for (const auto& [order, registrar] : tauplan::cli::registered_verbs())
+    registrar(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

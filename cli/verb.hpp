@@ -71,4 +71,14 @@ void register_simulate(CLI::App& app);
 void register_measure(CLI::App& app);
 void register_help_keys(CLI::App& app);
 
+/// Verbs register themselves: a verb file defines `static const VerbRegistration
+/// kRegistration{ORDER, register_<verb>};` and main() adds every registered verb, in ORDER
+/// (the order of `tauplan --help`). Adding a verb is one new file in cli/.
+using VerbRegistrar = void (*)(CLI::App&);
+struct VerbRegistration {
+  VerbRegistration(int order, VerbRegistrar registrar);
+};
+/// Registered verbs, sorted by order.
+std::vector<std::pair<int, VerbRegistrar>> registered_verbs();
+
 }  // namespace tauplan::cli

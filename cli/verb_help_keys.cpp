@@ -43,4 +43,6 @@ void register_help_keys(CLI::App& app) {
   });
 }
 
+static const VerbRegistration kRegistration{100, register_help_keys};
+
 }  // namespace tauplan::cli

@@ -23,4 +23,6 @@ void register_predict(CLI::App& app) {
   });
 }
 
+static const VerbRegistration kRegistration{10, register_predict};
+
 }  // namespace tauplan::cli

@@ -1,0 +1,21 @@
+// run_command.hpp: runs the tauplan executable in a child process and captures what it says.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tauplan::test {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs TAUPLAN_BINARY with `args` (no shell), in `folder` when not empty, with a time limit.
+CommandResult run_tauplan(const std::vector<std::string>& args, const std::string& folder = "",
+                          int timeout_s = 120);
+/// Writes `text` to a fresh file in a per-test temporary folder and returns its path.
+std::string write_temp_file(const std::string& name, const std::string& text);
+
+}  // namespace tauplan::test
