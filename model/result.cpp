@@ -1,6 +1,7 @@
 // result.cpp: rendering results as JSON, a table and CSV, with their provenance.
 #include "model/result.hpp"
 
+#include <cstdlib>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -107,7 +108,11 @@ const char* tauplan_git_commit() {
 }
 
 std::string utc_now_iso8601() {
-  const std::time_t now = std::time(nullptr);
+  // SOURCE_DATE_EPOCH (reproducible-builds.org) pins the date, so that two runs of the same
+  // job can be compared byte for byte.
+  std::time_t now = std::time(nullptr);
+  if (const char* pinned = std::getenv("SOURCE_DATE_EPOCH"); pinned && *pinned)
+    now = static_cast<std::time_t>(std::strtoll(pinned, nullptr, 10));
   std::tm utc{};
   gmtime_r(&now, &utc);
   char buffer[32];

@@ -1,0 +1,98 @@
+// collective_lowering.cpp: the registry of lowerings, coarsening, and shared building blocks.
+//
+// Adding an algorithm: one lower_<name>.cpp with its class and factory, one line in registry().
+#include "sim/collective_lowering.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "model/error.hpp"
+
+namespace tauplan::sim {
+namespace {
+
+const std::vector<std::unique_ptr<CollectiveLowering>>& registry() {
+  static const std::vector<std::unique_ptr<CollectiveLowering>> lowerings = [] {
+    std::vector<std::unique_ptr<CollectiveLowering>> all;
+    all.push_back(make_ring_lowering());
+    all.push_back(make_ps_lowering());
+    all.push_back(make_tree_lowering());
+    all.push_back(make_sparknet_lowering());
+    all.push_back(make_hierarchical_lowering());
+    return all;
+  }();
+  return lowerings;
+}
+
+}  // namespace
+
+long long FlowProgram::flow_count() const {
+  long long count = 0;
+  for (const FlowStage& stage : stages)
+    count += stage.repeat * static_cast<long long>(stage.flows.size());
+  return count;
+}
+
+const CollectiveLowering& collective_lowering(const std::string& name, const std::string& file) {
+  for (const auto& lowering : registry())
+    if (name == lowering->name()) return *lowering;
+  std::string names;
+  for (const auto& n : collective_lowering_names())
+    names += (names.empty() ? "" : ", ") + n;
+  throw InputError(file, "collective", "an algorithm the simulator knows (" + names + ")",
+                   "'" + name + "'");
+}
+
+std::vector<std::string> collective_lowering_names() {
+  std::vector<std::string> names;
+  for (const auto& lowering : registry())
+    names.emplace_back(lowering->name());
+  return names;
+}
+
+FlowStage coarsen(const FlowStage& stage, const model::Platform& platform) {
+  if (stage.repeat <= 1) return stage;
+  FlowStage merged;
+  merged.phase = stage.phase;
+  merged.repeat = 1;
+  // One flow per (source, destination), in first-seen order, carrying every repeat's bytes.
+  std::map<std::pair<int, int>, size_t> index;
+  double latency = 0;
+  const auto repeats = static_cast<double>(stage.repeat);
+  for (const Flow& flow : stage.flows) {
+    latency = std::max(latency, platform.route(flow.src_host, flow.dst_host).latency_s);
+    auto [it, inserted] =
+        index.emplace(std::make_pair(flow.src_host, flow.dst_host), merged.flows.size());
+    if (inserted) merged.flows.push_back(Flow{flow.src_host, flow.dst_host, 0.0});
+    merged.flows[it->second].bytes += flow.bytes * repeats;
+  }
+  // The merged flow pays one latency; the steps it replaces paid `repeat`.
+  merged.extra_latency_s = stage.extra_latency_s * repeats + (repeats - 1) * latency;
+  return merged;
+}
+
+FlowProgram lower_collective(const std::string& algorithm, const model::CollectiveCall& call,
+                             const model::Platform& platform, Granularity granularity,
+                             const std::string& file) {
+  FlowProgram program = collective_lowering(algorithm, file).lower(call, platform);
+  if (granularity == Granularity::Coarse)
+    for (FlowStage& stage : program.stages)
+      stage = coarsen(stage, platform);
+  return program;
+}
+
+FlowStage ring_stage(const std::string& phase, const std::vector<int>& hosts, double bytes,
+                     long long repeat) {
+  FlowStage stage;
+  stage.phase = phase;
+  stage.repeat = repeat;
+  const size_t k = hosts.size();
+  if (k < 2) return stage;
+  stage.flows.reserve(k);
+  for (size_t i = 0; i < k; ++i)
+    stage.flows.push_back(Flow{hosts[i], hosts[(i + 1) % k], bytes});
+  return stage;
+}
+
+}  // namespace tauplan::sim

@@ -1,0 +1,900 @@
+// simulator.cpp: the Plan -> S4U lowering and its round loop (see simulator.hpp).
+//
+// Actors: one driver (the job: starts rounds, restarts them after failures), one worker per
+// plan worker on its host (its Compute and Update ops, in topological order), one collective
+// actor per Collective op and round (its FlowProgram), and one daemon per failure source.
+// Dependencies are counted per op; an op becomes ready when its last predecessor completes.
+// Every actor belongs to an attempt (a try at the current round); a failure starts a new
+// attempt, kills the actors of the old one and cancels its flows, so that nothing stale runs.
+// What it leaves out: see simulator.hpp; SimGrid hosts are never turned off (a failure is a
+// job-level event), so SimGrid's own failure exceptions do not arise.
+#include "sim/simulator.hpp"
+
+#include <xbt/log.h>
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "model/analytic.hpp"
+#include "model/error.hpp"
+#include "sim/platform_loader.hpp"
+#include "sim/sg_engine.hpp"
+
+XBT_LOG_NEW_DEFAULT_CATEGORY(tauplan_sim, "tauplan: the SimGrid backend");
+
+namespace sg4 = simgrid::s4u;
+
+namespace tauplan::sim {
+namespace {
+
+/// splitmix64: a small, portable generator, so that a seed gives the same draws everywhere.
+class Rng {
+ public:
+  explicit Rng(unsigned long long seed) : state_(seed) {}
+  unsigned long long next() {
+    unsigned long long z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, 1).
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  double exponential(double mean) { return -mean * std::log1p(-uniform()); }
+
+ private:
+  unsigned long long state_;
+};
+
+/// Seed of one random stream: the job's seed, what the stream is for, and which one.
+unsigned long long stream_seed(unsigned long long seed, unsigned long long purpose,
+                               unsigned long long index) {
+  Rng mixer(seed ^ (purpose * 0xD1B54A32D192ED03ULL) ^ (index * 0x8CB92BA72F3D8DD7ULL));
+  mixer.next();
+  return mixer.next();
+}
+
+/// A round that fails this many times in a row is given up (failures come faster than rounds).
+constexpr int kMaxAttemptsPerRound = 1000;
+
+struct SimOp {
+  model::OpKind kind = model::OpKind::Barrier;
+  std::string label;
+  int worker = -1;  ///< Compute and Update
+  int host = -1;    ///< platform host of the actor that runs it
+  double overhead_s = 0;
+  double flop = 0;
+  int steps = 1;
+  double fixed_time_s = -1;
+  std::string algorithm;
+  std::vector<int> group;
+  FlowProgram program;
+  /// No other collective of the plan can run at the same time (neither precedes the other is
+  /// impossible), so its repeated steps may be reused.
+  bool network_to_itself = false;
+  std::vector<int> preds;
+  std::vector<int> succs;
+  int prev_on_worker = -1;  ///< the op its worker runs just before (sequence within a round)
+  // State of the current attempt.
+  int pending = 0;
+  bool started = false;
+  bool done = false;
+  double start = 0;
+  double end = 0;
+  sg4::SemaphorePtr ready;  ///< Compute and Update: released when the op is ready
+};
+
+struct RoundRecord {
+  double duration_s = 0;
+  double compute_s = 0;     ///< on the critical path, per step
+  double comm_s = 0;        ///< on the critical path
+  double collective_s = 0;  ///< all collectives of the round
+  int attempts = 1;
+};
+
+struct FaultRecord {
+  std::string host;
+  double time_s = 0;
+  long long round = 0;
+  double lost_work_s = 0;
+  double stall_s = 0;
+  std::string outcome;
+};
+
+struct FailureSource {
+  int host = -1;
+  double at_s = -1;
+  double mtbf_s = -1;
+  unsigned long long seed = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const model::Plan& plan, const model::Platform& platform, const SimOptions& options,
+             ChromeTrace* trace, int trace_pid)
+      : plan_(plan), platform_(platform), options_(options), trace_(trace), pid_(trace_pid) {}
+
+  model::ResultRow run();
+
+ private:
+  void check_platform() const;
+  void build_ops();
+  void setup_workers();
+  void mark_lone_collectives();
+  std::vector<FailureSource> failure_sources() const;
+
+  // Actor bodies.
+  void driver();
+  void worker(int w, long long attempt, long long first_round);
+  void collective(int op, long long attempt);
+  void fault_injector(FailureSource source);
+
+  void start_attempt();
+  void spawn_workers();
+  void make_ready(int op);
+  void complete(int op);
+  void run_compute(SimOp& op, int w);
+  void fail(int host);
+  void record_round();
+  int trace_track(int host) const;
+  double now() const { return sg4::Engine::get_clock() - t0_; }
+  bool stale(long long attempt) const { return attempt != attempt_; }
+  std::string host_name(int host) const { return platform_.hosts[static_cast<size_t>(host)].name; }
+  model::ResultRow make_row() const;
+
+  const model::Plan& plan_;
+  const model::Platform& platform_;
+  SimOptions options_;
+  ChromeTrace* trace_;
+  int pid_;
+
+  std::vector<sg4::Host*> hosts_;
+  std::vector<SimOp> ops_;
+  std::vector<std::vector<int>> worker_ops_;
+  std::vector<bool> host_in_job_;
+  std::vector<int> server_track_;  ///< trace track of a server host, -1 if none
+  double t0_ = 0;
+  long long rounds_to_simulate_ = 1;
+
+  // Job state.
+  long long round_ = 0;
+  long long attempt_ = 0;
+  int done_ops_ = 0;
+  bool aborted_ = false;
+  bool finished_ = false;
+  bool workers_alive_ = false;
+  double attempt_start_ = 0;
+  double restart_until_ = 0;
+  int attempts_this_round_ = 0;
+  double round_start_ = 0;
+  sg4::SemaphorePtr round_event_;
+  std::vector<sg4::ActorPtr> workers_live_;
+  std::vector<sg4::ActorPtr> collectives_live_;  ///< of the current attempt
+  /// Flows of the collectives of the current attempt (each shared with its collective actor,
+  /// so that a killed actor never sees its vector vanish).
+  std::vector<std::shared_ptr<std::vector<sg4::CommPtr>>> in_flight_;
+  double stall_until_ = 0;  ///< a failure between rounds delays the next round's start
+  double gave_up_s_ = -1;   ///< time spent on the round that was given up, -1 if none
+
+  // Stragglers, per worker.
+  std::vector<double> slow_factor_;
+  std::vector<double> slow_fraction_;
+  std::vector<Rng> worker_rng_;
+
+  // Measurements.
+  std::vector<RoundRecord> rounds_;
+  std::vector<FaultRecord> faults_;
+  std::vector<double> worker_busy_s_;
+  std::vector<long long> worker_steps_;
+  std::vector<long long> worker_slow_steps_;
+  long long flows_started_ = 0;
+  long long flows_reused_ = 0;
+};
+
+void Simulation::check_platform() const {
+  if (detail::engine() == nullptr || !platform_loaded())
+    throw InputError(options_.origin, "platform",
+                     "a platform loaded with sim::load_platform before simulating");
+  if (platform_.source_hash != detail::loaded_source_hash() ||
+      platform_.hosts.size() != detail::loaded_hosts().size())
+    throw InputError(options_.origin, "platform",
+                     "the platform loaded in this process (" + detail::loaded_source_file() +
+                         "); SimGrid holds one platform per process",
+                     platform_.source_file);
+}
+
+void Simulation::build_ops() {
+  const std::vector<model::OpId> order = plan_.topological_order();
+  std::vector<int> position(boost::num_vertices(plan_.graph), -1);
+  for (size_t i = 0; i < order.size(); ++i)
+    position[order[i]] = static_cast<int>(i);
+  const auto workers = static_cast<int>(plan_.worker_hosts.size());
+  worker_ops_.assign(static_cast<size_t>(workers), {});
+  const Granularity granularity = options_.granularity;
+
+  ops_.resize(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const model::Op& op = plan_.graph[order[i]];
+    SimOp& sim = ops_[i];
+    sim.kind = op.kind;
+    sim.label = op.label;
+    for (auto e : boost::make_iterator_range(boost::in_edges(order[i], plan_.graph)))
+      sim.preds.push_back(position[boost::source(e, plan_.graph)]);
+    for (auto e : boost::make_iterator_range(boost::out_edges(order[i], plan_.graph)))
+      sim.succs.push_back(position[boost::target(e, plan_.graph)]);
+    std::sort(sim.preds.begin(), sim.preds.end());
+    std::sort(sim.succs.begin(), sim.succs.end());
+    switch (op.kind) {
+      case model::OpKind::Compute:
+      case model::OpKind::Update: {
+        if (op.worker < 0 || op.worker >= workers)
+          throw std::logic_error("plan op '" + op.label + "' names worker " +
+                                 std::to_string(op.worker) + " of " + std::to_string(workers));
+        sim.worker = op.worker;
+        sim.host = plan_.worker_hosts[static_cast<size_t>(op.worker)];
+        sim.overhead_s = op.overhead_s;
+        sim.flop = op.flop;
+        sim.steps = op.kind == model::OpKind::Compute ? std::max(op.steps, 0) : 1;
+        auto& sequence = worker_ops_[static_cast<size_t>(op.worker)];
+        sim.prev_on_worker = sequence.empty() ? -1 : sequence.back();
+        sequence.push_back(static_cast<int>(i));
+        break;
+      }
+      case model::OpKind::Collective: {
+        sim.algorithm = op.algorithm;
+        sim.group = op.group;
+        sim.fixed_time_s = op.fixed_time_s;
+        model::CollectiveCall call;
+        call.payload = op.payload;
+        call.bytes = op.bytes;
+        call.servers = plan_.server_hosts;
+        for (int w : op.group) {
+          if (w < 0 || w >= workers)
+            throw std::logic_error("collective '" + op.label + "' names worker " +
+                                   std::to_string(w));
+          call.hosts.push_back(plan_.worker_hosts[static_cast<size_t>(w)]);
+        }
+        if (op.fixed_time_s < 0)
+          sim.program =
+              lower_collective(op.algorithm, call, platform_, granularity, options_.origin);
+        sim.host = sim.program.coordinator_host >= 0
+                       ? sim.program.coordinator_host
+                       : (call.hosts.empty() ? plan_.worker_hosts.front() : call.hosts.front());
+        break;
+      }
+      case model::OpKind::Barrier:
+        break;
+    }
+  }
+}
+
+void Simulation::mark_lone_collectives() {
+  // A collective has the network to itself when every other collective precedes or follows it
+  // in the round (rounds never overlap) and no link changes over time (profiles).
+  if (detail::loaded_platform_has_link_profiles()) return;
+  std::vector<int> collectives;
+  for (size_t i = 0; i < ops_.size(); ++i)
+    if (ops_[i].kind == model::OpKind::Collective) collectives.push_back(static_cast<int>(i));
+  // reach[c][op]: op is reachable from collective c (ops are in topological order).
+  std::vector<std::vector<bool>> reach;
+  for (int c : collectives) {
+    std::vector<bool> seen(ops_.size(), false);
+    seen[static_cast<size_t>(c)] = true;
+    for (size_t i = static_cast<size_t>(c); i < ops_.size(); ++i)
+      if (seen[i])
+        for (int succ : ops_[i].succs)
+          seen[static_cast<size_t>(succ)] = true;
+    reach.push_back(std::move(seen));
+  }
+  for (size_t a = 0; a < collectives.size(); ++a) {
+    bool alone = true;
+    for (size_t b = 0; b < collectives.size() && alone; ++b)
+      if (a != b)
+        alone = reach[a][static_cast<size_t>(collectives[b])] ||
+                reach[b][static_cast<size_t>(collectives[a])];
+    ops_[static_cast<size_t>(collectives[a])].network_to_itself = alone;
+  }
+}
+
+void Simulation::setup_workers() {
+  const size_t workers = plan_.worker_hosts.size();
+  slow_factor_.assign(workers, 1.0);
+  slow_fraction_.assign(workers, 0.0);
+  worker_busy_s_.assign(workers, 0.0);
+  worker_steps_.assign(workers, 0);
+  worker_slow_steps_.assign(workers, 0);
+  worker_rng_.clear();
+  for (size_t w = 0; w < workers; ++w)
+    worker_rng_.emplace_back(stream_seed(options_.seed, 1, w));
+  for (const Straggler& s : options_.stragglers) {
+    const int host = platform_.find_host(s.host);
+    if (host < 0)
+      throw InputError(options_.origin, "stragglers", "a host of " + platform_.source_file,
+                       "'" + s.host + "'");
+    for (size_t w = 0; w < workers; ++w)
+      if (plan_.worker_hosts[w] == host) {
+        slow_factor_[w] = s.factor;
+        slow_fraction_[w] = s.fraction;
+      }
+  }
+  host_in_job_.assign(platform_.hosts.size(), false);
+  for (int h : plan_.worker_hosts)
+    host_in_job_[static_cast<size_t>(h)] = true;
+  server_track_.assign(platform_.hosts.size(), -1);
+  int track = static_cast<int>(workers);
+  for (const SimOp& op : ops_)
+    if (op.kind == model::OpKind::Collective && op.host >= 0 &&
+        !host_in_job_[static_cast<size_t>(op.host)] &&
+        server_track_[static_cast<size_t>(op.host)] < 0)
+      server_track_[static_cast<size_t>(op.host)] = track++;
+  for (size_t h = 0; h < server_track_.size(); ++h)
+    if (server_track_[h] >= 0) host_in_job_[h] = true;
+}
+
+std::vector<FailureSource> Simulation::failure_sources() const {
+  std::vector<FailureSource> sources;
+  for (size_t i = 0; i < options_.failures.size(); ++i) {
+    const Failure& f = options_.failures[i];
+    std::vector<int> hosts;
+    if (f.host == "*") {
+      hosts = plan_.worker_hosts;
+    } else {
+      const int host = platform_.find_host(f.host);
+      if (host < 0)
+        throw InputError(options_.origin, "failures", "a host of " + platform_.source_file,
+                         "'" + f.host + "'");
+      hosts.push_back(host);
+    }
+    for (size_t j = 0; j < hosts.size(); ++j)
+      sources.push_back(
+          FailureSource{hosts[j], f.at_s, f.mtbf_s, stream_seed(options_.seed, 2 + i, j)});
+  }
+  return sources;
+}
+
+void Simulation::driver() {
+  for (round_ = 0; round_ < rounds_to_simulate_; ++round_) {
+    round_start_ = now();
+    attempts_this_round_ = 0;
+    for (;;) {
+      ++attempts_this_round_;
+      start_attempt();
+      round_event_->acquire();
+      if (!aborted_) break;
+      // The round was lost to a failure: stall until the restart (failures during the stall
+      // push it further), then try the round again.
+      while (now() < restart_until_)
+        sg4::this_actor::sleep_until(t0_ + restart_until_);
+      if (attempts_this_round_ >= kMaxAttemptsPerRound) {
+        gave_up_s_ = now() - round_start_;
+        finished_ = true;
+        return;
+      }
+    }
+    record_round();
+    XBT_VERB("round %lld done in %g s", round_, rounds_.back().duration_s);
+  }
+  finished_ = true;
+}
+
+void Simulation::start_attempt() {
+  while (now() < stall_until_)
+    sg4::this_actor::sleep_until(t0_ + stall_until_);
+  const long long attempt = attempt_;
+  aborted_ = false;
+  attempt_start_ = now();
+  done_ops_ = 0;
+  in_flight_.clear();
+  collectives_live_.clear();
+  for (SimOp& op : ops_) {
+    op.pending = static_cast<int>(op.preds.size());
+    op.started = op.done = false;
+    op.start = op.end = 0;
+  }
+  if (!workers_alive_) spawn_workers();
+  if (ops_.empty()) {
+    round_event_->release();
+    return;
+  }
+  for (size_t i = 0; i < ops_.size() && !stale(attempt); ++i)
+    if (ops_[i].pending == 0) make_ready(static_cast<int>(i));
+}
+
+void Simulation::spawn_workers() {
+  for (SimOp& op : ops_)
+    if (op.kind == model::OpKind::Compute || op.kind == model::OpKind::Update)
+      op.ready = sg4::Semaphore::create(0);
+  for (size_t w = 0; w < worker_ops_.size(); ++w) {
+    if (worker_ops_[w].empty()) continue;
+    const int host = plan_.worker_hosts[w];
+    const long long attempt = attempt_;
+    const long long first_round = round_;
+    if (stale(attempt)) return;
+    workers_live_.push_back(sg4::Actor::create(
+        "w" + std::to_string(w), hosts_[static_cast<size_t>(host)],
+        [this, w, attempt, first_round] { worker(static_cast<int>(w), attempt, first_round); }));
+  }
+  workers_alive_ = true;
+}
+
+void Simulation::worker(int w, long long attempt, long long first_round) {
+  const auto& sequence = worker_ops_[static_cast<size_t>(w)];
+  for (long long r = first_round; r < rounds_to_simulate_; ++r)
+    for (int index : sequence) {
+      SimOp& op = ops_[static_cast<size_t>(index)];
+      op.ready->acquire();
+      if (stale(attempt)) return;
+      op.start = now();
+      op.started = true;
+      run_compute(op, w);
+      if (stale(attempt)) return;
+      worker_busy_s_[static_cast<size_t>(w)] += now() - op.start;
+      complete(index);
+    }
+}
+
+void Simulation::run_compute(SimOp& op, int w) {
+  const auto wi = static_cast<size_t>(w);
+  if (op.kind == model::OpKind::Update) {
+    if (op.overhead_s > 0) sg4::this_actor::sleep_for(op.overhead_s);
+    if (op.flop > 0) sg4::this_actor::execute(op.flop);
+    return;
+  }
+  // Compute: `steps` steps, each overhead + flop, a straggler's slow steps x factor.
+  const double factor = slow_factor_[wi];
+  const double fraction = slow_fraction_[wi];
+  auto step_factor = [&]() {
+    ++worker_steps_[wi];
+    if (factor == 1.0 || fraction <= 0) return 1.0;
+    const bool slow = fraction >= 1 || worker_rng_[wi].uniform() < fraction;
+    if (!slow) return 1.0;
+    ++worker_slow_steps_[wi];
+    return factor;
+  };
+  if (options_.granularity == Granularity::Coarse) {
+    double scale = 0;
+    for (int s = 0; s < op.steps; ++s)
+      scale += step_factor();
+    if (op.overhead_s > 0) sg4::this_actor::sleep_for(op.overhead_s * scale);
+    if (op.flop > 0) sg4::this_actor::execute(op.flop * scale);
+    return;
+  }
+  for (int s = 0; s < op.steps; ++s) {
+    const double f = step_factor();
+    if (op.overhead_s > 0) sg4::this_actor::sleep_for(op.overhead_s * f);
+    if (op.flop > 0) sg4::this_actor::execute(op.flop * f);
+  }
+}
+
+void Simulation::collective(int index, long long attempt) {
+  if (stale(attempt)) return;
+  SimOp& op = ops_[static_cast<size_t>(index)];
+  op.start = now();
+  op.started = true;
+  if (op.fixed_time_s >= 0) {
+    if (op.fixed_time_s > 0) sg4::this_actor::sleep_for(op.fixed_time_s);
+  } else {
+    auto shared = std::make_shared<std::vector<sg4::CommPtr>>();
+    in_flight_.push_back(shared);
+    std::vector<sg4::CommPtr>& comms = *shared;
+    const bool reuse = options_.reuse_steps && op.network_to_itself;
+    for (const FlowStage& stage : op.program.stages) {
+      double step_s = -1;
+      for (long long r = 0; r < stage.repeat; ++r) {
+        if (reuse && step_s >= 0) {
+          // Steady state: the remaining steps are the step just simulated, repeated.
+          const long long left = stage.repeat - r;
+          sg4::this_actor::sleep_for(step_s * static_cast<double>(left));
+          flows_reused_ += left * static_cast<long long>(stage.flows.size());
+          break;
+        }
+        const double step_start = now();
+        comms.clear();
+        comms.reserve(stage.flows.size());
+        for (const Flow& flow : stage.flows)
+          comms.push_back(sg4::Comm::sendto_async(
+              hosts_[static_cast<size_t>(flow.src_host)],
+              hosts_[static_cast<size_t>(flow.dst_host)],
+              static_cast<std::uint64_t>(std::llround(std::max(flow.bytes, 0.0)))));
+        flows_started_ += static_cast<long long>(stage.flows.size());
+        sg4::Comm::wait_all(comms);
+        if (stale(attempt)) return;
+        if (stage.extra_latency_s > 0) sg4::this_actor::sleep_for(stage.extra_latency_s);
+        if (stale(attempt)) return;
+        step_s = now() - step_start;
+      }
+      if (stale(attempt)) return;
+    }
+    comms.clear();
+  }
+  if (stale(attempt)) return;
+  complete(index);
+}
+
+void Simulation::make_ready(int index) {
+  SimOp& op = ops_[static_cast<size_t>(index)];
+  XBT_VERB("round %lld attempt %lld: '%s' ready", round_, attempt_, op.label.c_str());
+  switch (op.kind) {
+    case model::OpKind::Compute:
+    case model::OpKind::Update:
+      op.ready->release();
+      break;
+    case model::OpKind::Collective: {
+      const long long attempt = attempt_;
+      collectives_live_.push_back(sg4::Actor::create(
+          "collective-" + std::to_string(index), hosts_[static_cast<size_t>(op.host)],
+          [this, index, attempt] { collective(index, attempt); }));
+      break;
+    }
+    case model::OpKind::Barrier:
+      op.start = now();
+      op.started = true;
+      complete(index);
+      break;
+  }
+}
+
+void Simulation::complete(int index) {
+  SimOp& op = ops_[static_cast<size_t>(index)];
+  XBT_VERB("round %lld attempt %lld: '%s' done", round_, attempt_, op.label.c_str());
+  op.end = now();
+  op.done = true;
+  // Decide here whether this op ends the round: making successors ready yields to other actors,
+  // which may complete ops meanwhile.
+  const bool last = ++done_ops_ == static_cast<int>(ops_.size());
+  const long long attempt = attempt_;
+  for (int succ : op.succs) {
+    if (stale(attempt)) return;
+    if (--ops_[static_cast<size_t>(succ)].pending == 0) make_ready(succ);
+  }
+  if (last && !stale(attempt)) round_event_->release();
+}
+
+void Simulation::fault_injector(FailureSource source) {
+  sg4::Actor::self()->daemonize();
+  Rng rng(source.seed);
+  double next = source.at_s >= 0 ? source.at_s : rng.exponential(source.mtbf_s);
+  for (;;) {
+    sg4::this_actor::sleep_until(t0_ + next);
+    if (finished_) return;
+    fail(source.host);
+    if (source.mtbf_s <= 0) return;
+    next += rng.exponential(source.mtbf_s);
+  }
+}
+
+void Simulation::fail(int host) {
+  FaultRecord fault;
+  fault.host = host_name(host);
+  fault.time_s = now();
+  fault.round = round_;
+  if (!host_in_job_[static_cast<size_t>(host)]) {
+    fault.outcome = "ignored: host not used by the job";
+    faults_.push_back(fault);
+    return;
+  }
+  if (aborted_) {
+    // Already stalled by an earlier failure: the replacement is delayed.
+    const double until = std::max(restart_until_, fault.time_s + options_.restart_s);
+    fault.stall_s = until - restart_until_;
+    fault.outcome = "failed during the restart stall; restart delayed";
+    restart_until_ = until;
+    faults_.push_back(fault);
+    return;
+  }
+  const int track = trace_track(host);
+  if (done_ops_ == static_cast<int>(ops_.size())) {
+    // Between rounds: nothing is lost, but the next round waits for the replacement.
+    fault.stall_s = options_.restart_s;
+    fault.outcome = "failed between rounds; next round delayed";
+    stall_until_ = std::max(stall_until_, fault.time_s + options_.restart_s);
+    faults_.push_back(fault);
+    if (trace_ != nullptr) {
+      trace_->instant(pid_, track, "host failure " + fault.host, "fault", fault.time_s);
+      trace_->span(pid_, track, "stall (restart)", "fault", fault.time_s, fault.stall_s);
+    }
+    return;
+  }
+  // Abort the attempt: bump the attempt first, so that every actor of the old one is stale
+  // whatever runs next, then stop what they were doing.
+  ++attempt_;
+  aborted_ = true;
+  fault.lost_work_s = fault.time_s - attempt_start_;
+  fault.stall_s = options_.restart_s;
+  fault.outcome = "round restarted from the last averaged parameters";
+  restart_until_ = fault.time_s + options_.restart_s;
+  faults_.push_back(fault);
+  if (trace_ != nullptr) {
+    for (const SimOp& op : ops_) {
+      if (!op.started || op.done || op.kind == model::OpKind::Barrier) continue;
+      const std::string name = "aborted: " + op.label;
+      if (op.kind == model::OpKind::Collective) {
+        for (int w : op.group)
+          trace_->span(pid_, w, name, "fault", op.start, fault.time_s - op.start);
+      } else {
+        trace_->span(pid_, op.worker, name, "fault", op.start, fault.time_s - op.start);
+      }
+    }
+    trace_->instant(pid_, track, "host failure " + fault.host, "fault", fault.time_s,
+                    {{"lost_work_s", std::to_string(fault.lost_work_s)},
+                     {"stall_s", std::to_string(fault.stall_s)}});
+    trace_->span(pid_, track, "stall (restart)", "fault", fault.time_s, fault.stall_s);
+  }
+  std::vector<sg4::ActorPtr> victims;
+  victims.swap(workers_live_);
+  victims.insert(victims.end(), collectives_live_.begin(), collectives_live_.end());
+  collectives_live_.clear();
+  for (auto& actor : victims)
+    actor->kill();
+  for (auto& comms : in_flight_)
+    for (auto& comm : *comms)
+      if (comm->get_state() == sg4::Activity::State::STARTED) comm->cancel();
+  in_flight_.clear();
+  workers_alive_ = false;
+  round_event_->release();
+}
+
+int Simulation::trace_track(int host) const {
+  for (size_t w = 0; w < plan_.worker_hosts.size(); ++w)
+    if (plan_.worker_hosts[w] == host) return static_cast<int>(w);
+  const int server = server_track_[static_cast<size_t>(host)];
+  return server >= 0 ? server : 0;
+}
+
+void Simulation::record_round() {
+  RoundRecord record;
+  record.duration_s = now() - round_start_;
+  record.attempts = attempts_this_round_;
+  // The critical path of the attempt that succeeded: from the op that ended last, walk back
+  // through whichever predecessor (or the worker's previous op) ended last.
+  int last = -1;
+  for (size_t i = 0; i < ops_.size(); ++i)
+    if (last < 0 || ops_[i].end > ops_[static_cast<size_t>(last)].end) last = static_cast<int>(i);
+  double compute = 0;
+  double comm = 0;
+  for (int i = last; i >= 0;) {
+    const SimOp& op = ops_[static_cast<size_t>(i)];
+    if (op.kind == model::OpKind::Collective)
+      comm += op.end - op.start;
+    else if (op.kind != model::OpKind::Barrier)
+      compute += op.end - op.start;
+    int next = -1;
+    auto consider = [&](int candidate) {
+      if (candidate >= 0 && (next < 0 || ops_[static_cast<size_t>(candidate)].end >
+                                             ops_[static_cast<size_t>(next)].end))
+        next = candidate;
+    };
+    for (int p : op.preds)
+      consider(p);
+    consider(op.prev_on_worker);
+    i = next;
+  }
+  record.compute_s = compute / std::max(plan_.steps_per_round, 1);
+  record.comm_s = comm;
+  for (const SimOp& op : ops_)
+    if (op.kind == model::OpKind::Collective) record.collective_s += op.end - op.start;
+  rounds_.push_back(record);
+
+  if (trace_ == nullptr) return;
+  const std::string round_name = std::to_string(round_);
+  for (const SimOp& op : ops_) {
+    if (op.kind == model::OpKind::Barrier) continue;
+    if (op.kind == model::OpKind::Collective) {
+      const std::string name = op.label + " (" + op.algorithm + ")";
+      ChromeTrace::Args args = {{"round", round_name},
+                                {"flows", std::to_string(op.program.flow_count())}};
+      for (int w : op.group)
+        trace_->span(pid_, w, name, "comm", op.start, op.end - op.start, args);
+      const int server = server_track_[static_cast<size_t>(op.host)];
+      if (server >= 0) trace_->span(pid_, server, name, "comm", op.start, op.end - op.start, args);
+    } else {
+      trace_->span(pid_, op.worker, op.label,
+                   op.kind == model::OpKind::Compute ? "compute" : "update", op.start,
+                   op.end - op.start, {{"round", round_name}, {"steps", std::to_string(op.steps)}});
+    }
+  }
+}
+
+model::ResultRow Simulation::make_row() const {
+  model::ResultRow row;
+  row.strategy = plan_.strategy;
+  row.workers = plan_.workers;
+  row.tau = plan_.tau;
+  row.batch = plan_.batch;
+  row.collective = plan_.collective;
+  row.split = plan_.strategy == "sync" ? model::to_string(plan_.split) : "";
+  row.engine = "simgrid";
+  row.rounds = plan_.rounds;
+
+  double simulated_total = 0;
+  double compute = 0;
+  double comm = 0;
+  double collective = 0;
+  for (const RoundRecord& r : rounds_) {
+    simulated_total += r.duration_s;
+    compute += r.compute_s;
+    comm += r.comm_s;
+    collective += r.collective_s;
+  }
+  const auto simulated = static_cast<double>(rounds_.size());
+  const double mean_round = rounds_.empty() ? 0 : simulated_total / simulated;
+  row.round_s = mean_round;
+  row.compute_s = rounds_.empty() ? 0 : compute / simulated;
+  row.comm_s = rounds_.empty() ? 0 : comm / simulated;
+  const auto simulated_rounds = static_cast<long long>(rounds_.size());
+  if (gave_up_s_ >= 0) {
+    // No extrapolation: the job never gets past this round.
+    row.total_s = simulated_total + gave_up_s_;
+    row.extra["gave_up"] = "round " + std::to_string(simulated_rounds) + " failed " +
+                           std::to_string(kMaxAttemptsPerRound) +
+                           " times in a row: failures come faster than a round completes";
+  } else if (plan_.rounds <= 0)
+    row.total_s = 0;
+  else if (simulated_rounds >= plan_.rounds)
+    row.total_s = simulated_total;
+  else
+    row.total_s =
+        simulated_total + static_cast<double>(plan_.rounds - simulated_rounds) * mean_round;
+
+  nlohmann::json& extra = row.extra;
+  extra["network_model"] = network_model();
+  extra["sim_mode"] = to_string(options_.granularity);
+  extra["simulated_rounds"] = simulated_rounds;
+  extra["extrapolated"] = gave_up_s_ < 0 && plan_.rounds > simulated_rounds;
+  if (gave_up_s_ < 0 && plan_.rounds > simulated_rounds)
+    extra["extrapolation"] = "total_s = simulated rounds + remaining rounds x mean simulated round";
+  extra["seed"] = options_.seed;
+  extra["collective_s"] = rounds_.empty() ? 0.0 : collective / simulated;
+  extra["flows_started"] = flows_started_;
+  if (flows_reused_ > 0) extra["flows_reused"] = flows_reused_;
+  extra["convergence_steps"] = plan_.convergence_steps;
+  extra["steps_per_round"] = plan_.steps_per_round;
+  if (!rounds_.empty()) {
+    double shortest = rounds_.front().duration_s;
+    double longest = shortest;
+    for (const RoundRecord& r : rounds_) {
+      shortest = std::min(shortest, r.duration_s);
+      longest = std::max(longest, r.duration_s);
+    }
+    extra["round_s_min"] = shortest;
+    extra["round_s_max"] = longest;
+  }
+  nlohmann::json workers = nlohmann::json::array();
+  const double steps_simulated =
+      simulated * static_cast<double>(std::max(plan_.steps_per_round, 1));
+  for (size_t w = 0; w < plan_.worker_hosts.size(); ++w) {
+    nlohmann::json entry = {
+        {"host", host_name(plan_.worker_hosts[w])},
+        {"samples", plan_.worker_samples.empty() ? 0.0 : plan_.worker_samples[w]},
+        {"compute_s", steps_simulated > 0 ? worker_busy_s_[w] / steps_simulated : 0.0}};
+    if (slow_factor_[w] != 1.0 && slow_fraction_[w] > 0) {
+      entry["straggler_factor"] = slow_factor_[w];
+      entry["straggler_fraction"] = slow_fraction_[w];
+      entry["slow_steps"] = worker_slow_steps_[w];
+      entry["steps"] = worker_steps_[w];
+    }
+    workers.push_back(entry);
+  }
+  extra["workers_detail"] = workers;
+  if (!options_.failures.empty()) {
+    nlohmann::json faults = nlohmann::json::array();
+    double lost = 0;
+    for (const FaultRecord& f : faults_) {
+      faults.push_back({{"host", f.host},
+                        {"time_s", f.time_s},
+                        {"round", f.round},
+                        {"lost_work_s", f.lost_work_s},
+                        {"stall_s", f.stall_s},
+                        {"outcome", f.outcome}});
+      lost += f.lost_work_s + f.stall_s;
+    }
+    extra["failures"] = faults;
+    extra["time_lost_s"] = lost;
+    extra["restart_s"] = options_.restart_s;
+  }
+  return row;
+}
+
+model::ResultRow Simulation::run() {
+  check_platform();
+  hosts_ = detail::loaded_hosts();
+  if (plan_.worker_hosts.empty())
+    throw InputError(options_.origin, "workers", "a plan with at least one worker");
+  for (int h : plan_.worker_hosts)
+    if (h < 0 || static_cast<size_t>(h) >= hosts_.size())
+      throw std::logic_error("plan names host index " + std::to_string(h));
+  build_ops();
+  mark_lone_collectives();
+  setup_workers();
+  const std::vector<FailureSource> sources = failure_sources();
+  rounds_to_simulate_ = std::max<long long>(plan_.rounds, 1);
+  if (options_.sim_rounds > 0)
+    rounds_to_simulate_ = std::min(rounds_to_simulate_, options_.sim_rounds);
+
+  if (trace_ != nullptr) {
+    trace_->name_process(pid_, plan_.strategy + " (simgrid, " + network_model() + ", " +
+                                   to_string(options_.granularity) + ")");
+    for (size_t w = 0; w < plan_.worker_hosts.size(); ++w)
+      trace_->name_thread(pid_, static_cast<int>(w),
+                          "w" + std::to_string(w) + " " + host_name(plan_.worker_hosts[w]));
+    for (size_t h = 0; h < server_track_.size(); ++h)
+      if (server_track_[h] >= 0)
+        trace_->name_thread(pid_, server_track_[h], "server " + host_name(static_cast<int>(h)));
+  }
+
+  t0_ = sg4::Engine::get_clock();
+  round_event_ = sg4::Semaphore::create(0);
+  sg4::Host* driver_host = hosts_[static_cast<size_t>(plan_.worker_hosts.front())];
+  sg4::Actor::create("driver", driver_host, [this] { driver(); });
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const FailureSource source = sources[i];
+    sg4::Actor::create("failure-" + std::to_string(i), hosts_[static_cast<size_t>(source.host)],
+                       [this, source] { fault_injector(source); });
+  }
+  XBT_VERB("simulating %s: %zu ops, %lld rounds", plan_.strategy.c_str(), ops_.size(),
+           rounds_to_simulate_);
+  detail::run_engine_checked("simulation of '" + plan_.strategy + "'");
+  if (!finished_)
+    throw SimulationError("simulation of '" + plan_.strategy + "' ended after " +
+                          std::to_string(rounds_.size()) + " of " +
+                          std::to_string(rounds_to_simulate_) + " rounds");
+  workers_live_.clear();
+  collectives_live_.clear();
+  in_flight_.clear();
+  round_event_ = nullptr;
+  for (SimOp& op : ops_)
+    op.ready = nullptr;
+  return make_row();
+}
+
+}  // namespace
+
+namespace detail {
+
+void run_engine_checked(const std::string& what) {
+  static bool deadlock_seen = false;
+  static bool registered = false;
+  if (!registered) {
+    registered = true;
+    sg4::Engine::on_deadlock_cb([] { deadlock_seen = true; });
+  }
+  sg4::Engine* engine = detail::engine();
+  if (engine == nullptr) throw std::logic_error("run_engine_checked before the Engine started");
+  deadlock_seen = false;
+  engine->run();
+  const size_t leftover = engine->get_actor_count();
+  if (deadlock_seen || leftover > 0)
+    throw SimulationError(what + " did not end cleanly: " + (deadlock_seen ? "deadlock, " : "") +
+                          std::to_string(leftover) + " actor(s) left blocked at t=" +
+                          std::to_string(sg4::Engine::get_clock()) + " s");
+}
+
+}  // namespace detail
+
+const char* to_string(Granularity granularity) {
+  return granularity == Granularity::Coarse ? "coarse" : "step";
+}
+
+model::ResultRow simulate(const model::Plan& plan, const model::Platform& platform,
+                          const SimOptions& options, ChromeTrace* trace, int trace_pid) {
+  Simulation simulation(plan, platform, options, trace, trace_pid);
+  return simulation.run();
+}
+
+std::map<std::string, std::string> context_extra(const SimOptions& options) {
+  std::map<std::string, std::string> extra = engine_config();
+  extra["simgrid_version"] = simgrid_version();
+  extra["sim_mode"] = to_string(options.granularity);
+  extra["sim_rounds"] = std::to_string(options.sim_rounds);
+  extra["sim_reuse_steps"] = options.reuse_steps ? "true" : "false";
+  if (!options.failures.empty()) extra["failure_restart_s"] = std::to_string(options.restart_s);
+  return extra;
+}
+
+}  // namespace tauplan::sim

@@ -1,0 +1,93 @@
+// simulator.hpp: runs a model::Plan as a SimGrid (S4U) discrete-event simulation.
+//
+// Lowering: one actor per worker on its host runs that worker's Compute and Update ops in
+// order (per step: sleep the fixed overhead, then execute the step's flop on the host); every
+// Collective op, once all its predecessors are done, is driven by a collective actor (on the
+// server for server algorithms, on the group's first worker otherwise) that starts the flows of
+// its FlowProgram stage by stage (collective_lowering.hpp). Barriers are instantaneous. The
+// round repeats; round r+1 starts when round r's last op ends, as in the analytic engine.
+// Heterogeneity beyond host speeds: stragglers (a host slowed by a factor on a seeded random
+// fraction of its steps) and failures (a worker or server host failing at a time or at an MTBF
+// rate). A failure aborts the round in flight: all its work is lost, the job stalls for
+// `restart_s` (replacement host, reload of the last averaged parameters), then the round
+// restarts; the result lists every failure and the time lost. What it leaves out: memory,
+// PCIe and host-side data loading (beyond the step overhead), the reduction arithmetic,
+// asynchronous SGD, and elastic continuation without the failed worker.
+// This header does not include SimGrid.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/plan.hpp"
+#include "model/platform.hpp"
+#include "model/result.hpp"
+#include "sim/chrome_trace.hpp"
+#include "sim/collective_lowering.hpp"
+
+namespace tauplan::sim {
+
+/// A host that is slowed down by `factor` (step time x factor) on a random `fraction` of its
+/// compute steps, drawn per step from the job's seed.
+struct Straggler {
+  std::string host;
+  double factor = 1;
+  double fraction = 1;
+};
+
+/// A host that fails once at `at_s` seconds of simulated time (from the start of the job), or
+/// repeatedly with exponentially distributed gaps of mean `mtbf_s` (seeded). host "*" means
+/// every worker host of the job, each independently.
+struct Failure {
+  std::string host;
+  double at_s = -1;
+  double mtbf_s = -1;
+};
+
+struct SimOptions {
+  Granularity granularity = Granularity::Step;
+  /// Step reuse: once the first step of a repeated stage (a ring's 2(K-1) steps) has run as
+  /// flows, the identical remaining steps take the same time when nothing else can use the
+  /// network meanwhile, so they are not re-run as flows. Applied only to a collective that no
+  /// other collective of the plan can overlap, on a platform without link profiles; the result
+  /// is the same as without reuse (SimGrid's fluid model is deterministic), only faster.
+  bool reuse_steps = true;
+  /// Rounds to simulate (0: all of the plan's rounds). When fewer than the plan's, total_s is
+  /// the simulated rounds' time plus the remaining rounds x the mean simulated round.
+  long long sim_rounds = 0;
+  std::vector<Straggler> stragglers;
+  std::vector<Failure> failures;
+  /// Stall after a failure before the round restarts (replacement, reload of parameters).
+  double restart_s = 60;
+  unsigned long long seed = 1;
+  /// Job file (or "<command line>") named in errors.
+  std::string origin = "<job>";
+};
+
+/// A simulation that did not end cleanly: actors blocked forever (deadlock) or left over.
+/// The CLI reports it on one line and exits with code 2.
+class SimulationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Simulates `plan` on `platform`, which must be the platform sim::load_platform loaded in
+/// this process (SimGrid holds one). Several calls in one process run one after another on the
+/// same Engine; each measures its times from its own start. Spans go to `trace` (if not null)
+/// under process id `trace_pid`. Returns a ResultRow with engine "simgrid"; its `extra` holds
+/// the network model, granularity, simulated rounds, per-worker compute, stragglers, failures
+/// and time lost. Throws InputError for a bad option (unknown host ...), SimulationError when
+/// the simulation deadlocks or leaves actors behind.
+model::ResultRow simulate(const model::Plan& plan, const model::Platform& platform,
+                          const SimOptions& options, ChromeTrace* trace = nullptr,
+                          int trace_pid = 0);
+
+/// Engine configuration and simulator options for a RunContext's `extra` block
+/// ("simgrid_version", "network/model", "network/crosstraffic", "sim_mode", ...).
+std::map<std::string, std::string> context_extra(const SimOptions& options);
+
+const char* to_string(Granularity granularity);
+
+}  // namespace tauplan::sim

@@ -1,0 +1,151 @@
+// sim_test_support.hpp: running SimGrid in a child process, fixtures, and small plans.
+//
+// SimGrid allows one Engine (and one platform) per process. ctest runs each TEST_CASE in its own
+// process (catch_discover_tests), and every simulation here also runs in a forked child, so the
+// test binary passes when run directly too. The child returns text through a pipe; assertions
+// stay in the parent, where Catch2 sees them.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/convergence.hpp"
+#include "model/error.hpp"
+#include "model/strategy.hpp"
+#include "model/workload.hpp"
+#include "sim/simulator.hpp"
+
+#ifndef TAUPLAN_SIM_FIXTURES
+#define TAUPLAN_SIM_FIXTURES "tests/sim/fixtures"
+#endif
+
+namespace tauplan::test {
+
+/// What a child returned: how it ended ("ok", "InputError", "SimulationError", "error") and
+/// its text (the result, or the exception's message).
+struct ChildResult {
+  std::string kind;
+  std::string text;
+  nlohmann::json json() const { return nlohmann::json::parse(text); }
+};
+
+/// Runs `body` in a forked child. Throws std::runtime_error if the child dies (a crash or an
+/// abort inside SimGrid), so that a test fails instead of the whole binary.
+inline ChildResult in_child(const std::function<std::string()>& body) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  int fd[2];
+  if (pipe(fd) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    close(fd[0]);
+    std::string message;
+    try {
+      message = "ok\n" + body();
+    } catch (const InputError& e) {
+      message = std::string("InputError\n") + e.what();
+    } catch (const sim::SimulationError& e) {
+      message = std::string("SimulationError\n") + e.what();
+    } catch (const std::exception& e) {
+      message = std::string("error\n") + e.what();
+    }
+    size_t written = 0;
+    while (written < message.size()) {
+      const ssize_t n = write(fd[1], message.data() + written, message.size() - written);
+      if (n <= 0) _exit(3);
+      written += static_cast<size_t>(n);
+    }
+    close(fd[1]);
+    _exit(0);
+  }
+  close(fd[1]);
+  std::string output;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = read(fd[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    output.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("simulation child died (status " + std::to_string(status) + ")");
+  const auto newline = output.find('\n');
+  if (newline == std::string::npos) throw std::runtime_error("simulation child sent nothing");
+  return ChildResult{output.substr(0, newline), output.substr(newline + 1)};
+}
+
+inline std::string fixture(const std::string& name) {
+  return std::string(TAUPLAN_SIM_FIXTURES) + "/" + name;
+}
+
+/// Round numbers so that times can be computed by hand: 1e6 parameters of 4 bytes
+/// (N = 4e6 B), 1e10 flop per sample, three layers for gradient buckets.
+inline model::Workload round_workload() {
+  model::Workload w;
+  w.name = "round";
+  w.source = "<test>";
+  w.parameters = 1e6;
+  w.bytes_per_parameter = 4;
+  w.flop_per_sample = 1e10;
+  w.layers = {{"l0", 5e5, 5e9}, {"l1", 3e5, 3e9}, {"l2", 2e5, 2e9}};
+  return w;
+}
+
+inline model::StrategyOptions options(int workers, double batch, int tau = 1,
+                                      const std::string& collective = "ring") {
+  model::StrategyOptions o;
+  o.file = "<test>";
+  o.workers = workers;
+  o.batch = batch;
+  o.tau = tau;
+  o.collective = collective;
+  o.check_memory = false;
+  o.bucket_bytes = 1.5e6;
+  return o;
+}
+
+/// A plan of `strategy` with `iterations` serial steps (local-sgd: iterations / tau rounds).
+inline model::Plan make_test_plan(const std::string& strategy, const model::StrategyOptions& o,
+                                  const model::Platform& platform, double iterations) {
+  const model::FixedCounts convergence(iterations);
+  return model::make_plan(strategy, o, round_workload(), platform, convergence);
+}
+
+/// A plan that is only collectives: each entry is (algorithm, group of worker indices), all
+/// independent of one another, over `worker_hosts` (platform host indices); one round.
+inline model::Plan collectives_only_plan(
+    const std::vector<int>& worker_hosts, const std::vector<int>& server_hosts, double bytes,
+    const std::vector<std::pair<std::string, std::vector<int>>>& collectives) {
+  model::Plan plan;
+  plan.strategy = "collectives";
+  plan.workers = static_cast<int>(worker_hosts.size());
+  plan.worker_hosts = worker_hosts;
+  plan.server_hosts = server_hosts;
+  plan.rounds = 1;
+  for (const auto& [algorithm, group] : collectives) {
+    model::Op op;
+    op.kind = model::OpKind::Collective;
+    op.label = algorithm + " all-reduce";
+    op.algorithm = algorithm;
+    op.bytes = bytes;
+    op.group = group;
+    plan.add(op);
+  }
+  plan.collective = collectives.empty() ? "" : collectives.front().first;
+  return plan;
+}
+
+}  // namespace tauplan::test
