@@ -8,6 +8,7 @@
 // into this struct and supplies the routes through RouteOracle.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -24,6 +25,9 @@ struct Host {
   double gpu_memory_bytes = 0;  ///< 0 when unknown (no memory check)
   std::string node;             ///< machine the host lives in (several GPUs share one node)
   HostRole role = HostRole::Worker;
+  /// Every <prop> of the host as written in the platform file (provenance, and the props
+  /// that only documentation uses: precision, efficiency ...).
+  std::map<std::string, std::string> properties;
 };
 
 enum class LinkSharing { SplitDuplex, Shared, FatPipe };

@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "model/error.hpp"
+#include "model/workload.hpp"
 #include "model/job.hpp"
 #include "sim/sg_engine.hpp"
 
@@ -148,10 +149,15 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
   host.name = sg_host.get_name();
   host.speed_flops = sg_host.get_speed();
   host.node = host.name;  // a host is its own node unless the platform says otherwise
+  if (const auto* props = sg_host.get_properties())
+    for (const auto& [name, value] : *props) host.properties[name] = value;
   if (const char* value = sg_host.get_property("gpu_model")) {
     host.gpu_model = value;
     if (host.gpu_model.empty())
       throw InputError(file, host_prop_key(sg_host, "gpu_model"), "a GPU model name", "\"\"");
+    // The catalog must know the GPU; its memory is the default when the platform omits it.
+    host.gpu_memory_bytes =
+        model::gpu_spec(host.gpu_model, file, host_prop_key(sg_host, "gpu_model")).memory_bytes;
   }
   if (const char* value = sg_host.get_property("gpu_memory_bytes")) {
     const std::string key = host_prop_key(sg_host, "gpu_memory_bytes");

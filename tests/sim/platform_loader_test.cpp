@@ -39,7 +39,7 @@ TEST_CASE("the loader converts hosts, props, links and routes") {
   CHECK(hosts[4][0] == "n1-gpu0");
   CHECK(hosts[8][0] == "ps-0");
   CHECK(hosts[0][1].get<double>() == Approx(1e14));
-  CHECK(hosts[0][2] == "V100");
+  CHECK(hosts[0][2] == "V100-SXM2-16GB");
   CHECK(hosts[0][3].get<double>() == Approx(32e9));
   CHECK(hosts[5][4] == "n1");
   CHECK(hosts[8][5] == "server");
