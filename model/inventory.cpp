@@ -1,0 +1,725 @@
+// inventory.cpp: the inventory loader, the target's convergence model, and the two builders of
+// a selection's cluster (model::Platform in code, SimGrid XML); see inventory.hpp.
+#include "model/inventory.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "model/collective.hpp"
+#include "model/error.hpp"
+#include "model/job.hpp"
+#include "model/strategy.hpp"
+#include "model/yaml_util.hpp"
+
+namespace tauplan::model {
+namespace {
+
+std::string quoted(const YAML::Node& node) {
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  return node.IsSequence() ? "a list" : node.IsMap() ? "a map" : "nothing";
+}
+
+int whole_number(const YAML::Node& node, const std::string& origin, const std::string& key,
+                 int min_value) {
+  const double value = yaml_util::number(node, origin, key);
+  if (value != std::floor(value) || value < min_value || value > 1e6)
+    throw InputError(origin, key, fmt::format("a whole number >= {}", min_value), quoted(node));
+  return static_cast<int>(value);
+}
+
+double non_negative(const YAML::Node& node, const std::string& origin, const std::string& key) {
+  return yaml_util::positive(node, origin, key, true);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A word usable in host names: letters, digits, '-' and '_', starting with a letter.
+bool is_name_word(const std::string& s) {
+  if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  });
+}
+
+std::vector<std::string> words(const YAML::Node& node, const std::string& origin,
+                               const std::string& key) {
+  std::vector<std::string> out;
+  if (node.IsScalar()) {
+    out.push_back(node.Scalar());
+  } else if (node.IsSequence() && node.size() > 0) {
+    for (const auto& item : node)
+      out.push_back(yaml_util::text(item, origin, key));
+  } else {
+    throw InputError(origin, key, "a non-empty list", quoted(node));
+  }
+  return out;
+}
+
+std::vector<int> whole_numbers(const YAML::Node& node, const std::string& origin,
+                               const std::string& key, int min_value) {
+  std::vector<int> out;
+  if (node.IsScalar()) {
+    out.push_back(whole_number(node, origin, key, min_value));
+  } else if (node.IsSequence() && node.size() > 0) {
+    for (const auto& item : node)
+      out.push_back(whole_number(item, origin, key, min_value));
+  } else {
+    throw InputError(origin, key, "a non-empty list of whole numbers", quoted(node));
+  }
+  return out;
+}
+
+void parse_network(const YAML::Node& node, const std::string& origin, const std::string& prefix,
+                   NetworkSpec& network, bool with_gpu_link) {
+  if (!node.IsMap()) throw InputError(origin, prefix, "a map of network keys", quoted(node));
+  std::vector<std::string> known = {"bandwidth", "latency"};
+  if (with_gpu_link) known.insert(known.end(), {"gpu_bandwidth", "gpu_latency"});
+  yaml_util::reject_unknown_keys(node, known, origin, prefix + ".");
+  auto bandwidth = [&](const char* key, double& out) {
+    if (!node[key]) return;
+    out = parse_bandwidth(yaml_util::text(node[key], origin, prefix + "." + key), origin,
+                          prefix + "." + key);
+  };
+  auto latency = [&](const char* key, double& out) {
+    if (!node[key]) return;
+    const std::string k = prefix + "." + key;
+    out = parse_seconds(yaml_util::text(node[key], origin, k), origin, k);
+    if (!(out >= 0)) throw InputError(origin, k, "a latency >= 0", quoted(node[key]));
+  };
+  bandwidth("bandwidth", network.bandwidth_Bps);
+  latency("latency", network.latency_s);
+  bandwidth("gpu_bandwidth", network.gpu_bandwidth_Bps);
+  latency("gpu_latency", network.gpu_latency_s);
+}
+
+NodeType parse_node_type(const YAML::Node& node, const std::string& origin,
+                         const std::string& prefix) {
+  if (!node.IsMap()) throw InputError(origin, prefix, "a map describing a node type", quoted(node));
+  yaml_util::reject_unknown_keys(
+      node,
+      {"name", "gpu_model", "gpus_per_node", "nodes", "price_per_hour", "market",
+       "revocations_per_hour", "restart_s", "efficiency", "precision", "network"},
+      origin, prefix + ".");
+  auto key = [&prefix](const char* k) { return prefix + "." + k; };
+  for (const char* required : {"name", "gpu_model", "nodes", "price_per_hour"})
+    if (!node[required]) throw InputError(origin, key(required), "a value", "nothing");
+  NodeType type;
+  type.name = yaml_util::text(node["name"], origin, key("name"));
+  if (!is_name_word(type.name))
+    throw InputError(origin, key("name"),
+                     "a word of letters, digits, '-' or '_' starting with a letter",
+                     quoted(node["name"]));
+  type.gpu_model = yaml_util::text(node["gpu_model"], origin, key("gpu_model"));
+  const GpuSpec& gpu = gpu_spec(type.gpu_model, origin, key("gpu_model"));
+  if (node["gpus_per_node"])
+    type.gpus_per_node = whole_number(node["gpus_per_node"], origin, key("gpus_per_node"), 1);
+  type.nodes = whole_number(node["nodes"], origin, key("nodes"), 1);
+  type.price_per_hour = non_negative(node["price_per_hour"], origin, key("price_per_hour"));
+  if (node["market"]) {
+    const std::string market = yaml_util::text(node["market"], origin, key("market"));
+    if (market == "on-demand")
+      type.market = Market::OnDemand;
+    else if (market == "revocable")
+      type.market = Market::Revocable;
+    else
+      throw InputError(origin, key("market"), "on-demand or revocable", quoted(node["market"]));
+  }
+  if (type.market == Market::Revocable) {
+    if (!node["revocations_per_hour"])
+      throw InputError(origin, key("revocations_per_hour"),
+                       "a rate >= 0 (revocations per node-hour) for a revocable node type",
+                       "nothing");
+    type.revocations_per_hour =
+        non_negative(node["revocations_per_hour"], origin, key("revocations_per_hour"));
+    if (node["restart_s"]) {
+      type.restart_s = parse_seconds(yaml_util::text(node["restart_s"], origin, key("restart_s")),
+                                     origin, key("restart_s"));
+      if (!(type.restart_s >= 0))
+        throw InputError(origin, key("restart_s"), "seconds >= 0", quoted(node["restart_s"]));
+    }
+  } else {
+    for (const char* k : {"revocations_per_hour", "restart_s"})
+      if (node[k])
+        throw InputError(origin, key(k), "no revocation keys for an on-demand node type",
+                         quoted(node[k]) + " (set market: revocable)");
+  }
+  if (node["efficiency"]) {
+    type.efficiency = yaml_util::positive(node["efficiency"], origin, key("efficiency"));
+    if (type.efficiency > 1)
+      throw InputError(origin, key("efficiency"), "a fraction of the peak in (0, 1]",
+                       quoted(node["efficiency"]));
+  }
+  if (node["precision"])
+    type.precision = yaml_util::text(node["precision"], origin, key("precision"));
+  const double peak = gpu.peak_flops(type.precision);
+  if (!(peak > 0))
+    throw InputError(origin, key("precision"),
+                     "a precision the " + gpu.model + " has a peak for (fp32, fp16, bf16, fp64)",
+                     "'" + type.precision + "'");
+  type.speed_flops = peak * type.efficiency;
+  type.memory_bytes = gpu.memory_bytes;
+  if (node["network"]) parse_network(node["network"], origin, key("network"), type.network, true);
+  return type;
+}
+
+BatchSplit parse_split(const std::string& word, const std::string& origin) {
+  if (word == "even") return BatchSplit::Even;
+  if (word == "speed") return BatchSplit::Speed;
+  throw InputError(origin, "search.split", "even or speed", "'" + word + "'");
+}
+
+void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace& search) {
+  if (!node.IsMap()) throw InputError(origin, "search", "a map of search keys", quoted(node));
+  yaml_util::reject_unknown_keys(node,
+                                 {"strategies", "collectives", "batch_per_worker", "tau", "split",
+                                  "servers", "max_gpus", "step_overhead_s"},
+                                 origin, "search.");
+  if (node["strategies"]) {
+    search.strategies = words(node["strategies"], origin, "search.strategies");
+    for (const auto& s : search.strategies)
+      strategy_generator(s, origin);  // throws InputError on an unknown strategy
+  }
+  if (node["collectives"]) {
+    search.collectives = words(node["collectives"], origin, "search.collectives");
+    for (const auto& c : search.collectives)
+      collective_algorithm(c, origin);
+  }
+  if (node["batch_per_worker"])
+    search.batch_per_worker =
+        whole_numbers(node["batch_per_worker"], origin, "search.batch_per_worker", 1);
+  if (node["tau"]) search.tau = whole_numbers(node["tau"], origin, "search.tau", 1);
+  if (node["split"]) {
+    search.splits.clear();
+    for (const auto& w : words(node["split"], origin, "search.split"))
+      search.splits.push_back(parse_split(w, origin));
+  }
+  if (node["servers"]) search.servers = whole_numbers(node["servers"], origin, "search.servers", 1);
+  if (node["max_gpus"])
+    search.max_gpus = whole_number(node["max_gpus"], origin, "search.max_gpus", 1);
+  if (node["step_overhead_s"]) {
+    search.step_overhead_s =
+        parse_seconds(yaml_util::text(node["step_overhead_s"], origin, "search.step_overhead_s"),
+                      origin, "search.step_overhead_s");
+    if (!(search.step_overhead_s >= 0))
+      throw InputError(origin, "search.step_overhead_s", "seconds >= 0",
+                       quoted(node["step_overhead_s"]));
+  }
+}
+
+void parse_target(const YAML::Node& node, const Inventory& inventory, Target& target) {
+  const std::string& origin = inventory.file;
+  if (!node.IsMap()) throw InputError(origin, "target", "a map", quoted(node));
+  yaml_util::reject_unknown_keys(node,
+                                 {"accuracy", "convergence", "min_steps", "critical_batch", "drift",
+                                  "convergence_table", "epochs", "dataset_samples"},
+                                 origin, "target.");
+  if (node["accuracy"])
+    target.accuracy = yaml_util::text(node["accuracy"], origin, "target.accuracy");
+  target.convergence = node["convergence"]
+                           ? yaml_util::text(node["convergence"], origin, "target.convergence")
+                           : (node["epochs"] ? "epochs" : "critical-batch");
+  if (target.convergence == "critical-batch") {
+    for (const char* k : {"min_steps", "critical_batch"})
+      if (!node[k])
+        throw InputError(origin, std::string("target.") + k,
+                         "a number > 0 (needed by convergence: critical-batch)", "nothing");
+    target.min_steps = yaml_util::positive(node["min_steps"], origin, "target.min_steps");
+    target.critical_batch =
+        yaml_util::positive(node["critical_batch"], origin, "target.critical_batch");
+    if (node["drift"]) {
+      target.drift = non_negative(node["drift"], origin, "target.drift");
+      if (target.drift > 1)
+        throw InputError(origin, "target.drift", "a number in [0, 1]", quoted(node["drift"]));
+    }
+  } else if (target.convergence == "table") {
+    if (!node["convergence_table"])
+      throw InputError(origin, "target.convergence_table", "a CSV file batch,workers,tau,steps",
+                       "nothing");
+    const std::string raw =
+        yaml_util::text(node["convergence_table"], origin, "target.convergence_table");
+    namespace fs = std::filesystem;
+    target.table_path = fs::path(raw).is_absolute() || inventory.folder.empty()
+                            ? raw
+                            : (fs::path(inventory.folder) / raw).lexically_normal().string();
+  } else if (target.convergence == "epochs") {
+    for (const char* k : {"epochs", "dataset_samples"})
+      if (!node[k])
+        throw InputError(origin, std::string("target.") + k,
+                         "a number > 0 (needed by convergence: epochs)", "nothing");
+    target.epochs = yaml_util::positive(node["epochs"], origin, "target.epochs");
+    target.dataset_samples =
+        yaml_util::positive(node["dataset_samples"], origin, "target.dataset_samples");
+  } else {
+    throw InputError(origin, "target.convergence", "critical-batch, table or epochs",
+                     quoted(node["convergence"]));
+  }
+}
+
+void parse_recheck(const YAML::Node& node, const std::string& origin, RecheckSettings& recheck) {
+  if (!node.IsMap()) throw InputError(origin, "recheck", "a map", quoted(node));
+  yaml_util::reject_unknown_keys(node, {"top", "sim_rounds", "network_model", "faults", "seed"},
+                                 origin, "recheck.");
+  if (node["top"]) recheck.top = whole_number(node["top"], origin, "recheck.top", 0);
+  if (node["sim_rounds"])
+    recheck.sim_rounds = whole_number(node["sim_rounds"], origin, "recheck.sim_rounds", 0);
+  if (node["network_model"]) {
+    recheck.network_model = yaml_util::text(node["network_model"], origin, "recheck.network_model");
+    if (recheck.network_model != "CM02" && recheck.network_model != "LV08")
+      throw InputError(origin, "recheck.network_model", "CM02 or LV08",
+                       quoted(node["network_model"]));
+  }
+  if (node["faults"]) {
+    const std::string f = lower(yaml_util::text(node["faults"], origin, "recheck.faults"));
+    if (f != "true" && f != "false")
+      throw InputError(origin, "recheck.faults", "true or false", quoted(node["faults"]));
+    recheck.faults = f == "true";
+  }
+  if (node["seed"])
+    recheck.seed =
+        static_cast<unsigned long long>(whole_number(node["seed"], origin, "recheck.seed", 0));
+}
+
+std::string number_text(double value) {
+  return fmt::format("{:.17g}", value);
+}
+
+// Routes of the two-level star: see inventory.hpp.
+class NodeStarRoutes : public RouteOracle {
+ public:
+  struct HostLinks {
+    int node = -1;    ///< index of the node (servers are nodes of their own)
+    int gpu_up = -1;  ///< -1: the host sits directly on its NIC
+    int gpu_down = -1;
+    int nic_up = -1;
+    int nic_down = -1;
+  };
+  NodeStarRoutes(std::vector<Link> links, std::vector<HostLinks> hosts)
+      : links_(std::move(links)), hosts_(std::move(hosts)) {}
+
+  Route route(int src_host, int dst_host) const override {
+    Route route;
+    route.bandwidth_Bps = std::numeric_limits<double>::infinity();
+    if (src_host == dst_host) return route;
+    const HostLinks& a = hosts_.at(static_cast<size_t>(src_host));
+    const HostLinks& b = hosts_.at(static_cast<size_t>(dst_host));
+    if (a.node == b.node) {
+      route.links = {a.gpu_up, b.gpu_down};
+    } else {
+      if (a.gpu_up >= 0) route.links.push_back(a.gpu_up);
+      route.links.push_back(a.nic_up);
+      route.links.push_back(b.nic_down);
+      if (b.gpu_down >= 0) route.links.push_back(b.gpu_down);
+    }
+    for (int link : route.links) {
+      const Link& l = links_[static_cast<size_t>(link)];
+      route.latency_s += l.latency_s;
+      route.bandwidth_Bps = std::min(route.bandwidth_Bps, l.bandwidth_Bps);
+    }
+    return route;
+  }
+
+ private:
+  std::vector<Link> links_;
+  std::vector<HostLinks> hosts_;
+};
+
+}  // namespace
+
+double parse_bandwidth(const std::string& text, const std::string& file, const std::string& key) {
+  const std::string expected =
+      "a bandwidth (bytes/s, or with unit bps, kbps, Mbps, Gbps, Bps, kBps, MBps, GBps)";
+  const auto first = text.find_first_not_of(" \t");
+  double number = 0;
+  size_t used = 0;
+  try {
+    if (first == std::string::npos) throw InputError(file, key, expected, "''");
+    number = std::stod(text.substr(first), &used);
+  } catch (const std::logic_error&) {
+    throw InputError(file, key, expected, "'" + text + "'");
+  }
+  std::string unit = text.substr(first + used);
+  unit.erase(std::remove_if(unit.begin(), unit.end(),
+                            [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
+             unit.end());
+  // Case matters: "b" is bits, "B" bytes.
+  static const std::pair<const char*, double> units[] = {{"", 1},
+                                                         {"Bps", 1},
+                                                         {"kBps", 1e3},
+                                                         {"KBps", 1e3},
+                                                         {"MBps", 1e6},
+                                                         {"GBps", 1e9},
+                                                         {"TBps", 1e12},
+                                                         {"KiBps", 1024.0},
+                                                         {"MiBps", 1048576.0},
+                                                         {"GiBps", 1073741824.0},
+                                                         {"bps", 0.125},
+                                                         {"kbps", 125.0},
+                                                         {"Kbps", 125.0},
+                                                         {"Mbps", 1.25e5},
+                                                         {"Gbps", 1.25e8},
+                                                         {"Tbps", 1.25e11}};
+  for (const auto& [name, factor] : units)
+    if (unit == name) {
+      const double value = number * factor;
+      if (!(value > 0) || !std::isfinite(value))
+        throw InputError(file, key, "a bandwidth > 0", "'" + text + "'");
+      return value;
+    }
+  throw InputError(file, key, expected, "'" + text + "'");
+}
+
+const char* to_string(Objective objective) {
+  switch (objective) {
+    case Objective::MinTime:
+      return "min-time";
+    case Objective::MinCost:
+      return "min-cost";
+    case Objective::MinCostUnderDeadline:
+      return "min-cost-under-deadline";
+  }
+  return "?";
+}
+
+const char* to_string(Market market) {
+  return market == Market::Revocable ? "revocable" : "on-demand";
+}
+
+Inventory load_inventory(const std::string& path) {
+  const std::string text = yaml_util::read_file(path, "inventory");
+  return parse_inventory_yaml(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+Inventory parse_inventory_yaml(const std::string& text, const std::string& origin,
+                               const std::string& folder) {
+  Inventory inventory;
+  inventory.file = origin;
+  inventory.folder = folder;
+  const YAML::Node root = yaml_util::parse(text, origin);
+  if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of inventory keys");
+  yaml_util::reject_unknown_keys(
+      root,
+      {"workload", "target", "objective", "deadline", "deadline_confidence", "currency",
+       "node_types", "servers", "search", "recheck"},
+      origin);
+
+  if (!root["workload"])
+    throw InputError(origin, "workload", "a catalog workload name or a workload YAML file",
+                     "nothing");
+  inventory.workload_name = yaml_util::text(root["workload"], origin, "workload");
+  {
+    std::string name = inventory.workload_name;
+    namespace fs = std::filesystem;
+    const fs::path relative = fs::path(folder) / name;
+    if (!folder.empty() && !fs::path(name).is_absolute() && fs::is_regular_file(relative))
+      name = relative.lexically_normal().string();
+    try {
+      inventory.workload = load_workload(name);
+    } catch (const InputError& e) {
+      throw InputError(origin, "workload", e.what());
+    }
+  }
+
+  if (!root["target"])
+    throw InputError(origin, "target", "a target (convergence model or epochs)", "nothing");
+  parse_target(root["target"], inventory, inventory.target);
+
+  const std::string objective =
+      root["objective"] ? yaml_util::text(root["objective"], origin, "objective") : "min-time";
+  if (objective == "min-time")
+    inventory.objective = Objective::MinTime;
+  else if (objective == "min-cost")
+    inventory.objective = Objective::MinCost;
+  else if (objective == "min-cost-under-deadline")
+    inventory.objective = Objective::MinCostUnderDeadline;
+  else
+    throw InputError(origin, "objective", "min-time, min-cost or min-cost-under-deadline",
+                     "'" + objective + "'");
+  if (root["deadline"]) {
+    inventory.deadline_s =
+        parse_seconds(yaml_util::text(root["deadline"], origin, "deadline"), origin, "deadline");
+    if (!(inventory.deadline_s > 0))
+      throw InputError(origin, "deadline", "a duration > 0 (e.g. 12h)", quoted(root["deadline"]));
+  }
+  if (root["deadline_confidence"]) {
+    inventory.deadline_confidence =
+        yaml_util::number(root["deadline_confidence"], origin, "deadline_confidence");
+    if (!(inventory.deadline_confidence >= 0.5 && inventory.deadline_confidence < 1))
+      throw InputError(origin, "deadline_confidence", "a probability in [0.5, 1) (e.g. 0.95)",
+                       quoted(root["deadline_confidence"]));
+  }
+  if (inventory.objective == Objective::MinCostUnderDeadline && inventory.deadline_s <= 0)
+    throw InputError(origin, "deadline", "a duration (e.g. 12h) for min-cost-under-deadline",
+                     "nothing");
+  if (root["currency"]) inventory.currency = yaml_util::text(root["currency"], origin, "currency");
+
+  const YAML::Node types = root["node_types"];
+  if (!types || !types.IsSequence() || types.size() == 0)
+    throw InputError(origin, "node_types", "a non-empty list of node types",
+                     types ? quoted(types) : "nothing");
+  for (size_t i = 0; i < types.size(); ++i) {
+    NodeType type = parse_node_type(types[i], origin, fmt::format("node_types[{}]", i));
+    for (const auto& other : inventory.node_types)
+      if (other.name == type.name)
+        throw InputError(origin, fmt::format("node_types[{}].name", i), "a name used once",
+                         "'" + type.name + "' twice");
+    inventory.node_types.push_back(type);
+  }
+
+  if (root["servers"]) {
+    const YAML::Node s = root["servers"];
+    if (!s.IsMap()) throw InputError(origin, "servers", "a map", quoted(s));
+    yaml_util::reject_unknown_keys(s, {"max", "price_per_hour", "speed_flops", "network"}, origin,
+                                   "servers.");
+    if (!s["max"]) throw InputError(origin, "servers.max", "a whole number >= 0", "nothing");
+    inventory.servers.max = whole_number(s["max"], origin, "servers.max", 0);
+    if (s["price_per_hour"])
+      inventory.servers.price_per_hour =
+          non_negative(s["price_per_hour"], origin, "servers.price_per_hour");
+    if (s["speed_flops"])
+      inventory.servers.speed_flops =
+          yaml_util::positive(s["speed_flops"], origin, "servers.speed_flops");
+    if (s["network"]) {
+      NetworkSpec network;
+      network.bandwidth_Bps = inventory.servers.bandwidth_Bps;
+      network.latency_s = inventory.servers.latency_s;
+      parse_network(s["network"], origin, "servers.network", network, false);
+      inventory.servers.bandwidth_Bps = network.bandwidth_Bps;
+      inventory.servers.latency_s = network.latency_s;
+    }
+  }
+
+  if (root["search"]) parse_search(root["search"], origin, inventory.search);
+  // Server counts beyond the pool are not searched; without servers, `ps` is not either.
+  auto& counts = inventory.search.servers;
+  counts.erase(std::remove_if(counts.begin(), counts.end(),
+                              [&](int c) { return c > inventory.servers.max; }),
+               counts.end());
+  if (root["recheck"]) parse_recheck(root["recheck"], origin, inventory.recheck);
+  return inventory;
+}
+
+EpochsConvergence::EpochsConvergence(double epochs, double dataset_samples)
+    : epochs_(epochs), samples_(dataset_samples) {}
+
+double EpochsConvergence::serial_steps(double batch) const {
+  return epochs_ * samples_ / batch;
+}
+
+double EpochsConvergence::local_sgd_rounds(double batch, int workers, int tau) const {
+  return epochs_ * samples_ / (batch * workers * tau);
+}
+
+std::string EpochsConvergence::describe() const {
+  return fmt::format("epochs: {:g} epochs of {:g} samples (Na(b) = epochs x samples / b)", epochs_,
+                     samples_);
+}
+
+std::unique_ptr<ConvergenceModel> target_convergence(const Inventory& inventory) {
+  const Target& t = inventory.target;
+  if (t.convergence == "epochs")
+    return std::make_unique<EpochsConvergence>(t.epochs, t.dataset_samples);
+  if (t.convergence == "table")
+    return std::make_unique<MeasuredTable>(
+        yaml_util::read_file(t.table_path, "target.convergence_table"), t.table_path);
+  return std::make_unique<CriticalBatch>(t.min_steps, t.critical_batch, t.drift);
+}
+
+int Selection::gpus(const Inventory& inventory) const {
+  int total = 0;
+  for (size_t t = 0; t < nodes.size(); ++t)
+    total += nodes[t] * inventory.node_types[t].gpus_per_node;
+  return total;
+}
+
+std::string node_name(const NodeType& type, int index) {
+  return type.name + "-" + std::to_string(index);
+}
+
+Platform make_selection_platform(const Inventory& inventory, const Selection& selection) {
+  Platform platform;
+  platform.source_file = "<inventory " + inventory.file + ">";
+  std::vector<NodeStarRoutes::HostLinks> host_links;
+  auto add_link = [&platform](const std::string& name, double bandwidth, double latency) {
+    const int up = static_cast<int>(platform.links.size());
+    for (const char* direction : {"_UP", "_DOWN"}) {
+      Link link;
+      link.name = name + direction;
+      link.bandwidth_Bps = bandwidth;
+      link.latency_s = latency;
+      link.sharing = LinkSharing::SplitDuplex;
+      platform.links.push_back(link);
+    }
+    return up;
+  };
+  int node_index = 0;
+  for (size_t t = 0; t < selection.nodes.size(); ++t) {
+    const NodeType& type = inventory.node_types[t];
+    for (int n = 0; n < selection.nodes[t]; ++n, ++node_index) {
+      const std::string node = node_name(type, n);
+      const int nic = add_link(node + "-nic", type.network.bandwidth_Bps, type.network.latency_s);
+      for (int g = 0; g < type.gpus_per_node; ++g) {
+        Host host;
+        host.name = node + "-gpu" + std::to_string(g);
+        host.speed_flops = type.speed_flops;
+        host.gpu_model = type.gpu_model;
+        host.gpu_memory_bytes = type.memory_bytes;
+        host.node = node;
+        NodeStarRoutes::HostLinks links;
+        links.node = node_index;
+        links.nic_up = nic;
+        links.nic_down = nic + 1;
+        if (type.gpus_per_node > 1) {
+          const int gpu = add_link(host.name + "-link", type.network.gpu_bandwidth_Bps,
+                                   type.network.gpu_latency_s);
+          links.gpu_up = gpu;
+          links.gpu_down = gpu + 1;
+        }
+        platform.hosts.push_back(host);
+        host_links.push_back(links);
+      }
+    }
+  }
+  for (int s = 0; s < selection.servers; ++s, ++node_index) {
+    Host host;
+    host.name = "ps" + std::to_string(s);
+    host.speed_flops = inventory.servers.speed_flops;
+    host.node = host.name;
+    host.role = HostRole::Server;
+    const int nic =
+        add_link(host.name + "-nic", inventory.servers.bandwidth_Bps, inventory.servers.latency_s);
+    NodeStarRoutes::HostLinks links;
+    links.node = node_index;
+    links.nic_up = nic;
+    links.nic_down = nic + 1;
+    platform.hosts.push_back(host);
+    host_links.push_back(links);
+  }
+  platform.routes = std::make_shared<NodeStarRoutes>(platform.links, std::move(host_links));
+  platform.source_hash = fnv1a_hex(platform.source_file);
+  return platform;
+}
+
+std::string selection_platform_xml(const Inventory& inventory, const Selection& selection) {
+  std::string hosts, routers, links, routes;
+  std::string summary;
+  for (size_t t = 0; t < selection.nodes.size(); ++t) {
+    const NodeType& type = inventory.node_types[t];
+    if (selection.nodes[t] == 0) continue;
+    summary += fmt::format("   {} x {} ({} x {}, {} node-hour {}{:g}{})\n", selection.nodes[t],
+                           type.name, type.gpus_per_node, type.gpu_model,
+                           type.market == Market::Revocable ? "revocable," : "on-demand,",
+                           inventory.currency, type.price_per_hour,
+                           type.market == Market::Revocable
+                               ? fmt::format(", {:g} revocations per node-hour, restart {:g} s",
+                                             type.revocations_per_hour, type.restart_s)
+                               : "");
+    for (int n = 0; n < selection.nodes[t]; ++n) {
+      const std::string node = node_name(type, n);
+      links += fmt::format(
+          "    <link id=\"{}-nic\" bandwidth=\"{}Bps\" latency=\"{}s\" "
+          "sharing_policy=\"SPLITDUPLEX\"/>\n",
+          node, number_text(type.network.bandwidth_Bps), number_text(type.network.latency_s));
+      const bool multi = type.gpus_per_node > 1;
+      if (multi) {
+        routers += fmt::format("    <router id=\"{}-r\"/>\n", node);
+        routes += fmt::format(
+            "    <route src=\"{0}-r\" dst=\"switch\"><link_ctn id=\"{0}-nic\" "
+            "direction=\"UP\"/></route>\n",
+            node);
+      }
+      for (int g = 0; g < type.gpus_per_node; ++g) {
+        const std::string host = node + "-gpu" + std::to_string(g);
+        hosts += fmt::format(
+            "    <host id=\"{}\" speed=\"{}f\">\n"
+            "      <prop id=\"gpu_model\" value=\"{}\"/>\n"
+            "      <prop id=\"gpu_memory_bytes\" value=\"{}\"/>\n"
+            "      <prop id=\"precision\" value=\"{}\"/>\n"
+            "      <prop id=\"efficiency\" value=\"{}\"/>\n"
+            "      <prop id=\"node\" value=\"{}\"/>\n"
+            "      <prop id=\"role\" value=\"worker\"/>\n"
+            "    </host>\n",
+            host, number_text(type.speed_flops), type.gpu_model, number_text(type.memory_bytes),
+            type.precision, number_text(type.efficiency), node);
+        if (multi) {
+          links += fmt::format(
+              "    <link id=\"{}-link\" bandwidth=\"{}Bps\" latency=\"{}s\" "
+              "sharing_policy=\"SPLITDUPLEX\"/>\n",
+              host, number_text(type.network.gpu_bandwidth_Bps),
+              number_text(type.network.gpu_latency_s));
+          routes += fmt::format(
+              "    <route src=\"{0}\" dst=\"{1}-r\"><link_ctn id=\"{0}-link\" "
+              "direction=\"UP\"/></route>\n",
+              host, node);
+        } else {
+          routes += fmt::format(
+              "    <route src=\"{}\" dst=\"switch\"><link_ctn id=\"{}-nic\" "
+              "direction=\"UP\"/></route>\n",
+              host, node);
+        }
+      }
+    }
+  }
+  for (int s = 0; s < selection.servers; ++s) {
+    const std::string host = "ps" + std::to_string(s);
+    hosts += fmt::format(
+        "    <host id=\"{0}\" speed=\"{1}f\">\n"
+        "      <prop id=\"node\" value=\"{0}\"/>\n"
+        "      <prop id=\"role\" value=\"server\"/>\n"
+        "    </host>\n",
+        host, number_text(inventory.servers.speed_flops));
+    links += fmt::format(
+        "    <link id=\"{}-nic\" bandwidth=\"{}Bps\" latency=\"{}s\" "
+        "sharing_policy=\"SPLITDUPLEX\"/>\n",
+        host, number_text(inventory.servers.bandwidth_Bps),
+        number_text(inventory.servers.latency_s));
+    routes += fmt::format(
+        "    <route src=\"{0}\" dst=\"switch\"><link_ctn id=\"{0}-nic\" "
+        "direction=\"UP\"/></route>\n",
+        host);
+  }
+  if (selection.servers > 0)
+    summary += fmt::format("   {} parameter server(s) ps0.. at {}{:g} per hour\n",
+                           selection.servers, inventory.currency, inventory.servers.price_per_hour);
+  return fmt::format(
+      "<?xml version='1.0'?>\n"
+      "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+      "<!--\n"
+      " Generated by tauplan plan from {} (model/inventory.cpp). Nodes:\n{}"
+      " Topology: every node's NIC (SPLITDUPLEX) into one non-blocking router \"switch\"; in a\n"
+      " multi-GPU node each GPU has its own SPLITDUPLEX link to the node's router <node>-r, so\n"
+      " GPU to GPU inside a node is <gpu>-link UP, <gpu'>-link DOWN, and across nodes <gpu>-link\n"
+      " UP, <node>-nic UP, <node'>-nic DOWN, <gpu'>-link DOWN (the routes model/ computes in "
+      "code).\n"
+      " Speed = catalog peak[precision] x efficiency. Floyd routes exist once the platform is\n"
+      " sealed.\n"
+      "-->\n"
+      "<platform version=\"4.1\">\n"
+      "  <zone id=\"world\" routing=\"Floyd\">\n"
+      "{}{}    <router id=\"switch\"/>\n{}{}"
+      "  </zone>\n"
+      "</platform>\n",
+      inventory.file, summary, hosts, routers, links, routes);
+}
+
+std::vector<RevocableNode> revocable_nodes(const Inventory& inventory, const Selection& selection) {
+  std::vector<RevocableNode> out;
+  for (size_t t = 0; t < selection.nodes.size(); ++t) {
+    const NodeType& type = inventory.node_types[t];
+    if (type.market != Market::Revocable || type.revocations_per_hour <= 0) continue;
+    for (int n = 0; n < selection.nodes[t]; ++n)
+      out.push_back(
+          {node_name(type, n) + "-gpu0", type.revocations_per_hour / 3600.0, type.restart_s});
+  }
+  return out;
+}
+
+}  // namespace tauplan::model

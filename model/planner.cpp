@@ -1,0 +1,602 @@
+// planner.cpp: enumeration, analytic evaluation, Pareto frontier and ranking (see planner.hpp).
+#include "model/planner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "model/analytic.hpp"
+#include "model/collective.hpp"
+#include "model/error.hpp"
+#include "model/revocation.hpp"
+#include "model/strategy.hpp"
+
+namespace tauplan::model {
+
+const char* to_string(Bottleneck bottleneck) {
+  switch (bottleneck) {
+    case Bottleneck::Compute:
+      return "compute";
+    case Bottleneck::Communication:
+      return "communication";
+    case Bottleneck::Straggler:
+      return "straggler";
+    case Bottleneck::Memory:
+      return "memory";
+    case Bottleneck::Revocations:
+      return "revocations";
+  }
+  return "?";
+}
+
+double PlanConfig::job_batch() const {
+  if (strategy == "local-sgd" || strategy == "single") return batch_per_worker;
+  return static_cast<double>(batch_per_worker) * gpus;
+}
+
+namespace {
+
+struct SelectionCosts {
+  double price_per_hour = 0;  ///< nodes only
+  double rate_per_s = 0;
+  double restart_s = 0;
+  double min_memory_bytes = 0;
+};
+
+SelectionCosts selection_costs(const Inventory& inventory, const Selection& selection) {
+  SelectionCosts c;
+  c.min_memory_bytes = std::numeric_limits<double>::infinity();
+  for (size_t t = 0; t < selection.nodes.size(); ++t) {
+    if (selection.nodes[t] == 0) continue;
+    const NodeType& type = inventory.node_types[t];
+    c.price_per_hour += selection.nodes[t] * type.price_per_hour;
+    c.min_memory_bytes = std::min(c.min_memory_bytes, type.memory_bytes);
+    if (type.market == Market::Revocable && type.revocations_per_hour > 0) {
+      c.rate_per_s += selection.nodes[t] * type.revocations_per_hour / 3600.0;
+      c.restart_s = std::max(c.restart_s, type.restart_s);
+    }
+  }
+  return c;
+}
+
+/// What one evaluation needs besides the configuration: the Plan's workers and the timing.
+struct Outcome {
+  RoundTiming timing;
+  long long rounds = 0;
+  double convergence_steps = 0;
+  int steps_per_round = 1;
+  const std::vector<int>* hosts = nullptr;
+  const std::vector<double>* samples = nullptr;
+};
+
+/// The largest batch of the search that fits in the smallest GPU of a selection.
+int largest_fitting_batch(const Inventory& inventory, const SelectionCosts& costs) {
+  int best = 0;
+  for (int b : inventory.search.batch_per_worker)
+    if (inventory.workload.memory_bytes(b) <= costs.min_memory_bytes) best = std::max(best, b);
+  return best;
+}
+
+Evaluation finish_evaluation(const Inventory& inventory, const PlanConfig& config,
+                             const Platform& platform, const Outcome& o,
+                             const SelectionCosts& costs, int largest_fitting) {
+  const RoundTiming& timing = o.timing;
+  Evaluation e;
+  e.config = config;
+  e.round_s = timing.round_s;
+  e.compute_s = timing.compute_s;
+  e.comm_s = timing.comm_s;
+  e.rounds = o.rounds;
+  e.convergence_steps = o.convergence_steps;
+  e.failure_free_s = static_cast<double>(o.rounds) * timing.round_s;
+
+  e.price_per_hour = costs.price_per_hour + config.servers * inventory.servers.price_per_hour;
+  e.revocations_per_hour = costs.rate_per_s * 3600.0;
+  e.restart_s = costs.restart_s;
+  const ExpectedTime expected =
+      expected_total_time(timing.round_s, o.rounds, costs.rate_per_s, costs.restart_s);
+  e.time_s = expected.mean_s;
+  e.time_stddev_s = expected.stddev_s;
+  e.expected_revocations = expected.expected_revocations;
+  e.cost = e.price_per_hour * e.time_s / 3600.0;
+
+  // Parts of the time: the mean worker's compute, the wait for the slowest, exposed comm.
+  const double steps = std::max(o.steps_per_round, 1);
+  const std::vector<int>& hosts = *o.hosts;
+  double sum = 0;
+  for (size_t w = 0; w < hosts.size(); ++w) {
+    const double speed = platform.hosts[static_cast<size_t>(hosts[w])].speed_flops;
+    const double samples = o.samples->empty() ? 0 : (*o.samples)[w];
+    sum += inventory.search.step_overhead_s + samples * inventory.workload.flop_per_sample / speed;
+  }
+  const double mean_step = hosts.empty() ? 0 : sum / static_cast<double>(hosts.size());
+  const double critical_compute = timing.compute_s * steps;
+  const double straggler = std::max(0.0, critical_compute - mean_step * steps);
+  const auto rounds = static_cast<double>(o.rounds);
+  e.compute_part_s = rounds * (critical_compute - straggler);
+  e.straggler_part_s = rounds * straggler;
+  e.comm_part_s = rounds * timing.comm_s;
+  e.revocation_part_s = e.time_s - e.failure_free_s;
+
+  // The next batch of the search would not fit in the smallest GPU of the selection.
+  const auto& batches = inventory.search.batch_per_worker;
+  const bool larger_exists = std::any_of(batches.begin(), batches.end(),
+                                         [&](int b) { return b > config.batch_per_worker; });
+  e.memory_capped = config.batch_per_worker == largest_fitting && larger_exists;
+
+  const std::pair<double, Bottleneck> parts[] = {{e.compute_part_s, Bottleneck::Compute},
+                                                 {e.straggler_part_s, Bottleneck::Straggler},
+                                                 {e.comm_part_s, Bottleneck::Communication},
+                                                 {e.revocation_part_s, Bottleneck::Revocations}};
+  e.bottleneck =
+      std::max_element(std::begin(parts), std::end(parts), [](const auto& a, const auto& b) {
+        return a.first < b.first;
+      })->second;
+  if (e.bottleneck == Bottleneck::Compute && e.memory_capped) e.bottleneck = Bottleneck::Memory;
+  return e;
+}
+
+StrategyOptions options_for(const Inventory& inventory, const PlanConfig& config) {
+  StrategyOptions options;
+  options.file = inventory.file;
+  options.workers = config.strategy == "single" ? 1 : config.gpus;
+  options.batch = config.job_batch();
+  options.tau = config.strategy == "local-sgd" ? config.tau : 1;
+  options.split = config.split;
+  options.collective = config.collective;
+  options.servers = std::max(config.servers, 1);
+  options.step_overhead_s = inventory.search.step_overhead_s;
+  options.check_memory = true;
+  return options;
+}
+
+/// make_plan's rounds from the convergence model (kept identical; see strategy.cpp).
+void plan_rounds(const std::string& strategy, double batch, int workers, int tau,
+                 const ConvergenceModel& convergence, const std::string& file, double& steps,
+                 long long& rounds) {
+  steps = strategy == "local-sgd" ? convergence.local_sgd_rounds(batch, workers, tau)
+                                  : convergence.serial_steps(batch);
+  if (!(steps > 0) || !std::isfinite(steps))
+    throw InputError(file, "convergence",
+                     "a positive, finite number of steps from the convergence model",
+                     fmt::format("{}", steps));
+  const double nearest = std::round(steps);
+  rounds = static_cast<long long>(std::abs(steps - nearest) < 1e-9 * nearest ? nearest
+                                                                             : std::ceil(steps));
+}
+
+/// One Plan built and compiled per (selection, strategy, collective, servers); the batch, tau
+/// and split of each configuration only change the compute ops' work and the rounds, so those
+/// ops are re-costed in place (with the generators' own arithmetic and memory check) instead of
+/// building a new Plan. planning_test.cpp checks that this equals evaluate_config exactly.
+class Family {
+ public:
+  Family(const Inventory& inventory, const PlanConfig& base, const Platform& platform,
+         const ConvergenceModel& convergence)
+      : inventory_(inventory), platform_(platform), convergence_(convergence) {
+    const StrategyOptions options = options_for(inventory, base);
+    plan_ = make_plan(base.strategy, options, inventory.workload, platform, convergence);
+    try {
+      compiled_ = compile(plan_, platform);
+    } catch (const InputError&) {
+      // The collective cannot run on these workers (hierarchical on uneven nodes): every
+      // configuration that fits in memory fails the same way (key "collective").
+      runnable_ = false;
+      return;
+    }
+    scratch_ = compiled_;
+    // The compute ops, in compile()'s (topological) order, as copies without their strings.
+    const std::vector<OpId> order = plan_.topological_order();
+    compute_.resize(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Op& op = plan_.graph[order[i]];
+      if (op.kind != OpKind::Compute) continue;
+      compute_ops_.push_back(i);
+      Op& copy = compute_[i];
+      copy.kind = op.kind;
+      copy.worker = op.worker;
+      copy.overhead_s = op.overhead_s;
+      copy.steps = op.steps;
+      copy.step_fraction = op.step_fraction;
+    }
+  }
+
+  enum class Status { Ok, Memory, Collective };
+
+  /// Evaluates one configuration of the family: Memory when a worker's samples do not fit in
+  /// its GPU (as check_fits_in_memory would throw, and before anything else, as the generators
+  /// check), Collective when the family's collective cannot run; throws InputError as make_plan
+  /// would for the rest (convergence).
+  Status evaluate(const PlanConfig& config, Outcome& o) {
+    const Workload& workload = inventory_.workload;
+    const bool local = config.strategy == "local-sgd";
+    const bool single = config.strategy == "single";
+    const double batch = config.job_batch();
+    const int tau = local ? config.tau : 1;
+    if (single) {
+      samples_.assign(1, batch);
+    } else if (local) {
+      samples_.assign(plan_.worker_hosts.size(), batch);
+    } else {
+      samples_ = split_batch(batch, plan_.worker_hosts, platform_, config.split);
+    }
+    // check_fits_in_memory's test, without building its message for every misfit.
+    for (size_t w = 0; w < plan_.worker_hosts.size(); ++w) {
+      const Host& host = platform_.hosts[static_cast<size_t>(plan_.worker_hosts[w])];
+      if (host.gpu_memory_bytes > 0 && workload.memory_bytes(samples_[w]) > host.gpu_memory_bytes)
+        return Status::Memory;
+    }
+    if (!runnable_) return Status::Collective;
+    const double flop_per_sample = workload.flop_per_sample;
+    const double update_flop = workload.parameters * workload.update_flop_per_parameter;
+    scratch_.duration_s = compiled_.duration_s;
+    scratch_.steps_per_round = local ? tau : 1;
+    for (size_t i : compute_ops_) {
+      Op& op = compute_[i];
+      const double samples = samples_[static_cast<size_t>(op.worker)];
+      op.samples = samples;
+      if (local) {
+        op.flop = batch * flop_per_sample + update_flop;
+        op.steps = tau;
+      } else if (single) {
+        op.flop = batch * flop_per_sample;
+      } else {
+        op.flop = samples * flop_per_sample * op.step_fraction;
+      }
+      scratch_.duration_s[i] = op_duration_s(op, plan_, platform_);
+      scratch_.step_fraction[i] = op.step_fraction * op.steps;
+    }
+    o.timing = tauplan::model::evaluate(scratch_);
+    o.steps_per_round = scratch_.steps_per_round;
+    plan_rounds(config.strategy, batch, plan_.workers, tau, convergence_, inventory_.file,
+                o.convergence_steps, o.rounds);
+    o.hosts = &plan_.worker_hosts;
+    o.samples = &samples_;
+    return Status::Ok;
+  }
+
+ private:
+  const Inventory& inventory_;
+  const Platform& platform_;
+  const ConvergenceModel& convergence_;
+  Plan plan_;
+  CompiledPlan compiled_;
+  CompiledPlan scratch_;
+  std::vector<Op> compute_;          ///< by compiled op index (only compute ops filled)
+  std::vector<size_t> compute_ops_;  ///< compiled indices of the compute ops
+  std::vector<double> samples_;
+  bool runnable_ = true;
+};
+
+}  // namespace
+
+Evaluation evaluate_config(const Inventory& inventory, const PlanConfig& config,
+                           const Platform& platform, const ConvergenceModel& convergence) {
+  const StrategyOptions options = options_for(inventory, config);
+  const Plan plan = make_plan(config.strategy, options, inventory.workload, platform, convergence);
+  Outcome o;
+  o.timing = evaluate(compile(plan, platform));
+  o.rounds = plan.rounds;
+  o.convergence_steps = plan.convergence_steps;
+  o.steps_per_round = plan.steps_per_round;
+  o.hosts = &plan.worker_hosts;
+  o.samples = &plan.worker_samples;
+  const SelectionCosts costs = selection_costs(inventory, config.selection);
+  return finish_evaluation(inventory, config, platform, o, costs,
+                           largest_fitting_batch(inventory, costs));
+}
+
+namespace {
+
+/// All node selections: every count 0..available per type (not all zero), at most max_gpus GPUs.
+std::vector<Selection> enumerate_selections(const Inventory& inventory) {
+  std::vector<Selection> out;
+  const size_t types = inventory.node_types.size();
+  std::vector<int> counts(types, 0);
+  for (;;) {
+    size_t t = 0;
+    while (t < types && counts[t] == inventory.node_types[t].nodes)
+      counts[t++] = 0;
+    if (t == types) break;
+    ++counts[t];
+    Selection s;
+    s.nodes = counts;
+    const int gpus = s.gpus(inventory);
+    if (gpus <= inventory.search.max_gpus) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool homogeneous(const Inventory& inventory, const Selection& selection) {
+  double speed = -1;
+  for (size_t t = 0; t < selection.nodes.size(); ++t) {
+    if (selection.nodes[t] == 0) continue;
+    const double s = inventory.node_types[t].speed_flops;
+    if (speed >= 0 && s != speed) return false;
+    speed = s;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool dominates(double time_a, double cost_a, double time_b, double cost_b) {
+  return time_a <= time_b && cost_a <= cost_b && (time_a < time_b || cost_a < cost_b);
+}
+
+std::vector<std::size_t> pareto_frontier(const std::vector<double>& time,
+                                         const std::vector<double>& cost) {
+  std::vector<std::size_t> order(time.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return time[a] != time[b] ? time[a] < time[b] : cost[a] < cost[b];
+  });
+  std::vector<std::size_t> frontier;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (std::size_t i : order)
+    if (cost[i] < best_cost) {
+      frontier.push_back(i);
+      best_cost = cost[i];
+    }
+  return frontier;
+}
+
+PlanSearch search_plans(const Inventory& inventory, std::size_t ranking_size, bool shared_plans) {
+  const auto start = std::chrono::steady_clock::now();
+  PlanSearch result;
+  const std::unique_ptr<ConvergenceModel> convergence = target_convergence(inventory);
+  const SearchSpace& space = inventory.search;
+  const int max_servers =
+      space.servers.empty() ? 0 : *std::max_element(space.servers.begin(), space.servers.end());
+
+  for (const Selection& base : enumerate_selections(inventory)) {
+    ++result.stats.subsets;
+    Selection selection = base;
+    selection.servers = max_servers;
+    const Platform platform = make_selection_platform(inventory, selection);
+    const int gpus = base.gpus(inventory);
+    const int nodes = std::accumulate(base.nodes.begin(), base.nodes.end(), 0);
+    const bool same_speed = homogeneous(inventory, base);
+
+    const SelectionCosts costs = selection_costs(inventory, base);
+    const int largest_fitting = largest_fitting_batch(inventory, costs);
+    // The configurations of one (strategy, collective, servers) share a Plan (see Family).
+    auto run_family = [&](const std::vector<PlanConfig>& family) {
+      if (family.empty()) return;
+      std::unique_ptr<Family> shared;
+      if (shared_plans) try {
+          PlanConfig first = family.front();
+          for (const PlanConfig& c : family)
+            first.batch_per_worker = std::min(first.batch_per_worker, c.batch_per_worker);
+          shared = std::make_unique<Family>(inventory, first, platform, *convergence);
+        } catch (const InputError&) {
+          // The smallest batch does not fit, or the collective cannot run: evaluate one by one.
+        }
+      for (const PlanConfig& c : family) {
+        ++result.stats.configurations;
+        try {
+          Outcome o;
+          if (shared) {
+            const Family::Status status = shared->evaluate(c, o);
+            if (status != Family::Status::Ok) {
+              ++(status == Family::Status::Memory ? result.stats.infeasible_memory
+                                                  : result.stats.infeasible_other);
+              continue;
+            }
+            result.evaluations.push_back(
+                finish_evaluation(inventory, c, platform, o, costs, largest_fitting));
+          } else
+            result.evaluations.push_back(evaluate_config(inventory, c, platform, *convergence));
+        } catch (const InputError& e) {
+          if (e.key() == "batch")
+            ++result.stats.infeasible_memory;
+          else
+            ++result.stats.infeasible_other;
+        }
+      }
+    };
+    // Collectives with their server counts; one worker needs no collective (the first
+    // peer-to-peer one stands for all).
+    std::vector<std::pair<std::string, int>> collectives;
+    for (const auto& name : space.collectives) {
+      const int needed = collective_algorithm(name, inventory.file).servers_needed();
+      if (needed == 0) {
+        collectives.emplace_back(name, 0);
+        if (gpus == 1) break;
+      } else if (gpus > 1) {
+        for (int s : space.servers)
+          if (needed < 0 || s == needed) collectives.emplace_back(name, s);
+      }
+    }
+    const bool even_listed =
+        std::find(space.splits.begin(), space.splits.end(), BatchSplit::Even) != space.splits.end();
+
+    PlanConfig config;
+    config.selection = base;
+    config.gpus = gpus;
+    std::vector<PlanConfig> family;
+    for (const auto& strategy : space.strategies) {
+      config.strategy = strategy;
+      config.tau = 1;
+      config.split = BatchSplit::Even;
+      if (strategy == "single") {
+        if (nodes != 1) continue;
+        config.collective = "";
+        config.servers = 0;
+        family.clear();
+        for (int b : space.batch_per_worker) {
+          config.batch_per_worker = b;
+          family.push_back(config);
+        }
+        run_family(family);
+        continue;
+      }
+      for (const auto& [collective, servers] : collectives) {
+        config.collective = collective;
+        config.servers = servers;
+        family.clear();
+        for (int b : space.batch_per_worker) {
+          config.batch_per_worker = b;
+          if (strategy == "local-sgd") {
+            for (int tau : space.tau) {
+              config.tau = tau;
+              family.push_back(config);
+            }
+          } else {
+            for (BatchSplit split : space.splits) {
+              if (split == BatchSplit::Speed && same_speed && even_listed)
+                continue;  // identical to the even split
+              config.split = split;
+              family.push_back(config);
+            }
+          }
+        }
+        run_family(family);
+      }
+    }
+  }
+  result.stats.feasible = result.evaluations.size();
+
+  const auto& ev = result.evaluations;
+  std::vector<double> time(ev.size()), cost(ev.size());
+  for (size_t i = 0; i < ev.size(); ++i) {
+    time[i] = ev[i].time_s;
+    cost[i] = ev[i].cost;
+  }
+  result.frontier = pareto_frontier(time, cost);
+
+  std::vector<size_t> order(ev.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto by_time = [&](size_t a, size_t b) {
+    return time[a] != time[b] ? time[a] < time[b] : cost[a] < cost[b];
+  };
+  auto by_cost = [&](size_t a, size_t b) {
+    return cost[a] != cost[b] ? cost[a] < cost[b] : time[a] < time[b];
+  };
+  if (inventory.objective == Objective::MinTime) {
+    std::stable_sort(order.begin(), order.end(), by_time);
+    result.objective_met = !order.empty();
+  } else if (inventory.objective == Objective::MinCost) {
+    std::stable_sort(order.begin(), order.end(), by_cost);
+    result.objective_met = !order.empty();
+  } else {
+    // Meets the deadline: in expectation, or with the inventory's confidence.
+    const double z = inventory.deadline_confidence > 0
+                         ? normal_quantile_two_sided(2 * inventory.deadline_confidence - 1)
+                         : 0.0;
+    const auto met_end = std::stable_partition(order.begin(), order.end(), [&](size_t i) {
+      return time[i] + z * ev[i].time_stddev_s <= inventory.deadline_s;
+    });
+    std::stable_sort(order.begin(), met_end, by_cost);
+    std::stable_sort(met_end, order.end(), by_time);
+    result.objective_met = met_end != order.begin();
+    if (!result.objective_met && !order.empty()) result.nearest = static_cast<long>(order.front());
+  }
+  // The ranking skips configurations equivalent to a better-ranked one (same nodes, same time
+  // and cost: e.g. ring and hierarchical on single-GPU nodes), so that the re-check is not spent
+  // on duplicates.
+  for (size_t i : order) {
+    if (result.ranking.size() >= ranking_size) break;
+    const bool duplicate = std::any_of(result.ranking.begin(), result.ranking.end(), [&](size_t j) {
+      return time[i] == time[j] && cost[i] == cost[j] &&
+             ev[i].config.selection.nodes == ev[j].config.selection.nodes;
+    });
+    if (!duplicate) result.ranking.push_back(i);
+  }
+  if (result.objective_met) result.best = static_cast<long>(result.ranking.front());
+  result.stats.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::string describe_selection(const Inventory& inventory, const Selection& selection) {
+  std::string out;
+  for (size_t t = 0; t < selection.nodes.size(); ++t) {
+    if (selection.nodes[t] == 0) continue;
+    out += fmt::format("{}{} x {}", out.empty() ? "" : " + ", selection.nodes[t],
+                       inventory.node_types[t].name);
+  }
+  return out;
+}
+
+std::string describe_strategy(const PlanConfig& config) {
+  if (config.strategy == "single") return fmt::format("single, batch {}", config.batch_per_worker);
+  std::string collective = config.collective;
+  if (config.servers > 0) collective += fmt::format(" x{}", config.servers);
+  if (config.strategy == "local-sgd")
+    return fmt::format("local-sgd {}, tau {}, {}/worker", collective, config.tau,
+                       config.batch_per_worker);
+  return fmt::format("{} {}, {}/worker{}", config.strategy, collective, config.batch_per_worker,
+                     config.split == BatchSplit::Speed ? ", split speed" : "");
+}
+
+std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& evaluation,
+                               const std::string& platform_file) {
+  const PlanConfig& c = evaluation.config;
+  namespace fs = std::filesystem;
+  std::string workload = inventory.workload_name;
+  {
+    const fs::path relative = fs::path(inventory.folder) / workload;
+    if (fs::is_regular_file(relative))
+      workload = fs::absolute(relative).lexically_normal().string();
+    else if (fs::is_regular_file(workload))
+      workload = fs::absolute(workload).lexically_normal().string();
+  }
+  std::string yaml = fmt::format(
+      "# Re-check of a `tauplan plan` candidate: {} (K={}), {}.\n"
+      "# Generated from {}; run: tauplan simulate <this file> --json\n"
+      "platform: {}\n"
+      "workload: {}\n"
+      "strategies: [{}]\n"
+      "workers: {}\n"
+      "batch: {:g}\n"
+      "tau: {}\n"
+      "split: {}\n",
+      describe_selection(inventory, c.selection), c.gpus, describe_strategy(c), inventory.file,
+      platform_file, workload, c.strategy, c.strategy == "single" ? 1 : c.gpus, c.job_batch(),
+      c.strategy == "local-sgd" ? c.tau : 1, to_string(c.split));
+  if (!c.collective.empty()) yaml += fmt::format("collective: {}\n", c.collective);
+  if (c.servers > 0) yaml += fmt::format("servers: {}\n", c.servers);
+  yaml += fmt::format("step_overhead_s: {:.17g}\n", inventory.search.step_overhead_s);
+  const Target& t = inventory.target;
+  if (t.convergence == "critical-batch") {
+    yaml += fmt::format(
+        "convergence: critical-batch\nmin_steps: {:.17g}\ncritical_batch: {:.17g}\ndrift: "
+        "{:.17g}\n",
+        t.min_steps, t.critical_batch, t.drift);
+  } else if (t.convergence == "table") {
+    yaml += fmt::format("convergence: table\nconvergence_table: {}\n",
+                        fs::absolute(t.table_path).lexically_normal().string());
+  } else {
+    // Epochs: the counts the planner used, as fixed counts (iterations for single and sync,
+    // rounds for local-sgd).
+    yaml += fmt::format("convergence: fixed\niterations: {:.17g}\n", evaluation.convergence_steps);
+    if (c.strategy == "local-sgd")
+      yaml += fmt::format("rounds: {:.17g}\n", evaluation.convergence_steps);
+  }
+  const RecheckSettings& r = inventory.recheck;
+  yaml += fmt::format("seed: {}\nnetwork_model: {}\nsim_rounds: {}\n", r.seed, r.network_model,
+                      r.sim_rounds);
+  const auto revocable = revocable_nodes(inventory, c.selection);
+  if (!revocable.empty() && !(r.faults && r.sim_rounds == 0))
+    yaml +=
+        "# Revocable nodes: tauplan plan applies the revocation closed form (model/\n"
+        "# revocation.hpp) to the simulated round; simulated faults need every round\n"
+        "# simulated (recheck: {faults: true, sim_rounds: 0}).\n";
+  if (r.faults && r.sim_rounds == 0 && !revocable.empty()) {
+    yaml +=
+        "# Revocations: each revocable node fails at its rate (on its first GPU host; a\n"
+        "# failure of any host restarts the round, as a revocation of the node does).\n";
+    yaml += "failures:\n";
+    for (const auto& node : revocable)
+      yaml += fmt::format("  - \"{}~{:.17g}s\"\n", node.first_host, 1.0 / node.rate_per_s);
+    yaml += fmt::format("failure_restart_s: {:.17g}\n", evaluation.restart_s);
+  }
+  return yaml;
+}
+
+}  // namespace tauplan::model
