@@ -1,0 +1,35 @@
+// measure.hpp: a job measured for real, strategy by strategy (the core of `tauplan measure`).
+//
+// Reads exec's settings from the job, loads the data, builds each strategy's Plan with the
+// model's generators (the same Plan predict and simulate use), picks the communicator (MPI
+// ranks under mpirun, else threads on the CPU; on CUDA, K logical workers on one GPU or NCCL
+// with one GPU per worker) and trains. Impossible requests are InputErrors naming the job
+// file and key: a communicator the build or launch lacks, K different from the MPI world size,
+// K larger than the GPUs available to NCCL. Under MPI every rank runs this; `single` runs on
+// rank 0 only. What it leaves out: rendering (cli/verb_measure.cpp) and calibration fits.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "exec/mpi_communicator.hpp"
+#include "exec/trainer.hpp"
+#include "model/job.hpp"
+#include "model/platform.hpp"
+#include "model/workload.hpp"
+
+namespace tauplan::exec {
+
+struct MeasureRun {
+  std::vector<Measurement> measurements;  ///< one per strategy this process took part in
+  bool reporter = true;                   ///< this process prints (rank 0)
+};
+
+/// `mpi` is non-null when the process was started by an MPI launcher (session initialised).
+/// Progress lines go to `log` (rank 0 only) when it is non-null.
+MeasureRun measure(const model::Job& job, const model::Workload& workload,
+                   const model::Platform& platform, const std::vector<std::string>& strategies,
+                   MpiSession* mpi, std::ostream* log);
+
+}  // namespace tauplan::exec

@@ -1,0 +1,47 @@
+// mpi_stub.cpp: the MPI communicator's entry points in a build without MPI.
+//
+// Compiled instead of mpi_communicator.cpp when CMake finds no MPI: asking for MPI is then a
+// clear InputError rather than a link error. What it leaves out: everything MPI does.
+#include <cstdlib>
+#include <stdexcept>
+
+#include "exec/mpi_communicator.hpp"
+#include "model/error.hpp"
+
+namespace tauplan::exec {
+
+bool mpi_compiled() {
+  return false;
+}
+
+bool launched_by_mpi_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(name)) return true;
+  return false;
+}
+
+MpiSession::MpiSession(int* /*argc*/, char*** /*argv*/) {
+  throw std::runtime_error("tauplan was built without MPI");
+}
+MpiSession::~MpiSession() = default;
+int MpiSession::rank() const {
+  return 0;
+}
+int MpiSession::size() const {
+  return 1;
+}
+void MpiSession::broadcast(void* /*data*/, int /*bytes*/, int /*root*/) const {}
+void MpiSession::barrier() const {}
+
+MpiCommunicator::MpiCommunicator(int /*workers*/, const std::string& job_file) {
+  throw InputError(job_file, "communicator", "threads (this tauplan was built without MPI)", "mpi");
+}
+void MpiCommunicator::combine(const std::vector<float*>& /*local_buffers*/,
+                              const std::vector<double>& /*local_weights*/, std::size_t /*n*/,
+                              CombineRule /*rule*/) {}
+void MpiCommunicator::barrier() {}
+double MpiCommunicator::max_all(double value) {
+  return value;
+}
+
+}  // namespace tauplan::exec

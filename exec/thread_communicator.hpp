@@ -1,0 +1,34 @@
+// thread_communicator.hpp: K workers in one process combining through shared memory.
+//
+// All K buffers are local, so a combine is a reduction over K host buffers in worker order
+// (combine.hpp), run by the calling thread; the result is copied into every buffer. The
+// trainer calls it once all workers have finished their compute (it joins its worker threads
+// first in concurrent mode), so no locking is needed here. What it leaves out: a network; the
+// time it measures is a memory-bound reduction, the S of workers sharing one machine.
+#pragma once
+
+#include "exec/communicator.hpp"
+
+namespace tauplan::exec {
+
+class ThreadCommunicator final : public Communicator {
+ public:
+  explicit ThreadCommunicator(int workers);
+
+  std::string name() const override { return "threads"; }
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int workers() const override { return workers_; }
+  int local_workers() const override { return workers_; }
+  int first_local_worker() const override { return 0; }
+  MemorySpace memory() const override { return MemorySpace::Host; }
+  void combine(const std::vector<float*>& local_buffers, const std::vector<double>& local_weights,
+               std::size_t n, CombineRule rule) override;
+  void barrier() override {}
+  double max_all(double value) override { return value; }
+
+ private:
+  int workers_;
+};
+
+}  // namespace tauplan::exec

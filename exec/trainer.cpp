@@ -1,0 +1,738 @@
+// trainer.cpp: compiles a Plan's round into segments of per-worker ops closed by collectives,
+// runs them round after round on real replicas, and keeps the lockstep or concurrent clock.
+#include "exec/trainer.hpp"
+
+#include <time.h>
+#include <algorithm>
+#include <boost/range/iterator_range.hpp>
+#include <cassert>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "exec/sampler.hpp"
+#include "exec/worker_pool.hpp"
+#include "model/error.hpp"
+
+namespace tauplan::exec {
+
+const char* to_string(Timing timing) {
+  return timing == Timing::Lockstep ? "lockstep" : "concurrent";
+}
+
+bool parse_timing(const std::string& text, Timing& timing) {
+  if (text == "lockstep") {
+    timing = Timing::Lockstep;
+    return true;
+  }
+  if (text == "concurrent") {
+    timing = Timing::Concurrent;
+    return true;
+  }
+  return false;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const double lower =
+      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return 0.5 * (lower + upper);
+}
+
+std::vector<double> worker_slowdowns(const model::Plan& plan, const model::Platform& platform) {
+  const auto k = static_cast<std::size_t>(plan.workers);
+  std::vector<double> slowdowns(k, 1.0);
+  if (plan.worker_hosts.size() != k) return slowdowns;
+  std::vector<double> speeds;
+  for (int host : plan.worker_hosts) {
+    if (host < 0 || host >= static_cast<int>(platform.hosts.size())) return slowdowns;
+    const double speed = platform.hosts[static_cast<std::size_t>(host)].speed_flops;
+    if (!(speed > 0)) return slowdowns;
+    speeds.push_back(speed);
+  }
+  // The reference is the fastest worker host of the whole platform, so that every strategy
+  // of a job (single on one host, sync on K) is emulated on the same scale.
+  double fastest = *std::max_element(speeds.begin(), speeds.end());
+  for (const model::Host& h : platform.hosts)
+    if (h.role == model::HostRole::Worker) fastest = std::max(fastest, h.speed_flops);
+  for (std::size_t i = 0; i < k; ++i) slowdowns[i] = fastest / speeds[i];
+  return slowdowns;
+}
+
+std::vector<long long> integer_samples(const std::vector<double>& samples) {
+  double total = 0;
+  for (double s : samples)
+    total += std::max(0.0, s);
+  const auto target = static_cast<long long>(std::llround(total));
+  std::vector<long long> out(samples.size());
+  std::vector<std::pair<double, std::size_t>> remainders;
+  long long assigned = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const double s = std::max(0.0, samples[i]);
+    out[i] = static_cast<long long>(std::floor(s));
+    assigned += out[i];
+    remainders.emplace_back(s - std::floor(s), i);
+  }
+  // Largest remainder first; ties go to the lower worker index.
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t j = 0; assigned < target && j < remainders.size(); ++j, ++assigned)
+    ++out[remainders[j].second];
+  return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values)
+    sum += v;
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+}
+
+/// The calling thread's CPU time in seconds (excludes time other processes took the core).
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// Measures one op on the wall clock, or on the thread's CPU clock.
+class Stopwatch {
+ public:
+  explicit Stopwatch(bool cpu) : cpu_(cpu), wall0_(Clock::now()), cpu0_(cpu ? thread_cpu_s() : 0) {}
+  double seconds() const {
+    if (cpu_) return thread_cpu_s() - cpu0_;
+    return std::chrono::duration<double>(Clock::now() - wall0_).count();
+  }
+
+ private:
+  bool cpu_;
+  Clock::time_point wall0_;
+  double cpu0_;
+};
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+constexpr double kFractionEps = 1e-9;
+
+struct ProgramOp {
+  model::OpKind kind = model::OpKind::Barrier;
+  std::string label;
+  int worker = -1;
+  int steps = 1;
+  double fraction = 1;
+  bool fold_update = true;
+  model::CollectivePayload payload = model::CollectivePayload::Gradients;
+  std::size_t slice_begin = 0;
+  std::size_t slice_end = 0;
+  std::vector<std::size_t> preds;
+};
+
+struct Segment {
+  std::vector<std::size_t> ops;  // compute and update ops, dependency order
+  long long sync = -1;           // closing collective or barrier, or -1
+};
+
+struct Program {
+  std::vector<ProgramOp> ops;
+  std::vector<Segment> segments;
+  int steps_per_round = 1;  // real SGD steps per worker per round (sample stream stride)
+};
+
+bool is_sync(model::OpKind kind) {
+  return kind == model::OpKind::Collective || kind == model::OpKind::Barrier;
+}
+
+Program compile(const model::Plan& plan, std::size_t parameters, const std::string& file) {
+  Program program;
+  const std::vector<model::OpId> order = plan.topological_order();
+  std::map<model::OpId, std::size_t> index;
+  for (std::size_t i = 0; i < order.size(); ++i)
+    index[order[i]] = i;
+
+  std::vector<bool> has_update(static_cast<std::size_t>(plan.workers), false);
+  for (model::OpId v : order) {
+    const model::Op& op = plan.graph[v];
+    if (op.kind == model::OpKind::Update && op.worker >= 0 && op.worker < plan.workers)
+      has_update[static_cast<std::size_t>(op.worker)] = true;
+  }
+
+  double gradient_bytes = 0;
+  for (model::OpId v : order) {
+    const model::Op& op = plan.graph[v];
+    if (op.kind == model::OpKind::Collective && op.payload == model::CollectivePayload::Gradients)
+      gradient_bytes += op.bytes;
+  }
+
+  std::vector<double> steps_per_worker(static_cast<std::size_t>(plan.workers), 0.0);
+  double gradient_done = 0;  // bytes of bucketed gradient collectives already sliced
+  for (model::OpId v : order) {
+    const model::Op& op = plan.graph[v];
+    ProgramOp p;
+    p.kind = op.kind;
+    p.label = op.label.empty() ? model::to_string(op.kind) : op.label;
+    p.worker = op.worker;
+    p.steps = std::max(1, op.steps);
+    p.fraction = op.step_fraction;
+    p.payload = op.payload;
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, plan.graph)))
+      p.preds.push_back(index.at(boost::source(e, plan.graph)));
+    const bool worker_op = op.kind == model::OpKind::Compute || op.kind == model::OpKind::Update;
+    if (worker_op && (op.worker < 0 || op.worker >= plan.workers)) p.worker = -1;  // not ours
+    if (op.kind == model::OpKind::Compute && p.worker >= 0) {
+      p.fold_update = p.steps > 1 || !has_update[static_cast<std::size_t>(p.worker)];
+      steps_per_worker[static_cast<std::size_t>(p.worker)] +=
+          p.fraction >= 1 - kFractionEps ? p.steps : p.fraction;
+    }
+    if (op.kind == model::OpKind::Collective) {
+      if (!op.group.empty() && static_cast<int>(op.group.size()) != plan.workers)
+        throw InputError(file, "collective",
+                         "collectives over all K workers (exec/ combines across all of them)",
+                         "'" + op.algorithm + "' over a group of " +
+                             std::to_string(op.group.size()) + " of " +
+                             std::to_string(plan.workers) + " workers");
+      p.slice_begin = 0;
+      p.slice_end = parameters;
+      if (plan.overlap && op.payload == model::CollectivePayload::Gradients && gradient_bytes > 0) {
+        // Buckets follow the backward pass: the last layers' gradients (the end of the flat
+        // vector) are reduced first.
+        const auto end_of = [&](double bytes_done) {
+          return parameters - static_cast<std::size_t>(std::llround(
+                                  static_cast<double>(parameters) * bytes_done / gradient_bytes));
+        };
+        p.slice_end = end_of(gradient_done);
+        gradient_done += op.bytes;
+        p.slice_begin = end_of(gradient_done);
+      }
+    }
+    program.ops.push_back(std::move(p));
+  }
+
+  double most_steps = 0;
+  for (double s : steps_per_worker)
+    most_steps = std::max(most_steps, s);
+  program.steps_per_round =
+      std::max(plan.steps_per_round, static_cast<int>(std::ceil(most_steps - kFractionEps)));
+  program.steps_per_round = std::max(1, program.steps_per_round);
+
+  // Segments: runs of worker ops closed by a collective or barrier. A worker op that depends
+  // on another worker's op of the open segment starts a new one, so that the workers of one
+  // segment are independent and may run in parallel.
+  Segment current;
+  std::vector<bool> in_current(program.ops.size(), false);
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const ProgramOp& p = program.ops[i];
+    if (is_sync(p.kind)) {
+      current.sync = static_cast<long long>(i);
+      program.segments.push_back(std::move(current));
+      current = Segment{};
+      std::fill(in_current.begin(), in_current.end(), false);
+      continue;
+    }
+    for (std::size_t pred : p.preds) {
+      if (in_current[pred] && program.ops[pred].worker != p.worker) {
+        program.segments.push_back(std::move(current));
+        current = Segment{};
+        std::fill(in_current.begin(), in_current.end(), false);
+        break;
+      }
+    }
+    current.ops.push_back(i);
+    in_current[i] = true;
+  }
+  if (!current.ops.empty()) program.segments.push_back(std::move(current));
+  return program;
+}
+
+struct WorkerState {
+  int worker = 0;
+  long long samples = 0;
+  long long offset = 0;  // in the global step's samples
+  double slowdown = 1;
+  std::unique_ptr<Replica> replica;
+  std::unique_ptr<Sampler> sampler;
+  std::vector<float> batch_x;
+  std::vector<int> batch_y;
+  // Per round.
+  int local_step = 0;
+  double fraction_done = 0;
+  double partial_step_s = 0;
+  bool pending_gradient = false;
+  double round_busy_s = 0;  // compute + update, emulated
+  // Whole run.
+  std::vector<double> step_s;  // measured duration of each real step
+  double loss_sum = 0;
+  long long loss_count = 0;
+};
+
+class Runner {
+ public:
+  Runner(const model::Plan& plan, const model::Platform& platform, const Dataset& data,
+         const MlpShape& shape, Communicator& comm, const ReplicaFactory& factory,
+         const TrainOptions& options)
+      : plan_(plan), data_(data), shape_(shape), comm_(comm), options_(options) {
+    validate();
+    program_ = compile(plan, shape.parameters(), options.job_file);
+    samples_ = integer_samples(plan.worker_samples);
+    slowdowns_ = options.emulate_slowdown ? worker_slowdowns(plan, platform)
+                                          : std::vector<double>(samples_.size(), 1.0);
+    long long step_samples = 0;
+    for (long long s : samples_)
+      step_samples += s;
+    check_batch(step_samples);
+    parameters_ = shape.parameters();
+
+    std::vector<float> initial(parameters_);
+    init_parameters(shape, options.seed, initial.data());
+    for (int l = 0; l < comm.local_workers(); ++l) {
+      auto w = std::make_unique<WorkerState>();
+      w->worker = comm.first_local_worker() + l;
+      const auto wi = static_cast<std::size_t>(w->worker);
+      w->samples = samples_[wi];
+      for (std::size_t i = 0; i < wi; ++i)
+        w->offset += samples_[i];
+      w->slowdown = slowdowns_[wi];
+      w->replica = factory(shape, w->worker);
+      if (w->replica->memory() != comm.memory())
+        throw std::logic_error("exec: replica and communicator live in different memory");
+      assert(w->replica->parameter_count() == parameters_);
+      w->replica->set_parameters_from_host(initial.data());
+      w->sampler = std::make_unique<Sampler>(data.train_size(), step_samples, options.seed);
+      w->batch_x.resize(static_cast<std::size_t>(w->samples) *
+                        static_cast<std::size_t>(data.features));
+      w->batch_y.resize(static_cast<std::size_t>(w->samples));
+      local_index_[w->worker] = workers_.size();
+      workers_.push_back(std::move(w));
+    }
+    cpu_clock_ = options.timing == Timing::Lockstep && options.clock == ComputeClock::ThreadCpu &&
+                 comm.memory() == MemorySpace::Host;
+    if (options.timing == Timing::Concurrent && workers_.size() > 1)
+      pool_ = std::make_unique<WorkerPool>(static_cast<int>(workers_.size()));
+  }
+
+  Measurement run();
+
+ private:
+  void validate() const;
+  void check_batch(long long step_samples) const;
+  bool is_local(int worker) const { return local_index_.count(worker) > 0; }
+  WorkerState& local(int worker) { return *workers_[local_index_.at(worker)]; }
+
+  double real_step(WorkerState& w, long long round, bool fold);
+  double run_worker_op(const ProgramOp& op, long long round);
+  double run_sync_op(const ProgramOp& op);
+  void emulate(double measured_s, double slowdown) const;
+  double evaluate();
+  void record(const ProgramOp& op, long long round, double start_s, double duration_s);
+
+  const model::Plan& plan_;
+  const Dataset& data_;
+  const MlpShape& shape_;
+  Communicator& comm_;
+  TrainOptions options_;
+  Program program_;
+  std::vector<long long> samples_;
+  std::vector<double> slowdowns_;
+  std::size_t parameters_ = 0;
+  std::vector<std::unique_ptr<WorkerState>> workers_;
+  std::map<int, std::size_t> local_index_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::vector<float> round_start_params_;
+  std::vector<std::vector<float>> deltas_;
+  Measurement out_;
+  double clock_s_ = 0;  // training time before the current round
+  bool tracing_ = false;
+  bool cpu_clock_ = false;  // time CPU work by thread CPU time (lockstep, host replicas)
+};
+
+void Runner::validate() const {
+  if (plan_.workers < 1 || static_cast<int>(plan_.worker_samples.size()) != plan_.workers)
+    throw std::logic_error("exec: plan '" + plan_.strategy + "' has " +
+                           std::to_string(plan_.worker_samples.size()) + " worker_samples for " +
+                           std::to_string(plan_.workers) + " workers");
+  if (comm_.workers() != plan_.workers)
+    throw InputError(
+        options_.job_file, "workers",
+        std::to_string(comm_.workers()) + " (the workers of the " + comm_.name() + " communicator)",
+        std::to_string(plan_.workers));
+  if (shape_.inputs() != data_.features || shape_.classes() != data_.classes)
+    throw InputError(options_.job_file, "data_dir",
+                     "data with " + std::to_string(shape_.inputs()) + " features and " +
+                         std::to_string(shape_.classes()) + " classes (the MLP's)",
+                     data_.name + " with " + std::to_string(data_.features) + " and " +
+                         std::to_string(data_.classes));
+  if (options_.combine == CombineRule::Adasum && comm_.memory() != MemorySpace::Host &&
+      plan_.count(model::OpKind::Collective) > 0) {
+    for (auto v : boost::make_iterator_range(boost::vertices(plan_.graph)))
+      if (plan_.graph[v].kind == model::OpKind::Collective &&
+          plan_.graph[v].payload == model::CollectivePayload::Parameters)
+        throw InputError(options_.job_file, "combine",
+                         "mean for parameter averaging on the GPU (Adasum of parameter deltas "
+                         "runs on host buffers only)",
+                         "adasum");
+  }
+}
+
+void Runner::check_batch(long long step_samples) const {
+  if (step_samples < 1)
+    throw InputError(options_.job_file, "batch", "at least one sample per step",
+                     std::to_string(step_samples));
+  for (std::size_t k = 0; k < samples_.size(); ++k)
+    if (samples_[k] > std::numeric_limits<int>::max())
+      throw InputError(options_.job_file, "batch", "fewer samples per worker step",
+                       std::to_string(samples_[k]));
+  if (step_samples > data_.train_size())
+    throw InputError(options_.job_file, "batch",
+                     "at most " + std::to_string(data_.train_size()) +
+                         " samples per step over all workers (the training set of " + data_.name +
+                         ")",
+                     std::to_string(step_samples));
+}
+
+void Runner::emulate(double measured_s, double slowdown) const {
+  if (options_.timing == Timing::Concurrent && slowdown > 1)
+    std::this_thread::sleep_for(std::chrono::duration<double>((slowdown - 1) * measured_s));
+}
+
+double Runner::real_step(WorkerState& w, long long round, bool fold) {
+  const Stopwatch watch(cpu_clock_);
+  const long long global_step =
+      round * program_.steps_per_round + std::min(w.local_step, program_.steps_per_round - 1);
+  ++w.local_step;
+  const std::vector<int> idx = w.sampler->indices(global_step, w.offset, w.samples);
+  const auto features = static_cast<std::size_t>(data_.features);
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    std::memcpy(w.batch_x.data() + i * features, data_.train_row(idx[i]), features * sizeof(float));
+    w.batch_y[i] = data_.train_y[static_cast<std::size_t>(idx[i])];
+  }
+  const double loss =
+      w.replica->compute(w.batch_x.data(), w.batch_y.data(), static_cast<int>(w.samples));
+  if (fold)
+    w.replica->sgd_step(static_cast<float>(options_.learning_rate));
+  else
+    w.pending_gradient = true;
+  w.loss_sum += loss;
+  ++w.loss_count;
+  const double measured = watch.seconds();
+  w.step_s.push_back(measured);
+  return measured;
+}
+
+double Runner::run_worker_op(const ProgramOp& op, long long round) {
+  WorkerState& w = local(op.worker);
+  double measured = 0;
+  if (op.kind == model::OpKind::Compute) {
+    if (w.samples == 0) return 0;
+    if (op.fraction >= 1 - kFractionEps) {
+      for (int s = 0; s < op.steps; ++s)
+        measured += real_step(w, round, op.fold_update);
+    } else {
+      // A part of a step (forward, a backward bucket): the real step runs at its first part and
+      // its time is shared among the parts by their fractions.
+      if (w.fraction_done < kFractionEps) w.partial_step_s = real_step(w, round, op.fold_update);
+      measured = w.partial_step_s * op.fraction;
+      w.fraction_done += op.fraction;
+      if (w.fraction_done >= 1 - kFractionEps) w.fraction_done = 0;
+    }
+  } else if (op.kind == model::OpKind::Update) {
+    if (!w.pending_gradient) return 0;
+    const Stopwatch watch(cpu_clock_);
+    w.replica->sgd_step(static_cast<float>(options_.learning_rate));
+    w.pending_gradient = false;
+    measured = watch.seconds();
+  }
+  emulate(measured, w.slowdown);
+  const double duration = measured * w.slowdown;
+  w.round_busy_s += duration;
+  return duration;
+}
+
+double Runner::run_sync_op(const ProgramOp& op) {
+  comm_.barrier();                                         // S excludes waiting for stragglers
+  const Stopwatch watch(cpu_clock_ && comm_.size() == 1);  // in-process reductions only
+  if (op.kind == model::OpKind::Barrier) {
+    comm_.barrier();
+  } else {
+    const std::size_t n = op.slice_end - op.slice_begin;
+    std::vector<double> weights;
+    for (auto& w : workers_)
+      weights.push_back(
+          static_cast<double>(w->samples) *
+          (op.payload == model::CollectivePayload::Parameters ? std::max(1, w->local_step) : 1));
+    std::vector<float*> buffers;
+    if (op.payload == model::CollectivePayload::Gradients) {
+      for (auto& w : workers_)
+        buffers.push_back(w->replica->gradients() + op.slice_begin);
+      comm_.combine(buffers, weights, n, options_.combine);
+    } else if (options_.combine == CombineRule::Mean) {
+      for (auto& w : workers_)
+        buffers.push_back(w->replica->parameters() + op.slice_begin);
+      comm_.combine(buffers, weights, n, options_.combine);
+    } else {
+      // Adasum of the round's parameter deltas (host memory, checked in validate()).
+      deltas_.resize(workers_.size());
+      for (std::size_t l = 0; l < workers_.size(); ++l) {
+        deltas_[l].resize(n);
+        const float* p = workers_[l]->replica->parameters() + op.slice_begin;
+        const float* p0 = round_start_params_.data() + op.slice_begin;
+        for (std::size_t i = 0; i < n; ++i)
+          deltas_[l][i] = p[i] - p0[i];
+        buffers.push_back(deltas_[l].data());
+      }
+      comm_.combine(buffers, weights, n, options_.combine);
+      for (std::size_t l = 0; l < workers_.size(); ++l) {
+        float* p = workers_[l]->replica->parameters() + op.slice_begin;
+        const float* p0 = round_start_params_.data() + op.slice_begin;
+        for (std::size_t i = 0; i < n; ++i)
+          p[i] = p0[i] + deltas_[l][i];
+      }
+    }
+  }
+  return comm_.max_all(watch.seconds());
+}
+
+void Runner::record(const ProgramOp& op, long long round, double start_s, double duration_s) {
+  if (!tracing_) return;
+  TraceEvent e;
+  e.name = op.label;
+  e.category = model::to_string(op.kind);
+  e.worker = is_sync(op.kind) ? -1 : op.worker;
+  e.round = round;
+  e.start_s = clock_s_ + start_s;
+  e.duration_s = duration_s;
+  out_.trace.push_back(std::move(e));
+}
+
+double Runner::evaluate() {
+  double accuracy = -1;
+  if (comm_.rank() == 0) {
+    long long n = data_.test_size();
+    if (options_.eval_samples > 0) n = std::min(n, options_.eval_samples);
+    const long long hits =
+        workers_.front()->replica->correct(data_.test_x.data(), data_.test_y.data(), n);
+    accuracy = n > 0 ? static_cast<double>(hits) / static_cast<double>(n) : 0;
+  }
+  return comm_.max_all(accuracy);
+}
+
+Measurement Runner::run() {
+  const auto run_start = Clock::now();
+  const long long spr = program_.steps_per_round;
+  const long long max_rounds = std::max(1LL, (options_.max_steps + spr - 1) / spr);
+  const long long eval_every = std::max(1LL, (options_.eval_every_steps + spr - 1) / spr);
+  const bool adasum_params =
+      options_.combine == CombineRule::Adasum && comm_.memory() == MemorySpace::Host;
+
+  std::vector<double> round_times, round_compute, round_sync;
+  std::vector<double> end(program_.ops.size(), 0.0);
+  double loss_sum_seen = 0;
+  long long loss_count_seen = 0;
+
+  for (long long round = 0; round < max_rounds; ++round) {
+    tracing_ = round < options_.trace_rounds;
+    for (auto& w : workers_) {
+      w->local_step = 0;
+      w->fraction_done = 0;
+      w->round_busy_s = 0;
+    }
+    if (adasum_params) {
+      round_start_params_.resize(parameters_);
+      workers_.front()->replica->get_parameters_to_host(round_start_params_.data());
+    }
+    std::fill(end.begin(), end.end(), 0.0);
+    double sync_total = 0;
+    const auto round_start = Clock::now();
+
+    for (const Segment& segment : program_.segments) {
+      if (options_.timing == Timing::Lockstep || !pool_) {
+        for (std::size_t i : segment.ops) {
+          const ProgramOp& op = program_.ops[i];
+          if (op.worker < 0 || !is_local(op.worker)) continue;
+          const auto wall0 = Clock::now();
+          const double duration = run_worker_op(op, round);
+          double start = 0;
+          if (options_.timing == Timing::Lockstep) {
+            for (std::size_t p : op.preds)
+              start = std::max(start, end[p]);
+          } else {
+            start = seconds_between(round_start, wall0);
+          }
+          end[i] = start + duration;
+          record(op, round, start, duration);
+        }
+      } else {
+        // Concurrent: each local worker runs its ops of the segment on its own thread.
+        std::vector<std::vector<std::size_t>> by_worker(workers_.size());
+        for (std::size_t i : segment.ops) {
+          const ProgramOp& op = program_.ops[i];
+          if (op.worker >= 0 && is_local(op.worker))
+            by_worker[local_index_.at(op.worker)].push_back(i);
+        }
+        std::vector<double> starts(program_.ops.size(), 0.0);
+        pool_->run(static_cast<int>(workers_.size()), [&](int l) {
+          for (std::size_t i : by_worker[static_cast<std::size_t>(l)]) {
+            const auto wall0 = Clock::now();
+            run_worker_op(program_.ops[i], round);
+            starts[i] = seconds_between(round_start, wall0);
+            end[i] = seconds_between(round_start, Clock::now());
+          }
+        });
+        for (const auto& list : by_worker)
+          for (std::size_t i : list)
+            record(program_.ops[i], round, starts[i], end[i] - starts[i]);
+      }
+      if (segment.sync >= 0) {
+        const auto si = static_cast<std::size_t>(segment.sync);
+        const ProgramOp& op = program_.ops[si];
+        double ready = 0;
+        for (std::size_t p : op.preds)
+          ready = std::max(ready, end[p]);
+        ready = comm_.max_all(ready);
+        const double duration = run_sync_op(op);
+        const double start = options_.timing == Timing::Lockstep
+                                 ? ready
+                                 : seconds_between(round_start, Clock::now()) - duration;
+        end[si] = start + duration;
+        sync_total += duration;
+        record(op, round, start, duration);
+      }
+    }
+
+    double round_s = 0;
+    if (options_.timing == Timing::Lockstep) {
+      for (double e : end)
+        round_s = std::max(round_s, e);
+      round_s = comm_.max_all(round_s);
+    } else {
+      comm_.barrier();
+      round_s = comm_.max_all(seconds_between(round_start, Clock::now()));
+    }
+    double busy = 0;
+    for (auto& w : workers_)
+      busy = std::max(busy, w->round_busy_s);
+    busy = comm_.max_all(busy);
+    round_times.push_back(round_s);
+    round_compute.push_back(busy / static_cast<double>(spr));
+    round_sync.push_back(sync_total);
+    clock_s_ += round_s;
+
+    const bool last = round + 1 == max_rounds;
+    if ((round + 1) % eval_every == 0 || last) {
+      const auto eval_start = Clock::now();
+      AccuracyPoint point;
+      point.round = round + 1;
+      point.steps = (round + 1) * spr;
+      point.time_s = clock_s_;
+      point.accuracy = evaluate();
+      double loss_sum = 0;
+      long long loss_count = 0;
+      for (auto& w : workers_) {
+        loss_sum += w->loss_sum;
+        loss_count += w->loss_count;
+      }
+      point.train_loss =
+          loss_count > loss_count_seen
+              ? (loss_sum - loss_sum_seen) / static_cast<double>(loss_count - loss_count_seen)
+              : 0;
+      loss_sum_seen = loss_sum;
+      loss_count_seen = loss_count;
+      out_.curve.push_back(point);
+      out_.final_accuracy = point.accuracy;
+      out_.eval_wall_s += seconds_between(eval_start, Clock::now());
+      out_.rounds = round + 1;
+      if (options_.target_accuracy > 0 && point.accuracy >= options_.target_accuracy) {
+        out_.reached = true;
+        break;
+      }
+    }
+    out_.rounds = round + 1;
+  }
+
+  out_.steps = out_.rounds * spr;
+  out_.steps_per_round = static_cast<int>(spr);
+  out_.clock = cpu_clock_ ? "thread-cpu" : "wall";
+  out_.total_s = clock_s_;
+  out_.round_median_s = median(round_times);
+  out_.round_mean_s = out_.rounds > 0 ? clock_s_ / static_cast<double>(out_.rounds) : 0;
+  out_.compute_median_s = median(round_compute);
+  out_.compute_s = mean(round_compute);
+  out_.sync_s = median(round_sync);
+  out_.sync_mean_s = mean(round_sync);
+  out_.wall_s = seconds_between(run_start, Clock::now());
+  if (options_.keep_parameters) {
+    out_.final_parameters.resize(parameters_);
+    workers_.front()->replica->get_parameters_to_host(out_.final_parameters.data());
+  }
+
+  // Per-worker C(b): medians of this process's workers, then shared so every rank reports all.
+  out_.per_worker.resize(samples_.size());
+  for (std::size_t k = 0; k < samples_.size(); ++k) {
+    WorkerReport& r = out_.per_worker[k];
+    r.worker = static_cast<int>(k);
+    r.host = k < plan_.worker_hosts.size() ? plan_.worker_hosts[k] : -1;
+    r.slowdown = slowdowns_[k];
+    r.samples = samples_[k];
+    double measured = -1;
+    long long steps = -1;
+    if (is_local(r.worker)) {
+      WorkerState& w = local(r.worker);
+      measured = median(w.step_s);
+      steps = static_cast<long long>(w.step_s.size());
+    }
+    r.measured_median_s = comm_.max_all(measured);
+    r.steps = static_cast<long long>(comm_.max_all(static_cast<double>(steps)));
+    r.compute_median_s = r.measured_median_s * r.slowdown;
+  }
+  return out_;
+}
+
+}  // namespace
+
+Measurement train(const model::Plan& plan, const model::Platform& platform, const Dataset& data,
+                  const MlpShape& shape, Communicator& comm, const ReplicaFactory& factory,
+                  const TrainOptions& options) {
+  Runner runner(plan, platform, data, shape, comm, factory, options);
+  Measurement m = runner.run();
+  m.strategy = plan.strategy;
+  m.workers = plan.workers;
+  m.tau = plan.tau;
+  m.batch = plan.batch;
+  m.split = model::to_string(plan.split);
+  m.collective = plan.collective;
+  m.communicator = comm.name();
+  m.engine = options.engine;
+  m.timing = options.timing;
+  m.combine = options.combine;
+  m.dataset = data.name;
+  m.dataset_source = data.source;
+  m.synthetic = data.synthetic;
+  m.mlp = shape.to_string();
+  m.parameters = static_cast<long long>(shape.parameters());
+  m.learning_rate = options.learning_rate;
+  m.seed = options.seed;
+  m.target_accuracy = options.target_accuracy;
+  for (std::size_t k = 0; k < m.per_worker.size(); ++k) {
+    const int host = m.per_worker[k].host;
+    if (host >= 0 && host < static_cast<int>(platform.hosts.size()))
+      m.per_worker[k].host_name = platform.hosts[static_cast<std::size_t>(host)].name;
+    if (m.per_worker[k].slowdown != 1.0) m.emulated = true;
+  }
+  return m;
+}
+
+}  // namespace tauplan::exec

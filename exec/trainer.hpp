@@ -1,0 +1,156 @@
+// trainer.hpp: executes a model::Plan for real and measures it.
+//
+// Each round walks the plan's DAG in dependency order. Compute(worker) = forward and backward
+// on that worker's samples (Plan::worker_samples, drawn from the shared stream of sampler.hpp),
+// `steps` times, with the SGD update folded into each step when the op runs several steps or
+// the worker has no Update op; Update(worker) = the SGD step with the worker's (combined)
+// gradient; Collective = a real combine through the Communicator: gradients (sync), or the
+// parameters (local-sgd; with Adasum, the parameter deltas of the round, as Horovod does);
+// Barrier = a barrier. With gradient buckets (plan.overlap) each collective combines its share
+// of the gradient vector, last layers first, after the whole backward pass has run.
+//
+// Timing. lockstep: local workers run one after another; every op's duration is measured and
+// the round's time is the longest path through the DAG (so a phase takes as long as its
+// slowest worker) on a virtual clock: deterministic numerics, timing independent of the core
+// count. CPU work is timed by the thread's CPU time by default, so that other processes on
+// the machine do not inflate C(b) and S (ComputeClock::Wall restores the wall clock). concurrent:
+// local workers run at the same time on their own threads, wall clock. Heterogeneity is emulated:
+// worker k's compute and update times are scaled by s_k = fastest worker host speed / k's host
+// speed (virtual clock), or followed by a sleep of (s_k - 1) x its duration (concurrent); results
+// say so. Collectives are timed after a barrier, so S excludes waiting for stragglers. Evaluation
+// (test accuracy every N steps) is not counted in the training time. Training stops at the target
+// accuracy or the step limit.
+//
+// What it leaves out: real overlap of communication with computation (in lockstep the DAG
+// composes bucket collectives with the backward pass; in concurrent mode they run after it),
+// collectives over subgroups of workers, learning-rate schedules.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/communicator.hpp"
+#include "exec/dataset.hpp"
+#include "exec/mlp.hpp"
+#include "exec/replica.hpp"
+#include "model/plan.hpp"
+#include "model/platform.hpp"
+
+namespace tauplan::exec {
+
+enum class Timing { Lockstep, Concurrent };
+/// How lockstep times CPU work: by the worker thread's CPU time (default: robust to other
+/// processes sharing the cores) or by the wall clock. Concurrent timing and GPU work always
+/// use the wall clock.
+enum class ComputeClock { ThreadCpu, Wall };
+const char* to_string(Timing timing);
+bool parse_timing(const std::string& text, Timing& timing);
+
+struct TrainOptions {
+  double learning_rate = 0.1;
+  double target_accuracy = 0.85;     ///< stop when test accuracy reaches it (<= 0: never)
+  long long max_steps = 20000;       ///< SGD steps per worker before giving up
+  long long eval_every_steps = 100;  ///< evaluate after every round that completes this many steps
+  long long eval_samples = 0;        ///< test samples used for accuracy (0: the whole test set)
+  Timing timing = Timing::Lockstep;
+  ComputeClock clock = ComputeClock::ThreadCpu;
+  CombineRule combine = CombineRule::Mean;
+  std::uint64_t seed = 1;
+  bool emulate_slowdown = true;  ///< apply the platform's relative host speeds
+  long long trace_rounds = 0;    ///< rounds recorded as trace events
+  std::string engine = "exec-cpu";
+  std::string job_file = "<job>";  ///< named in errors
+  bool keep_parameters = false;    ///< copy the final model into Measurement::final_parameters
+};
+
+struct WorkerReport {
+  int worker = 0;
+  int host = -1;
+  std::string host_name;
+  double slowdown = 1;           ///< emulated factor (1: none)
+  long long samples = 0;         ///< per step
+  double compute_median_s = 0;   ///< C(b) of one step, emulated (measured x slowdown)
+  double measured_median_s = 0;  ///< C(b) of one step as measured
+  long long steps = 0;
+};
+
+struct AccuracyPoint {
+  long long round = 0;    ///< rounds completed
+  long long steps = 0;    ///< SGD steps per worker completed
+  double time_s = 0;      ///< training time so far
+  double accuracy = 0;    ///< test accuracy
+  double train_loss = 0;  ///< mean training loss over the rounds since the previous point
+};
+
+struct TraceEvent {
+  std::string name;
+  std::string category;  ///< compute, update, collective, barrier
+  int worker = 0;        ///< -1: all workers (a collective)
+  long long round = 0;
+  double start_s = 0;  ///< from the start of training (virtual or wall clock)
+  double duration_s = 0;
+};
+
+struct Measurement {
+  // What ran.
+  std::string strategy;
+  int workers = 1;
+  int tau = 1;
+  double batch = 0;
+  std::string split;
+  std::string collective;    ///< the plan's algorithm name
+  std::string communicator;  ///< the real one: threads, mpi, device, nccl
+  std::string engine;
+  Timing timing = Timing::Lockstep;
+  CombineRule combine = CombineRule::Mean;
+  std::string dataset;
+  std::string dataset_source;
+  bool synthetic = false;
+  std::string mlp;
+  long long parameters = 0;
+  double learning_rate = 0;
+  std::uint64_t seed = 0;
+  bool emulated = false;  ///< some slowdown differs from 1
+  int steps_per_round = 1;
+  std::string clock;  ///< what timed compute and in-process collectives: thread-cpu or wall
+
+  // What it measured.
+  std::vector<WorkerReport> per_worker;
+  double compute_s = 0;         ///< mean over rounds of the critical compute per step
+  double compute_median_s = 0;  ///< median of the same
+  double sync_s = 0;            ///< S: median over rounds of the collective time per round
+  double sync_mean_s = 0;       ///< mean of the same
+  double round_median_s = 0;
+  double round_mean_s = 0;
+  long long rounds = 0;  ///< rounds run (to the target when reached)
+  long long steps = 0;   ///< SGD steps per worker run
+  bool reached = false;
+  double target_accuracy = 0;
+  double final_accuracy = 0;
+  double total_s = 0;  ///< training time (virtual in lockstep), evaluation excluded
+  double wall_s = 0;   ///< real elapsed time including evaluation
+  double eval_wall_s = 0;
+  std::vector<AccuracyPoint> curve;
+  std::vector<TraceEvent> trace;
+  std::vector<float> final_parameters;  ///< this process's first worker, when kept
+};
+
+/// Runs `plan` until the target or the step limit. `comm` spans plan.workers workers; the
+/// factory makes this process's replicas. Throws InputError for impossible jobs (batch larger
+/// than the data, K different from the communicator's, shapes that do not fit the data).
+Measurement train(const model::Plan& plan, const model::Platform& platform, const Dataset& data,
+                  const MlpShape& shape, Communicator& comm, const ReplicaFactory& factory,
+                  const TrainOptions& options);
+
+/// The emulated slowdown of each worker: the fastest worker host's speed (over the platform)
+/// divided by the worker's host speed (all 1 when a speed is unknown).
+std::vector<double> worker_slowdowns(const model::Plan& plan, const model::Platform& platform);
+
+/// Integer samples per worker from plan.worker_samples (largest remainder, total preserved).
+std::vector<long long> integer_samples(const std::vector<double>& samples);
+
+/// Median of a list (0 for an empty one).
+double median(std::vector<double> values);
+
+}  // namespace tauplan::exec

@@ -1,0 +1,90 @@
+// exec_support.hpp: small fixtures for exec tests (tiny synthetic data, platforms, plans).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/dataset.hpp"
+#include "exec/mlp.hpp"
+#include "exec/trainer.hpp"
+#include "model/platform.hpp"
+#include "model/strategy.hpp"
+#include "model/workload.hpp"
+
+namespace tauplan::test {
+
+/// A small Gaussian-mixture task that an MLP learns in a few hundred steps.
+inline exec::Dataset tiny_data(long long train = 2000, long long test = 500,
+                               std::uint64_t seed = 7) {
+  exec::SyntheticOptions o;
+  o.train_samples = train;
+  o.test_samples = test;
+  o.features = 32;
+  o.classes = 4;
+  o.separation = 3.0;
+  o.label_noise = 0.02;
+  o.seed = seed;
+  return exec::make_synthetic(o);
+}
+
+inline exec::MlpShape tiny_shape() {
+  exec::MlpShape s;
+  s.widths = {32, 16, 4};
+  return s;
+}
+
+/// The tiny MLP as a workload, with per-layer parameters so that overlap has buckets.
+inline model::Workload tiny_workload() {
+  model::Workload w;
+  w.name = "tiny-mlp";
+  w.source = "<test>";
+  w.parameters = 32 * 16 + 16 + 16 * 4 + 4;
+  w.bytes_per_parameter = 4;
+  w.flop_per_sample = 6.0 * (32 * 16 + 16 * 4);
+  w.layers = {{"fc1", 32 * 16 + 16, 6.0 * 32 * 16}, {"fc2", 16 * 4 + 4, 6.0 * 16 * 4}};
+  return w;
+}
+
+inline model::Platform platform_with_speeds(const std::vector<double>& speeds) {
+  return model::make_crossbar_platform(speeds, 1e9, 1e-5);
+}
+
+inline model::Plan make_plan(const std::string& strategy, int workers, double batch, int tau = 1,
+                             const model::Platform& platform = model::make_crossbar_platform(
+                                 std::vector<double>(8, 1e9), 1e9, 1e-5),
+                             model::BatchSplit split = model::BatchSplit::Even,
+                             bool overlap = false, double bucket_bytes = 1e9) {
+  model::StrategyOptions o;
+  o.file = "<test>";
+  o.workers = workers;
+  o.batch = batch;
+  o.tau = tau;
+  o.split = split;
+  o.overlap = overlap;
+  o.bucket_bytes = bucket_bytes;
+  o.check_memory = false;
+  return model::strategy_generator(strategy).generate(o, tiny_workload(), platform);
+}
+
+inline exec::TrainOptions quick_options(long long steps) {
+  exec::TrainOptions o;
+  o.learning_rate = 0.05;
+  o.target_accuracy = 0;  // run all steps
+  o.max_steps = steps;
+  o.eval_every_steps = 5;
+  o.seed = 3;
+  o.keep_parameters = true;
+  o.job_file = "<test>";
+  return o;
+}
+
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = a.size() == b.size() ? 0 : 1e300;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+    worst = std::max(worst, d < 0 ? -d : d);
+  }
+  return worst;
+}
+
+}  // namespace tauplan::test
