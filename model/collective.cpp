@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "model/error.hpp"
 
@@ -52,6 +53,37 @@ RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform
     hop.bandwidth_Bps = std::min(hop.bandwidth_Bps, route.bandwidth_Bps);
   }
   return hop;
+}
+
+std::vector<std::vector<size_t>> heap_parents_by_depth(size_t members) {
+  std::vector<std::vector<size_t>> parents_by_depth;
+  for (size_t parent = 0; 2 * parent + 1 < members; ++parent) {
+    size_t depth = 0;
+    for (size_t i = parent + 1; i > 1; i /= 2)
+      ++depth;
+    if (parents_by_depth.size() <= depth) parents_by_depth.resize(depth + 1);
+    parents_by_depth[depth].push_back(parent);
+  }
+  return parents_by_depth;
+}
+
+std::vector<std::vector<int>> equal_node_groups(const std::vector<int>& hosts,
+                                                const Platform& platform) {
+  std::vector<std::vector<int>> nodes;
+  std::map<std::string, size_t> node_index;
+  for (int host : hosts) {
+    const std::string& node = platform.hosts[static_cast<size_t>(host)].node;
+    auto [it, inserted] = node_index.emplace(node, nodes.size());
+    if (inserted) nodes.emplace_back();
+    nodes[it->second].push_back(host);
+  }
+  for (const auto& node : nodes)
+    if (node.size() != nodes.front().size())
+      throw InputError(platform.source_file, "collective",
+                       "hierarchical: the same number of workers on every node",
+                       "nodes with " + std::to_string(nodes.front().size()) + " and " +
+                           std::to_string(node.size()) + " workers");
+  return nodes;
 }
 
 }  // namespace tauplan::model

@@ -59,4 +59,13 @@ struct RingHop {
 };
 RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform);
 
+/// The parents of a binary heap over `members` (children of i are 2i+1 and 2i+2), grouped by
+/// depth, root first: the levels of the tree algorithm.
+std::vector<std::vector<size_t>> heap_parents_by_depth(size_t members);
+
+/// `hosts` grouped by node (Host::node), nodes in first-seen order. Throws InputError (key
+/// "collective") unless every node holds the same number of them (hierarchical's shape).
+std::vector<std::vector<int>> equal_node_groups(const std::vector<int>& hosts,
+                                                const Platform& platform);
+
 }  // namespace tauplan::model

@@ -12,7 +12,6 @@
 #include <map>
 
 #include "model/collective.hpp"
-#include "model/error.hpp"
 
 namespace tauplan::model {
 namespace {
@@ -24,22 +23,9 @@ class HierarchicalAllReduce : public CollectiveAlgorithm {
     return "hierarchical: intra-node reduce-scatter, inter-node rings, intra-node all-gather";
   }
   double time_s(const CollectiveCall& call, const Platform& platform) const override {
-    std::vector<std::vector<int>> nodes;  // workers grouped by node, in first-seen order
-    std::map<std::string, size_t> node_index;
-    for (int host : call.hosts) {
-      const std::string& node = platform.hosts[static_cast<size_t>(host)].node;
-      auto [it, inserted] = node_index.emplace(node, nodes.size());
-      if (inserted) nodes.emplace_back();
-      nodes[it->second].push_back(host);
-    }
     if (call.hosts.size() < 2) return 0;
+    const std::vector<std::vector<int>> nodes = equal_node_groups(call.hosts, platform);
     const size_t g = nodes.front().size(), m = nodes.size();
-    for (const auto& node : nodes)
-      if (node.size() != g)
-        throw InputError(
-            platform.source_file, "collective",
-            "hierarchical: the same number of workers on every node",
-            "nodes with " + std::to_string(g) + " and " + std::to_string(node.size()) + " workers");
     const double n = call.bytes, gd = static_cast<double>(g), md = static_cast<double>(m);
 
     double intra = 0;

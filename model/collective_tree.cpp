@@ -22,15 +22,7 @@ class TreeAllReduce : public CollectiveAlgorithm {
   double time_s(const CollectiveCall& call, const Platform& platform) const override {
     const size_t k = call.hosts.size();
     if (k < 2) return 0;
-    // depth of node i in the heap is floor(log2(i+1)); collect parents per depth.
-    std::vector<std::vector<size_t>> parents_by_depth;
-    for (size_t parent = 0; 2 * parent + 1 < k; ++parent) {
-      size_t depth = 0;
-      for (size_t i = parent + 1; i > 1; i /= 2)
-        ++depth;
-      if (parents_by_depth.size() <= depth) parents_by_depth.resize(depth + 1);
-      parents_by_depth[depth].push_back(parent);
-    }
+    const auto parents_by_depth = heap_parents_by_depth(k);
     double total = 0;
     for (const auto& parents : parents_by_depth) {
       double reduce_level = 0, broadcast_level = 0;

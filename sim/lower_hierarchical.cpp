@@ -7,10 +7,8 @@
 // (3) a ring all-gather inside every node, G-1 steps of N/G. Rings of phase (2) that cross one
 // node NIC share it in SimGrid, as the analytic cost counts. Leaves out: NVLS/SHARP in-switch
 // reduction and overlap between the phases. Needs the same number of workers on every node.
-#include <map>
 #include <string>
 
-#include "model/error.hpp"
 #include "sim/collective_lowering.hpp"
 
 namespace tauplan::sim {
@@ -29,22 +27,9 @@ class HierarchicalLowering : public CollectiveLowering {
     if (call.hosts.empty()) return program;
     program.coordinator_host = call.hosts.front();
     if (call.hosts.size() < 2) return program;
-    std::vector<std::vector<int>> nodes;
-    std::map<std::string, size_t> node_index;
-    for (int host : call.hosts) {
-      const std::string& node = platform.hosts[static_cast<size_t>(host)].node;
-      auto [it, inserted] = node_index.emplace(node, nodes.size());
-      if (inserted) nodes.emplace_back();
-      nodes[it->second].push_back(host);
-    }
+    const std::vector<std::vector<int>> nodes = model::equal_node_groups(call.hosts, platform);
     const size_t g = nodes.front().size();
     const size_t m = nodes.size();
-    for (const auto& node : nodes)
-      if (node.size() != g)
-        throw InputError(
-            platform.source_file, "collective",
-            "hierarchical: the same number of workers on every node",
-            "nodes with " + std::to_string(g) + " and " + std::to_string(node.size()) + " workers");
     const auto gl = static_cast<long long>(g);
     const auto ml = static_cast<long long>(m);
     const double intra_chunk = call.bytes / static_cast<double>(g);

@@ -22,15 +22,7 @@ class TreeLowering : public CollectiveLowering {
     if (k == 0) return program;
     program.coordinator_host = call.hosts.front();
     if (k < 2) return program;
-    // parents_by_depth[d]: heap nodes at depth d that have at least one child.
-    std::vector<std::vector<size_t>> parents_by_depth;
-    for (size_t parent = 0; 2 * parent + 1 < k; ++parent) {
-      size_t depth = 0;
-      for (size_t i = parent + 1; i > 1; i /= 2)
-        ++depth;
-      if (parents_by_depth.size() <= depth) parents_by_depth.resize(depth + 1);
-      parents_by_depth[depth].push_back(parent);
-    }
+    const auto parents_by_depth = model::heap_parents_by_depth(k);
     auto level = [&](size_t depth, bool up) {
       FlowStage stage;
       stage.phase = (up ? "reduce depth " : "broadcast depth ") + std::to_string(depth);
