@@ -48,8 +48,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int kExitNoConfiguration = 3;
-
 struct PlanArgs {
   std::string inventory;
   bool json = false;
@@ -537,7 +535,7 @@ void run_plan(const PlanArgs& args) {
   std::cout.flush();
   if (!search.objective_met) {
     std::cerr << "tauplan plan: " << answer << "\n";
-    std::exit(kExitNoConfiguration);
+    std::exit(kExitIncompleteAnswer);
   }
 }
 

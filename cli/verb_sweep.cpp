@@ -57,9 +57,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-/// Exit code when a command finished but could not give all it was asked for.
-constexpr int kExitIncomplete = 3;
-
 struct SweepArgs {
   JobArgs job;
   std::vector<std::string> sets;
@@ -610,7 +607,7 @@ void run_sweep(const SweepArgs& args) {
       std::cerr << fmt::format("# point {}: {}\n", e.at("point").get<size_t>(),
                                e.at("error").get<std::string>());
     mpi.reset();
-    std::exit(kExitIncomplete);
+    std::exit(kExitIncompleteAnswer);
   }
 }
 

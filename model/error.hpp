@@ -26,5 +26,8 @@ class InputError : public std::runtime_error {
 
 /// Exit code for bad input, documented in the README and used by every verb.
 constexpr int kExitBadInput = 2;
+/// Exit code for an answer that is not the one asked for: `plan` found no configuration that
+/// meets the deadline (it names the nearest), or some `sweep` points failed (they are listed).
+constexpr int kExitIncompleteAnswer = 3;
 
 }  // namespace tauplan

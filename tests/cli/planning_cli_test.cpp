@@ -139,22 +139,8 @@ TEST_CASE("sweep: a killed simgrid sweep resumes without recomputing finished po
   const std::vector<std::string> args = {
       "sweep",  job, "--engine", "simgrid",    "--set",  "batch=16,32,48,64,80,96",
       "--jobs", "1", "--out",    out.string(), "--quiet"};
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    dup2(null, STDERR_FILENO);
-    std::vector<char*> argv;
-    std::string binary = TAUPLAN_BINARY;
-    argv.push_back(binary.data());
-    std::vector<std::string> copies = args;
-    for (auto& a : copies)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
+  const pid_t pid = tauplan::test::start_tauplan(args);
+  REQUIRE(pid > 0);
   // Kill it once two points are done (and before all are).
   auto count_points = [&] {
     size_t n = 0;

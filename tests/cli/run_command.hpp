@@ -15,6 +15,9 @@ struct CommandResult {
 /// Runs TAUPLAN_BINARY with `args` (no shell), in `folder` when not empty, with a time limit.
 CommandResult run_tauplan(const std::vector<std::string>& args, const std::string& folder = "",
                           int timeout_s = 120);
+/// Starts TAUPLAN_BINARY with `args` in the background, its output discarded; returns the pid
+/// (for tests that interrupt a run).
+int start_tauplan(const std::vector<std::string>& args);
 /// Writes `text` to a fresh file in a per-test temporary folder and returns its path.
 std::string write_temp_file(const std::string& name, const std::string& text);
 
