@@ -1,7 +1,10 @@
 // thread_communicator.hpp: K workers in one process combining through shared memory.
 //
 // All K buffers are local, so a combine is a reduction over K host buffers in worker order
-// (combine.hpp), run by the calling thread; the result is copied into every buffer. The
+// (combine.hpp), run by the calling thread, with the result written into every buffer. The
+// weighted mean goes chunk by chunk (K reads and K writes of each element, the pattern of a
+// central reducer: a parameter server whose "link" is the reducing core's memory bandwidth,
+// which is how `tauplan calibrate` describes it); Adasum reduces whole vectors, then copies. The
 // trainer calls it once all workers have finished their compute (it joins its worker threads
 // first in concurrent mode), so no locking is needed here. What it leaves out: a network; the
 // time it measures is a memory-bound reduction, the S of workers sharing one machine.
@@ -28,6 +31,8 @@ class ThreadCommunicator final : public Communicator {
   double max_all(double value) override { return value; }
 
  private:
+  void mean_into_all(const std::vector<float*>& buffers, const std::vector<double>& weights,
+                     std::size_t n);
   int workers_;
 };
 

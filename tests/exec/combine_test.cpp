@@ -1,5 +1,7 @@
 // combine_test.cpp: weighted mean, Adasum and the thread communicator.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
 
 #include <vector>
 
@@ -76,4 +78,28 @@ TEST_CASE("the thread communicator leaves the result in every buffer", "[exec][c
   CHECK(parse_combine_rule("adasum", rule));
   CHECK(rule == CombineRule::Adasum);
   CHECK_FALSE(parse_combine_rule("sum", rule));
+}
+
+TEST_CASE("the thread communicator's chunked mean equals combine_mean bit for bit",
+          "[exec][combine]") {
+  // 5 workers, unequal weights, a length that spans several chunks and ends mid-chunk.
+  const std::size_t n = 3 * 1024 + 17;
+  std::vector<std::vector<float>> data(5, std::vector<float>(n));
+  for (std::size_t k = 0; k < data.size(); ++k)
+    for (std::size_t i = 0; i < n; ++i)
+      data[k][i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i * (k + 1)) + 0.1));
+  const std::vector<double> weights = {3, 1, 7, 2, 5};
+  std::vector<const float*> inputs;
+  for (const auto& d : data)
+    inputs.push_back(d.data());
+  std::vector<float> expected(n);
+  combine_mean(inputs, weights, n, expected.data());
+
+  std::vector<float*> buffers;
+  for (auto& d : data)
+    buffers.push_back(d.data());
+  ThreadCommunicator comm(5);
+  comm.combine(buffers, weights, n, CombineRule::Mean);
+  for (const auto& d : data)
+    CHECK(std::memcmp(d.data(), expected.data(), n * sizeof(float)) == 0);
 }
