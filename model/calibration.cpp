@@ -1,9 +1,9 @@
 // calibration.cpp: least-squares lines, the calibrated platform's XML and its reader.
 //
-// Fits use Eigen's column-pivoting Householder QR on the [1, x] design matrix. The XML writer
-// prints every number with 17 significant digits so that SimGrid reads back the same double.
-// What it leaves out: weighted fits and outlier rejection (medians of repeats are taken by the
-// caller).
+// Fits use Eigen's column-pivoting Householder QR on the [1, x] design matrix (rows scaled by
+// 1/y for a relative fit). The XML writer prints every number with 17 significant digits so that
+// SimGrid reads back the same double. What it leaves out: outlier rejection (the caller takes
+// medians of repeats).
 #include "model/calibration.hpp"
 
 #include <algorithm>
@@ -69,7 +69,7 @@ bool parse_number(const std::string& text, double& value) {
 }  // namespace
 
 LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
-                   const std::string& origin) {
+                   const std::string& origin, bool relative) {
   if (x.size() != y.size())
     throw InputError(origin, "fit", "as many x as y values",
                      std::to_string(x.size()) + " and " + std::to_string(y.size()));
@@ -81,9 +81,12 @@ LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
   bool distinct = false;
   for (Eigen::Index i = 0; i < n; ++i) {
     const auto k = static_cast<std::size_t>(i);
-    a(i, 0) = 1.0;
-    a(i, 1) = x[k];
-    b(i) = y[k];
+    if (relative && y[k] == 0)
+      throw InputError(origin, "fit", "non-zero y values for a relative fit", "0");
+    const double w = relative ? 1.0 / std::abs(y[k]) : 1.0;
+    a(i, 0) = w;
+    a(i, 1) = w * x[k];
+    b(i) = w * y[k];
     if (x[k] != x[0]) distinct = true;
   }
   if (!distinct) throw InputError(origin, "fit", "at least 2 distinct x values", "all equal");
@@ -91,18 +94,24 @@ LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
   LinearFit fit;
   fit.intercept = coef(0);
   fit.slope = coef(1);
-  const double mean = b.mean();
+  double mean = 0;
+  for (double v : y)
+    mean += v;
+  mean /= static_cast<double>(y.size());
   double ss_res = 0;
   double ss_tot = 0;
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const double r = b(i) - (fit.intercept + fit.slope * a(i, 1));
+  double scale = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double r = y[i] - (fit.intercept + fit.slope * x[i]);
     fit.residuals.push_back(r);
+    if (y[i] != 0)
+      fit.max_relative_residual = std::max(fit.max_relative_residual, std::abs(r / y[i]));
     ss_res += r * r;
-    ss_tot += (b(i) - mean) * (b(i) - mean);
+    ss_tot += (y[i] - mean) * (y[i] - mean);
+    scale = std::max(scale, std::abs(y[i]));
   }
   // Relative tolerance: residuals of an exact line are rounding noise.
-  const double scale = b.cwiseAbs().maxCoeff();
-  const double tiny = 1e-24 * scale * scale * static_cast<double>(n);
+  const double tiny = 1e-24 * scale * scale * static_cast<double>(y.size());
   if (ss_res <= tiny)
     fit.r2 = 1.0;
   else
@@ -110,23 +119,41 @@ LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
   return fit;
 }
 
+double Calibration::step_overhead_s() const {
+  return std::max(0.0, step_intercept_s - update_flop / speed_flops());
+}
+
+double Calibration::slowdown(int host) const {
+  return slowdowns.empty() ? 1.0 : slowdowns.at(static_cast<std::size_t>(host));
+}
+
 std::string calibration_xml(const Calibration& c) {
   const std::string origin = "<calibration>";
   if (c.hosts < 1)
     throw InputError(origin, "hosts", "a whole number >= 1", std::to_string(c.hosts));
+  if (c.workload.empty()) throw InputError(origin, "workload", "a workload name", "nothing");
   if (!(c.per_sample_s > 0 && std::isfinite(c.per_sample_s)))
     throw InputError(origin, "per_sample_s", "a positive number", num(c.per_sample_s));
   if (!(c.flop_per_sample > 0 && std::isfinite(c.speed_flops())))
     throw InputError(origin, "flop_per_sample", "a positive number", num(c.flop_per_sample));
-  if (!(c.step_overhead_s >= 0 && std::isfinite(c.step_overhead_s)))
-    throw InputError(origin, "step_overhead_s", "a number >= 0", num(c.step_overhead_s));
+  if (!(c.update_flop >= 0 && std::isfinite(c.update_flop)))
+    throw InputError(origin, "update_flop", "a number >= 0", num(c.update_flop));
+  if (!(c.step_intercept_s >= 0 && std::isfinite(c.step_intercept_s)))
+    throw InputError(origin, "step_intercept_s", "a number >= 0", num(c.step_intercept_s));
   if (!(c.alpha_s >= 0 && std::isfinite(c.alpha_s)))
     throw InputError(origin, "alpha_s", "a number >= 0", num(c.alpha_s));
   if (!(c.beta_Bps > 0 && std::isfinite(c.beta_Bps)))
     throw InputError(origin, "beta_Bps", "a positive number", num(c.beta_Bps));
   check_r2(c.r2_compute, "r2_compute");
   check_r2(c.r2_comm, "r2_comm");
+  if (!c.slowdowns.empty() && static_cast<int>(c.slowdowns.size()) != c.hosts)
+    throw InputError(origin, "slowdowns", "one per worker host (" + std::to_string(c.hosts) + ")",
+                     std::to_string(c.slowdowns.size()));
+  for (double s : c.slowdowns)
+    if (!(s >= 1 && std::isfinite(s)))
+      throw InputError(origin, "slowdowns", "factors >= 1", num(s));
 
+  const double link_bandwidth = 2 * c.beta_Bps;
   std::ostringstream o;
   o << "<?xml version='1.0'?>\n"
     << "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
@@ -134,38 +161,68 @@ std::string calibration_xml(const Calibration& c) {
     << " Calibrated by `tauplan calibrate` (" << xml_escape(c.calibrated_from) << ") on "
     << xml_escape(c.date) << ".\n"
     << " " << c.hosts << " worker hosts h0..h" << c.hosts - 1
-    << " on one node, each with a private SPLITDUPLEX link into router xbar.\n"
-    << " Compute fit C(b) = " << num(c.step_overhead_s) << " s + b x " << num(c.per_sample_s)
-    << " s (R^2 " << num(c.r2_compute) << "); speed = " << num(c.flop_per_sample)
-    << " flop/sample / per-sample cost.\n"
-    << " Combine fit T(S) = " << num(c.alpha_s) << " s + S / " << num(c.beta_Bps) << " B/s (R^2 "
-    << num(c.r2_comm) << "); links have latency alpha/2 and bandwidth beta,\n"
-    << " so every route hi -> hj (2 links: hi-link UP, hj-link DOWN) has latency alpha, bandwidth "
-       "beta.\n"
+    << " and the combining core `reducer` (role server), each on a private\n"
+    << " SPLITDUPLEX link into router xbar.\n"
+    << " Step fit C(b) = " << num(c.step_intercept_s) << " s + b x " << num(c.per_sample_s)
+    << " s (R^2 " << num(c.r2_compute) << ") for " << xml_escape(c.workload) << ";\n"
+    << " speed = " << num(c.flop_per_sample)
+    << " flop/sample / per-sample cost; step_overhead_s = intercept - update flop / speed.\n"
+    << " Combine fit T(K, S) = " << num(c.alpha_s) << " s + K S / " << num(c.beta_Bps)
+    << " B/s (R^2 " << num(c.r2_comm) << "): links have bandwidth 2 beta and the\n"
+    << " reducer's link latency alpha/2, so `collective: ps` with `servers: 1` costs T(K, S).\n"
+    << " A worker with emulated_slowdown s runs at speed / s with s x the step overhead.\n"
     << "-->\n"
     << "<platform version=\"4.1\">\n"
     << "  <zone id=\"world\" routing=\"Floyd\">\n";
   for (int h = 0; h < c.hosts; ++h) {
-    o << "    <host id=\"h" << h << "\" speed=\"" << num(c.speed_flops()) << "f\">\n"
-      << "      <prop id=\"node\" value=\"this-machine\"/>\n"
-      << "      <prop id=\"role\" value=\"worker\"/>\n"
-      << "      <prop id=\"step_overhead_s\" value=\"" << num(c.step_overhead_s) << "\"/>\n"
-      << "      <prop id=\"r2_compute\" value=\"" << num(c.r2_compute) << "\"/>\n"
-      << "      <prop id=\"r2_comm\" value=\"" << num(c.r2_comm) << "\"/>\n"
-      << "      <prop id=\"calibrated_from\" value=\"" << xml_escape(c.calibrated_from) << "\"/>\n"
-      << "      <prop id=\"date\" value=\"" << xml_escape(c.date) << "\"/>\n"
-      << "    </host>\n";
+    const double s = c.slowdown(h);
+    auto prop = [&o](const std::string& id, const std::string& value) {
+      o << "      <prop id=\"" << id << "\" value=\"" << xml_escape(value) << "\"/>\n";
+    };
+    o << "    <host id=\"h" << h << "\" speed=\"" << num(c.speed_flops() / s) << "f\">\n";
+    prop("node", "this-machine");
+    prop("role", "worker");
+    prop("emulated_slowdown", num(s));
+    prop("step_overhead_s", num(c.step_overhead_s() * s));
+    prop("workload", c.workload);
+    prop("flop_per_sample", num(c.flop_per_sample));
+    prop("update_flop", num(c.update_flop));
+    prop("step_intercept_s", num(c.step_intercept_s));
+    prop("per_sample_s", num(c.per_sample_s));
+    prop("r2_compute", num(c.r2_compute));
+    prop("alpha_s", num(c.alpha_s));
+    prop("beta_Bps", num(c.beta_Bps));
+    prop("r2_comm", num(c.r2_comm));
+    prop("calibrated_from", c.calibrated_from);
+    prop("date", c.date);
+    o << "    </host>\n";
   }
+  o << "    <host id=\"reducer\" speed=\"" << num(c.speed_flops()) << "f\">\n"
+    << "      <prop id=\"node\" value=\"this-machine\"/>\n"
+    << "      <prop id=\"role\" value=\"server\"/>\n"
+    << "    </host>\n";
   o << "    <router id=\"xbar\"/>\n";
   for (int h = 0; h < c.hosts; ++h)
-    o << "    <link id=\"h" << h << "-link\" bandwidth=\"" << num(c.beta_Bps) << "Bps\" latency=\""
-      << num(c.alpha_s / 2) << "s\" sharing_policy=\"SPLITDUPLEX\"/>\n";
+    o << "    <link id=\"h" << h << "-link\" bandwidth=\"" << num(link_bandwidth)
+      << "Bps\" latency=\"0s\" sharing_policy=\"SPLITDUPLEX\"/>\n";
+  o << "    <link id=\"reducer-link\" bandwidth=\"" << num(link_bandwidth) << "Bps\" latency=\""
+    << num(c.alpha_s / 2) << "s\" sharing_policy=\"SPLITDUPLEX\"/>\n";
   for (int h = 0; h < c.hosts; ++h)
     o << "    <route src=\"h" << h << "\" dst=\"xbar\"><link_ctn id=\"h" << h
       << "-link\" direction=\"UP\"/></route>\n";
+  o << "    <route src=\"reducer\" dst=\"xbar\"><link_ctn id=\"reducer-link\" "
+       "direction=\"UP\"/></route>\n";
   o << "  </zone>\n</platform>\n";
   return o.str();
 }
+
+namespace {
+
+bool close(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+}  // namespace
 
 Calibration read_calibration(const Platform& platform) {
   const std::string& file = platform.source_file;
@@ -192,24 +249,52 @@ Calibration read_calibration(const Platform& platform) {
     if (!(host.speed_flops > 0) || !std::isfinite(host.speed_flops))
       throw InputError(file, where + "speed", "a positive flop/s", num(host.speed_flops));
     Calibration h;
-    h.step_overhead_s = number("step_overhead_s", 0, HUGE_VAL, "a number of seconds >= 0");
+    const double overhead = number("step_overhead_s", 0, HUGE_VAL, "a number of seconds >= 0");
+    const double slowdown = number("emulated_slowdown", 1, HUGE_VAL, "a factor >= 1");
+    h.workload = text("workload");
+    h.flop_per_sample = number("flop_per_sample", 1e-300, HUGE_VAL, "a positive number");
+    h.update_flop = number("update_flop", 0, HUGE_VAL, "a number >= 0");
+    h.step_intercept_s = number("step_intercept_s", 0, HUGE_VAL, "a number of seconds >= 0");
+    h.per_sample_s = number("per_sample_s", 1e-300, HUGE_VAL, "a positive number of seconds");
     h.r2_compute = number("r2_compute", 0, 1, "a number in [0, 1]");
+    h.alpha_s = number("alpha_s", 0, HUGE_VAL, "a number of seconds >= 0");
+    h.beta_Bps = number("beta_Bps", 1e-300, HUGE_VAL, "a positive number of bytes/s");
     h.r2_comm = number("r2_comm", 0, 1, "a number in [0, 1]");
     h.calibrated_from = text("calibrated_from");
     h.date = text("date");
+    // What the file says twice must agree.
+    if (!close(host.speed_flops * slowdown, h.speed_flops()))
+      throw InputError(file, where + "speed",
+                       "flop_per_sample / per_sample_s / emulated_slowdown = " +
+                           num(h.speed_flops() / slowdown) + " flop/s",
+                       num(host.speed_flops));
+    if (!close(overhead, h.step_overhead_s() * slowdown) &&
+        std::abs(overhead - h.step_overhead_s() * slowdown) > 1e-15)
+      throw InputError(file, where + "step_overhead_s",
+                       "(step_intercept_s - update_flop / speed) x emulated_slowdown = " +
+                           num(h.step_overhead_s() * slowdown),
+                       num(overhead));
     if (first) {
       c = h;
       c.hosts = 0;
       first = false;
-    } else if (h.step_overhead_s != c.step_overhead_s || h.r2_compute != c.r2_compute ||
-               h.r2_comm != c.r2_comm || h.calibrated_from != c.calibrated_from ||
-               h.date != c.date) {
+    } else if (h.workload != c.workload || h.flop_per_sample != c.flop_per_sample ||
+               h.update_flop != c.update_flop || h.step_intercept_s != c.step_intercept_s ||
+               h.per_sample_s != c.per_sample_s || h.r2_compute != c.r2_compute ||
+               h.alpha_s != c.alpha_s || h.beta_Bps != c.beta_Bps || h.r2_comm != c.r2_comm ||
+               h.calibrated_from != c.calibrated_from || h.date != c.date) {
       throw InputError(file, where + "calibration props", "the same values on every worker",
                        "values that differ from the first worker's");
     }
+    c.slowdowns.push_back(slowdown);
     ++c.hosts;
   }
   if (c.hosts == 0) throw InputError(file, "hosts", "at least one calibrated worker", "none");
+  bool reducer = false;
+  for (const Host& host : platform.hosts)
+    reducer = reducer || (host.name == "reducer" && host.role == HostRole::Server);
+  if (!reducer)
+    throw InputError(file, "reducer", "a server host named reducer (the combining core)", "none");
   return c;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -137,6 +138,19 @@ double effective_flop_per_sample(const StrategyOptions& options, const Workload&
         fmt::format("C(b) greater than step_overhead_s ({:g} s)", options.step_overhead_s),
         fmt::format("{:g} s", options.compute_s));
   return per_batch * fastest / options.batch;
+}
+
+double step_overhead_on(const StrategyOptions& options, const Platform& platform, int host) {
+  const Host& h = platform.hosts.at(static_cast<size_t>(host));
+  const auto it = h.properties.find("step_overhead_s");
+  if (it == h.properties.end()) return options.step_overhead_s;
+  char* end = nullptr;
+  const double value = std::strtod(it->second.c_str(), &end);
+  if (it->second.empty() || end != it->second.c_str() + it->second.size() ||
+      !std::isfinite(value) || value < 0)
+    throw InputError(platform.source_file, h.name + ": step_overhead_s", "a number of seconds >= 0",
+                     "'" + it->second + "'");
+  return value;
 }
 
 void check_fits_in_memory(const StrategyOptions& options, const Workload& workload,

@@ -31,7 +31,7 @@ struct StrategyOptions {
   std::vector<std::string> hosts;  ///< explicit worker hosts, else the first K workers
   std::string single_host;         ///< host for `single`, else the fastest worker
   int servers = 1;                 ///< servers used by server-based collectives
-  double step_overhead_s = 0;      ///< fixed cost per training step
+  double step_overhead_s = 0;      ///< fixed cost per training step (a host prop overrides it)
   double compute_s = -1;           ///< what-if C(b) on the fastest worker, seconds (-1: derive)
   double comm_s = -1;              ///< what-if S per collective, seconds (-1: derive)
   bool check_memory = true;
@@ -73,6 +73,10 @@ std::vector<double> split_batch(double batch, const std::vector<int>& hosts,
 /// Flop per sample after the what-if C(b) override, if any.
 double effective_flop_per_sample(const StrategyOptions& options, const Workload& workload,
                                  const Platform& platform, const std::vector<int>& hosts);
+/// The fixed cost of one step on `host`: its `step_overhead_s` prop when the platform gives one
+/// (a calibrated platform does, scaled for an emulated slow worker), else the job's. A prop
+/// that is not a number >= 0 is an InputError naming the platform file and host.
+double step_overhead_on(const StrategyOptions& options, const Platform& platform, int host);
 /// Throws InputError (key "batch") when `samples` do not fit in `host`'s GPU memory.
 void check_fits_in_memory(const StrategyOptions& options, const Workload& workload,
                           const Platform& platform, int host, double samples);

@@ -57,7 +57,8 @@ class LocalSgdStrategy : public StrategyGenerator {
       steps.worker = w;
       steps.samples = options.batch;
       steps.flop = options.batch * flop_per_sample + update_flop;
-      steps.overhead_s = options.step_overhead_s;
+      steps.overhead_s =
+          step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
       steps.steps = options.tau;
       plan.depend(plan.add(steps), average_id);
     }

@@ -41,7 +41,7 @@ class SingleStrategy : public StrategyGenerator {
     compute.worker = 0;
     compute.samples = options.batch;
     compute.flop = options.batch * effective_flop_per_sample(options, workload, platform, {host});
-    compute.overhead_s = options.step_overhead_s;
+    compute.overhead_s = step_overhead_on(options, platform, host);
     Op update;
     update.kind = OpKind::Update;
     update.label = "w0 update";

@@ -98,7 +98,8 @@ class SyncStrategy : public StrategyGenerator {
       part.kind = OpKind::Compute;
       part.worker = w;
       part.samples = samples;
-      part.overhead_s = options.step_overhead_s;
+      part.overhead_s =
+          step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
       if (options.overlap) {
         part.label = fmt::format("w{} forward", w);
         part.step_fraction = 1.0 - kBackwardShare;

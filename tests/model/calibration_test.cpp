@@ -3,8 +3,12 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "model/calibration.hpp"
 #include "model/error.hpp"
+#include "model/strategy.hpp"
+#include "tests/model/test_support.hpp"
 
 using namespace tauplan;
 
@@ -13,8 +17,10 @@ namespace {
 model::Calibration sample() {
   model::Calibration c;
   c.hosts = 3;
+  c.workload = "fashion-mlp";
   c.flop_per_sample = 1408512;
-  c.step_overhead_s = 2e-4;
+  c.update_flop = 0;
+  c.step_intercept_s = 2e-4;
   c.per_sample_s = 1e-5;
   c.r2_compute = 0.999;
   c.alpha_s = 4e-6;
@@ -25,21 +31,36 @@ model::Calibration sample() {
   return c;
 }
 
-// A platform whose workers carry `c`'s props, as the loader would give it.
+// A platform whose workers carry `c`'s props (and the reducer), as the loader would give it.
 model::Platform platform_with(const model::Calibration& c) {
   model::Platform p;
   p.source_file = "cal.xml";
   for (int h = 0; h < c.hosts; ++h) {
+    const double s = c.slowdown(h);
     model::Host host;
     host.name = "h" + std::to_string(h);
-    host.speed_flops = c.speed_flops();
-    host.properties = {{"step_overhead_s", "0.0002"},
-                       {"r2_compute", "0.999"},
-                       {"r2_comm", "0.98"},
+    host.speed_flops = c.speed_flops() / s;
+    auto text = [](double v) { return fmt::format("{:.17g}", v); };
+    host.properties = {{"step_overhead_s", text(c.step_overhead_s() * s)},
+                       {"emulated_slowdown", text(s)},
+                       {"workload", c.workload},
+                       {"flop_per_sample", text(c.flop_per_sample)},
+                       {"update_flop", text(c.update_flop)},
+                       {"step_intercept_s", text(c.step_intercept_s)},
+                       {"per_sample_s", text(c.per_sample_s)},
+                       {"r2_compute", text(c.r2_compute)},
+                       {"alpha_s", text(c.alpha_s)},
+                       {"beta_Bps", text(c.beta_Bps)},
+                       {"r2_comm", text(c.r2_comm)},
                        {"calibrated_from", c.calibrated_from},
                        {"date", c.date}};
     p.hosts.push_back(host);
   }
+  model::Host reducer;
+  reducer.name = "reducer";
+  reducer.role = model::HostRole::Server;
+  reducer.speed_flops = c.speed_flops();
+  p.hosts.push_back(reducer);
   return p;
 }
 
@@ -81,6 +102,26 @@ TEST_CASE("fit_line on noisy data: least-squares values, R^2 5/6, residuals sum 
         Approx(0.0).margin(1e-12));
 }
 
+TEST_CASE("a relative fit recovers an exact line and weighs small values as much as large") {
+  const std::vector<double> s{1e4, 1e5, 1e6, 1e7};
+  std::vector<double> t;
+  for (double x : s)
+    t.push_back(2e-6 + x / 4e9);
+  const model::LinearFit exact = model::fit_line(s, t, "test", true);
+  CHECK(exact.intercept == Approx(2e-6).epsilon(1e-9));
+  CHECK(1.0 / exact.slope == Approx(4e9).epsilon(1e-9));
+  CHECK(exact.max_relative_residual < 1e-12);
+  // 10% too slow at the largest size only: plain least squares drags the intercept below 0
+  // (the failure of the first calibrations); the relative fit keeps the small sizes right.
+  t.back() *= 1.1;
+  const model::LinearFit plain = model::fit_line(s, t);
+  const model::LinearFit relative = model::fit_line(s, t, "test", true);
+  CHECK(plain.intercept < 0);
+  CHECK(relative.intercept > 0);
+  CHECK(std::abs(relative.residuals[0] / t[0]) < 0.05);
+  CHECK_THROWS_AS(model::fit_line({1, 2}, {0, 1}, "test", true), InputError);
+}
+
 TEST_CASE("fit_line rejects bad inputs") {
   CHECK_THROWS_AS(model::fit_line({1}, {1}), InputError);
   CHECK_THROWS_AS(model::fit_line({1, 2}, {1}), InputError);
@@ -89,19 +130,48 @@ TEST_CASE("fit_line rejects bad inputs") {
   CHECK_THROWS_AS(model::fit_line({1, 2}, {1, INFINITY}), InputError);
 }
 
-TEST_CASE("calibration_xml writes speed, links of alpha/2 and beta, and the props") {
-  const model::Calibration c = sample();
+TEST_CASE("calibration_xml writes speeds, the reducer, links of 2 beta and the props") {
+  model::Calibration c = sample();
+  c.slowdowns = {2, 1, 1};
   const std::string xml = model::calibration_xml(c);
   CHECK(xml.find("<platform version=\"4.1\">") != std::string::npos);
   CHECK(xml.find("<host id=\"h2\" speed=\"140851200000f\">") != std::string::npos);
+  CHECK(xml.find("<host id=\"h0\" speed=\"70425600000f\">") != std::string::npos);
   CHECK(xml.find("<host id=\"h3\"") == std::string::npos);
-  CHECK(xml.find("bandwidth=\"5000000000Bps\" latency=\"1.9999999999999999e-06s\"") !=
+  CHECK(xml.find("<host id=\"reducer\"") != std::string::npos);
+  CHECK(xml.find("<prop id=\"role\" value=\"server\"/>") != std::string::npos);
+  CHECK(xml.find("<link id=\"reducer-link\" bandwidth=\"10000000000Bps\" "
+                 "latency=\"1.9999999999999999e-06s\"") != std::string::npos);
+  // h0 is twice as slow: twice the overhead.
+  CHECK(xml.find("<prop id=\"step_overhead_s\" value=\"0.00040000000000000002\"/>") !=
         std::string::npos);
-  CHECK(xml.find("<prop id=\"step_overhead_s\" value=\"0.00020000000000000001\"/>") !=
-        std::string::npos);
+  CHECK(xml.find("<prop id=\"emulated_slowdown\" value=\"2\"/>") != std::string::npos);
   CHECK(xml.find("<prop id=\"r2_comm\" value=\"0.97999999999999998\"/>") != std::string::npos);
   CHECK(xml.find("<route src=\"h2\" dst=\"xbar\"><link_ctn id=\"h2-link\" direction=\"UP\"/>") !=
         std::string::npos);
+}
+
+TEST_CASE("the step overhead is the intercept less the workload's update") {
+  model::Calibration c = sample();
+  c.update_flop = 0.5 * 2e-4 * c.speed_flops();  // the update takes half the intercept
+  CHECK(c.step_overhead_s() == Approx(1e-4));
+  c.update_flop = 10 * c.update_flop;  // more than the intercept: clamped at 0
+  CHECK(c.step_overhead_s() == 0);
+}
+
+TEST_CASE("a host's step_overhead_s prop is the overhead of every step on that host") {
+  model::Calibration c = sample();
+  c.slowdowns = {3, 1, 1};
+  const model::Platform p = platform_with(c);
+  model::StrategyOptions o = test::options(3, 30, 1, "ps");
+  o.step_overhead_s = 7;  // the job's value: a host prop wins
+  CHECK(model::step_overhead_on(o, p, 0) == Approx(6e-4));
+  CHECK(model::step_overhead_on(o, p, 1) == Approx(2e-4));
+  CHECK(model::step_overhead_on(o, p, 3) == 7);  // the reducer has no prop: the job's
+  model::Platform broken = p;
+  broken.hosts[1].properties["step_overhead_s"] = "soon";
+  CHECK_THROWS_WITH(model::step_overhead_on(o, broken, 1),
+                    "cal.xml: h1: step_overhead_s: expected a number of seconds >= 0, got 'soon'");
 }
 
 TEST_CASE("calibration_xml escapes text props") {
@@ -122,7 +192,13 @@ TEST_CASE("calibration_xml rejects contradictory fields") {
   c.beta_Bps = 0;
   CHECK_THROWS_AS(model::calibration_xml(c), InputError);
   c = sample();
-  c.step_overhead_s = -1e-3;
+  c.step_intercept_s = -1e-3;
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+  c = sample();
+  c.slowdowns = {1, 0.5, 1};
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+  c = sample();
+  c.slowdowns = {1, 1};
   CHECK_THROWS_AS(model::calibration_xml(c), InputError);
   c = sample();
   c.hosts = 0;
@@ -132,7 +208,10 @@ TEST_CASE("calibration_xml rejects contradictory fields") {
 TEST_CASE("read_calibration reads the props back") {
   const model::Calibration c = model::read_calibration(platform_with(sample()));
   CHECK(c.hosts == 3);
-  CHECK(c.step_overhead_s == 2e-4);
+  CHECK(c.step_overhead_s() == 2e-4);
+  CHECK(c.per_sample_s == 1e-5);
+  CHECK(c.beta_Bps == 5e9);
+  CHECK(c.slowdowns == std::vector<double>{1, 1, 1});
   CHECK(c.r2_compute == 0.999);
   CHECK(c.r2_comm == 0.98);
   CHECK(c.calibrated_from == "unit test");
@@ -168,6 +247,18 @@ TEST_CASE("read_calibration: missing or contradictory props are one-line InputEr
   p = platform_with(sample());
   p.hosts[2].properties["r2_comm"] = "0.5";
   expect(p, "h2: calibration props: expected the same values on every worker");
+  p = platform_with(sample());
+  p.hosts[1].speed_flops *= 1.5;  // a speed the fit does not give
+  expect(p, "h1: speed: expected flop_per_sample / per_sample_s / emulated_slowdown");
+  p = platform_with(sample());
+  p.hosts[2].properties["step_overhead_s"] = "0.5";
+  expect(p, "h2: step_overhead_s: expected (step_intercept_s - update_flop / speed)");
+  p = platform_with(sample());
+  p.hosts[0].properties["emulated_slowdown"] = "0.5";
+  expect(p, "h0: emulated_slowdown: expected a factor >= 1");
+  p = platform_with(sample());
+  p.hosts.pop_back();
+  expect(p, "cal.xml: reducer: expected a server host named reducer");
   p = platform_with(sample());
   p.hosts.clear();
   expect(p, "expected at least one calibrated worker");
