@@ -42,9 +42,8 @@ void expect_bad_calibration(const std::string& file, const std::string& fragment
 
 TEST_CASE("calibrate writes a platform that predict loads, and --check reads it back") {
   const std::string out = write_temp_file("this-machine.xml", "");
-  const auto r = run_tauplan({"calibrate", "--out", out, "--workers", "4", "--repeats", "3",
-                              "--max-floats", "1e6", "--json"},
-                             "", 60);
+  const auto r =
+      run_tauplan({"calibrate", "--out", out, "--workers", "4", "--steps", "8", "--json"}, "", 60);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -62,6 +61,7 @@ TEST_CASE("calibrate writes a platform that predict loads, and --check reads it 
   const std::string xml = read_text(out);
   CHECK(xml.find("<host id=\"h3\"") != std::string::npos);
   CHECK(xml.find("<host id=\"h4\"") == std::string::npos);
+  CHECK(xml.find("<host id=\"reducer\"") != std::string::npos);
 
   const auto p = run_tauplan(
       {"predict", "--platform", out, "--workload", "fashion-mlp", "--workers", "4", "--json"});

@@ -1,0 +1,180 @@
+// calibrate.cpp: timed steps and combines, medians of thread CPU time.
+#include "exec/calibrate.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "exec/thread_communicator.hpp"
+#include "exec/trainer.hpp"
+#include "model/error.hpp"
+
+namespace tauplan::exec {
+namespace {
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+void check_request(const CalibrationRequest& r, const Dataset& data) {
+  const std::string origin = "<calibration>";
+  if (r.batches.empty()) throw InputError(origin, "batches", "at least one batch size");
+  for (int b : r.batches)
+    if (b < 1 || b > data.train_size())
+      throw InputError(origin, "batches",
+                       "batch sizes from 1 to " + std::to_string(data.train_size()),
+                       std::to_string(b));
+  if (r.floats.empty()) throw InputError(origin, "floats", "at least one size");
+  for (double n : r.floats)
+    if (!(n >= 1)) throw InputError(origin, "floats", "sizes >= 1 float", std::to_string(n));
+  if (r.replicas < 1 || r.steps < 1 || r.combines < 1)
+    throw InputError(origin, "replicas, steps, combines", "whole numbers >= 1");
+}
+
+}  // namespace
+
+CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& request,
+                                                const Dataset& data, const MlpShape& shape) {
+  check_request(request, data);
+  CalibrationMeasurements out;
+  std::mt19937_64 rng(request.seed);
+  std::uniform_int_distribution<long long> pick(0, data.train_size() - 1);
+  const auto features = static_cast<std::size_t>(data.features);
+  const int k = request.replicas;
+
+  std::vector<std::unique_ptr<Mlp>> replicas;
+  for (int r = 0; r < std::max(k, 2); ++r) {
+    replicas.push_back(std::make_unique<Mlp>(shape));
+    replicas.back()->init(request.seed + static_cast<std::uint64_t>(r));
+  }
+  const std::size_t parameters = replicas.front()->parameter_count();
+  std::vector<std::size_t> sizes;
+  for (double f : request.floats)
+    sizes.push_back(std::min(parameters, static_cast<std::size_t>(f)));
+  const int largest = *std::max_element(request.batches.begin(), request.batches.end());
+  std::vector<float> x(static_cast<std::size_t>(largest) * features);
+  std::vector<int> y(static_cast<std::size_t>(largest));
+  auto forward_backward = [&](Mlp& mlp, int b) {
+    for (int i = 0; i < b; ++i) {
+      const long long row = pick(rng);
+      std::memcpy(x.data() + static_cast<std::size_t>(i) * features, data.train_row(row),
+                  features * sizeof(float));
+      y[static_cast<std::size_t>(i)] = data.train_y[static_cast<std::size_t>(row)];
+    }
+    mlp.forward_backward(x.data(), y.data(), b);
+  };
+  auto timed = [](auto&& f) {
+    const double t0 = thread_cpu_s();
+    f();
+    return thread_cpu_s() - t0;
+  };
+
+  // Lockstep sync rounds: every replica's forward + backward, the combine of their gradients,
+  // then every replica's update; a step is its forward + backward + update.
+  ThreadCommunicator comm(k);
+  const std::vector<double> weights(static_cast<std::size_t>(k), 1.0);
+  std::vector<float*> gradients;
+  for (int r = 0; r < k; ++r)
+    gradients.push_back(replicas[static_cast<std::size_t>(r)]->gradients());
+  std::map<std::size_t, std::vector<double>> combine_times;
+  std::map<int, std::vector<double>> step_times;
+  // Batch sizes take turns round by round, so that a slow spell of the machine (a virtual
+  // machine's host is not ours) falls on every size alike instead of bending the line.
+  const int rounds = 1 + (request.steps + k - 1) / k;  // the first is a warm-up
+  long long round_index = 0;
+  std::vector<double> step_s(static_cast<std::size_t>(k));
+  for (int round = 0; round < rounds; ++round) {
+    for (int b : request.batches) {
+      for (int r = 0; r < k; ++r)
+        step_s[static_cast<std::size_t>(r)] =
+            timed([&] { forward_backward(*replicas[static_cast<std::size_t>(r)], b); });
+      if (k > 1) {
+        const std::size_t n = sizes[static_cast<std::size_t>(round_index++) % sizes.size()];
+        const double t = timed([&] { comm.combine(gradients, weights, n, CombineRule::Mean); });
+        if (round > 0) combine_times[n].push_back(t);
+      }
+      for (int r = 0; r < k; ++r) {
+        step_s[static_cast<std::size_t>(r)] +=
+            timed([&] { replicas[static_cast<std::size_t>(r)]->sgd_step(0.01f); });
+        if (round > 0) step_times[b].push_back(step_s[static_cast<std::size_t>(r)]);
+      }
+    }
+  }
+  for (int b : request.batches)
+    out.steps.push_back({b, median(step_times[b])});
+  if (k == 1) {
+    // One worker never combines; time a combine of two buffers so that the platform still has
+    // a communication fit (warm caches: the only measurement possible without a round).
+    ThreadCommunicator pair(2);
+    const std::vector<double> two(2, 1.0);
+    std::vector<float*> buffers{replicas[0]->gradients(), replicas[1]->gradients()};
+    for (int c = 0; c < request.combines; ++c)
+      for (std::size_t n : sizes)
+        combine_times[n].push_back(
+            timed([&] { pair.combine(buffers, two, n, CombineRule::Mean); }));
+  }
+  for (const auto& [n, t] : combine_times) {
+    const double floats = static_cast<double>(n);
+    out.combines.push_back({std::max(k, 2), floats, floats * sizeof(float), median(t)});
+  }
+  return out;
+}
+
+CpuCalibration fit_cpu_calibration(const CalibrationMeasurements& measured,
+                                   const model::Workload& workload, int hosts,
+                                   const std::string& calibrated_from, const std::string& date) {
+  CpuCalibration out;
+  out.measured = measured;
+  std::vector<double> batches, step_s, traffic, combine_s;
+  for (const StepPoint& p : measured.steps) {
+    batches.push_back(p.batch);
+    step_s.push_back(p.seconds);
+  }
+  for (const CombinePoint& p : measured.combines) {
+    traffic.push_back(p.workers * p.bytes);
+    combine_s.push_back(p.seconds);
+  }
+  out.compute = model::fit_line(batches, step_s, "step fit");
+  if (!(out.compute.slope > 0))
+    throw std::runtime_error("calibrate: the step time did not grow with the batch size");
+  out.comm = model::fit_line(traffic, combine_s, "combine fit", true);
+  if (!(out.comm.slope > 0))
+    throw std::runtime_error("calibrate: the combine time did not grow with K x size");
+  // A negative intercept is noise around a cost too small to resolve, written as 0; it is worth
+  // a warning only when it is not small against the shortest time measured (then the line
+  // itself is in doubt).
+  auto check_intercept = [&out](const model::LinearFit& fit, const std::vector<double>& y,
+                                const std::string& what) {
+    if (fit.intercept >= 0) return;
+    const double shortest = *std::min_element(y.begin(), y.end());
+    if (-fit.intercept > 0.05 * shortest)
+      out.warnings.push_back(what + " fitted as " + std::to_string(fit.intercept) +
+                             " s < 0 (more than 5% of the shortest time measured), written as 0");
+  };
+  check_intercept(out.compute, step_s, "step intercept");
+  check_intercept(out.comm, combine_s, "combine alpha");
+  model::Calibration& c = out.calibration;
+  c.hosts = hosts;
+  c.workload = workload.name;
+  c.flop_per_sample = workload.flop_per_sample;
+  c.update_flop = workload.parameters * workload.update_flop_per_parameter;
+  c.step_intercept_s = std::max(0.0, out.compute.intercept);
+  c.per_sample_s = out.compute.slope;
+  c.r2_compute = out.compute.r2;
+  c.alpha_s = std::max(0.0, out.comm.intercept);
+  c.beta_Bps = 1.0 / out.comm.slope;
+  c.r2_comm = out.comm.r2;
+  c.calibrated_from = calibrated_from;
+  c.date = date;
+  return out;
+}
+
+}  // namespace tauplan::exec

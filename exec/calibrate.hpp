@@ -1,0 +1,74 @@
+// calibrate.hpp: micro-measurements of this machine's CPU worker step and thread combine.
+//
+// Measures what the lockstep trainer times, the way it times it (thread CPU time), in the cache
+// state a lockstep round leaves: `replicas` MLP replicas (the K workers) run sync rounds, each
+// replica's forward + backward on a gathered batch of real samples, then the thread
+// communicator's weighted mean of their gradients, then each replica's SGD update. A step is a
+// replica's forward + backward + update; the combine is timed at several sizes (slices of the
+// gradient vector, up to the whole of it). Each point is the median of many individually timed
+// calls (robust to the time a virtual machine's host takes away, which a thread CPU clock counts).
+// One replica has no round combine: its combine of two buffers is timed on its own. The fits and
+// the platform they become live in model/calibration.hpp. What it leaves out: CUDA devices, the MPI
+// and NCCL communicators, the evaluation pass (not training time), and the cache state of local-SGD
+// rounds (tau steps between combines), which the sync round stands for.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/dataset.hpp"
+#include "exec/mlp.hpp"
+#include "model/calibration.hpp"
+#include "model/workload.hpp"
+
+namespace tauplan::exec {
+
+struct CalibrationRequest {
+  std::vector<int> batches{4, 8, 16, 32, 64, 128};  ///< per-worker samples per step
+  std::vector<double> floats{5e4, 1e5, 2e5};        ///< combine sizes (capped at the gradient)
+  int replicas = 4;                                 ///< K: replicas running lockstep sync rounds
+  int steps = 48;     ///< timed steps per batch size (over all replicas)
+  int combines = 15;  ///< timed combines per size when replicas = 1
+  std::uint64_t seed = 1;
+};
+
+struct StepPoint {
+  int batch = 0;
+  double seconds = 0;  ///< median thread CPU seconds of one step
+};
+
+struct CombinePoint {
+  int workers = 0;
+  double floats = 0;
+  double bytes = 0;    ///< floats x 4
+  double seconds = 0;  ///< median thread CPU seconds of one combine
+};
+
+struct CalibrationMeasurements {
+  std::vector<StepPoint> steps;
+  std::vector<CombinePoint> combines;
+};
+
+/// Runs the request on this thread. Throws InputError (origin "<calibration>") for an empty
+/// list, a batch < 1 or larger than the training set, fewer than 1 float, or counts < 1.
+CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& request,
+                                                const Dataset& data, const MlpShape& shape);
+
+/// The fits of a measurement and the calibration they make.
+struct CpuCalibration {
+  CalibrationMeasurements measured;
+  model::LinearFit compute;  ///< C(b) over the batch sizes
+  model::LinearFit comm;     ///< T over K x bytes, relative least squares
+  model::Calibration calibration;
+  std::vector<std::string> warnings;  ///< negative intercepts clamped to 0, said in words
+};
+
+/// Fits C(b) and T(K, S) and fills a Calibration of `hosts` workers for `workload` (its flop per
+/// sample and update flop; the MLP measured must be the one the workload describes, which the
+/// caller checks). Throws std::runtime_error when a slope is not positive (a broken
+/// measurement: the step did not grow with the batch, or the combine with its size).
+CpuCalibration fit_cpu_calibration(const CalibrationMeasurements& measured,
+                                   const model::Workload& workload, int hosts,
+                                   const std::string& calibrated_from, const std::string& date);
+
+}  // namespace tauplan::exec
