@@ -66,6 +66,17 @@ model::RunContext make_context(const Inputs& inputs, const std::string& verb,
 void print_results(const model::RunContext& context, std::vector<model::ResultRow>& rows,
                    bool json);
 
+/// `s` without leading and trailing blanks and tabs.
+std::string trim(const std::string& s);
+
+/// One axis of a grid: `--set KEY=V1,V2,...` (values separated by ';' when any is a list).
+struct Axis {
+  std::string key;
+  std::vector<std::string> values;
+};
+/// Parses one --set; the key must be one of `specs` ('-' read as '_'). InputError otherwise.
+Axis parse_set(const std::string& text, const std::vector<model::KeySpec>& specs);
+
 void register_predict(CLI::App& app);
 void register_simulate(CLI::App& app);
 void register_measure(CLI::App& app);

@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/child_process.hpp"
+#include "cli/gnuplot.hpp"
 #include "cli/verb.hpp"
 #include "exec/cpu_replica.hpp"
 #include "exec/dataset.hpp"
@@ -99,38 +100,6 @@ json context_json(const std::string& experiment, const ReproduceArgs& args) {
           {"commit", model::tauplan_git_commit()},
           {"date", model::utc_now_iso8601()},
           {"grid", args.reduced ? "reduced" : "full"}};
-}
-
-// Runs gnuplot on `script` in `folder`; false (and a note) when gnuplot is absent or fails.
-bool run_gnuplot(const fs::path& folder, const std::string& script,
-                 std::vector<std::string>& notes) {
-  static const bool have = std::system("command -v gnuplot >/dev/null 2>&1") == 0;
-  if (!have) {
-    notes.push_back("gnuplot not found: wrote " + (folder / script).string() +
-                    " and its data; run `gnuplot " + script + "` there to draw the figures");
-    return false;
-  }
-  const std::string command =
-      "cd '" + folder.string() + "' && gnuplot '" + script + "' 2>gnuplot-" + script + ".log";
-  if (std::system(command.c_str()) != 0) {
-    notes.push_back("gnuplot failed on " + (folder / script).string() + " (see its .log)");
-    return false;
-  }
-  fs::remove(folder / ("gnuplot-" + script + ".log"));
-  return true;
-}
-
-// A gnuplot script that draws `body` twice: PNG and SVG, named after `stem`.
-std::string two_terminals(const std::string& stem, const std::string& size,
-                          const std::string& body) {
-  return fmt::format(
-      "# {0}.gp: written by `tauplan reproduce`; draws {0}.png and {0}.svg from the CSV beside "
-      "it.\n"
-      "set datafile separator ','\n"
-      "set terminal pngcairo size {1} font 'Sans,10'\nset output '{0}.png'\n{2}\n"
-      "set terminal svg size {1} font 'Sans,10'\nset output '{0}.svg'\nreplot\n"
-      "unset output\n",
-      stem, size, body);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -578,7 +547,8 @@ void reproduce_sparknet(const ReproduceArgs& args, std::vector<std::string>& not
       "set ylabel 'speedup over serial SGD (x)'\nset key outside right\n"
       "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 3\n{}",
       k_s, 1e3 * c_b, 1e3 * c_bk, curves);
-  write_text(dir / "speedup_vs_s.gp", two_terminals("speedup_vs_s", "1100,520", sweep_body));
+  write_text(dir / "speedup_vs_s.gp",
+             two_terminals("reproduce", "speedup_vs_s", "1100,520", sweep_body));
   run_gnuplot(dir, "speedup_vs_s.gp", notes);
 
   // (c) AlexNet on sparknet-ec2, simulated.
@@ -634,7 +604,7 @@ void reproduce_sparknet(const ReproduceArgs& args, std::vector<std::string>& not
       "plot 'alexnet.csv' using (50*$4):xtic(1) title 'compute (50 C(b))', '' using ($5-50*$4) "
       "title 'communication S', '' using 0:8 axes x1y2 with linespoints lw 2 pt 7 lc rgb 'red' "
       "title 'speedup if Ma = Na/(K {/Symbol t})'";
-  write_text(dir / "alexnet.gp", two_terminals("alexnet", "900,520", alex_body));
+  write_text(dir / "alexnet.gp", two_terminals("reproduce", "alexnet", "900,520", alex_body));
   run_gnuplot(dir, "alexnet.gp", notes);
 
   // (d) the claims.
@@ -832,7 +802,7 @@ void reproduce_hetseq(const ReproduceArgs& args, std::vector<std::string>& notes
       "using 1:1 with lines dt 2 lc rgb 'gray' title 'linear', '' using 1:($9*100) axes x1y2 "
       "with linespoints lw 2 pt 5 title 'efficiency (%)'",
       kPerGpu, join_ints(node_counts));
-  write_text(dir / "scaling.gp", two_terminals("scaling", "900,520", scaling_body));
+  write_text(dir / "scaling.gp", two_terminals("reproduce", "scaling", "900,520", scaling_body));
   run_gnuplot(dir, "scaling.gp", notes);
   const std::string mixed_body =
       "set key autotitle columnhead\nset style data histograms\nset style histogram rowstacked\n"
@@ -842,7 +812,7 @@ void reproduce_hetseq(const ReproduceArgs& args, std::vector<std::string>& notes
       "set key top right\n"
       "plot 'mixed.csv' using 5:xtic(1) title 'compute (slowest GPU)', '' using ($4-$5) title "
       "'exposed communication'";
-  write_text(dir / "mixed.gp", two_terminals("mixed", "800,520", mixed_body));
+  write_text(dir / "mixed.gp", two_terminals("reproduce", "mixed", "800,520", mixed_body));
   run_gnuplot(dir, "mixed.gp", notes);
   json all = {{"context", context_json("hetseq", args)},
               {"job", job.string()},

@@ -67,53 +67,12 @@ struct SweepArgs {
   bool quiet = false;
 };
 
-struct Axis {
-  std::string key;
-  std::vector<std::string> values;
-};
-
 struct Point {
   size_t index = 0;
   std::vector<std::pair<std::string, std::string>> values;  ///< swept keys, in axis order
   std::map<std::string, std::string> overrides;             ///< job flags + swept keys
   std::string hash;
 };
-
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
-
-Axis parse_set(const std::string& text, const std::vector<model::KeySpec>& specs) {
-  const std::string origin = "command line --set";
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw InputError(origin, "'" + text + "'", "KEY=V1,V2,... (a job key and its values)");
-  Axis axis;
-  axis.key = trim(text.substr(0, eq));
-  std::replace(axis.key.begin(), axis.key.end(), '-', '_');
-  const bool known = std::any_of(specs.begin(), specs.end(),
-                                 [&](const model::KeySpec& s) { return s.name == axis.key; });
-  if (!known)
-    throw InputError(origin, axis.key, "a job key (tauplan help-keys lists them)",
-                     "an unknown key");
-  const std::string list = text.substr(eq + 1);
-  // Values are separated by ';' when there is one (so that a value can be a list "a,b").
-  const char separator = list.find(';') != std::string::npos ? ';' : ',';
-  size_t start = 0;
-  for (;;) {
-    const size_t end = list.find(separator, start);
-    const std::string value =
-        trim(list.substr(start, end == std::string::npos ? end : end - start));
-    if (value.empty())
-      throw InputError(origin, axis.key, "a list of values without empty items", "'" + list + "'");
-    axis.values.push_back(value);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return axis;
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

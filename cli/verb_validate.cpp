@@ -1,0 +1,795 @@
+// verb_validate.cpp: `tauplan validate JOB.yaml [--set KEY=V1,V2 ...] [--slow-worker F1,F2]
+// [--out DIR] [--calibration DIR] [--json]`, every prediction checked against a measurement.
+//
+// The configurations are the job's strategies times the Cartesian product of the --set axes
+// times the --slow-worker factors, without duplicates (single ignores K, tau, split and the slow
+// worker; sync ignores tau, and its split when no worker is slow; local SGD ignores split). For
+// each configuration, one at a time (so that measurements do not share the cores), it
+// calibrates this machine for K lockstep workers (exec/calibrate.hpp: sync rounds of K replicas,
+// step and threads combine), runs `tauplan measure` in its own process, and calibrates again;
+// the faster of the two calibrations, point by point, is written as the configuration's platform
+// DIR/calibration/NN.xml (worker h0 emulated F times slower when asked; model/calibration.hpp)
+// and as DIR/calibration/K<K>.xml for reuse (--calibration DIR skips the calibrations). Then
+// `tauplan predict` and `tauplan simulate` run every configuration on its platform, in parallel,
+// with `collective: ps` and `servers: 1` (the calibrated reducer) and the threads communicator.
+// Convergence: the critical-batch + drift model (model/reproduce.hpp) is fitted to the measured
+// counts; each configuration's rounds to target are predicted by the model fitted without it
+// (leave-one-out), and also without every configuration at the same (K b, tau) (stricter).
+// Reported per configuration: measured, analytic and simgrid compute, comm and round time;
+// measured and predicted rounds; time to target and speedup against single, each with its
+// relative error; the medians over the matrix; DIR/validation.{json,csv} and a scatter of
+// predicted against measured with y = x (DIR/scatter.{png,svg}, gnuplot).
+// Exit codes: 0; 2 bad input (a child's own exit 2 is passed on with its message); 3 when
+// --max-round-error is given and a median round-time error exceeds it.
+// What it leaves out: CUDA and MPI calibration (device: cpu, communicator: threads only),
+// concurrent timing, and repeated measurements of one configuration (the spread is measured by
+// running validate twice; experiments/validation/README.md).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/child_process.hpp"
+#include "cli/gnuplot.hpp"
+#include "cli/verb.hpp"
+#include "exec/calibrate.hpp"
+#include "exec/job_keys.hpp"
+#include "model/calibration.hpp"
+#include "model/error.hpp"
+#include "model/validation.hpp"
+
+namespace tauplan::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct ValidateArgs {
+  JobArgs job;
+  std::vector<std::string> sets;
+  std::vector<double> slow{1.0};
+  std::string out = "results/validation";
+  std::string calibration_dir;
+  int jobs = 0;
+  int calibration_steps = 64;
+  double max_round_error = -1;
+  bool no_plot = false;
+};
+
+/// One configuration: a strategy and the job keys that make it.
+struct Config {
+  std::string strategy;
+  int workers = 1;
+  int tau = 1;
+  double batch = 0;
+  std::string split = "even";
+  double slow = 1;
+  std::vector<std::pair<std::string, std::string>> extra;  ///< other swept keys
+  std::string name;                                        ///< e.g. "sync K=4 speed slow=2"
+  std::string platform;                                    ///< calibrated XML
+};
+
+/// What one engine said about one configuration (the first row of its JSON).
+struct EngineRow {
+  double compute_s = kNaN, comm_s = kNaN, round_s = kNaN, rounds = kNaN, total_s = kNaN;
+  bool reached = false;
+  int steps_per_round = 1;
+};
+
+struct Outcome {
+  Config config;
+  EngineRow measured, analytic, simgrid;
+  double rounds_loo = kNaN;    ///< predicted without this configuration
+  double rounds_group = kNaN;  ///< predicted without any configuration at its (K b, tau)
+  double rounds_fit = kNaN;    ///< fitted to every configuration
+  // Derived: time to target and speedup.
+  double time_analytic = kNaN, time_simgrid = kNaN;
+  double speedup_measured = kNaN, speedup_analytic = kNaN, speedup_simgrid = kNaN;
+};
+
+std::string number_text(double v) {
+  return fmt::format("{:g}", v);
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw InputError("<command line>", "out", "a writable folder", path.string());
+  out << text;
+}
+
+// The last non-empty line of a child's stderr (its one-line error).
+std::string last_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!trim(line).empty()) last = line;
+  return last;
+}
+
+// A child's one-line error ("tauplan: error: FILE: KEY: ...") as this process's InputError.
+InputError passed_on_error(const std::string& line) {
+  const std::string prefix = "tauplan: error: ";
+  return InputError(line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : line, "", "");
+}
+
+EngineRow parse_row(const std::string& out, const std::string& what) {
+  json j;
+  try {
+    j = json::parse(out);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(what + ": unreadable JSON (" + e.what() + ")");
+  }
+  if (!j.contains("results") || j["results"].empty())
+    throw std::runtime_error(what + ": no result row");
+  const json& r = j["results"][0];
+  auto get = [&r](const char* key) {
+    return r.contains(key) && r[key].is_number() ? r[key].get<double>() : kNaN;
+  };
+  EngineRow row;
+  row.compute_s = get("compute_s");
+  row.comm_s = get("comm_s");
+  row.round_s = get("round_s");
+  row.rounds = get("rounds");
+  row.total_s = get("total_s");
+  row.reached = r.contains("reached_target") && r["reached_target"].is_boolean() &&
+                r["reached_target"].get<bool>();
+  // Measured rows also carry medians over rounds: the typical round, robust to the time the
+  // host of a virtual machine takes away now and then (the totals keep that time).
+  if (r.contains("round_median_s") && r["round_median_s"].is_number()) {
+    row.round_s = get("round_median_s");
+    row.compute_s = get("compute_median_s");
+    row.comm_s = get("S_s");
+  }
+  if (r.contains("steps_per_round") && r["steps_per_round"].is_number())
+    row.steps_per_round = r["steps_per_round"].get<int>();
+  return row;
+}
+
+/// The configurations of the job and axes, without duplicates, in a stable order.
+std::vector<Config> make_configs(const ValidateArgs& a, const std::vector<Axis>& axes) {
+  std::vector<std::map<std::string, std::string>> points(1);
+  for (const Axis& axis : axes) {
+    std::vector<std::map<std::string, std::string>> next;
+    for (const auto& p : points)
+      for (const std::string& v : axis.values) {
+        auto q = p;
+        q[axis.key] = v;
+        next.push_back(q);
+      }
+    points = next;
+  }
+  std::vector<Config> configs;
+  std::set<std::string> seen;
+  for (const auto& point : points) {
+    auto overrides = a.job.overrides();
+    for (const auto& [k, v] : point)
+      overrides[k] = v;
+    const model::Job job = model::load_job(a.job.job_file, all_job_keys(), overrides);
+    const model::StrategyOptions options = model::strategy_options(job);
+    for (const std::string& strategy : job.list("strategies")) {
+      for (double slow : a.slow) {
+        Config c;
+        c.strategy = strategy;
+        c.batch = options.batch;
+        const bool single = strategy == "single";
+        c.workers = single ? 1 : options.workers;
+        c.tau = strategy == "local-sgd" ? options.tau : 1;
+        c.slow = single || c.workers < 2 ? 1.0 : slow;
+        c.split = strategy == "sync" && c.slow > 1 && options.split == model::BatchSplit::Speed
+                      ? "speed"
+                      : "even";
+        for (const auto& [k, v] : point)
+          if (k != "workers" && k != "tau" && k != "split" && k != "strategies")
+            c.extra.emplace_back(k, v);
+        c.name = strategy;
+        if (!single) c.name += fmt::format(" K={}", c.workers);
+        if (strategy == "local-sgd") c.name += fmt::format(" tau={}", c.tau);
+        if (c.slow > 1)
+          c.name += strategy == "sync" ? fmt::format(" {} slow={:g}", c.split, c.slow)
+                                       : fmt::format(" slow={:g}", c.slow);
+        for (const auto& [k, v] : c.extra)
+          c.name += " " + k + "=" + v;
+        if (seen.insert(c.name).second) configs.push_back(c);
+      }
+    }
+  }
+  return configs;
+}
+
+// Per-worker batch sizes the configurations of K workers will run, to calibrate around them.
+std::vector<int> batches_for(const std::vector<Config>& configs, int k) {
+  std::set<int> b;
+  for (const Config& c : configs) {
+    if (c.workers != k) continue;
+    if (c.strategy == "sync") {
+      const double share = c.slow > 1 ? (1.0 / c.slow) / (k - 1 + 1.0 / c.slow) : 1.0 / k;
+      b.insert(std::max(1, static_cast<int>(std::floor(c.batch * share))));
+      b.insert(std::max(1, static_cast<int>(std::ceil(c.batch / k))));
+      if (c.slow > 1)
+        b.insert(std::max(1, static_cast<int>(std::ceil(c.batch / (k - 1 + 1.0 / c.slow)))));
+    } else {
+      b.insert(std::max(1, static_cast<int>(c.batch)));
+    }
+  }
+  if (b.empty()) return {};
+  const int lo = *b.begin(), hi = *b.rbegin();
+  b.insert(std::max(1, lo / 2));
+  b.insert(hi * 2);
+  return {b.begin(), b.end()};
+}
+
+std::string utc_date() {
+  return model::utc_now_iso8601();
+}
+
+// The calibrations of an earlier validate (DIR/K<K>.xml for every K), each checked by
+// `tauplan calibrate --check` (a broken file is its one-line error, exit 2).
+std::map<int, model::Calibration> load_calibrations(const ValidateArgs& a, const std::set<int>& ks,
+                                                    const fs::path& out_dir) {
+  std::map<int, model::Calibration> calibrations;
+  for (int k : ks) {
+    const fs::path file = fs::path(a.calibration_dir) / fmt::format("K{}.xml", k);
+    if (!fs::exists(file))
+      throw InputError("command line --calibration", file.string(),
+                       "a calibration of K=" + std::to_string(k) +
+                           " workers (written by an earlier tauplan validate)",
+                       "no such file");
+    const std::string err = (out_dir / fmt::format("check-K{}.err", k)).string();
+    const std::string res = (out_dir / fmt::format("check-K{}.json", k)).string();
+    int status = 0;
+    child::run_all({{{"calibrate", "--check", file.string(), "--json"}, res, err}}, 1,
+                   [&](size_t, int st) { status = st; });
+    if (status != 0) throw passed_on_error(last_line(read_text(err)));
+    const json j = json::parse(read_text(res));
+    model::Calibration c;
+    c.hosts = k;
+    c.workload = j.at("workload").get<std::string>();
+    c.per_sample_s = j.at("per_sample_s").get<double>();
+    c.alpha_s = j.at("alpha_s").get<double>();
+    c.beta_Bps = j.at("beta_Bps").get<double>();
+    c.flop_per_sample = j.at("flop_per_sample").get<double>();
+    c.update_flop = j.at("update_flop").get<double>();
+    c.step_intercept_s = j.at("step_intercept_s").get<double>();
+    c.r2_compute = j.at("r2_compute").get<double>();
+    c.r2_comm = j.at("r2_comm").get<double>();
+    c.calibrated_from = j.at("calibrated_from").get<std::string>();
+    c.date = j.at("date").get<std::string>();
+    calibrations[k] = c;
+    fs::remove(err);
+    fs::remove(res);
+  }
+  return calibrations;
+}
+
+/// The MLP exec trains for the job, checked to be the workload the calibration describes.
+struct Machine {
+  model::Workload workload;
+  exec::MlpShape shape;
+  const exec::Dataset* data = nullptr;
+};
+
+Machine machine_of(const model::Job& job) {
+  const exec::ExecSettings settings = exec::exec_settings(job);
+  Machine m;
+  m.workload = model::load_workload(job.text("workload"));
+  static const exec::Dataset data = exec::load_dataset(settings.data);
+  m.data = &data;
+  m.shape = exec::mlp_shape(settings.hidden, data);
+  if (m.workload.name != "fashion-mlp" ||
+      std::fabs(m.workload.parameters - static_cast<double>(m.shape.parameters())) >
+          0.01 * m.workload.parameters)
+    throw InputError(job.file, "workload",
+                     "fashion-mlp with hidden: [256, 128] (the MLP exec trains; its catalog "
+                     "flop per sample converts the calibrated step into a speed)",
+                     m.workload.name + " with an MLP of " + std::to_string(m.shape.parameters()) +
+                         " parameters");
+  return m;
+}
+
+/// Micro-measurements of K = config.workers lockstep workers, now, around the per-worker
+/// batches of the configurations with that K.
+exec::CalibrationMeasurements measure_now(const ValidateArgs& a, const model::Job& job,
+                                          const Machine& m, const std::vector<Config>& configs,
+                                          const Config& config) {
+  const int k = config.workers;
+  exec::CalibrationRequest request;
+  request.batches = batches_for(configs, k);
+  request.replicas = k;
+  request.steps = std::max(a.calibration_steps, 8 * k);
+  const double n = static_cast<double>(m.shape.parameters());
+  request.floats = {n / 4, n / 2, n};
+  request.seed = static_cast<std::uint64_t>(job.integer("seed"));
+  return exec::measure_cpu_calibration(request, *m.data, m.shape);
+}
+
+/// Point by point, the faster of two calibrations. Contention from outside (a virtual machine's
+/// host, another tenant on the core's sibling) only ever adds time, so the faster of a
+/// calibration taken just before a measurement and one taken just after it is the machine's own
+/// cost: a slow spell during one of them does not become the prediction.
+exec::CalibrationMeasurements faster_of(const exec::CalibrationMeasurements& x,
+                                        const exec::CalibrationMeasurements& y) {
+  exec::CalibrationMeasurements out = x;
+  for (std::size_t i = 0; i < out.steps.size() && i < y.steps.size(); ++i)
+    if (y.steps[i].batch == out.steps[i].batch)
+      out.steps[i].seconds = std::min(out.steps[i].seconds, y.steps[i].seconds);
+  for (std::size_t i = 0; i < out.combines.size() && i < y.combines.size(); ++i)
+    if (y.combines[i].floats == out.combines[i].floats)
+      out.combines[i].seconds = std::min(out.combines[i].seconds, y.combines[i].seconds);
+  return out;
+}
+
+/// Fits a calibration of the configuration's K from measurements; `report` gets its numbers.
+model::Calibration fit_now(const Machine& m, const Config& config,
+                           const exec::CalibrationMeasurements& measured, json& report) {
+  const int k = config.workers;
+  const exec::CpuCalibration cal = exec::fit_cpu_calibration(
+      measured, m.workload, k,
+      fmt::format("validate: {} on cpu, lockstep sync rounds of {} replicas (step and threads "
+                  "combine), faster of before and after the measurement, thread CPU time",
+                  m.shape.to_string(), k),
+      utc_date());
+  for (const std::string& w : cal.warnings)
+    std::cerr << "validate: " << config.name << ": " << w << "\n";
+  json steps = json::array(), combines = json::array();
+  for (const auto& p : cal.measured.steps)
+    steps.push_back({{"batch", p.batch}, {"seconds", p.seconds}});
+  for (const auto& p : cal.measured.combines)
+    combines.push_back({{"workers", p.workers}, {"bytes", p.bytes}, {"seconds", p.seconds}});
+  report = {{"config", config.name},
+            {"workers", k},
+            {"step_intercept_s", cal.calibration.step_intercept_s},
+            {"per_sample_s", cal.calibration.per_sample_s},
+            {"r2_compute", cal.compute.r2},
+            {"step_max_relative_residual", cal.compute.max_relative_residual},
+            {"alpha_s", cal.calibration.alpha_s},
+            {"beta_Bps", cal.calibration.beta_Bps},
+            {"r2_comm", cal.comm.r2},
+            {"comm_max_relative_residual", cal.comm.max_relative_residual},
+            {"steps", steps},
+            {"combines", combines}};
+  return cal.calibration;
+}
+
+/// Writes the platform of one configuration: the calibration, with worker h0 slowed if asked.
+std::string write_platform(const Config& config, model::Calibration cal, const fs::path& path) {
+  if (config.slow > 1) {
+    cal.slowdowns.assign(static_cast<std::size_t>(config.workers), 1.0);
+    cal.slowdowns[0] = config.slow;
+  }
+  write_text(path, model::calibration_xml(cal));
+  return path.string();
+}
+
+std::vector<std::string> engine_args(const ValidateArgs& a, const Config& c,
+                                     const std::string& verb) {
+  std::vector<std::string> args{verb, a.job.job_file};
+  for (const auto& [key, value] : a.job.overrides())
+    args.insert(args.end(), {"--" + key, value});
+  for (const auto& [key, value] : c.extra)
+    args.insert(args.end(), {"--" + key, value});
+  args.insert(args.end(),
+              {"--platform", c.platform, "--strategies", c.strategy, "--workers",
+               std::to_string(c.workers), "--tau", std::to_string(c.tau), "--split", c.split,
+               "--collective", "ps", "--servers", "1", "--communicator", "threads", "--json"});
+  if (verb == "simulate") args.insert(args.end(), {"--sim_rounds", "3"});
+  return args;
+}
+
+// Runs the tasks (at most `jobs` at once); a child's exit 2 becomes this verb's exit 2.
+std::vector<std::string> run_children(const std::vector<child::Task>& tasks, int jobs,
+                                      const std::string& what) {
+  std::vector<std::string> outputs(tasks.size());
+  child::Progress progress("validate: " + what, tasks.size(), 0, !what.empty());
+  std::string bad_input;
+  std::string failure;
+  child::run_all(tasks, jobs, [&](size_t i, int status) {
+    progress.advance();
+    if (status == 2 && bad_input.empty()) bad_input = last_line(read_text(tasks[i].err_path));
+    if (status != 0 && status != 2 && failure.empty())
+      failure = fmt::format("{} failed (exit {}): {}", fmt::join(tasks[i].args, " "), status,
+                            last_line(read_text(tasks[i].err_path)));
+  });
+  progress.finish();
+  if (!bad_input.empty()) {
+    // The child printed "tauplan: error: FILE: KEY: ..."; pass the message on as it is.
+    throw passed_on_error(bad_input);
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);
+  for (size_t i = 0; i < tasks.size(); ++i)
+    outputs[i] = read_text(tasks[i].out_path);
+  return outputs;
+}
+
+double pct(double e) {
+  return 100 * e;
+}
+
+std::string pct_text(double e) {
+  return std::isfinite(e) ? fmt::format("{:+.1f}%", pct(e)) : "n/a";
+}
+
+std::string ms(double s) {
+  return std::isfinite(s) ? fmt::format("{:.3f}", 1e3 * s) : "n/a";
+}
+
+json errors_json(double measured, double analytic, double simgrid) {
+  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  return {{"measured", num(measured)},
+          {"analytic", num(analytic)},
+          {"simgrid", num(simgrid)},
+          {"error_analytic", num(model::relative_error(analytic, measured))},
+          {"error_simgrid", num(model::relative_error(simgrid, measured))}};
+}
+
+std::string scatter_script(double lo, double hi) {
+  const std::string body = fmt::format(
+      "set title 'tauplan validate: predicted against measured (this machine, lockstep)'\n"
+      "set xlabel 'measured (s)'\nset ylabel 'predicted (s)'\n"
+      "set logscale xy\nset xrange [{0}:{1}]\nset yrange [{0}:{1}]\n"
+      "set key top left\nset grid\n"
+      "plot x title 'y = x' with lines lc rgb '#888888', \\\n"
+      "  'validation.csv' using 'round_measured_s':'round_analytic_s' title 'round, analytic' "
+      "with points pt 7 lc rgb '#1f77b4', \\\n"
+      "  '' using 'round_measured_s':'round_simgrid_s' title 'round, simgrid' with points pt 6 "
+      "ps 1.6 lc rgb '#ff7f0e', \\\n"
+      "  '' using 'time_measured_s':'time_analytic_s' title 'time to target, analytic (LOO)' "
+      "with points pt 5 lc rgb '#2ca02c', \\\n"
+      "  '' using 'time_measured_s':'time_simgrid_s' title 'time to target, simgrid (LOO)' "
+      "with points pt 4 ps 1.6 lc rgb '#d62728'",
+      lo, hi);
+  return two_terminals("validate", "scatter", "900,700", body);
+}
+
+void run_validate(const ValidateArgs& a) {
+  const std::vector<model::KeySpec> specs = all_job_keys();
+  std::vector<Axis> axes;
+  for (const std::string& set : a.sets)
+    axes.push_back(parse_set(set, specs));
+  for (double f : a.slow)
+    if (!(f >= 1) || !std::isfinite(f))
+      throw InputError("command line", "--slow-worker", "factors >= 1", number_text(f));
+  const model::Job job = model::load_job(a.job.job_file, specs, a.job.overrides());
+  const exec::ExecSettings settings = exec::exec_settings(job);
+  if (settings.device != exec::Device::Cpu)
+    throw InputError(job.file, "device", "cpu (validate calibrates CPU workers only so far)",
+                     "cuda");
+  if (settings.train.timing != exec::Timing::Lockstep)
+    throw InputError(job.file, "timing",
+                     "lockstep (the calibration times steps as the lockstep clock does)",
+                     exec::to_string(settings.train.timing));
+  if (settings.communicator != "auto" && settings.communicator != "threads")
+    throw InputError(job.file, "communicator",
+                     "threads or auto (only the threads combine is calibrated)",
+                     settings.communicator);
+  if (!(settings.train.target_accuracy > 0))
+    throw InputError(job.file, "target_accuracy", "a target (time to target is validated)");
+
+  std::vector<Config> configs = make_configs(a, axes);
+  if (configs.empty()) throw InputError(job.file, "strategies", "at least one configuration");
+  const fs::path out_dir(a.out);
+  fs::create_directories(out_dir / "runs");
+  // Calibrate (unless reusing), then measure, one configuration at a time: each measurement
+  // follows its own calibration, so both see the machine in the same state (a virtual
+  // machine's host takes more or less time away from one minute to the next). Then predict
+  // and simulate every configuration on its calibrated platform, in parallel.
+  const fs::path cal_dir = out_dir / "calibration";
+  fs::create_directories(cal_dir);
+  std::set<int> ks;
+  for (const Config& c : configs)
+    ks.insert(c.workers);
+  const std::map<int, model::Calibration> reused = a.calibration_dir.empty()
+                                                       ? std::map<int, model::Calibration>{}
+                                                       : load_calibrations(a, ks, out_dir);
+  json calibration_report = json::array();
+  std::vector<std::string> measured(configs.size());
+  const Machine machine = a.calibration_dir.empty() ? machine_of(job) : Machine{};
+  child::Progress progress("validate: calibrate and measure", configs.size(), 0, true);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Config& config = configs[i];
+    const std::string stem = (out_dir / "runs" / fmt::format("{:02}", i)).string();
+    const fs::path platform = cal_dir / fmt::format("{:02}.xml", i);
+    config.platform = platform.string();
+    const child::Task task{engine_args(a, config, "measure"), stem + "-measure.json",
+                           stem + "-measure.err"};
+    if (!a.calibration_dir.empty()) {
+      write_platform(config, reused.at(config.workers), platform);
+      measured[i] = run_children({task}, 1, "")[0];
+    } else {
+      // Calibrate, measure, calibrate again; predict from the faster of the two calibrations.
+      // (The measurement reads only the worker speeds of the platform: the slow worker.)
+      const exec::CalibrationMeasurements before = measure_now(a, job, machine, configs, config);
+      json unused;
+      write_platform(config, fit_now(machine, config, before, unused), platform);
+      measured[i] = run_children({task}, 1, "")[0];
+      const exec::CalibrationMeasurements after = measure_now(a, job, machine, configs, config);
+      json report;
+      const model::Calibration cal = fit_now(machine, config, faster_of(before, after), report);
+      write_platform(config, cal, platform);
+      // Kept for reuse with --calibration: the latest calibration of each K.
+      write_text(cal_dir / fmt::format("K{}.xml", config.workers), model::calibration_xml(cal));
+      calibration_report.push_back(report);
+    }
+    progress.advance();
+  }
+  progress.finish();
+  std::vector<child::Task> predict_tasks;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const std::string stem = (out_dir / "runs" / fmt::format("{:02}", i)).string();
+    for (const std::string verb : {"predict", "simulate"})
+      predict_tasks.push_back({engine_args(a, configs[i], verb), stem + "-" + verb + ".json",
+                               stem + "-" + verb + ".err"});
+  }
+  const int jobs = a.jobs > 0 ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const auto predicted = run_children(predict_tasks, jobs, "predict and simulate");
+
+  std::vector<Outcome> outcomes;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Outcome o;
+    o.config = configs[i];
+    o.measured = parse_row(measured[i], "measure " + configs[i].name);
+    o.analytic = parse_row(predicted[2 * i], "predict " + configs[i].name);
+    o.simgrid = parse_row(predicted[2 * i + 1], "simulate " + configs[i].name);
+    outcomes.push_back(o);
+  }
+
+  // Convergence: fit to the configurations that reached the target; predict each left out.
+  std::vector<model::StepsPoint> points;
+  std::vector<int> groups;
+  std::vector<size_t> point_of;  // outcome index of each point
+  std::map<std::pair<double, int>, int> group_ids;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    if (!o.measured.reached) continue;
+    model::StepsPoint p;
+    const bool local = o.config.strategy == "local-sgd";
+    p.batch = o.config.batch;
+    p.workers = local ? o.config.workers : 1;
+    p.tau = local ? o.config.tau : 1;
+    p.steps = o.measured.rounds;
+    points.push_back(p);
+    const auto coordinate = std::make_pair(p.batch * p.workers, p.tau);
+    const auto it = group_ids.emplace(coordinate, static_cast<int>(group_ids.size())).first;
+    groups.push_back(it->second);
+    point_of.push_back(i);
+  }
+  json fit_report = nullptr;
+  if (points.size() >= 3) {
+    const model::CriticalBatchFit fit = model::fit_critical_batch(points, "validate");
+    const std::vector<double> loo = model::leave_out_predictions(points);
+    const std::vector<double> lgo = model::leave_out_predictions(points, groups);
+    for (size_t j = 0; j < points.size(); ++j) {
+      Outcome& o = outcomes[point_of[j]];
+      o.rounds_fit = model::fitted_steps(fit, points[j].batch, points[j].workers, points[j].tau);
+      o.rounds_loo = loo[j];
+      o.rounds_group = lgo[j];
+    }
+    fit_report = {{"min_steps", fit.min_steps},
+                  {"critical_batch", fit.critical_batch},
+                  {"drift", fit.drift},
+                  {"rms_log_error", fit.rms_log_error},
+                  {"points", fit.points}};
+  }
+  // Time to target with the leave-one-out count; speedup against single.
+  const Outcome* single = nullptr;
+  for (const Outcome& o : outcomes)
+    if (o.config.strategy == "single" && o.config.extra.empty()) single = &o;
+  for (Outcome& o : outcomes) {
+    o.time_analytic = o.rounds_loo * o.analytic.round_s;
+    o.time_simgrid = o.rounds_loo * o.simgrid.round_s;
+  }
+  for (Outcome& o : outcomes) {
+    if (!single || !o.measured.reached || !single->measured.reached) continue;
+    o.speedup_measured = single->measured.total_s / o.measured.total_s;
+    o.speedup_analytic = single->time_analytic / o.time_analytic;
+    o.speedup_simgrid = single->time_simgrid / o.time_simgrid;
+  }
+
+  // Errors and their medians.
+  std::vector<double> round_a, round_s, time_a, time_s, comm_a, compute_a, rounds_loo, rounds_group,
+      rounds_fit;
+  json rows = json::array();
+  std::string csv =
+      "config,strategy,workers,tau,batch,split,slow,reached,round_measured_s,round_analytic_s,"
+      "round_simgrid_s,compute_measured_s,compute_analytic_s,compute_simgrid_s,comm_measured_s,"
+      "comm_analytic_s,comm_simgrid_s,rounds_measured,rounds_loo,rounds_group_out,rounds_fit,"
+      "time_measured_s,time_analytic_s,time_simgrid_s,speedup_measured,speedup_analytic,"
+      "speedup_simgrid\n";
+  auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
+  for (const Outcome& o : outcomes) {
+    const double time_measured = o.measured.reached ? o.measured.total_s : kNaN;
+    const double rounds_measured = o.measured.reached ? o.measured.rounds : kNaN;
+    round_a.push_back(model::relative_error(o.analytic.round_s, o.measured.round_s));
+    round_s.push_back(model::relative_error(o.simgrid.round_s, o.measured.round_s));
+    compute_a.push_back(model::relative_error(o.analytic.compute_s, o.measured.compute_s));
+    if (o.config.workers > 1)
+      comm_a.push_back(model::relative_error(o.analytic.comm_s, o.measured.comm_s));
+    time_a.push_back(model::relative_error(o.time_analytic, time_measured));
+    time_s.push_back(model::relative_error(o.time_simgrid, time_measured));
+    rounds_loo.push_back(model::relative_error(o.rounds_loo, rounds_measured));
+    rounds_group.push_back(model::relative_error(o.rounds_group, rounds_measured));
+    rounds_fit.push_back(model::relative_error(o.rounds_fit, rounds_measured));
+    rows.push_back(
+        {{"config", o.config.name},
+         {"strategy", o.config.strategy},
+         {"workers", o.config.workers},
+         {"tau", o.config.tau},
+         {"batch", o.config.batch},
+         {"split", o.config.split},
+         {"slow_worker", o.config.slow},
+         {"platform", o.config.platform},
+         {"reached_target", o.measured.reached},
+         {"compute_s",
+          errors_json(o.measured.compute_s, o.analytic.compute_s, o.simgrid.compute_s)},
+         {"comm_s", errors_json(o.measured.comm_s, o.analytic.comm_s, o.simgrid.comm_s)},
+         {"round_s", errors_json(o.measured.round_s, o.analytic.round_s, o.simgrid.round_s)},
+         {"rounds",
+          {{"measured", std::isfinite(rounds_measured) ? json(rounds_measured) : json(nullptr)},
+           {"leave_one_out", std::isfinite(o.rounds_loo) ? json(o.rounds_loo) : json(nullptr)},
+           {"leave_group_out",
+            std::isfinite(o.rounds_group) ? json(o.rounds_group) : json(nullptr)},
+           {"fitted", std::isfinite(o.rounds_fit) ? json(o.rounds_fit) : json(nullptr)},
+           {"error_leave_one_out",
+            std::isfinite(rounds_loo.back()) ? json(rounds_loo.back()) : json(nullptr)}}},
+         {"time_to_target_s", errors_json(time_measured, o.time_analytic, o.time_simgrid)},
+         {"speedup", errors_json(o.speedup_measured, o.speedup_analytic, o.speedup_simgrid)}});
+    csv += fmt::format(
+        "\"{}\",{},{},{},{:g},{},{:g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}"
+        "\n",
+        o.config.name, o.config.strategy, o.config.workers, o.config.tau, o.config.batch,
+        o.config.split, o.config.slow, o.measured.reached ? 1 : 0, c(o.measured.round_s),
+        c(o.analytic.round_s), c(o.simgrid.round_s), c(o.measured.compute_s),
+        c(o.analytic.compute_s), c(o.simgrid.compute_s), c(o.measured.comm_s), c(o.analytic.comm_s),
+        c(o.simgrid.comm_s), c(rounds_measured), c(o.rounds_loo), c(o.rounds_group),
+        c(o.rounds_fit), c(time_measured), c(o.time_analytic), c(o.time_simgrid),
+        c(o.speedup_measured), c(o.speedup_analytic), c(o.speedup_simgrid));
+  }
+  auto med = [](const std::vector<double>& v) {
+    const double m = model::median_abs(v);
+    return std::isfinite(m) ? json(m) : json(nullptr);
+  };
+  const json summary = {{"configurations", outcomes.size()},
+                        {"median_abs_error_round_analytic", med(round_a)},
+                        {"median_abs_error_round_simgrid", med(round_s)},
+                        {"median_abs_error_compute_analytic", med(compute_a)},
+                        {"median_abs_error_comm_analytic", med(comm_a)},
+                        {"median_abs_error_time_to_target_analytic_loo", med(time_a)},
+                        {"median_abs_error_time_to_target_simgrid_loo", med(time_s)},
+                        {"median_abs_error_rounds_loo", med(rounds_loo)},
+                        {"median_abs_error_rounds_leave_group_out", med(rounds_group)},
+                        {"median_abs_error_rounds_fit", med(rounds_fit)}};
+
+  json context = {{"verb", "validate"},
+                  {"job_file", job.file},
+                  {"engines", {"exec-cpu (lockstep, thread CPU time)", "analytic", "simgrid"}},
+                  {"network_model",
+                   "calibrated threads combine as a parameter server with one reducer "
+                   "(collective ps, servers 1); simgrid CM02"},
+                  {"platforms", (out_dir / "calibration").string()},
+                  {"seed", job.integer("seed")},
+                  {"commit", model::tauplan_git_commit()},
+                  {"date", utc_date()},
+                  {"timing",
+                   "lockstep: measured time is reconstructed (virtual clock), not "
+                   "concurrent"}};
+  const json report = {{"context", context},
+                       {"calibration", calibration_report},
+                       {"convergence_fit", fit_report},
+                       {"summary", summary},
+                       {"results", rows}};
+  write_text(out_dir / "validation.json", report.dump(2) + "\n");
+  write_text(out_dir / "validation.csv", csv);
+  std::vector<std::string> notes;
+  if (!a.no_plot) {
+    double lo = HUGE_VAL, hi = 0;
+    for (const Outcome& o : outcomes)
+      for (double v : {o.measured.round_s, o.analytic.round_s, o.simgrid.round_s,
+                       o.measured.total_s, o.time_analytic, o.time_simgrid})
+        if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (hi > 0) {
+      write_text(out_dir / "scatter.gp", scatter_script(lo / 1.5, hi * 1.5));
+      run_gnuplot(out_dir, "scatter.gp", notes);
+    }
+  }
+
+  if (a.job.json) {
+    std::cout << report.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format(
+        "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} "
+        "{:>8} {:>8} {:>8}\n",
+        "configuration", "round ms", "analytic", "err", "simgrid", "err", "rounds", "LOO", "err",
+        "time s", "err a", "err s", "speedup");
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      const Outcome& o = outcomes[i];
+      std::cout << fmt::format(
+          "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} {:>8} {:>8} {:>8}\n",
+          o.config.name, ms(o.measured.round_s), ms(o.analytic.round_s), pct_text(round_a[i]),
+          ms(o.simgrid.round_s), pct_text(round_s[i]),
+          o.measured.reached ? fmt::format("{:g}", o.measured.rounds) : "-",
+          std::isfinite(o.rounds_loo) ? fmt::format("{:.0f}", o.rounds_loo) : "n/a",
+          pct_text(rounds_loo[i]),
+          o.measured.reached ? fmt::format("{:.3f}", o.measured.total_s) : "-", pct_text(time_a[i]),
+          pct_text(time_s[i]),
+          std::isfinite(o.speedup_measured) ? fmt::format("{:.2f}", o.speedup_measured) : "-");
+    }
+    auto m = [](const json& v) {
+      return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
+    };
+    std::cout << fmt::format(
+        "median |error| over {} configurations: round time analytic {}, simgrid {}; time to "
+        "target (leave-one-out) analytic {}, simgrid {}; rounds leave-one-out {}, "
+        "leave-group-out {}, in-sample fit {}\n",
+        outcomes.size(), m(summary["median_abs_error_round_analytic"]),
+        m(summary["median_abs_error_round_simgrid"]),
+        m(summary["median_abs_error_time_to_target_analytic_loo"]),
+        m(summary["median_abs_error_time_to_target_simgrid_loo"]),
+        m(summary["median_abs_error_rounds_loo"]),
+        m(summary["median_abs_error_rounds_leave_group_out"]),
+        m(summary["median_abs_error_rounds_fit"]));
+    std::cerr << "validate: wrote " << (out_dir / "validation.json").string() << ", "
+              << (out_dir / "validation.csv").string() << (a.no_plot ? "" : " and scatter.png/.svg")
+              << "\n";
+  }
+  for (const std::string& n : notes)
+    std::cerr << "validate: " << n << "\n";
+  if (a.max_round_error >= 0) {
+    for (const char* key : {"median_abs_error_round_analytic", "median_abs_error_round_simgrid"}) {
+      const json& v = summary[key];
+      if (!v.is_number() || 100 * v.get<double>() > a.max_round_error) {
+        std::cerr << fmt::format(
+            "validate: {} = {} exceeds --max-round-error {}%\n", key,
+            v.is_number() ? fmt::format("{:.2f}%", 100 * v.get<double>()) : std::string("n/a"),
+            a.max_round_error);
+        std::exit(kExitIncompleteAnswer);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_validate(CLI::App& app) {
+  auto args = std::make_shared<ValidateArgs>();
+  CLI::App* verb = app.add_subcommand(
+      "validate",
+      "calibrate this machine, then measure, predict and simulate the job and show the errors");
+  add_job_options(*verb, args->job);
+  verb->add_option("--set", args->sets, "KEY=V1,V2,...: an axis of the matrix (repeatable)");
+  verb->add_option("--slow-worker", args->slow,
+                   "factors F: also run with worker h0 emulated F times slower (default 1)")
+      ->delimiter(',');
+  verb->add_option("--out", args->out, "folder for results (default " + args->out + ")");
+  verb->add_option("--calibration", args->calibration_dir,
+                   "folder of K<K>.xml calibrations to reuse instead of calibrating");
+  verb->add_option("--calibration-steps", args->calibration_steps,
+                   "timed steps per batch size when calibrating (default 64)");
+  verb->add_option("--jobs", args->jobs, "predict/simulate processes at once (default: cores)");
+  verb->add_option("--max-round-error", args->max_round_error,
+                   "exit 3 when a median |round-time error| exceeds this percentage");
+  verb->add_flag("--no-plot", args->no_plot, "do not run gnuplot");
+  verb->callback([args] { run_validate(*args); });
+}
+
+static const VerbRegistration kRegistration{38, register_validate};
+
+}  // namespace tauplan::cli

@@ -1,0 +1,130 @@
+// validate_test.cpp: `tauplan validate` end to end on a small matrix, with the round-time error
+// held under a bound, and its bad inputs (one line, exit 2).
+//
+// The bound. The measured and the predicted round times come from two different stretches of
+// time on a virtual machine whose host takes a varying share of the core: on the 2-core
+// machine the same single-worker step measured medians of 3.16 to 4.56 ms in four runs a few
+// seconds apart, and 2.84 ms in another (experiments/validation/README.md): about +-25% around
+// the middle. validate calibrates just before and just after each measurement and keeps the
+// faster, which brings the full matrix to 1.5%, but a bound tighter than the spread would fail a
+// healthy build on a bad minute. 40% is outside it, and still catches what breaks the model:
+// a missing combine or a combine costed as a ring over K links instead of one reducer (about
+// -50% at K = 4), a step overhead not scaled for the slow worker (-40% for its sync rounds), or a
+// calibration in the wrong units (orders of magnitude).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/run_command.hpp"
+
+using tauplan::test::run_tauplan;
+using tauplan::test::write_temp_file;
+
+namespace {
+
+const char* kJob = R"(workload: fashion-mlp
+platform: test-crossbar-4
+strategies: [single, sync, local-sgd]
+workers: 2
+batch: 64
+tau: 2
+split: speed
+seed: 1
+target_accuracy: 0.7
+learning_rate: 0.1
+max_steps: 1500
+eval_every: 16
+timing: lockstep
+hidden: [256, 128]
+)";
+
+constexpr double kRoundErrorBound = 0.40;
+
+}  // namespace
+
+TEST_CASE("validate: a small matrix end to end, round-time error within the bound") {
+  const std::string job = write_temp_file("validate-small.yaml", kJob);
+  const std::string out = std::filesystem::path(job).parent_path().string() + "/validate-out";
+  const auto r =
+      run_tauplan({"validate", job, "--slow-worker", "1,2", "--out", out, "--json"}, "", 400);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // single, sync K=2, local-sgd K=2 tau=2, and both again with worker h0 twice as slow.
+  const auto& results = j["results"];
+  REQUIRE(results.size() == 5);
+  for (const auto& row : results) {
+    INFO(row.dump());
+    CHECK(row["reached_target"] == true);
+    for (const char* key : {"compute_s", "round_s"})
+      for (const char* engine : {"measured", "analytic", "simgrid"})
+        CHECK(row[key][engine].get<double>() > 0);
+    // The simulator and the analytic engine agree on an uncontended calibrated platform.
+    CHECK(row["round_s"]["simgrid"].get<double>() ==
+          Approx(row["round_s"]["analytic"].get<double>()).epsilon(1e-6));
+    CHECK(row["rounds"]["measured"].get<double>() > 0);
+  }
+  const auto& summary = j["summary"];
+  const double analytic = summary["median_abs_error_round_analytic"];
+  const double simgrid = summary["median_abs_error_round_simgrid"];
+  // The figure, printed for the CI log.
+  WARN("validate small matrix: median |round-time error| analytic "
+       << 100 * analytic << "%, simgrid " << 100 * simgrid << "%");
+  CHECK(analytic <= kRoundErrorBound);
+  CHECK(simgrid <= kRoundErrorBound);
+  CHECK(j["context"]["timing"].get<std::string>().find("reconstructed") != std::string::npos);
+  CHECK(std::filesystem::exists(out + "/validation.csv"));
+  CHECK(std::filesystem::exists(out + "/validation.json"));
+  CHECK(std::filesystem::exists(out + "/calibration/K2.xml"));
+
+  // The calibration it wrote can be reused: no measuring of the machine, same configurations.
+  const auto again =
+      run_tauplan({"validate", job, "--set", "strategies=sync", "--calibration",
+                   out + "/calibration", "--out", out + "-reuse", "--json", "--no-plot"},
+                  "", 200);
+  INFO("reuse stderr: " << again.err);
+  REQUIRE(again.exit_code == 0);
+  CHECK(nlohmann::json::parse(again.out)["results"].size() == 1);
+}
+
+TEST_CASE("validate: bad inputs are one line and exit 2") {
+  const std::string job = write_temp_file("validate-bad.yaml", kJob);
+  auto expect = [](const std::vector<std::string>& args, const std::string& fragment) {
+    const auto r = run_tauplan(args, "", 60);
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find(fragment) != std::string::npos);
+  };
+  expect({"validate", job, "--timing", "concurrent"}, "timing: expected lockstep");
+  expect({"validate", job, "--communicator", "mpi"}, "communicator: expected threads or auto");
+  expect({"validate", job, "--slow-worker", "0.5"}, "--slow-worker: expected factors >= 1");
+  expect({"validate", job, "--set", "colour=red"}, "colour: expected a job key");
+  expect({"validate", job, "--calibration", "/nonexistent"}, "expected a calibration of K=");
+  expect({"validate", job, "--workload", "resnet-50"}, "workload: expected fashion-mlp");
+  {  // a calibration file with a contradictory speed is the checker's own error
+    const std::string dir = std::filesystem::path(job).parent_path().string() + "/bad-cal";
+    std::filesystem::create_directories(dir);
+    const std::string good = tauplan::test::write_temp_file("bad-cal-src.xml", "");
+    const auto c = run_tauplan(
+        {"calibrate", "--out", good, "--workers", "1", "--batches", "8,16", "--steps", "5"}, "",
+        60);
+    REQUIRE(c.exit_code == 0);
+    for (int k : {1, 2}) {
+      std::ifstream in(good);
+      std::stringstream buffer;
+      buffer << in.rdbuf();
+      std::string text = buffer.str();
+      const auto at = text.find("speed=\"");
+      text.replace(at + 7, 1, "9");  // another leading digit: a speed the fit does not give
+      std::ofstream(dir + "/K" + std::to_string(k) + ".xml") << text;
+    }
+    expect({"validate", job, "--calibration", dir}, "h0: speed: expected flop_per_sample");
+  }
+}
