@@ -4,9 +4,9 @@
 // The bound. The measured and the predicted round times come from two different stretches of
 // time on a virtual machine whose host takes a varying share of the core: on the 2-core
 // machine the same single-worker step measured medians of 3.16 to 4.56 ms in four runs a few
-// seconds apart, and 2.84 ms in another (experiments/validation/README.md): about +-25% around
+// seconds apart, and 2.77 ms in another (experiments/validation/README.md): about +-25% around
 // the middle. validate calibrates just before and just after each measurement and keeps the
-// faster, which brings the full matrix to 1.5%, but a bound tighter than the spread would fail a
+// faster, which brings the full matrix to 1.7%, but a bound tighter than the spread would fail a
 // healthy build on a bad minute. 40% is outside it, and still catches what breaks the model:
 // a missing combine or a combine costed as a ring over K links instead of one reducer (about
 // -50% at K = 4), a step overhead not scaled for the slow worker (-40% for its sync rounds), or a
@@ -17,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -73,9 +74,10 @@ TEST_CASE("validate: a small matrix end to end, round-time error within the boun
   const auto& summary = j["summary"];
   const double analytic = summary["median_abs_error_round_analytic"];
   const double simgrid = summary["median_abs_error_round_simgrid"];
-  // The figure, printed for the CI log.
-  WARN("validate small matrix: median |round-time error| analytic "
-       << 100 * analytic << "%, simgrid " << 100 * simgrid << "%");
+  // The figure, printed for the log (ctest keeps it in Testing/Temporary/LastTest.log, and
+  // shows it with --output-on-failure when the bound is exceeded).
+  std::cout << "validate small matrix: median |round-time error| analytic " << 100 * analytic
+            << "%, simgrid " << 100 * simgrid << "% (bound " << 100 * kRoundErrorBound << "%)\n";
   CHECK(analytic <= kRoundErrorBound);
   CHECK(simgrid <= kRoundErrorBound);
   CHECK(j["context"]["timing"].get<std::string>().find("reconstructed") != std::string::npos);
