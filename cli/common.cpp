@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -152,6 +154,19 @@ std::vector<model::KeySpec> all_job_keys() {
   for (auto&& more : {sim::sim_job_keys(), exec::exec_job_keys()})
     keys.insert(keys.end(), more.begin(), more.end());
   return keys;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void write_text(const std::string& path, const std::string& text, const std::string& key) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw InputError(path, key, "a writable folder");
 }
 
 std::string trim(const std::string& s) {

@@ -66,6 +66,11 @@ model::RunContext make_context(const Inputs& inputs, const std::string& verb,
 void print_results(const model::RunContext& context, std::vector<model::ResultRow>& rows,
                    bool json);
 
+/// The whole of a file (empty when it cannot be read).
+std::string read_text(const std::string& path);
+/// Writes a result file; InputError(path, `key`, "a writable folder") when it cannot.
+void write_text(const std::string& path, const std::string& text, const std::string& key = "--out");
+
 /// `s` without leading and trailing blanks and tabs.
 std::string trim(const std::string& s);
 

@@ -134,12 +134,6 @@ const char* kCsvHeader =
     "time_s,cost,nodes,workers,strategy,collective,servers,split,batch_per_worker,tau,round_s,"
     "rounds,failure_free_s,revocations_per_hour,bottleneck,frontier\n";
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw InputError(path.string(), "--out", "a writable folder");
-}
-
 /// Runs gnuplot on `script` in `folder`; returns its exit status (127: not found).
 int run_gnuplot(const fs::path& folder, const std::string& script) {
   const pid_t pid = fork();
@@ -237,8 +231,8 @@ std::vector<Recheck> recheck_candidates(const model::Inventory& inv,
     fs::create_directories(folder);
     model::Selection selection = e.config.selection;
     selection.servers = e.config.servers;
-    write_file(folder / "platform.xml", model::selection_platform_xml(inv, selection));
-    write_file(folder / "job.yaml", model::candidate_job_yaml(inv, e, "platform.xml"));
+    write_text(folder / "platform.xml", model::selection_platform_xml(inv, selection));
+    write_text(folder / "job.yaml", model::candidate_job_yaml(inv, e, "platform.xml"));
     Recheck check;
     check.evaluation = index;
     check.folder = folder.string();
@@ -351,9 +345,9 @@ void run_plan(const PlanArgs& args) {
     if (search.best >= 0)
       best += csv_line(inv, ev[static_cast<size_t>(search.best)],
                        on_frontier[static_cast<size_t>(search.best)] != 0);
-    write_file(out_dir / "evaluated.csv", all);
-    write_file(out_dir / "frontier.csv", frontier);
-    write_file(out_dir / "best.csv", best);
+    write_text(out_dir / "evaluated.csv", all);
+    write_text(out_dir / "frontier.csv", frontier);
+    write_text(out_dir / "best.csv", best);
   }
 
   std::string objective = model::to_string(inv.objective);
@@ -400,7 +394,7 @@ void run_plan(const PlanArgs& args) {
                   inv.workload.name, inv.node_types.size(), objective);
   std::string plot_note = "plot skipped (--no-plot)";
   if (!args.no_plot && !ev.empty()) {
-    write_file(out_dir / "frontier.gp", gnuplot_script(inv, search, title));
+    write_text(out_dir / "frontier.gp", gnuplot_script(inv, search, title));
     const int status = run_gnuplot(out_dir, "frontier.gp");
     plot_note = status == 0 ? fmt::format("plot: {} and {}", (out_dir / "frontier.png").string(),
                                           (out_dir / "frontier.svg").string())
@@ -470,7 +464,7 @@ void run_plan(const PlanArgs& args) {
       {"frontier", frontier},
       {"ranking", ranking},
       {"recheck", rechecks}};
-  write_file(out_dir / "plan.json", document.dump(2) + "\n");
+  write_text(out_dir / "plan.json", document.dump(2) + "\n");
 
   if (args.json) {
     std::cout << document.dump(2) << "\n";

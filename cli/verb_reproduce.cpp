@@ -73,19 +73,6 @@ fs::path experiments_dir(const ReproduceArgs& args) {
   return fs::path(TAUPLAN_PLATFORM_DIR).parent_path() / "experiments";
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw InputError(path.string(), "out", "a writable results folder");
-}
-
 std::string join_ints(const std::vector<int>& values, const char* sep = ",") {
   std::string s;
   for (size_t i = 0; i < values.size(); ++i)

@@ -74,13 +74,6 @@ struct Point {
   std::string hash;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 void write_atomically(const fs::path& path, const std::string& text) {
   const fs::path tmp = path.string() + fmt::format(".tmp{}", getpid());
   {

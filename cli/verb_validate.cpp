@@ -104,19 +104,6 @@ std::string number_text(double v) {
   return fmt::format("{:g}", v);
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw InputError("<command line>", "out", "a writable folder", path.string());
-  out << text;
-}
-
 // The last non-empty line of a child's stderr (its one-line error).
 std::string last_line(const std::string& text) {
   std::istringstream in(text);
