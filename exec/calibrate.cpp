@@ -4,11 +4,12 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <random>
-#include <stdexcept>
+#include <set>
 #include <string>
 
 #include "exec/thread_communicator.hpp"
@@ -34,7 +35,8 @@ void check_request(const CalibrationRequest& r, const Dataset& data) {
                        std::to_string(b));
   if (r.floats.empty()) throw InputError(origin, "floats", "at least one size");
   for (double n : r.floats)
-    if (!(n >= 1)) throw InputError(origin, "floats", "sizes >= 1 float", std::to_string(n));
+    if (!(n >= 1) || !std::isfinite(n))
+      throw InputError(origin, "floats", "finite sizes >= 1 float", std::to_string(n));
   if (r.replicas < 1 || r.steps < 1 || r.combines < 1)
     throw InputError(origin, "replicas, steps, combines", "whole numbers >= 1");
 }
@@ -55,11 +57,22 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
     replicas.push_back(std::make_unique<Mlp>(shape));
     replicas.back()->init(request.seed + static_cast<std::uint64_t>(r));
   }
+  // Distinct batch sizes, and distinct combine sizes capped at the gradient's length.
+  const std::set<int> batch_set(request.batches.begin(), request.batches.end());
+  const std::vector<int> batches(batch_set.begin(), batch_set.end());
   const std::size_t parameters = replicas.front()->parameter_count();
-  std::vector<std::size_t> sizes;
+  std::set<std::size_t> size_set;
   for (double f : request.floats)
-    sizes.push_back(std::min(parameters, static_cast<std::size_t>(f)));
-  const int largest = *std::max_element(request.batches.begin(), request.batches.end());
+    size_set.insert(static_cast<std::size_t>(std::min(f, static_cast<double>(parameters))));
+  const std::vector<std::size_t> sizes(size_set.begin(), size_set.end());
+  if (batches.size() < 2)
+    throw InputError("<calibration>", "batches",
+                     "at least 2 distinct batch sizes (a line needs 2)");
+  if (k > 1 && sizes.size() < 2)
+    throw InputError("<calibration>", "floats",
+                     "at least 2 distinct combine sizes up to the gradient's " +
+                         std::to_string(parameters) + " floats");
+  const int largest = batches.back();
   std::vector<float> x(static_cast<std::size_t>(largest) * features);
   std::vector<int> y(static_cast<std::size_t>(largest));
   auto forward_backward = [&](Mlp& mlp, int b) {
@@ -89,15 +102,16 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
   // Batch sizes take turns round by round, so that a slow spell of the machine (a virtual
   // machine's host is not ours) falls on every size alike instead of bending the line.
   const int rounds = 1 + (request.steps + k - 1) / k;  // the first is a warm-up
-  long long round_index = 0;
   std::vector<double> step_s(static_cast<std::size_t>(k));
   for (int round = 0; round < rounds; ++round) {
-    for (int b : request.batches) {
+    for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+      const int b = batches[bi];
       for (int r = 0; r < k; ++r)
         step_s[static_cast<std::size_t>(r)] =
             timed([&] { forward_backward(*replicas[static_cast<std::size_t>(r)], b); });
       if (k > 1) {
-        const std::size_t n = sizes[static_cast<std::size_t>(round_index++) % sizes.size()];
+        // Sizes rotate against batch sizes, so that no size always follows the same batches.
+        const std::size_t n = sizes[(bi + static_cast<std::size_t>(round)) % sizes.size()];
         const double t = timed([&] { comm.combine(gradients, weights, n, CombineRule::Mean); });
         if (round > 0) combine_times[n].push_back(t);
       }
@@ -108,7 +122,7 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
       }
     }
   }
-  for (int b : request.batches)
+  for (int b : batches)
     out.steps.push_back({b, median(step_times[b])});
   if (k == 1) {
     // One worker never combines; time a combine of two buffers so that the platform still has
@@ -144,10 +158,12 @@ CpuCalibration fit_cpu_calibration(const CalibrationMeasurements& measured,
   }
   out.compute = model::fit_line(batches, step_s, "step fit");
   if (!(out.compute.slope > 0))
-    throw std::runtime_error("calibrate: the step time did not grow with the batch size");
+    throw InputError("<calibration>", "batches",
+                     "batch sizes far enough apart that the step time grows with them");
   out.comm = model::fit_line(traffic, combine_s, "combine fit", true);
   if (!(out.comm.slope > 0))
-    throw std::runtime_error("calibrate: the combine time did not grow with K x size");
+    throw InputError("<calibration>", "floats",
+                     "combine sizes far enough apart that the combine time grows with them");
   // A negative intercept is noise around a cost too small to resolve, written as 0; it is worth
   // a warning only when it is not small against the shortest time measured (then the line
   // itself is in doubt).

@@ -50,7 +50,8 @@ struct CalibrationMeasurements {
 };
 
 /// Runs the request on this thread. Throws InputError (origin "<calibration>") for an empty
-/// list, a batch < 1 or larger than the training set, fewer than 1 float, or counts < 1.
+/// list, a batch < 1 or larger than the training set, fewer than 2 distinct batch sizes or
+/// (K > 1) combine sizes, a size below 1 float or not finite, or counts < 1.
 CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& request,
                                                 const Dataset& data, const MlpShape& shape);
 
@@ -65,8 +66,8 @@ struct CpuCalibration {
 
 /// Fits C(b) and T(K, S) and fills a Calibration of `hosts` workers for `workload` (its flop per
 /// sample and update flop; the MLP measured must be the one the workload describes, which the
-/// caller checks). Throws std::runtime_error when a slope is not positive (a broken
-/// measurement: the step did not grow with the batch, or the combine with its size).
+/// caller checks). Throws InputError when a slope is not positive (sizes too close together for
+/// the noise: the step did not grow with the batch, or the combine with its size).
 CpuCalibration fit_cpu_calibration(const CalibrationMeasurements& measured,
                                    const model::Workload& workload, int hosts,
                                    const std::string& calibrated_from, const std::string& date);

@@ -58,14 +58,6 @@ void check_r2(double r2, const std::string& key) {
   if (!(r2 >= 0 && r2 <= 1)) throw InputError("<calibration>", key, "a number in [0, 1]", num(r2));
 }
 
-// Parses the whole of `text` as a finite double.
-bool parse_number(const std::string& text, double& value) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  value = std::strtod(text.c_str(), &end);
-  return end == text.c_str() + text.size() && std::isfinite(value);
-}
-
 }  // namespace
 
 LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
@@ -242,7 +234,7 @@ Calibration read_calibration(const Platform& platform) {
     auto number = [&](const std::string& key, double lo, double hi, const std::string& expected) {
       const std::string t = text(key);
       double v = 0;
-      if (!parse_number(t, v) || v < lo || v > hi)
+      if (!parse_prop_number(t, v) || v < lo || v > hi)
         throw InputError(file, where + key, expected, "'" + t + "'");
       return v;
     };

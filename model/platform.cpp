@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cassert>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 
 namespace tauplan::model {
@@ -93,6 +95,15 @@ Platform make_crossbar_platform(const std::vector<double>& speeds_flops, double 
   platform.routes = std::make_shared<CrossbarRoutes>(platform.links, up, down);
   platform.source_hash = fnv1a_hex(platform.source_file);
   return platform;
+}
+
+bool parse_prop_number(const std::string& text, double& value) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  const double parsed = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(parsed)) return false;
+  value = parsed;
+  return true;
 }
 
 bool natural_less(const std::string& a, const std::string& b) {

@@ -100,6 +100,9 @@ Platform make_crossbar_platform(const std::vector<double>& speeds_flops, double 
 /// "a10" < "a2"? No: natural order compares digit runs as numbers (a2 < a10).
 bool natural_less(const std::string& a, const std::string& b);
 
+/// Parses the whole of a prop's text as a finite number; false (value untouched) otherwise.
+bool parse_prop_number(const std::string& text, double& value);
+
 /// FNV-1a 64-bit hash of bytes, as 16 hex digits.
 std::string fnv1a_hex(const std::string& bytes);
 

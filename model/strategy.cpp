@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -144,10 +143,8 @@ double step_overhead_on(const StrategyOptions& options, const Platform& platform
   const Host& h = platform.hosts.at(static_cast<size_t>(host));
   const auto it = h.properties.find("step_overhead_s");
   if (it == h.properties.end()) return options.step_overhead_s;
-  char* end = nullptr;
-  const double value = std::strtod(it->second.c_str(), &end);
-  if (it->second.empty() || end != it->second.c_str() + it->second.size() ||
-      !std::isfinite(value) || value < 0)
+  double value = -1;
+  if (!parse_prop_number(it->second, value) || value < 0)
     throw InputError(platform.source_file, h.name + ": step_overhead_s", "a number of seconds >= 0",
                      "'" + it->second + "'");
   return value;

@@ -2,6 +2,7 @@
 #include "model/validation.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -29,6 +30,7 @@ double median_abs(const std::vector<double>& errors) {
 
 std::vector<double> leave_out_predictions(const std::vector<StepsPoint>& points,
                                           const std::vector<int>& groups) {
+  assert(groups.empty() || groups.size() == points.size());
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> predicted(points.size(), nan);
   for (std::size_t i = 0; i < points.size(); ++i) {
