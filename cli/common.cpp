@@ -169,6 +169,17 @@ void write_text(const std::string& path, const std::string& text, const std::str
   if (!out) throw InputError(path, key, "a writable folder");
 }
 
+void make_folder(const std::string& path, const std::string& key) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) throw InputError(path, key, "a folder that can be created", error.message());
+}
+
+void make_folder_for(const std::string& path, const std::string& key) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) make_folder(parent.string(), key);
+}
+
 std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(" \t");
   if (a == std::string::npos) return "";

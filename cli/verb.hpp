@@ -71,6 +71,12 @@ std::string read_text(const std::string& path);
 /// Writes a result file; InputError(path, `key`, "a writable folder") when it cannot.
 void write_text(const std::string& path, const std::string& text, const std::string& key = "--out");
 
+/// Creates the folder that will hold `path` (a file); InputError(path, `key`, ...) when it
+/// cannot (a file in the way, no permission).
+void make_folder_for(const std::string& path, const std::string& key);
+/// Creates the folder `path`; InputError(path, `key`, ...) when it cannot.
+void make_folder(const std::string& path, const std::string& key);
+
 /// `s` without leading and trailing blanks and tabs.
 std::string trim(const std::string& s);
 

@@ -39,8 +39,8 @@ struct CalibrateArgs {
   std::string check;
   bool json = false;
   int workers = 8;
-  std::vector<int> batches{4, 8, 16, 32, 64, 128};
-  std::vector<double> floats{2.5e4, 5e4, 1e5, 2e5};
+  std::vector<int> batches = exec::CalibrationRequest{}.batches;
+  std::vector<double> floats = exec::CalibrationRequest{}.floats;
   int steps = 48;
   int replicas = 4;
 };
@@ -140,13 +140,8 @@ void run_calibrate(const CalibrateArgs& a) {
     std::cerr << "calibrate: " << w << "\n";
   const model::Calibration& c = cal.calibration;
 
-  const std::filesystem::path out(a.out);
-  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-  {
-    std::ofstream file(out);
-    if (!file) throw InputError(origin, "out", "a writable file", a.out);
-    file << model::calibration_xml(c);
-  }
+  make_folder_for(a.out, "--out");
+  write_text(a.out, model::calibration_xml(c), "--out");
   // The file must load like any platform and carry readable calibration props.
   const model::Calibration back = model::read_calibration(sim::load_platform(a.out));
   if (back.hosts != c.hosts)
@@ -178,7 +173,7 @@ void register_calibrate(CLI::App& app) {
   verb->add_option("--batches", args->batches, "per-worker batch sizes timed (default 4..128)")
       ->delimiter(',');
   verb->add_option("--floats", args->floats,
-                   "combine sizes in floats, capped at the gradient (default 2.5e4..2e5)")
+                   "combine sizes in floats, capped at the gradient (default 5e4,1e5,2e5)")
       ->delimiter(',');
   verb->add_option("--steps", args->steps, "timed steps per batch size (median), default 48");
   verb->add_option("--replicas", args->replicas,

@@ -86,7 +86,6 @@ struct Config {
 struct EngineRow {
   double compute_s = kNaN, comm_s = kNaN, round_s = kNaN, rounds = kNaN, total_s = kNaN;
   bool reached = false;
-  int steps_per_round = 1;
 };
 
 struct Outcome {
@@ -96,7 +95,8 @@ struct Outcome {
   double rounds_group = kNaN;  ///< predicted without any configuration at its (K b, tau)
   double rounds_fit = kNaN;    ///< fitted to every configuration
   // Derived: time to target and speedup.
-  double time_analytic = kNaN, time_simgrid = kNaN;
+  double time_analytic = kNaN, time_simgrid = kNaN;              ///< with rounds_loo
+  double time_group_analytic = kNaN, time_group_simgrid = kNaN;  ///< with rounds_group
   double speedup_measured = kNaN, speedup_analytic = kNaN, speedup_simgrid = kNaN;
 };
 
@@ -147,8 +147,6 @@ EngineRow parse_row(const std::string& out, const std::string& what) {
     row.compute_s = get("compute_median_s");
     row.comm_s = get("S_s");
   }
-  if (r.contains("steps_per_round") && r["steps_per_round"].is_number())
-    row.steps_per_round = r["steps_per_round"].get<int>();
   return row;
 }
 
@@ -204,7 +202,7 @@ std::vector<Config> make_configs(const ValidateArgs& a, const std::vector<Axis>&
 }
 
 // Per-worker batch sizes the configurations of K workers will run, to calibrate around them.
-std::vector<int> batches_for(const std::vector<Config>& configs, int k) {
+std::vector<int> batches_for(const std::vector<Config>& configs, int k, long long largest) {
   std::set<int> b;
   for (const Config& c : configs) {
     if (c.workers != k) continue;
@@ -221,8 +219,11 @@ std::vector<int> batches_for(const std::vector<Config>& configs, int k) {
   if (b.empty()) return {};
   const int lo = *b.begin(), hi = *b.rbegin();
   b.insert(std::max(1, lo / 2));
-  b.insert(hi * 2);
-  return {b.begin(), b.end()};
+  b.insert(static_cast<int>(std::min<long long>(2LL * hi, largest)));
+  std::vector<int> out;
+  for (int v : b)
+    if (v <= largest) out.push_back(v);
+  return out;
 }
 
 std::string utc_date() {
@@ -300,7 +301,7 @@ exec::CalibrationMeasurements measure_now(const ValidateArgs& a, const model::Jo
                                           const Config& config) {
   const int k = config.workers;
   exec::CalibrationRequest request;
-  request.batches = batches_for(configs, k);
+  request.batches = batches_for(configs, k, m.data->train_size());
   request.replicas = k;
   request.steps = std::max(a.calibration_steps, 8 * k);
   const double n = static_cast<double>(m.shape.parameters());
@@ -327,7 +328,8 @@ exec::CalibrationMeasurements faster_of(const exec::CalibrationMeasurements& x,
 
 /// Fits a calibration of the configuration's K from measurements; `report` gets its numbers.
 model::Calibration fit_now(const Machine& m, const Config& config,
-                           const exec::CalibrationMeasurements& measured, json& report) {
+                           const exec::CalibrationMeasurements& measured, json& report,
+                           bool quiet = false) {
   const int k = config.workers;
   const exec::CpuCalibration cal = exec::fit_cpu_calibration(
       measured, m.workload, k,
@@ -335,8 +337,9 @@ model::Calibration fit_now(const Machine& m, const Config& config,
                   "combine), faster of before and after the measurement, thread CPU time",
                   m.shape.to_string(), k),
       utc_date());
-  for (const std::string& w : cal.warnings)
-    std::cerr << "validate: " << config.name << ": " << w << "\n";
+  if (!quiet)
+    for (const std::string& w : cal.warnings)
+      std::cerr << "validate: " << config.name << ": " << w << "\n";
   json steps = json::array(), combines = json::array();
   for (const auto& p : cal.measured.steps)
     steps.push_back({{"batch", p.batch}, {"seconds", p.seconds}});
@@ -369,16 +372,25 @@ std::string write_platform(const Config& config, model::Calibration cal, const f
 
 std::vector<std::string> engine_args(const ValidateArgs& a, const Config& c,
                                      const std::string& verb) {
-  std::vector<std::string> args{verb, a.job.job_file};
-  for (const auto& [key, value] : a.job.overrides())
-    args.insert(args.end(), {"--" + key, value});
+  // One value per key: the job flags, then the swept keys, then what validate fixes.
+  std::map<std::string, std::string> keys = a.job.overrides();
   for (const auto& [key, value] : c.extra)
+    keys[key] = value;
+  const std::map<std::string, std::string> fixed = {{"platform", c.platform},
+                                                    {"strategies", c.strategy},
+                                                    {"workers", std::to_string(c.workers)},
+                                                    {"tau", std::to_string(c.tau)},
+                                                    {"split", c.split},
+                                                    {"collective", "ps"},
+                                                    {"servers", "1"},
+                                                    {"communicator", "threads"}};
+  for (const auto& [key, value] : fixed)
+    keys[key] = value;
+  if (verb == "simulate") keys["sim_rounds"] = "3";
+  std::vector<std::string> args{verb, a.job.job_file};
+  for (const auto& [key, value] : keys)
     args.insert(args.end(), {"--" + key, value});
-  args.insert(args.end(),
-              {"--platform", c.platform, "--strategies", c.strategy, "--workers",
-               std::to_string(c.workers), "--tau", std::to_string(c.tau), "--split", c.split,
-               "--collective", "ps", "--servers", "1", "--communicator", "threads", "--json"});
-  if (verb == "simulate") args.insert(args.end(), {"--sim_rounds", "3"});
+  args.push_back("--json");
   return args;
 }
 
@@ -455,6 +467,28 @@ void run_validate(const ValidateArgs& a) {
   for (double f : a.slow)
     if (!(f >= 1) || !std::isfinite(f))
       throw InputError("command line", "--slow-worker", "factors >= 1", number_text(f));
+  if (a.calibration_steps < 1)
+    throw InputError("command line", "--calibration-steps", "a whole number >= 1",
+                     std::to_string(a.calibration_steps));
+  // What the calibration describes cannot vary between configurations, and what validate sets
+  // itself (the calibrated platform and its reducer) cannot be given.
+  static const std::set<std::string> fixed_keys = {"workload", "hidden",         "device",
+                                                   "timing",   "communicator",   "combine",
+                                                   "data_dir", "allow_synthetic"};
+  static const std::set<std::string> set_by_validate = {"platform", "collective",  "servers",
+                                                        "hosts",    "single_host", "sim_rounds"};
+  for (const Axis& axis : axes) {
+    if (fixed_keys.count(axis.key) || set_by_validate.count(axis.key))
+      throw InputError("command line --set", axis.key,
+                       "a key that may vary between configurations (the calibration is of one "
+                       "workload, MLP, device, timing and combine)");
+  }
+  for (const auto& [key, value] : a.job.overrides())
+    if (set_by_validate.count(key))
+      throw InputError("command line", "--" + key,
+                       "no value (validate sets it: the calibrated platform, collective ps, "
+                       "servers 1)",
+                       value);
   const model::Job job = model::load_job(a.job.job_file, specs, a.job.overrides());
   const exec::ExecSettings settings = exec::exec_settings(job);
   if (settings.device != exec::Device::Cpu)
@@ -464,6 +498,9 @@ void run_validate(const ValidateArgs& a) {
     throw InputError(job.file, "timing",
                      "lockstep (the calibration times steps as the lockstep clock does)",
                      exec::to_string(settings.train.timing));
+  if (settings.train.combine != exec::CombineRule::Mean)
+    throw InputError(job.file, "combine", "mean (only the mean combine is calibrated)",
+                     exec::to_string(settings.train.combine));
   if (settings.communicator != "auto" && settings.communicator != "threads")
     throw InputError(job.file, "communicator",
                      "threads or auto (only the threads combine is calibrated)",
@@ -474,13 +511,13 @@ void run_validate(const ValidateArgs& a) {
   std::vector<Config> configs = make_configs(a, axes);
   if (configs.empty()) throw InputError(job.file, "strategies", "at least one configuration");
   const fs::path out_dir(a.out);
-  fs::create_directories(out_dir / "runs");
+  make_folder((out_dir / "runs").string(), "--out");
   // Calibrate (unless reusing), then measure, one configuration at a time: each measurement
   // follows its own calibration, so both see the machine in the same state (a virtual
   // machine's host takes more or less time away from one minute to the next). Then predict
   // and simulate every configuration on its calibrated platform, in parallel.
   const fs::path cal_dir = out_dir / "calibration";
-  fs::create_directories(cal_dir);
+  make_folder(cal_dir.string(), "--out");
   std::set<int> ks;
   for (const Config& c : configs)
     ks.insert(c.workers);
@@ -489,7 +526,11 @@ void run_validate(const ValidateArgs& a) {
                                                        : load_calibrations(a, ks, out_dir);
   json calibration_report = json::array();
   std::vector<std::string> measured(configs.size());
-  const Machine machine = a.calibration_dir.empty() ? machine_of(job) : Machine{};
+  const Machine machine = machine_of(job);
+  for (const auto& [k, cal] : reused)
+    if (cal.workload != machine.workload.name)
+      throw InputError((fs::path(a.calibration_dir) / fmt::format("K{}.xml", k)).string(),
+                       "workload", "the job's workload " + machine.workload.name, cal.workload);
   child::Progress progress("validate: calibrate and measure", configs.size(), 0, true);
   for (size_t i = 0; i < configs.size(); ++i) {
     Config& config = configs[i];
@@ -506,7 +547,7 @@ void run_validate(const ValidateArgs& a) {
       // (The measurement reads only the worker speeds of the platform: the slow worker.)
       const exec::CalibrationMeasurements before = measure_now(a, job, machine, configs, config);
       json unused;
-      write_platform(config, fit_now(machine, config, before, unused), platform);
+      write_platform(config, fit_now(machine, config, before, unused, true), platform);
       measured[i] = run_children({task}, 1, "")[0];
       const exec::CalibrationMeasurements after = measure_now(a, job, machine, configs, config);
       json report;
@@ -577,14 +618,17 @@ void run_validate(const ValidateArgs& a) {
                   {"points", fit.points}};
   }
   // Time to target with the leave-one-out count; speedup against single.
-  const Outcome* single = nullptr;
-  for (const Outcome& o : outcomes)
-    if (o.config.strategy == "single" && o.config.extra.empty()) single = &o;
   for (Outcome& o : outcomes) {
     o.time_analytic = o.rounds_loo * o.analytic.round_s;
     o.time_simgrid = o.rounds_loo * o.simgrid.round_s;
+    o.time_group_analytic = o.rounds_group * o.analytic.round_s;
+    o.time_group_simgrid = o.rounds_group * o.simgrid.round_s;
   }
   for (Outcome& o : outcomes) {
+    // Against single with the same other swept keys (batch, learning rate, ...).
+    const Outcome* single = nullptr;
+    for (const Outcome& s1 : outcomes)
+      if (s1.config.strategy == "single" && s1.config.extra == o.config.extra) single = &s1;
     if (!single || !o.measured.reached || !single->measured.reached) continue;
     o.speedup_measured = single->measured.total_s / o.measured.total_s;
     o.speedup_analytic = single->time_analytic / o.time_analytic;
@@ -592,15 +636,15 @@ void run_validate(const ValidateArgs& a) {
   }
 
   // Errors and their medians.
-  std::vector<double> round_a, round_s, time_a, time_s, comm_a, compute_a, rounds_loo, rounds_group,
-      rounds_fit;
+  std::vector<double> round_a, round_s, time_a, time_s, time_group_a, time_group_s, comm_a,
+      compute_a, speedup_a, rounds_loo, rounds_group, rounds_fit;
   json rows = json::array();
   std::string csv =
       "config,strategy,workers,tau,batch,split,slow,reached,round_measured_s,round_analytic_s,"
       "round_simgrid_s,compute_measured_s,compute_analytic_s,compute_simgrid_s,comm_measured_s,"
       "comm_analytic_s,comm_simgrid_s,rounds_measured,rounds_loo,rounds_group_out,rounds_fit,"
-      "time_measured_s,time_analytic_s,time_simgrid_s,speedup_measured,speedup_analytic,"
-      "speedup_simgrid\n";
+      "time_measured_s,time_analytic_s,time_simgrid_s,time_group_out_analytic_s,"
+      "time_group_out_simgrid_s,speedup_measured,speedup_analytic,speedup_simgrid\n";
   auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
   for (const Outcome& o : outcomes) {
     const double time_measured = o.measured.reached ? o.measured.total_s : kNaN;
@@ -612,6 +656,10 @@ void run_validate(const ValidateArgs& a) {
       comm_a.push_back(model::relative_error(o.analytic.comm_s, o.measured.comm_s));
     time_a.push_back(model::relative_error(o.time_analytic, time_measured));
     time_s.push_back(model::relative_error(o.time_simgrid, time_measured));
+    time_group_a.push_back(model::relative_error(o.time_group_analytic, time_measured));
+    time_group_s.push_back(model::relative_error(o.time_group_simgrid, time_measured));
+    if (o.config.strategy != "single")  // single against itself is 0 by construction
+      speedup_a.push_back(model::relative_error(o.speedup_analytic, o.speedup_measured));
     rounds_loo.push_back(model::relative_error(o.rounds_loo, rounds_measured));
     rounds_group.push_back(model::relative_error(o.rounds_group, rounds_measured));
     rounds_fit.push_back(model::relative_error(o.rounds_fit, rounds_measured));
@@ -638,17 +686,20 @@ void run_validate(const ValidateArgs& a) {
            {"error_leave_one_out",
             std::isfinite(rounds_loo.back()) ? json(rounds_loo.back()) : json(nullptr)}}},
          {"time_to_target_s", errors_json(time_measured, o.time_analytic, o.time_simgrid)},
+         {"time_to_target_group_out_s",
+          errors_json(time_measured, o.time_group_analytic, o.time_group_simgrid)},
          {"speedup", errors_json(o.speedup_measured, o.speedup_analytic, o.speedup_simgrid)}});
     csv += fmt::format(
-        "\"{}\",{},{},{},{:g},{},{:g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}"
-        "\n",
+        "\"{}\",{},{},{},{:g},{},{:g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+        "{},{}\n",
         o.config.name, o.config.strategy, o.config.workers, o.config.tau, o.config.batch,
         o.config.split, o.config.slow, o.measured.reached ? 1 : 0, c(o.measured.round_s),
         c(o.analytic.round_s), c(o.simgrid.round_s), c(o.measured.compute_s),
         c(o.analytic.compute_s), c(o.simgrid.compute_s), c(o.measured.comm_s), c(o.analytic.comm_s),
         c(o.simgrid.comm_s), c(rounds_measured), c(o.rounds_loo), c(o.rounds_group),
         c(o.rounds_fit), c(time_measured), c(o.time_analytic), c(o.time_simgrid),
-        c(o.speedup_measured), c(o.speedup_analytic), c(o.speedup_simgrid));
+        c(o.time_group_analytic), c(o.time_group_simgrid), c(o.speedup_measured),
+        c(o.speedup_analytic), c(o.speedup_simgrid));
   }
   auto med = [](const std::vector<double>& v) {
     const double m = model::median_abs(v);
@@ -661,6 +712,9 @@ void run_validate(const ValidateArgs& a) {
                         {"median_abs_error_comm_analytic", med(comm_a)},
                         {"median_abs_error_time_to_target_analytic_loo", med(time_a)},
                         {"median_abs_error_time_to_target_simgrid_loo", med(time_s)},
+                        {"median_abs_error_time_to_target_analytic_group_out", med(time_group_a)},
+                        {"median_abs_error_time_to_target_simgrid_group_out", med(time_group_s)},
+                        {"median_abs_error_speedup_analytic", med(speedup_a)},
                         {"median_abs_error_rounds_loo", med(rounds_loo)},
                         {"median_abs_error_rounds_leave_group_out", med(rounds_group)},
                         {"median_abs_error_rounds_fit", med(rounds_fit)}};
@@ -724,13 +778,15 @@ void run_validate(const ValidateArgs& a) {
     };
     std::cout << fmt::format(
         "median |error| over {} configurations: round time analytic {}, simgrid {}; time to "
-        "target (leave-one-out) analytic {}, simgrid {}; rounds leave-one-out {}, "
-        "leave-group-out {}, in-sample fit {}\n",
+        "target (leave-one-out) analytic {}, simgrid {}, (leave-group-out) analytic {}, "
+        "simgrid {}; speedup {}; rounds leave-one-out {}, leave-group-out {}, in-sample fit {}\n",
         outcomes.size(), m(summary["median_abs_error_round_analytic"]),
         m(summary["median_abs_error_round_simgrid"]),
         m(summary["median_abs_error_time_to_target_analytic_loo"]),
         m(summary["median_abs_error_time_to_target_simgrid_loo"]),
-        m(summary["median_abs_error_rounds_loo"]),
+        m(summary["median_abs_error_time_to_target_analytic_group_out"]),
+        m(summary["median_abs_error_time_to_target_simgrid_group_out"]),
+        m(summary["median_abs_error_speedup_analytic"]), m(summary["median_abs_error_rounds_loo"]),
         m(summary["median_abs_error_rounds_leave_group_out"]),
         m(summary["median_abs_error_rounds_fit"]));
     std::cerr << "validate: wrote " << (out_dir / "validation.json").string() << ", "

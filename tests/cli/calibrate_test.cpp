@@ -42,8 +42,9 @@ void expect_bad_calibration(const std::string& file, const std::string& fragment
 
 TEST_CASE("calibrate writes a platform that predict loads, and --check reads it back") {
   const std::string out = write_temp_file("this-machine.xml", "");
-  const auto r =
-      run_tauplan({"calibrate", "--out", out, "--workers", "4", "--steps", "8", "--json"}, "", 60);
+  const auto r = run_tauplan({"calibrate", "--out", out, "--workers", "4", "--steps", "8",
+                              "--floats", "5e4,1e5,2e5,2.3e5", "--json"},
+                             "", 60);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);

@@ -86,13 +86,17 @@ TEST_CASE("validate: a small matrix end to end, round-time error within the boun
   CHECK(std::filesystem::exists(out + "/calibration/K2.xml"));
 
   // The calibration it wrote can be reused: no measuring of the machine, same configurations.
+  // Job flags reach the engines once each, even those validate also sets (communicator).
   const auto again =
       run_tauplan({"validate", job, "--set", "strategies=sync", "--calibration",
-                   out + "/calibration", "--out", out + "-reuse", "--json", "--no-plot"},
+                   out + "/calibration", "--out", out + "-reuse", "--json", "--no-plot",
+                   "--communicator", "threads", "--learning_rate", "0.1"},
                   "", 200);
   INFO("reuse stderr: " << again.err);
   REQUIRE(again.exit_code == 0);
-  CHECK(nlohmann::json::parse(again.out)["results"].size() == 1);
+  const auto reused = nlohmann::json::parse(again.out);
+  CHECK(reused["results"].size() == 1);
+  CHECK(reused["calibration"].empty());  // nothing was measured for the platforms
 }
 
 TEST_CASE("validate: bad inputs are one line and exit 2") {
@@ -110,6 +114,11 @@ TEST_CASE("validate: bad inputs are one line and exit 2") {
   expect({"validate", job, "--set", "colour=red"}, "colour: expected a job key");
   expect({"validate", job, "--calibration", "/nonexistent"}, "expected a calibration of K=");
   expect({"validate", job, "--workload", "resnet-50"}, "workload: expected fashion-mlp");
+  expect({"validate", job, "--collective", "ring"}, "--collective: expected no value");
+  expect({"validate", job, "--set", "hidden=64"}, "hidden: expected a key that may vary");
+  expect({"validate", job, "--combine", "adasum"}, "combine: expected mean");
+  expect({"validate", job, "--calibration-steps", "0"}, "--calibration-steps: expected");
+  expect({"validate", job, "--out", "/proc/version/x"}, "expected a folder that can be created");
   {  // a calibration file with a contradictory speed is the checker's own error
     const std::string dir = std::filesystem::path(job).parent_path().string() + "/bad-cal";
     std::filesystem::create_directories(dir);
@@ -124,7 +133,7 @@ TEST_CASE("validate: bad inputs are one line and exit 2") {
       buffer << in.rdbuf();
       std::string text = buffer.str();
       const auto at = text.find("speed=\"");
-      text.replace(at + 7, 1, "9");  // another leading digit: a speed the fit does not give
+      text.insert(at + 7, "9");  // a leading digit more: a speed the fit does not give
       std::ofstream(dir + "/K" + std::to_string(k) + ".xml") << text;
     }
     expect({"validate", job, "--calibration", dir}, "h0: speed: expected flop_per_sample");
