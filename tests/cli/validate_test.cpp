@@ -1,16 +1,17 @@
 // validate_test.cpp: `tauplan validate` end to end on a small matrix, with the round-time error
 // held under a bound, and its bad inputs (one line, exit 2).
 //
-// The bound. The measured and the predicted round times come from two different stretches of
-// time on a virtual machine whose host takes a varying share of the core: on the 2-core
-// machine the same single-worker step measured medians of 3.16 to 4.56 ms in four runs a few
-// seconds apart, and 2.77 ms in another (experiments/validation/README.md): about +-25% around
-// the middle. validate calibrates just before and just after each measurement and keeps the
-// faster, which brings the full matrix to 1.7%, but a bound tighter than the spread would fail a
-// healthy build on a bad minute. 40% is outside it, and still catches what breaks the model:
-// a missing combine or a combine costed as a ring over K links instead of one reducer (about
-// -50% at K = 4), a step overhead not scaled for the slow worker (-40% for its sync rounds), or a
-// calibration in the wrong units (orders of magnitude).
+// The bounds. Measured and predicted round times come from different stretches of time on a
+// virtual machine whose host takes a varying share of the core: the same single-worker step
+// measured medians of 3.16 to 4.56 ms in four runs a few seconds apart, and 2.88 ms in another
+// (experiments/validation/README.md). validate calibrates just before and just after each
+// measurement and keeps the faster, and then the spread is small: this test's median error was
+// 0.13% to 1.45% in eight runs, and over three runs of the 28-configuration matrix no single
+// configuration was off by more than 7.9%. The median must stay under 15% (ten times the largest
+// seen) and every configuration under 35% (four times the worst seen). That catches breakage of
+// the pipeline (wrong units, a calibration of the wrong thing, a slow worker the platform does
+// not slow: -42% on those rows); smaller model errors are the business of the deterministic
+// tests (tests/sim/calibrated_platform_test.cpp: closed form to 1e-9) and of the experiment.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -45,7 +46,8 @@ timing: lockstep
 hidden: [256, 128]
 )";
 
-constexpr double kRoundErrorBound = 0.40;
+constexpr double kMedianRoundErrorBound = 0.15;
+constexpr double kMaxRoundErrorBound = 0.35;
 
 }  // namespace
 
@@ -74,12 +76,19 @@ TEST_CASE("validate: a small matrix end to end, round-time error within the boun
   const auto& summary = j["summary"];
   const double analytic = summary["median_abs_error_round_analytic"];
   const double simgrid = summary["median_abs_error_round_simgrid"];
+  double worst = 0;
+  for (const auto& row : results)
+    for (const char* engine : {"error_analytic", "error_simgrid"})
+      worst = std::max(worst, std::abs(row["round_s"][engine].get<double>()));
   // The figure, printed for the log (ctest keeps it in Testing/Temporary/LastTest.log, and
-  // shows it with --output-on-failure when the bound is exceeded).
+  // shows it with --output-on-failure when a bound is exceeded).
   std::cout << "validate small matrix: median |round-time error| analytic " << 100 * analytic
-            << "%, simgrid " << 100 * simgrid << "% (bound " << 100 * kRoundErrorBound << "%)\n";
-  CHECK(analytic <= kRoundErrorBound);
-  CHECK(simgrid <= kRoundErrorBound);
+            << "%, simgrid " << 100 * simgrid << "% (bound " << 100 * kMedianRoundErrorBound
+            << "%); worst configuration " << 100 * worst << "% (bound " << 100 * kMaxRoundErrorBound
+            << "%)\n";
+  CHECK(analytic <= kMedianRoundErrorBound);
+  CHECK(simgrid <= kMedianRoundErrorBound);
+  CHECK(worst <= kMaxRoundErrorBound);
   CHECK(j["context"]["timing"].get<std::string>().find("reconstructed") != std::string::npos);
   CHECK(std::filesystem::exists(out + "/validation.csv"));
   CHECK(std::filesystem::exists(out + "/validation.json"));

@@ -6,8 +6,8 @@ set title 'tauplan validate: predicted against measured (this machine, lockstep)
 set xlabel 'measured (s)'
 set ylabel 'predicted (s)'
 set logscale xy
-set xrange [0.0011645140000003569:4.560196782251885]
-set yrange [0.0011645140000003569:4.560196782251885]
+set xrange [0.0011118240439068642:4.608495875102339]
+set yrange [0.0011118240439068642:4.608495875102339]
 set key top left
 set grid
 plot x title 'y = x' with lines lc rgb '#888888', \
