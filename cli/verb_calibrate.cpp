@@ -53,28 +53,22 @@ nlohmann::json fit_json(const model::LinearFit& fit) {
           {"residuals", fit.residuals}};
 }
 
-nlohmann::json calibration_json(const exec::CpuCalibration& cal, const std::string& out) {
+nlohmann::json fit_report_json(const exec::CpuCalibration& cal, const std::string& out) {
   const model::Calibration& c = cal.calibration;
-  nlohmann::json steps = nlohmann::json::array();
-  for (const auto& p : cal.measured.steps)
-    steps.push_back({{"batch", p.batch}, {"seconds", p.seconds}});
-  nlohmann::json combines = nlohmann::json::array();
-  for (const auto& p : cal.measured.combines)
-    combines.push_back({{"workers", p.workers}, {"bytes", p.bytes}, {"seconds", p.seconds}});
   return {{"out", out},
           {"date", c.date},
           {"calibrated_from", c.calibrated_from},
           {"workers", c.hosts},
           {"workload", c.workload},
           {"compute", fit_json(cal.compute)},
-          {"steps", steps},
+          {"steps", exec::steps_json(cal.measured)},
           {"step_intercept_s", c.step_intercept_s},
           {"step_overhead_s", c.step_overhead_s()},
           {"per_sample_s", c.per_sample_s},
           {"flop_per_sample", c.flop_per_sample},
           {"speed_flops", c.speed_flops()},
           {"comm", fit_json(cal.comm)},
-          {"combines", combines},
+          {"combines", exec::combines_json(cal.measured)},
           {"alpha_s", c.alpha_s},
           {"beta_Bps", c.beta_Bps},
           {"warnings", cal.warnings}};
@@ -84,23 +78,9 @@ void check_file(const CalibrateArgs& a) {
   const model::Platform platform = sim::load_platform(a.check);
   const model::Calibration c = model::read_calibration(platform);
   if (a.json) {
-    std::cout << nlohmann::json{{"file", a.check},
-                                {"workers", c.hosts},
-                                {"workload", c.workload},
-                                {"flop_per_sample", c.flop_per_sample},
-                                {"update_flop", c.update_flop},
-                                {"step_intercept_s", c.step_intercept_s},
-                                {"step_overhead_s", c.step_overhead_s()},
-                                {"per_sample_s", c.per_sample_s},
-                                {"alpha_s", c.alpha_s},
-                                {"beta_Bps", c.beta_Bps},
-                                {"slowdowns", c.slowdowns},
-                                {"r2_compute", c.r2_compute},
-                                {"r2_comm", c.r2_comm},
-                                {"calibrated_from", c.calibrated_from},
-                                {"date", c.date}}
-                     .dump(2)
-              << "\n";
+    nlohmann::json j = model::calibration_json(c);
+    j["file"] = a.check;
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << fmt::format(
         "{}: {} calibrated workers, step_overhead_s {:.6g}, R^2 compute {:.6f}, "
@@ -148,7 +128,7 @@ void run_calibrate(const CalibrateArgs& a) {
     throw std::runtime_error("calibrate: the written platform reads back wrong");
 
   if (a.json) {
-    std::cout << calibration_json(cal, a.out).dump(2) << "\n";
+    std::cout << fit_report_json(cal, a.out).dump(2) << "\n";
   } else {
     std::cout << fmt::format(
         "compute  C(b) = {:.4g} s + b x {:.4g} s  (R^2 {:.5f}; {:.4g} flop/s; step overhead "

@@ -100,10 +100,6 @@ struct Outcome {
   double speedup_measured = kNaN, speedup_analytic = kNaN, speedup_simgrid = kNaN;
 };
 
-std::string number_text(double v) {
-  return fmt::format("{:g}", v);
-}
-
 // The last non-empty line of a child's stderr (its one-line error).
 std::string last_line(const std::string& text) {
   std::istringstream in(text);
@@ -226,10 +222,6 @@ std::vector<int> batches_for(const std::vector<Config>& configs, int k, long lon
   return out;
 }
 
-std::string utc_date() {
-  return model::utc_now_iso8601();
-}
-
 // The calibrations of an earlier validate (DIR/K<K>.xml for every K), each checked by
 // `tauplan calibrate --check` (a broken file is its one-line error, exit 2).
 std::map<int, model::Calibration> load_calibrations(const ValidateArgs& a, const std::set<int>& ks,
@@ -248,20 +240,9 @@ std::map<int, model::Calibration> load_calibrations(const ValidateArgs& a, const
     child::run_all({{{"calibrate", "--check", file.string(), "--json"}, res, err}}, 1,
                    [&](size_t, int st) { status = st; });
     if (status != 0) throw passed_on_error(last_line(read_text(err)));
-    const json j = json::parse(read_text(res));
-    model::Calibration c;
-    c.hosts = k;
-    c.workload = j.at("workload").get<std::string>();
-    c.per_sample_s = j.at("per_sample_s").get<double>();
-    c.alpha_s = j.at("alpha_s").get<double>();
-    c.beta_Bps = j.at("beta_Bps").get<double>();
-    c.flop_per_sample = j.at("flop_per_sample").get<double>();
-    c.update_flop = j.at("update_flop").get<double>();
-    c.step_intercept_s = j.at("step_intercept_s").get<double>();
-    c.r2_compute = j.at("r2_compute").get<double>();
-    c.r2_comm = j.at("r2_comm").get<double>();
-    c.calibrated_from = j.at("calibrated_from").get<std::string>();
-    c.date = j.at("date").get<std::string>();
+    model::Calibration c = model::calibration_from_json(json::parse(read_text(res)));
+    c.hosts = k;       // the configurations' K
+    c.slowdowns = {};  // each configuration says which worker is slow
     calibrations[k] = c;
     fs::remove(err);
     fs::remove(res);
@@ -336,15 +317,10 @@ model::Calibration fit_now(const Machine& m, const Config& config,
       fmt::format("validate: {} on cpu, lockstep sync rounds of {} replicas (step and threads "
                   "combine), faster of before and after the measurement, thread CPU time",
                   m.shape.to_string(), k),
-      utc_date());
+      model::utc_now_iso8601());
   if (!quiet)
     for (const std::string& w : cal.warnings)
       std::cerr << "validate: " << config.name << ": " << w << "\n";
-  json steps = json::array(), combines = json::array();
-  for (const auto& p : cal.measured.steps)
-    steps.push_back({{"batch", p.batch}, {"seconds", p.seconds}});
-  for (const auto& p : cal.measured.combines)
-    combines.push_back({{"workers", p.workers}, {"bytes", p.bytes}, {"seconds", p.seconds}});
   report = {{"config", config.name},
             {"workers", k},
             {"step_intercept_s", cal.calibration.step_intercept_s},
@@ -355,8 +331,8 @@ model::Calibration fit_now(const Machine& m, const Config& config,
             {"beta_Bps", cal.calibration.beta_Bps},
             {"r2_comm", cal.comm.r2},
             {"comm_max_relative_residual", cal.comm.max_relative_residual},
-            {"steps", steps},
-            {"combines", combines}};
+            {"steps", exec::steps_json(cal.measured)},
+            {"combines", exec::combines_json(cal.measured)}};
   return cal.calibration;
 }
 
@@ -466,7 +442,7 @@ void run_validate(const ValidateArgs& a) {
     axes.push_back(parse_set(set, specs));
   for (double f : a.slow)
     if (!(f >= 1) || !std::isfinite(f))
-      throw InputError("command line", "--slow-worker", "factors >= 1", number_text(f));
+      throw InputError("command line", "--slow-worker", "factors >= 1", fmt::format("{:g}", f));
   if (a.calibration_steps < 1)
     throw InputError("command line", "--calibration-steps", "a whole number >= 1",
                      std::to_string(a.calibration_steps));
@@ -728,7 +704,7 @@ void run_validate(const ValidateArgs& a) {
                   {"platforms", (out_dir / "calibration").string()},
                   {"seed", job.integer("seed")},
                   {"commit", model::tauplan_git_commit()},
-                  {"date", utc_date()},
+                  {"date", model::utc_now_iso8601()},
                   {"timing",
                    "lockstep: measured time is reconstructed (virtual clock), not "
                    "concurrent"}};

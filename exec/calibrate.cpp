@@ -1,8 +1,6 @@
 // calibrate.cpp: timed steps and combines, medians of thread CPU time.
 #include "exec/calibrate.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,12 +16,6 @@
 
 namespace tauplan::exec {
 namespace {
-
-double thread_cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 void check_request(const CalibrationRequest& r, const Dataset& data) {
   const std::string origin = "<calibration>";
@@ -85,9 +77,9 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
     mlp.forward_backward(x.data(), y.data(), b);
   };
   auto timed = [](auto&& f) {
-    const double t0 = thread_cpu_s();
+    const double t0 = thread_cpu_seconds();
     f();
-    return thread_cpu_s() - t0;
+    return thread_cpu_seconds() - t0;
   };
 
   // Lockstep sync rounds: every replica's forward + backward, the combine of their gradients,
@@ -140,6 +132,20 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
     out.combines.push_back({std::max(k, 2), floats, floats * sizeof(float), median(t)});
   }
   return out;
+}
+
+nlohmann::json steps_json(const CalibrationMeasurements& measured) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepPoint& p : measured.steps)
+    steps.push_back({{"batch", p.batch}, {"seconds", p.seconds}});
+  return steps;
+}
+
+nlohmann::json combines_json(const CalibrationMeasurements& measured) {
+  nlohmann::json combines = nlohmann::json::array();
+  for (const CombinePoint& p : measured.combines)
+    combines.push_back({{"workers", p.workers}, {"bytes", p.bytes}, {"seconds", p.seconds}});
+  return combines;
 }
 
 CpuCalibration fit_cpu_calibration(const CalibrationMeasurements& measured,

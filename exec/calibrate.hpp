@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "exec/dataset.hpp"
 #include "exec/mlp.hpp"
 #include "model/calibration.hpp"
@@ -54,6 +56,10 @@ struct CalibrationMeasurements {
 /// (K > 1) combine sizes, a size below 1 float or not finite, or counts < 1.
 CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& request,
                                                 const Dataset& data, const MlpShape& shape);
+
+/// The measured points as JSON arrays: [{batch, seconds}] and [{workers, bytes, seconds}].
+nlohmann::json steps_json(const CalibrationMeasurements& measured);
+nlohmann::json combines_json(const CalibrationMeasurements& measured);
 
 /// The fits of a measurement and the calibration they make.
 struct CpuCalibration {

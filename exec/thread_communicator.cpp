@@ -27,31 +27,18 @@ void ThreadCommunicator::combine(const std::vector<float*>& local_buffers,
 
 void ThreadCommunicator::mean_into_all(const std::vector<float*>& buffers,
                                        const std::vector<double>& weights, std::size_t n) {
-  // Chunk by chunk: accumulate the K inputs in a double buffer that stays in L1, then write the
-  // rounded mean into every buffer. Each element sees the same arithmetic as combine_mean
-  // (0 + s_0 x_0 + s_1 x_1 + ..., then one rounding to float), so the result is bit-identical
-  // to it and to the MPI communicator; the memory traffic is K reads and K writes of n floats.
-  double total = 0;
-  for (double w : weights)
-    total += w;
-  assert(total > 0);
-  std::vector<double> scale(weights.size());
-  for (std::size_t k = 0; k < weights.size(); ++k)
-    scale[k] = weights[k] / total;
-  constexpr std::size_t kChunk = 1024;  // 8 KiB of doubles, 4 KiB of floats: stays in L1
-  std::array<double, kChunk> acc{};
+  // Chunk by chunk: combine_mean of the K inputs' chunk into an L1-resident float chunk, copied
+  // into every buffer. Each element goes through combine_mean itself, so the result is
+  // bit-identical to it (and to the MPI communicator); the memory traffic is K reads and K
+  // writes of n floats.
+  constexpr std::size_t kChunk = 1024;  // 4 KiB of floats (8 KiB of double accumulator)
   std::array<float, kChunk> mean{};
+  std::vector<const float*> inputs(buffers.size());
   for (std::size_t begin = 0; begin < n; begin += kChunk) {
     const std::size_t len = std::min(kChunk, n - begin);
-    std::fill(acc.begin(), acc.begin() + static_cast<std::ptrdiff_t>(len), 0.0);
-    for (std::size_t k = 0; k < buffers.size(); ++k) {
-      const double s = scale[k];
-      const float* x = buffers[k] + begin;
-      for (std::size_t i = 0; i < len; ++i)
-        acc[i] += s * static_cast<double>(x[i]);
-    }
-    for (std::size_t i = 0; i < len; ++i)
-      mean[i] = static_cast<float>(acc[i]);
+    for (std::size_t k = 0; k < buffers.size(); ++k)
+      inputs[k] = buffers[k] + begin;
+    combine_mean(inputs, weights, len, mean.data());
     for (float* buffer : buffers)
       std::memcpy(buffer + begin, mean.data(), len * sizeof(float));
   }

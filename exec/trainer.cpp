@@ -65,7 +65,8 @@ std::vector<double> worker_slowdowns(const model::Plan& plan, const model::Platf
   double fastest = *std::max_element(speeds.begin(), speeds.end());
   for (const model::Host& h : platform.hosts)
     if (h.role == model::HostRole::Worker) fastest = std::max(fastest, h.speed_flops);
-  for (std::size_t i = 0; i < k; ++i) slowdowns[i] = fastest / speeds[i];
+  for (std::size_t i = 0; i < k; ++i)
+    slowdowns[i] = fastest / speeds[i];
   return slowdowns;
 }
 
@@ -91,6 +92,12 @@ std::vector<long long> integer_samples(const std::vector<double>& samples) {
   return out;
 }
 
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -102,19 +109,13 @@ double mean(const std::vector<double>& values) {
   return values.empty() ? 0 : sum / static_cast<double>(values.size());
 }
 
-/// The calling thread's CPU time in seconds (excludes time other processes took the core).
-double thread_cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 /// Measures one op on the wall clock, or on the thread's CPU clock.
 class Stopwatch {
  public:
-  explicit Stopwatch(bool cpu) : cpu_(cpu), wall0_(Clock::now()), cpu0_(cpu ? thread_cpu_s() : 0) {}
+  explicit Stopwatch(bool cpu)
+      : cpu_(cpu), wall0_(Clock::now()), cpu0_(cpu ? thread_cpu_seconds() : 0) {}
   double seconds() const {
-    if (cpu_) return thread_cpu_s() - cpu0_;
+    if (cpu_) return thread_cpu_seconds() - cpu0_;
     return std::chrono::duration<double>(Clock::now() - wall0_).count();
   }
 

@@ -150,6 +150,10 @@ std::vector<double> worker_slowdowns(const model::Plan& plan, const model::Platf
 /// Integer samples per worker from plan.worker_samples (largest remainder, total preserved).
 std::vector<long long> integer_samples(const std::vector<double>& samples);
 
+/// The calling thread's CPU time in seconds (excludes time other processes took the core): the
+/// clock of lockstep CPU work, and of the calibration that predicts it.
+double thread_cpu_seconds();
+
 /// Median of a list (0 for an empty one).
 double median(std::vector<double> values);
 

@@ -290,4 +290,39 @@ Calibration read_calibration(const Platform& platform) {
   return c;
 }
 
+nlohmann::json calibration_json(const Calibration& c) {
+  return {{"workers", c.hosts},
+          {"workload", c.workload},
+          {"flop_per_sample", c.flop_per_sample},
+          {"update_flop", c.update_flop},
+          {"step_intercept_s", c.step_intercept_s},
+          {"step_overhead_s", c.step_overhead_s()},
+          {"per_sample_s", c.per_sample_s},
+          {"alpha_s", c.alpha_s},
+          {"beta_Bps", c.beta_Bps},
+          {"slowdowns", c.slowdowns},
+          {"r2_compute", c.r2_compute},
+          {"r2_comm", c.r2_comm},
+          {"calibrated_from", c.calibrated_from},
+          {"date", c.date}};
+}
+
+Calibration calibration_from_json(const nlohmann::json& j) {
+  Calibration c;
+  c.hosts = j.at("workers").get<int>();
+  c.workload = j.at("workload").get<std::string>();
+  c.flop_per_sample = j.at("flop_per_sample").get<double>();
+  c.update_flop = j.at("update_flop").get<double>();
+  c.step_intercept_s = j.at("step_intercept_s").get<double>();
+  c.per_sample_s = j.at("per_sample_s").get<double>();
+  c.alpha_s = j.at("alpha_s").get<double>();
+  c.beta_Bps = j.at("beta_Bps").get<double>();
+  c.slowdowns = j.at("slowdowns").get<std::vector<double>>();
+  c.r2_compute = j.at("r2_compute").get<double>();
+  c.r2_comm = j.at("r2_comm").get<double>();
+  c.calibrated_from = j.at("calibrated_from").get<std::string>();
+  c.date = j.at("date").get<std::string>();
+  return c;
+}
+
 }  // namespace tauplan::model

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/platform.hpp"
 
 namespace tauplan::model {
@@ -80,5 +82,13 @@ std::string calibration_xml(const Calibration& calibration);
 /// step_overhead_s prop = overhead x slowdown, and a server host `reducer` must exist. Throws a
 /// one-line InputError naming the file, the host and the prop otherwise.
 Calibration read_calibration(const Platform& platform);
+
+/// The calibration's fields as JSON (keys: workers, workload, flop_per_sample, update_flop,
+/// step_intercept_s, step_overhead_s, per_sample_s, alpha_s, beta_Bps, slowdowns, r2_compute,
+/// r2_comm, calibrated_from, date): what `tauplan calibrate --check --json` prints.
+nlohmann::json calibration_json(const Calibration& calibration);
+/// The inverse of calibration_json (step_overhead_s is derived, not read). Throws
+/// nlohmann::json exceptions for a missing key or a wrong type.
+Calibration calibration_from_json(const nlohmann::json& j);
 
 }  // namespace tauplan::model
