@@ -1,24 +1,15 @@
-// common.cpp: job flags, input loading and result printing shared by the verbs.
+// common.cpp: job flags, the engine verbs and result printing shared by the verbs.
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "cli/verb.hpp"
-#include "exec/job_keys.hpp"
 #include "model/error.hpp"
-#include "model/strategy.hpp"
 #include "sim/platform_loader.hpp"
-#include "sim/sim_job.hpp"
-
-#ifndef TAUPLAN_PLATFORM_DIR
-#define TAUPLAN_PLATFORM_DIR "platforms"
-#endif
+#include "study/engines.hpp"
+#include "study/inputs.hpp"
 
 namespace tauplan::cli {
 
@@ -33,7 +24,7 @@ void add_job_options(CLI::App& verb, JobArgs& args) {
   verb.add_option("job", args.job_file, "job file (YAML); every key is also a flag")
       ->type_name("JOB.yaml");
   verb.add_flag("--json", args.json, "print JSON (context + results) instead of a table");
-  for (const auto& spec : all_job_keys()) {
+  for (const auto& spec : study::all_job_keys()) {
     std::string names = "--" + spec.name;
     std::string dashed = spec.name;
     for (char& c : dashed)
@@ -48,76 +39,28 @@ void add_job_options(CLI::App& verb, JobArgs& args) {
   }
 }
 
-std::string resolve_platform_path(const model::Job& job) {
-  const std::string value = job.text("platform");
-  namespace fs = std::filesystem;
-  std::vector<fs::path> candidates;
-  const fs::path as_given(value);
-  if (as_given.is_absolute()) {
-    candidates.push_back(as_given);
-  } else {
-    if (!job.folder.empty()) candidates.push_back(fs::path(job.folder) / as_given);
-    candidates.push_back(as_given);
-    const char* env = std::getenv("TAUPLAN_PLATFORM_DIR");
-    const fs::path dir = env && *env ? fs::path(env) : fs::path(TAUPLAN_PLATFORM_DIR);
-    candidates.push_back(dir / as_given);
-    if (as_given.extension() != ".xml") candidates.push_back(dir / (value + ".xml"));
-  }
-  for (const auto& candidate : candidates)
-    if (fs::is_regular_file(candidate)) return candidate.lexically_normal().string();
-  throw InputError(
-      job.file, "platform",
-      "a platform XML file, or the name of one in " + std::string(TAUPLAN_PLATFORM_DIR),
-      "'" + value + "' (not found)");
+void add_simgrid_options(CLI::App& verb, JobArgs& args) {
+  const char* group = "SimGrid's own arguments";
+  verb.add_option("--cfg", args.simgrid_cfg,
+                  "a SimGrid configuration item, as SimGrid programs take it (repeatable; network/ "
+                  "model, crosstraffic and TCP-gamma are job keys)")
+      ->type_name("NAME:VALUE")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(group);
+  verb.add_option("--log", args.simgrid_log,
+                  "a SimGrid log setting, e.g. root.thres:info (repeatable; SimGrid is silent "
+                  "otherwise)")
+      ->type_name("SPEC")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(group);
 }
 
-Inputs load_inputs(const JobArgs& args) {
-  Inputs inputs;
-  inputs.job = model::load_job(args.job_file, all_job_keys(), args.overrides());
-  const model::Job& job = inputs.job;
-  try {
-    inputs.workload = model::load_workload(job.text("workload"));
-  } catch (const InputError& e) {
-    // Name the job file and key; keep the loader's detail.
-    throw InputError(job.file, "workload", e.what());
-  }
-  inputs.platform_path = resolve_platform_path(job);
-  sim::NetworkOptions network = sim::network_options(job);
-  network.origin = job.file;
-  inputs.platform = sim::load_platform(inputs.platform_path, network);
-  inputs.convergence = model::convergence_model(job);
-  inputs.options = model::strategy_options(job);
-  inputs.strategies = job.list("strategies");
-  if (inputs.strategies.empty()) throw InputError(job.file, "strategies", "at least one strategy");
-  return inputs;
-}
-
-std::vector<model::Plan> make_plans(const Inputs& inputs) {
-  std::vector<model::Plan> plans;
-  for (const auto& strategy : inputs.strategies)
-    plans.push_back(model::make_plan(strategy, inputs.options, inputs.workload, inputs.platform,
-                                     *inputs.convergence));
-  return plans;
-}
-
-model::RunContext make_context(const Inputs& inputs, const std::string& verb,
-                               const std::string& engine) {
-  model::RunContext context;
-  context.verb = verb;
-  context.engine = engine;
-  context.job_file = inputs.job.file;
-  context.platform_file = inputs.platform_path;
-  context.platform_hash = inputs.platform.source_hash;
-  context.workload = inputs.workload.name + " (" + inputs.workload.source + ")";
-  context.convergence = inputs.convergence->describe();
-  context.seed = static_cast<unsigned long long>(inputs.job.integer("seed"));
-  context.extra["simgrid_version"] = sim::simgrid_version();
-  return context;
-}
-
-void print_results(const model::RunContext& context, std::vector<model::ResultRow>& rows,
+void print_results(const model::RunContext& context, const std::vector<model::ResultRow>& rows,
                    bool json) {
-  model::fill_speedups(rows);
   if (json) {
     std::cout << model::to_json(context, rows).dump(2) << "\n";
     return;
@@ -129,6 +72,34 @@ void print_results(const model::RunContext& context, std::vector<model::ResultRo
       context.verb, context.engine, context.network_model, context.platform_file,
       context.platform_hash, context.workload, context.convergence, context.seed,
       model::tauplan_git_commit());
+}
+
+void add_engine_verb(CLI::App& app, const std::string& engine_name) {
+  const model::Engine& engine = study::engine(engine_name);
+  auto args = std::make_shared<JobArgs>();
+  CLI::App* verb = app.add_subcommand(engine.verb(), engine.description());
+  add_job_options(*verb, *args);
+  add_simgrid_options(*verb, *args);
+  verb->callback([args, engine_name] {
+    if (!args->simgrid_cfg.empty() || !args->simgrid_log.empty())
+      sim::set_simgrid_arguments({args->simgrid_cfg, args->simgrid_log});
+    const study::EngineOutput out =
+        study::run_engine(engine_name, args->job_file, args->overrides());
+    // Under MPI only rank 0 reports: the other ranks return no rows and print nothing.
+    if (out.rows.empty()) return;
+    print_results(out.context, out.rows, args->json);
+    // A row that stopped before its target (a measurement at max_steps) is an incomplete
+    // answer: every row is printed first, then the exit code says so.
+    for (const model::ResultRow& row : out.rows) {
+      const auto reached = row.extra.find("reached_target");
+      const auto target = row.extra.find("target_accuracy");
+      if (reached != row.extra.end() && reached->is_boolean() && !reached->get<bool>() &&
+          target != row.extra.end() && target->is_number() && target->get<double>() > 0) {
+        std::cout.flush();
+        std::exit(kExitIncompleteAnswer);
+      }
+    }
+  });
 }
 
 namespace {
@@ -147,73 +118,6 @@ std::vector<std::pair<int, VerbRegistrar>> registered_verbs() {
   std::stable_sort(verbs.begin(), verbs.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   return verbs;
-}
-
-std::vector<model::KeySpec> all_job_keys() {
-  std::vector<model::KeySpec> keys = model::model_job_keys();
-  for (auto&& more : {sim::sim_job_keys(), exec::exec_job_keys()})
-    keys.insert(keys.end(), more.begin(), more.end());
-  return keys;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void write_text(const std::string& path, const std::string& text, const std::string& key) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw InputError(path, key, "a writable folder");
-}
-
-void make_folder(const std::string& path, const std::string& key) {
-  std::error_code error;
-  std::filesystem::create_directories(path, error);
-  if (error) throw InputError(path, key, "a folder that can be created", error.message());
-}
-
-void make_folder_for(const std::string& path, const std::string& key) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) make_folder(parent.string(), key);
-}
-
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
-
-Axis parse_set(const std::string& text, const std::vector<model::KeySpec>& specs) {
-  const std::string origin = "command line --set";
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw InputError(origin, "'" + text + "'", "KEY=V1,V2,... (a job key and its values)");
-  Axis axis;
-  axis.key = trim(text.substr(0, eq));
-  std::replace(axis.key.begin(), axis.key.end(), '-', '_');
-  const bool known = std::any_of(specs.begin(), specs.end(),
-                                 [&](const model::KeySpec& s) { return s.name == axis.key; });
-  if (!known)
-    throw InputError(origin, axis.key, "a job key (tauplan help-keys lists them)",
-                     "an unknown key");
-  const std::string list = text.substr(eq + 1);
-  // Values are separated by ';' when there is one (so that a value can be a list "a,b").
-  const char separator = list.find(';') != std::string::npos ? ';' : ',';
-  size_t start = 0;
-  for (;;) {
-    const size_t end = list.find(separator, start);
-    const std::string value =
-        trim(list.substr(start, end == std::string::npos ? end : end - start));
-    if (value.empty())
-      throw InputError(origin, axis.key, "a list of values without empty items", "'" + list + "'");
-    axis.values.push_back(value);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return axis;
 }
 
 }  // namespace tauplan::cli

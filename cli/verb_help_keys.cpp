@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "cli/verb.hpp"
+#include "model/job.hpp"
+#include "study/inputs.hpp"
 
 namespace tauplan::cli {
 namespace {
@@ -33,7 +35,7 @@ const char* type_word(model::KeyType type) {
 void register_help_keys(CLI::App& app) {
   CLI::App* verb = app.add_subcommand("help-keys", "list every job key with its type and default");
   verb->callback([] {
-    for (const auto& spec : all_job_keys()) {
+    for (const auto& spec : study::all_job_keys()) {
       std::string line =
           fmt::format("{:<22} {:<8} {:<24} {}", spec.name, type_word(spec.type),
                       spec.default_value.empty() ? "-" : spec.default_value, spec.help);

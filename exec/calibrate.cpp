@@ -2,6 +2,7 @@
 #include "exec/calibrate.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -9,6 +10,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "exec/thread_communicator.hpp"
 #include "exec/trainer.hpp"
@@ -130,6 +132,55 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
   for (const auto& [n, t] : combine_times) {
     const double floats = static_cast<double>(n);
     out.combines.push_back({std::max(k, 2), floats, floats * sizeof(float), median(t)});
+  }
+  return out;
+}
+
+std::vector<StepPoint> measure_concurrent_steps(const CalibrationRequest& request,
+                                                const Dataset& data, const MlpShape& shape) {
+  check_request(request, data);
+  const int k = request.replicas;
+  const std::set<int> batch_set(request.batches.begin(), request.batches.end());
+  const std::vector<int> batches(batch_set.begin(), batch_set.end());
+  const int per_thread = 1 + (request.steps + k - 1) / k;  // the first is a warm-up
+  const auto features = static_cast<std::size_t>(data.features);
+  std::vector<std::vector<std::vector<double>>> times(
+      static_cast<std::size_t>(k), std::vector<std::vector<double>>(batches.size()));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k; ++t)
+    threads.emplace_back([&, t] {
+      Mlp mlp(shape);
+      mlp.init(request.seed + static_cast<std::uint64_t>(t));
+      std::mt19937_64 rng(request.seed * 31 + static_cast<std::uint64_t>(t));
+      std::uniform_int_distribution<long long> pick(0, data.train_size() - 1);
+      std::vector<float> x(static_cast<std::size_t>(batches.back()) * features);
+      std::vector<int> y(static_cast<std::size_t>(batches.back()));
+      // Batch sizes take turns step by step, as in the lockstep calibration.
+      for (int step = 0; step < per_thread; ++step)
+        for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+          const int b = batches[bi];
+          const auto start = std::chrono::steady_clock::now();
+          for (int i = 0; i < b; ++i) {
+            const long long row = pick(rng);
+            std::memcpy(x.data() + static_cast<std::size_t>(i) * features, data.train_row(row),
+                        features * sizeof(float));
+            y[static_cast<std::size_t>(i)] = data.train_y[static_cast<std::size_t>(row)];
+          }
+          mlp.forward_backward(x.data(), y.data(), b);
+          mlp.sgd_step(0.01f);
+          const double s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (step > 0) times[static_cast<std::size_t>(t)][bi].push_back(s);
+        }
+    });
+  for (auto& thread : threads)
+    thread.join();
+  std::vector<StepPoint> out;
+  for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+    std::vector<double> all;
+    for (const auto& per : times)
+      all.insert(all.end(), per[bi].begin(), per[bi].end());
+    out.push_back({batches[bi], median(all)});
   }
   return out;
 }

@@ -57,6 +57,13 @@ struct CalibrationMeasurements {
 CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& request,
                                                 const Dataset& data, const MlpShape& shape);
 
+/// The step of `replicas` workers running at the same time on their own threads (forward,
+/// backward and update at each batch size), medians of wall-clock seconds: what a worker of an
+/// asynchronous run takes on this machine as it is loaded now (other threads, other
+/// processes). Same checks as measure_cpu_calibration.
+std::vector<StepPoint> measure_concurrent_steps(const CalibrationRequest& request,
+                                                const Dataset& data, const MlpShape& shape);
+
 /// The measured points as JSON arrays: [{batch, seconds}] and [{workers, bytes, seconds}].
 nlohmann::json steps_json(const CalibrationMeasurements& measured);
 nlohmann::json combines_json(const CalibrationMeasurements& measured);

@@ -58,7 +58,7 @@ void combine_mean(const std::vector<const float*>& inputs, const std::vector<dou
 void adasum_pair(const float* a, const float* b, std::size_t n, float* out) {
   double ab = 0, aa = 0, bb = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double x = a[i], y = b[i];
+    const double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
     ab += x * y;
     aa += x * x;
     bb += y * y;

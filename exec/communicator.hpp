@@ -6,10 +6,12 @@
 // see combine.hpp) in every one of them, across all processes. Buffers live in host memory or
 // device memory, as memory() says; the trainer checks that its replicas agree.
 // Implementations: thread_communicator (K replicas in one process, shared memory),
-// mpi_communicator (one worker per rank), and in exec/cuda/ the device communicator (K logical
-// workers on one GPU) and the NCCL communicator (one rank per GPU).
-// What it leaves out: point-to-point messages, subgroups (a combine spans all K workers) and
-// asynchronous (overlapped) collectives.
+// mpi_communicator (one worker per rank, the plan's collective algorithm as point-to-point
+// messages, server ranks for ps and sparknet), and in exec/cuda/ the device communicator (K
+// logical workers on one GPU) and the NCCL communicator (one rank per GPU).
+// The defaults below suit a communicator that lives in one process.
+// What it leaves out: subgroups (a combine spans all K workers) and asynchronous (overlapped)
+// collectives.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +50,22 @@ class Communicator {
   virtual void barrier() = 0;
   /// Maximum of `value` over all processes (for the lockstep clock and the stop decision).
   virtual double max_all(double value) = 0;
+
+  /// Every process's `values` (the same count on each), concatenated in process order.
+  virtual std::vector<double> all_gather(const std::vector<double>& values) { return values; }
+  /// A barrier over every process of the run, servers included; each takes its clock's zero
+  /// right after it (the start of training, which aligns the processes' clocks).
+  virtual void align_start() { barrier(); }
+  /// Ends the run's collectives: server processes leave their serving loop.
+  virtual void finish() {}
+  /// On the first process: every process's `text` (servers included), in process order; an
+  /// empty list elsewhere.
+  virtual std::vector<std::string> gather_to_first(const std::string& text) { return {text}; }
+  /// Point-to-point messages this process has sent so far (0 without a network).
+  virtual long long messages_sent() const { return 0; }
+  /// The host each process runs on (TAUPLAN_TESTBED_HOST, else the machine's name), in
+  /// process order; empty when unknown.
+  virtual std::vector<std::string> process_hosts() const { return {}; }
 };
 
 }  // namespace tauplan::exec

@@ -1,6 +1,10 @@
 // dataset.cpp: IDX reading through zlib, standardisation, and the synthetic Gaussian mixture.
 #include "exec/dataset.hpp"
 
+#include <map>
+#include <memory>
+#include <mutex>
+
 #include <zlib.h>
 
 #include <sys/stat.h>
@@ -239,8 +243,22 @@ Dataset load_dataset(const DatasetOptions& options) {
     const char* env = std::getenv("TAUPLAN_DATA_DIR");
     dir = env && *env ? env : default_data_dir();
   }
-  if (fashion_mnist_present(dir))
-    return load_fashion_mnist(dir, options.train_limit, options.test_limit);
+  if (fashion_mnist_present(dir)) {
+    // Decoding the IDX files takes longer than copying the result: a process that measures
+    // many jobs (reproduce) decodes each (folder, limits) once.
+    static std::mutex mutex;
+    static std::map<std::string, std::shared_ptr<const Dataset>> decoded;
+    const std::string key =
+        dir + "|" + std::to_string(options.train_limit) + "|" + std::to_string(options.test_limit);
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = decoded.find(key);
+    if (it == decoded.end())
+      it = decoded
+               .emplace(key, std::make_shared<const Dataset>(
+                                 load_fashion_mnist(dir, options.train_limit, options.test_limit)))
+               .first;
+    return *it->second;
+  }
   if (!options.allow_synthetic)
     throw InputError(options.job_file, options.key,
                      "a folder holding the Fashion-MNIST IDX files (install dataset-fashion-mnist) "

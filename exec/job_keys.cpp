@@ -37,8 +37,8 @@ std::vector<model::KeySpec> exec_job_keys() {
       0);
   add("train_samples", KeyType::Integer, "0", "measure: training samples to use (0: all)", {}, 0);
   add("timing", KeyType::Text, "lockstep",
-      "measure: lockstep (workers one after another, virtual clock) or concurrent (threads, "
-      "wall clock)",
+      "measure: lockstep (workers one after another, virtual clock) or concurrent (threads or "
+      "MPI ranks at once, barrier-aligned rounds, wall clock)",
       {"lockstep", "concurrent"});
   add("lockstep_clock", KeyType::Text, "thread-cpu",
       "measure: in lockstep, time CPU work by the worker thread's CPU time (robust to other "
@@ -60,6 +60,10 @@ std::vector<model::KeySpec> exec_job_keys() {
   add("emulate_slowdown", KeyType::Boolean, "true",
       "measure: slow each worker down by the platform's relative host speed (emulated)");
   add("trace_rounds", KeyType::Integer, "20", "measure: rounds recorded in --trace", {}, 0);
+  add("mpi_timeout_s", KeyType::Seconds, "300",
+      "measure under MPI: end the run (exit 4) when a rank waits longer than this for the "
+      "others; must exceed a round's compute plus an evaluation",
+      {}, 0, 1e9, true);
   return keys;
 }
 
@@ -83,6 +87,7 @@ ExecSettings exec_settings(const model::Job& job) {
   s.device = job.text("device") == "cuda" ? Device::Cuda : Device::Cpu;
   t.engine = s.device == Device::Cuda ? "exec-cuda" : "exec-cpu";
   s.communicator = job.text("communicator");
+  s.mpi_timeout_s = job.real("mpi_timeout_s");
 
   s.hidden.clear();
   for (const std::string& item : job.list("hidden")) {

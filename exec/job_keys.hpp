@@ -2,9 +2,9 @@
 //
 // exec adds its own keys to the model's table (job.hpp): the target test accuracy, learning
 // rate, step limit, evaluation interval, timing mode, combine rule, device (cpu or cuda), the
-// communicator, the MLP's hidden widths and where the data comes from. Every key is also a
-// CLI flag. What it leaves out: the model's keys (workload, platform, strategies, workers,
-// batch, tau, split, collective, seed), which model::strategy_options reads.
+// communicator and its MPI deadline, the MLP's hidden widths and where the data comes from. Every
+// key is also a CLI flag. What it leaves out: the model's keys (workload, platform, strategies,
+// workers, batch, tau, split, collective, seed), which model::strategy_options reads.
 #pragma once
 
 #include <string>
@@ -25,6 +25,7 @@ struct ExecSettings {
   std::vector<int> hidden{256, 128};  ///< hidden widths; input and output come from the data
   Device device = Device::Cpu;
   std::string communicator = "auto";  ///< auto | threads | mpi | device | nccl
+  double mpi_timeout_s = 300;         ///< longest MPI wait before the run is ended
 };
 
 std::vector<model::KeySpec> exec_job_keys();

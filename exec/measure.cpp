@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <memory>
 
+#include "exec/async_trainer.hpp"
 #include "exec/cpu_replica.hpp"
 #include "exec/dataset.hpp"
 #include "exec/job_keys.hpp"
+#include "exec/mpi_async.hpp"
 #include "exec/thread_communicator.hpp"
 #include "model/error.hpp"
 #include "model/strategy.hpp"
@@ -22,6 +24,8 @@ struct Setup {
   std::unique_ptr<Communicator> comm;
   ReplicaFactory factory;
   bool participate = true;
+  bool alone = false;              // rank 0 trains while the other ranks wait (single under MPI)
+  MpiCommunicator* mpi = nullptr;  // comm, when it is the MPI communicator
 };
 
 #ifdef TAUPLAN_HAVE_CUDA
@@ -46,7 +50,7 @@ int require_gpus(const model::Job& job, int needed, const std::string& what) {
 #endif
 
 Setup make_setup(const model::Job& job, const ExecSettings& settings, const model::Plan& plan,
-                 MpiSession* mpi) {
+                 const model::Platform& platform, MpiSession* mpi) {
   const int world = mpi ? mpi->size() : 1;
   const int rank = mpi ? mpi->rank() : 0;
   const bool cuda = settings.device == Device::Cuda;
@@ -71,10 +75,12 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
           "mpi or nccl (or auto) when started by mpirun with " + std::to_string(world) + " ranks",
           kind);
     setup.participate = rank == 0;
+    setup.alone = rank == 0;
   }
   if (distributed && plan.workers == 1) {
     // `single` in an MPI run: rank 0 alone, with a process-local communicator.
     setup.participate = rank == 0;
+    setup.alone = rank == 0 && world > 1;
     kind = cuda ? "device" : "threads";
   }
   if (!setup.participate) return setup;
@@ -88,7 +94,9 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
                        "threads, or mpi under an MPI launcher (mpirun -np " +
                            std::to_string(plan.workers) + " tauplan measure ...)",
                        "mpi without a launcher");
-    setup.comm = std::make_unique<MpiCommunicator>(plan.workers, job.file);
+    auto communicator = std::make_unique<MpiCommunicator>(plan, platform, job.file);
+    setup.mpi = communicator.get();
+    setup.comm = std::move(communicator);
     setup.factory = cpu_replica_factory();
   }
 #ifdef TAUPLAN_HAVE_CUDA
@@ -135,6 +143,30 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
   return setup;
 }
 
+/// An asynchronous plan: threads in this process, or under an MPI launcher one rank per worker
+/// and per server.
+Measurement measure_asynchronous(const model::Job& job, const ExecSettings& settings,
+                                 const model::Plan& plan, const model::Platform& platform,
+                                 const Dataset& data, const MlpShape& shape, MpiSession* mpi,
+                                 bool& reporter, std::ostream* log) {
+  if (settings.device != Device::Cpu)
+    throw InputError(job.file, "device", "cpu for " + plan.strategy, "cuda");
+  const bool distributed = mpi && mpi->size() > 1;
+  const std::string kind = settings.communicator;
+  if (kind != "auto" && kind != (distributed ? "mpi" : "threads"))
+    throw InputError(job.file, "communicator",
+                     std::string(distributed ? "mpi or auto" : "threads or auto") + " for " +
+                         plan.strategy + (distributed ? " under mpirun" : ""),
+                     kind);
+  if (log && (!mpi || mpi->rank() == 0))
+    *log << "measure: " << plan.strategy << " K=" << plan.workers
+         << " servers=" << plan.server_hosts.size() << " b=" << plan.batch << " on "
+         << (distributed ? "mpi" : "threads") << " (concurrent, wall clock) ...\n";
+  if (distributed) return train_async_mpi(plan, platform, data, shape, settings.train, reporter);
+  reporter = true;
+  return train_async_threads(plan, platform, data, shape, settings.train);
+}
+
 }  // namespace
 
 MeasureRun measure(const model::Job& job, const model::Workload& workload,
@@ -144,6 +176,13 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
   run.reporter = !mpi || mpi->rank() == 0;
   if (!run.reporter) log = nullptr;
   const ExecSettings settings = exec_settings(job);
+  if (mpi) mpi->set_wait_timeout(settings.mpi_timeout_s);
+  for (const std::string& name : strategies)  // before anything is loaded or logged
+    if (!model::strategy(name, job.file).measurable())
+      throw InputError(job.file, "strategies",
+                       "strategies the exec engine trains (tensor and pipeline parallel MLP "
+                       "training is tauplan_model_parallel)",
+                       "'" + name + "'");
   const Dataset data = load_dataset(settings.data);
   const MlpShape shape = mlp_shape(settings.hidden, data);
   if (log) {
@@ -157,17 +196,57 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
            << " parameters; the measured MLP has " << shape.parameters() << "\n";
   }
   const model::StrategyOptions options = model::strategy_options(job);
+  // The rounds the convergence model gives are not used: training runs to the target.
+  const std::unique_ptr<model::ConvergenceModel> convergence = model::convergence_model(job);
   for (const std::string& name : strategies) {
-    const model::Plan plan =
-        model::strategy_generator(name, job.file).generate(options, workload, platform);
-    Setup setup = make_setup(job, settings, plan, mpi);
+    const model::Plan plan = model::make_plan(name, options, workload, platform, *convergence);
+    if (plan.asynchronous) {  // worker and server threads or ranks: exec/async_trainer.hpp
+      if (mpi) mpi->barrier();
+      bool reporter = true;
+      Measurement m =
+          measure_asynchronous(job, settings, plan, platform, data, shape, mpi, reporter, log);
+      if (reporter) run.measurements.push_back(std::move(m));
+      continue;
+    }
+    Setup setup = make_setup(job, settings, plan, platform, mpi);
     if (mpi) mpi->barrier();
-    if (!setup.participate) continue;
-    if (log)
+    if (!setup.participate) {
+      mpi->barrier(false);  // waits, with no deadline, for rank 0 training alone
+      continue;
+    }
+    if (setup.mpi && setup.mpi->is_server()) {
+      // A server rank serves the workers' collectives, then sends its spans to rank 0.
+      const std::vector<TraceEvent> spans = setup.mpi->serve(settings.train.trace_rounds);
+      setup.mpi->gather_to_first(serialize_trace(spans));
+      continue;
+    }
+    if (log) {
       *log << "measure: " << name << " K=" << plan.workers << " tau=" << plan.tau
-           << " b=" << plan.batch << " on " << setup.comm->name() << " ("
-           << to_string(settings.train.timing) << ") ...\n";
+           << " b=" << plan.batch << " on " << setup.comm->name();
+      if (setup.mpi)
+        *log << " (" << plan.collective << ": " << plan.workers << " worker ranks"
+             << (setup.comm->size() > plan.workers
+                     ? " + " + std::to_string(setup.comm->size() - plan.workers) + " server ranks"
+                     : std::string())
+             << ")";
+      *log << " (" << to_string(settings.train.timing) << ") ...\n";
+    }
     Measurement m = train(plan, platform, data, shape, *setup.comm, setup.factory, settings.train);
+    if (setup.alone) mpi->barrier(false);
+    if (setup.mpi) {
+      // One trace for the run: every rank's spans (workers and servers) on rank 0.
+      const std::vector<std::string> parts = setup.mpi->gather_to_first(serialize_trace(m.trace));
+      if (!parts.empty()) m.trace.clear();
+      for (const std::string& part : parts) {
+        std::vector<TraceEvent> spans = parse_trace(part);
+        m.trace.insert(m.trace.end(), spans.begin(), spans.end());
+      }
+    }
+    if (log && std::getenv("TAUPLAN_TESTBED_HOST"))
+      for (const WorkerReport& w : m.per_worker)
+        if (!w.ran_on.empty() && w.ran_on != w.host_name)
+          *log << "measure: note: worker " << w.worker << " is planned on host " << w.host_name
+               << " but its rank ran on " << w.ran_on << "\n";
     if (log)
       *log << "measure: " << name << ": accuracy " << m.final_accuracy
            << (m.reached ? " reached" : " NOT reached") << " after " << m.steps << " steps ("

@@ -5,8 +5,10 @@
 // ranks under mpirun, else threads on the CPU; on CUDA, K logical workers on one GPU or NCCL
 // with one GPU per worker) and trains. Impossible requests are InputErrors naming the job
 // file and key: a communicator the build or launch lacks, K different from the MPI world size,
-// K larger than the GPUs available to NCCL. Under MPI every rank runs this; `single` runs on
-// rank 0 only. What it leaves out: rendering (cli/verb_measure.cpp) and calibration fits.
+// K larger than the GPUs available to NCCL. Under MPI every rank runs this: workers train, the
+// server ranks of ps and sparknet serve (ranks K..K+s-1), `single` runs on rank 0 only while
+// the others wait, and every rank's trace spans are gathered to rank 0. What it leaves out:
+// rendering (cli/verb_measure.cpp) and calibration fits.
 #pragma once
 
 #include <ostream>

@@ -1,12 +1,15 @@
-// mlp.cpp: forward, backward and SGD of the flat-vector MLP with Eigen maps.
+// mlp.cpp: forward, backward and SGD of the flat-vector MLP: matrix products from cpu_blas,
+// the passes between them from mlp_kernels.
 #include "exec/mlp.hpp"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <random>
 #include <utility>
+
+#include "exec/cpu_blas.hpp"
+#include "exec/mlp_kernels.hpp"
 
 namespace tauplan::exec {
 
@@ -75,17 +78,6 @@ void init_parameters_impl(const MlpShape& shape, std::uint64_t seed, Scalar* par
   }
 }
 
-template <typename Scalar>
-using RowMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename Scalar>
-using MatMap = Eigen::Map<RowMatrix<Scalar>>;
-template <typename Scalar>
-using ConstMatMap = Eigen::Map<const RowMatrix<Scalar>>;
-template <typename Scalar>
-using RowVecMap = Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>;
-template <typename Scalar>
-using ConstRowVecMap = Eigen::Map<const Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>;
-
 std::size_t cells(int rows, int cols) {
   return static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
 }
@@ -102,11 +94,9 @@ void init_parameters(const MlpShape& shape, std::uint64_t seed, double* params) 
 template <typename Scalar>
 BasicMlp<Scalar>::BasicMlp(MlpShape shape) : shape_(std::move(shape)) {
   assert(shape_.widths.size() >= 2);
-  Eigen::setNbThreads(1);
   params_.assign(shape_.parameters(), Scalar(0));
   grads_.assign(shape_.parameters(), Scalar(0));
-  z_.resize(static_cast<std::size_t>(shape_.layers()));
-  a_.resize(static_cast<std::size_t>(shape_.layers()));
+  outputs_.resize(static_cast<std::size_t>(shape_.layers()));
 }
 
 template <typename Scalar>
@@ -124,66 +114,45 @@ double BasicMlp<Scalar>::forward(const Scalar* x, const int* y, int n, bool back
     const auto li = static_cast<std::size_t>(l);
     const int in_w = shape_.widths[li];
     const int out_w = shape_.widths[li + 1];
-    ConstMatMap<Scalar> a_in(input, n, in_w);
-    ConstMatMap<Scalar> w(params_.data() + weight_offset(shape_, l), out_w, in_w);
-    ConstRowVecMap<Scalar> b(params_.data() + bias_offset(shape_, l), out_w);
-    z_[li].resize(cells(n, out_w));
-    MatMap<Scalar> z(z_[li].data(), n, out_w);
-    z.noalias() = a_in * w.transpose();
-    z.rowwise() += b;
-    if (l + 1 < layers) {
-      a_[li].resize(cells(n, out_w));
-      MatMap<Scalar> a_out(a_[li].data(), n, out_w);
-      a_out = z.cwiseMax(Scalar(0));
-      input = a_[li].data();
-    }
+    // z = input * W^T + b: the bias rows first, then the product accumulates onto them.
+    outputs_[li].resize(cells(n, out_w));
+    Scalar* z = outputs_[li].data();
+    kernels::fill_rows(z, params_.data() + bias_offset(shape_, l), n, out_w);
+    gemm(false, true, n, out_w, in_w, Scalar(1), input, in_w,
+         params_.data() + weight_offset(shape_, l), in_w, Scalar(1), z, out_w);
+    if (l + 1 < layers) kernels::relu_in_place(z, cells(n, out_w));
+    input = z;
   }
 
-  // Softmax cross-entropy on the logits, with d(mean loss)/d(logits) when backward.
+  // Softmax cross-entropy on the logits; when backward, d(mean loss)/d(logits) and the last
+  // layer's bias gradient in the same pass.
   const int classes = shape_.classes();
-  MatMap<Scalar> logits(z_.back().data(), n, classes);
-  if (backward) delta_.resize(cells(n, classes));
-  double loss = 0;
-  const Scalar inv_n = Scalar(1) / static_cast<Scalar>(n);
-  for (int i = 0; i < n; ++i) {
-    const int label = y[i];
-    assert(label >= 0 && label < classes);
-    const Scalar m = logits.row(i).maxCoeff();
-    double sum = 0;
-    for (int c = 0; c < classes; ++c)
-      sum += std::exp(static_cast<double>(logits(i, c) - m));
-    loss += std::log(sum) - static_cast<double>(logits(i, label) - m);
-    if (backward) {
-      Scalar* d = delta_.data() + cells(i, classes);
-      for (int c = 0; c < classes; ++c)
-        d[c] = static_cast<Scalar>(std::exp(static_cast<double>(logits(i, c) - m)) / sum) * inv_n;
-      d[label] -= inv_n;
-    }
-  }
-  if (!backward) return loss / n;
+  if (!backward)
+    return kernels::softmax_cross_entropy(outputs_.back().data(), y, n, classes, nullptr, nullptr);
+  delta_.resize(cells(n, classes));
+  const double loss =
+      kernels::softmax_cross_entropy(outputs_.back().data(), y, n, classes, delta_.data(),
+                                     grads_.data() + bias_offset(shape_, layers - 1));
 
   for (int l = layers - 1; l >= 0; --l) {
     const auto li = static_cast<std::size_t>(l);
     const int in_w = shape_.widths[li];
     const int out_w = shape_.widths[li + 1];
-    const Scalar* in_data = l == 0 ? x : a_[li - 1].data();
-    ConstMatMap<Scalar> a_in(in_data, n, in_w);
-    MatMap<Scalar> dz(delta_.data(), n, out_w);
-    MatMap<Scalar> dw(grads_.data() + weight_offset(shape_, l), out_w, in_w);
-    RowVecMap<Scalar> db(grads_.data() + bias_offset(shape_, l), out_w);
-    dw.noalias() = dz.transpose() * a_in;
-    db = dz.colwise().sum();
+    const Scalar* in_data = l == 0 ? x : outputs_[li - 1].data();
+    // dW = dz^T * input (out x in); db was written by the pass that produced dz.
+    gemm(true, false, out_w, in_w, n, Scalar(1), delta_.data(), out_w, in_data, in_w, Scalar(0),
+         grads_.data() + weight_offset(shape_, l), in_w);
     if (l > 0) {
-      ConstMatMap<Scalar> w(params_.data() + weight_offset(shape_, l), out_w, in_w);
+      // d input = dz * W, masked by the ReLU that produced the input, and its bias gradient.
       delta_prev_.resize(cells(n, in_w));
-      MatMap<Scalar> da(delta_prev_.data(), n, in_w);
-      da.noalias() = dz * w;
-      ConstMatMap<Scalar> z_prev(z_[li - 1].data(), n, in_w);
-      da = (z_prev.array() > Scalar(0)).select(da, Scalar(0));
+      gemm(false, false, n, in_w, out_w, Scalar(1), delta_.data(), out_w,
+           params_.data() + weight_offset(shape_, l), in_w, Scalar(0), delta_prev_.data(), in_w);
+      kernels::relu_backward(delta_prev_.data(), outputs_[li - 1].data(), n, in_w,
+                             grads_.data() + bias_offset(shape_, l - 1));
       std::swap(delta_, delta_prev_);
     }
   }
-  return loss / n;
+  return loss;
 }
 
 template <typename Scalar>
@@ -205,10 +174,9 @@ long long BasicMlp<Scalar>::correct(const Scalar* x, const int* y, long long n, 
     const int count = static_cast<int>(std::min<long long>(chunk, n - start));
     const auto offset = static_cast<std::size_t>(start);
     forward(x + offset * stride, y + offset, count, false);
-    MatMap<Scalar> logits(z_.back().data(), count, classes);
     for (int i = 0; i < count; ++i) {
-      Eigen::Index best = 0;
-      logits.row(i).maxCoeff(&best);
+      const Scalar* logits = outputs_.back().data() + cells(i, classes);
+      const auto best = std::max_element(logits, logits + classes) - logits;
       if (static_cast<int>(best) == y[offset + static_cast<std::size_t>(i)]) ++hits;
     }
   }
@@ -217,10 +185,7 @@ long long BasicMlp<Scalar>::correct(const Scalar* x, const int* y, long long n, 
 
 template <typename Scalar>
 void BasicMlp<Scalar>::sgd_step(Scalar lr) {
-  const auto n = static_cast<Eigen::Index>(params_.size());
-  Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, 1>> p(params_.data(), n);
-  Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>> g(grads_.data(), n);
-  p -= lr * g;
+  kernels::sgd_update(params_.data(), grads_.data(), lr, params_.size());
 }
 
 template class BasicMlp<float>;

@@ -4,11 +4,14 @@
 // cross-entropy loss averaged over the batch. Parameters live in ONE contiguous vector, layer
 // after layer, W (out x in, row-major) then b (out); the gradient vector has the same layout, so
 // a whole gradient or model is one buffer for a collective, exactly as on the GPU (exec/cuda/).
-// Computation uses Eigen maps over those buffers, single-threaded (parallelism comes from
-// workers, never from inside one). Initialisation is He-uniform for W and zero for b from a
-// seeded generator, identical on every platform. It is templated on the scalar so that tests
-// can check gradients in double; training uses float. What it leaves out: other layers
-// (convolutions, dropout, batch norm), momentum and weight decay (plain SGD).
+// A step is five matrix products (cpu_blas.hpp: OpenBLAS, or Eigen without it) with fused
+// element-wise passes between them (mlp_kernels.hpp), in workspaces that grow to the largest
+// batch seen and are then reused, so a step allocates nothing. Products run on the caller's
+// thread alone unless set_compute_threads asks for more (parallelism comes from workers).
+// Initialisation is He-uniform for W and zero for b from a seeded generator, identical on
+// every platform. It is templated on the scalar so that tests can check gradients in double;
+// training uses float. What it leaves out: other layers (convolutions, dropout, batch norm),
+// momentum and weight decay (plain SGD).
 #pragma once
 
 #include <cstddef>
@@ -71,9 +74,10 @@ class BasicMlp {
   MlpShape shape_;
   std::vector<Scalar> params_;
   std::vector<Scalar> grads_;
-  // Workspace: pre-activations (z) and activations (a) of each layer, n x width row-major.
-  std::vector<std::vector<Scalar>> z_;
-  std::vector<std::vector<Scalar>> a_;
+  // Workspace, n x width row-major: each layer's output (hidden layers: after ReLU, which is
+  // positive exactly where the pre-activation is, so it also serves as the backward mask; the
+  // last layer: logits), and the gradient with respect to a layer's output and to its input.
+  std::vector<std::vector<Scalar>> outputs_;
   std::vector<Scalar> delta_;
   std::vector<Scalar> delta_prev_;
 };

@@ -1,27 +1,57 @@
-// mpi_communicator.cpp: MPI_Allreduce on doubles for the mean, Allgather + local tree for
-// Adasum. Compiled only when MPI is found.
+// mpi_communicator.cpp: the MPI session, the run's layout (workers, servers, nodes), the plan's
+// algorithm for the mean, a ring all-gather for Adasum, and the collectives the trainer uses
+// (barrier, max, all-gather of timings, trace gather), each watched (mpi_watchdog.hpp).
+// Compiled only when MPI is found.
 #include "exec/mpi_communicator.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cassert>
+#include <chrono>
 #include <cstdlib>
-#include <limits>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <numeric>
 #include <stdexcept>
 
+#include "exec/mpi_algorithm.hpp"
+#include "exec/mpi_watchdog.hpp"
 #include "model/error.hpp"
 
 namespace tauplan::exec {
 namespace {
 
+constexpr int kTagAdasumGather = 51;
+constexpr std::size_t kHostNameBytes = 128;
+
 void check(int code, const char* what) {
   if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
 }
 
-int as_count(std::size_t n) {
-  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    throw std::runtime_error("MPI message too large");
-  return static_cast<int>(n);
+std::string this_host() {
+  if (const char* testbed = std::getenv("TAUPLAN_TESTBED_HOST"); testbed && *testbed)
+    return testbed;
+  char name[kHostNameBytes] = "";
+  if (gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
+/// Workers grouped by Host::node of their host, nodes in first-seen order.
+std::vector<std::vector<int>> workers_by_node(const model::Plan& plan,
+                                              const model::Platform& platform) {
+  std::vector<std::vector<int>> nodes;
+  std::map<std::string, std::size_t> index;
+  for (int k = 0; k < plan.workers; ++k) {
+    const int host = plan.worker_hosts.at(static_cast<std::size_t>(k));
+    const std::string& node = platform.hosts.at(static_cast<std::size_t>(host)).node;
+    const auto [it, inserted] = index.emplace(node, nodes.size());
+    if (inserted) nodes.emplace_back();
+    nodes[it->second].push_back(k);
+  }
+  return nodes;
 }
 
 }  // namespace
@@ -36,7 +66,24 @@ bool launched_by_mpi_launcher() {
   return false;
 }
 
+// ------------------------------------------------------------------ session
+
+#if TAUPLAN_SANITIZED
+namespace {
+std::atomic<bool> mpi_was_started{false};
+}  // namespace
+// LeakSanitizer asks this at exit. OpenMPI's components (dlopen'ed, unloaded by MPI_Finalize)
+// leave process-lifetime allocations that LSan reports from "<unknown module>", which no
+// suppression can name: an MPI process's leak check is skipped, every other process keeps it.
+extern "C" int __lsan_is_turned_off() {
+  return mpi_was_started.load() ? 1 : 0;
+}
+#endif
+
 MpiSession::MpiSession(int* argc, char*** argv) {
+#if TAUPLAN_SANITIZED
+  mpi_was_started = true;
+#endif
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised) {
@@ -44,13 +91,22 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
     owns_ = true;
   }
+  start_mpi_watchdog(rank(), size());
 }
 
 MpiSession::~MpiSession() {
-  if (!owns_) return;
-  int finalised = 0;
-  MPI_Finalized(&finalised);
-  if (!finalised) MPI_Finalize();
+  if (owns_ && std::uncaught_exceptions() == 0) {
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    if (!finalised) {
+      const MpiWait wait("MPI_Finalize");
+      MPI_Finalize();
+    }
+  }
+  // When an exception is unwinding, MPI is left as it is: another rank may be waiting for this
+  // one, and MPI_Finalize could wait for it in turn; the process exits with its error and the
+  // launcher ends the others.
+  stop_mpi_watchdog();
 }
 
 int MpiSession::rank() const {
@@ -66,65 +122,222 @@ int MpiSession::size() const {
 }
 
 void MpiSession::broadcast(void* data, int bytes, int root) const {
+  const MpiWait wait("MPI_Bcast");
   check(MPI_Bcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
 }
 
-void MpiSession::barrier() const {
+void MpiSession::barrier(bool deadline) const {
+  const MpiWait wait(deadline ? "a barrier between strategies"
+                              : "a barrier while rank 0 trains alone (no deadline)",
+                     deadline);
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }
 
-MpiCommunicator::MpiCommunicator(int workers, const std::string& job_file) {
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  if (workers != size_)
+void MpiSession::set_wait_timeout(double seconds) const {
+  set_mpi_wait_timeout(seconds);
+}
+
+// ------------------------------------------------------------------ communicator
+
+struct MpiCommunicator::State {
+  const MpiAlgorithm* algorithm = nullptr;
+  MpiLayout layout;
+  MPI_Comm role_comm = MPI_COMM_NULL;  // the workers (or the servers) among themselves
+  std::unique_ptr<MpiMessages> messages;
+  std::vector<std::string> hosts;             // per rank
+  std::vector<std::string> collective_names;  // trace names of one round's collectives
+  std::vector<float> gathered;                // Adasum: K blocks of n + 1 floats
+};
+
+MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform& platform,
+                                 const std::string& job_file)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  int world = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  s.algorithm = &mpi_algorithm(plan.collective, job_file);
+  s.algorithm->check(plan, platform);
+  const int servers = s.algorithm->uses_servers() ? static_cast<int>(plan.server_hosts.size()) : 0;
+  if (world != plan.workers + servers)
     throw InputError(
         job_file, "workers",
-        "the MPI world size " + std::to_string(size_) + " (one worker per rank: mpirun -np K)",
-        std::to_string(workers));
+        servers == 0
+            ? "the MPI world size " + std::to_string(world) + " (one worker per rank: mpirun -np K)"
+            : "the MPI world size " + std::to_string(world) + " minus the " +
+                  std::to_string(servers) + " server rank(s) of '" + plan.collective +
+                  "' (mpirun -np K+s: one rank per worker, then one per server)",
+        std::to_string(plan.workers));
+  s.layout.rank = rank;
+  s.layout.workers = plan.workers;
+  s.layout.servers = servers;
+  s.layout.nodes = workers_by_node(plan, platform);
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &s.layout.comm), "MPI_Comm_dup");
+  check(MPI_Comm_split(s.layout.comm, s.layout.is_server() ? 1 : 0, rank, &s.role_comm),
+        "MPI_Comm_split");
+  s.messages = std::make_unique<MpiMessages>(s.layout.comm);
+
+  std::vector<char> names(kHostNameBytes * static_cast<std::size_t>(world), '\0');
+  std::string mine = this_host().substr(0, kHostNameBytes - 1);
+  mine.resize(kHostNameBytes, '\0');
+  {
+    const MpiWait wait("the exchange of host names");
+    check(MPI_Allgather(mine.data(), static_cast<int>(kHostNameBytes), MPI_CHAR, names.data(),
+                        static_cast<int>(kHostNameBytes), MPI_CHAR, s.layout.comm),
+          "MPI_Allgather");
+  }
+  for (int r = 0; r < world; ++r)
+    s.hosts.emplace_back(names.data() + kHostNameBytes * static_cast<std::size_t>(r));
+  for (model::OpId v : plan.topological_order())
+    if (plan.graph[v].kind == model::OpKind::Collective)
+      s.collective_names.push_back(trace_name(plan.graph[v]));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  if (std::uncaught_exceptions() > 0) return;  // see ~MpiSession
+  if (state_->role_comm != MPI_COMM_NULL) MPI_Comm_free(&state_->role_comm);
+  if (state_->layout.comm != MPI_COMM_NULL) MPI_Comm_free(&state_->layout.comm);
+}
+
+bool MpiCommunicator::is_server() const {
+  return state_->layout.is_server();
+}
+
+int MpiCommunicator::rank() const {
+  return state_->layout.rank;
+}
+
+int MpiCommunicator::size() const {
+  return state_->layout.workers + state_->layout.servers;
+}
+
+int MpiCommunicator::workers() const {
+  return state_->layout.workers;
+}
+
+int MpiCommunicator::local_workers() const {
+  return is_server() ? 0 : 1;
+}
+
+int MpiCommunicator::first_local_worker() const {
+  return is_server() ? 0 : state_->layout.rank;
 }
 
 void MpiCommunicator::combine(const std::vector<float*>& local_buffers,
                               const std::vector<double>& local_weights, std::size_t n,
                               CombineRule rule) {
-  assert(local_buffers.size() == 1 && local_weights.size() == 1);
+  assert(local_buffers.size() == 1 && local_weights.size() == 1 && !is_server());
+  State& s = *state_;
   float* buffer = local_buffers.front();
-  std::vector<double> weights(static_cast<std::size_t>(size_));
-  check(MPI_Allgather(local_weights.data(), 1, MPI_DOUBLE, weights.data(), 1, MPI_DOUBLE,
-                      MPI_COMM_WORLD),
-        "MPI_Allgather");
-  if (rule == CombineRule::Mean) {
-    double total = 0;
-    for (double w : weights)
-      total += w;  // rank order, as ThreadCommunicator
-    const double scale = local_weights.front() / total;
-    sum_.resize(n);
-    for (std::size_t i = 0; i < n; ++i)
-      sum_[i] = scale * static_cast<double>(buffer[i]);
-    check(
-        MPI_Allreduce(MPI_IN_PLACE, sum_.data(), as_count(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
-        "MPI_Allreduce");
-    for (std::size_t i = 0; i < n; ++i)
-      buffer[i] = static_cast<float>(sum_[i]);
-    return;
-  }
-  gathered_.resize(n * static_cast<std::size_t>(size_));
-  check(MPI_Allgather(buffer, as_count(n), MPI_FLOAT, gathered_.data(), as_count(n), MPI_FLOAT,
-                      MPI_COMM_WORLD),
-        "MPI_Allgather");
+  if (rule == CombineRule::Mean)
+    return s.algorithm->mean(s.layout, *s.messages, buffer, local_weights.front(), n);
+  // Adasum: every worker's [x, w] block around the ring of workers, then the pairwise tree.
+  const auto k = static_cast<std::size_t>(s.layout.workers);
+  const std::size_t block = n + 1;
+  s.gathered.assign(k * block, 0.0f);
+  float* own = s.gathered.data() + block * static_cast<std::size_t>(s.layout.rank);
+  std::copy(buffer, buffer + n, own);
+  own[n] = static_cast<float>(local_weights.front());
+  std::vector<int> ring(k);
+  std::iota(ring.begin(), ring.end(), 0);
+  ring_all_gather(*s.messages, ring, s.layout.rank, s.gathered.data(), s.gathered.size(), 0,
+                  kTagAdasumGather, "the all-gather for Adasum");
   std::vector<const float*> inputs;
-  for (int r = 0; r < size_; ++r)
-    inputs.push_back(gathered_.data() + n * static_cast<std::size_t>(r));
+  std::vector<double> weights;
+  for (std::size_t w = 0; w < k; ++w) {
+    inputs.push_back(s.gathered.data() + w * block);
+    weights.push_back(static_cast<double>(s.gathered[w * block + n]));
+  }
   combine_adasum(inputs, weights, n, buffer);
 }
 
 void MpiCommunicator::barrier() {
-  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  const MpiWait wait("a barrier of the workers");
+  check(MPI_Barrier(state_->role_comm), "MPI_Barrier");
 }
 
 double MpiCommunicator::max_all(double value) {
+  const MpiWait wait("a maximum over the workers (MPI_Allreduce)");
   double out = value;
-  check(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  check(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, state_->role_comm), "MPI_Allreduce");
   return out;
+}
+
+std::vector<double> MpiCommunicator::all_gather(const std::vector<double>& values) {
+  const MpiWait wait("the all-gather of the round's timings");
+  std::vector<double> out(values.size() * static_cast<std::size_t>(state_->layout.workers));
+  check(MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, out.data(),
+                      static_cast<int>(values.size()), MPI_DOUBLE, state_->role_comm),
+        "MPI_Allgather");
+  return out;
+}
+
+void MpiCommunicator::align_start() {
+  const MpiWait wait("the start barrier of the run");
+  check(MPI_Barrier(state_->layout.comm), "MPI_Barrier");
+}
+
+void MpiCommunicator::finish() {
+  if (!is_server()) state_->algorithm->finish(state_->layout, *state_->messages);
+}
+
+std::vector<std::string> MpiCommunicator::gather_to_first(const std::string& text) {
+  const MpiWait wait("the gather of the trace to rank 0");
+  State& s = *state_;
+  const int processes = size();
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<std::size_t>(processes), 0);
+  check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, s.layout.comm),
+        "MPI_Gather");
+  std::vector<int> offsets(lengths.size(), 0);
+  for (std::size_t r = 1; r < lengths.size(); ++r)
+    offsets[r] = offsets[r - 1] + lengths[r - 1];
+  std::vector<char> all(
+      s.layout.rank == 0 ? static_cast<std::size_t>(offsets.back() + lengths.back()) : 0);
+  check(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                    MPI_CHAR, 0, s.layout.comm),
+        "MPI_Gatherv");
+  std::vector<std::string> out;
+  if (s.layout.rank != 0) return out;
+  for (std::size_t r = 0; r < lengths.size(); ++r)
+    out.emplace_back(all.data() + offsets[r], static_cast<std::size_t>(lengths[r]));
+  return out;
+}
+
+long long MpiCommunicator::messages_sent() const {
+  return state_->messages->sent();
+}
+
+std::vector<std::string> MpiCommunicator::process_hosts() const {
+  return state_->hosts;
+}
+
+std::vector<TraceEvent> MpiCommunicator::serve(long long trace_rounds) {
+  using Clock = std::chrono::steady_clock;
+  State& s = *state_;
+  assert(is_server());
+  align_start();
+  const auto origin = Clock::now();
+  std::vector<TraceEvent> events;
+  const auto per_round = static_cast<long long>(s.collective_names.size());
+  for (long long call = 0;; ++call) {
+    Clock::time_point first;
+    const long long sent_before = s.messages->sent();
+    if (!s.algorithm->serve(s.layout, *s.messages, &first)) break;
+    const auto done = Clock::now();
+    const long long round = per_round > 0 ? call / per_round : 0;
+    if (round >= trace_rounds || per_round == 0) continue;
+    TraceEvent e;
+    e.name = s.collective_names[static_cast<std::size_t>(call % per_round)];
+    e.category = "comm";
+    e.track = s.layout.rank;  // K + j for server j
+    e.round = round;
+    e.start_s = std::chrono::duration<double>(first - origin).count();
+    e.duration_s = std::chrono::duration<double>(done - first).count();
+    e.messages = s.messages->sent() - sent_before;
+    events.push_back(std::move(e));
+  }
+  return events;
 }
 
 }  // namespace tauplan::exec

@@ -1,21 +1,28 @@
 // mpi_communicator.hpp: one worker per MPI rank (OpenMPI), across processes and machines.
 //
-// MpiSession initialises MPI (thread level funneled: only the main thread calls MPI) and
-// finalises it. MpiCommunicator spans MPI_COMM_WORLD with one worker per rank, so K must equal
-// the world size (an InputError otherwise, as for `mpirun -np 3` on a K = 2 job).
-// Mean: each rank scales its buffer by w_k / sum w (weights gathered and summed in rank order,
-// as the thread communicator does) in double, then MPI_Allreduce(MPI_SUM) on doubles; with
-// K = 2 this is bit-identical to the thread communicator (a + b is commutative), with more
-// ranks it can differ in the last float bit. Adasum: MPI_Allgather of all K vectors, then the
-// same recursive pairwise tree on every rank (identical to the thread communicator, at K x the
-// memory). This header needs no MPI; the implementation is built when MPI is found
-// (TAUPLAN_HAVE_MPI). What it leaves out: several workers per rank, GPU-aware MPI, and
-// Horovod's bandwidth-optimal Adasum (vector halving, distance doubling).
+// MpiSession initialises MPI (thread level funneled: only the main thread calls MPI), installs
+// the ways out of mpi_watchdog.hpp and finalises MPI, unless an exception is unwinding (a peer
+// may be waiting for this rank: leaving without MPI_Finalize lets the launcher end the others).
+// MpiCommunicator runs one strategy over MPI_COMM_WORLD: ranks 0..K-1 are the workers, and for
+// the server algorithms (ps, sparknet) ranks K..K+s-1 are the plan's servers, so the world must
+// hold K ranks, or K + s (InputError `workers` otherwise). combine() executes the plan's
+// collective algorithm as point-to-point messages (mpi_algorithm.hpp: ring, ps, tree, sparknet,
+// hierarchical); Adasum all-gathers the K vectors (a ring of K-1 steps) and runs the same
+// pairwise tree on every rank as the thread communicator. A server rank calls serve() instead of
+// training. Only TCP-capable transports are assumed (no shared memory), so the same code runs on
+// one machine, in the emulated testbed and across machines. This header needs no MPI; the
+// implementation is built when MPI is found (TAUPLAN_HAVE_MPI). What it leaves out: several
+// workers per rank, GPU-aware MPI, and Horovod's bandwidth-optimal Adasum.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "exec/communicator.hpp"
+#include "exec/trace_event.hpp"
+#include "model/plan.hpp"
+#include "model/platform.hpp"
 
 namespace tauplan::exec {
 
@@ -27,7 +34,8 @@ bool launched_by_mpi_launcher();
 
 class MpiSession {
  public:
-  /// Initialises MPI unless it already is; finalises in the destructor if it initialised.
+  /// Initialises MPI unless it already is (then finalises in the destructor) and starts the
+  /// watchdog (mpi_watchdog.hpp).
   MpiSession(int* argc, char*** argv);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
@@ -37,7 +45,11 @@ class MpiSession {
   int size() const;
   /// Broadcasts `bytes` bytes from `root` (e.g. an NCCL unique id).
   void broadcast(void* data, int bytes, int root) const;
-  void barrier() const;
+  /// A barrier over the world. With `deadline` false it may last any time (idle ranks while
+  /// rank 0 trains alone): only the launcher ends it when a rank dies.
+  void barrier(bool deadline = true) const;
+  /// The longest any one MPI wait may last before the run is ended (the job's mpi_timeout_s).
+  void set_wait_timeout(double seconds) const;
 
  private:
   bool owns_ = false;
@@ -45,27 +57,41 @@ class MpiSession {
 
 class MpiCommunicator final : public Communicator {
  public:
-  /// Needs an MpiSession alive. Throws InputError(job_file, "workers", ...) when the world size
-  /// differs from `workers`.
-  MpiCommunicator(int workers, const std::string& job_file);
+  /// Collective over MPI_COMM_WORLD (every rank constructs it). Needs an MpiSession alive.
+  /// Throws InputError: `workers` when the world size is not K (+ s for ps and sparknet),
+  /// `collective` when exec/ has no MPI implementation of the plan's algorithm or the workers'
+  /// nodes do not fit it.
+  MpiCommunicator(const model::Plan& plan, const model::Platform& platform,
+                  const std::string& job_file);
+  ~MpiCommunicator() override;
+
+  /// This rank is one of the plan's servers: it calls serve(), not the trainer.
+  bool is_server() const;
+  /// Server ranks: aligns with the workers' start of training, then serves their collectives
+  /// until they finish; returns this server's spans of the first `trace_rounds` rounds.
+  std::vector<TraceEvent> serve(long long trace_rounds);
 
   std::string name() const override { return "mpi"; }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  int workers() const override { return size_; }
-  int local_workers() const override { return 1; }
-  int first_local_worker() const override { return rank_; }
+  int rank() const override;
+  int size() const override;
+  int workers() const override;
+  int local_workers() const override;
+  int first_local_worker() const override;
   MemorySpace memory() const override { return MemorySpace::Host; }
   void combine(const std::vector<float*>& local_buffers, const std::vector<double>& local_weights,
                std::size_t n, CombineRule rule) override;
   void barrier() override;
   double max_all(double value) override;
+  std::vector<double> all_gather(const std::vector<double>& values) override;
+  void align_start() override;
+  void finish() override;
+  std::vector<std::string> gather_to_first(const std::string& text) override;
+  long long messages_sent() const override;
+  std::vector<std::string> process_hosts() const override;
 
  private:
-  int rank_ = 0;
-  int size_ = 1;
-  std::vector<double> sum_;
-  std::vector<float> gathered_;
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace tauplan::exec

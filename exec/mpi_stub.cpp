@@ -31,10 +31,36 @@ int MpiSession::size() const {
   return 1;
 }
 void MpiSession::broadcast(void* /*data*/, int /*bytes*/, int /*root*/) const {}
-void MpiSession::barrier() const {}
+void MpiSession::barrier(bool /*deadline*/) const {}
+void MpiSession::set_wait_timeout(double /*seconds*/) const {}
 
-MpiCommunicator::MpiCommunicator(int /*workers*/, const std::string& job_file) {
+struct MpiCommunicator::State {};
+
+MpiCommunicator::MpiCommunicator(const model::Plan& /*plan*/, const model::Platform& /*platform*/,
+                                 const std::string& job_file) {
   throw InputError(job_file, "communicator", "threads (this tauplan was built without MPI)", "mpi");
+}
+MpiCommunicator::~MpiCommunicator() = default;
+bool MpiCommunicator::is_server() const {
+  return false;
+}
+std::vector<TraceEvent> MpiCommunicator::serve(long long /*trace_rounds*/) {
+  return {};
+}
+int MpiCommunicator::rank() const {
+  return 0;
+}
+int MpiCommunicator::size() const {
+  return 1;
+}
+int MpiCommunicator::workers() const {
+  return 1;
+}
+int MpiCommunicator::local_workers() const {
+  return 1;
+}
+int MpiCommunicator::first_local_worker() const {
+  return 0;
 }
 void MpiCommunicator::combine(const std::vector<float*>& /*local_buffers*/,
                               const std::vector<double>& /*local_weights*/, std::size_t /*n*/,
@@ -42,6 +68,20 @@ void MpiCommunicator::combine(const std::vector<float*>& /*local_buffers*/,
 void MpiCommunicator::barrier() {}
 double MpiCommunicator::max_all(double value) {
   return value;
+}
+std::vector<double> MpiCommunicator::all_gather(const std::vector<double>& values) {
+  return values;
+}
+void MpiCommunicator::align_start() {}
+void MpiCommunicator::finish() {}
+std::vector<std::string> MpiCommunicator::gather_to_first(const std::string& text) {
+  return {text};
+}
+long long MpiCommunicator::messages_sent() const {
+  return 0;
+}
+std::vector<std::string> MpiCommunicator::process_hosts() const {
+  return {};
 }
 
 }  // namespace tauplan::exec

@@ -2,6 +2,10 @@
 #include "exec/report.hpp"
 
 #include <cmath>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
 
 namespace tauplan::exec {
 
@@ -43,9 +47,11 @@ nlohmann::json measurement_extra(const Measurement& m) {
     j["measured_C_s"] = w.measured_median_s;
     j["slowdown"] = w.slowdown;
     j["slowdown_emulated"] = w.slowdown != 1.0;
+    if (!w.ran_on.empty()) j["ran_on"] = w.ran_on;
     workers.push_back(j);
   }
   extra["per_worker"] = workers;
+  if (!m.server_hosts.empty()) extra["server_hosts"] = m.server_hosts;
   json curve = json::array();
   for (const AccuracyPoint& p : m.curve)
     curve.push_back({{"round", p.round},
@@ -54,6 +60,8 @@ nlohmann::json measurement_extra(const Measurement& m) {
                      {"accuracy", p.accuracy},
                      {"train_loss", p.train_loss}});
   extra["accuracy_curve"] = curve;
+  for (const auto& [key, value] : m.extra.items())
+    extra[key] = value;
   return extra;
 }
 
@@ -73,57 +81,50 @@ model::ResultRow to_result_row(const Measurement& m) {
   row.total_s = m.total_s;
   row.engine = m.engine;
   row.timing = to_string(m.timing);
+  if (!m.reached && m.target_accuracy > 0)
+    row.note = fmt::format("target {:g} NOT reached: accuracy {:.4g} after {} steps",
+                           m.target_accuracy, m.final_accuracy, m.steps);
   row.extra = measurement_extra(m);
   return row;
 }
 
-nlohmann::json chrome_trace(const std::vector<Measurement>& runs) {
-  using nlohmann::json;
-  json events = json::array();
+model::ChromeTrace chrome_trace(const std::vector<Measurement>& runs) {
+  model::ChromeTrace trace;
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const Measurement& m = runs[r];
     const int pid = static_cast<int>(r);
-    events.push_back(
-        {{"ph", "M"},
-         {"name", "process_name"},
-         {"pid", pid},
-         {"args",
-          {{"name", m.engine + " " + m.strategy + " K=" + std::to_string(m.workers) +
-                        " tau=" + std::to_string(m.tau) + " (" + to_string(m.timing) + ")"}}}});
+    const std::string algorithm =
+        m.communicator == "mpi" && !m.collective.empty() ? " " + m.collective : "";
+    trace.name_process(pid, m.strategy + " (" + m.engine + ", " + m.communicator + algorithm +
+                                ", " + to_string(m.timing) + ")");
     for (const WorkerReport& w : m.per_worker) {
-      std::string name = "worker " + std::to_string(w.worker);
-      if (!w.host_name.empty()) name += " (" + w.host_name + ")";
-      if (w.slowdown != 1.0) name += " slowdown x" + std::to_string(w.slowdown) + " emulated";
-      events.push_back({{"ph", "M"},
-                        {"name", "thread_name"},
-                        {"pid", pid},
-                        {"tid", w.worker},
-                        {"args", {{"name", name}}}});
+      std::string name = "w" + std::to_string(w.worker);
+      if (!w.host_name.empty()) name += " " + w.host_name;
+      if (w.slowdown != 1.0) name += fmt::format(" (slowdown x{:g} emulated)", w.slowdown);
+      trace.name_thread(pid, w.worker, name);
     }
+    for (std::size_t j = 0; j < m.server_hosts.size(); ++j)
+      trace.name_thread(pid, m.workers + static_cast<int>(j), "server " + m.server_hosts[j]);
+    // Messages of one collective call: every process's count for it, summed (the simulator's
+    // "flows": the point-to-point transfers of the whole call).
+    std::map<std::pair<long long, std::string>, long long> flows;
+    for (const TraceEvent& e : m.trace)
+      if (e.category == "comm") flows[{e.round, e.name}] += e.messages;
     for (const TraceEvent& e : m.trace) {
-      const auto emit = [&](int tid) {
-        events.push_back({{"ph", "X"},
-                          {"name", e.name},
-                          {"cat", e.category},
-                          {"pid", pid},
-                          {"tid", tid},
-                          {"ts", e.start_s * 1e6},
-                          {"dur", e.duration_s * 1e6},
-                          {"args", {{"round", e.round}}}});
-      };
-      if (e.worker >= 0) {
-        emit(e.worker);
-      } else {
-        for (int w = 0; w < m.workers; ++w)
-          emit(w);
-      }
+      const std::string round = std::to_string(e.round);
+      if (e.category == "comm")
+        trace.span(pid, e.track, e.name, e.category, e.start_s, e.duration_s,
+                   {{"round", round}, {"flows", std::to_string(flows[{e.round, e.name}])}});
+      else
+        trace.span(pid, e.track, e.name, e.category, e.start_s, e.duration_s,
+                   {{"round", round}, {"steps", std::to_string(e.steps)}});
     }
   }
-  return json{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  return trace;
 }
 
 void write_chrome_trace(const std::vector<Measurement>& runs, std::ostream& out) {
-  out << chrome_trace(runs).dump() << '\n';
+  out << chrome_trace(runs).json();
 }
 
 }  // namespace tauplan::exec

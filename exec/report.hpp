@@ -4,10 +4,15 @@
 // are means, so total_s = rounds x round_s; the medians C(b) per worker and S are in extra) and
 // keeps what only exec knows in `extra`: per-worker C(b), S, steps/rounds to target (Na, Ma),
 // the accuracy curve, the data set, the real communicator, the combine rule and the emulated
-// slowdowns (labelled as emulated). write_chrome_trace writes trace events ("ph": "X", one
-// track per worker, collectives on every worker's track), the format the simulator uses, so a
-// measured and a simulated run open side by side in Perfetto. What it leaves out: rendering
-// (tables, CSV: model/result.cpp) and events of workers on other MPI ranks.
+// slowdowns (labelled as emulated); a row whose target was not reached says so in its note.
+// chrome_trace writes through model/chrome_trace.hpp in the simulator's layout: one process per
+// strategy, one track per worker ("wK HOST") and per server ("server HOST"), spans ("ph": "X",
+// microseconds) in the categories compute, update (args round, steps) and comm (args round,
+// flows: the point-to-point messages of the call over all processes), named as the simulator
+// names them, so a measured and a simulated run open side by side in Perfetto. Under MPI the
+// measurement holds every rank's spans (gathered to rank 0 by measure). What it leaves out:
+// rendering (tables, CSV: model/result.cpp), barriers (not traced, as in the simulator) and
+// evaluation spans.
 #pragma once
 
 #include <ostream>
@@ -15,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/trainer.hpp"
+#include "model/chrome_trace.hpp"
 #include "model/result.hpp"
 
 namespace tauplan::exec {
@@ -22,9 +28,8 @@ namespace tauplan::exec {
 model::ResultRow to_result_row(const Measurement& m);
 /// The exec-only part of a row (also used on its own by tests).
 nlohmann::json measurement_extra(const Measurement& m);
-/// {"traceEvents": [...], "displayTimeUnit": "ms"} for one or more measurements, one trace
-/// process (pid) per measurement.
-nlohmann::json chrome_trace(const std::vector<Measurement>& runs);
+/// The trace of one or more measurements, one trace process (pid) per measurement.
+model::ChromeTrace chrome_trace(const std::vector<Measurement>& runs);
 void write_chrome_trace(const std::vector<Measurement>& runs, std::ostream& out);
 
 }  // namespace tauplan::exec

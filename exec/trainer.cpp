@@ -134,6 +134,7 @@ constexpr double kFractionEps = 1e-9;
 struct ProgramOp {
   model::OpKind kind = model::OpKind::Barrier;
   std::string label;
+  std::string trace_name;  // the simulator's span name (trace_event.hpp)
   int worker = -1;
   int steps = 1;
   double fraction = 1;
@@ -187,12 +188,18 @@ Program compile(const model::Plan& plan, std::size_t parameters, const std::stri
     ProgramOp p;
     p.kind = op.kind;
     p.label = op.label.empty() ? model::to_string(op.kind) : op.label;
+    p.trace_name = trace_name(op);
     p.worker = op.worker;
     p.steps = std::max(1, op.steps);
     p.fraction = op.step_fraction;
     p.payload = op.payload;
     for (auto e : boost::make_iterator_range(boost::in_edges(v, plan.graph)))
       p.preds.push_back(index.at(boost::source(e, plan.graph)));
+    if (op.kind == model::OpKind::Transfer || op.kind == model::OpKind::Apply)
+      throw InputError(file, "strategies",
+                       "a plan of compute, update, collective and barrier ops (exec runs "
+                       "transfers and server applies only in asynchronous plans)",
+                       "'" + plan.strategy + "' with a " + model::to_string(op.kind) + " op");
     const bool worker_op = op.kind == model::OpKind::Compute || op.kind == model::OpKind::Update;
     if (worker_op && (op.worker < 0 || op.worker >= plan.workers)) p.worker = -1;  // not ours
     if (op.kind == model::OpKind::Compute && p.worker >= 0) {
@@ -274,7 +281,8 @@ struct WorkerState {
   double fraction_done = 0;
   double partial_step_s = 0;
   bool pending_gradient = false;
-  double round_busy_s = 0;  // compute + update, emulated
+  bool budget_slept = false;  // budget_steps already slept the emulated slowdown (concurrent)
+  double round_busy_s = 0;    // compute + update, emulated
   // Whole run.
   std::vector<double> step_s;  // measured duration of each real step
   double loss_sum = 0;
@@ -289,6 +297,8 @@ class Runner {
       : plan_(plan), data_(data), shape_(shape), comm_(comm), options_(options) {
     validate();
     program_ = compile(plan, shape.parameters(), options.job_file);
+    sample_stride_ =
+        plan.round_budget_s > 0 ? 2LL * program_.steps_per_round + 1 : program_.steps_per_round;
     samples_ = integer_samples(plan.worker_samples);
     slowdowns_ = options.emulate_slowdown ? worker_slowdowns(plan, platform)
                                           : std::vector<double>(samples_.size(), 1.0);
@@ -336,10 +346,17 @@ class Runner {
 
   double real_step(WorkerState& w, long long round, bool fold);
   double run_worker_op(const ProgramOp& op, long long round);
+  double budget_steps(WorkerState& w, long long round, bool fold);
   double run_sync_op(const ProgramOp& op);
+  void run_collective(const ProgramOp& op);
   void emulate(double measured_s, double slowdown) const;
   double evaluate();
+  /// Records a worker op's span (trace time: virtual in lockstep, wall from origin_ otherwise).
   void record(const ProgramOp& op, long long round, double start_s, double duration_s);
+  /// Records a collective's span on every local worker's track (barriers are not traced, as in
+  /// the simulator); `messages` sent by this process for it.
+  void record_sync(const ProgramOp& op, long long round, double start_s, double duration_s,
+                   long long messages);
 
   const model::Plan& plan_;
   const Dataset& data_;
@@ -356,9 +373,14 @@ class Runner {
   std::vector<float> round_start_params_;
   std::vector<std::vector<float>> deltas_;
   Measurement out_;
-  double clock_s_ = 0;  // training time before the current round
+  double clock_s_ = 0;        // training time before the current round
+  Clock::time_point origin_;  // the aligned start of training (trace zero in concurrent mode)
   bool tracing_ = false;
   bool cpu_clock_ = false;  // time CPU work by thread CPU time (lockstep, host replicas)
+  // Global steps a round spans in the sample stream: the steps per round, or with a time budget
+  // the most steps any worker may take (twice the plan's most, plus one).
+  long long sample_stride_ = 1;
+  long long budget_steps_done_ = 0;  // time budget: the most steps of any worker, cumulated
 };
 
 void Runner::validate() const {
@@ -405,6 +427,32 @@ void Runner::check_batch(long long step_samples) const {
                      std::to_string(step_samples));
 }
 
+double Runner::budget_steps(WorkerState& w, long long round, bool fold) {
+  // Time-budget local SGD: steps while the next one (taken to last as long as the previous)
+  // fits in the budget; at least one, at most the sample stride. The clock is the op's own:
+  // the lockstep virtual clock (measured x slowdown), or in concurrent timing the wall clock
+  // from the op's start, the emulated slowdown's sleeps included.
+  const auto start = Clock::now();
+  double measured = 0, elapsed = 0, last = 0;
+  while (w.local_step < sample_stride_) {
+    if (w.local_step > 0 && elapsed + last > plan_.round_budget_s) break;
+    const double step = real_step(w, round, fold);
+    measured += step;
+    if (options_.timing == Timing::Concurrent) {
+      emulate(step, w.slowdown);
+      elapsed = seconds_between(start, Clock::now());
+      last = step * w.slowdown;
+    } else {
+      last = step * w.slowdown;
+      elapsed += last;
+    }
+  }
+  // The concurrent sleeps are taken here, step by step; the caller's emulate() must not repeat
+  // them, so it is given the measured time with the sleeps already done (see run_worker_op).
+  w.budget_slept = options_.timing == Timing::Concurrent;
+  return measured;
+}
+
 void Runner::emulate(double measured_s, double slowdown) const {
   if (options_.timing == Timing::Concurrent && slowdown > 1)
     std::this_thread::sleep_for(std::chrono::duration<double>((slowdown - 1) * measured_s));
@@ -413,7 +461,7 @@ void Runner::emulate(double measured_s, double slowdown) const {
 double Runner::real_step(WorkerState& w, long long round, bool fold) {
   const Stopwatch watch(cpu_clock_);
   const long long global_step =
-      round * program_.steps_per_round + std::min(w.local_step, program_.steps_per_round - 1);
+      round * sample_stride_ + std::min<long long>(w.local_step, sample_stride_ - 1);
   ++w.local_step;
   const std::vector<int> idx = w.sampler->indices(global_step, w.offset, w.samples);
   const auto features = static_cast<std::size_t>(data_.features);
@@ -439,7 +487,9 @@ double Runner::run_worker_op(const ProgramOp& op, long long round) {
   double measured = 0;
   if (op.kind == model::OpKind::Compute) {
     if (w.samples == 0) return 0;
-    if (op.fraction >= 1 - kFractionEps) {
+    if (plan_.round_budget_s > 0) {
+      measured = budget_steps(w, round, op.fold_update);
+    } else if (op.fraction >= 1 - kFractionEps) {
       for (int s = 0; s < op.steps; ++s)
         measured += real_step(w, round, op.fold_update);
     } else {
@@ -457,7 +507,8 @@ double Runner::run_worker_op(const ProgramOp& op, long long round) {
     w.pending_gradient = false;
     measured = watch.seconds();
   }
-  emulate(measured, w.slowdown);
+  if (!w.budget_slept) emulate(measured, w.slowdown);
+  w.budget_slept = false;
   const double duration = measured * w.slowdown;
   w.round_busy_s += duration;
   return duration;
@@ -466,57 +517,78 @@ double Runner::run_worker_op(const ProgramOp& op, long long round) {
 double Runner::run_sync_op(const ProgramOp& op) {
   comm_.barrier();                                         // S excludes waiting for stragglers
   const Stopwatch watch(cpu_clock_ && comm_.size() == 1);  // in-process reductions only
+  run_collective(op);
+  return comm_.max_all(watch.seconds());
+}
+
+void Runner::run_collective(const ProgramOp& op) {
   if (op.kind == model::OpKind::Barrier) {
     comm_.barrier();
-  } else {
-    const std::size_t n = op.slice_end - op.slice_begin;
-    std::vector<double> weights;
+    return;
+  }
+  const std::size_t n = op.slice_end - op.slice_begin;
+  std::vector<double> weights;
+  for (auto& w : workers_)
+    weights.push_back(
+        static_cast<double>(w->samples) *
+        (op.payload == model::CollectivePayload::Parameters ? std::max(1, w->local_step) : 1));
+  std::vector<float*> buffers;
+  if (op.payload == model::CollectivePayload::Gradients) {
     for (auto& w : workers_)
-      weights.push_back(
-          static_cast<double>(w->samples) *
-          (op.payload == model::CollectivePayload::Parameters ? std::max(1, w->local_step) : 1));
-    std::vector<float*> buffers;
-    if (op.payload == model::CollectivePayload::Gradients) {
-      for (auto& w : workers_)
-        buffers.push_back(w->replica->gradients() + op.slice_begin);
-      comm_.combine(buffers, weights, n, options_.combine);
-    } else if (options_.combine == CombineRule::Mean) {
-      for (auto& w : workers_)
-        buffers.push_back(w->replica->parameters() + op.slice_begin);
-      comm_.combine(buffers, weights, n, options_.combine);
-    } else {
-      // Adasum of the round's parameter deltas (host memory, checked in validate()).
-      deltas_.resize(workers_.size());
-      for (std::size_t l = 0; l < workers_.size(); ++l) {
-        deltas_[l].resize(n);
-        const float* p = workers_[l]->replica->parameters() + op.slice_begin;
-        const float* p0 = round_start_params_.data() + op.slice_begin;
-        for (std::size_t i = 0; i < n; ++i)
-          deltas_[l][i] = p[i] - p0[i];
-        buffers.push_back(deltas_[l].data());
-      }
-      comm_.combine(buffers, weights, n, options_.combine);
-      for (std::size_t l = 0; l < workers_.size(); ++l) {
-        float* p = workers_[l]->replica->parameters() + op.slice_begin;
-        const float* p0 = round_start_params_.data() + op.slice_begin;
-        for (std::size_t i = 0; i < n; ++i)
-          p[i] = p0[i] + deltas_[l][i];
-      }
+      buffers.push_back(w->replica->gradients() + op.slice_begin);
+    comm_.combine(buffers, weights, n, options_.combine);
+  } else if (options_.combine == CombineRule::Mean) {
+    for (auto& w : workers_)
+      buffers.push_back(w->replica->parameters() + op.slice_begin);
+    comm_.combine(buffers, weights, n, options_.combine);
+  } else {
+    // Adasum of the round's parameter deltas (host memory, checked in validate()).
+    deltas_.resize(workers_.size());
+    for (std::size_t l = 0; l < workers_.size(); ++l) {
+      deltas_[l].resize(n);
+      const float* p = workers_[l]->replica->parameters() + op.slice_begin;
+      const float* p0 = round_start_params_.data() + op.slice_begin;
+      for (std::size_t i = 0; i < n; ++i)
+        deltas_[l][i] = p[i] - p0[i];
+      buffers.push_back(deltas_[l].data());
+    }
+    comm_.combine(buffers, weights, n, options_.combine);
+    for (std::size_t l = 0; l < workers_.size(); ++l) {
+      float* p = workers_[l]->replica->parameters() + op.slice_begin;
+      const float* p0 = round_start_params_.data() + op.slice_begin;
+      for (std::size_t i = 0; i < n; ++i)
+        p[i] = p0[i] + deltas_[l][i];
     }
   }
-  return comm_.max_all(watch.seconds());
 }
 
 void Runner::record(const ProgramOp& op, long long round, double start_s, double duration_s) {
   if (!tracing_) return;
   TraceEvent e;
-  e.name = op.label;
-  e.category = model::to_string(op.kind);
-  e.worker = is_sync(op.kind) ? -1 : op.worker;
+  e.name = op.trace_name;
+  e.category = op.kind == model::OpKind::Compute ? "compute" : "update";
+  e.track = op.worker;
   e.round = round;
-  e.start_s = clock_s_ + start_s;
+  e.start_s = start_s;
   e.duration_s = duration_s;
+  e.steps = op.steps;
   out_.trace.push_back(std::move(e));
+}
+
+void Runner::record_sync(const ProgramOp& op, long long round, double start_s, double duration_s,
+                         long long messages) {
+  if (!tracing_ || op.kind != model::OpKind::Collective) return;
+  for (const auto& w : workers_) {
+    TraceEvent e;
+    e.name = op.trace_name;
+    e.category = "comm";
+    e.track = w->worker;
+    e.round = round;
+    e.start_s = start_s;
+    e.duration_s = duration_s;
+    e.messages = w == workers_.front() ? messages : 0;  // counted once per process
+    out_.trace.push_back(std::move(e));
+  }
 }
 
 double Runner::evaluate() {
@@ -534,16 +606,24 @@ double Runner::evaluate() {
 Measurement Runner::run() {
   const auto run_start = Clock::now();
   const long long spr = program_.steps_per_round;
-  const long long max_rounds = std::max(1LL, (options_.max_steps + spr - 1) / spr);
+  // A time budget's steps are known only as they are taken: its rounds run until max_steps
+  // steps (of its busiest worker), evaluated every eval_every of them.
+  const bool budget = plan_.round_budget_s > 0;
+  const long long max_rounds = budget ? std::max(1LL, options_.max_steps)
+                                      : std::max(1LL, (options_.max_steps + spr - 1) / spr);
+  long long budget_evaluated_at = 0;
   const long long eval_every = std::max(1LL, (options_.eval_every_steps + spr - 1) / spr);
   const bool adasum_params =
       options_.combine == CombineRule::Adasum && comm_.memory() == MemorySpace::Host;
+  const bool concurrent = options_.timing == Timing::Concurrent;
 
   std::vector<double> round_times, round_compute, round_sync;
   std::vector<double> end(program_.ops.size(), 0.0);
   double loss_sum_seen = 0;
   long long loss_count_seen = 0;
 
+  comm_.align_start();  // every process of the run, servers included
+  origin_ = Clock::now();
   for (long long round = 0; round < max_rounds; ++round) {
     tracing_ = round < options_.trace_rounds;
     for (auto& w : workers_) {
@@ -557,24 +637,28 @@ Measurement Runner::run() {
     }
     std::fill(end.begin(), end.end(), 0.0);
     double sync_total = 0;
+    // Concurrent: this process's collectives of the round, (entry, duration) from round start.
+    std::vector<double> sync_spans;
+    if (concurrent) comm_.barrier();  // every round starts aligned on every process
     const auto round_start = Clock::now();
+    const double round_offset = seconds_between(origin_, round_start);
 
     for (const Segment& segment : program_.segments) {
-      if (options_.timing == Timing::Lockstep || !pool_) {
+      if (!concurrent || !pool_) {
         for (std::size_t i : segment.ops) {
           const ProgramOp& op = program_.ops[i];
           if (op.worker < 0 || !is_local(op.worker)) continue;
           const auto wall0 = Clock::now();
           const double duration = run_worker_op(op, round);
           double start = 0;
-          if (options_.timing == Timing::Lockstep) {
+          if (!concurrent) {
             for (std::size_t p : op.preds)
               start = std::max(start, end[p]);
           } else {
             start = seconds_between(round_start, wall0);
           }
           end[i] = start + duration;
-          record(op, round, start, duration);
+          record(op, round, concurrent ? round_offset + start : clock_s_ + start, duration);
         }
       } else {
         // Concurrent: each local worker runs its ops of the segment on its own thread.
@@ -595,49 +679,87 @@ Measurement Runner::run() {
         });
         for (const auto& list : by_worker)
           for (std::size_t i : list)
-            record(program_.ops[i], round, starts[i], end[i] - starts[i]);
+            record(program_.ops[i], round, round_offset + starts[i], end[i] - starts[i]);
       }
       if (segment.sync >= 0) {
         const auto si = static_cast<std::size_t>(segment.sync);
         const ProgramOp& op = program_.ops[si];
-        double ready = 0;
-        for (std::size_t p : op.preds)
-          ready = std::max(ready, end[p]);
-        ready = comm_.max_all(ready);
-        const double duration = run_sync_op(op);
-        const double start = options_.timing == Timing::Lockstep
-                                 ? ready
-                                 : seconds_between(round_start, Clock::now()) - duration;
-        end[si] = start + duration;
-        sync_total += duration;
-        record(op, round, start, duration);
+        const long long sent_before = comm_.messages_sent();
+        if (!concurrent) {
+          double ready = 0;
+          for (std::size_t p : op.preds)
+            ready = std::max(ready, end[p]);
+          ready = comm_.max_all(ready);
+          const double duration = run_sync_op(op);
+          end[si] = ready + duration;
+          sync_total += duration;
+          record_sync(op, round, clock_s_ + ready, duration, comm_.messages_sent() - sent_before);
+        } else {
+          // No barrier: the collective starts when this process's workers are done.
+          const auto enter = Clock::now();
+          run_collective(op);
+          const auto leave = Clock::now();
+          const double start = seconds_between(round_start, enter);
+          const double duration = seconds_between(enter, leave);
+          end[si] = start + duration;
+          sync_spans.push_back(start);
+          sync_spans.push_back(duration);
+          record_sync(op, round, round_offset + start, duration,
+                      comm_.messages_sent() - sent_before);
+        }
       }
     }
 
+    double busy = 0;
+    for (auto& w : workers_)
+      busy =
+          std::max(busy, budget ? w->round_busy_s / std::max(1, w->local_step) : w->round_busy_s);
     double round_s = 0;
-    if (options_.timing == Timing::Lockstep) {
+    if (!concurrent) {
       for (double e : end)
         round_s = std::max(round_s, e);
       round_s = comm_.max_all(round_s);
+      busy = comm_.max_all(busy);
     } else {
-      comm_.barrier();
-      round_s = comm_.max_all(seconds_between(round_start, Clock::now()));
+      // One gather per round, after the round: [end, busy, (entry, duration) per collective].
+      std::vector<double> mine{seconds_between(round_start, Clock::now()), busy};
+      mine.insert(mine.end(), sync_spans.begin(), sync_spans.end());
+      const std::vector<double> all = comm_.all_gather(mine);
+      const std::size_t stride = mine.size();
+      busy = 0;
+      for (std::size_t p = 0; p < all.size(); p += stride) {
+        round_s = std::max(round_s, all[p]);
+        busy = std::max(busy, all[p + 1]);
+      }
+      for (std::size_t c = 2; c < stride; c += 2) {
+        std::size_t critical = 0;  // the process that entered this collective last
+        for (std::size_t p = 0; p < all.size(); p += stride)
+          if (all[p + c] > all[critical + c]) critical = p;
+        sync_total += all[critical + c + 1];
+      }
     }
-    double busy = 0;
-    for (auto& w : workers_)
-      busy = std::max(busy, w->round_busy_s);
-    busy = comm_.max_all(busy);
     round_times.push_back(round_s);
-    round_compute.push_back(busy / static_cast<double>(spr));
+    // Per step: of the busiest worker (with a budget: the slowest step, each worker's own count).
+    round_compute.push_back(budget ? busy : busy / static_cast<double>(spr));
     round_sync.push_back(sync_total);
     clock_s_ += round_s;
+    if (budget) {
+      double most = 0;
+      for (auto& w : workers_)
+        most = std::max(most, static_cast<double>(w->local_step));
+      budget_steps_done_ += static_cast<long long>(comm_.max_all(most));
+    }
 
-    const bool last = round + 1 == max_rounds;
-    if ((round + 1) % eval_every == 0 || last) {
+    const bool last =
+        round + 1 == max_rounds || (budget && budget_steps_done_ >= options_.max_steps);
+    const bool due = budget ? budget_steps_done_ - budget_evaluated_at >= options_.eval_every_steps
+                            : (round + 1) % eval_every == 0;
+    if (due || last) {
+      budget_evaluated_at = budget_steps_done_;
       const auto eval_start = Clock::now();
       AccuracyPoint point;
       point.round = round + 1;
-      point.steps = (round + 1) * spr;
+      point.steps = plan_.round_budget_s > 0 ? budget_steps_done_ : (round + 1) * spr;
       point.time_s = clock_s_;
       point.accuracy = evaluate();
       double loss_sum = 0;
@@ -662,9 +784,11 @@ Measurement Runner::run() {
       }
     }
     out_.rounds = round + 1;
+    if (last) break;
   }
 
-  out_.steps = out_.rounds * spr;
+  comm_.finish();  // server processes leave their serving loop
+  out_.steps = plan_.round_budget_s > 0 ? budget_steps_done_ : out_.rounds * spr;
   out_.steps_per_round = static_cast<int>(spr);
   out_.clock = cpu_clock_ ? "thread-cpu" : "wall";
   out_.total_s = clock_s_;
@@ -681,6 +805,7 @@ Measurement Runner::run() {
   }
 
   // Per-worker C(b): medians of this process's workers, then shared so every rank reports all.
+  const std::vector<std::string> hosts = comm_.process_hosts();  // MPI: one worker per rank
   out_.per_worker.resize(samples_.size());
   for (std::size_t k = 0; k < samples_.size(); ++k) {
     WorkerReport& r = out_.per_worker[k];
@@ -698,6 +823,19 @@ Measurement Runner::run() {
     r.measured_median_s = comm_.max_all(measured);
     r.steps = static_cast<long long>(comm_.max_all(static_cast<double>(steps)));
     r.compute_median_s = r.measured_median_s * r.slowdown;
+    if (k < hosts.size() && comm_.local_workers() == 1) r.ran_on = hosts[k];
+  }
+  if (plan_.round_budget_s > 0) {
+    // The real per-worker step counts the budget gave, mean per round.
+    std::vector<double> steps;
+    for (const WorkerReport& r : out_.per_worker)
+      steps.push_back(
+          out_.rounds > 0 ? static_cast<double>(r.steps) / static_cast<double>(out_.rounds) : 0.0);
+    out_.extra["round_budget_s"] = plan_.round_budget_s;
+    out_.extra["local_steps_mean"] = steps;
+    out_.extra["budget_clock"] = options_.timing == Timing::Lockstep
+                                     ? "lockstep virtual clock (measured x slowdown)"
+                                     : "wall clock (concurrent, emulated slowdown slept)";
   }
   return out_;
 }
@@ -716,6 +854,13 @@ Measurement train(const model::Plan& plan, const model::Platform& platform, cons
   m.split = model::to_string(plan.split);
   m.collective = plan.collective;
   m.communicator = comm.name();
+  for (int j = 0;
+       j < comm.size() - comm.workers() && j < static_cast<int>(plan.server_hosts.size()); ++j) {
+    const int host = plan.server_hosts[static_cast<std::size_t>(j)];
+    m.server_hosts.push_back(host >= 0 && host < static_cast<int>(platform.hosts.size())
+                                 ? platform.hosts[static_cast<std::size_t>(host)].name
+                                 : "server " + std::to_string(j));
+  }
   m.engine = options.engine;
   m.timing = options.timing;
   m.combine = options.combine;

@@ -9,17 +9,46 @@
 // Barrier = a barrier. With gradient buckets (plan.overlap) each collective combines its share
 // of the gradient vector, last layers first, after the whole backward pass has run.
 //
-// Timing. lockstep: local workers run one after another; every op's duration is measured and
+// Timing, lockstep: local workers run one after another; every op's duration is measured and
 // the round's time is the longest path through the DAG (so a phase takes as long as its
 // slowest worker) on a virtual clock: deterministic numerics, timing independent of the core
 // count. CPU work is timed by the thread's CPU time by default, so that other processes on
-// the machine do not inflate C(b) and S (ComputeClock::Wall restores the wall clock). concurrent:
-// local workers run at the same time on their own threads, wall clock. Heterogeneity is emulated:
-// worker k's compute and update times are scaled by s_k = fastest worker host speed / k's host
-// speed (virtual clock), or followed by a sleep of (s_k - 1) x its duration (concurrent); results
-// say so. Collectives are timed after a barrier, so S excludes waiting for stragglers. Evaluation
-// (test accuracy every N steps) is not counted in the training time. Training stops at the target
-// accuracy or the step limit.
+// the machine do not inflate C(b) and S (ComputeClock::Wall restores the wall clock). Under MPI
+// a collective starts after a barrier (so S excludes waiting for stragglers) and its time is
+// the maximum over the ranks. Lockstep is the model's own longest-path rule: it checks that
+// timings repeat, not the model.
+//
+// Timing, concurrent: every number is read on the wall clock (std::chrono::steady_clock).
+//   - Start: one barrier over every process of the run (servers included) before the first
+//     round; each process takes it as the zero of its trace clock (the ranks' clocks are aligned
+//     to within the barrier's exit skew, tens of microseconds on one network switch).
+//   - Round: starts on every process right after a barrier of the workers. Local workers run
+//     their compute and update ops at the same time on their own threads (threads), or one
+//     worker per process (MPI). A collective starts as soon as this process's workers are done
+//     (no barrier before it: a fast rank waits inside the collective for the slow ones, as in a
+//     real run). The round ends on a process when its last op ends; round_s is the maximum of
+//     (end - start) over the processes, gathered after the round (MPI_Allgather), i.e. the time
+//     from the aligned start until the last rank finishes.
+//   - compute_s: per round, the largest compute + update time of one worker (wall, including
+//     the emulated slowdown's sleep), divided by the steps of the round; reported as the mean
+//     and median over rounds.
+//   - S (comm_s, S_s): per round, the sum over the round's collectives of the collective's wall
+//     time on the critical process, the one that entered it last (whose time is the
+//     communication itself, waiting on the network included, with no straggler wait); reported
+//     as the mean (comm_s) and median (S_s) over rounds. With threads the collective is a
+//     shared-memory reduction run by one thread once all workers are done.
+// Heterogeneity is emulated: worker k's compute and update times are scaled by s_k = fastest
+// worker host speed / k's host speed (lockstep, virtual clock), or each op is followed by a
+// sleep of (s_k - 1) x its measured duration (concurrent); results say so. Evaluation (test
+// accuracy every N steps, on the first process) is not counted in the training time; in
+// concurrent mode it shows as a gap in the trace. Training stops at the target accuracy or the
+// step limit.
+// Time-budget local SGD (plan.round_budget_s): a worker's Compute op takes steps while the next
+// one, taken to last as long as its previous step, fits in the budget (at least one; at most twice
+// the plan's most plus one, the sample stream's stride): on the lockstep virtual clock (measured x
+// slowdown), or in concurrent timing on the wall clock from the op's start (the emulated
+// slowdown's sleeps included); the average weights each worker by its steps. Asynchronous plans
+// run in async_trainer.hpp, not here.
 //
 // What it leaves out: real overlap of communication with computation (in lockstep the DAG
 // composes bucket collectives with the backward pass; in concurrent mode they run after it),
@@ -30,10 +59,13 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "exec/communicator.hpp"
 #include "exec/dataset.hpp"
 #include "exec/mlp.hpp"
 #include "exec/replica.hpp"
+#include "exec/trace_event.hpp"
 #include "model/plan.hpp"
 #include "model/platform.hpp"
 
@@ -73,6 +105,7 @@ struct WorkerReport {
   double compute_median_s = 0;   ///< C(b) of one step, emulated (measured x slowdown)
   double measured_median_s = 0;  ///< C(b) of one step as measured
   long long steps = 0;
+  std::string ran_on;  ///< the host its process ran on (MPI: TAUPLAN_TESTBED_HOST or hostname)
 };
 
 struct AccuracyPoint {
@@ -81,15 +114,6 @@ struct AccuracyPoint {
   double time_s = 0;      ///< training time so far
   double accuracy = 0;    ///< test accuracy
   double train_loss = 0;  ///< mean training loss over the rounds since the previous point
-};
-
-struct TraceEvent {
-  std::string name;
-  std::string category;  ///< compute, update, collective, barrier
-  int worker = 0;        ///< -1: all workers (a collective)
-  long long round = 0;
-  double start_s = 0;  ///< from the start of training (virtual or wall clock)
-  double duration_s = 0;
 };
 
 struct Measurement {
@@ -132,8 +156,12 @@ struct Measurement {
   double wall_s = 0;   ///< real elapsed time including evaluation
   double eval_wall_s = 0;
   std::vector<AccuracyPoint> curve;
-  std::vector<TraceEvent> trace;
-  std::vector<float> final_parameters;  ///< this process's first worker, when kept
+  std::vector<TraceEvent> trace;          ///< this process's spans (all ranks' after measure)
+  std::vector<std::string> server_hosts;  ///< hosts of the server processes (MPI ps, sparknet)
+  std::vector<float> final_parameters;    ///< this process's first worker, when kept
+  /// Results only some strategies have (asynchronous: throughput and staleness), merged into
+  /// the result row's extra.
+  nlohmann::json extra = nlohmann::json::object();
 };
 
 /// Runs `plan` until the target or the step limit. `comm` spans plan.workers workers; the

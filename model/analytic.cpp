@@ -3,8 +3,12 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <map>
+#include <stdexcept>
 
 #include "model/collective.hpp"
+#include "model/strategy.hpp"
 
 namespace tauplan::model {
 
@@ -26,12 +30,178 @@ double op_duration_s(const Op& op, const Plan& plan, const Platform& platform) {
       call.hosts.reserve(op.group.size());
       for (int w : op.group)
         call.hosts.push_back(plan.worker_hosts.at(static_cast<size_t>(w)));
-      return collective_algorithm(op.algorithm).time_s(call, platform);
+      return op.repeat * collective_algorithm(op.algorithm).time_s(call, platform);
     }
     case OpKind::Barrier:
       return 0;
+    case OpKind::Transfer: {
+      if (op.fixed_time_s >= 0) return op.fixed_time_s;
+      const int src = plan.host_of(op.source), dst = plan.host_of(op.destination);
+      if (src == dst || op.bytes <= 0) return 0;
+      const Route& route = platform.route(src, dst);
+      return route.latency_s + op.bytes / route.bandwidth_Bps;
+    }
+    case OpKind::Apply: {
+      const int host = plan.server_hosts.at(static_cast<size_t>(op.server));
+      return op.flop > 0 ? op.flop / platform.hosts[static_cast<size_t>(host)].speed_flops : 0.0;
+    }
   }
   return 0;
+}
+
+namespace {
+
+/// The shared resources of an asynchronous plan: each server's processor, then each link its
+/// transfers cross (a fat pipe shares nothing), with per-update busy seconds per worker.
+std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& platform) {
+  std::vector<SharedResource> resources;
+  const size_t k = plan.worker_hosts.size();
+  const size_t servers = plan.server_hosts.size();
+  for (size_t s = 0; s < servers; ++s) {
+    const std::string name =
+        "server " + platform.hosts[static_cast<size_t>(plan.server_hosts[s])].name;
+    resources.push_back(
+        {name + " processor", static_cast<int>(s), false, std::vector<double>(k, 0.0)});
+  }
+  // A server sends (and receives) one transfer at a time: each direction is a queue whose
+  // service time is the whole transfer, latency included.
+  for (const char* direction : {" link in", " link out"})
+    for (size_t s = 0; s < servers; ++s)
+      resources.push_back(
+          {"server " + platform.hosts[static_cast<size_t>(plan.server_hosts[s])].name + direction,
+           -1, direction[6] == 'o', std::vector<double>(k, 0.0)});
+  std::map<int, size_t> link_resource;
+  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+    const Op& op = plan.graph[v];
+    if (op.kind != OpKind::Transfer || op.fixed_time_s >= 0 || op.bytes <= 0) continue;
+    const int src = plan.host_of(op.source), dst = plan.host_of(op.destination);
+    if (src == dst) continue;
+    const auto w = static_cast<size_t>(op.worker);
+    if (op.destination.role == Endpoint::Role::Server)
+      resources[servers + static_cast<size_t>(op.destination.index)].seconds_per_update[w] +=
+          op_duration_s(op, plan, platform);
+    else if (op.source.role == Endpoint::Role::Server)
+      resources[2 * servers + static_cast<size_t>(op.source.index)].seconds_per_update[w] +=
+          op_duration_s(op, plan, platform);
+    for (int link : platform.route(src, dst).links) {
+      const Link& l = platform.links[static_cast<size_t>(link)];
+      if (l.sharing == LinkSharing::FatPipe) continue;
+      auto it = link_resource.find(link);
+      if (it == link_resource.end()) {
+        it = link_resource.emplace(link, resources.size()).first;
+        resources.push_back({"link " + l.name, -1, false, std::vector<double>(k, 0.0)});
+      }
+      resources[it->second].seconds_per_update[static_cast<size_t>(op.worker)] +=
+          op.bytes / l.bandwidth_Bps;
+    }
+  }
+  return resources;
+}
+
+/// Throughput and staleness of an asynchronous plan from its per-op finish times.
+void evaluate_asynchronous(const CompiledPlan& compiled, const std::vector<double>& finish,
+                           RoundTiming& timing) {
+  const auto k = static_cast<size_t>(compiled.workers);
+  timing.cycle_s.assign(k, 0.0);
+  timing.worker_compute.assign(k, 0.0);
+  std::vector<SharedResource> resources = compiled.resources;
+  for (size_t i = 0; i < finish.size(); ++i) {
+    const auto w = static_cast<size_t>(compiled.owner[i]);
+    timing.cycle_s[w] = std::max(timing.cycle_s[w], finish[i]);
+    if (compiled.kind[i] == OpKind::Compute) timing.worker_compute[w] += compiled.duration_s[i];
+    if (compiled.apply_server[i] >= 0)
+      resources[static_cast<size_t>(compiled.apply_server[i])].seconds_per_update[w] +=
+          compiled.duration_s[i];
+  }
+  const double slowest = *std::max_element(timing.cycle_s.begin(), timing.cycle_s.end());
+  const bool bounded = compiled.staleness_bound > 0;
+  std::vector<double>& rate = timing.worker_rate;
+  rate.assign(k, 0.0);
+  for (size_t w = 0; w < k; ++w)
+    rate[w] = 1.0 / (bounded ? slowest : timing.cycle_s[w]);
+  // Progressive filling: cut the most overloaded resource, fix its workers, repeat.
+  std::vector<bool> fixed(k, false);
+  // The time from a cut worker's read to its apply, as its cut leaves it (see below).
+  std::vector<double> cut_read_to_apply(k, 0.0);
+  timing.bottleneck = bounded && std::any_of(timing.cycle_s.begin(), timing.cycle_s.end(),
+                                             [&](double t) { return t < slowest * (1 - 1e-12); })
+                          ? "staleness bound"
+                          : "workers";
+  bool first_cut = true;
+  const size_t n = resources.size();
+  std::vector<double> factor(n);
+  for (;;) {
+    double cut = 1;
+    size_t cut_at = n;
+    for (size_t r = 0; r < n; ++r) {
+      double busy_fixed = 0, busy_free = 0;
+      for (size_t w = 0; w < k; ++w) {
+        const double busy = rate[w] * resources[r].seconds_per_update[w];
+        (fixed[w] ? busy_fixed : busy_free) += busy;
+      }
+      factor[r] = busy_free > 0 ? std::max(0.0, 1 - busy_fixed) / busy_free : HUGE_VAL;
+      if (factor[r] < cut * (1 - 1e-12)) cut = factor[r], cut_at = r;
+    }
+    if (cut_at == n) break;
+    if (first_cut) timing.bottleneck = resources[cut_at].name;
+    first_cut = false;
+    for (size_t w = 0; w < k; ++w) {
+      if (fixed[w] || !(resources[cut_at].seconds_per_update[w] > 0 || bounded)) continue;
+      rate[w] *= cut;
+      fixed[w] = true;
+      // Where the worker waits. At a queue after its read only (a server's processor or receive
+      // queue): all of its wait, D = 1/x. At its server's send queue only: before the read,
+      // D = T. At both, cut together (pushes and pulls of one size through one server link):
+      // the receive queue serves a push every t seconds, so after its read a worker waits for
+      // the next such slot, D = ceil(T / t) t, and the rest of its wait is before the read
+      // (the deterministic schedule the simulator reaches; with noise D lies in [T, T + t)).
+      double after_service = 0;
+      bool before = false, after = false;
+      for (size_t r = 0; r < n; ++r) {
+        const double busy = resources[r].seconds_per_update[w];
+        if (!(factor[r] <= cut * (1 + 1e-9)) || !(busy > 0)) continue;
+        if (resources[r].before_read) {
+          before = true;
+        } else {
+          after = true;
+          after_service = std::max(after_service, busy);
+        }
+      }
+      const double cycle = timing.cycle_s[w], period = 1 / rate[w];
+      if (before && after)
+        cut_read_to_apply[w] =
+            std::min(period, std::ceil(cycle / after_service - 1e-9) * after_service);
+      else  // a worker held back by the staleness bound alone waits before its read
+        cut_read_to_apply[w] = after ? period : cycle;
+    }
+  }
+  double total = 0, compute = 0, comm = 0;
+  std::vector<double> read_to_apply(k);
+  for (size_t w = 0; w < k; ++w) {
+    total += rate[w];
+    compute += rate[w] * timing.worker_compute[w];
+    comm += rate[w] * (timing.cycle_s[w] - timing.worker_compute[w]);
+    // Uncut: D = T (a wait at the staleness bound comes before the read).
+    read_to_apply[w] = fixed[w] ? cut_read_to_apply[w] : timing.cycle_s[w];
+  }
+  double outstanding = 0, most = 0;
+  for (size_t w = 0; w < k; ++w) {
+    outstanding += rate[w] * read_to_apply[w];
+    most = std::max(most, total * read_to_apply[w] - 1);
+  }
+  timing.updates_per_s = total;
+  timing.round_s = total > 0 ? 1 / total : 0;
+  timing.compute_s = total > 0 ? compute / total : 0;
+  timing.comm_s = total > 0 ? comm / total : 0;
+  timing.mean_staleness = std::max(0.0, outstanding - 1);
+  timing.max_staleness = std::max(0.0, most);
+}
+
+}  // namespace
+
+long long staleness_version_bound(int workers, int staleness_bound) {
+  if (staleness_bound <= 0) return -1;
+  return static_cast<long long>(workers - 1) * (2LL * staleness_bound + 1);
 }
 
 CompiledPlan compile(const Plan& plan, const Platform& platform) {
@@ -56,6 +226,20 @@ CompiledPlan compile(const Plan& plan, const Platform& platform) {
       compiled.pred_index.push_back(position[boost::source(e, plan.graph)]);
     compiled.pred_offset.push_back(static_cast<int>(compiled.pred_index.size()));
   }
+  if (plan.asynchronous) {
+    compiled.asynchronous = true;
+    compiled.staleness_bound = plan.staleness_bound;
+    compiled.workers = static_cast<int>(plan.worker_hosts.size());
+    for (OpId v : order) {
+      const Op& op = plan.graph[v];
+      if (op.worker < 0 || op.worker >= compiled.workers)
+        throw std::logic_error("asynchronous plan '" + plan.strategy + "': op '" + op.label +
+                               "' belongs to no worker");
+      compiled.owner.push_back(op.worker);
+      compiled.apply_server.push_back(op.kind == OpKind::Apply ? op.server : -1);
+    }
+    compiled.resources = shared_resources(plan, platform);
+  }
   return compiled;
 }
 
@@ -79,11 +263,15 @@ RoundTiming evaluate(const CompiledPlan& compiled) {
     finish[i] = start + compiled.duration_s[i];
     if (finish[i] > finish[last]) last = i;
   }
+  if (compiled.asynchronous) {
+    evaluate_asynchronous(compiled, finish, timing);
+    return timing;
+  }
   timing.round_s = finish[last];
   double compute = 0, comm = 0;
   for (int i = static_cast<int>(last); i >= 0; i = critical_pred[static_cast<size_t>(i)]) {
     const OpKind kind = compiled.kind[static_cast<size_t>(i)];
-    if (kind == OpKind::Collective)
+    if (kind == OpKind::Collective || kind == OpKind::Transfer || kind == OpKind::Apply)
       comm += compiled.duration_s[static_cast<size_t>(i)];
     else if (kind != OpKind::Barrier)
       compute += compiled.duration_s[static_cast<size_t>(i)];
@@ -96,19 +284,26 @@ RoundTiming evaluate(const CompiledPlan& compiled) {
 ResultRow analyze(const Plan& plan, const Platform& platform) {
   const CompiledPlan compiled = compile(plan, platform);
   const RoundTiming timing = evaluate(compiled);
-  ResultRow row;
-  row.strategy = plan.strategy;
-  row.workers = plan.workers;
-  row.tau = plan.tau;
-  row.batch = plan.batch;
-  row.collective = plan.collective;
-  row.split = plan.strategy == "sync" ? to_string(plan.split) : "";
+  ResultRow row = result_header(plan, "analytic");
   row.round_s = timing.round_s;
   row.compute_s = timing.compute_s;
   row.comm_s = timing.comm_s;
-  row.rounds = plan.rounds;
   row.total_s = static_cast<double>(plan.rounds) * timing.round_s;
-  row.engine = "analytic";
+  if (plan.asynchronous) {
+    nlohmann::json workers = nlohmann::json::array();
+    for (size_t w = 0; w < plan.worker_hosts.size(); ++w)
+      workers.push_back({{"host", platform.hosts[static_cast<size_t>(plan.worker_hosts[w])].name},
+                         {"samples", plan.worker_samples[w]},
+                         {"compute_s", timing.worker_compute[w]},
+                         {"cycle_s", timing.cycle_s[w]},
+                         {"updates_per_s", timing.worker_rate[w]}});
+    row.extra["workers_detail"] = workers;
+    row.extra["convergence_steps"] = plan.convergence_steps;
+    add_asynchronous_extra(plan, timing.updates_per_s, timing.mean_staleness, timing.max_staleness,
+                           row.extra);
+    row.extra["bottleneck"] = timing.bottleneck;
+    return row;
+  }
 
   // Per-worker compute per step and the full (not only exposed) collective time per round.
   std::vector<double> worker_compute(plan.worker_hosts.size(), 0.0);
@@ -131,7 +326,35 @@ ResultRow analyze(const Plan& plan, const Platform& platform) {
   row.extra["convergence_steps"] = plan.convergence_steps;
   row.extra["steps_per_round"] = plan.steps_per_round;
   if (plan.overlap) row.extra["bucket_bytes"] = plan.bucket_bytes;
+  if (plan.micro_batches > 1) row.extra["micro_batches"] = plan.micro_batches;
+  if (plan.round_budget_s > 0) add_budget_extra(plan, row.extra);
   return row;
+}
+
+void add_asynchronous_extra(const Plan& plan, double updates_per_s, double mean_staleness,
+                            double max_staleness, nlohmann::json& extra) {
+  extra["updates_per_s"] = updates_per_s;
+  extra["staleness_mean"] = mean_staleness;
+  extra["staleness_max"] = max_staleness;
+  extra["staleness_bound"] = plan.staleness_bound;
+  const long long bound = staleness_version_bound(plan.workers, plan.staleness_bound);
+  extra["staleness_version_bound"] = bound >= 0 ? nlohmann::json(bound) : nlohmann::json(nullptr);
+  extra["staleness_charged"] = plan.mean_staleness;
+  extra["staleness_cost"] = plan.staleness_cost;
+  extra["convergence_model"] =
+      "updates to target = Na(b) (1 + staleness_cost x staleness_charged) [proposal]";
+  extra["servers"] = plan.server_hosts.size();
+}
+
+void add_budget_extra(const Plan& plan, nlohmann::json& extra) {
+  std::vector<int> steps(plan.worker_hosts.size(), 0);
+  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+    const Op& op = plan.graph[v];
+    if (op.kind == OpKind::Compute && op.worker >= 0)
+      steps[static_cast<size_t>(op.worker)] += op.steps;
+  }
+  extra["round_budget_s"] = plan.round_budget_s;
+  extra["local_steps"] = steps;
 }
 
 }  // namespace tauplan::model

@@ -9,43 +9,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <Eigen/Dense>
 
 #include "model/error.hpp"
+#include "model/simgrid_xml.hpp"
 
 namespace tauplan::model {
 
 namespace {
 
 std::string num(double v) {
-  return fmt::format("{:.17g}", v);
-}
-
-// `text` safe inside an XML attribute or comment.
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
+  return simgrid_xml::number(v);
 }
 
 bool finite(const std::vector<double>& v) {
@@ -145,67 +121,61 @@ std::string calibration_xml(const Calibration& c) {
     if (!(s >= 1 && std::isfinite(s)))
       throw InputError(origin, "slowdowns", "factors >= 1", num(s));
 
+  namespace sx = simgrid_xml;
   const double link_bandwidth = 2 * c.beta_Bps;
-  std::ostringstream o;
-  o << "<?xml version='1.0'?>\n"
-    << "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-    << "<!--\n"
-    << " Calibrated by `tauplan calibrate` (" << xml_escape(c.calibrated_from) << ") on "
-    << xml_escape(c.date) << ".\n"
-    << " " << c.hosts << " worker hosts h0..h" << c.hosts - 1
-    << " and the combining core `reducer` (role server), each on a private\n"
-    << " SPLITDUPLEX link into router xbar.\n"
-    << " Step fit C(b) = " << num(c.step_intercept_s) << " s + b x " << num(c.per_sample_s)
-    << " s (R^2 " << num(c.r2_compute) << ") for " << xml_escape(c.workload) << ";\n"
-    << " speed = " << num(c.flop_per_sample)
-    << " flop/sample / per-sample cost; step_overhead_s = intercept - update flop / speed.\n"
-    << " Combine fit T(K, S) = " << num(c.alpha_s) << " s + K S / " << num(c.beta_Bps)
-    << " B/s (R^2 " << num(c.r2_comm) << "): links have bandwidth 2 beta and the\n"
-    << " reducer's link latency alpha/2, so `collective: ps` with `servers: 1` costs T(K, S).\n"
-    << " A worker with emulated_slowdown s runs at speed / s with s x the step overhead.\n"
-    << "-->\n"
-    << "<platform version=\"4.1\">\n"
-    << "  <zone id=\"world\" routing=\"Floyd\">\n";
+  sx::Platform xml;
+  xml.comment =
+      " Calibrated by `tauplan calibrate` (" + sx::escape(c.calibrated_from) + ") on " +
+      sx::escape(c.date) + ".\n " + std::to_string(c.hosts) + " worker hosts h0..h" +
+      std::to_string(c.hosts - 1) +
+      " and the combining core `reducer` (role server), each on a private\n"
+      " SPLITDUPLEX link into router xbar.\n"
+      " Step fit C(b) = " +
+      num(c.step_intercept_s) + " s + b x " + num(c.per_sample_s) + " s (R^2 " + num(c.r2_compute) +
+      ") for " + sx::escape(c.workload) +
+      ";\n"
+      " speed = " +
+      num(c.flop_per_sample) +
+      " flop/sample / per-sample cost; step_overhead_s = intercept - update flop / speed.\n"
+      " Combine fit T(K, S) = " +
+      num(c.alpha_s) + " s + K S / " + num(c.beta_Bps) + " B/s (R^2 " + num(c.r2_comm) +
+      "): links have bandwidth 2 beta and the\n"
+      " reducer's link latency alpha/2, so `collective: ps` with `servers: 1` costs T(K, S).\n"
+      " A worker with emulated_slowdown s runs at speed / s with s x the step overhead.\n";
+  sx::Zone& world = xml.root;
+  world.id = "world";
+  world.routing = "Floyd";
   for (int h = 0; h < c.hosts; ++h) {
     const double s = c.slowdown(h);
-    auto prop = [&o](const std::string& id, const std::string& value) {
-      o << "      <prop id=\"" << id << "\" value=\"" << xml_escape(value) << "\"/>\n";
-    };
-    o << "    <host id=\"h" << h << "\" speed=\"" << num(c.speed_flops() / s) << "f\">\n";
-    prop("node", "this-machine");
-    prop("role", "worker");
-    prop("emulated_slowdown", num(s));
-    prop("step_overhead_s", num(c.step_overhead_s() * s));
-    prop("workload", c.workload);
-    prop("flop_per_sample", num(c.flop_per_sample));
-    prop("update_flop", num(c.update_flop));
-    prop("step_intercept_s", num(c.step_intercept_s));
-    prop("per_sample_s", num(c.per_sample_s));
-    prop("r2_compute", num(c.r2_compute));
-    prop("alpha_s", num(c.alpha_s));
-    prop("beta_Bps", num(c.beta_Bps));
-    prop("r2_comm", num(c.r2_comm));
-    prop("calibrated_from", c.calibrated_from);
-    prop("date", c.date);
-    o << "    </host>\n";
+    world.hosts.push_back({"h" + std::to_string(h),
+                           c.speed_flops() / s,
+                           {{"node", "this-machine"},
+                            {"role", "worker"},
+                            {"emulated_slowdown", num(s)},
+                            {"step_overhead_s", num(c.step_overhead_s() * s)},
+                            {"workload", c.workload},
+                            {"flop_per_sample", num(c.flop_per_sample)},
+                            {"update_flop", num(c.update_flop)},
+                            {"step_intercept_s", num(c.step_intercept_s)},
+                            {"per_sample_s", num(c.per_sample_s)},
+                            {"r2_compute", num(c.r2_compute)},
+                            {"alpha_s", num(c.alpha_s)},
+                            {"beta_Bps", num(c.beta_Bps)},
+                            {"r2_comm", num(c.r2_comm)},
+                            {"calibrated_from", c.calibrated_from},
+                            {"date", c.date}}});
   }
-  o << "    <host id=\"reducer\" speed=\"" << num(c.speed_flops()) << "f\">\n"
-    << "      <prop id=\"node\" value=\"this-machine\"/>\n"
-    << "      <prop id=\"role\" value=\"server\"/>\n"
-    << "    </host>\n";
-  o << "    <router id=\"xbar\"/>\n";
+  world.hosts.push_back(
+      {"reducer", c.speed_flops(), {{"node", "this-machine"}, {"role", "server"}}});
+  world.routers.push_back("xbar");
   for (int h = 0; h < c.hosts; ++h)
-    o << "    <link id=\"h" << h << "-link\" bandwidth=\"" << num(link_bandwidth)
-      << "Bps\" latency=\"0s\" sharing_policy=\"SPLITDUPLEX\"/>\n";
-  o << "    <link id=\"reducer-link\" bandwidth=\"" << num(link_bandwidth) << "Bps\" latency=\""
-    << num(c.alpha_s / 2) << "s\" sharing_policy=\"SPLITDUPLEX\"/>\n";
+    world.links.push_back({"h" + std::to_string(h) + "-link", link_bandwidth, 0, "SPLITDUPLEX"});
+  world.links.push_back({"reducer-link", link_bandwidth, c.alpha_s / 2, "SPLITDUPLEX"});
   for (int h = 0; h < c.hosts; ++h)
-    o << "    <route src=\"h" << h << "\" dst=\"xbar\"><link_ctn id=\"h" << h
-      << "-link\" direction=\"UP\"/></route>\n";
-  o << "    <route src=\"reducer\" dst=\"xbar\"><link_ctn id=\"reducer-link\" "
-       "direction=\"UP\"/></route>\n";
-  o << "  </zone>\n</platform>\n";
-  return o.str();
+    world.routes.push_back(
+        {"h" + std::to_string(h), "xbar", {{"h" + std::to_string(h) + "-link", "UP"}}});
+  world.routes.push_back({"reducer", "xbar", {{"reducer-link", "UP"}}});
+  return sx::to_xml(xml);
 }
 
 namespace {

@@ -8,39 +8,44 @@
 #include <map>
 
 #include "model/error.hpp"
+#include "model/registry.hpp"
 
 namespace tauplan::model {
+
+// Factories, each defined in its algorithm's own file (collective_<name>.cpp).
+std::unique_ptr<CollectiveAlgorithm> make_ring_allreduce();
+std::unique_ptr<CollectiveAlgorithm> make_parameter_server();
+std::unique_ptr<CollectiveAlgorithm> make_tree_allreduce();
+std::unique_ptr<CollectiveAlgorithm> make_sparknet_broadcast_collect();
+std::unique_ptr<CollectiveAlgorithm> make_hierarchical_allreduce();
+
 namespace {
 
-const std::vector<std::unique_ptr<CollectiveAlgorithm>>& registry() {
-  static const std::vector<std::unique_ptr<CollectiveAlgorithm>> algorithms = [] {
-    std::vector<std::unique_ptr<CollectiveAlgorithm>> all;
-    all.push_back(make_ring_allreduce());
-    all.push_back(make_parameter_server());
-    all.push_back(make_tree_allreduce());
-    all.push_back(make_sparknet_broadcast_collect());
-    all.push_back(make_hierarchical_allreduce());
-    return all;
-  }();
+// The first registered algorithm is the default of the `collective` key.
+const Registry<CollectiveAlgorithm>& registry() {
+  static const Registry<CollectiveAlgorithm> algorithms("collective",
+                                                        {
+                                                            make_ring_allreduce,
+                                                            make_tree_allreduce,
+                                                            make_hierarchical_allreduce,
+                                                            make_parameter_server,
+                                                            make_sparknet_broadcast_collect,
+                                                        });
   return algorithms;
 }
 
 }  // namespace
 
 const CollectiveAlgorithm& collective_algorithm(const std::string& name, const std::string& file) {
-  for (const auto& algorithm : registry())
-    if (name == algorithm->name()) return *algorithm;
-  std::string names;
-  for (const auto& n : collective_algorithm_names())
-    names += (names.empty() ? "" : ", ") + n;
-  throw InputError(file, "collective", "one of " + names, "'" + name + "'");
+  return registry().get(name, file);
 }
 
 std::vector<std::string> collective_algorithm_names() {
-  std::vector<std::string> names;
-  for (const auto& algorithm : registry())
-    names.emplace_back(algorithm->name());
-  return names;
+  return registry().names();
+}
+
+const char* default_collective() {
+  return registry().items().front()->name();
 }
 
 RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform) {

@@ -34,6 +34,8 @@ class CollectiveAlgorithm {
   virtual const char* description() const = 0;
   /// Servers the algorithm needs (0 for peer-to-peer algorithms; -1: at least one).
   virtual int servers_needed() const { return 0; }
+  /// Whether `tauplan plan` searches it when an inventory lists no collectives.
+  virtual bool searched_by_default() const { return true; }
   /// Analytic time of one call in seconds (alpha-beta over the routes it uses).
   virtual double time_s(const CollectiveCall& call, const Platform& platform) const = 0;
 };
@@ -44,12 +46,12 @@ const CollectiveAlgorithm& collective_algorithm(const std::string& name,
 /// All registered names, in registration order.
 std::vector<std::string> collective_algorithm_names();
 
-// One factory per algorithm file (declared here so the registry lists them in one place).
-std::unique_ptr<CollectiveAlgorithm> make_ring_allreduce();
-std::unique_ptr<CollectiveAlgorithm> make_parameter_server();
-std::unique_ptr<CollectiveAlgorithm> make_tree_allreduce();
-std::unique_ptr<CollectiveAlgorithm> make_sparknet_broadcast_collect();
-std::unique_ptr<CollectiveAlgorithm> make_hierarchical_allreduce();
+/// The algorithm a job gets when it names none (the first registered).
+const char* default_collective();
+/// The parameter server (collective_ps.cpp): the calibrated platform's reducer stands for it.
+const char* parameter_server_collective();
+/// The ring all-reduce (collective_ring.cpp): what a mesh layout's groups run.
+const char* ring_collective();
 
 /// The slowest hop of a ring over `hosts` (i -> i+1 mod K): latency and bandwidth of the
 /// worst hop, i.e. max latency and min bandwidth over the K hops.

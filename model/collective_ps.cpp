@@ -55,4 +55,8 @@ std::unique_ptr<CollectiveAlgorithm> make_parameter_server() {
   return std::make_unique<ParameterServer>();
 }
 
+const char* parameter_server_collective() {
+  return collective_algorithm(ParameterServer().name()).name();
+}
+
 }  // namespace tauplan::model

@@ -11,7 +11,7 @@ namespace {
 
 class RingAllReduce : public CollectiveAlgorithm {
  public:
-  const char* name() const override { return "ring"; }
+  const char* name() const override { return ring_collective(); }
   const char* description() const override {
     return "ring all-reduce: reduce-scatter + all-gather, 2(K-1) steps of N/K bytes";
   }
@@ -24,6 +24,10 @@ class RingAllReduce : public CollectiveAlgorithm {
 };
 
 }  // namespace
+
+const char* ring_collective() {
+  return "ring";
+}
 
 std::unique_ptr<CollectiveAlgorithm> make_ring_allreduce() {
   return std::make_unique<RingAllReduce>();

@@ -18,6 +18,9 @@ class SparkNetBroadcastCollect : public CollectiveAlgorithm {
     return "SparkNet: driver broadcasts N to the K workers, then collects N from each";
   }
   int servers_needed() const override { return 1; }
+  // Kept to reproduce SparkNet: a one-server parameter server without sharding, never faster
+  // than `ps` with one server, so plan searches it only when an inventory asks for it.
+  bool searched_by_default() const override { return false; }
   double time_s(const CollectiveCall& call, const Platform& platform) const override {
     if (call.servers.empty() || call.hosts.empty()) return 0;
     const int driver = call.servers.front();

@@ -8,19 +8,35 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
+#include "model/units.hpp"
 
 namespace tauplan::model {
 
-FixedCounts::FixedCounts(double iterations, double rounds)
-    : iterations_(iterations), rounds_(rounds) {}
+namespace {
+
+// A model's answer, checked: (0, kMaxConvergenceSteps] (a larger count would overflow the round
+// count and the total time). `key` names what the user can change.
+double checked_steps(double steps, const std::string& origin, const std::string& key,
+                     const std::string& what) {
+  if (steps > 0 && steps <= kMaxConvergenceSteps) return steps;
+  throw InputError(origin, key,
+                   fmt::format("a model that gives {} in (0, {:g}]", what, kMaxConvergenceSteps),
+                   fmt::format("{:g}", steps));
+}
+
+}  // namespace
+
+FixedCounts::FixedCounts(double iterations, double rounds, std::string origin)
+    : iterations_(iterations), rounds_(rounds), origin_(std::move(origin)) {}
 
 double FixedCounts::serial_steps(double /*batch*/) const {
-  return iterations_;
+  return checked_steps(iterations_, origin_, "iterations", "Na(b)");
 }
 
 double FixedCounts::local_sgd_rounds(double /*batch*/, int /*workers*/, int tau) const {
-  if (rounds_ > 0) return rounds_;
-  return std::ceil(iterations_ / tau);
+  if (rounds_ > 0) return checked_steps(rounds_, origin_, "rounds", "Ma");
+  return checked_steps(std::ceil(iterations_ / tau), origin_, "iterations", "Ma");
 }
 
 std::string FixedCounts::describe() const {
@@ -28,16 +44,22 @@ std::string FixedCounts::describe() const {
   return fmt::format("fixed iterations={:g} rounds=ceil(iterations/tau)", iterations_);
 }
 
-CriticalBatch::CriticalBatch(double min_steps, double critical_batch, double drift)
-    : min_steps_(min_steps), critical_batch_(critical_batch), drift_(drift) {}
+CriticalBatch::CriticalBatch(double min_steps, double critical_batch, double drift,
+                             std::string origin)
+    : min_steps_(min_steps),
+      critical_batch_(critical_batch),
+      drift_(drift),
+      origin_(std::move(origin)) {}
 
 double CriticalBatch::serial_steps(double batch) const {
-  return min_steps_ * (1.0 + critical_batch_ / batch);
+  return checked_steps(min_steps_ * (1.0 + critical_batch_ / batch), origin_,
+                       "min_steps, critical_batch", "Na(b) = Smin (1 + Bcrit / b)");
 }
 
 double CriticalBatch::local_sgd_rounds(double batch, int workers, int tau) const {
   const double tau_effective = tau / (1.0 + drift_ * (tau - 1));
-  return serial_steps(batch * workers) / tau_effective;
+  return checked_steps(serial_steps(batch * workers) / tau_effective, origin_,
+                       "min_steps, critical_batch, drift", "Ma(b,K,tau)");
 }
 
 std::string CriticalBatch::describe() const {
@@ -60,12 +82,8 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 
 double parse_cell(const std::string& cell, const std::string& origin, int line_number,
                   const char* column) {
-  try {
-    size_t used = 0;
-    const double value = std::stod(cell, &used);
-    if (used == cell.size() && std::isfinite(value)) return value;
-  } catch (const std::exception&) {
-  }
+  double value = 0;
+  if (parse_number(cell, value)) return value;
   throw InputError(origin, fmt::format("line {} column {}", line_number, column), "a number",
                    "'" + cell + "'");
 }
@@ -94,10 +112,20 @@ MeasuredTable::MeasuredTable(const std::string& csv_text, const std::string& ori
     const double workers = parse_cell(cells[1], origin, line_number, "workers");
     const double tau = parse_cell(cells[2], origin, line_number, "tau");
     const double steps = parse_cell(cells[3], origin, line_number, "steps");
-    if (batch <= 0 || steps <= 0 || workers < 1 || tau < 1 || workers != std::floor(workers) ||
-        tau != std::floor(tau))
-      throw InputError(origin, fmt::format("line {}", line_number),
-                       "batch > 0, steps > 0 and whole workers, tau >= 1", line);
+    // Batch in (0, 1e12], whole workers and tau in [1, 1e6], steps in (0, 1e15].
+    auto check = [&](const char* column, const std::string& cell, double value, double lo,
+                     double hi, bool whole) {
+      const bool fits = (whole ? value >= lo : value > lo) && value <= hi;
+      if (fits && (!whole || value == std::floor(value))) return;
+      throw InputError(origin, fmt::format("line {} column {}", line_number, column),
+                       fmt::format("{} in {}{:g}, {:g}]", whole ? "a whole number" : "a number",
+                                   whole ? "[" : "(", lo, hi),
+                       "'" + cell + "'");
+    };
+    check("batch", cells[0], batch, 0, kMaxCriticalBatch, false);
+    check("workers", cells[1], workers, 1, 1e6, true);
+    check("tau", cells[2], tau, 1, 1e6, true);
+    check("steps", cells[3], steps, 0, kMaxConvergenceSteps, false);
     curves_[{static_cast<int>(workers), static_cast<int>(tau)}].emplace_back(batch, steps);
   }
   if (!header_seen || curves_.empty())

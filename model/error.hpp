@@ -27,7 +27,11 @@ class InputError : public std::runtime_error {
 /// Exit code for bad input, documented in the README and used by every verb.
 constexpr int kExitBadInput = 2;
 /// Exit code for an answer that is not the one asked for: `plan` found no configuration that
-/// meets the deadline (it names the nearest), or some `sweep` points failed (they are listed).
+/// meets the deadline (it names the nearest), some `sweep` points failed (they are listed), or a
+/// `measure` stopped at max_steps before its target accuracy (its rows say so).
 constexpr int kExitIncompleteAnswer = 3;
+/// Exit code of a distributed run that lost a process: an MPI rank died, was stopped by the
+/// launcher because another one died, or waited longer than mpi_timeout_s for the others.
+constexpr int kExitRankFailure = 4;
 
 }  // namespace tauplan

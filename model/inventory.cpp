@@ -13,11 +13,34 @@
 #include "model/collective.hpp"
 #include "model/error.hpp"
 #include "model/job.hpp"
+#include "model/limits.hpp"
+#include "model/simgrid_xml.hpp"
 #include "model/strategy.hpp"
 #include "model/yaml_util.hpp"
 
 namespace tauplan::model {
+
+std::vector<std::string> default_search_strategies() {
+  std::vector<std::string> names;
+  for (const std::string& name : default_strategy_names())
+    if (strategy(name).uses("workers")) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> default_search_collectives() {
+  std::vector<std::string> names;
+  for (const std::string& name : collective_algorithm_names())
+    if (collective_algorithm(name).searched_by_default()) names.push_back(name);
+  return names;
+}
+
 namespace {
+
+// Limits of inventory values beyond those of model/limits.hpp.
+constexpr double kMaxPrice = 1e9;        // per node-hour, in the inventory's currency
+constexpr double kMaxRatePerHour = 1e6;  // revocations per node-hour
+constexpr double kMaxSeconds = 1e9;      // restart and step overhead
+constexpr double kMaxDeadlineSeconds = 1e12;
 
 std::string quoted(const YAML::Node& node) {
   if (node.IsScalar()) return "'" + node.Scalar() + "'";
@@ -86,14 +109,21 @@ void parse_network(const YAML::Node& node, const std::string& origin, const std:
   yaml_util::reject_unknown_keys(node, known, origin, prefix + ".");
   auto bandwidth = [&](const char* key, double& out) {
     if (!node[key]) return;
-    out = parse_bandwidth(yaml_util::text(node[key], origin, prefix + "." + key), origin,
-                          prefix + "." + key);
+    const std::string k = prefix + "." + key;
+    out = parse_bandwidth(yaml_util::text(node[key], origin, k), origin, k);
+    if (!(out >= kMinBandwidthBps && out <= kMaxBandwidthBps))
+      throw InputError(
+          origin, k,
+          fmt::format("a bandwidth in [{:g}, {:g}] B/s", kMinBandwidthBps, kMaxBandwidthBps),
+          quoted(node[key]));
   };
   auto latency = [&](const char* key, double& out) {
     if (!node[key]) return;
     const std::string k = prefix + "." + key;
     out = parse_seconds(yaml_util::text(node[key], origin, k), origin, k);
-    if (!(out >= 0)) throw InputError(origin, k, "a latency >= 0", quoted(node[key]));
+    if (!(out >= 0 && out <= kMaxLatencySeconds))
+      throw InputError(origin, k, fmt::format("a latency in [0, {:g}] s", kMaxLatencySeconds),
+                       quoted(node[key]));
   };
   bandwidth("bandwidth", network.bandwidth_Bps);
   latency("latency", network.latency_s);
@@ -114,16 +144,18 @@ NodeType parse_node_type(const YAML::Node& node, const std::string& origin,
     if (!node[required]) throw InputError(origin, key(required), "a value", "nothing");
   NodeType type;
   type.name = yaml_util::text(node["name"], origin, key("name"));
-  if (!is_name_word(type.name))
+  // At most 128 characters: host names add "-<node>-gpu<index>" and stay within kMaxNameLength.
+  if (!is_name_word(type.name) || type.name.size() > 128)
     throw InputError(origin, key("name"),
-                     "a word of letters, digits, '-' or '_' starting with a letter",
+                     "a word of at most 128 letters, digits, '-' or '_' starting with a letter",
                      quoted(node["name"]));
   type.gpu_model = yaml_util::text(node["gpu_model"], origin, key("gpu_model"));
   const GpuSpec& gpu = gpu_spec(type.gpu_model, origin, key("gpu_model"));
   if (node["gpus_per_node"])
     type.gpus_per_node = whole_number(node["gpus_per_node"], origin, key("gpus_per_node"), 1);
   type.nodes = whole_number(node["nodes"], origin, key("nodes"), 1);
-  type.price_per_hour = non_negative(node["price_per_hour"], origin, key("price_per_hour"));
+  type.price_per_hour =
+      yaml_util::in_range(node["price_per_hour"], origin, key("price_per_hour"), 0, kMaxPrice);
   if (node["market"]) {
     const std::string market = yaml_util::text(node["market"], origin, key("market"));
     if (market == "on-demand")
@@ -138,13 +170,14 @@ NodeType parse_node_type(const YAML::Node& node, const std::string& origin,
       throw InputError(origin, key("revocations_per_hour"),
                        "a rate >= 0 (revocations per node-hour) for a revocable node type",
                        "nothing");
-    type.revocations_per_hour =
-        non_negative(node["revocations_per_hour"], origin, key("revocations_per_hour"));
+    type.revocations_per_hour = yaml_util::in_range(
+        node["revocations_per_hour"], origin, key("revocations_per_hour"), 0, kMaxRatePerHour);
     if (node["restart_s"]) {
       type.restart_s = parse_seconds(yaml_util::text(node["restart_s"], origin, key("restart_s")),
                                      origin, key("restart_s"));
-      if (!(type.restart_s >= 0))
-        throw InputError(origin, key("restart_s"), "seconds >= 0", quoted(node["restart_s"]));
+      if (!(type.restart_s >= 0 && type.restart_s <= kMaxSeconds))
+        throw InputError(origin, key("restart_s"), fmt::format("seconds in [0, {:g}]", kMaxSeconds),
+                         quoted(node["restart_s"]));
     }
   } else {
     for (const char* k : {"revocations_per_hour", "restart_s"})
@@ -179,14 +212,16 @@ BatchSplit parse_split(const std::string& word, const std::string& origin) {
 
 void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace& search) {
   if (!node.IsMap()) throw InputError(origin, "search", "a map of search keys", quoted(node));
-  yaml_util::reject_unknown_keys(node,
-                                 {"strategies", "collectives", "batch_per_worker", "tau", "split",
-                                  "servers", "max_gpus", "step_overhead_s"},
-                                 origin, "search.");
+  yaml_util::reject_unknown_keys(
+      node,
+      {"strategies", "collectives", "batch_per_worker", "tau", "split", "servers", "max_gpus",
+       "step_overhead_s", "round_budget_s", "staleness_bound", "tensor_parallel",
+       "pipeline_parallel", "micro_batch_size", "zero_stage", "recompute"},
+      origin, "search.");
   if (node["strategies"]) {
     search.strategies = words(node["strategies"], origin, "search.strategies");
     for (const auto& s : search.strategies)
-      strategy_generator(s, origin);  // throws InputError on an unknown strategy
+      strategy(s, origin);  // throws InputError on an unknown strategy
   }
   if (node["collectives"]) {
     search.collectives = words(node["collectives"], origin, "search.collectives");
@@ -203,14 +238,52 @@ void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace
       search.splits.push_back(parse_split(w, origin));
   }
   if (node["servers"]) search.servers = whole_numbers(node["servers"], origin, "search.servers", 1);
+  if (node["staleness_bound"])
+    search.staleness_bound =
+        whole_numbers(node["staleness_bound"], origin, "search.staleness_bound", 0);
+  if (node["round_budget_s"]) {
+    search.round_budget_s.clear();
+    for (const auto& w : words(node["round_budget_s"], origin, "search.round_budget_s")) {
+      const double budget = parse_seconds(w, origin, "search.round_budget_s");
+      if (!(budget > 0))
+        throw InputError(origin, "search.round_budget_s", "seconds > 0", "'" + w + "'");
+      search.round_budget_s.push_back(budget);
+    }
+  }
   if (node["max_gpus"])
     search.max_gpus = whole_number(node["max_gpus"], origin, "search.max_gpus", 1);
+  if (node["tensor_parallel"])
+    search.tensor_parallel =
+        whole_numbers(node["tensor_parallel"], origin, "search.tensor_parallel", 1);
+  if (node["pipeline_parallel"])
+    search.pipeline_parallel =
+        whole_numbers(node["pipeline_parallel"], origin, "search.pipeline_parallel", 1);
+  if (node["micro_batch_size"])
+    search.micro_batch_size =
+        whole_numbers(node["micro_batch_size"], origin, "search.micro_batch_size", 1);
+  if (node["zero_stage"]) {
+    search.zero_stage = whole_numbers(node["zero_stage"], origin, "search.zero_stage", 0);
+    for (int z : search.zero_stage)
+      if (z > 3)
+        throw InputError(origin, "search.zero_stage", "ZeRO stages 0 to 3", std::to_string(z));
+  }
+  if (node["recompute"]) {
+    search.recompute.clear();
+    for (const auto& w : words(node["recompute"], origin, "search.recompute")) {
+      if (w != "none" && w != "selective" && w != "full")
+        throw InputError(origin, "search.recompute", "none, selective or full", "'" + w + "'");
+      search.recompute.push_back(w == "full"        ? Recompute::Full
+                                 : w == "selective" ? Recompute::Selective
+                                                    : Recompute::None);
+    }
+  }
   if (node["step_overhead_s"]) {
     search.step_overhead_s =
         parse_seconds(yaml_util::text(node["step_overhead_s"], origin, "search.step_overhead_s"),
                       origin, "search.step_overhead_s");
-    if (!(search.step_overhead_s >= 0))
-      throw InputError(origin, "search.step_overhead_s", "seconds >= 0",
+    if (!(search.step_overhead_s >= 0 && search.step_overhead_s <= kMaxSeconds))
+      throw InputError(origin, "search.step_overhead_s",
+                       fmt::format("seconds in [0, {:g}]", kMaxSeconds),
                        quoted(node["step_overhead_s"]));
   }
 }
@@ -218,12 +291,15 @@ void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace
 void parse_target(const YAML::Node& node, const Inventory& inventory, Target& target) {
   const std::string& origin = inventory.file;
   if (!node.IsMap()) throw InputError(origin, "target", "a map", quoted(node));
-  yaml_util::reject_unknown_keys(node,
-                                 {"accuracy", "convergence", "min_steps", "critical_batch", "drift",
-                                  "convergence_table", "epochs", "dataset_samples"},
-                                 origin, "target.");
+  yaml_util::reject_unknown_keys(
+      node,
+      {"accuracy", "convergence", "min_steps", "critical_batch", "drift", "convergence_table",
+       "epochs", "dataset_samples", "staleness_cost"},
+      origin, "target.");
   if (node["accuracy"])
     target.accuracy = yaml_util::text(node["accuracy"], origin, "target.accuracy");
+  if (node["staleness_cost"])
+    target.staleness_cost = non_negative(node["staleness_cost"], origin, "target.staleness_cost");
   target.convergence = node["convergence"]
                            ? yaml_util::text(node["convergence"], origin, "target.convergence")
                            : (node["epochs"] ? "epochs" : "critical-batch");
@@ -232,9 +308,17 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
       if (!node[k])
         throw InputError(origin, std::string("target.") + k,
                          "a number > 0 (needed by convergence: critical-batch)", "nothing");
-    target.min_steps = yaml_util::positive(node["min_steps"], origin, "target.min_steps");
-    target.critical_batch =
-        yaml_util::positive(node["critical_batch"], origin, "target.critical_batch");
+    target.min_steps = yaml_util::in_range(node["min_steps"], origin, "target.min_steps", 0,
+                                           kMaxConvergenceSteps, true);
+    target.critical_batch = yaml_util::in_range(
+        node["critical_batch"], origin, "target.critical_batch", 0, kMaxCriticalBatch, true);
+    // Na(b) <= Smin (1 + Bcrit) for every batch b >= 1: within the step limit for all of them,
+    // so that no configuration of the search fails on its step count.
+    if (target.min_steps * (1 + target.critical_batch) > kMaxConvergenceSteps)
+      throw InputError(
+          origin, "target.min_steps, target.critical_batch",
+          fmt::format("min_steps x (1 + critical_batch) <= {:g} steps", kMaxConvergenceSteps),
+          fmt::format("{:g}", target.min_steps * (1 + target.critical_batch)));
     if (node["drift"]) {
       target.drift = non_negative(node["drift"], origin, "target.drift");
       if (target.drift > 1)
@@ -244,8 +328,8 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
     if (!node["convergence_table"])
       throw InputError(origin, "target.convergence_table", "a CSV file batch,workers,tau,steps",
                        "nothing");
-    const std::string raw =
-        yaml_util::text(node["convergence_table"], origin, "target.convergence_table");
+    const std::string raw = yaml_util::text(node["convergence_table"], origin,
+                                            "target.convergence_table", kMaxPathLength);
     namespace fs = std::filesystem;
     target.table_path = fs::path(raw).is_absolute() || inventory.folder.empty()
                             ? raw
@@ -255,9 +339,16 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
       if (!node[k])
         throw InputError(origin, std::string("target.") + k,
                          "a number > 0 (needed by convergence: epochs)", "nothing");
-    target.epochs = yaml_util::positive(node["epochs"], origin, "target.epochs");
-    target.dataset_samples =
-        yaml_util::positive(node["dataset_samples"], origin, "target.dataset_samples");
+    target.epochs =
+        yaml_util::in_range(node["epochs"], origin, "target.epochs", 0, kMaxConvergenceSteps, true);
+    target.dataset_samples = yaml_util::in_range(node["dataset_samples"], origin,
+                                                 "target.dataset_samples", 0, kMaxParameters, true);
+    // Na(b) = epochs x samples / b <= epochs x samples for every batch b >= 1.
+    if (target.epochs * target.dataset_samples > kMaxConvergenceSteps)
+      throw InputError(
+          origin, "target.epochs, target.dataset_samples",
+          fmt::format("epochs x dataset_samples <= {:g} samples", kMaxConvergenceSteps),
+          fmt::format("{:g}", target.epochs * target.dataset_samples));
   } else {
     throw InputError(origin, "target.convergence", "critical-batch, table or epochs",
                      quoted(node["convergence"]));
@@ -286,10 +377,6 @@ void parse_recheck(const YAML::Node& node, const std::string& origin, RecheckSet
   if (node["seed"])
     recheck.seed =
         static_cast<unsigned long long>(whole_number(node["seed"], origin, "recheck.seed", 0));
-}
-
-std::string number_text(double value) {
-  return fmt::format("{:.17g}", value);
 }
 
 // Routes of the two-level star: see inventory.hpp.
@@ -334,49 +421,6 @@ class NodeStarRoutes : public RouteOracle {
 
 }  // namespace
 
-double parse_bandwidth(const std::string& text, const std::string& file, const std::string& key) {
-  const std::string expected =
-      "a bandwidth (bytes/s, or with unit bps, kbps, Mbps, Gbps, Bps, kBps, MBps, GBps)";
-  const auto first = text.find_first_not_of(" \t");
-  double number = 0;
-  size_t used = 0;
-  try {
-    if (first == std::string::npos) throw InputError(file, key, expected, "''");
-    number = std::stod(text.substr(first), &used);
-  } catch (const std::logic_error&) {
-    throw InputError(file, key, expected, "'" + text + "'");
-  }
-  std::string unit = text.substr(first + used);
-  unit.erase(std::remove_if(unit.begin(), unit.end(),
-                            [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
-             unit.end());
-  // Case matters: "b" is bits, "B" bytes.
-  static const std::pair<const char*, double> units[] = {{"", 1},
-                                                         {"Bps", 1},
-                                                         {"kBps", 1e3},
-                                                         {"KBps", 1e3},
-                                                         {"MBps", 1e6},
-                                                         {"GBps", 1e9},
-                                                         {"TBps", 1e12},
-                                                         {"KiBps", 1024.0},
-                                                         {"MiBps", 1048576.0},
-                                                         {"GiBps", 1073741824.0},
-                                                         {"bps", 0.125},
-                                                         {"kbps", 125.0},
-                                                         {"Kbps", 125.0},
-                                                         {"Mbps", 1.25e5},
-                                                         {"Gbps", 1.25e8},
-                                                         {"Tbps", 1.25e11}};
-  for (const auto& [name, factor] : units)
-    if (unit == name) {
-      const double value = number * factor;
-      if (!(value > 0) || !std::isfinite(value))
-        throw InputError(file, key, "a bandwidth > 0", "'" + text + "'");
-      return value;
-    }
-  throw InputError(file, key, expected, "'" + text + "'");
-}
-
 const char* to_string(Objective objective) {
   switch (objective) {
     case Objective::MinTime:
@@ -414,7 +458,7 @@ Inventory parse_inventory_yaml(const std::string& text, const std::string& origi
   if (!root["workload"])
     throw InputError(origin, "workload", "a catalog workload name or a workload YAML file",
                      "nothing");
-  inventory.workload_name = yaml_util::text(root["workload"], origin, "workload");
+  inventory.workload_name = yaml_util::text(root["workload"], origin, "workload", kMaxPathLength);
   {
     std::string name = inventory.workload_name;
     namespace fs = std::filesystem;
@@ -446,8 +490,10 @@ Inventory parse_inventory_yaml(const std::string& text, const std::string& origi
   if (root["deadline"]) {
     inventory.deadline_s =
         parse_seconds(yaml_util::text(root["deadline"], origin, "deadline"), origin, "deadline");
-    if (!(inventory.deadline_s > 0))
-      throw InputError(origin, "deadline", "a duration > 0 (e.g. 12h)", quoted(root["deadline"]));
+    if (!(inventory.deadline_s > 0 && inventory.deadline_s <= kMaxDeadlineSeconds))
+      throw InputError(origin, "deadline",
+                       fmt::format("a duration in (0, {:g}] s (e.g. 12h)", kMaxDeadlineSeconds),
+                       quoted(root["deadline"]));
   }
   if (root["deadline_confidence"]) {
     inventory.deadline_confidence =
@@ -483,10 +529,12 @@ Inventory parse_inventory_yaml(const std::string& text, const std::string& origi
     inventory.servers.max = whole_number(s["max"], origin, "servers.max", 0);
     if (s["price_per_hour"])
       inventory.servers.price_per_hour =
-          non_negative(s["price_per_hour"], origin, "servers.price_per_hour");
-    if (s["speed_flops"])
-      inventory.servers.speed_flops =
-          yaml_util::positive(s["speed_flops"], origin, "servers.speed_flops");
+          yaml_util::in_range(s["price_per_hour"], origin, "servers.price_per_hour", 0, kMaxPrice);
+    if (s["speed_flops"]) {
+      inventory.servers.speed_flops = yaml_util::in_range(
+          s["speed_flops"], origin, "servers.speed_flops", kMinSpeedFlops, kMaxSpeedFlops);
+      inventory.servers.speed_given = true;
+    }
     if (s["network"]) {
       NetworkSpec network;
       network.bandwidth_Bps = inventory.servers.bandwidth_Bps;
@@ -504,18 +552,50 @@ Inventory parse_inventory_yaml(const std::string& text, const std::string& origi
                               [&](int c) { return c > inventory.servers.max; }),
                counts.end());
   if (root["recheck"]) parse_recheck(root["recheck"], origin, inventory.recheck);
+  // A strategy whose servers do work of their own (no collective: async-ps applies updates on
+  // them) needs servers, and their speed: no silent default.
+  for (const auto& name : inventory.search.strategies) {
+    const Strategy& s = strategy(name, origin);
+    if (!s.uses("servers") || s.uses("collective")) continue;
+    if (inventory.search.servers.empty())
+      throw InputError(origin, "servers.max",
+                       "at least 1 parameter server (and search.servers within it) for " + name,
+                       std::to_string(inventory.servers.max));
+    if (!inventory.servers.speed_given)
+      throw InputError(origin, "servers.speed_flops",
+                       "the parameter servers' processing speed in flop/s (" + name +
+                           " applies every update on them)",
+                       "nothing");
+  }
   return inventory;
 }
 
-EpochsConvergence::EpochsConvergence(double epochs, double dataset_samples)
-    : epochs_(epochs), samples_(dataset_samples) {}
+EpochsConvergence::EpochsConvergence(double epochs, double dataset_samples, std::string origin)
+    : epochs_(epochs), samples_(dataset_samples), origin_(std::move(origin)) {}
+
+namespace {
+double checked_epoch_steps(double steps, const std::string& origin) {
+  if (steps > 0 && steps <= kMaxConvergenceSteps) return steps;
+  throw InputError(
+      origin, "target.epochs, target.dataset_samples",
+      fmt::format("epochs x dataset_samples / batch in (0, {:g}] steps", kMaxConvergenceSteps),
+      fmt::format("{:g}", steps));
+}
+}  // namespace
 
 double EpochsConvergence::serial_steps(double batch) const {
-  return epochs_ * samples_ / batch;
+  return checked_epoch_steps(epochs_ * samples_ / batch, origin_);
 }
 
 double EpochsConvergence::local_sgd_rounds(double batch, int workers, int tau) const {
-  return epochs_ * samples_ / (batch * workers * tau);
+  return checked_epoch_steps(epochs_ * samples_ / (batch * workers * tau), origin_);
+}
+
+double EpochsConvergence::unequal_local_rounds(double batch, const std::vector<int>& steps) const {
+  double total = 0;  // local steps of all workers in one round
+  for (int h : steps)
+    total += h;
+  return epochs_ * samples_ / (batch * total);
 }
 
 std::string EpochsConvergence::describe() const {
@@ -525,12 +605,21 @@ std::string EpochsConvergence::describe() const {
 
 std::unique_ptr<ConvergenceModel> target_convergence(const Inventory& inventory) {
   const Target& t = inventory.target;
-  if (t.convergence == "epochs")
-    return std::make_unique<EpochsConvergence>(t.epochs, t.dataset_samples);
-  if (t.convergence == "table")
-    return std::make_unique<MeasuredTable>(
+  if (t.convergence == "epochs") {
+    auto model = std::make_unique<EpochsConvergence>(t.epochs, t.dataset_samples, inventory.file);
+    model->set_staleness_cost(t.staleness_cost);
+    return model;
+  }
+  if (t.convergence == "table") {
+    auto model = std::make_unique<MeasuredTable>(
         yaml_util::read_file(t.table_path, "target.convergence_table"), t.table_path);
-  return std::make_unique<CriticalBatch>(t.min_steps, t.critical_batch, t.drift);
+    model->set_staleness_cost(t.staleness_cost);
+    return model;
+  }
+  auto model =
+      std::make_unique<CriticalBatch>(t.min_steps, t.critical_batch, t.drift, inventory.file);
+  model->set_staleness_cost(t.staleness_cost);
+  return model;
 }
 
 int Selection::gpus(const Inventory& inventory) const {
@@ -590,7 +679,7 @@ Platform make_selection_platform(const Inventory& inventory, const Selection& se
   }
   for (int s = 0; s < selection.servers; ++s, ++node_index) {
     Host host;
-    host.name = "ps" + std::to_string(s);
+    host.name = "server" + std::to_string(s);
     host.speed_flops = inventory.servers.speed_flops;
     host.node = host.name;
     host.role = HostRole::Server;
@@ -609,7 +698,17 @@ Platform make_selection_platform(const Inventory& inventory, const Selection& se
 }
 
 std::string selection_platform_xml(const Inventory& inventory, const Selection& selection) {
-  std::string hosts, routers, links, routes;
+  namespace sx = simgrid_xml;
+  sx::Platform xml;
+  sx::Zone& world = xml.root;
+  world.id = "world";
+  world.routing = "Floyd";
+  auto split_link = [](const std::string& id, double bandwidth, double latency) {
+    return sx::Link{id, bandwidth, latency, "SPLITDUPLEX"};
+  };
+  auto up_route = [](const std::string& src, const std::string& dst, const std::string& link) {
+    return sx::Route{src, dst, {{link, "UP"}}};
+  };
   std::string summary;
   for (size_t t = 0; t < selection.nodes.size(); ++t) {
     const NodeType& type = inventory.node_types[t];
@@ -624,75 +723,46 @@ std::string selection_platform_xml(const Inventory& inventory, const Selection& 
                                : "");
     for (int n = 0; n < selection.nodes[t]; ++n) {
       const std::string node = node_name(type, n);
-      links += fmt::format(
-          "    <link id=\"{}-nic\" bandwidth=\"{}Bps\" latency=\"{}s\" "
-          "sharing_policy=\"SPLITDUPLEX\"/>\n",
-          node, number_text(type.network.bandwidth_Bps), number_text(type.network.latency_s));
+      world.links.push_back(
+          split_link(node + "-nic", type.network.bandwidth_Bps, type.network.latency_s));
       const bool multi = type.gpus_per_node > 1;
       if (multi) {
-        routers += fmt::format("    <router id=\"{}-r\"/>\n", node);
-        routes += fmt::format(
-            "    <route src=\"{0}-r\" dst=\"switch\"><link_ctn id=\"{0}-nic\" "
-            "direction=\"UP\"/></route>\n",
-            node);
+        world.routers.push_back(node + "-r");
+        world.routes.push_back(up_route(node + "-r", "switch", node + "-nic"));
       }
       for (int g = 0; g < type.gpus_per_node; ++g) {
         const std::string host = node + "-gpu" + std::to_string(g);
-        hosts += fmt::format(
-            "    <host id=\"{}\" speed=\"{}f\">\n"
-            "      <prop id=\"gpu_model\" value=\"{}\"/>\n"
-            "      <prop id=\"gpu_memory_bytes\" value=\"{}\"/>\n"
-            "      <prop id=\"precision\" value=\"{}\"/>\n"
-            "      <prop id=\"efficiency\" value=\"{}\"/>\n"
-            "      <prop id=\"node\" value=\"{}\"/>\n"
-            "      <prop id=\"role\" value=\"worker\"/>\n"
-            "    </host>\n",
-            host, number_text(type.speed_flops), type.gpu_model, number_text(type.memory_bytes),
-            type.precision, number_text(type.efficiency), node);
+        world.hosts.push_back({host,
+                               type.speed_flops,
+                               {{"gpu_model", type.gpu_model},
+                                {"gpu_memory_bytes", sx::number(type.memory_bytes)},
+                                {"precision", type.precision},
+                                {"efficiency", sx::number(type.efficiency)},
+                                {"node", node},
+                                {"role", "worker"}}});
         if (multi) {
-          links += fmt::format(
-              "    <link id=\"{}-link\" bandwidth=\"{}Bps\" latency=\"{}s\" "
-              "sharing_policy=\"SPLITDUPLEX\"/>\n",
-              host, number_text(type.network.gpu_bandwidth_Bps),
-              number_text(type.network.gpu_latency_s));
-          routes += fmt::format(
-              "    <route src=\"{0}\" dst=\"{1}-r\"><link_ctn id=\"{0}-link\" "
-              "direction=\"UP\"/></route>\n",
-              host, node);
+          world.links.push_back(split_link(host + "-link", type.network.gpu_bandwidth_Bps,
+                                           type.network.gpu_latency_s));
+          world.routes.push_back(up_route(host, node + "-r", host + "-link"));
         } else {
-          routes += fmt::format(
-              "    <route src=\"{}\" dst=\"switch\"><link_ctn id=\"{}-nic\" "
-              "direction=\"UP\"/></route>\n",
-              host, node);
+          world.routes.push_back(up_route(host, "switch", node + "-nic"));
         }
       }
     }
   }
   for (int s = 0; s < selection.servers; ++s) {
-    const std::string host = "ps" + std::to_string(s);
-    hosts += fmt::format(
-        "    <host id=\"{0}\" speed=\"{1}f\">\n"
-        "      <prop id=\"node\" value=\"{0}\"/>\n"
-        "      <prop id=\"role\" value=\"server\"/>\n"
-        "    </host>\n",
-        host, number_text(inventory.servers.speed_flops));
-    links += fmt::format(
-        "    <link id=\"{}-nic\" bandwidth=\"{}Bps\" latency=\"{}s\" "
-        "sharing_policy=\"SPLITDUPLEX\"/>\n",
-        host, number_text(inventory.servers.bandwidth_Bps),
-        number_text(inventory.servers.latency_s));
-    routes += fmt::format(
-        "    <route src=\"{0}\" dst=\"switch\"><link_ctn id=\"{0}-nic\" "
-        "direction=\"UP\"/></route>\n",
-        host);
+    const std::string host = "server" + std::to_string(s);
+    world.hosts.push_back(
+        {host, inventory.servers.speed_flops, {{"node", host}, {"role", "server"}}});
+    world.links.push_back(
+        split_link(host + "-nic", inventory.servers.bandwidth_Bps, inventory.servers.latency_s));
+    world.routes.push_back(up_route(host, "switch", host + "-nic"));
   }
+  world.routers.push_back("switch");
   if (selection.servers > 0)
     summary += fmt::format("   {} parameter server(s) ps0.. at {}{:g} per hour\n",
                            selection.servers, inventory.currency, inventory.servers.price_per_hour);
-  return fmt::format(
-      "<?xml version='1.0'?>\n"
-      "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-      "<!--\n"
+  xml.comment = fmt::format(
       " Generated by tauplan plan from {} (model/inventory.cpp). Nodes:\n{}"
       " Topology: every node's NIC (SPLITDUPLEX) into one non-blocking router \"switch\"; in a\n"
       " multi-GPU node each GPU has its own SPLITDUPLEX link to the node's router <node>-r, so\n"
@@ -700,14 +770,9 @@ std::string selection_platform_xml(const Inventory& inventory, const Selection& 
       " UP, <node>-nic UP, <node'>-nic DOWN, <gpu'>-link DOWN (the routes model/ computes in "
       "code).\n"
       " Speed = catalog peak[precision] x efficiency. Floyd routes exist once the platform is\n"
-      " sealed.\n"
-      "-->\n"
-      "<platform version=\"4.1\">\n"
-      "  <zone id=\"world\" routing=\"Floyd\">\n"
-      "{}{}    <router id=\"switch\"/>\n{}{}"
-      "  </zone>\n"
-      "</platform>\n",
-      inventory.file, summary, hosts, routers, links, routes);
+      " sealed.\n",
+      inventory.file, summary);
+  return sx::to_xml(xml);
 }
 
 std::vector<RevocableNode> revocable_nodes(const Inventory& inventory, const Selection& selection) {

@@ -25,6 +25,7 @@
 #include "model/convergence.hpp"
 #include "model/plan.hpp"
 #include "model/platform.hpp"
+#include "model/units.hpp"  // parse_bandwidth, parse_seconds
 #include "model/workload.hpp"
 
 namespace tauplan::model {
@@ -60,6 +61,7 @@ struct ServerPool {
   int max = 0;
   double price_per_hour = 0;
   double speed_flops = 1e11;
+  bool speed_given = false;  ///< servers.speed_flops was written (async-ps needs it)
   double bandwidth_Bps = 1e9;
   double latency_s = 18e-6;
 };
@@ -75,17 +77,35 @@ struct Target {
   std::string table_path;  ///< table (absolute or relative to the working folder)
   double epochs = 0;       ///< epochs
   double dataset_samples = 0;
+  double staleness_cost = 1;  ///< async-ps: kappa of Na(b) (1 + kappa tau_bar)
 };
 
+/// Strategies searched when an inventory lists none: every registered strategy that runs on
+/// several workers (the one-worker baseline only when asked for).
+std::vector<std::string> default_search_strategies();
+/// Collectives searched when an inventory lists none: every registered algorithm that
+/// CollectiveAlgorithm::searched_by_default().
+std::vector<std::string> default_search_collectives();
+
 struct SearchSpace {
-  std::vector<std::string> strategies = {"sync", "local-sgd"};
-  std::vector<std::string> collectives = {"ring", "tree", "hierarchical", "ps"};
+  std::vector<std::string> strategies = default_search_strategies();
+  std::vector<std::string> collectives = default_search_collectives();
   std::vector<int> batch_per_worker = {32, 64, 128};
   std::vector<int> tau = {1, 4, 16};
   std::vector<BatchSplit> splits = {BatchSplit::Even, BatchSplit::Speed};
   std::vector<int> servers = {1, 2, 4};
+  std::vector<double> round_budget_s;      ///< local-sgd time budgets (none: not searched)
+  std::vector<int> staleness_bound = {0};  ///< async-ps SSP bounds
   int max_gpus = 64;
   double step_overhead_s = 0;
+  // Strategy mesh (a transformer's layout): every combination of these whose mesh has the
+  // selection's GPUs (data = K / (tensor x pipeline)); micro-batches = the replica's batch over
+  // each micro-batch size. Defaults: tensor up to the GPUs of a node.
+  std::vector<int> tensor_parallel = {1, 2, 4, 8};
+  std::vector<int> pipeline_parallel = {1, 2, 4, 8};
+  std::vector<int> micro_batch_size = {1, 2, 4};
+  std::vector<int> zero_stage = {0, 1};
+  std::vector<Recompute> recompute = {Recompute::None, Recompute::Selective, Recompute::Full};
 };
 
 struct RecheckSettings {
@@ -123,9 +143,6 @@ Inventory load_inventory(const std::string& path);
 Inventory parse_inventory_yaml(const std::string& text, const std::string& origin,
                                const std::string& folder);
 
-/// Parses "25Gbps", "10GBps", "800Mbps", "1.25e9" (bytes/s) as bytes per second.
-double parse_bandwidth(const std::string& text, const std::string& file, const std::string& key);
-
 const char* to_string(Objective objective);
 const char* to_string(Market market);
 
@@ -136,14 +153,16 @@ std::unique_ptr<ConvergenceModel> target_convergence(const Inventory& inventory)
 /// Epochs over a dataset as a convergence model (see target_convergence).
 class EpochsConvergence : public ConvergenceModel {
  public:
-  EpochsConvergence(double epochs, double dataset_samples);
+  EpochsConvergence(double epochs, double dataset_samples, std::string origin = "<inventory>");
   double serial_steps(double batch) const override;
   double local_sgd_rounds(double batch, int workers, int tau) const override;
+  double unequal_local_rounds(double batch, const std::vector<int>& steps) const override;
   std::string describe() const override;
 
  private:
   double epochs_;
   double samples_;
+  std::string origin_;
 };
 
 /// How many nodes of each type (index = node type), and servers.

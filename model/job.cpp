@@ -10,6 +10,8 @@
 
 #include "model/collective.hpp"
 #include "model/error.hpp"
+#include "model/layout.hpp"
+#include "model/notice.hpp"
 #include "model/yaml_util.hpp"
 
 namespace tauplan::model {
@@ -21,6 +23,7 @@ std::vector<KeySpec> model_job_keys() {
     KeySpec spec;
     spec.name = name;
     spec.type = type;
+    if (type == KeyType::Path) spec.max_length = kMaxPathLength;
     spec.default_value = value;
     spec.help = std::move(help);
     keys.push_back(spec);
@@ -38,47 +41,80 @@ std::vector<KeySpec> model_job_keys() {
     spec->max_value = max;
     spec->min_exclusive = min_exclusive;
   };
-  constexpr double kNoMax = 1e300;
+  // Upper limits: far beyond any real job, low enough that every product of them stays finite.
+  constexpr double kMaxWorkers = 1e6;
+  constexpr double kMaxBatch = 1e9;  // samples in one step
+  constexpr double kMaxTau = 1e6;
+  constexpr double kMaxSeconds = 1e9;  // about 32 years
+  constexpr double kMaxBytes = 1e18;
+  constexpr double kMaxSteps = kMaxConvergenceSteps;
   add("workload", KeyType::Text, "alexnet",
       fmt::format("catalog name ({}) or a workload YAML file",
-                  fmt::join(catalog_workload_names(), ", ")));
+                  fmt::join(catalog_workload_names(), ", ")))
+      ->max_length = kMaxPathLength;
   add("platform", KeyType::Text, "sparknet-ec2",
-      "SimGrid platform XML: a file, or the name of one in platforms/");
-  add_choice("strategies", KeyType::TextList, "single,sync,local-sgd", "strategies to evaluate",
+      "SimGrid platform XML: a file, or the name of one in platforms/")
+      ->max_length = kMaxPathLength;
+  add_choice("strategies", KeyType::TextList,
+             fmt::format("{}", fmt::join(default_strategy_names(), ",")), "strategies to evaluate",
              strategy_names());
-  add_range("workers", KeyType::Integer, "4", "K, the number of workers", 1);
+  add_range("workers", KeyType::Integer, "4", "K, the number of workers", 1, kMaxWorkers);
   add("hosts", KeyType::TextList, "", "explicit worker hosts (default: the first K workers)");
   add("single_host", KeyType::Text, "", "host of the single-worker baseline (default: fastest)");
   add_range("batch", KeyType::Integer, "256",
-            "b: global batch for single and sync, per-worker batch for local-sgd", 1);
-  add_range("tau", KeyType::Integer, "10", "local steps per round for local-sgd", 1);
+            "b: global batch for single and sync, per-worker batch for local-sgd", 1, kMaxBatch);
+  add_range("tau", KeyType::Integer, "10", "local steps per round for local-sgd", 1, kMaxTau);
+  add_range("round_budget_s", KeyType::Seconds, "",
+            "local-sgd: time budget per round instead of tau; each worker takes as many local "
+            "steps as fit (steps differ per worker), parameters averaged weighted by steps",
+            0, kMaxSeconds, true);
   add_choice("split", KeyType::Text, "even", "how sync splits the batch over workers",
              {"even", "speed"});
-  add_choice("collective", KeyType::Text, "ring", "collective algorithm",
+  add_choice("collective", KeyType::Text, default_collective(), "collective algorithm",
              collective_algorithm_names());
-  add_range("servers", KeyType::Integer, "1", "parameter servers used by `ps`", 1);
+  add_range("servers", KeyType::Integer, "1",
+            "parameter servers used by `ps` and by async-ps (the update is sharded over them)", 1,
+            kMaxWorkers);
+  add_range("staleness_bound", KeyType::Integer, "0",
+            "async-ps: SSP bound s, a worker may not start step t+s+1 before every worker has "
+            "pushed step t (0 = unbounded)",
+            0, kMaxTau);
+  add_range("micro_batches", KeyType::Integer, "1",
+            "sync: micro-batches per step, gradients accumulated before one all-reduce "
+            "(HetSeq's and fairseq's --update-freq; memory is checked per micro-batch)",
+            1, kMaxBatch);
   add("overlap", KeyType::Boolean, "false",
       "sync: overlap the all-reduce with backward in gradient buckets (needs workload layers)");
   add_range("bucket_bytes", KeyType::Bytes, "25MiB", "gradient bucket size when overlapping", 0,
-            kNoMax, true);
-  add_range("step_overhead_s", KeyType::Seconds, "0", "fixed cost of every training step", 0);
+            kMaxBytes, true);
+  add_range("step_overhead_s", KeyType::Seconds, "0", "fixed cost of every training step", 0,
+            kMaxSeconds);
   add_range("compute_s", KeyType::Seconds, "",
-            "what-if: C(b) in seconds on the fastest worker, instead of flop / speed", 0, kNoMax,
-            true);
-  add_range("comm_s", KeyType::Seconds, "", "what-if: S in seconds per synchronisation", 0);
+            "what-if: C(b) in seconds on the fastest worker, instead of flop / speed", 0,
+            kMaxSeconds, true);
+  add_range("comm_s", KeyType::Seconds, "", "what-if: S in seconds per synchronisation", 0,
+            kMaxSeconds);
   add("check_memory", KeyType::Boolean, "true", "fail when a batch does not fit in GPU memory");
   add_choice("convergence", KeyType::Text, "fixed", "how Na(b) and Ma(b,K,tau) are obtained",
              {"fixed", "critical-batch", "table"});
-  add_range("iterations", KeyType::Real, "1000", "fixed: Na(b), serial iterations", 0, kNoMax,
+  add_range("iterations", KeyType::Real, "1000", "fixed: Na(b), serial iterations", 0, kMaxSteps,
             true);
   add_range("rounds", KeyType::Real, "", "fixed: Ma, rounds of local-sgd (default iterations/tau)",
-            0, kNoMax, true);
-  add_range("min_steps", KeyType::Real, "", "critical-batch: Smin", 0, kNoMax, true);
-  add_range("critical_batch", KeyType::Real, "", "critical-batch: Bcrit (samples)", 0, kNoMax,
-            true);
+            0, kMaxSteps, true);
+  add_range("min_steps", KeyType::Real, "", "critical-batch: Smin", 0, kMaxSteps, true);
+  add_range("critical_batch", KeyType::Real, "", "critical-batch: Bcrit (samples)", 0,
+            kMaxCriticalBatch, true);
   add_range("drift", KeyType::Real, "0", "critical-batch: local-SGD drift c in [0, 1]", 0, 1);
   add("convergence_table", KeyType::Path, "", "table: CSV batch,workers,tau,steps");
-  add_range("seed", KeyType::Integer, "1", "seed of every random choice", 0);
+  add_range("staleness_cost", KeyType::Real, "1",
+            "async-ps: kappa in updates to target = Na(b) (1 + kappa x mean staleness); 1 is "
+            "the noiseless worst case (Arjevani et al. 2018), 0 the noise-dominated limit",
+            0, 1e6);
+  add_range("seed", KeyType::Integer, "1", "seed of every random choice", 0, 1e15);
+  for (const KeySpec& key : layout_job_keys())  // model/layout.hpp; a key declared above wins
+    if (std::none_of(keys.begin(), keys.end(),
+                     [&key](const KeySpec& declared) { return declared.name == key.name; }))
+      keys.push_back(key);
   return keys;
 }
 
@@ -88,23 +124,6 @@ std::string lower(std::string s) {
   for (char& c : s)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-// Splits "25MiB" into (25, "mib"); returns false if there is no leading number.
-bool split_number_unit(const std::string& text, double& number, std::string& unit) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string::npos) return false;
-  try {
-    size_t used = 0;
-    number = std::stod(text.substr(first), &used);
-    unit = lower(text.substr(first + used));
-    unit.erase(std::remove_if(unit.begin(), unit.end(),
-                              [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
-               unit.end());
-    return std::isfinite(number);
-  } catch (const std::exception&) {
-    return false;
-  }
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -166,23 +185,39 @@ std::string type_name(KeyType type) {
 }
 
 // Checks one raw value against its spec; returns the normalised raw string.
+// A value longer than `limit` characters is refused, naming the limit.
+void check_length(const KeySpec& spec, const std::string& value, std::size_t limit,
+                  const std::string& origin) {
+  if (value.size() <= limit) return;
+  throw InputError(origin, spec.name, fmt::format("at most {} characters", limit),
+                   fmt::format("{} characters", value.size()));
+}
+
 std::string validate(const KeySpec& spec, const std::string& raw, const std::string& origin) {
+  if (spec.type != KeyType::TextList)
+    check_length(
+        spec, raw,
+        spec.type == KeyType::Text || spec.type == KeyType::Path ? spec.max_length : kMaxNameLength,
+        origin);
   double value = 0;
   switch (spec.type) {
     case KeyType::Integer: {
       double n = 0;
-      std::string unit;
-      if (!split_number_unit(raw, n, unit) || !unit.empty() || n != std::floor(n))
+      if (!parse_number(raw, n) || n != std::floor(n))
         throw InputError(origin, spec.name, type_name(spec.type), "'" + raw + "'");
+      // Whole numbers are kept exactly: at most 2^53 (every key also has its own maximum).
+      if (std::abs(n) > kLargestWholeNumber)
+        throw InputError(origin, spec.name,
+                         fmt::format("a whole number of at most {:g}",
+                                     std::min(spec.max_value, kLargestWholeNumber)),
+                         "'" + raw + "'");
       value = n;
       break;
     }
-    case KeyType::Real: {
-      std::string unit;
-      if (!split_number_unit(raw, value, unit) || !unit.empty())
+    case KeyType::Real:
+      if (!parse_number(raw, value))
         throw InputError(origin, spec.name, "a number without unit", "'" + raw + "'");
       break;
-    }
     case KeyType::Seconds:
       value = parse_seconds(raw, origin, spec.name);
       break;
@@ -214,6 +249,7 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
         item.erase(item.find_last_not_of(" \t") + 1);
         if (item.empty())
           throw InputError(origin, spec.name, "a list without empty items", "'" + raw + "'");
+        check_length(spec, item, spec.max_length, origin);
         if (!spec.choices.empty() &&
             std::find(spec.choices.begin(), spec.choices.end(), item) == spec.choices.end())
           throw InputError(origin, spec.name,
@@ -230,7 +266,9 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
   if (below || value > spec.max_value) {
     std::string range;
     if (spec.max_value < 1e300)
-      range = fmt::format("between {:g} and {:g}", spec.min_value, spec.max_value);
+      range = spec.min_exclusive
+                  ? fmt::format("above {:g} and at most {:g}", spec.min_value, spec.max_value)
+                  : fmt::format("between {:g} and {:g}", spec.min_value, spec.max_value);
     else
       range = fmt::format("{} {:g}", spec.min_exclusive ? ">" : ">=", spec.min_value);
     throw InputError(origin, spec.name, type_name(spec.type) + " " + range, "'" + raw + "'");
@@ -239,40 +277,6 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
 }
 
 }  // namespace
-
-double parse_bytes(const std::string& text, const std::string& file, const std::string& key) {
-  double number = 0;
-  std::string unit;
-  if (split_number_unit(text, number, unit)) {
-    static const std::pair<const char*, double> units[] = {{"", 1},
-                                                           {"b", 1},
-                                                           {"kb", 1e3},
-                                                           {"mb", 1e6},
-                                                           {"gb", 1e9},
-                                                           {"tb", 1e12},
-                                                           {"kib", 1024.0},
-                                                           {"mib", 1048576.0},
-                                                           {"gib", 1073741824.0},
-                                                           {"tib", 1099511627776.0}};
-    for (const auto& [name, factor] : units)
-      if (unit == name) return number * factor;
-  }
-  throw InputError(file, key, "bytes (a number, or with unit B, kB, MB, GB, KiB, MiB, GiB)",
-                   "'" + text + "'");
-}
-
-double parse_seconds(const std::string& text, const std::string& file, const std::string& key) {
-  double number = 0;
-  std::string unit;
-  if (split_number_unit(text, number, unit)) {
-    static const std::pair<const char*, double> units[] = {
-        {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"min", 60}, {"h", 3600}};
-    for (const auto& [name, factor] : units)
-      if (unit == name) return number * factor;
-  }
-  throw InputError(file, key, "seconds (a number, or with unit s, ms, us, ns, min, h)",
-                   "'" + text + "'");
-}
 
 bool Job::has(const std::string& key) const {
   const auto it = values_.find(key);
@@ -357,7 +361,7 @@ Job parse_job_yaml(const std::string& text, const std::string& origin, const std
   if (root.IsDefined() && !root.IsNull()) {
     if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of job keys");
     for (const auto& entry : root) {
-      const std::string key = entry.first.as<std::string>();
+      const std::string key = yaml_util::key_text(entry.first, origin);
       const KeySpec* spec = find_spec(specs, key);
       if (!spec) unknown_key(specs, key, origin);
       const YAML::Node& value = entry.second;
@@ -377,11 +381,13 @@ Job parse_job_yaml(const std::string& text, const std::string& origin, const std
       } else {
         throw InputError(origin, key, type_name(spec->type), "a map");
       }
+      job.mark_given(key);
     }
   }
   for (const auto& [key, value] : overrides) {
     if (!find_spec(specs, key)) unknown_key(specs, key, "command line");
     raw[key] = value;
+    job.mark_given(key);
   }
   for (const auto& spec : specs) {
     auto it = raw.find(spec.name);
@@ -403,23 +409,46 @@ Job load_job(const std::string& path, const std::vector<KeySpec>& specs,
              const std::map<std::string, std::string>& overrides) {
   if (path.empty()) return parse_job_yaml("", "<command line>", "", specs, overrides);
   const std::string text = yaml_util::read_file(path, "job");
+  // A job file that says nothing is a mistake (a wrong file, an unsaved editor buffer), never
+  // a request for the defaults: those need no file at all.
+  const YAML::Node root = yaml_util::parse(text, path);
+  if (!root.IsDefined() || root.IsNull())
+    throw InputError(
+        path, "job", "a job file with at least one key (tauplan help-keys lists them)",
+        text.find_first_not_of(" \t\r\n") == std::string::npos ? "an empty file" : "no keys");
   const std::string folder = std::filesystem::path(path).parent_path().string();
   return parse_job_yaml(text, path, folder, specs, overrides);
 }
 
 StrategyOptions strategy_options(const Job& job) {
+  // Only strategy mesh reads the layout keys: refuse rather than ignore one in silence.
+  const std::vector<std::string> strategies =
+      job.has("strategies") ? job.list("strategies") : std::vector<std::string>{};
+  const bool wants_layout = std::any_of(strategies.begin(), strategies.end(), [&](const auto& s) {
+    const Strategy* found = find_strategy(s);
+    return found && found->uses("tensor_parallel");
+  });
+  if (const std::string key = layout_key_set(job); !key.empty() && !wants_layout)
+    throw InputError(job.file, key,
+                     "its default unless `strategies` include mesh (the other strategies are "
+                     "data parallel; `tauplan layout` also evaluates layouts)",
+                     "'" + job.text(key) + "'");
   StrategyOptions options;
+  if (wants_layout) options.layout = layout_from_job(job);
   options.file = job.file;
   options.workers = static_cast<int>(job.integer("workers"));
   options.batch = static_cast<double>(job.integer("batch"));
   options.tau = static_cast<int>(job.integer("tau"));
   options.split = job.text("split") == "speed" ? BatchSplit::Speed : BatchSplit::Even;
   options.collective = job.text("collective");
+  options.micro_batches = static_cast<int>(job.integer("micro_batches"));
   options.overlap = job.boolean("overlap");
   options.bucket_bytes = job.real("bucket_bytes");
   options.hosts = job.list("hosts");
   options.single_host = job.text("single_host");
   options.servers = static_cast<int>(job.integer("servers"));
+  options.staleness_bound = static_cast<int>(job.integer("staleness_bound"));
+  options.round_budget_s = job.has("round_budget_s") ? job.real("round_budget_s") : 0;
   options.step_overhead_s = job.real("step_overhead_s");
   options.compute_s = job.has("compute_s") ? job.real("compute_s") : -1;
   options.comm_s = job.has("comm_s") ? job.real("comm_s") : -1;
@@ -427,14 +456,37 @@ StrategyOptions strategy_options(const Job& job) {
   return options;
 }
 
-std::unique_ptr<ConvergenceModel> convergence_model(const Job& job) {
+namespace {
+// Names, once, the convergence keys the job gave that the chosen model does not read.
+void note_ignored_convergence_keys(const Job& job, const std::string& kind) {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> used = {
+      {"fixed", {"iterations", "rounds"}},
+      {"critical-batch", {"min_steps", "critical_batch", "drift"}},
+      {"table", {"convergence_table"}}};
+  std::vector<std::string> ignored;
+  std::vector<std::string> reads;
+  for (const auto& [model, keys] : used)
+    for (const auto& key : keys) {
+      if (model == kind)
+        reads.push_back(key);
+      else if (job.given(key) && job.has(key))
+        ignored.push_back(key);
+    }
+  if (ignored.empty()) return;
+  notice_once(fmt::format("{}: {} ignored: convergence: {} reads only {}", job.file,
+                          fmt::join(ignored, ", "), kind, fmt::join(reads, ", ")),
+              "ignored convergence keys");
+}
+
+std::unique_ptr<ConvergenceModel> convergence_model_of_kind(const Job& job) {
   const std::string kind = job.text("convergence");
+  note_ignored_convergence_keys(job, kind);
   if (kind == "critical-batch") {
     for (const char* key : {"min_steps", "critical_batch"})
       if (!job.has(key))
         throw InputError(job.file, key, "a number > 0 (needed by convergence: critical-batch)");
     return std::make_unique<CriticalBatch>(job.real("min_steps"), job.real("critical_batch"),
-                                           job.real("drift"));
+                                           job.real("drift"), job.file);
   }
   if (kind == "table") {
     if (!job.has("convergence_table"))
@@ -443,7 +495,14 @@ std::unique_ptr<ConvergenceModel> convergence_model(const Job& job) {
     return std::make_unique<MeasuredTable>(yaml_util::read_file(path, "convergence_table"), path);
   }
   return std::make_unique<FixedCounts>(job.real("iterations"),
-                                       job.has("rounds") ? job.real("rounds") : -1);
+                                       job.has("rounds") ? job.real("rounds") : -1, job.file);
+}
+}  // namespace
+
+std::unique_ptr<ConvergenceModel> convergence_model(const Job& job) {
+  std::unique_ptr<ConvergenceModel> model = convergence_model_of_kind(job);
+  model->set_staleness_cost(job.real("staleness_cost"));
+  return model;
 }
 
 }  // namespace tauplan::model

@@ -9,10 +9,13 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "model/limits.hpp"
 #include "model/strategy.hpp"
+#include "model/units.hpp"  // parse_seconds, parse_bytes for the readers of job values
 
 namespace tauplan::model {
 
@@ -37,6 +40,8 @@ struct KeySpec {
   double max_value = 1e300;          ///<   min_exclusive
   bool min_exclusive = false;
   bool required = false;
+  /// Text, Path and list items: at most this many characters.
+  std::size_t max_length = kMaxNameLength;
 };
 
 /// The keys model/ understands (workload, platform, strategy, convergence, what-if overrides).
@@ -49,6 +54,8 @@ class Job {
   std::string folder;  ///< folder that relative paths resolve against
 
   bool has(const std::string& key) const;
+  /// True when the job file or a flag gave `key` (not only its default).
+  bool given(const std::string& key) const { return given_.count(key) != 0; }
   long long integer(const std::string& key) const;
   double real(const std::string& key) const;  ///< Real, Seconds (in s), Bytes (in bytes)
   bool boolean(const std::string& key) const;
@@ -59,16 +66,19 @@ class Job {
   /// Raw validated values (strings), for provenance and sweeps.
   const std::map<std::string, std::string>& values() const { return values_; }
   void set_raw(const std::string& key, const std::string& value) { values_[key] = value; }
+  void mark_given(const std::string& key) { given_.insert(key); }
   const KeySpec& spec(const std::string& key) const;
 
   std::vector<KeySpec> specs;
 
  private:
   std::map<std::string, std::string> values_;
+  std::set<std::string> given_;
 };
 
 /// Loads `path` (may be empty: only flags and defaults), applies `overrides` (key -> value as
-/// typed on the command line) and checks everything against `specs`.
+/// typed on the command line) and checks everything against `specs`. A folder, an empty file,
+/// a file with no keys, a duplicate key or an over-long value is an InputError.
 Job load_job(const std::string& path, const std::vector<KeySpec>& specs,
              const std::map<std::string, std::string>& overrides = {});
 /// Same, from YAML text (`origin` names it in errors).
@@ -76,14 +86,11 @@ Job parse_job_yaml(const std::string& text, const std::string& origin, const std
                    const std::vector<KeySpec>& specs,
                    const std::map<std::string, std::string>& overrides = {});
 
-/// Parses "25MiB", "1.5GB", "4096" as bytes; throws InputError (file, key) on a wrong unit.
-double parse_bytes(const std::string& text, const std::string& file, const std::string& key);
-/// Parses "5ms", "2us", "1.5s", "0.25" as seconds; throws InputError on a wrong unit.
-double parse_seconds(const std::string& text, const std::string& file, const std::string& key);
-
 /// Strategy options from a job (workers, batch, tau, split, collective, overlap ...).
 StrategyOptions strategy_options(const Job& job);
-/// The convergence model a job names (`convergence: fixed | critical-batch | table`).
+/// The convergence model a job names (`convergence: fixed | critical-batch | table`), with the
+/// job's staleness cost. Keys given for another model (`iterations` under critical-batch ...)
+/// are named once on stderr.
 std::unique_ptr<ConvergenceModel> convergence_model(const Job& job);
 
 }  // namespace tauplan::model

@@ -13,6 +13,12 @@ void Plan::depend(OpId before, OpId after) {
   boost::add_edge(before, after, graph);
 }
 
+int Plan::host_of(const Endpoint& endpoint) const {
+  const std::vector<int>& hosts =
+      endpoint.role == Endpoint::Role::Worker ? worker_hosts : server_hosts;
+  return hosts.at(static_cast<size_t>(endpoint.index));
+}
+
 std::vector<OpId> Plan::topological_order() const {
   // Kahn's algorithm, taking ready ops in index order, so the order is deterministic and
   // follows insertion order where the dependencies allow.
@@ -50,6 +56,10 @@ const char* to_string(OpKind kind) {
       return "collective";
     case OpKind::Barrier:
       return "barrier";
+    case OpKind::Transfer:
+      return "transfer";
+    case OpKind::Apply:
+      return "apply";
   }
   return "?";
 }

@@ -12,6 +12,9 @@
 #include "model/analytic.hpp"
 #include "model/collective.hpp"
 #include "model/error.hpp"
+#include "model/layout.hpp"
+#include "model/layout_cost.hpp"
+#include "model/layout_memory.hpp"
 #include "model/revocation.hpp"
 #include "model/strategy.hpp"
 
@@ -34,8 +37,7 @@ const char* to_string(Bottleneck bottleneck) {
 }
 
 double PlanConfig::job_batch() const {
-  if (strategy == "local-sgd" || strategy == "single") return batch_per_worker;
-  return static_cast<double>(batch_per_worker) * gpus;
+  return model::strategy(strategy).job_batch(batch_per_worker, gpus);
 }
 
 namespace {
@@ -140,33 +142,59 @@ Evaluation finish_evaluation(const Inventory& inventory, const PlanConfig& confi
   return e;
 }
 
+/// The configuration's options, normalised by its strategy (as make_plan normalises them).
 StrategyOptions options_for(const Inventory& inventory, const PlanConfig& config) {
   StrategyOptions options;
   options.file = inventory.file;
-  options.workers = config.strategy == "single" ? 1 : config.gpus;
+  options.workers = config.gpus;
   options.batch = config.job_batch();
-  options.tau = config.strategy == "local-sgd" ? config.tau : 1;
+  options.tau = config.tau;
+  options.round_budget_s = config.round_budget_s;
+  options.staleness_bound = config.staleness_bound;
   options.split = config.split;
   options.collective = config.collective;
   options.servers = std::max(config.servers, 1);
   options.step_overhead_s = inventory.search.step_overhead_s;
   options.check_memory = true;
-  return options;
+  options.layout = config.layout;
+  return strategy(config.strategy, inventory.file).normalise(options);
 }
 
-/// make_plan's rounds from the convergence model (kept identical; see strategy.cpp).
-void plan_rounds(const std::string& strategy, double batch, int workers, int tau,
-                 const ConvergenceModel& convergence, const std::string& file, double& steps,
-                 long long& rounds) {
-  steps = strategy == "local-sgd" ? convergence.local_sgd_rounds(batch, workers, tau)
-                                  : convergence.serial_steps(batch);
-  if (!(steps > 0) || !std::isfinite(steps))
-    throw InputError(file, "convergence",
-                     "a positive, finite number of steps from the convergence model",
-                     fmt::format("{}", steps));
-  const double nearest = std::round(steps);
-  rounds = static_cast<long long>(std::abs(steps - nearest) < 1e-9 * nearest ? nearest
-                                                                             : std::ceil(steps));
+/// A mesh configuration costed by the closed form (see planner.hpp): InputError for a layout
+/// check_layout refuses (its key) or one that does not fit (key "batch").
+Evaluation evaluate_mesh(const Inventory& inventory, const PlanConfig& config,
+                         const Platform& platform, const ConvergenceModel& convergence,
+                         const SelectionCosts& costs, int largest_fitting) {
+  const Workload& workload = inventory.workload;
+  const double batch = config.job_batch();
+  check_layout(config.layout, workload, batch, config.gpus, inventory.file);
+  const LayoutMemory memory = layout_memory(workload, config.layout, batch);
+  if (memory.peak_bytes > costs.min_memory_bytes)
+    throw InputError(inventory.file, "batch", "a layout that fits in the GPUs' memory",
+                     config.layout.label());
+  const MeshPlacement placement = place_mesh(config.layout, platform, {}, inventory.file);
+  const LayoutTime time = layout_time(workload, config.layout, batch, platform, placement,
+                                      LayoutTimeOptions{inventory.search.step_overhead_s});
+  Outcome o;
+  o.timing.round_s = time.iteration_s;
+  double slowest_compute = 0;
+  for (const StageTime& stage : time.stages)
+    slowest_compute = std::max(slowest_compute, stage.compute_s + stage.elementwise_s);
+  const Layout& l = config.layout;
+  o.timing.compute_s =
+      (l.micro_batches + (l.pipeline - 1.0) / l.virtual_stages) * slowest_compute + time.update_s;
+  o.timing.comm_s = std::max(0.0, time.iteration_s - o.timing.compute_s);
+  Plan counts;  // what the convergence model reads: the global batch and the workers
+  counts.strategy = config.strategy;
+  counts.workers = config.gpus;
+  counts.batch = batch;
+  o.convergence_steps = strategy(config.strategy).convergence_steps(counts, convergence);
+  o.rounds = rounds_from_steps(o.convergence_steps, inventory.file);
+  // Each GPU's share of the step's flop, as finish_evaluation's mean worker reads it.
+  const std::vector<double> shares(placement.hosts.size(), batch / config.gpus);
+  o.hosts = &placement.hosts;
+  o.samples = &shares;
+  return finish_evaluation(inventory, config, platform, o, costs, largest_fitting);
 }
 
 /// One Plan built and compiled per (selection, strategy, collective, servers); the batch, tau
@@ -177,9 +205,12 @@ class Family {
  public:
   Family(const Inventory& inventory, const PlanConfig& base, const Platform& platform,
          const ConvergenceModel& convergence)
-      : inventory_(inventory), platform_(platform), convergence_(convergence) {
-    const StrategyOptions options = options_for(inventory, base);
-    plan_ = make_plan(base.strategy, options, inventory.workload, platform, convergence);
+      : inventory_(inventory),
+        platform_(platform),
+        convergence_(convergence),
+        strategy_(strategy(base.strategy, inventory.file)) {
+    plan_ = make_plan(base.strategy, options_for(inventory, base), inventory.workload, platform,
+                      convergence);
     try {
       compiled_ = compile(plan_, platform);
     } catch (const InputError&) {
@@ -189,73 +220,44 @@ class Family {
       return;
     }
     scratch_ = compiled_;
-    // The compute ops, in compile()'s (topological) order, as copies without their strings.
-    const std::vector<OpId> order = plan_.topological_order();
-    compute_.resize(order.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      const Op& op = plan_.graph[order[i]];
-      if (op.kind != OpKind::Compute) continue;
-      compute_ops_.push_back(i);
-      Op& copy = compute_[i];
-      copy.kind = op.kind;
-      copy.worker = op.worker;
-      copy.overhead_s = op.overhead_s;
-      copy.steps = op.steps;
-      copy.step_fraction = op.step_fraction;
-    }
+    // The compute ops, by their index in compile()'s (topological) order.
+    order_ = plan_.topological_order();
+    for (size_t i = 0; i < order_.size(); ++i)
+      if (plan_.graph[order_[i]].kind == OpKind::Compute) compute_ops_.push_back(i);
   }
 
   enum class Status { Ok, Memory, Collective };
 
   /// Evaluates one configuration of the family: Memory when a worker's samples do not fit in
-  /// its GPU (as check_fits_in_memory would throw, and before anything else, as the generators
+  /// its GPU (as check_fits_in_memory would throw, and before anything else, as the strategies
   /// check), Collective when the family's collective cannot run; throws InputError as make_plan
   /// would for the rest (convergence).
   Status evaluate(const PlanConfig& config, Outcome& o) {
     const Workload& workload = inventory_.workload;
-    const bool local = config.strategy == "local-sgd";
-    const bool single = config.strategy == "single";
-    const double batch = config.job_batch();
-    const int tau = local ? config.tau : 1;
-    if (single) {
-      samples_.assign(1, batch);
-    } else if (local) {
-      samples_.assign(plan_.worker_hosts.size(), batch);
-    } else {
-      samples_ = split_batch(batch, plan_.worker_hosts, platform_, config.split);
-    }
+    const StrategyOptions options = options_for(inventory_, config);
+    strategy_.recost(plan_, options, workload, platform_);
     // check_fits_in_memory's test, without building its message for every misfit.
     for (size_t w = 0; w < plan_.worker_hosts.size(); ++w) {
       const Host& host = platform_.hosts[static_cast<size_t>(plan_.worker_hosts[w])];
-      if (host.gpu_memory_bytes > 0 && workload.memory_bytes(samples_[w]) > host.gpu_memory_bytes)
+      if (host.gpu_memory_bytes > 0 &&
+          workload.memory_bytes(plan_.worker_samples[w]) > host.gpu_memory_bytes)
         return Status::Memory;
     }
     if (!runnable_) return Status::Collective;
-    const double flop_per_sample = workload.flop_per_sample;
-    const double update_flop = workload.parameters * workload.update_flop_per_parameter;
     scratch_.duration_s = compiled_.duration_s;
-    scratch_.steps_per_round = local ? tau : 1;
+    scratch_.steps_per_round = plan_.steps_per_round;
+    scratch_.staleness_bound = plan_.staleness_bound;
     for (size_t i : compute_ops_) {
-      Op& op = compute_[i];
-      const double samples = samples_[static_cast<size_t>(op.worker)];
-      op.samples = samples;
-      if (local) {
-        op.flop = batch * flop_per_sample + update_flop;
-        op.steps = tau;
-      } else if (single) {
-        op.flop = batch * flop_per_sample;
-      } else {
-        op.flop = samples * flop_per_sample * op.step_fraction;
-      }
+      const Op& op = plan_.graph[order_[i]];
       scratch_.duration_s[i] = op_duration_s(op, plan_, platform_);
       scratch_.step_fraction[i] = op.step_fraction * op.steps;
     }
     o.timing = tauplan::model::evaluate(scratch_);
     o.steps_per_round = scratch_.steps_per_round;
-    plan_rounds(config.strategy, batch, plan_.workers, tau, convergence_, inventory_.file,
-                o.convergence_steps, o.rounds);
+    o.convergence_steps = strategy_.convergence_steps(plan_, convergence_);
+    o.rounds = rounds_from_steps(o.convergence_steps, inventory_.file);
     o.hosts = &plan_.worker_hosts;
-    o.samples = &samples_;
+    o.samples = &plan_.worker_samples;
     return Status::Ok;
   }
 
@@ -263,12 +265,12 @@ class Family {
   const Inventory& inventory_;
   const Platform& platform_;
   const ConvergenceModel& convergence_;
+  const Strategy& strategy_;
   Plan plan_;
   CompiledPlan compiled_;
   CompiledPlan scratch_;
-  std::vector<Op> compute_;          ///< by compiled op index (only compute ops filled)
+  std::vector<OpId> order_;          ///< compile()'s order of the plan's ops
   std::vector<size_t> compute_ops_;  ///< compiled indices of the compute ops
-  std::vector<double> samples_;
   bool runnable_ = true;
 };
 
@@ -276,6 +278,11 @@ class Family {
 
 Evaluation evaluate_config(const Inventory& inventory, const PlanConfig& config,
                            const Platform& platform, const ConvergenceModel& convergence) {
+  if (strategy(config.strategy, inventory.file).uses("tensor_parallel")) {
+    const SelectionCosts costs = selection_costs(inventory, config.selection);
+    return evaluate_mesh(inventory, config, platform, convergence, costs,
+                         largest_fitting_batch(inventory, costs));
+  }
   const StrategyOptions options = options_for(inventory, config);
   const Plan plan = make_plan(config.strategy, options, inventory.workload, platform, convergence);
   Outcome o;
@@ -320,6 +327,36 @@ bool homogeneous(const Inventory& inventory, const Selection& selection) {
     speed = s;
   }
   return true;
+}
+
+/// Every layout of the search whose mesh has `base.gpus` workers, for each batch per worker.
+std::vector<PlanConfig> mesh_configs(const SearchSpace& space, const PlanConfig& base) {
+  std::vector<PlanConfig> out;
+  for (int b : space.batch_per_worker)
+    for (int t : space.tensor_parallel)
+      for (int p : space.pipeline_parallel) {
+        if (base.gpus % (t * p) != 0) continue;
+        const int d = base.gpus / (t * p);
+        const long long replica_batch = static_cast<long long>(b) * base.gpus / d;
+        for (int size : space.micro_batch_size) {
+          if (replica_batch % size != 0) continue;
+          for (int zero : space.zero_stage) {
+            if (zero > 0 && d == 1) continue;  // nothing to shard over: ZeRO 0's layout
+            for (Recompute recompute : space.recompute) {
+              PlanConfig c = base;
+              c.batch_per_worker = b;
+              c.layout.data = d;
+              c.layout.tensor = t;
+              c.layout.pipeline = p;
+              c.layout.micro_batches = static_cast<int>(replica_batch / size);
+              c.layout.zero_stage = zero;
+              c.layout.recompute = recompute;
+              out.push_back(c);
+            }
+          }
+        }
+      }
+  return out;
 }
 
 }  // namespace
@@ -419,39 +456,61 @@ PlanSearch search_plans(const Inventory& inventory, std::size_t ranking_size, bo
     config.selection = base;
     config.gpus = gpus;
     std::vector<PlanConfig> family;
-    for (const auto& strategy : space.strategies) {
-      config.strategy = strategy;
-      config.tau = 1;
-      config.split = BatchSplit::Even;
-      if (strategy == "single") {
-        if (nodes != 1) continue;
-        config.collective = "";
-        config.servers = 0;
-        family.clear();
-        for (int b : space.batch_per_worker) {
-          config.batch_per_worker = b;
-          family.push_back(config);
+    const std::vector<int> one_tau{1};
+    const std::vector<BatchSplit> even_only{BatchSplit::Even};
+    for (const auto& name : space.strategies) {
+      const Strategy& s = strategy(name, inventory.file);
+      if (s.uses("tensor_parallel")) {  // mesh: every layout of the K GPUs (see planner.hpp)
+        PlanConfig mesh = config;
+        mesh.strategy = name;
+        for (const PlanConfig& c : mesh_configs(space, mesh)) {
+          ++result.stats.configurations;
+          try {
+            result.evaluations.push_back(
+                evaluate_mesh(inventory, c, platform, *convergence, costs, largest_fitting));
+          } catch (const InputError& e) {
+            ++(e.key() == "batch" ? result.stats.infeasible_memory : result.stats.infeasible_other);
+          }
         }
-        run_family(family);
         continue;
       }
-      for (const auto& [collective, servers] : collectives) {
+      // A strategy without workers (the baseline) runs on one GPU: one-node selections only.
+      if (!s.uses("workers") && nodes != 1) continue;
+      const std::vector<std::pair<std::string, int>> one_worker{{"", 0}};
+      // A strategy with servers of its own and no collective (async-ps): each server count.
+      std::vector<std::pair<std::string, int>> own_servers;
+      if (gpus > 1 || !s.uses("collective"))
+        for (int count : space.servers)
+          own_servers.emplace_back("", count);
+      const auto& server_choices = s.uses("collective") ? collectives
+                                   : s.uses("servers")  ? own_servers
+                                                        : one_worker;
+      // Local steps: each tau, then each time budget (tau ignored).
+      std::vector<std::pair<int, double>> local_steps;
+      for (int tau : s.uses("tau") ? space.tau : one_tau)
+        local_steps.emplace_back(tau, 0.0);
+      if (s.uses("round_budget_s"))
+        for (double budget : space.round_budget_s)
+          local_steps.emplace_back(1, budget);
+      const std::vector<int> unbounded{0};
+      config.strategy = name;
+      for (const auto& [collective, servers] : server_choices) {
         config.collective = collective;
         config.servers = servers;
         family.clear();
         for (int b : space.batch_per_worker) {
           config.batch_per_worker = b;
-          if (strategy == "local-sgd") {
-            for (int tau : space.tau) {
-              config.tau = tau;
-              family.push_back(config);
-            }
-          } else {
-            for (BatchSplit split : space.splits) {
-              if (split == BatchSplit::Speed && same_speed && even_listed)
-                continue;  // identical to the even split
-              config.split = split;
-              family.push_back(config);
+          for (const auto& [tau, budget] : local_steps) {
+            config.tau = tau;
+            config.round_budget_s = budget;
+            for (int bound : s.uses("staleness_bound") ? space.staleness_bound : unbounded) {
+              config.staleness_bound = bound;
+              for (BatchSplit split : s.uses("split") ? space.splits : even_only) {
+                if (split == BatchSplit::Speed && same_speed && even_listed)
+                  continue;  // identical to the even split
+                config.split = split;
+                family.push_back(config);
+              }
             }
           }
         }
@@ -524,19 +583,32 @@ std::string describe_selection(const Inventory& inventory, const Selection& sele
 }
 
 std::string describe_strategy(const PlanConfig& config) {
-  if (config.strategy == "single") return fmt::format("single, batch {}", config.batch_per_worker);
-  std::string collective = config.collective;
-  if (config.servers > 0) collective += fmt::format(" x{}", config.servers);
-  if (config.strategy == "local-sgd")
-    return fmt::format("local-sgd {}, tau {}, {}/worker", collective, config.tau,
-                       config.batch_per_worker);
-  return fmt::format("{} {}, {}/worker{}", config.strategy, collective, config.batch_per_worker,
-                     config.split == BatchSplit::Speed ? ", split speed" : "");
+  const Strategy& s = strategy(config.strategy);
+  if (!s.uses("workers")) return fmt::format("{}, batch {}", s.name(), config.batch_per_worker);
+  std::string text = config.strategy;
+  if (s.uses("tensor_parallel"))
+    return fmt::format("{} {}, {}/worker", text, config.layout.label(), config.batch_per_worker);
+  if (s.uses("collective")) {
+    text += " " + config.collective;
+    if (config.servers > 0) text += fmt::format(" x{}", config.servers);
+  } else if (s.uses("servers")) {
+    text += fmt::format(", {} server{}", config.servers, config.servers == 1 ? "" : "s");
+  }
+  if (s.uses("round_budget_s") && config.round_budget_s > 0)
+    text += fmt::format(", budget {:g} s", config.round_budget_s);
+  else if (s.uses("tau"))
+    text += fmt::format(", tau {}", config.tau);
+  if (s.uses("staleness_bound") && config.staleness_bound > 0)
+    text += fmt::format(", staleness bound {}", config.staleness_bound);
+  text += fmt::format(", {}/worker", config.batch_per_worker);
+  if (s.uses("split") && config.split == BatchSplit::Speed) text += ", split speed";
+  return text;
 }
 
 std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& evaluation,
                                const std::string& platform_file) {
   const PlanConfig& c = evaluation.config;
+  const StrategyOptions options = options_for(inventory, c);
   namespace fs = std::filesystem;
   std::string workload = inventory.workload_name;
   {
@@ -557,10 +629,21 @@ std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& eva
       "tau: {}\n"
       "split: {}\n",
       describe_selection(inventory, c.selection), c.gpus, describe_strategy(c), inventory.file,
-      platform_file, workload, c.strategy, c.strategy == "single" ? 1 : c.gpus, c.job_batch(),
-      c.strategy == "local-sgd" ? c.tau : 1, to_string(c.split));
-  if (!c.collective.empty()) yaml += fmt::format("collective: {}\n", c.collective);
+      platform_file, workload, c.strategy, options.workers, options.batch, options.tau,
+      to_string(options.split));
+  if (strategy(c.strategy).uses("tensor_parallel"))
+    yaml += fmt::format(
+        "tensor_parallel: {}\npipeline_parallel: {}\ndata_parallel: {}\nmicro_batches: {}\n"
+        "pipeline_schedule: {}\nzero_stage: {}\nrecompute: {}\n",
+        c.layout.tensor, c.layout.pipeline, c.layout.data, c.layout.micro_batches,
+        to_string(c.layout.schedule), c.layout.zero_stage, to_string(c.layout.recompute));
+  else if (!c.collective.empty())
+    yaml += fmt::format("collective: {}\n", c.collective);
   if (c.servers > 0) yaml += fmt::format("servers: {}\n", c.servers);
+  if (c.round_budget_s > 0) yaml += fmt::format("round_budget_s: {:.17g}\n", c.round_budget_s);
+  if (c.staleness_bound > 0) yaml += fmt::format("staleness_bound: {}\n", c.staleness_bound);
+  if (strategy(c.strategy).uses("staleness_bound"))
+    yaml += fmt::format("staleness_cost: {:.17g}\n", inventory.target.staleness_cost);
   yaml += fmt::format("step_overhead_s: {:.17g}\n", inventory.search.step_overhead_s);
   const Target& t = inventory.target;
   if (t.convergence == "critical-batch") {
@@ -575,7 +658,7 @@ std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& eva
     // Epochs: the counts the planner used, as fixed counts (iterations for single and sync,
     // rounds for local-sgd).
     yaml += fmt::format("convergence: fixed\niterations: {:.17g}\n", evaluation.convergence_steps);
-    if (c.strategy == "local-sgd")
+    if (strategy(c.strategy).counts_rounds())
       yaml += fmt::format("rounds: {:.17g}\n", evaluation.convergence_steps);
   }
   const RecheckSettings& r = inventory.recheck;

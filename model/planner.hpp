@@ -16,6 +16,18 @@
 // fits in its GPUs' memory is labelled memory (more memory would allow a larger batch and fewer
 // steps). Configurations that do not fit in memory, or that a collective cannot run (the
 // hierarchical all-reduce on nodes with different GPU counts) are counted, not kept.
+// Strategy mesh (a transformer's layout, model/strategy_mesh.cpp): every layout of the search's
+// tensor and pipeline sizes, micro-batch sizes, ZeRO stages and recomputation whose mesh has the
+// selection's K GPUs, with the global batch K x batch_per_worker; each is costed by the closed
+// form of model/layout_cost.hpp (layout_time) rather than its Plan, whose op count grows with
+// micro-batches x stages x tensor ranks (about 10^6 ops for GPT-3 175B at 1536 micro-batches).
+// The Plan's longest path equals the closed form without a pipeline and is at most it with one
+// (the closed form charges every pipeline slot its sends; tests/sim/layout_plan_test.cpp). A
+// layout that check_layout refuses is counted as infeasible (other), one whose peak memory per
+// GPU (model/layout_memory.hpp) exceeds the selection's smallest GPU as infeasible (memory).
+// Its compute part is the pipeline's compute slots, (m + p - 1) x the slowest stage's compute
+// and element-wise time; the straggler part then holds the bubble, the stages' imbalance and
+// recomputation (the mean worker is charged the model's flop without it).
 // What it leaves out: using only some GPUs of a node, placement of servers, heterogeneous
 // restart costs within one job (the largest is used), the exact distribution of the time (a
 // deadline is met in expectation, or with `deadline_confidence` under the normal approximation),
@@ -28,6 +40,7 @@
 #include <vector>
 
 #include "model/inventory.hpp"
+#include "model/mesh.hpp"
 
 namespace tauplan::model {
 
@@ -43,6 +56,9 @@ struct PlanConfig {
   BatchSplit split = BatchSplit::Even;
   int batch_per_worker = 0;
   int tau = 1;
+  double round_budget_s = 0;  ///< local-sgd with a time budget (then tau is ignored)
+  int staleness_bound = 0;    ///< async-ps: SSP bound (0 = unbounded)
+  Layout layout;              ///< mesh: the layout of the K GPUs
   /// The job's `batch`: global (K x per worker) for sync and single, per worker for local-sgd.
   double job_batch() const;
 };

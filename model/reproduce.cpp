@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "model/convergence.hpp"
 #include "model/error.hpp"
 
 namespace tauplan::model {
@@ -23,9 +24,10 @@ Residuals residuals(const std::vector<StepsPoint>& points, double critical_batch
   std::vector<double> r(points.size());
   for (size_t i = 0; i < points.size(); ++i) {
     const StepsPoint& p = points[i];
-    const double kb = p.workers * p.batch;
-    r[i] = std::log(p.tau * p.steps) - std::log1p(critical_batch / kb) -
-           std::log1p(drift * (p.tau - 1));
+    const double kb = p.effective_workers() * p.batch;
+    const double tau = p.effective_tau();
+    r[i] =
+        std::log(tau * p.steps) - std::log1p(critical_batch / kb) - std::log1p(drift * (tau - 1));
     sum += r[i];
   }
   Residuals out;
@@ -36,6 +38,14 @@ Residuals residuals(const std::vector<StepsPoint>& points, double critical_batch
 }
 
 }  // namespace
+
+double StepsPoint::effective_workers() const {
+  return local_steps.empty() ? workers : effective_round(local_steps).workers;
+}
+
+double StepsPoint::effective_tau() const {
+  return local_steps.empty() ? tau : effective_round(local_steps).tau;
+}
 
 CriticalBatchFit fit_critical_batch(const std::vector<StepsPoint>& points,
                                     const std::string& origin) {
@@ -86,6 +96,13 @@ double fitted_steps(const CriticalBatchFit& fit, double batch, int workers, int 
   return na_kb * (1 + fit.drift * (tau - 1)) / tau;
 }
 
+double fitted_steps(const CriticalBatchFit& fit, const StepsPoint& point) {
+  const double tau = point.effective_tau();
+  const double na_kb =
+      fit.min_steps * (1 + fit.critical_batch / (point.effective_workers() * point.batch));
+  return na_kb * (1 + fit.drift * (tau - 1)) / tau;
+}
+
 double zero_overhead_speedup(double na, double ma, int tau) {
   return na / (tau * ma);
 }
@@ -119,6 +136,9 @@ ClaimCheck check_naive_no_speedup(int workers, double compute_b, double compute_
   ClaimCheck c;
   c.id = "naive-no-speedup";
   c.claim = "naive parallelisation gives no speedup once S is comparable to C(b)";
+  c.identity =
+      "algebra: at S = C(b), C(b) / (C(b/K) + S) = C(b) / (C(b/K) + C(b)) < 1 for any "
+      "C(b/K) > 0, whatever was measured";
   const double s = naive_speedup(compute_b, compute_b_over_k, compute_b);
   c.holds = s <= 1.0;
   c.evidence = fmt::format(
@@ -172,6 +192,10 @@ ClaimCheck check_tau1_identity(const std::vector<std::tuple<int, double, double>
   ClaimCheck c;
   c.id = "tau1-serial";
   c.claim = "tau = 1 is serial SGD with batch K b: Ma(b,K,1) = Na(K b)";
+  c.identity =
+      "construction: averaging K models after one SGD step each from the same parameters is one "
+      "step on the mean of their gradients, i.e. SGD at batch K b; the measured counts check "
+      "that the trainer implements it (up to the order of floating-point sums), not the paper";
   c.holds = !pairs.empty();
   double worst = 0;
   std::string list;

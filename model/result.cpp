@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "model/strategy.hpp"
+
 #ifndef TAUPLAN_GIT_COMMIT
 #define TAUPLAN_GIT_COMMIT "unknown"
 #endif
@@ -17,8 +19,9 @@ namespace tauplan::model {
 
 void fill_speedups(std::vector<ResultRow>& rows) {
   const ResultRow* single = nullptr;
+  const std::string baseline = baseline_strategy().name();
   for (const auto& row : rows)
-    if (row.strategy == "single") single = &row;
+    if (row.strategy == baseline) single = &row;
   if (!single) return;
   const double t0 = single->total_s;
   for (auto& row : rows)
@@ -30,8 +33,10 @@ nlohmann::json to_json(const ResultRow& row) {
       {"strategy", row.strategy}, {"workers", row.workers},       {"tau", row.tau},
       {"batch", row.batch},       {"collective", row.collective}, {"split", row.split},
       {"round_s", row.round_s},   {"compute_s", row.compute_s},   {"comm_s", row.comm_s},
-      {"rounds", row.rounds},     {"total_s", row.total_s},       {"speedup", row.speedup},
+      {"rounds", row.rounds},     {"total_s", row.total_s},       {"speedup", nullptr},
       {"engine", row.engine}};
+  // No baseline row to compare with: null, never a speedup of 0.
+  if (row.speedup > 0) j["speedup"] = row.speedup;
   if (!row.timing.empty()) j["timing"] = row.timing;
   for (const auto& [key, value] : row.extra.items())
     j[key] = value;
@@ -76,13 +81,13 @@ std::string to_table(const std::vector<ResultRow>& rows) {
                   "strategy", "K", "tau", "batch", "collective", "round", "compute", "comm",
                   "rounds", "total", "speedup", "engine");
   for (const auto& r : rows) {
-    const std::string collective = r.strategy == "single" ? "-" : r.collective;
+    const std::string collective = r.collective.empty() ? "-" : r.collective;
     out += fmt::format(
-        "{:<10} {:>4} {:>5} {:>7} {:<12} {:>11} {:>11} {:>11} {:>9} {:>11} {:>8}  {}{}\n",
+        "{:<10} {:>4} {:>5} {:>7} {:<12} {:>11} {:>11} {:>11} {:>9} {:>11} {:>8}  {}{}{}\n",
         r.strategy, r.workers, r.tau, fmt::format("{:g}", r.batch), collective, seconds(r.round_s),
         seconds(r.compute_s), seconds(r.comm_s), r.rounds, seconds(r.total_s),
         r.speedup > 0 ? fmt::format("{:.3f}", r.speedup) : "-", r.engine,
-        r.timing.empty() ? "" : " (" + r.timing + ")");
+        r.timing.empty() ? "" : " (" + r.timing + ")", r.note.empty() ? "" : "  " + r.note);
   }
   return out;
 }
@@ -94,9 +99,10 @@ std::string to_csv(const std::vector<ResultRow>& rows, bool header) {
         "strategy,workers,tau,batch,collective,split,round_s,compute_s,comm_s,rounds,total_s,"
         "speedup,engine,timing\n";
   for (const auto& r : rows)
-    out += fmt::format("{},{},{},{:g},{},{},{:.9g},{:.9g},{:.9g},{},{:.9g},{:.9g},{},{}\n",
-                       r.strategy, r.workers, r.tau, r.batch, r.collective, r.split, r.round_s,
-                       r.compute_s, r.comm_s, r.rounds, r.total_s, r.speedup, r.engine, r.timing);
+    out += fmt::format("{},{},{},{:g},{},{},{:.9g},{:.9g},{:.9g},{},{:.9g},{},{},{}\n", r.strategy,
+                       r.workers, r.tau, r.batch, r.collective, r.split, r.round_s, r.compute_s,
+                       r.comm_s, r.rounds, r.total_s,
+                       r.speedup > 0 ? fmt::format("{:.9g}", r.speedup) : "", r.engine, r.timing);
   return out;
 }
 

@@ -26,9 +26,12 @@ struct ResultRow {
   double comm_s = 0;     ///< communication on the critical path in one round (exposed)
   long long rounds = 0;
   double total_s = 0;  ///< rounds x round_s
-  double speedup = 0;  ///< T0 / total_s, 0 when no single row to compare with
+  double speedup = 0;  ///< T0 / total_s; 0 when no single row to compare with (JSON null)
   std::string engine;  ///< analytic | simgrid | exec-cpu | exec-cuda
   std::string timing;  ///< exec only: concurrent | lockstep
+  /// Shown at the end of the row in the table (measure: a missed target); JSON carries the
+  /// details in `extra`.
+  std::string note;
   /// Engine-specific extras (per-worker compute, accuracy, faults ...), kept in JSON.
   nlohmann::json extra = nlohmann::json::object();
 };

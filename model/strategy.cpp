@@ -1,6 +1,6 @@
-// strategy.cpp: the registry of strategy generators, make_plan, and their shared building blocks.
+// strategy.cpp: the registry of strategies, make_plan, and their shared building blocks.
 //
-// Adding a strategy: one file with its generator and factory, one line in registry() below.
+// Adding a strategy: one file with its class and factory, one line in registry() below.
 #include "model/strategy.hpp"
 
 #include <algorithm>
@@ -11,19 +11,30 @@
 
 #include "model/collective.hpp"
 #include "model/error.hpp"
+#include "model/layout_memory.hpp"
+#include "model/notice.hpp"
+#include "model/registry.hpp"
 
 namespace tauplan::model {
+
+// Factories, each defined in its strategy's own file.
+std::unique_ptr<Strategy> make_single_strategy();
+std::unique_ptr<Strategy> make_sync_strategy();
+std::unique_ptr<Strategy> make_local_sgd_strategy();
+std::unique_ptr<Strategy> make_async_ps_strategy();
+std::unique_ptr<Strategy> make_mesh_strategy();
+
 namespace {
 
-const std::vector<std::unique_ptr<StrategyGenerator>>& registry() {
-  static const std::vector<std::unique_ptr<StrategyGenerator>> generators = [] {
-    std::vector<std::unique_ptr<StrategyGenerator>> all;
-    all.push_back(make_single_strategy());
-    all.push_back(make_sync_strategy());
-    all.push_back(make_local_sgd_strategy());
-    return all;
-  }();
-  return generators;
+const Registry<Strategy>& registry() {
+  static const Registry<Strategy> strategies("strategies", {
+                                                               make_single_strategy,
+                                                               make_sync_strategy,
+                                                               make_local_sgd_strategy,
+                                                               make_async_ps_strategy,
+                                                               make_mesh_strategy,
+                                                           });
+  return strategies;
 }
 
 std::string gib(double bytes) {
@@ -32,40 +43,93 @@ std::string gib(double bytes) {
 
 }  // namespace
 
-const StrategyGenerator& strategy_generator(const std::string& name, const std::string& file) {
-  for (const auto& generator : registry())
-    if (name == generator->name()) return *generator;
-  std::string names;
-  for (const auto& n : strategy_names())
-    names += (names.empty() ? "" : ", ") + n;
-  throw InputError(file, "strategies", "one of " + names, "'" + name + "'");
+bool Strategy::uses(const std::string& key) const {
+  const std::vector<std::string> k = keys();
+  return std::find(k.begin(), k.end(), key) != k.end();
+}
+
+double Strategy::job_batch(double per_worker_batch, int workers) const {
+  return splits_batch() ? per_worker_batch * workers : per_worker_batch;
+}
+
+std::string Strategy::label(const StrategyOptions& options) const {
+  std::string text = name();
+  if (uses("workers")) text += fmt::format(" K={}", options.workers);
+  if (uses("round_budget_s") && options.round_budget_s > 0)
+    text += fmt::format(" budget={:g}s", options.round_budget_s);
+  else if (uses("tau"))
+    text += fmt::format(" tau={}", options.tau);
+  if (uses("split") && options.split != BatchSplit::Even)
+    text += std::string(" ") + to_string(options.split);
+  return text;
+}
+
+double Strategy::convergence_steps(const Plan& plan, const ConvergenceModel& convergence) const {
+  return counts_rounds() ? convergence.local_sgd_rounds(plan.batch, plan.workers, plan.tau)
+                         : convergence.serial_steps(plan.batch);
+}
+
+const Strategy& strategy(const std::string& name, const std::string& file) {
+  return registry().get(name, file);
+}
+
+const Strategy* find_strategy(const std::string& name) {
+  return registry().find(name);
 }
 
 std::vector<std::string> strategy_names() {
+  return registry().names();
+}
+
+std::vector<std::string> default_strategy_names() {
   std::vector<std::string> names;
-  for (const auto& generator : registry())
-    names.emplace_back(generator->name());
+  for (const auto& s : registry().items())
+    if (s->listed_by_default()) names.emplace_back(s->name());
   return names;
 }
 
-Plan make_plan(const std::string& strategy, const StrategyOptions& options,
-               const Workload& workload, const Platform& platform,
-               const ConvergenceModel& convergence) {
-  Plan plan = strategy_generator(strategy, options.file).generate(options, workload, platform);
-  if (plan.strategy == "local-sgd")
-    plan.convergence_steps = convergence.local_sgd_rounds(plan.batch, plan.workers, plan.tau);
-  else
-    plan.convergence_steps = convergence.serial_steps(plan.batch);
-  if (!(plan.convergence_steps > 0) || !std::isfinite(plan.convergence_steps))
-    throw InputError(options.file, "convergence",
+const Strategy& baseline_strategy() {
+  for (const auto& s : registry().items())
+    if (s->is_baseline()) return *s;
+  throw std::logic_error("no baseline strategy registered");
+}
+
+long long rounds_from_steps(double steps, const std::string& file) {
+  if (!(steps > 0) || !std::isfinite(steps))
+    throw InputError(file, "convergence",
                      "a positive, finite number of steps from the convergence model",
-                     fmt::format("{}", plan.convergence_steps));
-  // A step count within rounding noise of a whole number is that number (no spurious extra round).
-  const double nearest = std::round(plan.convergence_steps);
-  plan.rounds = static_cast<long long>(std::abs(plan.convergence_steps - nearest) < 1e-9 * nearest
-                                           ? nearest
-                                           : std::ceil(plan.convergence_steps));
+                     fmt::format("{}", steps));
+  // A step count within rounding noise of a whole number is that number (no spurious round).
+  const double nearest = std::round(steps);
+  return static_cast<long long>(std::abs(steps - nearest) < 1e-9 * nearest ? nearest
+                                                                           : std::ceil(steps));
+}
+
+Plan make_plan(const std::string& name, const StrategyOptions& options, const Workload& workload,
+               const Platform& platform, const ConvergenceModel& convergence) {
+  const Strategy& chosen = strategy(name, options.file);
+  StrategyOptions normalised = chosen.normalise(options);
+  if (normalised.collective.empty() && chosen.uses("collective"))
+    normalised.collective = default_collective();
+  Plan plan = chosen.generate(normalised, workload, platform);
+  plan.convergence_steps = chosen.convergence_steps(plan, convergence);
+  if (plan.asynchronous) plan.staleness_cost = convergence.staleness_cost();
+  plan.rounds = rounds_from_steps(plan.convergence_steps, options.file);
   return plan;
+}
+
+ResultRow result_header(const Plan& plan, const std::string& engine) {
+  ResultRow row;
+  row.strategy = plan.strategy;
+  row.workers = plan.workers;
+  row.tau = plan.tau;
+  row.batch = plan.batch;
+  row.collective = plan.collective;
+  const Strategy* s = find_strategy(plan.strategy);
+  row.split = s && s->uses("split") ? to_string(plan.split) : "";
+  row.rounds = plan.rounds;
+  row.engine = engine;
+  return row;
 }
 
 std::vector<int> choose_worker_hosts(const StrategyOptions& options, const Platform& platform) {
@@ -154,14 +218,42 @@ void check_fits_in_memory(const StrategyOptions& options, const Workload& worklo
                           const Platform& platform, int host, double samples) {
   if (!options.check_memory) return;
   const Host& h = platform.hosts[static_cast<size_t>(host)];
-  if (h.gpu_memory_bytes <= 0) return;
+  if (h.gpu_memory_bytes <= 0) {
+    notice_once("memory check skipped for host " + h.name + " of " + platform.source_file +
+                    ": it has no gpu_model or gpu_memory_bytes prop",
+                "memory check skipped");
+    return;
+  }
   const double needed = workload.memory_bytes(samples);
   if (needed <= h.gpu_memory_bytes) return;
+  std::string layouts;
+  if (workload.transformer) {
+    // A model too large for data parallelism alone: name the smallest layouts that fit
+    // (tensor inside a node, pipeline, ZeRO, recomputation; model/layout_memory.hpp).
+    FitSearch search;
+    search.workers = std::max(options.workers, 1);
+    search.batch = options.batch;
+    search.memory_bytes = h.gpu_memory_bytes;
+    for (const Host& other : platform.hosts)
+      search.max_tensor += other.node == h.node && other.role == HostRole::Worker ? 1 : 0;
+    std::vector<std::string> labels;
+    for (const FittingLayout& f : smallest_fitting_layouts(workload, search, 3))
+      labels.push_back(f.layout.label());
+    layouts = labels.empty()
+                  ? fmt::format("; no layout of {} workers fits either", search.workers)
+                  : fmt::format("; layouts of {} workers that fit: {} (tauplan layout --fit)",
+                                search.workers, fmt::join(labels, ", "));
+  }
   throw InputError(options.file, "batch",
                    fmt::format("a per-worker batch that fits in the {} of host {}",
                                gib(h.gpu_memory_bytes), h.name),
-                   fmt::format("{:g} samples of {} needing {} ({} over)", samples, workload.name,
-                               gib(needed), gib(needed - h.gpu_memory_bytes)));
+                   fmt::format("{:g} samples of {} needing {} ({} over){}", samples, workload.name,
+                               gib(needed), gib(needed - h.gpu_memory_bytes), layouts));
+}
+
+double server_apply_flop(const Workload& workload) {
+  constexpr double kSgdFlopPerParameter = 2;  // one multiply-add per parameter [derived]
+  return workload.parameters * std::max(workload.update_flop_per_parameter, kSgdFlopPerParameter);
 }
 
 std::vector<int> choose_servers(const StrategyOptions& options, const Platform& platform) {

@@ -3,6 +3,7 @@
 // Runs on the fastest worker host unless the job names one (`single_host`). A round is one
 // step: compute on b samples, then the SGD update.
 #include <fmt/format.h>
+#include <boost/range/iterator_range.hpp>
 
 #include "model/error.hpp"
 #include "model/strategy.hpp"
@@ -10,10 +11,38 @@
 namespace tauplan::model {
 namespace {
 
-class SingleStrategy : public StrategyGenerator {
+class SingleStrategy : public Strategy {
  public:
   const char* name() const override { return "single"; }
   const char* description() const override { return "one worker, batch b (T0)"; }
+  std::vector<std::string> keys() const override { return {"single_host"}; }
+  bool is_baseline() const override { return true; }
+  StrategyOptions normalise(StrategyOptions options) const override {
+    options.workers = 1;
+    options.tau = 1;
+    options.split = BatchSplit::Even;
+    options.collective.clear();
+    options.overlap = false;
+    options.micro_batches = 1;
+    options.hosts.clear();
+    options.comm_s = -1;
+    return options;
+  }
+  void recost(Plan& plan, const StrategyOptions& options, const Workload& workload,
+              const Platform& platform) const override {
+    plan.batch = options.batch;
+    plan.worker_samples = {options.batch};
+    const double flop_per_sample =
+        effective_flop_per_sample(options, workload, platform, plan.worker_hosts);
+    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+      Op& op = plan.graph[v];
+      if (op.kind != OpKind::Compute) continue;
+      op.samples = options.batch;
+      op.flop = options.batch * flop_per_sample;
+    }
+  }
+
+ protected:
   Plan generate(const StrategyOptions& options, const Workload& workload,
                 const Platform& platform) const override {
     int host = -1;
@@ -54,7 +83,7 @@ class SingleStrategy : public StrategyGenerator {
 
 }  // namespace
 
-std::unique_ptr<StrategyGenerator> make_single_strategy() {
+std::unique_ptr<Strategy> make_single_strategy() {
   return std::make_unique<SingleStrategy>();
 }
 

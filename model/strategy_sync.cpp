@@ -5,12 +5,18 @@
 // every worker applies the same update. With `overlap` (PyTorch DDP) the backward pass is cut
 // into gradient buckets of at most bucket_bytes, in reverse layer order; each bucket's
 // all-reduce starts once every worker has computed it and the previous bucket's all-reduce is
-// done. Without overlap this is SparkNet's T1. Leaves out: DDP's smaller first bucket and the
+// done. Without overlap this is SparkNet's T1. With `micro_batches` m > 1 each worker's share
+// runs as m micro-batches whose gradients accumulate before the one all-reduce of the step
+// (fairseq's and HetSeq's --update-freq): every micro-batch pays the step overhead, memory is
+// checked for one micro-batch, and with overlap only the last micro-batch's backward meets the
+// all-reduce. The exec engine runs the m micro-batches of a worker as one batch (the same
+// gradient: the mean over the same samples). Leaves out: DDP's smaller first bucket and the
 // forward/backward split of each layer (backward is taken as 2/3 of a layer's flop).
 #include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
+#include <boost/range/iterator_range.hpp>
 
 #include "model/collective.hpp"
 #include "model/error.hpp"
@@ -47,12 +53,38 @@ std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes) 
   return buckets;
 }
 
-class SyncStrategy : public StrategyGenerator {
+class SyncStrategy : public Strategy {
  public:
   const char* name() const override { return "sync"; }
   const char* description() const override {
     return "global batch b split over K workers, gradient all-reduce every step (T1)";
   }
+  std::vector<std::string> keys() const override {
+    return {"workers", "hosts",   "split",        "collective",
+            "servers", "overlap", "bucket_bytes", "micro_batches"};
+  }
+  bool splits_batch() const override { return true; }
+  StrategyOptions normalise(StrategyOptions options) const override {
+    options.tau = 1;
+    options.single_host.clear();
+    return options;
+  }
+  void recost(Plan& plan, const StrategyOptions& options, const Workload& workload,
+              const Platform& platform) const override {
+    plan.batch = options.batch;
+    plan.split = options.split;
+    plan.worker_samples = split_batch(options.batch, plan.worker_hosts, platform, options.split);
+    const double flop_per_sample =
+        effective_flop_per_sample(options, workload, platform, plan.worker_hosts);
+    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+      Op& op = plan.graph[v];
+      if (op.kind != OpKind::Compute) continue;
+      op.samples = plan.worker_samples[static_cast<size_t>(op.worker)];
+      op.flop = op.samples * flop_per_sample * op.step_fraction;
+    }
+  }
+
+ protected:
   Plan generate(const StrategyOptions& options, const Workload& workload,
                 const Platform& platform) const override {
     Plan plan;
@@ -63,6 +95,7 @@ class SyncStrategy : public StrategyGenerator {
     plan.collective = options.collective;
     plan.overlap = options.overlap;
     plan.bucket_bytes = options.overlap ? options.bucket_bytes : 0;
+    plan.micro_batches = options.micro_batches;
     plan.worker_hosts = choose_worker_hosts(options, platform);
     plan.server_hosts = choose_servers(options, platform);
     if (options.batch < options.workers)
@@ -70,10 +103,22 @@ class SyncStrategy : public StrategyGenerator {
           options.file, "batch",
           fmt::format("at least workers={} samples for sync (one per worker)", options.workers),
           fmt::format("{:g}", options.batch));
+    const int micro = options.micro_batches;
+    if (micro < 1)
+      throw InputError(options.file, "micro_batches", "a whole number >= 1", std::to_string(micro));
     plan.worker_samples = split_batch(options.batch, plan.worker_hosts, platform, options.split);
-    for (int w = 0; w < plan.workers; ++w)
+    for (int w = 0; w < plan.workers; ++w) {
+      const double samples = plan.worker_samples[static_cast<size_t>(w)];
+      if (micro > 1 && samples > 0 && samples < micro)
+        throw InputError(options.file, "micro_batches",
+                         fmt::format("at most the samples of every worker per step ({:g} on "
+                                     "worker {})",
+                                     samples, w),
+                         std::to_string(micro));
+      // Gradient accumulation: only one micro-batch's activations are alive at a time.
       check_fits_in_memory(options, workload, platform, plan.worker_hosts[static_cast<size_t>(w)],
-                           plan.worker_samples[static_cast<size_t>(w)]);
+                           samples / micro);
+    }
     const double flop_per_sample =
         effective_flop_per_sample(options, workload, platform, plan.worker_hosts);
 
@@ -98,13 +143,17 @@ class SyncStrategy : public StrategyGenerator {
       part.kind = OpKind::Compute;
       part.worker = w;
       part.samples = samples;
+      // Each micro-batch pays the step's fixed cost; the first micro - 1 run whole before the
+      // last one's forward (with overlap only the last backward meets the all-reduce).
       part.overhead_s =
-          step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
+          micro * step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
       if (options.overlap) {
-        part.label = fmt::format("w{} forward", w);
-        part.step_fraction = 1.0 - kBackwardShare;
+        part.label = micro > 1 ? fmt::format("w{} {} micro-batches + forward", w, micro - 1)
+                               : fmt::format("w{} forward", w);
+        part.step_fraction = 1.0 - kBackwardShare / micro;
       } else {
-        part.label = fmt::format("w{} forward+backward", w);
+        part.label = micro > 1 ? fmt::format("w{} forward+backward x{} micro-batches", w, micro)
+                               : fmt::format("w{} forward+backward", w);
       }
       part.flop = samples * flop_per_sample * part.step_fraction;
       last_compute[static_cast<size_t>(w)] = plan.add(part);
@@ -130,7 +179,7 @@ class SyncStrategy : public StrategyGenerator {
           part.label = fmt::format("w{} backward bucket {}", w, j);
           part.worker = w;
           part.samples = plan.worker_samples[static_cast<size_t>(w)];
-          part.step_fraction = buckets[j].flop_fraction;
+          part.step_fraction = buckets[j].flop_fraction / micro;
           part.flop = part.samples * flop_per_sample * part.step_fraction;
           const OpId part_id = plan.add(part);
           plan.depend(last, part_id);
@@ -158,8 +207,12 @@ class SyncStrategy : public StrategyGenerator {
 
 }  // namespace
 
-std::unique_ptr<StrategyGenerator> make_sync_strategy() {
+std::unique_ptr<Strategy> make_sync_strategy() {
   return std::make_unique<SyncStrategy>();
+}
+
+const Strategy& sync_strategy() {
+  return strategy(SyncStrategy().name());
 }
 
 }  // namespace tauplan::model

@@ -8,6 +8,7 @@
 
 #include "model/catalog.hpp"
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/yaml_util.hpp"
 
 namespace tauplan::model {
@@ -21,6 +22,7 @@ Workload parse_workload_yaml(const std::string& text, const std::string& origin)
   namespace yu = yaml_util;
   const YAML::Node root = yu::parse(text, origin);
   if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of workload keys");
+  if (root["transformer"]) return parse_transformer_workload(root, origin);
   yu::reject_unknown_keys(
       root,
       {"name", "description", "parameters", "bytes_per_parameter", "optimizer_bytes_per_parameter",
@@ -31,26 +33,35 @@ Workload parse_workload_yaml(const std::string& text, const std::string& origin)
   w.source = origin;
   if (!root["name"]) throw InputError(origin, "name", "the workload's name");
   w.name = yu::text(root["name"], origin, "name");
-  if (root["description"]) w.description = yu::text(root["description"], origin, "description");
+  if (w.name.empty()) throw InputError(origin, "name", "the workload's name", "''");
+  if (root["description"])
+    w.description = yu::text(root["description"], origin, "description", kMaxPathLength);
   for (const char* key : {"parameters", "flop_per_sample"})
     if (!root[key]) throw InputError(origin, key, "a number > 0 (required)");
-  w.parameters = yu::positive(root["parameters"], origin, "parameters");
-  w.flop_per_sample = yu::positive(root["flop_per_sample"], origin, "flop_per_sample");
+  // Each size within the limits of model/limits.hpp, so that no time derived from it overflows.
+  w.parameters = yu::in_range(root["parameters"], origin, "parameters", 0, kMaxParameters, true);
+  w.flop_per_sample =
+      yu::in_range(root["flop_per_sample"], origin, "flop_per_sample", 0, kMaxFlopPerSample, true);
   if (root["bytes_per_parameter"])
-    w.bytes_per_parameter =
-        yu::positive(root["bytes_per_parameter"], origin, "bytes_per_parameter");
+    w.bytes_per_parameter = yu::in_range(root["bytes_per_parameter"], origin, "bytes_per_parameter",
+                                         0, kMaxBytesPerParameter, true);
   if (root["optimizer_bytes_per_parameter"])
-    w.optimizer_bytes_per_parameter = yu::positive(root["optimizer_bytes_per_parameter"], origin,
-                                                   "optimizer_bytes_per_parameter", true);
+    w.optimizer_bytes_per_parameter =
+        yu::in_range(root["optimizer_bytes_per_parameter"], origin, "optimizer_bytes_per_parameter",
+                     0, kMaxBytesPerParameter);
   if (root["activation_bytes_per_sample"])
-    w.activation_bytes_per_sample = yu::positive(root["activation_bytes_per_sample"], origin,
-                                                 "activation_bytes_per_sample", true);
+    w.activation_bytes_per_sample =
+        yu::in_range(root["activation_bytes_per_sample"], origin, "activation_bytes_per_sample", 0,
+                     kMaxActivationBytesPerSample);
   if (root["update_flop_per_parameter"])
     w.update_flop_per_parameter =
-        yu::positive(root["update_flop_per_parameter"], origin, "update_flop_per_parameter", true);
+        yu::in_range(root["update_flop_per_parameter"], origin, "update_flop_per_parameter", 0,
+                     kMaxUpdateFlopPerParameter);
   if (root["sample_unit"]) w.sample_unit = yu::text(root["sample_unit"], origin, "sample_unit");
   if (const YAML::Node layers = root["layers"]) {
     if (!layers.IsSequence()) throw InputError(origin, "layers", "a list of layers");
+    double parameters = 0;
+    double flop = 0;
     for (size_t i = 0; i < layers.size(); ++i) {
       const std::string prefix = fmt::format("layers[{}].", i);
       const YAML::Node layer = layers[i];
@@ -61,10 +72,24 @@ Workload parse_workload_yaml(const std::string& text, const std::string& origin)
                              : fmt::format("layer{}", i);
       if (!layer["parameters"] || !layer["flop_per_sample"])
         throw InputError(origin, prefix + "parameters", "parameters and flop_per_sample");
-      l.parameters = yu::positive(layer["parameters"], origin, prefix + "parameters", true);
-      l.flop_per_sample =
-          yu::positive(layer["flop_per_sample"], origin, prefix + "flop_per_sample", true);
+      l.parameters =
+          yu::in_range(layer["parameters"], origin, prefix + "parameters", 0, kMaxParameters);
+      l.flop_per_sample = yu::in_range(layer["flop_per_sample"], origin, prefix + "flop_per_sample",
+                                       0, kMaxFlopPerSample);
+      parameters += l.parameters;
+      flop += l.flop_per_sample;
       w.layers.push_back(l);
+    }
+    // The layers are the model cut into pieces: they must add up to its totals (to rounding).
+    auto check_sum = [&](const char* key, double sum, double total) {
+      if (std::abs(sum - total) <= 1e-6 * total) return;
+      throw InputError(origin, std::string("layers[].") + key,
+                       fmt::format("layers that add up to {} = {:g}", key, total),
+                       fmt::format("a sum of {:g}", sum));
+    };
+    if (!w.layers.empty()) {
+      check_sum("parameters", parameters, w.parameters);
+      check_sum("flop_per_sample", flop, w.flop_per_sample);
     }
   }
   return w;

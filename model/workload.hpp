@@ -7,8 +7,11 @@
 // a host's effective speed.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "model/transformer.hpp"
 
 namespace tauplan::model {
 
@@ -30,6 +33,9 @@ struct Workload {
   double update_flop_per_parameter = 0;  ///< optimizer step cost; 0 = folded into C(b)
   std::string sample_unit = "sample";
   std::vector<Layer> layers;  ///< forward order; may be empty
+  /// The shape, for a workload described as a transformer (model/transformer.hpp); its
+  /// parameters, flop, activation bytes and layers are then derived from it.
+  std::optional<Transformer> transformer;
 
   /// Bytes of one full gradient or parameter vector as communicated.
   double gradient_bytes() const { return parameters * bytes_per_parameter; }

@@ -8,20 +8,28 @@
 #include <utility>
 
 #include "model/error.hpp"
+#include "model/registry.hpp"
 
 namespace tauplan::sim {
+
+// Factories, each defined in its lowering's own file (lower_<name>.cpp).
+std::unique_ptr<CollectiveLowering> make_ring_lowering();
+std::unique_ptr<CollectiveLowering> make_ps_lowering();
+std::unique_ptr<CollectiveLowering> make_tree_lowering();
+std::unique_ptr<CollectiveLowering> make_sparknet_lowering();
+std::unique_ptr<CollectiveLowering> make_hierarchical_lowering();
+
 namespace {
 
-const std::vector<std::unique_ptr<CollectiveLowering>>& registry() {
-  static const std::vector<std::unique_ptr<CollectiveLowering>> lowerings = [] {
-    std::vector<std::unique_ptr<CollectiveLowering>> all;
-    all.push_back(make_ring_lowering());
-    all.push_back(make_ps_lowering());
-    all.push_back(make_tree_lowering());
-    all.push_back(make_sparknet_lowering());
-    all.push_back(make_hierarchical_lowering());
-    return all;
-  }();
+const model::Registry<CollectiveLowering>& registry() {
+  static const model::Registry<CollectiveLowering> lowerings("collective",
+                                                             {
+                                                                 make_ring_lowering,
+                                                                 make_tree_lowering,
+                                                                 make_hierarchical_lowering,
+                                                                 make_ps_lowering,
+                                                                 make_sparknet_lowering,
+                                                             });
   return lowerings;
 }
 
@@ -35,20 +43,11 @@ long long FlowProgram::flow_count() const {
 }
 
 const CollectiveLowering& collective_lowering(const std::string& name, const std::string& file) {
-  for (const auto& lowering : registry())
-    if (name == lowering->name()) return *lowering;
-  std::string names;
-  for (const auto& n : collective_lowering_names())
-    names += (names.empty() ? "" : ", ") + n;
-  throw InputError(file, "collective", "an algorithm the simulator knows (" + names + ")",
-                   "'" + name + "'");
+  return registry().get(name, file);
 }
 
 std::vector<std::string> collective_lowering_names() {
-  std::vector<std::string> names;
-  for (const auto& lowering : registry())
-    names.emplace_back(lowering->name());
-  return names;
+  return registry().names();
 }
 
 FlowStage coarsen(const FlowStage& stage, const model::Platform& platform) {

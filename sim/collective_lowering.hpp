@@ -78,11 +78,4 @@ FlowStage coarsen(const FlowStage& stage, const model::Platform& platform);
 FlowStage ring_stage(const std::string& phase, const std::vector<int>& hosts, double bytes,
                      long long repeat);
 
-// One factory per lowering file.
-std::unique_ptr<CollectiveLowering> make_ring_lowering();
-std::unique_ptr<CollectiveLowering> make_ps_lowering();
-std::unique_ptr<CollectiveLowering> make_tree_lowering();
-std::unique_ptr<CollectiveLowering> make_sparknet_lowering();
-std::unique_ptr<CollectiveLowering> make_hierarchical_lowering();
-
 }  // namespace tauplan::sim

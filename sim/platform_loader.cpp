@@ -7,6 +7,9 @@
 // properties), and re-loading: one platform per process.
 #include "sim/platform_loader.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
 #include <xbt/config.hpp>
@@ -28,9 +31,14 @@
 #include <unordered_map>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "model/error.hpp"
+#include "model/limits.hpp"
+#include "model/simgrid_xml_check.hpp"
+#include "model/units.hpp"
 #include "model/workload.hpp"
-#include "model/job.hpp"
+#include "model/yaml_util.hpp"
 #include "sim/sg_engine.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -47,6 +55,7 @@ struct LoaderState {
   std::optional<model::Platform> platform;
   std::vector<sg4::Host*> hosts;  // by model::Platform host index
   bool link_profiles = false;
+  SimGridArguments arguments;  // the user's --cfg and --log, checked
 };
 
 LoaderState& state() {
@@ -58,13 +67,6 @@ std::string format_number(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.15g", value);
   return buffer;
-}
-
-std::string read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
 }
 
 std::string canonical(const std::string& path) {
@@ -96,12 +98,15 @@ model::LinkSharing to_model_sharing(const sg4::Link& link) {
 /// RouteOracle over SimGrid's routing of the loaded platform (memoised per host pair).
 class SimGridRoutes final : public model::RouteOracle {
  public:
-  SimGridRoutes(std::vector<sg4::Host*> hosts, std::unordered_map<const sg4::Link*, int> link_index,
+  SimGridRoutes(std::string file, std::vector<sg4::Host*> hosts,
+                std::unordered_map<const sg4::Link*, int> link_index,
                 std::vector<double> link_bandwidth)
-      : hosts_(std::move(hosts)),
+      : file_(std::move(file)),
+        hosts_(std::move(hosts)),
         link_index_(std::move(link_index)),
         link_bandwidth_(std::move(link_bandwidth)) {}
 
+  /// Throws InputError naming the file and the host pair when SimGrid has no route for it.
   model::Route route(int src_host, int dst_host) const override {
     const auto n = static_cast<long long>(hosts_.size());
     if (src_host < 0 || dst_host < 0 || src_host >= n || dst_host >= n)
@@ -115,8 +120,18 @@ class SimGridRoutes final : public model::RouteOracle {
     }
     std::vector<sg4::Link*> path;
     double latency = 0;
-    hosts_[static_cast<size_t>(src_host)]->route_to(hosts_[static_cast<size_t>(dst_host)], path,
-                                                    &latency);
+    const sg4::Host* src = hosts_[static_cast<size_t>(src_host)];
+    const sg4::Host* dst = hosts_[static_cast<size_t>(dst_host)];
+    const std::string pair = "route " + src->get_name() + " -> " + dst->get_name();
+    const char* expected =
+        "a route between these hosts (a <route>, or a <zoneRoute> between their zones)";
+    try {
+      src->route_to(dst, path, &latency);
+    } catch (const std::exception& e) {
+      throw InputError(file_, pair, expected, e.what());
+    }
+    // SimGrid's network model refuses (aborts) a transfer over an empty path between two hosts.
+    if (path.empty() && src != dst) throw InputError(file_, pair, expected, "none");
     model::Route route;
     route.latency_s = latency;
     route.bandwidth_Bps = std::numeric_limits<double>::infinity();
@@ -133,6 +148,7 @@ class SimGridRoutes final : public model::RouteOracle {
   }
 
  private:
+  std::string file_;
   std::vector<sg4::Host*> hosts_;
   std::unordered_map<const sg4::Link*, int> link_index_;
   std::vector<double> link_bandwidth_;
@@ -150,7 +166,8 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
   host.speed_flops = sg_host.get_speed();
   host.node = host.name;  // a host is its own node unless the platform says otherwise
   if (const auto* props = sg_host.get_properties())
-    for (const auto& [name, value] : *props) host.properties[name] = value;
+    for (const auto& [name, value] : *props)
+      host.properties[name] = value;
   if (const char* value = sg_host.get_property("gpu_model")) {
     host.gpu_model = value;
     if (host.gpu_model.empty())
@@ -162,8 +179,10 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
   if (const char* value = sg_host.get_property("gpu_memory_bytes")) {
     const std::string key = host_prop_key(sg_host, "gpu_memory_bytes");
     host.gpu_memory_bytes = model::parse_bytes(value, file, key);
-    if (!(host.gpu_memory_bytes >= 0) || !std::isfinite(host.gpu_memory_bytes))
-      throw InputError(file, key, "a non-negative size in bytes (e.g. 80GB)", value);
+    if (!(host.gpu_memory_bytes >= 0 && host.gpu_memory_bytes <= model::kMaxMemoryBytes))
+      throw InputError(
+          file, key,
+          fmt::format("a size in bytes in [0, {:g}] (e.g. 80GB)", model::kMaxMemoryBytes), value);
   }
   if (const char* value = sg_host.get_property("node")) {
     host.node = value;
@@ -180,8 +199,10 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
       throw InputError(file, host_prop_key(sg_host, "role"), "worker or server",
                        "\"" + role + "\"");
   }
-  if (!(host.speed_flops > 0))
-    throw InputError(file, "host " + host.name + " speed", "a positive speed (e.g. 100Tf)",
+  if (!(host.speed_flops >= model::kMinSpeedFlops && host.speed_flops <= model::kMaxSpeedFlops))
+    throw InputError(file, "host " + host.name + " speed",
+                     fmt::format("a speed in [{:g}, {:g}] flop/s (e.g. 100Tf)",
+                                 model::kMinSpeedFlops, model::kMaxSpeedFlops),
                      format_number(host.speed_flops));
   return host;
 }
@@ -211,12 +232,24 @@ model::Platform convert_platform(sg4::Engine& engine, const std::string& file,
     converted.bandwidth_Bps = link->get_bandwidth();
     converted.latency_s = link->get_latency();
     converted.sharing = to_model_sharing(*link);
+    // Checked in the XML already (model/simgrid_xml_check.hpp); checked again as SimGrid read
+    // them, since a bandwidth of 0 aborts a simulation and a negative latency is accepted.
+    if (!(converted.bandwidth_Bps >= model::kMinBandwidthBps &&
+          converted.bandwidth_Bps <= model::kMaxBandwidthBps))
+      throw InputError(file, "link " + converted.name + " bandwidth",
+                       fmt::format("a bandwidth in [{:g}, {:g}] B/s", model::kMinBandwidthBps,
+                                   model::kMaxBandwidthBps),
+                       format_number(converted.bandwidth_Bps));
+    if (!(converted.latency_s >= 0 && converted.latency_s <= model::kMaxLatencySeconds))
+      throw InputError(file, "link " + converted.name + " latency",
+                       fmt::format("a latency in [0, {:g}] s", model::kMaxLatencySeconds),
+                       format_number(converted.latency_s));
     link_index.emplace(link, static_cast<int>(platform.links.size()));
     link_bandwidth.push_back(converted.bandwidth_Bps);
     platform.links.push_back(std::move(converted));
   }
-  platform.routes =
-      std::make_shared<SimGridRoutes>(hosts, std::move(link_index), std::move(link_bandwidth));
+  platform.routes = std::make_shared<SimGridRoutes>(file, hosts, std::move(link_index),
+                                                    std::move(link_bandwidth));
   hosts_out = std::move(hosts);
   return platform;
 }
@@ -271,18 +304,136 @@ sg4::Engine& start_engine(const std::vector<std::string>& config_items) {
   // for debugging (e.g. "ker_engine.thres:info").
   xbt_log_control_set("root.thres:critical");
   if (const char* extra = std::getenv("TAUPLAN_SIMGRID_LOG")) xbt_log_control_set(extra);
-  static int argc = 1;
+  for (const std::string& item : s.arguments.log)
+    xbt_log_control_set(item.c_str());
   static char program[] = "tauplan";
+#if TAUPLAN_SANITIZED
+  // AddressSanitizer cannot follow SimGrid's stack switches between actors (it warns on stderr
+  // and may report false positives); system threads as contexts give the same simulation. The
+  // factory is chosen while the Engine is built, so it goes on the command line SimGrid reads.
+  static char thread_contexts[] = "--cfg=contexts/factory:thread";
+  static int argc = 2;
+  static char* argv[] = {program, thread_contexts, nullptr};
+#else
+  static int argc = 1;
   static char* argv[] = {program, nullptr};
+#endif
   // Never destroyed: the Engine lives as long as the process (SimGrid allows one).
   s.engine = new sg4::Engine(&argc, argv);
   for (const std::string& item : config_items)
+    sg4::Engine::set_config(item);
+  for (const std::string& item : s.arguments.cfg)
     sg4::Engine::set_config(item);
   s.config_items = config_items;
   return *s.engine;
 }
 
 }  // namespace detail
+
+namespace {
+
+// SimGrid's message without its "[0.000000] ./src/file.cpp:12: [root/CRITICAL] " prefix.
+std::string simgrid_reason(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  const auto critical = line.find("/CRITICAL] ");
+  if (critical != std::string::npos) line = line.substr(critical + 11);
+  return line.empty() ? "SimGrid stopped" : line;
+}
+
+// Applies the arguments in a child process, as start_engine would; returns "" when SimGrid took
+// them all, else "ITEM\tREASON" for the first one it refused (or aborted on).
+std::string try_arguments_in_child(const SimGridArguments& arguments) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    close(pipe_fds[0]);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    auto say = [&](const std::string& text) {
+      const std::string line = text + "\n";
+      if (write(pipe_fds[1], line.data(), line.size()) < 0) _exit(4);
+    };
+    try {
+      xbt_log_control_set("root.thres:critical");
+      for (const std::string& item : arguments.log) {
+        say("ITEM\t--log=" + item);
+        xbt_log_control_set(item.c_str());
+      }
+      static int argc = 1;
+      static char program[] = "tauplan";
+      static char* argv[] = {program, nullptr};
+      sg4::Engine engine(&argc, argv);
+      for (const std::string& item : arguments.cfg) {
+        say("ITEM\t--cfg=" + item);
+        sg4::Engine::set_config(item);
+      }
+    } catch (const std::exception& e) {
+      say(std::string("REFUSED\t") + e.what());
+      _exit(3);
+    }
+    say("DONE");
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && text.find("DONE\n") != std::string::npos)
+    return "";
+  // The last item tried is the one SimGrid refused; what follows it is SimGrid's reason.
+  const auto item_at = text.rfind("ITEM\t");
+  if (item_at == std::string::npos) return "SimGrid\t" + simgrid_reason(text);
+  const auto item_end = text.find('\n', item_at);
+  const std::string item = text.substr(item_at + 5, item_end - item_at - 5);
+  std::string rest = item_end == std::string::npos ? "" : text.substr(item_end + 1);
+  if (rest.rfind("REFUSED\t", 0) == 0) rest = rest.substr(8);
+  return item + "\t" + simgrid_reason(rest);
+}
+
+}  // namespace
+
+void set_simgrid_arguments(const SimGridArguments& arguments) {
+  LoaderState& s = state();
+  const std::string origin = "command line";
+  if (s.engine != nullptr)
+    throw InputError(origin, "--cfg", "SimGrid arguments before SimGrid starts",
+                     "a process whose Engine already started");
+  static const char* owned[][2] = {{"network/model", "network_model"},
+                                   {"network/crosstraffic", "crosstraffic"},
+                                   {"network/TCP-gamma", "tcp_gamma"}};
+  for (const std::string& item : arguments.cfg) {
+    const auto colon = item.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == item.size())
+      throw InputError(origin, "--cfg=" + item, "NAME:VALUE (e.g. --cfg=maxmin/precision:1e-6)",
+                       "'" + item + "'");
+    for (const auto& [name, key] : owned)
+      if (item.compare(0, colon, name) == 0)
+        throw InputError(origin, "--cfg=" + item,
+                         std::string("the job key ") + key + " for " + name + " (--" + key + ")",
+                         "--cfg");
+  }
+  for (const std::string& item : arguments.log)
+    if (item.empty())
+      throw InputError(origin, "--log", "a SimGrid log setting (e.g. root.thres:info)", "''");
+  if (arguments.cfg.empty() && arguments.log.empty()) return;
+  const std::string refused = try_arguments_in_child(arguments);
+  if (!refused.empty()) {
+    const auto tab = refused.find('\t');
+    throw InputError(origin, refused.substr(0, tab), "an item SimGrid accepts",
+                     refused.substr(tab + 1));
+  }
+  s.arguments = arguments;
+}
 
 model::Platform load_platform(const std::string& xml_path, const NetworkOptions& network) {
   LoaderState& s = state();
@@ -307,13 +458,10 @@ model::Platform load_platform(const std::string& xml_path, const NetworkOptions&
   if (!s.failed_load.empty())
     throw InputError(xml_path, "platform", "a process where no platform load failed",
                      "an earlier failure: " + s.failed_load);
-  {
-    std::ifstream probe(xml_path, std::ios::binary);
-    if (xml_path.empty() || !probe || std::filesystem::is_directory(xml_path))
-      throw InputError(xml_path, "platform", "a readable SimGrid XML platform file",
-                       "no such file");
-  }
-  const std::string bytes = read_file_bytes(xml_path);
+  // Read and checked here, before SimGrid sees it: SimGrid aborts the process on many bad
+  // platforms (model/simgrid_xml_check.hpp lists what is checked).
+  const std::string bytes = model::yaml_util::read_file(xml_path, "platform");
+  const model::PlatformXmlSummary summary = model::check_simgrid_platform_xml(bytes, xml_path);
 
   sg4::Engine& engine = detail::start_engine(items);
   try {
@@ -341,10 +489,7 @@ model::Platform load_platform(const std::string& xml_path, const NetworkOptions&
     throw InputError(xml_path, "platform", "at least one <host> or <cluster>", "no hosts");
   }
   platform.source_hash = model::fnv1a_hex(bytes);
-  // Conservative: any profile attribute in the file (hosts' state profiles too) counts.
-  s.link_profiles = bytes.find("bandwidth_file") != std::string::npos ||
-                    bytes.find("latency_file") != std::string::npos ||
-                    bytes.find("state_file") != std::string::npos;
+  s.link_profiles = summary.link_profiles;
   s.network = network;
   s.canonical_path = path;
   s.hosts = std::move(hosts);
@@ -374,6 +519,16 @@ std::map<std::string, std::string> engine_config() {
   config["surf/precision"] = format_number(simgrid::config::get_value<double>("surf/precision"));
   config["network/maxmin-selective-update"] =
       simgrid::config::get_value<bool>("network/maxmin-selective-update") ? "1" : "0";
+  for (const std::string& item : state().arguments.cfg) {
+    const auto colon = item.find(':');
+    config[item.substr(0, colon)] = item.substr(colon + 1);  // as given with --cfg
+  }
+  if (!state().arguments.log.empty()) {
+    std::string logs;
+    for (const std::string& item : state().arguments.log)
+      logs += (logs.empty() ? "" : " ") + item;
+    config["--log"] = logs;
+  }
   return config;
 }
 

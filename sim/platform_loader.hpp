@@ -12,6 +12,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "model/platform.hpp"
 
@@ -32,6 +33,22 @@ struct NetworkOptions {
   std::string origin = "<job>";
 };
 
+/// SimGrid's own arguments, as a SimGrid program takes them: `--cfg=NAME:VALUE` and `--log=SPEC`
+/// (SimGrid's documentation lists both; `--log=root.thres:info` shows SimGrid's logs, which
+/// tauplan otherwise silences).
+struct SimGridArguments {
+  std::vector<std::string> cfg;  ///< "NAME:VALUE", as after --cfg=
+  std::vector<std::string> log;  ///< as after --log=
+};
+
+/// Checks SimGrid's arguments and keeps them for the Engine this process starts. SimGrid aborts
+/// the process on some bad items (an unknown network model, a malformed log setting), so they are
+/// tried first in a child process. Items that job keys own (network/model, network/crosstraffic,
+/// network/TCP-gamma) are refused: the job says them, and the results record them. Throws
+/// InputError("command line", "--cfg=ITEM" or "--log=ITEM", ...) with SimGrid's reason; also
+/// when the Engine has already started.
+void set_simgrid_arguments(const SimGridArguments& arguments);
+
 /// Loads `xml_path` (starting the process's SimGrid Engine with `network` if needed).
 /// Throws InputError naming the file (and the host and prop, for a bad property) when the file
 /// is missing or malformed, when a prop value is wrong, or when another platform or other
@@ -43,8 +60,8 @@ model::Platform load_platform(const std::string& xml_path, const std::string& ne
 /// True once a platform has been loaded in this process.
 bool platform_loaded();
 /// The effective SimGrid configuration (the --cfg items we set, read back from SimGrid), e.g.
-/// {"network/model": "CM02", "network/crosstraffic": "0", "network/TCP-gamma": "1e+12"};
-/// empty before the Engine starts.
+/// {"network/model": "CM02", "network/crosstraffic": "0", "network/TCP-gamma": "1e+12"}, and
+/// each --cfg item given (as given); empty before the Engine starts.
 std::map<std::string, std::string> engine_config();
 /// The network model in force ("" before the Engine starts).
 std::string network_model();

@@ -24,7 +24,13 @@
 
 #include "model/analytic.hpp"
 #include "model/error.hpp"
+#include "model/notice.hpp"
+#include "model/strategy.hpp"
+#include "sim/async_simulation.hpp"
+#include "sim/fault_source.hpp"
 #include "sim/platform_loader.hpp"
+#include "sim/progress.hpp"
+#include "sim/random.hpp"
 #include "sim/sg_engine.hpp"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(tauplan_sim, "tauplan: the SimGrid backend");
@@ -34,34 +40,14 @@ namespace sg4 = simgrid::s4u;
 namespace tauplan::sim {
 namespace {
 
-/// splitmix64: a small, portable generator, so that a seed gives the same draws everywhere.
-class Rng {
- public:
-  explicit Rng(unsigned long long seed) : state_(seed) {}
-  unsigned long long next() {
-    unsigned long long z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, 1).
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double exponential(double mean) { return -mean * std::log1p(-uniform()); }
-
- private:
-  unsigned long long state_;
-};
-
-/// Seed of one random stream: the job's seed, what the stream is for, and which one.
-unsigned long long stream_seed(unsigned long long seed, unsigned long long purpose,
-                               unsigned long long index) {
-  Rng mixer(seed ^ (purpose * 0xD1B54A32D192ED03ULL) ^ (index * 0x8CB92BA72F3D8DD7ULL));
-  mixer.next();
-  return mixer.next();
-}
-
 /// A round that fails this many times in a row is given up (failures come faster than rounds).
 constexpr int kMaxAttemptsPerRound = 1000;
+
+/// Ops an actor of their own runs (not a worker): collectives, transfers, server applies.
+bool is_task(model::OpKind kind) {
+  return kind == model::OpKind::Collective || kind == model::OpKind::Transfer ||
+         kind == model::OpKind::Apply;
+}
 
 struct SimOp {
   model::OpKind kind = model::OpKind::Barrier;
@@ -107,13 +93,6 @@ struct FaultRecord {
   std::string outcome;
 };
 
-struct FailureSource {
-  int host = -1;
-  double at_s = -1;
-  double mtbf_s = -1;
-  unsigned long long seed = 0;
-};
-
 class Simulation {
  public:
   Simulation(const model::Plan& plan, const model::Platform& platform, const SimOptions& options,
@@ -127,7 +106,6 @@ class Simulation {
   void build_ops();
   void setup_workers();
   void mark_lone_collectives();
-  std::vector<FailureSource> failure_sources() const;
 
   // Actor bodies.
   void driver();
@@ -161,6 +139,7 @@ class Simulation {
   std::vector<int> server_track_;  ///< trace track of a server host, -1 if none
   double t0_ = 0;
   long long rounds_to_simulate_ = 1;
+  std::unique_ptr<ProgressMeter> progress_;  ///< wall-clock progress of long runs, on stderr
 
   // Job state.
   long long round_ = 0;
@@ -260,14 +239,35 @@ void Simulation::build_ops() {
                                    std::to_string(w));
           call.hosts.push_back(plan_.worker_hosts[static_cast<size_t>(w)]);
         }
-        if (op.fixed_time_s < 0)
+        if (op.fixed_time_s < 0) {
           sim.program =
               lower_collective(op.algorithm, call, platform_, granularity, options_.origin);
+          for (FlowStage& stage : sim.program.stages)  // calls back to back: each stage again
+            stage.repeat *= op.repeat;
+        }
         sim.host = sim.program.coordinator_host >= 0
                        ? sim.program.coordinator_host
                        : (call.hosts.empty() ? plan_.worker_hosts.front() : call.hosts.front());
         break;
       }
+      case model::OpKind::Transfer: {
+        // One flow between the endpoints' hosts, driven from the source like a collective.
+        const int src = plan_.host_of(op.source), dst = plan_.host_of(op.destination);
+        sim.algorithm = "transfer";
+        sim.group = {op.worker};
+        sim.fixed_time_s = op.fixed_time_s;
+        sim.program.coordinator_host = src;
+        if (src != dst && op.bytes > 0)
+          sim.program.stages.push_back(FlowStage{"transfer", {Flow{src, dst, op.bytes}}, 1, 0});
+        sim.host = src;
+        break;
+      }
+      case model::OpKind::Apply:
+        sim.algorithm = "apply";
+        sim.group = {op.worker};
+        sim.host = plan_.server_hosts.at(static_cast<size_t>(op.server));
+        sim.flop = op.flop;
+        break;
       case model::OpKind::Barrier:
         break;
     }
@@ -329,33 +329,11 @@ void Simulation::setup_workers() {
   server_track_.assign(platform_.hosts.size(), -1);
   int track = static_cast<int>(workers);
   for (const SimOp& op : ops_)
-    if (op.kind == model::OpKind::Collective && op.host >= 0 &&
-        !host_in_job_[static_cast<size_t>(op.host)] &&
+    if (is_task(op.kind) && op.host >= 0 && !host_in_job_[static_cast<size_t>(op.host)] &&
         server_track_[static_cast<size_t>(op.host)] < 0)
       server_track_[static_cast<size_t>(op.host)] = track++;
   for (size_t h = 0; h < server_track_.size(); ++h)
     if (server_track_[h] >= 0) host_in_job_[h] = true;
-}
-
-std::vector<FailureSource> Simulation::failure_sources() const {
-  std::vector<FailureSource> sources;
-  for (size_t i = 0; i < options_.failures.size(); ++i) {
-    const Failure& f = options_.failures[i];
-    std::vector<int> hosts;
-    if (f.host == "*") {
-      hosts = plan_.worker_hosts;
-    } else {
-      const int host = platform_.find_host(f.host);
-      if (host < 0)
-        throw InputError(options_.origin, "failures", "a host of " + platform_.source_file,
-                         "'" + f.host + "'");
-      hosts.push_back(host);
-    }
-    for (size_t j = 0; j < hosts.size(); ++j)
-      sources.push_back(
-          FailureSource{hosts[j], f.at_s, f.mtbf_s, stream_seed(options_.seed, 2 + i, j)});
-  }
-  return sources;
 }
 
 void Simulation::driver() {
@@ -378,6 +356,7 @@ void Simulation::driver() {
       }
     }
     record_round();
+    progress_->update(round_ + 1);
     XBT_VERB("round %lld done in %g s", round_, rounds_.back().duration_s);
   }
   finished_ = true;
@@ -525,11 +504,25 @@ void Simulation::make_ready(int index) {
     case model::OpKind::Update:
       op.ready->release();
       break;
-    case model::OpKind::Collective: {
+    case model::OpKind::Collective:
+    case model::OpKind::Transfer: {
       const long long attempt = attempt_;
       collectives_live_.push_back(sg4::Actor::create(
           "collective-" + std::to_string(index), hosts_[static_cast<size_t>(op.host)],
           [this, index, attempt] { collective(index, attempt); }));
+      break;
+    }
+    case model::OpKind::Apply: {
+      const long long attempt = attempt_;
+      collectives_live_.push_back(
+          sg4::Actor::create("apply-" + std::to_string(index), hosts_[static_cast<size_t>(op.host)],
+                             [this, index, attempt] {
+                               SimOp& apply = ops_[static_cast<size_t>(index)];
+                               apply.start = now();
+                               apply.started = true;
+                               if (apply.flop > 0) sg4::this_actor::execute(apply.flop);
+                               if (!stale(attempt)) complete(index);
+                             }));
       break;
     }
     case model::OpKind::Barrier:
@@ -557,16 +550,8 @@ void Simulation::complete(int index) {
 }
 
 void Simulation::fault_injector(FailureSource source) {
-  sg4::Actor::self()->daemonize();
-  Rng rng(source.seed);
-  double next = source.at_s >= 0 ? source.at_s : rng.exponential(source.mtbf_s);
-  for (;;) {
-    sg4::this_actor::sleep_until(t0_ + next);
-    if (finished_) return;
-    fail(source.host);
-    if (source.mtbf_s <= 0) return;
-    next += rng.exponential(source.mtbf_s);
-  }
+  run_fault_injector(
+      source, t0_, [this] { return finished_; }, [this](int host) { fail(host); });
 }
 
 void Simulation::fail(int host) {
@@ -614,7 +599,7 @@ void Simulation::fail(int host) {
     for (const SimOp& op : ops_) {
       if (!op.started || op.done || op.kind == model::OpKind::Barrier) continue;
       const std::string name = "aborted: " + op.label;
-      if (op.kind == model::OpKind::Collective) {
+      if (is_task(op.kind)) {
         for (int w : op.group)
           trace_->span(pid_, w, name, "fault", op.start, fault.time_s - op.start);
       } else {
@@ -660,7 +645,7 @@ void Simulation::record_round() {
   double comm = 0;
   for (int i = last; i >= 0;) {
     const SimOp& op = ops_[static_cast<size_t>(i)];
-    if (op.kind == model::OpKind::Collective)
+    if (is_task(op.kind))
       comm += op.end - op.start;
     else if (op.kind != model::OpKind::Barrier)
       compute += op.end - op.start;
@@ -678,14 +663,14 @@ void Simulation::record_round() {
   record.compute_s = compute / std::max(plan_.steps_per_round, 1);
   record.comm_s = comm;
   for (const SimOp& op : ops_)
-    if (op.kind == model::OpKind::Collective) record.collective_s += op.end - op.start;
+    if (is_task(op.kind)) record.collective_s += op.end - op.start;
   rounds_.push_back(record);
 
   if (trace_ == nullptr) return;
   const std::string round_name = std::to_string(round_);
   for (const SimOp& op : ops_) {
     if (op.kind == model::OpKind::Barrier) continue;
-    if (op.kind == model::OpKind::Collective) {
+    if (is_task(op.kind)) {
       const std::string name = op.label + " (" + op.algorithm + ")";
       ChromeTrace::Args args = {{"round", round_name},
                                 {"flows", std::to_string(op.program.flow_count())}};
@@ -702,15 +687,7 @@ void Simulation::record_round() {
 }
 
 model::ResultRow Simulation::make_row() const {
-  model::ResultRow row;
-  row.strategy = plan_.strategy;
-  row.workers = plan_.workers;
-  row.tau = plan_.tau;
-  row.batch = plan_.batch;
-  row.collective = plan_.collective;
-  row.split = plan_.strategy == "sync" ? model::to_string(plan_.split) : "";
-  row.engine = "simgrid";
-  row.rounds = plan_.rounds;
+  model::ResultRow row = model::result_header(plan_, "simgrid");
 
   double simulated_total = 0;
   double compute = 0;
@@ -810,12 +787,26 @@ model::ResultRow Simulation::run() {
     if (h < 0 || static_cast<size_t>(h) >= hosts_.size())
       throw std::logic_error("plan names host index " + std::to_string(h));
   build_ops();
+  // Every host pair a flow joins needs a route (SimGrid aborts on a transfer without one):
+  // Platform::route throws an InputError naming the pair before the simulation starts.
+  for (const SimOp& op : ops_)
+    for (const FlowStage& stage : op.program.stages)
+      for (const Flow& flow : stage.flows)
+        if (flow.src_host != flow.dst_host) platform_.route(flow.src_host, flow.dst_host);
   mark_lone_collectives();
   setup_workers();
-  const std::vector<FailureSource> sources = failure_sources();
+  const std::vector<FailureSource> sources = failure_sources(options_, plan_, platform_);
   rounds_to_simulate_ = std::max<long long>(plan_.rounds, 1);
   if (options_.sim_rounds > 0)
     rounds_to_simulate_ = std::min(rounds_to_simulate_, options_.sim_rounds);
+  if (rounds_to_simulate_ < plan_.rounds)
+    model::notice_once(options_.origin + ": sim_rounds " + std::to_string(options_.sim_rounds) +
+                           " < the " + std::to_string(plan_.rounds) + " rounds of '" +
+                           plan_.strategy +
+                           "': total_s adds the remaining rounds x the mean simulated round",
+                       "extrapolated rounds");
+  progress_ =
+      std::make_unique<ProgressMeter>("simulate '" + plan_.strategy + "'", rounds_to_simulate_);
 
   if (trace_ != nullptr) {
     trace_->name_process(pid_, plan_.strategy + " (simgrid, " + network_model() + ", " +
@@ -840,6 +831,7 @@ model::ResultRow Simulation::run() {
   XBT_VERB("simulating %s: %zu ops, %lld rounds", plan_.strategy.c_str(), ops_.size(),
            rounds_to_simulate_);
   detail::run_engine_checked("simulation of '" + plan_.strategy + "'");
+  progress_->finish();
   if (!finished_)
     throw SimulationError("simulation of '" + plan_.strategy + "' ended after " +
                           std::to_string(rounds_.size()) + " of " +
@@ -883,6 +875,7 @@ const char* to_string(Granularity granularity) {
 
 model::ResultRow simulate(const model::Plan& plan, const model::Platform& platform,
                           const SimOptions& options, ChromeTrace* trace, int trace_pid) {
+  if (plan.asynchronous) return simulate_asynchronous(plan, platform, options, trace, trace_pid);
   Simulation simulation(plan, platform, options, trace, trace_pid);
   return simulation.run();
 }

@@ -4,15 +4,17 @@
 // order (per step: sleep the fixed overhead, then execute the step's flop on the host); every
 // Collective op, once all its predecessors are done, is driven by a collective actor (on the
 // server for server algorithms, on the group's first worker otherwise) that starts the flows of
-// its FlowProgram stage by stage (collective_lowering.hpp). Barriers are instantaneous. The
-// round repeats; round r+1 starts when round r's last op ends, as in the analytic engine.
+// its FlowProgram stage by stage (collective_lowering.hpp); a Transfer is one flow driven the
+// same way, an Apply executes its flop on its server host. Barriers are instantaneous. The
+// round repeats; round r+1 starts when round r's last op ends, as in the analytic engine. An
+// asynchronous plan (no barrier between workers) runs in async_simulation.hpp instead.
 // Heterogeneity beyond host speeds: stragglers (a host slowed by a factor on a seeded random
 // fraction of its steps) and failures (a worker or server host failing at a time or at an MTBF
 // rate). A failure aborts the round in flight: all its work is lost, the job stalls for
 // `restart_s` (replacement host, reload of the last averaged parameters), then the round
 // restarts; the result lists every failure and the time lost. What it leaves out: memory,
-// PCIe and host-side data loading (beyond the step overhead), the reduction arithmetic,
-// asynchronous SGD, and elastic continuation without the failed worker.
+// PCIe and host-side data loading (beyond the step overhead), the reduction arithmetic, and
+// elastic continuation without the failed worker.
 // This header does not include SimGrid.
 #pragma once
 

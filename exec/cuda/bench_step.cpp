@@ -3,8 +3,8 @@
 // The batch is device-resident (uploaded once), as in pytorch_step.py, so both time the same
 // work: fp32 GEMMs without TF32, a fused softmax cross-entropy, SGD over one flat vector.
 // Steps are enqueued back to back and the mean over --steps is reported after --warmup
-// untimed steps (cuBLAS heuristics and workspaces settle). With --cpu it also times the Eigen
-// step on this machine's CPU (single thread). Usage:
+// untimed steps (cuBLAS heuristics and workspaces settle). With --cpu it also times the CPU
+// step (exec/mlp: OpenBLAS, or Eigen without it; one thread) on this machine. Usage:
 //   tauplan_cuda_bench_step [--widths 784,256,128,10] [--batch 256] [--steps 200]
 //                           [--warmup 20] [--cpu]
 // Prints one JSON line. Exit 77 without a GPU, 2 on a bad argument.
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"impl\": \"tauplan-cuda\", \"device\": \"%s\", \"widths\": \"%s\", \"batch\": %d, "
       "\"steps\": %d, \"step_ms\": %.4f, \"samples_per_s\": %.0f, \"tflops\": %.3f, "
-      "\"final_loss\": %.4f, \"cpu_eigen_step_ms\": %.4f}\n",
+      "\"final_loss\": %.4f, \"cpu_step_ms\": %.4f}\n",
       cuda::device_description(0).c_str(), shape.to_string().c_str(), batch, steps, gpu_s * 1e3,
       batch / gpu_s, shape.flop_per_sample() * batch / gpu_s / 1e12, loss,
       cpu_s < 0 ? -1.0 : cpu_s * 1e3);

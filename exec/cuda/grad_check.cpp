@@ -1,7 +1,7 @@
 // grad_check.cpp: the CUDA backend against the CPU reference (exits 77 without a GPU).
 //
 // Checks, for a small MLP and for the default 784-256-128-10 at batch 64: the loss and the
-// gradient of the CUDA MLP against the double-precision Eigen MLP (relative L2 error of the
+// gradient of the CUDA MLP against the double-precision CPU MLP (relative L2 error of the
 // gradient under 1e-3, the acceptance bound for fp32), the SGD step, the hit count, the
 // device communicator's mean and Adasum against combine.cpp, and a short sync run of two
 // logical workers on the GPU against the same run on the CPU. Prints one JSON line per check

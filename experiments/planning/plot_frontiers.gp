@@ -1,7 +1,7 @@
 # plot_frontiers.gp: two Pareto frontiers of `tauplan plan` (frontier.csv) on one plot, for the
 # what-if studies of README.md. Each frontier.csv has the columns
 #   time_s,cost,nodes,workers,strategy,collective,servers,split,batch_per_worker,tau,round_s,
-#   rounds,failure_free_s,revocations_per_hour,bottleneck,frontier
+#   rounds,failure_free_s,revocations_per_hour,bottleneck,frontier,layout
 # Usage (run.sh does this):
 #   gnuplot -e "a='A.plan/frontier.csv'; la='label A'; b='B.plan/frontier.csv'; lb='label B'; \
 #               out='study'; deadline=12" plot_frontiers.gp

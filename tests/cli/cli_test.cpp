@@ -51,9 +51,10 @@ TEST_CASE("wrong unit") {
 
 TEST_CASE("negative or zero batch") {
   const auto f = job("neg.yaml", std::string(kBase) + "batch: -8\n");
-  expect_bad_input({"predict", f}, f + ": batch: expected a whole number >= 1");
+  expect_bad_input({"predict", f}, f + ": batch: expected a whole number between 1 and 1e+09");
   const auto g = job("zero.yaml", std::string(kBase) + "batch: 0\n");
-  expect_bad_input({"predict", g}, g + ": batch: expected a whole number >= 1, got '0'");
+  expect_bad_input({"predict", g},
+                   g + ": batch: expected a whole number between 1 and 1e+09, got '0'");
 }
 
 TEST_CASE("more workers than hosts") {

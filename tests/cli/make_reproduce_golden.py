@@ -4,8 +4,9 @@
 #   tauplan reproduce --reduced --fresh --out /tmp/golden
 #   python3 tests/cli/make_reproduce_golden.py /tmp/golden > tests/cli/reproduce_golden.json
 #
-# The tolerance of the measured counts is the largest run-to-run spread that run measured
-# between two seeds (spread_max), never a number chosen to make a test pass.
+# Measured counts are deterministic for a seed and a build (lockstep timing, fixed data order):
+# the test pins them exactly. The seed-to-seed spread (the same cells measured with seed 2) is
+# recorded and pinned separately; it is what the claims use as their tolerance.
 import json
 import sys
 
@@ -16,13 +17,16 @@ golden = {
     "made_by": "tauplan reproduce --reduced --fresh; tests/cli/make_reproduce_golden.py",
     "commit": s["context"]["commit"],
     "date": s["context"]["date"],
+    "compute_backend": s["context"].get("compute_backend", ""),
     "sparknet": {
-        "tolerance_counts": s["spread_max"],
-        "tolerance_note": "largest relative seed-to-seed spread measured on the reduced grid",
         "na": s["na"],
+        "spread": [{k: r[k] for k in ("workers", "tau", "speedup_seed1", "speedup_seed2")}
+                   for r in s["spread"]],
+        "spread_na": s["spread_na"],
         "heatmap": [{k: c[k] for k in ("workers", "tau", "ma", "speedup_measured")}
                     for c in s["heatmap"]],
         "claims": {c["id"]: c["holds"] for c in s["claims"]},
+        "claim_kinds": {c["id"]: c["kind"] for c in s["claims"]},
         "alexnet": [{k: a[k] for k in ("workers", "round_s", "comm_s")} for a in s["alexnet"]],
     },
     "hetseq": {

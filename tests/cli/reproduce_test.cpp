@@ -29,6 +29,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// The BLAS backend a result was made with ("" when it does not say).
+std::string backend_of(const nlohmann::json& j) {
+  const auto it = j.find("compute_backend");
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string slurp(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -97,12 +103,19 @@ TEST_CASE("reproduce: an unknown experiment is one line and exit code 2") {
 
 // One test case (one process under ctest), so that the reduced run is made once.
 TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
-  SECTION("reproduce sparknet (reduced grid): measured counts match the golden run") {
+  SECTION("reproduce sparknet (reduced grid): measured counts equal the golden run's exactly") {
+    // Lockstep training is deterministic for a seed and a build: the counts are pinned exactly.
     const json g = golden().at("sparknet");
     const json r = json::parse(slurp(reduced_run() / "sparknet/results.json"));
-    const double tol = g.at("tolerance_counts").get<double>();
-    INFO("tolerance " << tol);
-    CHECK(rel(r.at("na").get<double>(), g.at("na").get<double>()) <= tol);
+    // Exact for the BLAS backend the golden was recorded with (the same kernels sum in the same
+    // order); on another CPU's kernels within the seed-to-seed spread measured here.
+    const bool exact = backend_of(golden()) == backend_of(r.at("context"));
+    const double tol = exact ? 0 : r.at("spread_max").get<double>();
+    if (!exact)
+      WARN("compute backend differs from the golden's: counts compared within the seed spread "
+           << tol);
+    auto same = [tol](double got, double want) { return rel(got, want) <= tol; };
+    CHECK(same(r.at("na").get<double>(), g.at("na").get<double>()));
     REQUIRE(r.at("heatmap").size() == g.at("heatmap").size());
     for (size_t i = 0; i < g.at("heatmap").size(); ++i) {
       const json& want = g.at("heatmap")[i];
@@ -112,17 +125,42 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
       CHECK(got.at("tau") == want.at("tau"));
       REQUIRE(got.at("ma").is_number() == want.at("ma").is_number());
       if (want.at("ma").is_number()) {
-        CHECK(rel(got.at("ma").get<double>(), want.at("ma").get<double>()) <= tol);
-        CHECK(rel(got.at("speedup_measured").get<double>(),
-                  want.at("speedup_measured").get<double>()) <= 2 * tol);
+        CHECK(same(got.at("ma").get<double>(), want.at("ma").get<double>()));
+        if (exact) CHECK(got.at("speedup_measured") == want.at("speedup_measured"));
       }
     }
-    // The identity Ma(b,K,1) = Na(K b) on the measured data, within the measured spread.
+    // The identity Ma(b,K,1) = Na(K b) holds by construction up to the order of floating-point
+    // sums (K products of b rows against one of K b rows): trajectories that start equal drift
+    // apart by rounding, so the counts agree within the seed-to-seed spread, not to the step.
     for (const json& row : r.at("identity")) {
       const double ma = row.at("ma_b_k_1").get<double>(), na = row.at("na_kb").get<double>();
       INFO("K=" << row.at("workers") << " Ma=" << ma << " Na(Kb)=" << na);
       CHECK(std::fabs(ma - na) / (0.5 * (ma + na)) <= r.at("identity_tolerance").get<double>());
     }
+  }
+
+  SECTION("reproduce sparknet (reduced grid): the seed-to-seed spread, pinned on its own") {
+    // The same cells with seed 2: their counts are deterministic too, and the spread between
+    // the seeds (the tolerance of the findings) is a property of the workload, not of the code.
+    const json g = golden().at("sparknet");
+    const json r = json::parse(slurp(reduced_run() / "sparknet/results.json"));
+    const bool exact = backend_of(golden()) == backend_of(r.at("context"));
+    if (exact) CHECK(r.at("spread_na").get<double>() == g.at("spread_na").get<double>());
+    REQUIRE(r.at("spread").size() == g.at("spread").size());
+    double largest = 0;
+    for (size_t i = 0; i < g.at("spread").size(); ++i) {
+      const json& want = g.at("spread")[i];
+      const json& got = r.at("spread")[i];
+      if (exact) {
+        CHECK(got.at("speedup_seed1") == want.at("speedup_seed1"));
+        CHECK(got.at("speedup_seed2") == want.at("speedup_seed2"));
+      }
+      largest = std::max(largest, got.at("relative").get<double>());
+    }
+    // Two seeds differ (a spread of 0 would mean the seed is ignored) by less than a factor 2.
+    CHECK(largest > 0);
+    CHECK(largest < 1);
+    CHECK(r.at("spread_max").get<double>() == Approx(largest));
   }
 
   SECTION("reproduce sparknet (reduced grid): each claim is checked and reported") {
@@ -132,7 +170,14 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
     for (const json& c : r.at("claims")) {
       verdicts[c.at("id").get<std::string>()] = c.at("holds").get<bool>();
       CHECK_FALSE(c.at("evidence").get<std::string>().empty());
+      // A claim that holds by algebra or by construction is an identity, said so, with why.
+      const std::string id = c.at("id").get<std::string>();
+      INFO("claim " << id);
+      CHECK(c.at("kind") == g.at("claim_kinds").at(id));
+      if (c.at("kind") == "identity") CHECK_FALSE(c.at("why").get<std::string>().empty());
     }
+    CHECK(g.at("claim_kinds").at("naive-no-speedup") == "identity");
+    CHECK(g.at("claim_kinds").at("tau1-serial") == "identity");
     for (const auto& [id, holds] : g.at("claims").items()) {
       INFO("claim " << id);
       REQUIRE(verdicts.count(id) == 1);

@@ -1,17 +1,31 @@
-// validate_test.cpp: `tauplan validate` end to end on a small matrix, with the round-time error
-// held under a bound, and its bad inputs (one line, exit 2).
+// validate_test.cpp: `tauplan validate` end to end on a small matrix, with the compute and the
+// communication errors held under bounds of their own, both calibrations reported, the
+// repeatability label in every output, and its bad inputs (one line, exit 2).
 //
-// The bounds. Measured and predicted round times come from different stretches of time on a
-// virtual machine whose host takes a varying share of the core: the same single-worker step
-// measured medians of 3.16 to 4.56 ms in four runs a few seconds apart, and 2.88 ms in another
-// (experiments/validation/README.md). validate calibrates just before and just after each
-// measurement and keeps the faster, and then the spread is small: this test's median error was
-// 0.13% to 1.45% in eight runs, and over three runs of the 28-configuration matrix no single
-// configuration was off by more than 7.9%. The median must stay under 15% (ten times the largest
-// seen) and every configuration under 35% (four times the worst seen). That catches breakage of
-// the pipeline (wrong units, a calibration of the wrong thing, a slow worker the platform does
-// not slow: -42% on those rows); smaller model errors are the business of the deterministic
-// tests (tests/sim/calibrated_platform_test.cpp: closed form to 1e-9) and of the experiment.
+// What this run is: on one machine, in lockstep, the measured round is rebuilt from per-op
+// thread CPU times by the same longest-path rule the analytic engine uses, on a platform
+// calibrated from the same ops: a repeatability check of the timing model (said so in the
+// output), not a validation of the model.
+//
+// The bounds, about three times the spread observed. Four runs of this very matrix (5
+// configurations, tests' job below) on this 2-core VM while other builds were running
+// (2026-11-23, commit eb852c3 plus the before/after reporting): median |compute error| 2.2% to
+// 4.3%, per configuration at most 8.2%; median |comm error| (K > 1) 3.4% to 11.9%, per
+// configuration at most 24.0% (local SGD's parameter averaging is predicted 6-24% short: the
+// calibration times the gradient combine); median |round error| 3.0% to 5.1%. Since the faster
+// CPU step (a combine of 0.17-0.28 ms, a step of 0.5-0.8 ms) the comm errors spread wider: in 4
+// runs alone (ctest, a fresh calibration each) median |comm error| 24-34% and 40% with another
+// test beside it (ctest -j2), one configuration up to 82.5% in 8 runs; this test now runs alone
+// (RUN_SERIAL, tag [timing]); in the same runs one configuration's compute error reached
+// 27.6% and its round error 30.8%. Bounds: compute median 15%, any configuration 40%; comm
+// median 50%, any configuration 95% (a model without a communication term is -100% on every
+// configuration and fails both); round median 15%, any configuration 50%; and a worker twice
+// as slow must slow local SGD's round by more than 20% in the measurement and both engines
+// (measured: 1.83 -> 3.60 ms). They catch
+// breakage of the pipeline (wrong units, the wrong thing calibrated, a slow worker the platform
+// does not slow: -42% on those rows); smaller model errors are the business of the
+// deterministic tests (tests/sim/calibrated_platform_test.cpp: closed form to 1e-9) and of the
+// experiments.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -47,11 +61,15 @@ hidden: [256, 128]
 )";
 
 constexpr double kMedianRoundErrorBound = 0.15;
-constexpr double kMaxRoundErrorBound = 0.35;
+constexpr double kMaxRoundErrorBound = 0.50;
+constexpr double kMedianComputeErrorBound = 0.15;
+constexpr double kMaxComputeErrorBound = 0.40;
+constexpr double kMedianCommErrorBound = 0.50;
+constexpr double kMaxCommErrorBound = 0.95;
 
 }  // namespace
 
-TEST_CASE("validate: a small matrix end to end, round-time error within the bound") {
+TEST_CASE("validate: a small matrix end to end, round-time error within the bound", "[timing]") {
   const std::string job = write_temp_file("validate-small.yaml", kJob);
   const std::string out = std::filesystem::path(job).parent_path().string() + "/validate-out";
   const auto r =
@@ -76,10 +94,36 @@ TEST_CASE("validate: a small matrix end to end, round-time error within the boun
   const auto& summary = j["summary"];
   const double analytic = summary["median_abs_error_round_analytic"];
   const double simgrid = summary["median_abs_error_round_simgrid"];
-  double worst = 0;
+  double worst = 0, worst_compute = 0, worst_comm = 0;
   for (const auto& row : results)
-    for (const char* engine : {"error_analytic", "error_simgrid"})
+    for (const char* engine : {"error_analytic", "error_simgrid"}) {
       worst = std::max(worst, std::abs(row["round_s"][engine].get<double>()));
+      worst_compute = std::max(worst_compute, std::abs(row["compute_s"][engine].get<double>()));
+      if (row["workers"].get<int>() > 1)
+        worst_comm = std::max(worst_comm, std::abs(row["comm_s"][engine].get<double>()));
+    }
+  const double compute = summary["median_abs_error_compute_analytic"];
+  const double comm = summary["median_abs_error_comm_analytic"];
+  std::cout << "validate small matrix: median |compute error| " << 100 * compute << "% (bound "
+            << 100 * kMedianComputeErrorBound << "%), worst " << 100 * worst_compute << "% (bound "
+            << 100 * kMaxComputeErrorBound << "%); median |comm error| " << 100 * comm
+            << "% (bound " << 100 * kMedianCommErrorBound << "%), worst " << 100 * worst_comm
+            << "% (bound " << 100 * kMaxCommErrorBound << "%)\n";
+  CHECK(compute <= kMedianComputeErrorBound);
+  CHECK(summary["median_abs_error_compute_simgrid"].get<double>() <= kMedianComputeErrorBound);
+  CHECK(comm <= kMedianCommErrorBound);
+  CHECK(summary["median_abs_error_comm_simgrid"].get<double>() <= kMedianCommErrorBound);
+  CHECK(worst_compute <= kMaxComputeErrorBound);
+  CHECK(worst_comm <= kMaxCommErrorBound);
+  // Both calibrations are kept: the error against each is reported beside the faster one's.
+  for (const char* key :
+       {"median_abs_error_round_analytic_before", "median_abs_error_round_analytic_after"})
+    CHECK(summary[key].is_number());
+  for (const auto& row : results)
+    for (const char* key : {"error_analytic_before", "error_analytic_after"})
+      CHECK(row["round_s_by_calibration"][key].is_number());
+  // Labelled for what it is.
+  CHECK(j["context"]["kind"].get<std::string>().find("repeatability check") != std::string::npos);
   // The figure, printed for the log (ctest keeps it in Testing/Temporary/LastTest.log, and
   // shows it with --output-on-failure when a bound is exceeded).
   std::cout << "validate small matrix: median |round-time error| analytic " << 100 * analytic
@@ -89,6 +133,21 @@ TEST_CASE("validate: a small matrix end to end, round-time error within the boun
   CHECK(analytic <= kMedianRoundErrorBound);
   CHECK(simgrid <= kMedianRoundErrorBound);
   CHECK(worst <= kMaxRoundErrorBound);
+  // A worker twice as slow slows local SGD's round (every worker takes tau steps, then they
+  // average), measured and predicted alike: a platform that did not slow it would leave the
+  // prediction where it was, the breakage the wide per-configuration bounds no longer catch on
+  // their own. (Sync splits its batch by speed here, so its round hardly moves.)
+  for (const auto& slow : results) {
+    if (slow["slow_worker"].get<double>() != 2 || slow["strategy"] != "local-sgd") continue;
+    for (const auto& plain : results) {
+      if (plain["slow_worker"].get<double>() != 1 || plain["strategy"] != slow["strategy"] ||
+          plain["workers"] != slow["workers"])
+        continue;
+      INFO(slow["strategy"].get<std::string>());
+      for (const char* engine : {"measured", "analytic", "simgrid"})
+        CHECK(slow["round_s"][engine].get<double>() > 1.2 * plain["round_s"][engine].get<double>());
+    }
+  }
   CHECK(j["context"]["timing"].get<std::string>().find("reconstructed") != std::string::npos);
   CHECK(std::filesystem::exists(out + "/validation.csv"));
   CHECK(std::filesystem::exists(out + "/validation.json"));
@@ -106,6 +165,14 @@ TEST_CASE("validate: a small matrix end to end, round-time error within the boun
   const auto reused = nlohmann::json::parse(again.out);
   CHECK(reused["results"].size() == 1);
   CHECK(reused["calibration"].empty());  // nothing was measured for the platforms
+
+  // The table says what the run is before any number.
+  const auto text = run_tauplan({"validate", job, "--set", "strategies=single", "--calibration",
+                                 out + "/calibration", "--out", out + "-text", "--no-plot"},
+                                "", 200);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.rfind("note: repeatability check of the timing model", 0) == 0);
+  CHECK(text.out.find("calibration taken before the measurement") != std::string::npos);
 }
 
 TEST_CASE("validate: bad inputs are one line and exit 2") {

@@ -63,7 +63,7 @@ inline model::Plan make_plan(const std::string& strategy, int workers, double ba
   o.overlap = overlap;
   o.bucket_bytes = bucket_bytes;
   o.check_memory = false;
-  return model::strategy_generator(strategy).generate(o, tiny_workload(), platform);
+  return model::make_plan(strategy, o, tiny_workload(), platform, model::FixedCounts(1));
 }
 
 inline exec::TrainOptions quick_options(long long steps) {

@@ -79,7 +79,7 @@ TEST_CASE("measure runs single, sync and local-sgd and reports them", "[exec][me
   CHECK(row.extra.at("accuracy_curve").size() == 2);
   CHECK(row.extra.at("rounds_to_target").is_null());  // 0.99 is out of reach in 8 steps
 
-  const nlohmann::json trace = chrome_trace(run.measurements);
+  const nlohmann::json trace = nlohmann::json::parse(chrome_trace(run.measurements).json());
   int complete = 0;
   for (const auto& e : trace.at("traceEvents"))
     if (e.at("ph") == "X") ++complete;
@@ -120,4 +120,51 @@ TEST_CASE("bad measure inputs are InputErrors", "[exec][measure]") {
             {"sync"}),
         InputError, device_or_workers);
   }
+}
+
+TEST_CASE(
+    "trace events survive serialisation, and a collective's flows sum every process's "
+    "messages",
+    "[exec][measure]") {
+  TraceEvent compute{"w0 forward+backward", "compute", 0, 3, 0.25, 0.5, 1, 0};
+  TraceEvent comm0{"all-reduce (ring)", "comm", 0, 3, 0.75, 0.125, 0, 2};
+  TraceEvent comm1{"all-reduce (ring)", "comm", 1, 3, 0.75, 0.125, 0, 2};
+  TraceEvent server{"all-reduce (ring)", "comm", 2, 3, 0.75, 0.125, 0, 3};
+  const std::vector<TraceEvent> parsed =
+      parse_trace(serialize_trace({compute, comm0, comm1, server}));
+  REQUIRE(parsed.size() == 4);
+  CHECK(parsed[0].name == compute.name);
+  CHECK(parsed[0].start_s == compute.start_s);
+  CHECK(parsed[3].messages == 3);
+  CHECK(parsed[3].track == 2);
+
+  Measurement m;
+  m.strategy = "sync";
+  m.engine = "exec-cpu";
+  m.communicator = "mpi";
+  m.collective = "ps";
+  m.workers = 2;
+  m.per_worker.resize(2);
+  for (int k = 0; k < 2; ++k) {
+    m.per_worker[static_cast<std::size_t>(k)].worker = k;
+    m.per_worker[static_cast<std::size_t>(k)].host_name = "h" + std::to_string(k);
+  }
+  m.server_hosts = {"ps0"};
+  m.trace = parsed;
+  const nlohmann::json doc = nlohmann::json::parse(chrome_trace({m}).json());
+  std::vector<std::string> tracks;
+  int comm_spans = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.at("name") == "thread_name") tracks.push_back(e.at("args").at("name"));
+    if (e.at("ph") == "X" && e.at("cat") == "comm") {
+      ++comm_spans;
+      CHECK(e.at("args").at("flows") == "7");  // 2 + 2 + 3
+      CHECK(e.at("ts") == Approx(0.75e6));
+      CHECK(e.at("dur") == Approx(0.125e6));
+    }
+    if (e.at("ph") == "X" && e.at("cat") == "compute")
+      CHECK(e.at("args") == nlohmann::json{{"round", "3"}, {"steps", "1"}});
+  }
+  CHECK(comm_spans == 3);
+  CHECK(tracks == std::vector<std::string>{"w0 h0", "w1 h1", "server ps0"});
 }

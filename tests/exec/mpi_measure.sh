@@ -1,42 +1,98 @@
 #!/usr/bin/env bash
-# mpi_measure.sh TAUPLAN MPIRUN: `tauplan measure` across two MPI processes.
+# mpi_measure.sh TAUPLAN MPIRUN: `tauplan measure` across MPI processes, every collective
+# algorithm, concurrent timing, on oversubscribed cores (2 to 4 ranks on whatever the machine has).
 #
-# 1. sync and local-sgd with K = 2 under `mpirun -np 2` (synthetic data, a few steps): exit 0,
-#    JSON with two exec-cpu rows whose communicator is mpi, printed once (rank 0 only);
-# 2. K = 3 under `mpirun -np 2`: exit 2 and one error line naming the key `workers`.
+# 1. For each algorithm, sync and local-sgd (tau 4) of fashion-mlp (MLP 784-32-10 on the
+#    synthetic stand-in) to a test accuracy of 0.5, timing concurrent:
+#      ring, tree, hierarchical  mpirun -np 2 (K = 2) and -np 4 (K = 4; hierarchical on
+#                                test-two-nodes: 2 nodes x 2 workers)
+#      ps, sparknet              mpirun -np 3 (K = 2 + 1 server rank) and -np 4 (K = 3 + 1)
+#    Each must exit 0 with JSON printed once (rank 0), engine exec-cpu, timing concurrent,
+#    communicator mpi, the algorithm as asked, the target reached at the last point of the
+#    accuracy curve, rounds x steps per round = steps, round_s >= steps per round x compute_s
+#    (a round lasts at least as long as its busiest worker: a wall-clock fact, not an identity),
+#    comm_s > 0, one per_worker entry per worker with the host its rank ran on, and the server
+#    hosts for ps and sparknet.
+# 2. A target out of reach in max_steps: exit 3 after printing, the row's note says NOT reached
+#    (table) and reached_target is false (JSON).
+# 3. Bad layouts: K = 3 under -np 2, and ps with K = 2 under -np 2 (it needs K + 1): exit 2 and
+#    one error line naming `workers`.
 set -u
 tauplan=$1
 mpirun=$2
-run=("$mpirun" --allow-run-as-root --oversubscribe -np 2)
-common=(--workload fashion-mlp --platform test-crossbar-4 --batch 32 --tau 4 --hidden 32
-        --max-steps 16 --eval-every 8 --data-dir /nonexistent/fashion-mnist
-        --allow-synthetic true --train-samples 2000 --eval-samples 500)
+common=(--workload fashion-mlp --batch 32 --tau 4 --hidden 32 --eval-every 8
+        --data-dir /nonexistent/fashion-mnist --allow-synthetic true --train-samples 2000
+        --eval-samples 500 --timing concurrent)
+reachable=(--target-accuracy 0.5 --max-steps 400)
+out_of_reach=(--target-accuracy 0.99 --max-steps 16)
 out=$(mktemp)
 err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 fail() { echo "FAIL: $*"; echo "--- stdout"; cat "$out"; echo "--- stderr"; cat "$err"; exit 1; }
 
-"${run[@]}" "$tauplan" measure --strategies sync,local-sgd --workers 2 "${common[@]}" --json \
-  > "$out" 2> "$err" || fail "mpirun -np 2 tauplan measure exited $?"
-python3 - "$out" <<'EOF' || fail "unexpected JSON"
+check() {  # check NP ALGORITHM WORKERS SERVERS PLATFORM
+  local np=$1 algorithm=$2 workers=$3 servers=$4 platform=$5
+  "$mpirun" --allow-run-as-root --oversubscribe -np "$np" "$tauplan" measure \
+    --strategies sync,local-sgd --workers "$workers" --collective "$algorithm" \
+    --platform "$platform" "${common[@]}" "${reachable[@]}" --json > "$out" 2> "$err" ||
+    fail "mpirun -np $np measure --collective $algorithm --workers $workers exited $?"
+  python3 - "$out" "$algorithm" "$workers" "$servers" <<'PY' || fail "np=$np $algorithm: unexpected JSON"
 import json, sys
 doc = json.load(open(sys.argv[1]))  # one document: only rank 0 printed
+algorithm, workers, servers = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rows = doc["results"]
 assert [r["strategy"] for r in rows] == ["sync", "local-sgd"], rows
 for r in rows:
-    extra = r.get("extra", r)  # exec's extras may be flattened into the row
-    assert r["engine"] == "exec-cpu", r["engine"]
-    assert r["workers"] == 2
-    assert extra["communicator"] == "mpi", extra["communicator"]
-    assert extra["steps"] == 16
-    assert len(extra["per_worker"]) == 2
-    assert all(w["C_s"] > 0 for w in extra["per_worker"])
-assert rows[1]["rounds"] == 4 and rows[1]["tau"] == 4
-print("ok: sync and local-sgd measured on 2 MPI ranks")
-EOF
+    assert r["engine"] == "exec-cpu" and r["timing"] == "concurrent", r
+    assert r["collective"] == algorithm and r["workers"] == workers, r
+    assert r["communicator"] == "mpi", r["communicator"]
+    assert r["reached_target"] is True, r["final_accuracy"]
+    curve = r["accuracy_curve"]
+    assert curve[-1]["accuracy"] >= 0.5 and all(p["accuracy"] < 0.5 for p in curve[:-1]), curve
+    assert r["rounds"] == curve[-1]["round"], (r["rounds"], curve[-1])
+    assert r["rounds"] * r["steps_per_round"] == r["steps"], r
+    assert r["steps_per_round"] == (4 if r["strategy"] == "local-sgd" else 1), r
+    assert r["round_s"] >= r["steps_per_round"] * r["compute_s"] > 0, (r["round_s"], r["compute_s"])
+    assert r["comm_s"] > 0 and r["S_s"] > 0, (r["comm_s"], r["S_s"])
+    assert abs(r["total_s"] - r["rounds"] * r["round_s"]) <= 1e-9 * r["total_s"], r
+    assert len(r["per_worker"]) == workers and all(w["C_s"] > 0 and w["ran_on"] for w in r["per_worker"])
+    assert len(r.get("server_hosts", [])) == servers, r.get("server_hosts")
+print("ok: mpirun measure %s K=%d (+%d server ranks): sync %.3g ms/round, local-sgd %.3g ms/round"
+      % (algorithm, workers, servers, rows[0]["round_s"] * 1e3, rows[1]["round_s"] * 1e3))
+PY
+}
 
-"${run[@]}" "$tauplan" measure --strategies sync --workers 3 "${common[@]}" > "$out" 2> "$err"
+for algorithm in ring tree hierarchical; do check 2 "$algorithm" 2 0 test-crossbar-4; done
+for algorithm in ring tree; do check 4 "$algorithm" 4 0 test-crossbar-4; done
+check 4 hierarchical 4 0 test-two-nodes
+for algorithm in ps sparknet; do
+  check 3 "$algorithm" 2 1 test-ps
+  check 4 "$algorithm" 3 1 test-ps
+done
+
+run2=("$mpirun" --allow-run-as-root --oversubscribe -np 2)
+"${run2[@]}" "$tauplan" measure --strategies sync --workers 2 --platform test-crossbar-4 \
+  "${common[@]}" "${out_of_reach[@]}" > "$out" 2> "$err"
+rc=$?
+[ "$rc" -eq 3 ] || fail "a target out of reach: expected exit 3, got $rc"
+grep -q "NOT reached" "$out" || fail "a target out of reach: the table row does not say so"
+"${run2[@]}" "$tauplan" measure --strategies sync --workers 2 --platform test-crossbar-4 \
+  "${common[@]}" "${out_of_reach[@]}" --json > "$out" 2> "$err"
+rc=$?
+[ "$rc" -eq 3 ] || fail "a target out of reach (--json): expected exit 3, got $rc"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; assert r["reached_target"] is False and r["steps"] == 16' "$out" ||
+  fail "a target out of reach: JSON without reached_target false"
+echo "ok: a target out of reach exits 3 after printing its rows"
+
+"${run2[@]}" "$tauplan" measure --strategies sync --workers 3 --platform test-crossbar-4 \
+  "${common[@]}" "${reachable[@]}" > "$out" 2> "$err"
 rc=$?
 [ "$rc" -eq 2 ] || fail "K=3 on 2 ranks: expected exit 2, got $rc"
 grep -q "workers" "$err" || fail "K=3 on 2 ranks: the error does not name 'workers'"
-echo "ok: K != MPI world size exits 2"
+"${run2[@]}" "$tauplan" measure --strategies sync --workers 2 --collective ps --platform test-ps \
+  "${common[@]}" "${reachable[@]}" > "$out" 2> "$err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "ps with K=2 on 2 ranks: expected exit 2, got $rc"
+grep -q "workers: expected the MPI world size 2 minus the 1 server" "$err" ||
+  fail "ps with K=2 on 2 ranks: the error does not name 'workers' and the server rank"
+echo "ok: a world size that does not fit K (+ s) exits 2"

@@ -2,6 +2,9 @@
 // timing modes, emulated heterogeneity and bad inputs.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+
 #include "exec/cpu_replica.hpp"
 #include "exec/thread_communicator.hpp"
 #include "exec/trainer.hpp"
@@ -202,10 +205,17 @@ TEST_CASE("trace events cover the recorded rounds", "[exec][trainer]") {
   TrainOptions o = test::quick_options(6);
   o.trace_rounds = 2;
   const Measurement m = run(test::make_plan("sync", 2, 16), data, o);
-  // Per round: 2 computes, 1 all-reduce, 2 updates.
-  CHECK(m.trace.size() == 10);
+  // Per round: 2 computes, the all-reduce on each worker's track, 2 updates.
+  CHECK(m.trace.size() == 12);
+  std::map<std::string, int> per_category;
   for (const TraceEvent& e : m.trace) {
     CHECK(e.round < 2);
     CHECK(e.duration_s >= 0);
+    CHECK((e.track == 0 || e.track == 1));
+    ++per_category[e.category];
+    if (e.category == "comm") CHECK(e.name == "all-reduce (ring)");
+    if (e.category == "compute") CHECK(e.steps == 1);
+    CHECK(e.messages == 0);  // shared memory: no messages
   }
+  CHECK(per_category == std::map<std::string, int>{{"comm", 4}, {"compute", 4}, {"update", 4}});
 }

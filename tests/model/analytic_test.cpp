@@ -181,3 +181,43 @@ TEST_CASE("the evaluator's critical path splits a round into compute and exposed
   CHECK(timing.compute_s == Approx(3.0));
   CHECK(timing.comm_s == Approx(0.5));
 }
+
+TEST_CASE("sync with micro-batches: m overheads, the same flop, one all-reduce per step") {
+  const auto platform = homogeneous();
+  const auto workload = test::round_workload();
+  const model::FixedCounts convergence(1000);
+  const int K = 4, m = 4;
+  const double b = 64, overhead = 1e-3;
+  auto options = test::options(K, b);
+  options.step_overhead_s = overhead;
+  options.micro_batches = m;
+  const auto t1 =
+      model::analyze(model::make_plan("sync", options, workload, platform, convergence), platform);
+  // Gradient accumulation: m micro-batches of b/(K m) samples, each paying the step overhead,
+  // then one ring all-reduce (fairseq's --update-freq).
+  CHECK(t1.compute_s == Approx(m * overhead + C(b / K)).epsilon(1e-12));
+  CHECK(t1.comm_s == Approx(ring_S(K)).epsilon(1e-12));
+  CHECK(t1.round_s == Approx(m * overhead + C(b / K) + ring_S(K)).epsilon(1e-12));
+  // With m = 1 it is plain sync.
+  options.micro_batches = 1;
+  const auto plain =
+      model::analyze(model::make_plan("sync", options, workload, platform, convergence), platform);
+  CHECK(plain.compute_s == Approx(overhead + C(b / K)).epsilon(1e-12));
+  // Every worker needs a sample per micro-batch.
+  options.micro_batches = 17;  // 16 samples per worker
+  CHECK_THROWS_WITH(model::make_plan("sync", options, workload, platform, convergence),
+                    Catch::Contains("micro_batches"));
+}
+
+TEST_CASE("sync with micro-batches: memory is checked for one micro-batch") {
+  auto workload = test::round_workload();
+  workload.activation_bytes_per_sample = 1e9;  // 1 GB per sample; the model 8 MB
+  const auto platform =
+      model::make_crossbar_platform({1e12, 1e12}, 1e9, 10e-6, /*gpu_memory_bytes=*/8.5e9);
+  const model::FixedCounts convergence(1);
+  auto options = test::options(2, 32);  // 16 samples per worker: 16 GB, does not fit
+  CHECK_THROWS_WITH(model::make_plan("sync", options, workload, platform, convergence),
+                    Catch::Contains("batch"));
+  options.micro_batches = 2;  // 8 samples per micro-batch: 8 GB, fits
+  CHECK_NOTHROW(model::make_plan("sync", options, workload, platform, convergence));
+}

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,9 @@
 #include "tests/model/test_support.hpp"
 
 using namespace tauplan;
+
+static const double kNaN = std::numeric_limits<double>::quiet_NaN();
+static const double kInf = std::numeric_limits<double>::infinity();
 
 namespace {
 
@@ -126,8 +130,8 @@ TEST_CASE("fit_line rejects bad inputs") {
   CHECK_THROWS_AS(model::fit_line({1}, {1}), InputError);
   CHECK_THROWS_AS(model::fit_line({1, 2}, {1}), InputError);
   CHECK_THROWS_AS(model::fit_line({2, 2, 2}, {1, 2, 3}), InputError);
-  CHECK_THROWS_AS(model::fit_line({1, NAN}, {1, 2}), InputError);
-  CHECK_THROWS_AS(model::fit_line({1, 2}, {1, INFINITY}), InputError);
+  CHECK_THROWS_AS(model::fit_line({1, kNaN}, {1, 2}), InputError);
+  CHECK_THROWS_AS(model::fit_line({1, 2}, {1, kInf}), InputError);
 }
 
 TEST_CASE("calibration_xml writes speeds, the reducer, links of 2 beta and the props") {

@@ -56,7 +56,7 @@ TEST_CASE("bad job input names the file and the key") {
     }
   };
   fails_with("wokers: 4\n", "job.yaml: wokers: expected a known job key (did you mean 'workers'?)");
-  fails_with("batch: 0\n", "job.yaml: batch: expected a whole number >= 1, got '0'");
+  fails_with("batch: 0\n", "job.yaml: batch: expected a whole number between 1 and 1e+09, got '0'");
   fails_with("batch: -32\n", "job.yaml: batch");
   fails_with("batch: 3.5\n", "job.yaml: batch: expected a whole number");
   fails_with("bucket_bytes: 25ms\n", "job.yaml: bucket_bytes: expected bytes");

@@ -11,6 +11,7 @@
 
 #include "model/error.hpp"
 #include "model/inventory.hpp"
+#include "model/layout_cost.hpp"
 #include "model/planner.hpp"
 #include "model/revocation.hpp"
 
@@ -151,7 +152,8 @@ TEST_CASE("inventory: bad inventories are one-line errors naming file and key") 
 
   const std::string negative =
       error_of(base_inventory("  - {name: x, gpu_model: K80, nodes: 1, price_per_hour: -2}\n"));
-  CHECK(negative == "inv.yaml: node_types[0].price_per_hour: expected a number >= 0, got '-2'");
+  CHECK(negative ==
+        "inv.yaml: node_types[0].price_per_hour: expected a number in [0, 1e+09], got '-2'");
 
   const std::string zero =
       error_of(base_inventory("  - {name: x, gpu_model: K80, nodes: 0, price_per_hour: 1}\n"));
@@ -200,7 +202,8 @@ TEST_CASE("selection platform: routes inside and across nodes, servers") {
   CHECK(p.hosts[static_cast<size_t>(workers[0])].name == "k80-0-gpu0");
   CHECK(p.hosts[static_cast<size_t>(workers[1])].name == "v100-0-gpu0");
   const int a = p.find_host("v100-0-gpu0"), b = p.find_host("v100-0-gpu3"),
-            c = p.find_host("v100-1-gpu2"), k = p.find_host("k80-0-gpu0"), ps = p.find_host("ps0");
+            c = p.find_host("v100-1-gpu2"), k = p.find_host("k80-0-gpu0"),
+            ps = p.find_host("server0");
   // Inside a node: two GPU links.
   CHECK(p.route(a, b).latency_s == Approx(12e-6));
   CHECK(p.route(a, b).bandwidth_Bps == Approx(15.75e9));
@@ -443,4 +446,69 @@ TEST_CASE("planner: a deadline with a confidence asks for time + z sd <= deadlin
   CHECK(bad ==
         "inv.yaml: deadline_confidence: expected a probability in [0.5, 1) (e.g. 0.95), "
         "got '1.5'");
+}
+
+TEST_CASE("planner: strategy mesh searches every layout of K GPUs, each at its closed form") {
+  // GPT-2 medium (24 layers, 16 heads) on up to 2 nodes of 4 A100: tensor 1-4, pipeline 1-4,
+  // micro-batches of 1 and 2 sequences, ZeRO 0 and 1, no recomputation.
+  const auto inv = parse(
+      "workload: gpt2-medium\n"
+      "target: {epochs: 1, dataset_samples: 64000}\n"
+      "objective: min-time\n"
+      "node_types:\n"
+      "  - {name: v, gpu_model: A100-SXM4-80GB, gpus_per_node: 4, nodes: 2, price_per_hour: 12,\n"
+      "     network: {bandwidth: 100Gbps, latency: 5us, gpu_bandwidth: 150GBps, gpu_latency: "
+      "2us}}\n"
+      "search: {strategies: [mesh], batch_per_worker: [8], tensor_parallel: [1, 2, 4],\n"
+      "         pipeline_parallel: [1, 2, 4], micro_batch_size: [1, 2], zero_stage: [0, 1],\n"
+      "         recompute: [none]}\n");
+  const auto search = model::search_plans(inv);
+  // K = 4: (t, p) with t p | 4: (1,1) (1,2) (1,4) (2,1) (2,2) (4,1): 6 meshes, x 2 sizes, and
+  // ZeRO 1 where d > 1 (d = 4, 2, 1, 2, 1, 1: 3 of them): (6 + 3) x 2 = 18. K = 8: every
+  // (t, p) but (4,4), 8 meshes, d > 1 except (2,4) and (4,2): (8 + 6) x 2 = 28.
+  CHECK(search.stats.configurations == 18 + 28);
+  CHECK(search.stats.feasible + search.stats.infeasible_memory + search.stats.infeasible_other ==
+        search.stats.configurations);
+  REQUIRE(!search.evaluations.empty());
+  for (const auto& e : search.evaluations) {
+    const model::Layout& l = e.config.layout;
+    INFO(model::describe_strategy(e.config));
+    CHECK(l.workers() == e.config.gpus);
+    // Identities (evaluate_mesh is layout_time): the search's number is evaluate_config's and
+    // the closed form's. What can fail here is the enumeration, the rounds and the parts.
+    const model::Platform platform = model::make_selection_platform(inv, e.config.selection);
+    const auto convergence = model::target_convergence(inv);
+    const auto again = model::evaluate_config(inv, e.config, platform, *convergence);
+    CHECK(again.round_s == e.round_s);
+    const double batch = e.config.job_batch();
+    CHECK((l.micro_batch(batch) == 1 || l.micro_batch(batch) == 2));
+    const auto closed = model::layout_time(inv.workload, l, batch, platform,
+                                           model::place_mesh(l, platform, {}, "<test>"), {});
+    CHECK(e.round_s == Approx(closed.iteration_s).epsilon(1e-12));
+    CHECK(e.rounds == static_cast<long long>(64000 / batch));
+    CHECK(e.compute_part_s + e.straggler_part_s + e.comm_part_s == Approx(e.time_s).epsilon(1e-9));
+  }
+  // The candidate job for the simulator carries the layout.
+  const auto& best = search.evaluations[static_cast<size_t>(search.best)];
+  const std::string job = model::candidate_job_yaml(inv, best, "/tmp/p.xml");
+  CHECK(job.find("strategies: [mesh]") != std::string::npos);
+  CHECK(job.find(fmt::format("tensor_parallel: {}\n", best.config.layout.tensor)) !=
+        std::string::npos);
+  CHECK(job.find(fmt::format("micro_batches: {}\n", best.config.layout.micro_batches)) !=
+        std::string::npos);
+}
+
+TEST_CASE("inventory: bad layout search keys are one line naming the key") {
+  const std::string head =
+      "workload: gpt2-medium\ntarget: {epochs: 1, dataset_samples: 64000}\nnode_types:\n"
+      "  - {name: v, gpu_model: A100-SXM4-80GB, gpus_per_node: 4, nodes: 2, "
+      "price_per_hour: 12}\n";
+  CHECK(error_of(head + "search: {tensor_parallel: [0]}\n") ==
+        "inv.yaml: search.tensor_parallel: expected a whole number >= 1, got '0'");
+  CHECK(error_of(head + "search: {zero_stage: [4]}\n") ==
+        "inv.yaml: search.zero_stage: expected ZeRO stages 0 to 3, got 4");
+  CHECK(error_of(head + "search: {recompute: [partial]}\n") ==
+        "inv.yaml: search.recompute: expected none, selective or full, got 'partial'");
+  CHECK(error_of(head + "search: {micro_batch_size: [x]}\n")
+            .rfind("inv.yaml: search.micro_batch_size: expected", 0) == 0);
 }

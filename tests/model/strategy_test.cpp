@@ -81,6 +81,5 @@ TEST_CASE("impossible jobs are input errors naming the key") {
   auto no_check = test::options(2, 32);
   no_check.check_memory = false;
   CHECK_NOTHROW(model::make_plan("sync", no_check, workload, platform, c));
-  CHECK_THROWS_WITH(model::strategy_generator("async", "job.yaml"),
-                    Catch::Contains("job.yaml: strategies"));
+  CHECK_THROWS_WITH(model::strategy("async", "job.yaml"), Catch::Contains("job.yaml: strategies"));
 }

@@ -1,6 +1,7 @@
 // validation_test.cpp: relative errors, their median, and leave-out predictions of convergence
 // counts (model/validation.hpp).
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include <cmath>
 
@@ -9,15 +10,17 @@
 
 using namespace tauplan;
 
+static const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
 TEST_CASE("relative errors and their median absolute value") {
   CHECK(model::relative_error(110, 100) == Approx(0.1));
   CHECK(model::relative_error(90, 100) == Approx(-0.1));
   CHECK(std::isnan(model::relative_error(1, 0)));
-  CHECK(std::isnan(model::relative_error(NAN, 1)));
+  CHECK(std::isnan(model::relative_error(kNaN, 1)));
   CHECK(model::median_abs({0.1, -0.3, 0.2}) == Approx(0.2));
   CHECK(model::median_abs({0.1, -0.3, 0.2, -0.4}) == Approx(0.25));
-  CHECK(model::median_abs({NAN, -0.5}) == Approx(0.5));
-  CHECK(std::isnan(model::median_abs({NAN})));
+  CHECK(model::median_abs({kNaN, -0.5}) == Approx(0.5));
+  CHECK(std::isnan(model::median_abs({kNaN})));
 }
 
 TEST_CASE("counts drawn from the model are predicted left out, one at a time or by group") {

@@ -79,7 +79,7 @@ TEST_CASE("bad platforms are one-line input errors naming the file and key") {
   };
   const Case cases[] = {
       {"does_not_exist.xml", "no such file"},
-      {"malformed.xml", "valid SimGrid XML"},
+      {"malformed.xml", "line 7: </platform>: expected </zone>"},
       {"bad_prop.xml", "host n0-gpu0 prop gpu_memory_bytes"},
       {"bad_role.xml", "host n0-gpu0 prop role: expected worker or server, got \"boss\""},
   };

@@ -1,0 +1,33 @@
+// verb_published.cpp: `tauplan published [--runs FILE] [--out DIR] [--json]`, published training
+// runs (Megatron-LM's papers) beside tauplan's closed-form prediction (study/published.hpp).
+#include <iostream>
+
+#include "cli/verb.hpp"
+#include "study/published.hpp"
+
+namespace tauplan::cli {
+namespace {
+
+void register_published(CLI::App& app) {
+  auto request = std::make_shared<study::PublishedRequest>();
+  auto json = std::make_shared<bool>(false);
+  CLI::App* verb = app.add_subcommand(
+      "published", "published training runs (Megatron-LM) beside our predictions, with errors");
+  verb->add_option("--runs", request->runs,
+                   "runs file [default: experiments/parallelism/megatron.yaml of the tree]")
+      ->type_name("FILE");
+  verb->add_option("--out", request->out, "write table.md, table.csv and published.json here")
+      ->type_name("DIR");
+  verb->add_flag("--json", *json, "print the JSON document instead of the table");
+  verb->callback([request, json] {
+    const study::PublishedOutcome outcome = study::run_published(*request);
+    for (const auto& note : outcome.notes)
+      std::cerr << "published: " << note << "\n";
+    std::cout << (*json ? outcome.document.dump(2) + "\n" : outcome.table);
+  });
+}
+
+const VerbRegistration kRegistration{55, register_published};
+
+}  // namespace
+}  // namespace tauplan::cli

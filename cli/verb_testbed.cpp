@@ -1,0 +1,215 @@
+// verb_testbed.cpp: `tauplan testbed up|down|status|run|calibrate`, an emulated cluster.
+//
+//   up PLATFORM.xml [--hosts h1,h2,..] [--scale F]   one network namespace per host, the
+//                                  platform's routes emulated between them (exec/testbed/)
+//   down                           removes everything of the testbed (also after a kill)
+//   status [--json]                what is up, its links and routes, the fabric's counters
+//   run [--np N] -- COMMAND ...    COMMAND as N MPI ranks, rank r in the r-th host's namespace
+//   calibrate --out FILE.xml       measures the testbed, writes the fitted platform
+// and three internal subcommands the others start: `fabric` (the link emulator process),
+// `agent` (mpirun's remote shell) and `rank` (sets TAUPLAN_TESTBED_HOST, execs the command).
+// Every subcommand needs the rights to create and enter network namespaces (root); without
+// them it says so on one line and exits 2. The platform is loaded through sim/'s loader; all
+// else is exec/testbed/. What it leaves out: more than one testbed per prefix.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/verb.hpp"
+#include "exec/testbed/launcher.hpp"
+#include "exec/testbed/system.hpp"
+#include "model/error.hpp"
+#include "study/testbed_control.hpp"
+
+namespace tauplan::cli {
+namespace {
+
+namespace tb = tauplan::testbed;
+
+/// Everything after the options of a prefix_command subcommand, without a leading "--".
+std::vector<std::string> rest_of(const CLI::App* app) {
+  std::vector<std::string> rest = app->remaining();
+  if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
+  return rest;
+}
+
+void register_testbed(CLI::App& app) {
+  CLI::App* verb = app.add_subcommand(
+      "testbed", "an emulated cluster: namespaces and shaped routes from a platform, MPI in it");
+  verb->require_subcommand(1);
+
+  auto up_args = std::make_shared<study::TestbedUpRequest>();
+  CLI::App* up = verb->add_subcommand("up", "build the testbed of a platform and start its fabric");
+  up->add_option("platform", up_args->platform, "SimGrid platform XML")->required();
+  up->add_option("--hosts", up_args->hosts, "hosts in rank order (default: workers, then servers)")
+      ->delimiter(',');
+  up->add_option("--scale", up_args->scale,
+                 "divide bandwidths and multiply latencies by F (default: the smallest F that "
+                 "brings the fastest link under --max-rate)");
+  up->add_option("--prefix", up_args->prefix, "of every name the testbed makes (tp-)");
+  up->add_option(
+      "--mtu", up_args->mtu,
+      "of the emulated interfaces (default: by the slowest route's bandwidth-delay product)");
+  up->add_option("--queue", up_args->queue_s,
+                 "seconds of its rate each link's queue holds (0.05; at least one "
+                 "bandwidth-delay product and 16 packets)");
+  up->add_option("--ttl", up_args->ttl_s, "seconds before the testbed removes itself (14400)");
+  up->add_option("--max-packet-rate", up_args->max_packet_rate,
+                 "full packets/s the fabric forwards accurately (8333, i.e. 12.5e6 B/s at MTU "
+                 "1500: half of what was accurate here, see exec/testbed/README.md)");
+  up->add_option("--congestion-control", up_args->congestion_control,
+                 "TCP congestion control of the hosts (default: the kernel's for new namespaces)");
+  up->add_option("--realtime-priority", up_args->realtime_priority,
+                 "SCHED_FIFO priority of the fabric, 0 for none (10)");
+  up->add_option("--early", up_args->early_s,
+                 "seconds early the fabric arms its timer, for its wake-up latency (2.5e-5)");
+  up->add_flag("--json", up_args->json, "print the state as JSON");
+  up->callback([up_args] { study::testbed_up(*up_args, std::cout); });
+
+  auto down_prefix = std::make_shared<std::string>("tp-");
+  auto down_json = std::make_shared<bool>(false);
+  CLI::App* down = verb->add_subcommand("down", "remove the testbed (and any leftover of one)");
+  down->add_option("--prefix", *down_prefix, "of the testbed (tp-)");
+  down->add_flag("--json", *down_json, "print what was removed as JSON");
+  down->callback(
+      [down_prefix, down_json] { study::testbed_down(*down_prefix, *down_json, std::cout); });
+
+  auto status_prefix = std::make_shared<std::string>("tp-");
+  auto status_json = std::make_shared<bool>(false);
+  CLI::App* status = verb->add_subcommand("status", "what is up: hosts, links, routes, fabric");
+  status->add_option("--prefix", *status_prefix, "of the testbed (tp-)");
+  status->add_flag("--json", *status_json, "everything as JSON");
+  status->callback([status_prefix, status_json] {
+    study::testbed_status(*status_prefix, *status_json, std::cout);
+  });
+
+  auto run_prefix = std::make_shared<std::string>("tp-");
+  auto run_np = std::make_shared<int>(0);
+  auto run_command = std::make_shared<std::vector<std::string>>();
+  CLI::App* run = verb->add_subcommand("run", "run COMMAND as MPI ranks, one per testbed host");
+  run->add_option("--prefix", *run_prefix, "of the testbed (tp-)");
+  run->add_option("--np", *run_np, "ranks (default: one per testbed host)");
+  run->add_option("command", *run_command, "the command and its arguments, after --")->required();
+  run->callback([run_prefix, run_np, run_command] {
+    study::require_testbed_rights();
+    tb::check_prefix(*run_prefix, "<command line>");
+    const tb::State state = tb::require_up(*run_prefix);
+    const int ranks = *run_np == 0 ? static_cast<int>(state.spec.hosts.size()) : *run_np;
+    const auto argv = tb::mpirun_command(state, ranks, *run_command, tb::self_executable());
+    std::fprintf(stderr,
+                 "tauplan: testbed run: %d rank(s) on %s (scale %.6g), rank r in namespace "
+                 "%sr<r>, MPI over TCP on %s\n",
+                 ranks, state.spec.platform_file.c_str(), state.spec.scale,
+                 state.spec.prefix.c_str(), tb::kEmulatedSubnet);
+    std::fflush(stderr);
+    tb::exec_in_control_namespace(state, argv);
+  });
+
+  auto cal = std::make_shared<study::TestbedCalibrateRequest>();
+  CLI::App* calibrate =
+      verb->add_subcommand("calibrate", "measure the testbed and write its fitted platform");
+  calibrate->add_option("--prefix", cal->prefix, "of the testbed (tp-)");
+  calibrate->add_option("--out", cal->out, "the calibrated platform XML to write")->required();
+  calibrate->add_flag("--json", cal->json, "print every measurement and fit as JSON");
+  calibrate->add_flag("--all-pairs", cal->request.all_pairs,
+                      "measure every ordered pair (default: a cover of every link)");
+  calibrate->add_option("--pings", cal->request.pings, "round trips per route (30)");
+  calibrate->add_option("--sizes", cal->request.sizes, "transfer sizes per route (6)");
+  calibrate->add_option("--repeats", cal->request.repeats, "transfers of each size (3)");
+  calibrate->add_option("--transfer-time", cal->request.transfer_s,
+                        "seconds the largest transfer takes at the route's rate (0.2)");
+  calibrate->add_option("--share-to", cal->request.share_to,
+                        "host the sharing flows go to (default: first server, else last host)");
+  calibrate
+      ->add_option("--flows", cal->request.flow_counts,
+                   "numbers of concurrent flows to run, each a run (1,2,3,4)")
+      ->delimiter(',');
+  calibrate->add_option("--window", cal->request.window_s,
+                        "seconds measured in each sharing and duplex run (1.5)");
+  calibrate->add_flag("!--no-duplex", cal->request.duplex, "skip the both-directions runs");
+  calibrate->add_option("--warmup", cal->request.warmup_s,
+                        "seconds left out at the start of each run, at least 10 round trips (0.5)");
+  calibrate->callback([cal] {
+    const tb::NetworkCalibrationRequest& r = cal->request;
+    if (r.pings < 1 || r.sizes < 2 || r.repeats < 1 || r.ping_bytes < 1)
+      throw InputError("<command line>", "testbed calibrate",
+                       "--pings >= 1, --sizes >= 2, --repeats >= 1",
+                       fmt::format("{} {} {}", r.pings, r.sizes, r.repeats));
+    for (int n : r.flow_counts)
+      if (n < 1)
+        throw InputError("<command line>", "--flows", "counts of flows >= 1", std::to_string(n));
+    if (!(r.transfer_s > 0) || !(r.window_s >= 0.2) || !(r.warmup_s >= 0))
+      throw InputError("<command line>", "testbed calibrate",
+                       "--transfer-time > 0, --window >= 0.2 s and --warmup >= 0",
+                       fmt::format("{} {} {}", r.transfer_s, r.window_s, r.warmup_s));
+    study::testbed_calibrate(*cal, std::cout);
+  });
+
+  // Internal: started by `up`, by mpirun and by `run`; not for users.
+  auto fabric_prefix = std::make_shared<std::string>();
+  auto fabric_options = std::make_shared<tb::FabricOptions>();
+  auto fabric_ready = std::make_shared<int>(-1);
+  CLI::App* fabric = verb->add_subcommand("fabric", "(internal) the link emulator process");
+  fabric->group("");
+  fabric->add_option("--prefix", *fabric_prefix)->required();
+  fabric->add_option("--ready-fd", *fabric_ready);
+  fabric->add_option("--ttl", fabric_options->ttl_s);
+  fabric->add_option("--realtime-priority", fabric_options->realtime_priority);
+  fabric->add_option("--early", fabric_options->early_s);
+  fabric->callback([fabric_prefix, fabric_options, fabric_ready] {
+    study::require_testbed_rights();
+    tb::check_prefix(*fabric_prefix, "<command line>");
+    const auto state = tb::read_state(*fabric_prefix);
+    if (!state) throw InputError(tb::state_path(*fabric_prefix), "testbed", "a state file", "none");
+    tb::FabricOptions options = *fabric_options;
+    options.stats_path = tb::fabric_stats_path(*fabric_prefix);
+    const std::string prefix = *fabric_prefix;
+    const int exit_code = tb::run_fabric(state->spec, options, *fabric_ready,
+                                         [prefix] { tb::remove_testbed(prefix); });
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(exit_code);
+  });
+
+  auto agent_prefix = std::make_shared<std::string>();
+  CLI::App* agent = verb->add_subcommand("agent", "(internal) mpirun's agent into a namespace");
+  agent->group("");
+  agent->prefix_command();
+  agent->allow_extras();
+  agent->add_option("--prefix", *agent_prefix)->required();
+  agent->callback([agent, agent_prefix] {
+    study::require_testbed_rights();
+    const auto state = tb::read_state(*agent_prefix);
+    if (!state) throw InputError(tb::state_path(*agent_prefix), "testbed", "a state file", "none");
+    std::vector<std::string> rest = rest_of(agent);
+    if (rest.empty())
+      throw InputError("<command line>", "testbed agent", "HOST COMMAND", "nothing");
+    const std::string netns = rest.front();
+    rest.erase(rest.begin());
+    tb::exec_agent(*state, netns, rest);
+  });
+
+  auto rank_prefix = std::make_shared<std::string>();
+  auto rank_command = std::make_shared<std::vector<std::string>>();
+  CLI::App* rank = verb->add_subcommand("rank", "(internal) one MPI rank inside its namespace");
+  rank->group("");
+  rank->add_option("--prefix", *rank_prefix)->required();
+  rank->add_option("command", *rank_command)->required();
+  rank->callback([rank_prefix, rank_command] {
+    const auto state = tb::read_state(*rank_prefix);
+    if (!state) throw InputError(tb::state_path(*rank_prefix), "testbed", "a state file", "none");
+    tb::exec_rank(*state, *rank_command);
+  });
+}
+
+}  // namespace
+
+static const VerbRegistration kRegistration{70, register_testbed};
+
+}  // namespace tauplan::cli

@@ -1,0 +1,496 @@
+// async_trainer.cpp: asynchronous training with worker and server threads, and the pieces the
+// MPI transport shares (a worker's step, evaluation, shards, the Measurement); see the header.
+#include "exec/async_trainer.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "exec/cpu_replica.hpp"
+#include "model/analytic.hpp"
+#include "model/error.hpp"
+
+namespace tauplan::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double mean_of(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values)
+    sum += v;
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+}
+
+}  // namespace
+
+AsyncWorkerCompute::AsyncWorkerCompute(const model::Plan& plan, int worker, const Dataset& data,
+                                       const MlpShape& shape, const TrainOptions& options,
+                                       double slowdown)
+    : data_(data),
+      worker_(worker),
+      samples_(static_cast<long long>(plan.batch)),
+      slowdown_(slowdown),
+      replica_(std::make_unique<CpuReplica>(shape)) {
+  // Worker w's n-th step is slice w of global step n: K b samples per global step.
+  sampler_ = std::make_unique<Sampler>(data.train_size(), samples_ * plan.workers, options.seed);
+  x_.resize(static_cast<std::size_t>(samples_) * static_cast<std::size_t>(data.features));
+  y_.resize(static_cast<std::size_t>(samples_));
+}
+
+std::pair<double, double> AsyncWorkerCompute::step(long long n) {
+  const auto start = Clock::now();
+  const std::vector<int> idx = sampler_->indices(n, worker_ * samples_, samples_);
+  const auto features = static_cast<std::size_t>(data_.features);
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    std::memcpy(x_.data() + i * features, data_.train_row(idx[i]), features * sizeof(float));
+    y_[i] = data_.train_y[static_cast<std::size_t>(idx[i])];
+  }
+  const double loss = replica_->compute(x_.data(), y_.data(), static_cast<int>(samples_));
+  const double measured = seconds_since(start);
+  if (slowdown_ > 1)
+    std::this_thread::sleep_for(std::chrono::duration<double>((slowdown_ - 1) * measured));
+  return {measured, loss};
+}
+
+AsyncEvaluator::AsyncEvaluator(const Dataset& data, const MlpShape& shape,
+                               const TrainOptions& options)
+    : data_(data), replica_(std::make_unique<CpuReplica>(shape)) {
+  samples_ = data.test_size();
+  if (options.eval_samples > 0) samples_ = std::min(samples_, options.eval_samples);
+}
+
+double AsyncEvaluator::accuracy(const float* parameters) {
+  replica_->set_parameters_from_host(parameters);
+  const long long hits = replica_->correct(data_.test_x.data(), data_.test_y.data(), samples_);
+  return samples_ > 0 ? static_cast<double>(hits) / static_cast<double>(samples_) : 0;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> shard_ranges(std::size_t n, int servers) {
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  const auto s = static_cast<std::size_t>(std::max(servers, 1));
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < s; ++i) {
+    const std::size_t size = n / s + (i < n % s ? 1 : 0);
+    ranges.emplace_back(begin, begin + size);
+    begin += size;
+  }
+  return ranges;
+}
+
+void check_async_job(const model::Plan& plan, const Dataset& data, const TrainOptions& options) {
+  if (options.timing != Timing::Concurrent)
+    throw InputError(options.job_file, "timing",
+                     "concurrent for " + plan.strategy +
+                         " (its workers never wait for each other: only the wall clock of "
+                         "workers running at once measures it)",
+                     to_string(options.timing));
+  const double step_samples = plan.batch * plan.workers;
+  if (plan.batch < 1 || step_samples > static_cast<double>(data.train_size()))
+    throw InputError(options.job_file, "batch",
+                     "a per-worker batch with workers x batch at most " +
+                         std::to_string(data.train_size()) + " (the training set of " + data.name +
+                         ")",
+                     std::to_string(static_cast<long long>(plan.batch)));
+  if (plan.server_hosts.empty())
+    throw InputError(options.job_file, "servers", "at least one server for " + plan.strategy);
+}
+
+Measurement async_measurement(const AsyncRecord& record, const model::Plan& plan,
+                              const model::Platform& platform, const Dataset& data,
+                              const MlpShape& shape, const TrainOptions& options) {
+  Measurement m;
+  m.strategy = plan.strategy;
+  m.workers = plan.workers;
+  m.tau = 1;
+  m.batch = plan.batch;
+  m.split = model::to_string(plan.split);
+  m.collective = plan.collective;
+  m.communicator = record.communicator;
+  m.engine = options.engine;
+  m.timing = Timing::Concurrent;
+  m.combine = options.combine;
+  m.dataset = data.name;
+  m.dataset_source = data.source;
+  m.synthetic = data.synthetic;
+  m.mlp = shape.to_string();
+  m.parameters = static_cast<long long>(shape.parameters());
+  m.learning_rate = options.learning_rate;
+  m.seed = options.seed;
+  m.target_accuracy = options.target_accuracy;
+  m.clock = "wall";
+  m.steps_per_round = 1;
+  m.curve = record.curve;
+  m.reached = record.reached;
+  m.final_accuracy = record.curve.empty() ? 0 : record.curve.back().accuracy;
+  // To the target: the update and the training clock of the evaluation that reached it.
+  const bool have_point = !record.curve.empty();
+  m.rounds = have_point ? record.curve.back().round : record.updates;
+  m.steps = m.rounds;
+  m.total_s = have_point ? record.curve.back().time_s
+                         : (record.update_s.empty() ? 0 : record.update_s.back());
+  m.round_mean_s = m.rounds > 0 ? m.total_s / static_cast<double>(m.rounds) : 0;
+  // Steady state: the mean interval between updates after a warm-up of a fifth of them.
+  const auto n = static_cast<long long>(std::min<std::size_t>(
+      record.update_s.size(), static_cast<std::size_t>(std::max(m.rounds, 0LL))));
+  const long long first = std::min(n - 1, n / 5);
+  m.round_median_s = n >= 2 && n - 1 > first ? (record.update_s[static_cast<std::size_t>(n - 1)] -
+                                                record.update_s[static_cast<std::size_t>(first)]) /
+                                                   static_cast<double>(n - 1 - first)
+                                             : m.round_mean_s;
+  m.wall_s = record.wall_s;
+  m.eval_wall_s = record.eval_wall_s;
+  const std::vector<double> slowdowns = worker_slowdowns(plan, platform);
+  std::vector<double> steps, exchanges;
+  nlohmann::json workers = nlohmann::json::array();
+  for (std::size_t w = 0; w < record.workers.size(); ++w) {
+    const AsyncWorkerRecord& r = record.workers[w];
+    const double slowdown = options.emulate_slowdown && w < slowdowns.size() ? slowdowns[w] : 1.0;
+    WorkerReport report;
+    report.worker = static_cast<int>(w);
+    report.host = plan.worker_hosts[w];
+    report.host_name = platform.hosts[static_cast<std::size_t>(report.host)].name;
+    report.slowdown = slowdown;
+    report.samples = static_cast<long long>(plan.batch);
+    report.measured_median_s = median(r.step_s);
+    report.compute_median_s = report.measured_median_s * slowdown;
+    report.steps = r.updates;
+    m.per_worker.push_back(report);
+    if (slowdown != 1.0) m.emulated = true;
+    for (double s : r.step_s)
+      steps.push_back(s * slowdown);
+    exchanges.insert(exchanges.end(), r.exchange_s.begin(), r.exchange_s.end());
+    workers.push_back(
+        {{"worker", w},
+         {"updates", r.updates},
+         {"updates_per_s", record.update_s.empty() || record.update_s.back() <= 0
+                               ? 0.0
+                               : static_cast<double>(r.updates) / record.update_s.back()},
+         {"staleness_mean",
+          r.staleness_count > 0 ? r.staleness_sum / static_cast<double>(r.staleness_count) : 0.0}});
+  }
+  m.compute_s = mean_of(steps);
+  m.compute_median_s = median(steps);
+  m.sync_s = median(exchanges);
+  m.sync_mean_s = mean_of(exchanges);
+
+  double staleness_sum = 0, count = 0;
+  long long most = 0;
+  for (std::size_t s = 0; s < record.staleness_histogram.size(); ++s) {
+    const auto c = static_cast<double>(record.staleness_histogram[s]);
+    staleness_sum += c * static_cast<double>(s);
+    count += c;
+    if (record.staleness_histogram[s] > 0) most = static_cast<long long>(s);
+  }
+  nlohmann::json& extra = m.extra;
+  model::add_asynchronous_extra(plan, m.round_mean_s > 0 ? 1 / m.round_mean_s : 0,
+                                count > 0 ? staleness_sum / count : 0, static_cast<double>(most),
+                                extra);
+  extra["updates_per_s_steady"] = m.round_median_s > 0 ? 1 / m.round_median_s : 0;
+  extra["updates_applied"] = record.updates;
+  extra["staleness_histogram"] = record.staleness_histogram;
+  if (plan.staleness_bound > 0) extra["clock_skew_max"] = record.clock_skew_max;
+  extra["async_workers"] = workers;
+  extra["evaluation"] =
+      "stop-the-world at the lead server, left out of the training clock (workers computing "
+      "meanwhile run on: at most one step each per evaluation)";
+  return m;
+}
+
+namespace {
+
+/// The threads transport: see the header.
+class ThreadsRun {
+ public:
+  ThreadsRun(const model::Plan& plan, const model::Platform& platform, const Dataset& data,
+             const MlpShape& shape, const TrainOptions& options)
+      : plan_(plan), options_(options), evaluator_(data, shape, options) {
+    params_.resize(shape.parameters());
+    init_parameters(shape, options.seed, params_.data());
+    for (const auto& [begin, end] :
+         shard_ranges(params_.size(), static_cast<int>(plan.server_hosts.size()))) {
+      auto shard = std::make_unique<Shard>();
+      shard->begin = begin;
+      shard->end = end;
+      shards_.push_back(std::move(shard));
+    }
+    const std::vector<double> slowdowns = worker_slowdowns(plan, platform);
+    for (int w = 0; w < plan.workers; ++w) {
+      auto worker = std::make_unique<Worker>();
+      const double slowdown = options.emulate_slowdown ? slowdowns[static_cast<std::size_t>(w)] : 1;
+      worker->compute =
+          std::make_unique<AsyncWorkerCompute>(plan, w, data, shape, options, slowdown);
+      worker->read_version.assign(shards_.size(), 0);
+      workers_.push_back(std::move(worker));
+    }
+    applied_.assign(static_cast<std::size_t>(plan.workers), 0);
+  }
+
+  AsyncRecord run();
+
+ private:
+  struct Item {
+    int worker = 0;
+    long long read_version = 0;
+    double loss = 0;
+  };
+  struct Shard {
+    std::size_t begin = 0, end = 0;
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::deque<Item> queue;
+    long long version = 0;
+    std::vector<long long> histogram;
+    std::vector<double> staleness_sum;
+    std::vector<long long> staleness_count;
+  };
+  struct Worker {
+    std::unique_ptr<AsyncWorkerCompute> compute;
+    std::vector<long long> read_version;
+    std::mutex ack_mutex;
+    std::condition_variable acked;
+    std::size_t acks = 0;
+    AsyncWorkerRecord record;
+  };
+
+  void worker_loop(int w);
+  void server_loop(std::size_t s);
+  void lead_update(double loss);
+  void stop_all();
+  bool gate_open(int w) const;
+  double train_clock() const { return seconds_since(start_) - eval_s_; }
+
+  const model::Plan& plan_;
+  const TrainOptions& options_;
+  AsyncEvaluator evaluator_;
+  std::vector<float> params_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::mutex gate_mutex_;
+  std::condition_variable gate_;
+  std::vector<long long> applied_;  // under gate_mutex_
+  long long clock_skew_max_ = 0;    // under gate_mutex_
+  std::atomic<bool> stop_{false};
+  Clock::time_point start_;
+  // The lead server's (shard 0's thread) bookkeeping.
+  double eval_s_ = 0;
+  long long updates_ = 0;
+  double loss_sum_ = 0;
+  long long loss_count_ = 0;
+  std::vector<double> update_s_;
+  std::vector<AccuracyPoint> curve_;
+  bool reached_ = false;
+  std::exception_ptr error_;
+  std::mutex error_mutex_;
+};
+
+bool ThreadsRun::gate_open(int w) const {
+  if (plan_.staleness_bound <= 0) return true;
+  const long long slowest = *std::min_element(applied_.begin(), applied_.end());
+  return applied_[static_cast<std::size_t>(w)] - slowest <= plan_.staleness_bound;
+}
+
+void ThreadsRun::stop_all() {
+  stop_ = true;
+  { std::lock_guard<std::mutex> lock(gate_mutex_); }
+  gate_.notify_all();
+  for (auto& shard : shards_) {
+    { std::lock_guard<std::mutex> lock(shard->mutex); }
+    shard->ready.notify_all();
+  }
+  for (auto& worker : workers_) {
+    { std::lock_guard<std::mutex> lock(worker->ack_mutex); }
+    worker->acked.notify_all();
+  }
+}
+
+void ThreadsRun::worker_loop(int w) {
+  Worker& me = *workers_[static_cast<std::size_t>(w)];
+  Replica& replica = me.compute->replica();
+  for (long long n = 0;; ++n) {
+    {
+      std::unique_lock<std::mutex> lock(gate_mutex_);
+      gate_.wait(lock, [&] { return stop_ || gate_open(w); });
+      if (stop_) return;
+      const long long slowest = *std::min_element(applied_.begin(), applied_.end());
+      clock_skew_max_ = std::max(clock_skew_max_, applied_[static_cast<std::size_t>(w)] - slowest);
+    }
+    const auto pull_start = Clock::now();
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      Shard& shard = *shards_[s];
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      std::memcpy(replica.parameters() + shard.begin, params_.data() + shard.begin,
+                  (shard.end - shard.begin) * sizeof(float));
+      me.read_version[s] = shard.version;
+    }
+    const double pull_s = seconds_since(pull_start);
+    const auto [measured, loss] = me.compute->step(n);
+    const auto push_start = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(me.ack_mutex);
+      me.acks = 0;
+    }
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      Shard& shard = *shards_[s];
+      {
+        std::lock_guard<std::mutex> lock(shard.mutex);
+        shard.queue.push_back(Item{w, me.read_version[s], loss});
+      }
+      shard.ready.notify_one();
+    }
+    {
+      std::unique_lock<std::mutex> lock(me.ack_mutex);
+      me.acked.wait(lock, [&] { return stop_ || me.acks == shards_.size(); });
+      if (me.acks < shards_.size()) return;  // stopped
+    }
+    me.record.step_s.push_back(measured);
+    me.record.exchange_s.push_back(pull_s + seconds_since(push_start));
+    ++me.record.updates;
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex_);
+      ++applied_[static_cast<std::size_t>(w)];
+    }
+    gate_.notify_all();
+  }
+}
+
+void ThreadsRun::server_loop(std::size_t s) {
+  Shard& shard = *shards_[s];
+  const auto lr = static_cast<float>(options_.learning_rate);
+  for (;;) {
+    Item item;
+    {
+      std::unique_lock<std::mutex> lock(shard.mutex);
+      shard.ready.wait(lock, [&] { return stop_ || !shard.queue.empty(); });
+      if (stop_) return;
+      item = shard.queue.front();
+      shard.queue.pop_front();
+      // Applied under the shard's lock: a pull never reads a half-applied shard. The worker's
+      // gradient stays put until this update is acknowledged.
+      const float* gradient =
+          workers_[static_cast<std::size_t>(item.worker)]->compute->replica().gradients();
+      for (std::size_t i = shard.begin; i < shard.end; ++i)
+        params_[i] -= lr * gradient[i];
+      const long long staleness = shard.version - item.read_version;
+      ++shard.version;
+      if (static_cast<std::size_t>(staleness) >= shard.histogram.size())
+        shard.histogram.resize(static_cast<std::size_t>(staleness) + 1, 0);
+      ++shard.histogram[static_cast<std::size_t>(staleness)];
+      shard.staleness_sum[static_cast<std::size_t>(item.worker)] += static_cast<double>(staleness);
+      ++shard.staleness_count[static_cast<std::size_t>(item.worker)];
+    }
+    // Counted before the lead evaluates (and may stop everything), so that an update applied
+    // is an update its worker counts; the worker is woken after the evaluation.
+    Worker& worker = *workers_[static_cast<std::size_t>(item.worker)];
+    {
+      std::lock_guard<std::mutex> lock(worker.ack_mutex);
+      ++worker.acks;
+    }
+    if (s == 0) lead_update(item.loss);
+    worker.acked.notify_one();
+  }
+}
+
+void ThreadsRun::lead_update(double loss) {
+  ++updates_;
+  update_s_.push_back(train_clock());
+  loss_sum_ += loss;
+  ++loss_count_;
+  const bool last = updates_ >= options_.max_steps;
+  if (updates_ % std::max(1LL, options_.eval_every_steps) != 0 && !last) return;
+  const auto eval_start = Clock::now();
+  AccuracyPoint point;
+  point.round = point.steps = updates_;
+  point.time_s = update_s_.back();
+  point.train_loss = loss_count_ > 0 ? loss_sum_ / static_cast<double>(loss_count_) : 0;
+  loss_sum_ = 0;
+  loss_count_ = 0;
+  std::vector<float> snapshot(params_.size());
+  for (auto& shard : shards_) {
+    std::lock_guard<std::mutex> lock(shard->mutex);
+    std::copy(params_.begin() + static_cast<std::ptrdiff_t>(shard->begin),
+              params_.begin() + static_cast<std::ptrdiff_t>(shard->end),
+              snapshot.begin() + static_cast<std::ptrdiff_t>(shard->begin));
+  }
+  point.accuracy = evaluator_.accuracy(snapshot.data());
+  curve_.push_back(point);
+  eval_s_ += seconds_since(eval_start);
+  reached_ = options_.target_accuracy > 0 && point.accuracy >= options_.target_accuracy;
+  if (reached_ || last) stop_all();
+}
+
+AsyncRecord ThreadsRun::run() {
+  for (auto& shard : shards_) {
+    shard->staleness_sum.assign(workers_.size(), 0.0);
+    shard->staleness_count.assign(workers_.size(), 0);
+  }
+  start_ = Clock::now();
+  std::vector<std::thread> threads;
+  auto guarded = [this](auto body) {
+    return [this, body] {
+      try {
+        body();
+      } catch (...) {
+        {
+          std::lock_guard<std::mutex> lock(error_mutex_);
+          if (!error_) error_ = std::current_exception();
+        }
+        stop_all();
+      }
+    };
+  };
+  for (std::size_t s = 0; s < shards_.size(); ++s)
+    threads.emplace_back(guarded([this, s] { server_loop(s); }));
+  for (int w = 0; w < plan_.workers; ++w)
+    threads.emplace_back(guarded([this, w] { worker_loop(w); }));
+  for (auto& t : threads)
+    t.join();
+  if (error_) std::rethrow_exception(error_);
+
+  AsyncRecord record;
+  record.communicator = "threads";
+  record.updates = updates_;
+  record.reached = reached_;
+  record.wall_s = seconds_since(start_);
+  record.eval_wall_s = eval_s_;
+  record.curve = curve_;
+  record.update_s = update_s_;
+  record.clock_skew_max = clock_skew_max_;
+  for (auto& shard : shards_) {
+    if (shard->histogram.size() > record.staleness_histogram.size())
+      record.staleness_histogram.resize(shard->histogram.size(), 0);
+    for (std::size_t i = 0; i < shard->histogram.size(); ++i)
+      record.staleness_histogram[i] += shard->histogram[i];
+  }
+  for (std::size_t w = 0; w < workers_.size(); ++w) {
+    AsyncWorkerRecord r = workers_[w]->record;
+    for (auto& shard : shards_) {
+      r.staleness_sum += shard->staleness_sum[w];
+      r.staleness_count += shard->staleness_count[w];
+    }
+    record.workers.push_back(std::move(r));
+  }
+  return record;
+}
+
+}  // namespace
+
+Measurement train_async_threads(const model::Plan& plan, const model::Platform& platform,
+                                const Dataset& data, const MlpShape& shape,
+                                const TrainOptions& options) {
+  check_async_job(plan, data, options);
+  ThreadsRun run(plan, platform, data, shape, options);
+  return async_measurement(run.run(), plan, platform, data, shape, options);
+}
+
+}  // namespace tauplan::exec

@@ -1,0 +1,113 @@
+// async_trainer.hpp: asynchronous parameter-server training for real (an asynchronous Plan).
+//
+// K workers and S servers; the parameter vector is cut into S contiguous shards, one per server.
+// A worker loops with no barrier: pull every shard (the server's parameters as applied so far,
+// with their version), compute a gradient at batch b on its own samples (worker w's n-th step
+// takes slice w of global step n of the shared sample stream), push the gradient to every
+// server, and go on once every server has applied it. A server applies pushes one at a time, in
+// arrival order (parameters -= learning_rate x gradient over its shard), and records each
+// update's staleness: the updates it applied since the worker's pull. With a staleness bound
+// s > 0 (SSP) a worker does not start step n before every worker has pushed step n - s - 1.
+// The first server (the lead) counts updates, evaluates test accuracy every eval_every updates
+// (stop-the-world at the lead: it applies nothing meanwhile, and its time is left out of the
+// training clock; workers computing at that moment run on, a bias of at most one step per worker
+// per evaluation) and stops at the target accuracy or after max_steps updates. Everything is
+// timed on the wall clock, workers really running at the same time (threads: timing must be
+// concurrent); a worker's emulated slowdown is slept after its step, as the trainer does.
+// Two transports: threads in one process (train_async_threads, here: a pull is a copy under the
+// shard's lock, a push hands the server a pointer to the gradient), and MPI ranks (mpi_async.hpp:
+// ranks 0..K-1 are workers, K..K+S-1 servers, real messages). What it leaves out: CUDA workers,
+// optimizer state on the servers (plain SGD), and learning rates scaled by staleness.
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "exec/dataset.hpp"
+#include "exec/mlp.hpp"
+#include "exec/replica.hpp"
+#include "exec/sampler.hpp"
+#include "exec/trainer.hpp"
+#include "model/plan.hpp"
+#include "model/platform.hpp"
+
+namespace tauplan::exec {
+
+/// What one worker did, as its transport recorded it.
+struct AsyncWorkerRecord {
+  long long updates = 0;           ///< its updates every server applied
+  std::vector<double> step_s;      ///< measured duration of each step (before the slowdown)
+  std::vector<double> exchange_s;  ///< per update: pull + push + waiting for the applies
+  double staleness_sum = 0;        ///< over its applied updates (all servers)
+  long long staleness_count = 0;
+};
+
+/// What an asynchronous run measured, whatever its transport.
+struct AsyncRecord {
+  std::string communicator;  ///< threads or mpi
+  long long updates = 0;     ///< server updates applied (lead server) at the end
+  bool reached = false;
+  double wall_s = 0;
+  double eval_wall_s = 0;
+  std::vector<AccuracyPoint> curve;  ///< round = steps = updates, time on the training clock
+  std::vector<double> update_s;      ///< training clock at each update the lead applied
+  std::vector<long long> staleness_histogram;  ///< applies (update x server) by staleness
+  long long clock_skew_max = 0;  ///< most steps a worker was ahead of the slowest at its start
+  std::vector<AsyncWorkerRecord> workers;
+};
+
+/// One worker's model and data: computes the gradient of its n-th step.
+class AsyncWorkerCompute {
+ public:
+  AsyncWorkerCompute(const model::Plan& plan, int worker, const Dataset& data,
+                     const MlpShape& shape, const TrainOptions& options, double slowdown);
+  /// Forward and backward on the worker's n-th batch (gradient in replica().gradients()), then
+  /// the emulated slowdown's sleep. Returns the measured step (before the sleep) and the loss.
+  std::pair<double, double> step(long long n);
+  Replica& replica() { return *replica_; }
+  double slowdown() const { return slowdown_; }
+
+ private:
+  const Dataset& data_;
+  int worker_;
+  long long samples_;
+  double slowdown_;
+  std::unique_ptr<Replica> replica_;
+  std::unique_ptr<Sampler> sampler_;
+  std::vector<float> x_;
+  std::vector<int> y_;
+};
+
+/// Test accuracy of a full parameter vector (eval_samples of the test set, or all of it).
+class AsyncEvaluator {
+ public:
+  AsyncEvaluator(const Dataset& data, const MlpShape& shape, const TrainOptions& options);
+  double accuracy(const float* parameters);
+
+ private:
+  const Dataset& data_;
+  long long samples_;
+  std::unique_ptr<Replica> replica_;
+};
+
+/// The contiguous shards [begin, end) of n parameters over `servers` servers.
+std::vector<std::pair<std::size_t, std::size_t>> shard_ranges(std::size_t n, int servers);
+
+/// Checks that an asynchronous plan can be trained: concurrent timing, a per-worker batch the
+/// data can give, K b at most the training set. InputError naming the key otherwise.
+void check_async_job(const model::Plan& plan, const Dataset& data, const TrainOptions& options);
+
+/// The Measurement (the schema every exec run reports) of an asynchronous run: rounds and steps
+/// are server updates, total_s the training clock when the target was reached (or at the end),
+/// round_s = total_s / updates; extra holds throughput, staleness and per-worker details.
+Measurement async_measurement(const AsyncRecord& record, const model::Plan& plan,
+                              const model::Platform& platform, const Dataset& data,
+                              const MlpShape& shape, const TrainOptions& options);
+
+/// K worker threads and S server threads in this process.
+Measurement train_async_threads(const model::Plan& plan, const model::Platform& platform,
+                                const Dataset& data, const MlpShape& shape,
+                                const TrainOptions& options);
+
+}  // namespace tauplan::exec

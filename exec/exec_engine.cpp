@@ -1,0 +1,81 @@
+// exec_engine.cpp: the real engine behind the Engine interface (`tauplan measure`).
+//
+// Trains the job's MLP for real, once per strategy, from the same Plans predict and simulate
+// use (exec/measure.hpp): CPU workers as threads (or one per MPI rank when started by an MPI
+// launcher), or CUDA workers. Under MPI every rank trains and only rank 0 returns rows. The
+// context says how time was taken (timing, combine, communicator, data set). What it leaves
+// out: calibration fits (validate's job).
+#include "exec/exec_engine.hpp"
+
+#include <fstream>
+#include <memory>
+
+#include "exec/cpu_blas.hpp"
+#include "exec/job_keys.hpp"
+#include "exec/measure.hpp"
+#include "exec/mpi_communicator.hpp"
+#include "exec/report.hpp"
+#include "model/error.hpp"
+
+namespace tauplan::exec {
+namespace {
+
+class ExecEngine : public model::Engine {
+ public:
+  const char* name() const override { return "exec"; }
+  const char* verb() const override { return "measure"; }
+  const char* description() const override {
+    return "real training (CPU threads or MPI ranks, CUDA + NCCL)";
+  }
+  std::vector<model::ResultRow> run(const model::JobInputs& inputs,
+                                    model::RunContext& context) const override {
+    // Under an MPI launcher every rank runs this; MPI lives as long as the measurement.
+    std::unique_ptr<MpiSession> mpi;
+    if (mpi_compiled() && launched_by_mpi_launcher())
+      mpi = std::make_unique<MpiSession>(nullptr, nullptr);
+    const ExecSettings settings = exec_settings(inputs.job);
+    // The `trace` key: the first trace_rounds rounds of every strategy, as Chrome trace events.
+    std::ofstream trace;
+    const bool reporter = !mpi || mpi->rank() == 0;
+    if (reporter && inputs.job.has("trace") && !inputs.job.text("trace").empty()) {
+      const std::string path = inputs.job.path("trace");
+      trace.open(path);
+      if (!trace) throw InputError(inputs.job.file, "trace", "a writable file", path);
+    }
+    const MeasureRun run = measure(inputs.job, inputs.workload, inputs.platform, inputs.strategies,
+                                   mpi.get(), inputs.log);
+    if (!run.reporter) return {};
+
+    std::vector<model::ResultRow> rows;
+    for (const Measurement& m : run.measurements)
+      rows.push_back(to_result_row(m));
+    context.engine = settings.train.engine;
+    context.network_model =
+        run.measurements.empty()
+            ? "measured"
+            : "measured (" + run.measurements.front().communicator + " communicator)";
+    context.convergence = "measured: steps to test accuracy " +
+                          std::to_string(settings.train.target_accuracy) + ", evaluated every " +
+                          std::to_string(settings.train.eval_every_steps) + " steps";
+    context.extra["timing"] = to_string(settings.train.timing);
+    // The kernels' floating-point summation order: counts and curves are exact per backend.
+    context.extra["compute_backend"] = compute_backend_description();
+    context.extra["combine"] = to_string(settings.train.combine);
+    if (!run.measurements.empty()) {
+      const Measurement& m = run.measurements.front();
+      context.extra["dataset"] = m.dataset + (m.synthetic ? " (synthetic stand-in)" : "");
+      context.extra["mlp"] = m.mlp;
+    }
+    if (mpi) context.extra["mpi_ranks"] = std::to_string(mpi->size());
+    if (trace.is_open()) write_chrome_trace(run.measurements, trace);
+    return rows;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<model::Engine> make_exec_engine() {
+  return std::make_unique<ExecEngine>();
+}
+
+}  // namespace tauplan::exec

@@ -1,0 +1,142 @@
+// mpi_algorithm.hpp: the collective algorithms of the MPI communicator, executed for real as
+// point-to-point messages, behind one interface and one registry keyed by the algorithm's name.
+//
+// The names and the algorithms are model/collective.hpp's (the analytic cost) and sim/lower_*'s
+// (the simulated flows), so that one Plan's collective is the same algorithm in every engine:
+//   ring          reduce-scatter then all-gather, 2(K-1) steps of chunks of N/K;
+//   ps            each worker pushes shard j (N/s) to server rank K+j, which sums the K shards
+//                 and sends the result back (pull); server ranks serve until the workers finish;
+//   tree          binary heap over the workers (model::heap_parents_by_depth): reduce to worker
+//                 0 level by level, then broadcast back down;
+//   sparknet      the driver (server rank K) collects every worker's vector, averages, and
+//                 broadcasts the result;
+//   hierarchical  by Host::node of the workers' hosts: ring reduce-scatter inside every node,
+//                 G rings across nodes (the i-th worker of every node) on each node's chunks,
+//                 ring all-gather inside every node.
+// Each is one file (mpi_ring.cpp, ...) and one line in mpi_algorithm.cpp's registry.
+// The weighted mean: peer algorithms sum [w_k x_k, w_k] (the weight rides as one extra float,
+// exact for the integer weights the trainer passes) and divide at the end; server algorithms
+// send [x_k, w_k] and the server calls combine_mean in worker order, so ps and sparknet give
+// the thread communicator's floats bit for bit, ring, tree and hierarchical agree to float
+// rounding (sums in float, in another order). Every blocking call runs inside an MpiWait
+// (mpi_watchdog.hpp). What it leaves out: pipelining of chunks inside a step, overlap of the
+// phases, and Adasum (the communicator all-gathers for it, whatever the algorithm).
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/plan.hpp"
+#include "model/platform.hpp"
+
+namespace tauplan::exec {
+
+/// The ranks of one distributed run (of one strategy): ranks 0..K-1 run workers 0..K-1 of the
+/// plan, ranks K..K+s-1 its servers (Plan::server_hosts, in order) when the algorithm uses them.
+struct MpiLayout {
+  MPI_Comm comm = MPI_COMM_NULL;  ///< every rank of the run
+  int rank = 0;
+  int workers = 0;  ///< K
+  int servers = 0;  ///< s
+  /// Workers grouped by their host's node (Host::node), nodes in first-seen order, the same
+  /// number on every node (hierarchical's shape; checked when the layout is made).
+  std::vector<std::vector<int>> nodes;
+  bool is_server() const { return rank >= workers; }
+};
+
+/// Point-to-point messages of float buffers on the run's communicator; every blocking call is
+/// watched (MpiWait) and every message sent is counted.
+class MpiMessages {
+ public:
+  explicit MpiMessages(MPI_Comm comm) : comm_(comm) {}
+
+  void send(const float* data, std::size_t count, int to, int tag, const char* what);
+  void recv(float* data, std::size_t count, int from, int tag, const char* what);
+  /// MPI_Sendrecv: sends to `to` while receiving from `from`.
+  void send_recv(const float* send_data, std::size_t send_count, int to, float* recv_data,
+                 std::size_t recv_count, int from, int tag, const char* what);
+  /// Non-blocking forms, completed together by wait_all().
+  void post_send(const float* data, std::size_t count, int to, int tag);
+  void post_recv(float* data, std::size_t count, int from, int tag);
+  void wait_all(const char* what);
+  /// Waits for the next message from `from` (any tag); returns its tag and length in floats.
+  std::pair<int, std::size_t> probe(int from, const char* what);
+
+  long long sent() const { return sent_; }
+
+ private:
+  MPI_Comm comm_;
+  std::vector<MPI_Request> pending_;
+  long long sent_ = 0;
+};
+
+class MpiAlgorithm {
+ public:
+  virtual ~MpiAlgorithm() = default;
+  /// model/collective.hpp's name of the algorithm.
+  virtual const char* name() const = 0;
+  /// True when the algorithm runs on server ranks (the run then has K + s ranks).
+  virtual bool uses_servers() const { return false; }
+  /// Throws InputError when the plan's workers do not fit the algorithm (hierarchical: the
+  /// same number of workers on every node).
+  virtual void check(const model::Plan& /*plan*/, const model::Platform& /*platform*/) const {}
+  /// On a worker rank: replaces `data` (n floats of this worker, weight >= 0) by the weighted
+  /// mean over the K workers, sum w_k x_k / sum w_k; every worker ends with the same floats.
+  virtual void mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
+                    std::size_t n) const = 0;
+  /// On a server rank: serves one collective call of the workers and returns true (with the
+  /// time its first message arrived), or returns false when the workers have finished.
+  virtual bool serve(const MpiLayout& /*layout*/, MpiMessages& /*messages*/,
+                     std::chrono::steady_clock::time_point* /*first_message*/) const {
+    return false;
+  }
+  /// On a worker rank, once at the end of the run: releases the server ranks.
+  virtual void finish(const MpiLayout& /*layout*/, MpiMessages& /*messages*/) const {}
+};
+
+/// The algorithm named `name`; throws InputError(file, "collective", ...) when exec/ has none.
+const MpiAlgorithm& mpi_algorithm(const std::string& name, const std::string& file);
+std::vector<std::string> mpi_algorithm_names();
+
+// Building blocks shared by the algorithms (mpi_algorithm.cpp).
+
+/// Range i of `parts` contiguous, balanced ranges of [0, n) (the first n % parts get one more).
+std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, int parts, int i);
+/// [w x_0, ..., w x_{n-1}, w] (products in double, rounded to float): what peer algorithms sum.
+std::vector<float> weighted_with_weight(const float* data, double weight, std::size_t n);
+/// out[i] = sum[i] / sum[n] (in double): the mean from a summed weighted_with_weight vector.
+void divide_by_weight(const float* sum, std::size_t n, float* out);
+/// Ring reduce-scatter (sum) of `data` (n floats, in ring.size() chunks) over the ranks `ring`,
+/// this rank at `position`: afterwards it holds the full sum of chunk (position + 1) mod R.
+void ring_reduce_scatter(MpiMessages& messages, const std::vector<int>& ring, int position,
+                         float* data, std::size_t n, int tag, const char* what);
+/// Ring all-gather of `data` (n floats, in ring.size() chunks) over `ring`, where the rank at
+/// position p holds chunk (p + shift) mod R; afterwards every rank holds every chunk.
+void ring_all_gather(MpiMessages& messages, const std::vector<int>& ring, int position, float* data,
+                     std::size_t n, int shift, int tag, const char* what);
+/// Server-based mean, worker side: sends [shard j of x, w] to server rank K + j for each of the
+/// s servers and receives the mean of each shard back into `data`.
+void push_pull_mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
+                    std::size_t n, int push_tag, int pull_tag, const char* what);
+/// Server side of push_pull_mean for one call: receives [shard, w] from every worker,
+/// combine_mean in worker order, sends the shard's mean back. False on the workers' stop message.
+bool serve_push_pull(const MpiLayout& layout, MpiMessages& messages, int push_tag, int pull_tag,
+                     int stop_tag, const char* what,
+                     std::chrono::steady_clock::time_point* first_message);
+/// Worker side of the end of a server-based run: a stop message to every server rank.
+void stop_servers(const MpiLayout& layout, MpiMessages& messages, int stop_tag);
+
+// One factory per algorithm file.
+std::unique_ptr<MpiAlgorithm> make_mpi_ring();
+std::unique_ptr<MpiAlgorithm> make_mpi_ps();
+std::unique_ptr<MpiAlgorithm> make_mpi_tree();
+std::unique_ptr<MpiAlgorithm> make_mpi_sparknet();
+std::unique_ptr<MpiAlgorithm> make_mpi_hierarchical();
+
+}  // namespace tauplan::exec

@@ -1,0 +1,537 @@
+// mpi_async.cpp: worker and server ranks of asynchronous training (see mpi_async.hpp).
+#include "exec/mpi_async.hpp"
+
+#include "model/error.hpp"
+
+#ifdef TAUPLAN_HAVE_MPI
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace tauplan::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum Tag : int {
+  kPull = 101,          ///< worker -> server: the first pull request
+  kPush = 102,          ///< worker -> server: a gradient shard
+  kParams = 103,        ///< server -> worker: the shard's parameters and version
+  kStop = 104,          ///< server -> worker: training is over
+  kBye = 105,           ///< worker -> server: leaving (another server said stop)
+  kShardRequest = 106,  ///< lead -> server: send your shard (evaluation)
+  kShard = 107,         ///< server -> lead
+  kServerStop = 108,    ///< lead -> server: training is over
+  kRecord = 109,        ///< lead -> rank 0: what the lead measured
+};
+
+/// The fixed part of every message.
+struct Header {
+  long long step = 0;     ///< push: the worker's step
+  long long version = 0;  ///< push: the version it pulled; params: the shard's version
+  double loss = 0;        ///< push: the step's training loss
+};
+
+void check(int code, const char* what) {
+  if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
+}
+
+int count_of(std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw std::runtime_error("MPI message too large");
+  return static_cast<int>(bytes);
+}
+
+/// A message buffer: a Header, then floats.
+class Message {
+ public:
+  explicit Message(std::size_t floats) : bytes_(sizeof(Header) + floats * sizeof(float)) {}
+  Header header() const {
+    Header h;
+    std::memcpy(&h, bytes_.data(), sizeof h);
+    return h;
+  }
+  void set_header(const Header& h) { std::memcpy(bytes_.data(), &h, sizeof h); }
+  void set_floats(const float* from, std::size_t n) {
+    std::memcpy(bytes_.data() + sizeof(Header), from, n * sizeof(float));
+  }
+  void get_floats(float* to, std::size_t n) const {
+    std::memcpy(to, bytes_.data() + sizeof(Header), n * sizeof(float));
+  }
+  const float* floats() const {
+    return reinterpret_cast<const float*>(bytes_.data() + sizeof(Header));
+  }
+  char* data() { return bytes_.data(); }
+  int size(std::size_t floats) const { return count_of(sizeof(Header) + floats * sizeof(float)); }
+
+ private:
+  std::vector<char> bytes_;
+};
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct Layout {
+  int workers = 0;
+  int servers = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> shards;
+  std::size_t largest = 0;
+  int server_rank(int s) const { return workers + s; }
+};
+
+/// What a worker rank measured.
+AsyncWorkerRecord run_worker(const model::Plan& plan, const Layout& layout, int w,
+                             const Dataset& data, const MlpShape& shape,
+                             const TrainOptions& options, double slowdown) {
+  AsyncWorkerCompute compute(plan, w, data, shape, options, slowdown);
+  Replica& replica = compute.replica();
+  const auto servers = static_cast<std::size_t>(layout.servers);
+  std::vector<Message> in(servers, Message(layout.largest)), out(servers, Message(layout.largest));
+  std::vector<MPI_Request> requests(2 * servers);
+  std::vector<MPI_Status> statuses(2 * servers);
+  std::vector<long long> read_version(servers, 0);
+  // Posts the receives of the replies, then sends `tag` to every server, and waits for all.
+  auto exchange = [&](int tag) {
+    for (std::size_t s = 0; s < servers; ++s)
+      check(MPI_Irecv(in[s].data(), in[s].size(layout.largest), MPI_BYTE,
+                      layout.server_rank(static_cast<int>(s)), MPI_ANY_TAG, MPI_COMM_WORLD,
+                      &requests[s]),
+            "MPI_Irecv");
+    for (std::size_t s = 0; s < servers; ++s) {
+      const std::size_t n = tag == kPush ? layout.shards[s].second - layout.shards[s].first : 0;
+      check(MPI_Isend(out[s].data(), out[s].size(n), MPI_BYTE,
+                      layout.server_rank(static_cast<int>(s)), tag, MPI_COMM_WORLD,
+                      &requests[servers + s]),
+            "MPI_Isend");
+    }
+    check(MPI_Waitall(static_cast<int>(2 * servers), requests.data(), statuses.data()),
+          "MPI_Waitall");
+  };
+  AsyncWorkerRecord record;
+  for (auto& m : out)
+    m.set_header(Header{});
+  exchange(kPull);
+  for (long long n = 0;; ++n) {
+    bool stop = false;
+    for (std::size_t s = 0; s < servers; ++s)
+      stop = stop || statuses[s].MPI_TAG == kStop;
+    if (stop) {
+      // Every server that sent parameters waits for this worker's next message: say goodbye.
+      for (std::size_t s = 0; s < servers; ++s)
+        if (statuses[s].MPI_TAG == kParams)
+          check(MPI_Send(out[s].data(), out[s].size(0), MPI_BYTE,
+                         layout.server_rank(static_cast<int>(s)), kBye, MPI_COMM_WORLD),
+                "MPI_Send");
+      return record;
+    }
+    if (n > 0) ++record.updates;
+    for (std::size_t s = 0; s < servers; ++s) {
+      const auto [begin, end] = layout.shards[s];
+      in[s].get_floats(replica.parameters() + begin, end - begin);
+      read_version[s] = in[s].header().version;
+    }
+    const auto [measured, loss] = compute.step(n);
+    record.step_s.push_back(measured);
+    for (std::size_t s = 0; s < servers; ++s) {
+      const auto [begin, end] = layout.shards[s];
+      out[s].set_header(Header{n, read_version[s], loss});
+      out[s].set_floats(replica.gradients() + begin, end - begin);
+    }
+    const auto start = Clock::now();
+    exchange(kPush);
+    record.exchange_s.push_back(seconds_since(start));
+  }
+}
+
+/// A server rank's loop; the lead (s == 0) also evaluates and decides when to stop.
+class ServerRank {
+ public:
+  ServerRank(const model::Plan& plan, const Layout& layout, int s, const Dataset& data,
+             const MlpShape& shape, const TrainOptions& options)
+      : plan_(plan),
+        layout_(layout),
+        s_(s),
+        options_(options),
+        range_(layout.shards[static_cast<std::size_t>(s)]),
+        in_(layout.largest),
+        out_(layout.largest) {
+    std::vector<float> all(shape.parameters());
+    init_parameters(shape, options.seed, all.data());
+    shard_.assign(all.begin() + static_cast<std::ptrdiff_t>(range_.first),
+                  all.begin() + static_cast<std::ptrdiff_t>(range_.second));
+    const auto k = static_cast<std::size_t>(layout.workers);
+    applied_.assign(k, 0);
+    finished_.assign(k, false);
+    staleness_sum.assign(k, 0);
+    staleness_count.assign(k, 0);
+    if (s == 0) {
+      evaluator_ = std::make_unique<AsyncEvaluator>(data, shape, options);
+      snapshot_.resize(shape.parameters());
+    }
+  }
+
+  void run();
+
+  // What it measured.
+  std::vector<long long> histogram;
+  std::vector<double> staleness_sum;
+  std::vector<double> staleness_count;
+  long long clock_skew_max = 0;
+  // The lead's record.
+  long long updates = 0;
+  bool reached = false;
+  double eval_s = 0;
+  double wall_s = 0;
+  std::vector<AccuracyPoint> curve;
+  std::vector<double> update_s;
+
+ private:
+  bool lead() const { return s_ == 0; }
+  std::size_t size() const { return range_.second - range_.first; }
+  bool gate_open(int w) const;
+  void reply(int w);
+  void reply_or_defer(int w);
+  void send_stop(int w);
+  void enter_stop();
+  void apply(int w);
+  void evaluate_or_stop(double loss);
+
+  const model::Plan& plan_;
+  const Layout& layout_;
+  int s_;
+  const TrainOptions& options_;
+  std::pair<std::size_t, std::size_t> range_;
+  std::vector<float> shard_;
+  Message in_;
+  Message out_;
+  long long version_ = 0;
+  std::vector<long long> applied_;
+  std::vector<bool> finished_;
+  std::vector<int> deferred_;
+  bool stop_ = false;
+  bool told_to_stop_ = false;
+  std::unique_ptr<AsyncEvaluator> evaluator_;
+  std::vector<float> snapshot_;
+  Clock::time_point start_;
+  double loss_sum_ = 0;
+  long long loss_count_ = 0;
+};
+
+bool ServerRank::gate_open(int w) const {
+  if (plan_.staleness_bound <= 0) return true;
+  const long long slowest = *std::min_element(applied_.begin(), applied_.end());
+  return applied_[static_cast<std::size_t>(w)] - slowest <= plan_.staleness_bound;
+}
+
+void ServerRank::reply(int w) {
+  const long long slowest = *std::min_element(applied_.begin(), applied_.end());
+  clock_skew_max = std::max(clock_skew_max, applied_[static_cast<std::size_t>(w)] - slowest);
+  Header h;
+  h.version = version_;
+  out_.set_header(h);
+  out_.set_floats(shard_.data(), size());
+  check(MPI_Send(out_.data(), out_.size(size()), MPI_BYTE, w, kParams, MPI_COMM_WORLD), "MPI_Send");
+}
+
+void ServerRank::reply_or_defer(int w) {
+  if (gate_open(w))
+    reply(w);
+  else
+    deferred_.push_back(w);
+}
+
+void ServerRank::send_stop(int w) {
+  out_.set_header(Header{});
+  check(MPI_Send(out_.data(), out_.size(0), MPI_BYTE, w, kStop, MPI_COMM_WORLD), "MPI_Send");
+  finished_[static_cast<std::size_t>(w)] = true;
+}
+
+void ServerRank::enter_stop() {
+  if (stop_) return;
+  stop_ = true;
+  for (int w : deferred_)
+    send_stop(w);
+  deferred_.clear();
+}
+
+void ServerRank::apply(int w) {
+  const Header h = in_.header();
+  const float* gradient = in_.floats();
+  const auto lr = static_cast<float>(options_.learning_rate);
+  for (std::size_t i = 0; i < shard_.size(); ++i)
+    shard_[i] -= lr * gradient[i];
+  const long long staleness = version_ - h.version;
+  ++version_;
+  ++applied_[static_cast<std::size_t>(w)];
+  if (static_cast<std::size_t>(staleness) >= histogram.size())
+    histogram.resize(static_cast<std::size_t>(staleness) + 1, 0);
+  ++histogram[static_cast<std::size_t>(staleness)];
+  staleness_sum[static_cast<std::size_t>(w)] += static_cast<double>(staleness);
+  staleness_count[static_cast<std::size_t>(w)] += 1;
+  if (lead()) evaluate_or_stop(h.loss);
+}
+
+void ServerRank::evaluate_or_stop(double loss) {
+  ++updates;
+  update_s.push_back(seconds_since(start_) - eval_s);
+  loss_sum_ += loss;
+  ++loss_count_;
+  const bool last = updates >= options_.max_steps;
+  if (updates % std::max(1LL, options_.eval_every_steps) != 0 && !last) return;
+  const auto eval_start = Clock::now();
+  AccuracyPoint point;
+  point.round = point.steps = updates;
+  point.time_s = update_s.back();
+  point.train_loss = loss_count_ > 0 ? loss_sum_ / static_cast<double>(loss_count_) : 0;
+  loss_sum_ = 0;
+  loss_count_ = 0;
+  std::copy(shard_.begin(), shard_.end(),
+            snapshot_.begin() + static_cast<std::ptrdiff_t>(range_.first));
+  for (int s = 1; s < layout_.servers; ++s) {
+    const auto [begin, end] = layout_.shards[static_cast<std::size_t>(s)];
+    check(MPI_Send(nullptr, 0, MPI_BYTE, layout_.server_rank(s), kShardRequest, MPI_COMM_WORLD),
+          "MPI_Send");
+    check(MPI_Recv(snapshot_.data() + begin, count_of(end - begin), MPI_FLOAT,
+                   layout_.server_rank(s), kShard, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+          "MPI_Recv");
+  }
+  point.accuracy = evaluator_->accuracy(snapshot_.data());
+  curve.push_back(point);
+  eval_s += seconds_since(eval_start);
+  reached = options_.target_accuracy > 0 && point.accuracy >= options_.target_accuracy;
+  if (!reached && !last) return;
+  for (int s = 1; s < layout_.servers; ++s)
+    check(MPI_Send(nullptr, 0, MPI_BYTE, layout_.server_rank(s), kServerStop, MPI_COMM_WORLD),
+          "MPI_Send");
+  enter_stop();
+}
+
+void ServerRank::run() {
+  start_ = Clock::now();
+  // A non-lead server also waits for the lead's stop, so that no message is left unreceived.
+  auto done = [&] {
+    const bool all = std::all_of(finished_.begin(), finished_.end(), [](bool f) { return f; });
+    return all && (lead() || told_to_stop_);
+  };
+  while (!done()) {
+    MPI_Status status;
+    check(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &status), "MPI_Probe");
+    int bytes = 0;
+    check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+    const int source = status.MPI_SOURCE;
+    check(MPI_Recv(in_.data(), bytes, MPI_BYTE, source, status.MPI_TAG, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE),
+          "MPI_Recv");
+    switch (status.MPI_TAG) {
+      case kPull:
+        if (stop_)
+          send_stop(source);
+        else
+          reply_or_defer(source);
+        break;
+      case kPush: {
+        if (stop_) {
+          send_stop(source);
+          break;
+        }
+        apply(source);
+        if (stop_) {
+          send_stop(source);
+          break;
+        }
+        reply_or_defer(source);
+        // The bound may let deferred workers go on now.
+        std::vector<int> still;
+        for (int w : deferred_)
+          if (gate_open(w))
+            reply(w);
+          else
+            still.push_back(w);
+        deferred_.swap(still);
+        break;
+      }
+      case kBye:
+        finished_[static_cast<std::size_t>(source)] = true;
+        break;
+      case kShardRequest:
+        check(MPI_Send(shard_.data(), count_of(size()), MPI_FLOAT, source, kShard, MPI_COMM_WORLD),
+              "MPI_Send");
+        break;
+      case kServerStop:
+        told_to_stop_ = true;
+        enter_stop();
+        break;
+      default:
+        throw std::runtime_error("async server: unexpected MPI message tag " +
+                                 std::to_string(status.MPI_TAG));
+    }
+  }
+  wall_s = seconds_since(start_);
+}
+
+/// Gathers variable-length double vectors to rank 0 (in rank order).
+std::vector<std::vector<double>> gather_to_root(const std::vector<double>& mine, int ranks) {
+  int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(ranks)),
+      offsets(static_cast<std::size_t>(ranks));
+  check(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
+  int total = 0;
+  for (int r = 0; r < ranks; ++r) {
+    offsets[static_cast<std::size_t>(r)] = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::vector<double> all(static_cast<std::size_t>(std::max(total, 1)));
+  check(MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
+                    MPI_DOUBLE, 0, MPI_COMM_WORLD),
+        "MPI_Gatherv");
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(ranks));
+  for (std::size_t r = 0; r < out.size(); ++r)
+    out[r].assign(all.begin() + offsets[r], all.begin() + offsets[r] + counts[r]);
+  return out;
+}
+
+}  // namespace
+
+Measurement train_async_mpi(const model::Plan& plan, const model::Platform& platform,
+                            const Dataset& data, const MlpShape& shape, const TrainOptions& options,
+                            bool& reporter) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  Layout layout;
+  layout.workers = plan.workers;
+  layout.servers = static_cast<int>(plan.server_hosts.size());
+  if (world != layout.workers + layout.servers)
+    throw InputError(options.job_file, "workers",
+                     "workers + servers = the MPI world size " + std::to_string(world) +
+                         " (one rank per worker and per server: mpirun -np K+S)",
+                     std::to_string(layout.workers) + " workers and " +
+                         std::to_string(layout.servers) + " server(s)");
+  check_async_job(plan, data, options);
+  layout.shards = shard_ranges(shape.parameters(), layout.servers);
+  for (const auto& [begin, end] : layout.shards)
+    layout.largest = std::max(layout.largest, end - begin);
+  reporter = rank == 0;
+
+  const std::vector<double> slowdowns = worker_slowdowns(plan, platform);
+  const auto k = static_cast<std::size_t>(layout.workers);
+  AsyncWorkerRecord worker_record;
+  std::unique_ptr<ServerRank> server;
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  if (rank < layout.workers) {
+    const double slowdown =
+        options.emulate_slowdown ? slowdowns[static_cast<std::size_t>(rank)] : 1.0;
+    worker_record = run_worker(plan, layout, rank, data, shape, options, slowdown);
+  } else {
+    server =
+        std::make_unique<ServerRank>(plan, layout, rank - layout.workers, data, shape, options);
+    server->run();
+  }
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+
+  // Statistics meet on rank 0: staleness (every server), per-worker records, the lead's record.
+  long long length = server ? static_cast<long long>(server->histogram.size()) : 0;
+  long long longest = 0;
+  check(MPI_Allreduce(&length, &longest, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD),
+        "MPI_Allreduce");
+  std::vector<long long> histogram(static_cast<std::size_t>(longest), 0), summed(histogram);
+  if (server) std::copy(server->histogram.begin(), server->histogram.end(), histogram.begin());
+  check(MPI_Reduce(histogram.data(), summed.data(), static_cast<int>(longest), MPI_LONG_LONG,
+                   MPI_SUM, 0, MPI_COMM_WORLD),
+        "MPI_Reduce");
+  std::vector<double> sums(2 * k, 0.0), sums_total(2 * k, 0.0);
+  if (server)
+    for (std::size_t w = 0; w < k; ++w) {
+      sums[w] = server->staleness_sum[w];
+      sums[k + w] = server->staleness_count[w];
+    }
+  check(MPI_Reduce(sums.data(), sums_total.data(), static_cast<int>(2 * k), MPI_DOUBLE, MPI_SUM, 0,
+                   MPI_COMM_WORLD),
+        "MPI_Reduce");
+  long long skew = server ? server->clock_skew_max : 0, skew_max = 0;
+  check(MPI_Reduce(&skew, &skew_max, 1, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD), "MPI_Reduce");
+  const auto steps = gather_to_root(worker_record.step_s, world);
+  const auto exchanges = gather_to_root(worker_record.exchange_s, world);
+  const double updates_of_mine = static_cast<double>(worker_record.updates);
+  std::vector<double> updates_by(static_cast<std::size_t>(world));
+  check(MPI_Gather(&updates_of_mine, 1, MPI_DOUBLE, updates_by.data(), 1, MPI_DOUBLE, 0,
+                   MPI_COMM_WORLD),
+        "MPI_Gather");
+  // The lead's record, packed as doubles.
+  std::vector<double> packed;
+  const int lead_rank = layout.server_rank(0);
+  if (rank == lead_rank) {
+    packed = {static_cast<double>(server->updates), server->reached ? 1.0 : 0.0, server->wall_s,
+              server->eval_s, static_cast<double>(server->curve.size())};
+    for (const AccuracyPoint& p : server->curve)
+      packed.insert(packed.end(),
+                    {static_cast<double>(p.round), p.time_s, p.accuracy, p.train_loss});
+    packed.insert(packed.end(), server->update_s.begin(), server->update_s.end());
+    check(MPI_Send(packed.data(), count_of(packed.size()), MPI_DOUBLE, 0, kRecord, MPI_COMM_WORLD),
+          "MPI_Send");
+  }
+  if (rank != 0) return Measurement{};
+  MPI_Status status;
+  check(MPI_Probe(lead_rank, kRecord, MPI_COMM_WORLD, &status), "MPI_Probe");
+  int doubles = 0;
+  check(MPI_Get_count(&status, MPI_DOUBLE, &doubles), "MPI_Get_count");
+  packed.resize(static_cast<std::size_t>(doubles));
+  check(MPI_Recv(packed.data(), doubles, MPI_DOUBLE, lead_rank, kRecord, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE),
+        "MPI_Recv");
+  AsyncRecord record;
+  record.communicator = "mpi";
+  record.updates = static_cast<long long>(packed[0]);
+  record.reached = packed[1] > 0;
+  record.wall_s = packed[2];
+  record.eval_wall_s = packed[3];
+  const auto points = static_cast<std::size_t>(packed[4]);
+  std::size_t at = 5;
+  for (std::size_t i = 0; i < points; ++i, at += 4) {
+    AccuracyPoint p;
+    p.round = p.steps = static_cast<long long>(packed[at]);
+    p.time_s = packed[at + 1];
+    p.accuracy = packed[at + 2];
+    p.train_loss = packed[at + 3];
+    record.curve.push_back(p);
+  }
+  record.update_s.assign(packed.begin() + static_cast<std::ptrdiff_t>(at), packed.end());
+  record.staleness_histogram = summed;
+  while (!record.staleness_histogram.empty() && record.staleness_histogram.back() == 0)
+    record.staleness_histogram.pop_back();
+  record.clock_skew_max = skew_max;
+  for (std::size_t w = 0; w < k; ++w) {
+    AsyncWorkerRecord r;
+    r.updates = static_cast<long long>(updates_by[w]);
+    r.step_s = steps[w];
+    r.exchange_s = exchanges[w];
+    r.staleness_sum = sums_total[w];
+    r.staleness_count = static_cast<long long>(sums_total[k + w]);
+    record.workers.push_back(std::move(r));
+  }
+  return async_measurement(record, plan, platform, data, shape, options);
+}
+
+}  // namespace tauplan::exec
+
+#else  // no MPI
+
+namespace tauplan::exec {
+
+Measurement train_async_mpi(const model::Plan& /*plan*/, const model::Platform& /*platform*/,
+                            const Dataset& /*data*/, const MlpShape& /*shape*/,
+                            const TrainOptions& options, bool& reporter) {
+  reporter = true;
+  throw InputError(options.job_file, "communicator", "threads (this tauplan was built without MPI)",
+                   "mpi");
+}
+
+}  // namespace tauplan::exec
+
+#endif

@@ -1,0 +1,29 @@
+// mpi_async.hpp: asynchronous parameter-server training across MPI ranks (async_trainer.hpp).
+//
+// mpirun -np K+S: ranks 0..K-1 are workers, ranks K..K+S-1 servers (rank K the lead). A worker
+// sends a pull request to every server once, then loops: receive every shard of the parameters
+// (with its version), compute its gradient, send it to every server, and receive the next
+// parameters, which a server sends once it has applied the gradient (the push's acknowledgement
+// and the next pull in one message); with a staleness bound the server holds that reply until the
+// bound lets the worker go on. Servers receive messages in arrival order (MPI_Probe on any
+// source) and apply them one at a time; the lead evaluates (gathering the other shards) and
+// decides to stop, tells the other servers, and every server answers each worker's next message
+// with a stop; a worker told to stop by one server says goodbye to the others, so that every
+// message sent is received. Workers post their receives before they send and wait on all of
+// them at once, so no rank blocks another. Statistics meet on rank 0 (worker 0), which reports.
+// Compiled with MPI only (TAUPLAN_HAVE_MPI); without it, asking for it is an InputError.
+// What it leaves out: several workers per rank, and GPU-aware MPI.
+#pragma once
+
+#include "exec/async_trainer.hpp"
+
+namespace tauplan::exec {
+
+/// Runs on every rank of an MPI job of K + S ranks. `reporter` is set on rank 0, whose
+/// Measurement is the run's; other ranks return an empty one. Throws InputError when the world
+/// size is not K + S.
+Measurement train_async_mpi(const model::Plan& plan, const model::Platform& platform,
+                            const Dataset& data, const MlpShape& shape, const TrainOptions& options,
+                            bool& reporter);
+
+}  // namespace tauplan::exec

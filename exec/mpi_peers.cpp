@@ -1,0 +1,95 @@
+// mpi_peers.cpp: MPI_Isend / MPI_Recv behind PeerGroup; a stub that throws without MPI.
+#include "exec/mpi_peers.hpp"
+
+#include <limits>
+#include <stdexcept>
+
+#ifdef TAUPLAN_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace tauplan::exec {
+
+#ifdef TAUPLAN_HAVE_MPI
+
+namespace {
+
+void check(int code, const char* what) {
+  if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
+}
+
+int as_count(std::size_t n) {
+  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw std::runtime_error("MPI message too large");
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+struct MpiPeers::Pending {
+  std::vector<float> data;
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
+MpiPeers::MpiPeers() {
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+}
+
+MpiPeers::~MpiPeers() {
+  try {
+    reclaim(true);
+  } catch (...) {  // a destructor does not throw; MPI reports its own errors
+  }
+}
+
+void MpiPeers::reclaim(bool wait) {
+  while (!pending_.empty()) {
+    Pending& oldest = *pending_.front();
+    if (wait) {
+      check(MPI_Wait(&oldest.request, MPI_STATUS_IGNORE), "MPI_Wait");
+    } else {
+      int done = 0;
+      check(MPI_Test(&oldest.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!done) return;
+    }
+    pending_.pop_front();
+  }
+}
+
+void MpiPeers::send(int to, const float* data, std::size_t n, int tag) {
+  reclaim(false);
+  auto pending = std::make_unique<Pending>();
+  pending->data.assign(data, data + n);
+  check(MPI_Isend(pending->data.data(), as_count(n), MPI_FLOAT, to, tag, MPI_COMM_WORLD,
+                  &pending->request),
+        "MPI_Isend");
+  pending_.push_back(std::move(pending));
+}
+
+void MpiPeers::recv(int from, float* data, std::size_t n, int tag) {
+  check(MPI_Recv(data, as_count(n), MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        "MPI_Recv");
+}
+
+void MpiPeers::barrier() {
+  reclaim(true);
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
+#else
+
+struct MpiPeers::Pending {};
+
+MpiPeers::MpiPeers() {
+  throw std::runtime_error("tauplan was built without MPI");
+}
+MpiPeers::~MpiPeers() = default;
+void MpiPeers::reclaim(bool /*wait*/) {}
+void MpiPeers::send(int /*to*/, const float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
+void MpiPeers::recv(int /*from*/, float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
+void MpiPeers::barrier() {}
+
+#endif
+
+}  // namespace tauplan::exec

@@ -1,0 +1,47 @@
+// mpi_sparknet.cpp: SparkNet's driver over MPI point-to-point messages
+// (model/collective_sparknet.cpp's and sim/lower_sparknet.cpp's "sparknet").
+//
+// The driver is the run's one server rank (rank K, the plan's first server host). Each call:
+// every worker sends its whole vector and weight to the driver (collect), the driver averages
+// the K vectors with combine_mean in worker order (the thread communicator's floats, bit for
+// bit) and sends the average to every worker (broadcast); SparkNet's driver does the same
+// with Spark's reduce and broadcast. It is the push and pull of `ps` with one unsharded server,
+// which is what the model says SparkNet's synchronisation is. Messages: K collected and K
+// broadcast per call, as the simulator's flows. Leaves out: Spark's torrent broadcast and tree
+// aggregation, task scheduling and serialisation.
+#include "exec/mpi_algorithm.hpp"
+
+namespace tauplan::exec {
+namespace {
+
+constexpr int kTagCollect = 41;
+constexpr int kTagBroadcast = 42;
+constexpr int kTagStop = 43;
+
+class MpiSparkNet : public MpiAlgorithm {
+ public:
+  const char* name() const override { return "sparknet"; }
+  bool uses_servers() const override { return true; }
+  void mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
+            std::size_t n) const override {
+    // One server (model's servers_needed() is 1): its shard is the whole vector.
+    push_pull_mean(layout, messages, data, weight, n, kTagCollect, kTagBroadcast,
+                   "sparknet collect and broadcast with the driver");
+  }
+  bool serve(const MpiLayout& layout, MpiMessages& messages,
+             std::chrono::steady_clock::time_point* first_message) const override {
+    return serve_push_pull(layout, messages, kTagCollect, kTagBroadcast, kTagStop,
+                           "sparknet driver: the workers' collect", first_message);
+  }
+  void finish(const MpiLayout& layout, MpiMessages& messages) const override {
+    stop_servers(layout, messages, kTagStop);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<MpiAlgorithm> make_mpi_sparknet() {
+  return std::make_unique<MpiSparkNet>();
+}
+
+}  // namespace tauplan::exec

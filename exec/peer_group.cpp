@@ -1,0 +1,95 @@
+// peer_group.cpp: the member-order all-reduce and the in-process mailboxes.
+#include "exec/peer_group.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+#include <string>
+
+namespace tauplan::exec {
+
+void allreduce_sum(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
+                   int tag) {
+  if (members.size() < 2) return;
+  const int me = peers.rank();
+  assert(std::find(members.begin(), members.end(), me) != members.end());
+  for (int member : members)
+    if (member != me) peers.send(member, data, n, tag);
+  std::vector<float> sum(n, 0.0f), other(n);
+  for (int member : members) {
+    const float* part = data;
+    if (member != me) {
+      peers.recv(member, other.data(), n, tag);
+      part = other.data();
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      sum[i] += part[i];
+  }
+  std::copy(sum.begin(), sum.end(), data);
+}
+
+class ThreadPeer final : public PeerGroup {
+ public:
+  ThreadPeer(ThreadPeerHub& hub, int rank) : hub_(hub), rank_(rank) {}
+  std::string name() const override { return "threads"; }
+  int rank() const override { return rank_; }
+  int size() const override { return hub_.ranks(); }
+  void send(int to, const float* data, std::size_t n, int tag) override {
+    hub_.deliver(rank_, to, tag, std::vector<float>(data, data + n));
+  }
+  void recv(int from, float* data, std::size_t n, int tag) override {
+    const std::vector<float> message = hub_.take(from, rank_, tag);
+    if (message.size() != n)
+      throw std::logic_error("peer message of " + std::to_string(message.size()) +
+                             " floats where " + std::to_string(n) + " were expected");
+    std::copy(message.begin(), message.end(), data);
+  }
+  void barrier() override { hub_.arrive_at_barrier(); }
+
+ private:
+  ThreadPeerHub& hub_;
+  int rank_;
+};
+
+ThreadPeerHub::ThreadPeerHub(int ranks) {
+  for (int r = 0; r < ranks; ++r)
+    ends_.push_back(std::make_unique<ThreadPeer>(*this, r));
+}
+
+ThreadPeerHub::~ThreadPeerHub() = default;
+
+PeerGroup& ThreadPeerHub::peer(int rank) {
+  return *ends_.at(static_cast<std::size_t>(rank));
+}
+
+void ThreadPeerHub::deliver(int from, int to, int tag, std::vector<float> message) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mailboxes_[{from, to, tag}].push_back(std::move(message));
+  }
+  changed_.notify_all();
+}
+
+std::vector<float> ThreadPeerHub::take(int from, int to, int tag) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto& box = mailboxes_[{from, to, tag}];
+  changed_.wait(lock, [&box] { return !box.empty(); });
+  std::vector<float> message = std::move(box.front());
+  box.pop_front();
+  return message;
+}
+
+void ThreadPeerHub::arrive_at_barrier() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const long long generation = barrier_generation_;
+  if (++barrier_waiting_ == ranks()) {
+    barrier_waiting_ = 0;
+    ++barrier_generation_;
+    lock.unlock();
+    changed_.notify_all();
+    return;
+  }
+  changed_.wait(lock, [&] { return barrier_generation_ != generation; });
+}
+
+}  // namespace tauplan::exec

@@ -1,0 +1,640 @@
+// netcal.cpp: measuring a live testbed, fitting its links, writing the calibrated platform.
+//
+// What it leaves out: see netcal.hpp.
+#include "exec/testbed/netcal.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <Eigen/Dense>
+
+#include "exec/testbed/system.hpp"
+#include "model/error.hpp"
+#include "model/result.hpp"
+#include "model/simgrid_xml.hpp"
+
+namespace tauplan::testbed {
+
+namespace xml = model::simgrid_xml;
+
+namespace {
+
+double now_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+std::string num(double v) {
+  return fmt::format("{:.17g}", v);
+}
+
+std::string short_num(double v) {
+  return fmt::format("{:.4g}", v);
+}
+
+/// Text safe inside an XML comment (no "--").
+std::string comment_safe(std::string text) {
+  for (std::size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at))
+    text.replace(at, 2, "- -");
+  return text;
+}
+
+bool is_narrowest(const Spec& spec, const SpecRoute& route, int link) {
+  return spec.links[static_cast<std::size_t>(link)].bandwidth_Bps <=
+         route.bandwidth_Bps * (1 + 1e-9);
+}
+
+std::string route_name(const Spec& spec, int a, int b) {
+  return spec.hosts[static_cast<std::size_t>(a)].name + " -> " +
+         spec.hosts[static_cast<std::size_t>(b)].name;
+}
+
+Endpoint endpoint(const Spec& spec, int host) {
+  const SpecHost& h = spec.hosts[static_cast<std::size_t>(host)];
+  return {h.netns, h.address};
+}
+
+/// The platform link a spec link belongs to and its direction: "h0-link_UP" -> ("h0-link",
+/// "UP") for a split-duplex half, (name, "") otherwise.
+std::pair<std::string, std::string> base_link(const SpecLink& link) {
+  if (link.sharing == Sharing::SplitDuplex) {
+    for (const char* direction : {"UP", "DOWN"}) {
+      const std::string suffix = std::string("_") + direction;
+      if (link.name.size() > suffix.size() &&
+          link.name.compare(link.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        return {link.name.substr(0, link.name.size() - suffix.size()), direction};
+    }
+  }
+  return {link.name, ""};
+}
+
+int pick_share_target(const Spec& spec, const std::string& requested) {
+  if (!requested.empty()) {
+    const int index = spec.find_host(requested);
+    if (index < 0)
+      throw InputError(spec.platform_file, "--share-to", "a host of the testbed", requested);
+    return index;
+  }
+  for (std::size_t i = 0; i < spec.hosts.size(); ++i)
+    if (spec.hosts[i].role == "server") return static_cast<int>(i);
+  return static_cast<int>(spec.hosts.size()) - 1;
+}
+
+/// Runs `flows` at once for the request's window after a warm-up long enough for their routes.
+std::vector<StreamRate> run_streams(const Spec& spec, const NetworkCalibrationRequest& request,
+                                    const std::vector<std::pair<int, int>>& flows) {
+  double round_trip = 0;
+  std::vector<std::pair<Endpoint, Endpoint>> endpoints;
+  for (const auto& [a, b] : flows) {
+    round_trip = std::max(round_trip, spec.route(a, b).latency_s + spec.route(b, a).latency_s);
+    endpoints.emplace_back(endpoint(spec, a), endpoint(spec, b));
+  }
+  const double warmup = std::max(request.warmup_s, 10 * round_trip);
+  return streams(endpoints, warmup + request.window_s + 0.1, warmup);
+}
+
+DuplexMeasurement measure_duplex(const Spec& spec, const NetworkCalibrationRequest& request, int a,
+                                 int b, double alone_ab) {
+  DuplexMeasurement d;
+  d.a = a;
+  d.b = b;
+  const SpecRoute& ab = spec.route(a, b);
+  const SpecRoute& ba = spec.route(b, a);
+  for (int l : ab.links)
+    if (std::find(ba.links.begin(), ba.links.end(), l) != ba.links.end())
+      d.shared_links.push_back(spec.links[static_cast<std::size_t>(l)].name);
+  d.alone_ab_Bps = alone_ab > 0 ? alone_ab : run_streams(spec, request, {{a, b}})[0].rate_Bps;
+  d.alone_ba_Bps = run_streams(spec, request, {{b, a}})[0].rate_Bps;
+  const auto both = run_streams(spec, request, {{a, b}, {b, a}});
+  d.both_ab_Bps = both[0].rate_Bps;
+  d.both_ba_Bps = both[1].rate_Bps;
+  return d;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, int>> covering_pairs(const Spec& spec) {
+  const std::size_t nlinks = spec.links.size();
+  std::vector<bool> observable(nlinks, false);  // the narrowest link of some route
+  for (const SpecRoute& route : spec.routes)
+    for (int l : route.links)
+      if (is_narrowest(spec, route, l)) observable[static_cast<std::size_t>(l)] = true;
+  std::vector<bool> covered(nlinks, false);
+  std::vector<bool> chosen(spec.routes.size(), false);
+  // Greedy set cover: each round takes the route that makes the most uncovered links observed.
+  for (std::size_t round = 0; round < spec.routes.size(); ++round) {
+    int best = -1;
+    int best_gain = 0;
+    for (std::size_t r = 0; r < spec.routes.size(); ++r) {
+      if (chosen[r]) continue;
+      int gain = 0;
+      for (int l : spec.routes[r].links)
+        if (observable[static_cast<std::size_t>(l)] && !covered[static_cast<std::size_t>(l)] &&
+            is_narrowest(spec, spec.routes[r], l))
+          ++gain;
+      if (gain > best_gain) {
+        best_gain = gain;
+        best = static_cast<int>(r);
+      }
+    }
+    if (best < 0) break;
+    chosen[static_cast<std::size_t>(best)] = true;
+    for (int l : spec.routes[static_cast<std::size_t>(best)].links)
+      if (is_narrowest(spec, spec.routes[static_cast<std::size_t>(best)], l))
+        covered[static_cast<std::size_t>(l)] = true;
+  }
+  // Links never the narrowest: on some measured route at least (a lower bound of their rate).
+  auto on_chosen = [&](int l) {
+    for (std::size_t r = 0; r < spec.routes.size(); ++r)
+      if (chosen[r] && std::count(spec.routes[r].links.begin(), spec.routes[r].links.end(), l))
+        return true;
+    return false;
+  };
+  for (std::size_t l = 0; l < nlinks; ++l) {
+    if (on_chosen(static_cast<int>(l))) continue;
+    for (std::size_t r = 0; r < spec.routes.size(); ++r)
+      if (std::count(spec.routes[r].links.begin(), spec.routes[r].links.end(),
+                     static_cast<int>(l))) {
+        chosen[r] = true;
+        break;
+      }
+  }
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t r = 0; r < spec.routes.size(); ++r)
+    if (chosen[r]) pairs.emplace_back(spec.routes[r].src, spec.routes[r].dst);
+  return pairs;
+}
+
+std::vector<LinkFit> fit_links(const Spec& spec, const std::vector<RouteMeasurement>& routes,
+                               std::vector<std::string>& warnings) {
+  const Eigen::Index nlinks = static_cast<Eigen::Index>(spec.links.size());
+  const Eigen::Index nrows = static_cast<Eigen::Index>(routes.size());
+  Eigen::MatrixXd a = Eigen::MatrixXd::Zero(nrows, nlinks);
+  Eigen::VectorXd y(nrows);
+  for (Eigen::Index i = 0; i < nrows; ++i) {
+    const RouteMeasurement& m = routes[static_cast<std::size_t>(i)];
+    for (int l : spec.route(m.src, m.dst).links)
+      a(i, l) += 1;
+    for (int l : spec.route(m.dst, m.src).links)
+      a(i, l) += 1;
+    y(i) = m.round_trip_s;
+  }
+  for (Eigen::Index l = 0; l < nlinks; ++l)
+    if (nrows == 0 || a.col(l).cwiseAbs().maxCoeff() == 0)
+      throw std::invalid_argument("link " + spec.links[static_cast<std::size_t>(l)].name +
+                                  " lies on no measured route");
+  // Round trips give sums over links only; the split between the links of a round trip is not
+  // observable. Keep the testbed's configured split and add the smallest (least-squares,
+  // minimum-norm) correction that makes the sums match the measurements.
+  Eigen::VectorXd configured(nlinks);
+  for (Eigen::Index l = 0; l < nlinks; ++l)
+    configured(l) = spec.links[static_cast<std::size_t>(l)].latency_s;
+  const Eigen::VectorXd latency =
+      configured + a.completeOrthogonalDecomposition().solve(y - a * configured);
+
+  std::vector<LinkFit> fits;
+  for (Eigen::Index l = 0; l < nlinks; ++l) {
+    LinkFit fit;
+    fit.link = static_cast<int>(l);
+    fit.latency_s = latency(l);
+    if (fit.latency_s < 0) {
+      warnings.push_back(fmt::format("link {}: fitted latency {:.3g} s clamped to 0",
+                                     spec.links[static_cast<std::size_t>(l)].name, fit.latency_s));
+      fit.latency_s = 0;
+    }
+    double narrowest = 0;
+    double through = 0;
+    std::string narrowest_from;
+    std::string through_from;
+    for (const RouteMeasurement& m : routes) {
+      const SpecRoute& route = spec.route(m.src, m.dst);
+      if (!std::count(route.links.begin(), route.links.end(), static_cast<int>(l))) continue;
+      if (is_narrowest(spec, route, static_cast<int>(l)) && m.bandwidth_Bps > narrowest) {
+        narrowest = m.bandwidth_Bps;
+        narrowest_from = route_name(spec, m.src, m.dst);
+      }
+      if (m.bandwidth_Bps > through) {
+        through = m.bandwidth_Bps;
+        through_from = route_name(spec, m.src, m.dst);
+      }
+    }
+    if (narrowest > 0) {
+      fit.bandwidth_Bps = narrowest;
+      fit.bandwidth_from = narrowest_from;
+    } else if (through > 0) {
+      fit.bandwidth_Bps = through;
+      fit.bandwidth_from = through_from;
+      fit.bandwidth_lower_bound = true;
+    } else {
+      // On measured round trips only as the way back: its bandwidth was never exercised.
+      fit.bandwidth_Bps = spec.links[static_cast<std::size_t>(l)].bandwidth_Bps;
+      fit.bandwidth_from = "not measured (the testbed's configured rate)";
+      fit.bandwidth_lower_bound = true;
+      warnings.push_back("link " + spec.links[static_cast<std::size_t>(l)].name +
+                         ": no measured transfer crossed it; its configured rate is written");
+    }
+    fits.push_back(fit);
+  }
+  return fits;
+}
+
+NetworkCalibration calibrate_network(const State& state, const NetworkCalibrationRequest& request,
+                                     const std::function<void(const std::string&)>& progress) {
+  const Spec& spec = state.spec;
+  NetworkCalibration cal;
+  cal.date = model::utc_now_iso8601();
+  cal.commit = model::tauplan_git_commit();
+  cal.request = request;
+  const double started = now_s();
+
+  std::vector<std::pair<int, int>> pairs;
+  if (request.all_pairs)
+    for (const SpecRoute& r : spec.routes)
+      pairs.emplace_back(r.src, r.dst);
+  else
+    pairs = covering_pairs(spec);
+
+  for (const auto& [a, b] : pairs) {
+    const SpecRoute& route = spec.route(a, b);
+    RouteMeasurement m;
+    m.src = a;
+    m.dst = b;
+    m.testbed_round_trip_s = route.latency_s + spec.route(b, a).latency_s;
+    m.testbed_bandwidth_Bps = route.bandwidth_Bps;
+    const double ping_timeout = (request.pings + 3) * (4 * m.testbed_round_trip_s + 0.05) + 10;
+    m.round_trips_s = ping_pong(endpoint(spec, a), endpoint(spec, b), request.pings,
+                                request.ping_bytes, ping_timeout);
+    m.round_trip_s = median(m.round_trips_s);
+    const double largest = std::max(64.0 * 1024, route.bandwidth_Bps * request.transfer_s);
+    std::vector<double> sizes;
+    for (int k = 1; k <= request.sizes; ++k)
+      sizes.push_back(std::round(largest * k / request.sizes));
+    double total = largest;
+    for (double s : sizes)
+      total += s * request.repeats;
+    const double transfer_timeout =
+        3 * total / route.bandwidth_Bps +
+        (request.sizes * request.repeats + 1) * 4 * m.testbed_round_trip_s + 20;
+    m.samples = transfer_times(endpoint(spec, a), endpoint(spec, b), sizes, request.repeats,
+                               transfer_timeout);
+    // The line goes through each size's median time, not through every sample: one transfer
+    // delayed by a scheduler hiccup on the 2-core host would tilt a least-squares slope by
+    // several percent (R^2 0.89 seen), while a median of the repeats ignores it.
+    std::map<double, std::vector<double>> times_by_size;
+    for (const TransferSample& s : m.samples)
+      times_by_size[s.bytes].push_back(s.seconds);
+    std::vector<double> x;
+    std::vector<double> t;
+    for (const auto& [bytes, times] : times_by_size) {
+      x.push_back(bytes);
+      t.push_back(median(times));
+    }
+    m.fit = model::fit_line(x, t, "testbed calibration of " + route_name(spec, a, b));
+    if (!(m.fit.slope > 0))
+      throw std::runtime_error("transfer time did not grow with size on " + route_name(spec, a, b) +
+                               " (slope " + short_num(m.fit.slope) + ")");
+    m.bandwidth_Bps = 1 / m.fit.slope;
+    progress(
+        fmt::format("route {}: round trip {:.4g} ms (testbed {:.4g}), bandwidth {:.4g} MB/s "
+                    "(testbed {:.4g}), R^2 {:.4f}",
+                    route_name(spec, a, b), m.round_trip_s * 1e3, m.testbed_round_trip_s * 1e3,
+                    m.bandwidth_Bps / 1e6, m.testbed_bandwidth_Bps / 1e6, m.fit.r2));
+    cal.routes.push_back(std::move(m));
+  }
+
+  const int target = pick_share_target(spec, request.share_to);
+  std::vector<int> senders;
+  for (std::size_t i = 0; i < spec.hosts.size(); ++i)
+    if (static_cast<int>(i) != target) senders.push_back(static_cast<int>(i));
+  for (int n : request.flow_counts) {
+    if (n < 1 || n > static_cast<int>(senders.size())) {
+      cal.warnings.push_back(fmt::format("{} concurrent flows skipped: the testbed has {} senders",
+                                         n, senders.size()));
+      continue;
+    }
+    ShareMeasurement share;
+    for (int f = 0; f < n; ++f)
+      share.flows.emplace_back(senders[static_cast<std::size_t>(f)], target);
+    const double cpu_before = process_cpu_seconds(state.fabric_pid);
+    const double t0 = now_s();
+    const auto rates = run_streams(spec, request, share.flows);
+    share.seconds = now_s() - t0;
+    share.fabric_cpu_s = process_cpu_seconds(state.fabric_pid) - cpu_before;
+    for (const StreamRate& r : rates)
+      share.rates_Bps.push_back(r.rate_Bps);
+    share.fair_Bps = max_min_rates(spec, share.flows);
+    std::string line =
+        fmt::format("{} flow(s) into {}:", n, spec.hosts[static_cast<std::size_t>(target)].name);
+    for (int f = 0; f < n; ++f)
+      line += fmt::format(" {:.4g}", share.rates_Bps[static_cast<std::size_t>(f)] / 1e6);
+    line += fmt::format(" MB/s (fair {:.4g} each at most)", share.fair_Bps.front() / 1e6);
+    progress(line);
+    cal.shares.push_back(std::move(share));
+  }
+
+  if (request.duplex && !senders.empty()) {
+    double alone = 0;  // from the single-flow run, if there was one
+    for (const ShareMeasurement& s : cal.shares)
+      if (s.flows.size() == 1) alone = s.rates_Bps.front();
+    cal.duplex.push_back(measure_duplex(spec, request, senders.front(), target, alone));
+    // And across a shared link, when the testbed has one that both directions of a route cross.
+    for (const SpecRoute& route : spec.routes) {
+      if (route.src > route.dst) continue;
+      const SpecRoute& back = spec.route(route.dst, route.src);
+      bool common_shared = false;
+      for (int l : route.links)
+        if (spec.links[static_cast<std::size_t>(l)].sharing == Sharing::Shared &&
+            std::count(back.links.begin(), back.links.end(), l))
+          common_shared = true;
+      if (!common_shared) continue;
+      if (std::make_pair(route.src, route.dst) != std::make_pair(senders.front(), target) &&
+          std::make_pair(route.dst, route.src) != std::make_pair(senders.front(), target))
+        cal.duplex.push_back(measure_duplex(spec, request, route.src, route.dst, 0));
+      break;
+    }
+    for (const DuplexMeasurement& d : cal.duplex)
+      progress(
+          fmt::format("both directions {}: {:.4g} and {:.4g} MB/s at once, {:.4g} and "
+                      "{:.4g} alone",
+                      route_name(spec, d.a, d.b), d.both_ab_Bps / 1e6, d.both_ba_Bps / 1e6,
+                      d.alone_ab_Bps / 1e6, d.alone_ba_Bps / 1e6));
+  }
+
+  cal.links = fit_links(spec, cal.routes, cal.warnings);
+  cal.seconds = now_s() - started;
+  return cal;
+}
+
+std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& cal) {
+  // Group split-duplex halves under their platform link.
+  struct Written {
+    std::string name;
+    Sharing sharing = Sharing::Shared;
+    std::map<std::string, const LinkFit*> halves;  // "UP"/"DOWN", or "" for one
+  };
+  std::vector<Written> written;
+  std::map<std::string, std::size_t> by_name;
+  for (const LinkFit& fit : cal.links) {
+    const SpecLink& link = spec.links[static_cast<std::size_t>(fit.link)];
+    const auto [name, direction] = base_link(link);
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      it = by_name.emplace(name, written.size()).first;
+      written.push_back({name, link.sharing, {}});
+    }
+    written[it->second].halves[direction] = &fit;
+  }
+
+  double max_latency_error = 0;
+  double max_bandwidth_error = 0;
+  double min_r2 = 1;
+  for (const RouteMeasurement& m : cal.routes) {
+    double predicted_rtt = 0;
+    double predicted_bw = std::numeric_limits<double>::infinity();
+    for (int l : spec.route(m.src, m.dst).links) {
+      predicted_rtt += cal.links[static_cast<std::size_t>(l)].latency_s;
+      predicted_bw = std::min(predicted_bw, cal.links[static_cast<std::size_t>(l)].bandwidth_Bps);
+    }
+    for (int l : spec.route(m.dst, m.src).links)
+      predicted_rtt += cal.links[static_cast<std::size_t>(l)].latency_s;
+    max_latency_error =
+        std::max(max_latency_error, std::abs(predicted_rtt - m.round_trip_s) / m.round_trip_s);
+    max_bandwidth_error =
+        std::max(max_bandwidth_error, std::abs(predicted_bw - m.bandwidth_Bps) / m.bandwidth_Bps);
+    min_r2 = std::min(min_r2, m.fit.r2);
+  }
+
+  const std::string method =
+      "TCP sockets between threads inside the testbed namespaces, wall clock: round trip = "
+      "median of " +
+      std::to_string(cal.request.pings) + " echoes of " + std::to_string(cal.request.ping_bytes) +
+      " bytes; bandwidth = 1 / slope of least squares t = alpha + S / beta over " +
+      std::to_string(cal.request.sizes) + " sizes x " + std::to_string(cal.request.repeats) +
+      " one-way transfers (largest: " + short_num(cal.request.transfer_s) +
+      " s at the route's rate) on " + std::to_string(cal.routes.size()) + " routes" +
+      (cal.request.all_pairs ? " (every ordered pair)" : " (a cover of every link)");
+  const std::string errors = fmt::format(
+      "largest route error of the fitted platform against the measurements: round trip {:.3g}%, "
+      "bandwidth {:.3g}%; smallest R^2 of a transfer fit {:.6f}",
+      100 * max_latency_error, 100 * max_bandwidth_error, min_r2);
+
+  std::string out;
+  out += "<?xml version='1.0'?>\n";
+  out += "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n";
+  out += "<!--\n";
+  out += " Calibrated by `tauplan testbed calibrate` on " + cal.date + " (tauplan commit " +
+         cal.commit + ")\n";
+  out += " across the emulated testbed of " + comment_safe(spec.platform_file) + " (hash " +
+         spec.platform_hash + "),\n";
+  out += " time scale " + short_num(spec.scale) + " (" + comment_safe(spec.scale_reason) +
+         "): numbers here are the testbed's, i.e. bandwidths\n";
+  out +=
+      " are the platform's / scale and latencies x scale, as a TCP flow really gets them "
+      "there.\n";
+  out += " Measured: " + comment_safe(method) + ".\n";
+  out += " " + errors + ".\n";
+  out +=
+      " Latency of a link: least-squares (smallest norm) split of the measured round trips "
+      "over their links;\n";
+  out +=
+      " bandwidth: the fastest route it is the narrowest link of (or a lower bound, props "
+      "say so).\n";
+  out +=
+      " Hosts, speeds and props are copied from the testbed platform: compute is not "
+      "measured here.\n";
+  out +=
+      " Routes: every ordered pair of the testbed's hosts, as on the testbed (Full "
+      "routing).\n";
+  out += "-->\n";
+  out += "<platform version=\"4.1\">\n";
+  out += "  <zone id=\"world\" routing=\"Full\">\n";
+  auto zone_prop = [&out](const std::string& id, const std::string& value) {
+    out += "    <prop id=\"" + id + "\" value=\"" + xml::escape(value) + "\"/>\n";
+  };
+  zone_prop("calibrated_by", "tauplan testbed calibrate");
+  zone_prop("date", cal.date);
+  zone_prop("commit", cal.commit);
+  zone_prop("testbed_platform", spec.platform_file);
+  zone_prop("testbed_platform_hash", spec.platform_hash);
+  zone_prop("testbed_scale", num(spec.scale));
+  zone_prop("testbed_mtu", std::to_string(spec.mtu));
+  zone_prop("method", method);
+  zone_prop("max_round_trip_error", num(max_latency_error));
+  zone_prop("max_bandwidth_error", num(max_bandwidth_error));
+  zone_prop("min_r2", num(min_r2));
+  for (const SpecHost& host : spec.hosts) {
+    out += "    <host id=\"" + xml::escape(host.name) + "\" speed=\"" + num(host.speed_flops) +
+           "f\">\n";
+    std::map<std::string, std::string> props = host.properties;
+    props["node"] = host.node;
+    props["role"] = host.role;
+    for (const auto& [id, value] : props)
+      out += "      <prop id=\"" + xml::escape(id) + "\" value=\"" + xml::escape(value) + "\"/>\n";
+    out += "    </host>\n";
+  }
+  for (const Written& w : written) {
+    double bandwidth = 0;
+    double latency = 0;
+    int count = 0;
+    int exact = 0;
+    double bound = 0;
+    for (const auto& [direction, fit] : w.halves) {
+      latency += fit->latency_s;
+      ++count;
+      if (!fit->bandwidth_lower_bound) {
+        bandwidth += fit->bandwidth_Bps;
+        ++exact;
+      } else {
+        bound = std::max(bound, fit->bandwidth_Bps);
+      }
+    }
+    latency /= count;
+    bandwidth = exact > 0 ? bandwidth / exact : bound;
+    const char* policy = w.sharing == Sharing::SplitDuplex ? "SPLITDUPLEX"
+                         : w.sharing == Sharing::FatPipe   ? "FATPIPE"
+                                                           : "SHARED";
+    out += "    <link id=\"" + xml::escape(w.name) + "\" bandwidth=\"" + num(bandwidth) +
+           "Bps\" latency=\"" + num(latency) + "s\" sharing_policy=\"" + policy + "\">\n";
+    for (const auto& [direction, fit] : w.halves) {
+      const SpecLink& link = spec.links[static_cast<std::size_t>(fit->link)];
+      const std::string p = direction.empty() ? "" : (direction == "UP" ? "up_" : "down_");
+      auto link_prop = [&out, &p](const std::string& id, const std::string& value) {
+        out += "      <prop id=\"" + p + id + "\" value=\"" + xml::escape(value) + "\"/>\n";
+      };
+      link_prop("fitted_bandwidth_Bps", num(fit->bandwidth_Bps));
+      link_prop("fitted_latency_s", num(fit->latency_s));
+      link_prop("bandwidth_from", fit->bandwidth_lower_bound
+                                      ? "lower bound: " + fit->bandwidth_from
+                                      : "narrowest link of " + fit->bandwidth_from);
+      link_prop("testbed_bandwidth_Bps", num(link.bandwidth_Bps));
+      link_prop("testbed_latency_s", num(link.latency_s));
+      link_prop("platform_bandwidth_Bps", num(link.platform_bandwidth_Bps));
+      link_prop("platform_latency_s", num(link.platform_latency_s));
+    }
+    out += "    </link>\n";
+  }
+  for (const SpecRoute& route : spec.routes) {
+    out += "    <route src=\"" + xml::escape(spec.hosts[static_cast<std::size_t>(route.src)].name) +
+           "\" dst=\"" + xml::escape(spec.hosts[static_cast<std::size_t>(route.dst)].name) +
+           "\" symmetrical=\"NO\">";
+    for (int l : route.links) {
+      const auto [name, direction] = base_link(spec.links[static_cast<std::size_t>(l)]);
+      out += "<link_ctn id=\"" + xml::escape(name) + "\"";
+      if (!direction.empty()) out += " direction=\"" + direction + "\"";
+      out += "/>";
+    }
+    out += "</route>\n";
+  }
+  out += "  </zone>\n</platform>\n";
+  return out;
+}
+
+nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
+  auto host = [&spec](int i) { return spec.hosts[static_cast<std::size_t>(i)].name; };
+  nlohmann::json routes = nlohmann::json::array();
+  for (const RouteMeasurement& m : cal.routes) {
+    nlohmann::json samples = nlohmann::json::array();
+    for (const TransferSample& s : m.samples)
+      samples.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+    routes.push_back(
+        {{"src", host(m.src)},
+         {"dst", host(m.dst)},
+         {"round_trip_s", m.round_trip_s},
+         {"round_trips_s", m.round_trips_s},
+         {"latency_s", m.round_trip_s / 2},
+         {"testbed_round_trip_s", m.testbed_round_trip_s},
+         {"latency_error", (m.round_trip_s - m.testbed_round_trip_s) / m.testbed_round_trip_s},
+         {"bandwidth_Bps", m.bandwidth_Bps},
+         {"testbed_bandwidth_Bps", m.testbed_bandwidth_Bps},
+         {"bandwidth_error", (m.bandwidth_Bps - m.testbed_bandwidth_Bps) / m.testbed_bandwidth_Bps},
+         {"alpha_s", m.fit.intercept},
+         {"r2", m.fit.r2},
+         {"max_relative_residual", m.fit.max_relative_residual},
+         {"transfers", samples}});
+  }
+  nlohmann::json shares = nlohmann::json::array();
+  for (const ShareMeasurement& s : cal.shares) {
+    nlohmann::json flows = nlohmann::json::array();
+    double total = 0;
+    double fair_total = 0;
+    for (std::size_t f = 0; f < s.flows.size(); ++f) {
+      flows.push_back({{"src", host(s.flows[f].first)},
+                       {"dst", host(s.flows[f].second)},
+                       {"rate_Bps", s.rates_Bps[f]},
+                       {"fair_Bps", s.fair_Bps[f]},
+                       {"ratio", s.rates_Bps[f] / s.fair_Bps[f]}});
+      total += s.rates_Bps[f];
+      fair_total += s.fair_Bps[f];
+    }
+    shares.push_back({{"flows", flows},
+                      {"aggregate_Bps", total},
+                      {"fair_aggregate_Bps", fair_total},
+                      {"fabric_cpu_s", s.fabric_cpu_s},
+                      {"seconds", s.seconds},
+                      {"fabric_cpu_share", s.fabric_cpu_s / s.seconds}});
+  }
+  nlohmann::json duplex = nlohmann::json::array();
+  for (const DuplexMeasurement& d : cal.duplex)
+    duplex.push_back({{"a", host(d.a)},
+                      {"b", host(d.b)},
+                      {"alone_ab_Bps", d.alone_ab_Bps},
+                      {"alone_ba_Bps", d.alone_ba_Bps},
+                      {"both_ab_Bps", d.both_ab_Bps},
+                      {"both_ba_Bps", d.both_ba_Bps},
+                      {"ratio_ab", d.both_ab_Bps / d.alone_ab_Bps},
+                      {"ratio_ba", d.both_ba_Bps / d.alone_ba_Bps},
+                      {"common_links", d.shared_links}});
+  nlohmann::json links = nlohmann::json::array();
+  for (const LinkFit& fit : cal.links) {
+    const SpecLink& link = spec.links[static_cast<std::size_t>(fit.link)];
+    links.push_back({{"name", link.name},
+                     {"sharing", sharing_name(link.sharing)},
+                     {"latency_s", fit.latency_s},
+                     {"testbed_latency_s", link.latency_s},
+                     {"bandwidth_Bps", fit.bandwidth_Bps},
+                     {"testbed_bandwidth_Bps", link.bandwidth_Bps},
+                     {"bandwidth_lower_bound", fit.bandwidth_lower_bound},
+                     {"bandwidth_from", fit.bandwidth_from}});
+  }
+  const NetworkCalibrationRequest& r = cal.request;
+  return {{"date", cal.date},
+          {"commit", cal.commit},
+          {"platform_file", spec.platform_file},
+          {"platform_hash", spec.platform_hash},
+          {"scale", spec.scale},
+          {"mtu", spec.mtu},
+          {"seconds", cal.seconds},
+          {"request",
+           {{"all_pairs", r.all_pairs},
+            {"pings", r.pings},
+            {"ping_bytes", r.ping_bytes},
+            {"sizes", r.sizes},
+            {"repeats", r.repeats},
+            {"transfer_s", r.transfer_s},
+            {"flow_counts", r.flow_counts},
+            {"window_s", r.window_s},
+            {"duplex", r.duplex},
+            {"warmup_s", r.warmup_s}}},
+          {"timing", "wall clock (CLOCK_MONOTONIC), TCP between threads in the namespaces"},
+          {"routes", routes},
+          {"shares", shares},
+          {"duplex", duplex},
+          {"links", links},
+          {"warnings", cal.warnings}};
+}
+
+}  // namespace tauplan::testbed

@@ -1,0 +1,131 @@
+// netcal.hpp: network calibration of a live testbed, and the calibrated platform it writes.
+//
+// Measures across the testbed (probe.hpp: TCP between threads inside the host namespaces,
+// wall clock): on a set of routes, the ping-pong round trip (median of many small messages) and
+// one-way transfer times t(S) at sizes up to what the route carries in `transfer_s`, the median
+// of the repeats at each size fitted by least squares t = alpha + S / beta (model::fit_line;
+// R^2 of those medians reported); the sharing of one host's
+// incoming links by N = 1..4 concurrent flows (rates against the max-min fair share of the
+// testbed's links); and whether the two directions of a route contend (both at once against
+// each alone). Routes measured by default: a greedy cover in which every link is the narrowest
+// link of some measured route when the platform makes it one (so its bandwidth is observable),
+// and lies on some measured route otherwise (a lower bound); --all-pairs measures every ordered
+// pair.
+//
+// The fitted platform has the testbed's hosts (names, speeds and props copied: compute is not
+// measured here), links and routes (every ordered pair, explicitly, in a Full zone), with each
+// link's latency and bandwidth fitted. Round trips only give sums over their links (which link
+// of a round trip adds how much is not observable), so a link's latency is its configured
+// testbed latency plus the smallest correction (least squares, minimum norm) that makes every
+// measured round trip equal the sum over its links, clamped at 0; a link's bandwidth is
+// the fastest measured route bandwidth (1 / slope) among the routes where the platform makes it
+// the narrowest link, or, when it is never the narrowest, the fastest route through it, marked
+// as a lower bound. The two halves of a split-duplex link are written as one SPLITDUPLEX link
+// with their mean (each half in props). Numbers are on the testbed's time scale (what a TCP flow
+// really gets there), with the scale in the props. What it leaves out: host compute, TCP
+// dynamics beyond alpha-beta (the sharing and duplex results are reported, not modelled), and
+// links no selected route crosses.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/testbed/lifecycle.hpp"
+#include "exec/testbed/probe.hpp"
+#include "exec/testbed/spec.hpp"
+#include "model/calibration.hpp"
+
+namespace tauplan::testbed {
+
+struct NetworkCalibrationRequest {
+  bool all_pairs = false;
+  int pings = 30;           ///< round trips per route (after 3 warm-up)
+  int ping_bytes = 8;       ///< payload of a ping
+  int sizes = 6;            ///< transfer sizes per route, evenly spaced up to the largest
+  int repeats = 3;          ///< of each size
+  double transfer_s = 0.2;  ///< the largest size takes this long at the route's bandwidth
+  std::string share_to;     ///< host the sharing flows go to (default: first server, else last)
+  std::vector<int> flow_counts{1, 2, 3, 4};  ///< N concurrent flows, each run (at most hosts - 1)
+  double window_s = 1.5;                     ///< measured window of each sharing and duplex run
+  bool duplex = true;                        ///< run the both-directions experiment
+  /// Left out at the start of each run: at least this, and at least 10 round trips of the
+  /// slowest route in the run (slow start's overshoot and its loss recovery; in-order bytes
+  /// that a lost packet held back would otherwise reach the window in one burst).
+  double warmup_s = 0.5;
+};
+
+struct RouteMeasurement {
+  int src = 0;
+  int dst = 0;
+  std::vector<double> round_trips_s;
+  double round_trip_s = 0;  ///< median
+  std::vector<TransferSample> samples;
+  model::LinearFit fit;             ///< seconds against bytes
+  double bandwidth_Bps = 0;         ///< 1 / slope
+  double testbed_round_trip_s = 0;  ///< the spec's latency there and back
+  double testbed_bandwidth_Bps = 0;
+};
+
+struct ShareMeasurement {
+  std::vector<std::pair<int, int>> flows;
+  std::vector<double> rates_Bps;
+  std::vector<double> fair_Bps;  ///< max-min fair share on the testbed's links
+  double fabric_cpu_s = 0;       ///< fabric CPU during the run
+  double seconds = 0;            ///< length of the run
+};
+
+struct DuplexMeasurement {
+  int a = 0;
+  int b = 0;
+  double alone_ab_Bps = 0;
+  double alone_ba_Bps = 0;
+  double both_ab_Bps = 0;
+  double both_ba_Bps = 0;
+  std::vector<std::string> shared_links;  ///< links the two directions have in common
+};
+
+struct LinkFit {
+  int link = 0;  ///< index into Spec::links
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
+  bool bandwidth_lower_bound = false;  ///< never the narrowest link of a measured route
+  std::string bandwidth_from;          ///< the route it came from, "a -> b"
+};
+
+struct NetworkCalibration {
+  std::string date;
+  std::string commit;
+  NetworkCalibrationRequest request;
+  std::vector<RouteMeasurement> routes;
+  std::vector<ShareMeasurement> shares;
+  std::vector<DuplexMeasurement> duplex;
+  std::vector<LinkFit> links;
+  std::vector<std::string> warnings;
+  double seconds = 0;  ///< wall time of the whole calibration
+};
+
+/// The ordered pairs measured by default (see the file comment), in rank order.
+std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);
+
+/// Fits every link of `spec` from measured routes; throws std::invalid_argument when a link
+/// lies on no measured route.
+std::vector<LinkFit> fit_links(const Spec& spec, const std::vector<RouteMeasurement>& routes,
+                               std::vector<std::string>& warnings);
+
+/// Measures the testbed of `state` (which must be up) and fits its links. `progress` gets one
+/// line per step. Throws std::runtime_error when a measurement fails.
+NetworkCalibration calibrate_network(const State& state, const NetworkCalibrationRequest& request,
+                                     const std::function<void(const std::string&)>& progress);
+
+/// The calibrated platform as SimGrid XML (see the file comment); provenance in a comment and in
+/// the zone's props.
+std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& calibration);
+
+nlohmann::json to_json(const NetworkCalibration& calibration, const Spec& spec);
+
+}  // namespace tauplan::testbed

@@ -1,0 +1,156 @@
+// layout_cost.hpp: closed-form communication and time of one training step under a layout.
+//
+// The reference the engines must equal once layouts are Plans. Per transformer layer and
+// micro-batch, tensor parallelism all-reduces b s h values twice forward and twice backward
+// (Megatron's f and g operators, Shoeybi et al. 2019, arXiv 1909.08053, Section 3), twice more
+// when full recomputation repeats the forward; each all-reduce moves 2(t-1)/t of its bytes per
+// rank (ring; Narayanan et al. 2021, arXiv 2104.04473, Section 3.2: 8 b s h (t-1)/t per layer
+// and micro-batch); sequence parallelism turns each into a reduce-scatter and an all-gather of
+// the same volume. The first stage all-reduces its vocabulary-parallel embedding output once and
+// the last stage the gradient of the output projection's input once per micro-batch. Pipeline
+// stages send b s h values per micro-batch each way (as t slices of b s h / t over the rails
+// and an all-gather inside the receiving node when t > 1, Narayanan Section 4.1; already split
+// under sequence parallelism), v times with v interleaved chunks. The data dimension all-reduces
+// each worker's gradients (2 Psi moved as reduce-scatter + all-gather for ZeRO 0-2, 3 Psi for
+// ZeRO 3: Rajbhandari et al. 2019, arXiv 1910.02054, Section 7).
+// Time over a platform's routes: ranks are placed tensor first, then data, then pipeline
+// (Megatron's order: a tensor group fills a node before anything crosses nodes); every
+// collective is a ring over the hosts of its group, costed with the slowest hop of that ring
+// (alpha-beta); a micro-batch slot on a stage is its compute (flop / host speed, plus memory-
+// bound element-wise traffic when the host says how much: the `elementwise_passes` prop times
+// the layer's stored activation bytes, at the GPU's memory bandwidth) and its tensor all-reduces,
+// plus the stage-to-stage sends; the pipeline takes (m + (p-1)/v) slots, its bubble (p-1)/v of
+// them (GPipe and 1F1B alike; Narayanan eq. 1); then the data-parallel traffic and the optimizer
+// update. What it leaves out: overlap of communication with compute (none is assumed), link
+// contention between concurrent groups beyond the slowest hop (rail-optimised nodes give each
+// GPU its own NIC), the optimizer step's memory traffic (only update_flop_per_parameter), the
+// tied-embedding all-reduce between first and last stage, and ZeRO-3's per-micro-batch gathers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/layout.hpp"
+#include "model/platform.hpp"
+#include "model/workload.hpp"
+
+namespace tauplan::model {
+
+// ---- Closed forms of a layout's communication (identities of the formulas they state)
+
+/// Tensor-parallel all-reduces per transformer layer and micro-batch: 2 forward + 2 backward,
+/// + 2 when full recomputation runs the forward again.
+int tensor_allreduces_per_layer(Recompute recompute);
+/// Values in one tensor-parallel all-reduce: b s h.
+double tensor_allreduce_values(const Transformer& shape, double micro_batch);
+/// Bytes a rank sends in a ring all-reduce of `bytes` over `ranks`: 2 (n-1)/n bytes.
+double ring_allreduce_bytes_per_rank(double bytes, int ranks);
+/// The pipeline bubble as a fraction of the step: ((p-1)/v) / (m + (p-1)/v); (p-1)/(m+p-1) for
+/// GPipe and 1F1B without interleaving.
+double pipeline_bubble_fraction(int pipeline, int micro_batches, int virtual_stages = 1);
+/// Values one stage sends the next per micro-batch and direction: b s h.
+double pipeline_message_values(const Transformer& shape, double micro_batch);
+/// Values a worker moves through the data dimension per step for its `parameters`: 2 Psi
+/// (reduce-scatter + all-gather of the gradients) for ZeRO 0-2, 3 Psi for ZeRO 3 (parameters
+/// all-gathered forward and backward, gradients reduce-scattered).
+double data_parallel_values(double parameters, int zero_stage);
+
+/// A layout's traffic per step, for one worker of the stage that moves the most.
+struct LayoutTraffic {
+  long long tensor_allreduces = 0;    ///< per step (all micro-batches), on the busiest stage
+  double tensor_allreduce_bytes = 0;  ///< payload of one: b s h e
+  double tensor_bytes_per_rank = 0;   ///< sent per rank per step (ring: 2 (t-1)/t each)
+  long long pipeline_messages = 0;    ///< per stage boundary per step: 2 m v (both directions)
+  double pipeline_message_bytes = 0;  ///< b s h e
+  double data_parameters = 0;         ///< Psi of the worker with the most
+  double data_values = 0;             ///< 2 Psi or 3 Psi
+  double data_bytes_per_rank = 0;     ///< data_values x e x (d-1)/d (ring)
+};
+LayoutTraffic layout_traffic(const Workload& workload, const Layout& layout, double batch);
+
+/// The work of one micro-batch on pipeline stage `stage`, for one rank of its tensor group:
+/// what layout_time costs and the layout strategy's Plan runs op by op.
+struct StageWork {
+  double forward_flop = 0;            ///< the stage's layers (+ logits on the last), / t
+  double backward_flop = 0;           ///< backward, with what recomputation repeats, / t
+  double traffic_bytes = 0;           ///< memory-bound element-wise traffic, forward + backward
+  long long forward_allreduces = 0;   ///< tensor all-reduces: 2 per layer, + the embedding's
+  long long backward_allreduces = 0;  ///< 2 per layer (4 with full recomputation), + output's
+  double allreduce_bytes = 0;         ///< b s h e each
+};
+StageWork stage_work(const Workload& workload, const Layout& layout, double batch, int stage);
+
+/// Seconds of `traffic_bytes` of element-wise memory traffic on `host`: its
+/// `elementwise_passes` prop times the traffic over its GPU's memory bandwidth (0 without the
+/// prop). InputError naming the platform file and the host's prop when the prop is not a number
+/// >= 0 or the GPU's bandwidth is unknown.
+double elementwise_seconds(const Host& host, const Platform& platform, double traffic_bytes);
+
+/// Ring reduce-scatter (or all-gather) of `bytes` over `hosts`: (n-1)(alpha + bytes/(n beta))
+/// on the ring's slowest hop; a ring all-reduce is two of them.
+double ring_half_s(double bytes, const std::vector<int>& hosts, const Platform& platform);
+
+// ---- Placement of the mesh on hosts
+
+struct MeshPlacement {
+  Layout layout;
+  std::vector<int> hosts;  ///< platform host of worker w = t_i + t (d_i + d p_i)
+  int worker(int data_index, int tensor_index, int stage) const;
+  std::vector<int> tensor_group(int data_index, int stage) const;           ///< hosts
+  std::vector<int> data_group(int tensor_index, int stage) const;           ///< hosts
+  std::vector<int> pipeline_chain(int data_index, int tensor_index) const;  ///< hosts
+};
+
+/// Places the layout's workers on `hosts` (platform host indices; empty: the platform's worker
+/// hosts in order). InputError(file, "workers", ...) when there are fewer hosts than workers.
+MeshPlacement place_mesh(const Layout& layout, const Platform& platform,
+                         const std::vector<int>& hosts, const std::string& file);
+
+/// Where the groups of a mesh dimension ("tensor", "data", "pipeline") lie: "inside a node"
+/// when every group is within one node, "across nodes" when none is, "mixed" otherwise, and
+/// "-" for a dimension of size 1.
+std::string dimension_span(const MeshPlacement& placement, const Platform& platform,
+                           const std::string& dimension);
+
+// ---- Time of one step over the platform
+
+struct LayoutTimeOptions {
+  double step_overhead_s = 0;  ///< fixed cost of every micro-batch (the job's step_overhead_s)
+};
+
+struct StageTime {
+  int stage = 0;
+  double compute_s = 0;      ///< GEMM flop / host speed, per micro-batch
+  double elementwise_s = 0;  ///< memory-bound traffic / memory bandwidth, per micro-batch
+  double tensor_s = 0;       ///< tensor-parallel all-reduces, per micro-batch
+  double busy_s = 0;         ///< overhead + compute + element-wise + tensor, per micro-batch
+};
+
+struct LayoutTime {
+  std::vector<StageTime> stages;
+  double pipeline_send_s = 0;  ///< stage-to-stage sends of one micro-batch slot (2 v messages)
+  double slot_s = 0;           ///< the slowest stage's busy time + the sends
+  double pipeline_s = 0;       ///< (m + (p-1)/v) slots
+  double bubble_s = 0;         ///< (p-1)/v slots
+  double data_s = 0;           ///< gradient all-reduce or ZeRO traffic over the data dimension
+  double update_s = 0;         ///< optimizer step on the worker's parameters (or its ZeRO shard)
+  double iteration_s = 0;      ///< pipeline_s + data_s + update_s
+  double model_flop = 0;       ///< per step, whole job, without recomputation
+  double hardware_flop = 0;    ///< per step, whole job, with recomputation
+  /// Model flop per second per worker (what Megatron reports as TFLOP/s per GPU uses
+  /// hardware_flop instead).
+  double model_flops_per_worker = 0;
+  double hardware_flops_per_worker = 0;
+};
+
+LayoutTime layout_time(const Workload& workload, const Layout& layout, double batch,
+                       const Platform& platform, const MeshPlacement& placement,
+                       const LayoutTimeOptions& options = {});
+
+/// One transformer layer's forward + backward on one micro-batch, on the slowest tensor group
+/// of the first stage: its compute, element-wise traffic and tensor all-reduces (no overhead,
+/// embedding or logits). What Korthikanti et al. 2022 Table 4 measures.
+StageTime layer_time(const Workload& workload, const Layout& layout, double batch,
+                     const Platform& platform, const MeshPlacement& placement);
+
+}  // namespace tauplan::model

@@ -1,0 +1,54 @@
+// mesh.hpp: a layout's shape, Mesh-TensorFlow style: the mesh (data x tensor x pipeline), the
+// micro-batches and schedule, ZeRO, recomputation and sequence parallelism (model/layout.hpp
+// explains each and holds the job keys and checks; this header has no job dependencies, so that
+// a strategy's options can carry a layout).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/transformer.hpp"
+
+namespace tauplan::model {
+
+enum class PipelineSchedule { GPipe, OneFOneB };
+const char* to_string(PipelineSchedule schedule);
+
+/// One named dimension of the processor mesh; `key` is the job key that sets its size.
+struct MeshDimension {
+  std::string name;
+  int size = 1;
+  std::string key;
+};
+
+/// A workload dimension split over a mesh dimension (Mesh-TF's layout rule).
+struct LayoutRule {
+  std::string workload_dimension;
+  std::string mesh_dimension;
+};
+
+struct Layout {
+  int data = 1;           ///< d: replicas, each on a slice of the batch
+  int tensor = 1;         ///< t: ranks sharing every layer (heads and feed-forward columns)
+  int pipeline = 1;       ///< p: stages, each a run of consecutive layers
+  int micro_batches = 1;  ///< m: micro-batches per replica per step
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// v: chunks of layers per stage (Narayanan et al. 2021's interleaved 1F1B; 1 = plain).
+  int virtual_stages = 1;
+  int zero_stage = 0;  ///< 0: plain data parallel; 1-3: ZeRO stages (3 = FSDP full shard)
+  Recompute recompute = Recompute::None;
+  bool sequence_parallel = false;  ///< norms and dropout split by sequence over the tensor ranks
+
+  int workers() const { return data * tensor * pipeline; }
+  /// Sequences of one micro-batch: batch / (data x micro_batches).
+  double micro_batch(double batch) const { return batch / (data * micro_batches); }
+  /// The mesh: data, tensor and pipeline, with their job keys.
+  std::vector<MeshDimension> mesh() const;
+  /// The rules: batch -> data, heads / ffn_hidden / vocabulary -> tensor, layers -> pipeline.
+  std::vector<LayoutRule> rules() const;
+  /// "d4 t8 p2 m16 1f1b zero1 selective sp" (sizes of 1 and defaults left out; "d1" alone for
+  /// the layout of one worker).
+  std::string label() const;
+};
+
+}  // namespace tauplan::model

@@ -1,0 +1,275 @@
+// published_runs.cpp: reading a runs file, fitting the calibration, predicting each run.
+#include "model/published_runs.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+#include "model/layout_cost.hpp"
+#include "model/workload.hpp"
+#include "model/yaml_util.hpp"
+
+namespace tauplan::model {
+namespace {
+
+namespace yu = yaml_util;
+
+int whole(const YAML::Node& node, const std::string& origin, const std::string& key) {
+  if (!node) throw InputError(origin, key, "a whole number > 0 (required)");
+  const double value = yu::positive(node, origin, key);
+  if (value != std::floor(value) || value > 1e9)
+    throw InputError(origin, key, "a whole number > 0", "'" + node.Scalar() + "'");
+  return static_cast<int>(value);
+}
+
+bool flag(const YAML::Node& node, const std::string& origin, const std::string& key) {
+  if (!node) return false;
+  const std::string value = yu::text(node, origin, key);
+  if (value != "true" && value != "false")
+    throw InputError(origin, key, "true or false", "'" + value + "'");
+  return value == "true";
+}
+
+Recompute recompute_of(const YAML::Node& node, const std::string& origin, const std::string& key) {
+  const std::string value = node ? yu::text(node, origin, key) : std::string("none");
+  if (value == "none") return Recompute::None;
+  if (value == "selective") return Recompute::Selective;
+  if (value == "full") return Recompute::Full;
+  throw InputError(origin, key, "none, selective or full", "'" + value + "'");
+}
+
+struct ModelDefaults {
+  int sequence = 2048;
+  int vocabulary = 51200;
+  double bytes_per_parameter = 2;
+  double optimizer_bytes_per_parameter = 12;
+};
+
+/// A Megatron GPT (GELU 4h, tied embeddings, biases, LayerNorm, learned positions) as a
+/// workload.
+Workload gpt_workload(const YAML::Node& node, const ModelDefaults& defaults,
+                      const std::string& origin, const std::string& key) {
+  if (!node || !node.IsMap()) throw InputError(origin, key, "a map {layers, hidden, heads}");
+  yu::reject_unknown_keys(node, {"layers", "hidden", "heads"}, origin, key + ".");
+  Transformer t;
+  t.layers = whole(node["layers"], origin, key + ".layers");
+  t.hidden = whole(node["hidden"], origin, key + ".hidden");
+  t.heads = t.kv_heads = whole(node["heads"], origin, key + ".heads");
+  if (t.hidden % t.heads != 0)
+    throw InputError(origin, key + ".heads", "a divisor of hidden", std::to_string(t.heads));
+  t.ffn_hidden = 4 * t.hidden;
+  t.sequence = t.max_positions = defaults.sequence;
+  t.vocabulary = defaults.vocabulary;
+  t.element_bytes = defaults.bytes_per_parameter;
+  Workload w;
+  w.name = fmt::format("gpt-l{}-h{}", t.layers, t.hidden);
+  w.source = origin;
+  w.bytes_per_parameter = defaults.bytes_per_parameter;
+  w.optimizer_bytes_per_parameter = defaults.optimizer_bytes_per_parameter;
+  w.sample_unit = "sequence";
+  w.transformer = t;
+  derive_workload_fields(w);
+  return w;
+}
+
+PublishedRun parse_run(const YAML::Node& node, const ModelDefaults& defaults,
+                       const std::string& origin, const std::string& key) {
+  if (!node.IsMap()) throw InputError(origin, key, "a map describing one published run");
+  yu::reject_unknown_keys(
+      node,
+      {"name", "table", "source", "assumed", "model", "workers", "tensor_parallel",
+       "pipeline_parallel", "batch", "micro_batch", "recompute", "sequence_parallel",
+       "virtual_stages", "calibration_configuration", "tflops_per_gpu", "iteration_s"},
+      origin, key + ".");
+  PublishedRun run;
+  for (const char* required : {"name", "table", "source"})
+    if (!node[required]) throw InputError(origin, key + "." + required, "a value (required)");
+  run.name = yu::text(node["name"], origin, key + ".name");
+  run.table = yu::text(node["table"], origin, key + ".table");
+  run.source = yu::text(node["source"], origin, key + ".source");
+  if (node["assumed"]) run.assumed = yu::text(node["assumed"], origin, key + ".assumed");
+  run.workload = gpt_workload(node["model"], defaults, origin, key + ".model");
+  run.workers = whole(node["workers"], origin, key + ".workers");
+  run.batch = whole(node["batch"], origin, key + ".batch");
+  Layout& l = run.layout;
+  l.tensor = whole(node["tensor_parallel"], origin, key + ".tensor_parallel");
+  l.pipeline = whole(node["pipeline_parallel"], origin, key + ".pipeline_parallel");
+  l.virtual_stages =
+      node["virtual_stages"] ? whole(node["virtual_stages"], origin, key + ".virtual_stages") : 1;
+  l.recompute = recompute_of(node["recompute"], origin, key + ".recompute");
+  l.sequence_parallel = flag(node["sequence_parallel"], origin, key + ".sequence_parallel");
+  if (run.workers % (l.tensor * l.pipeline) != 0)
+    throw InputError(origin, key + ".workers",
+                     fmt::format("a multiple of tensor x pipeline ({})", l.tensor * l.pipeline),
+                     std::to_string(run.workers));
+  l.data = run.workers / (l.tensor * l.pipeline);
+  const int micro_batch = whole(node["micro_batch"], origin, key + ".micro_batch");
+  const double micro_batches = run.batch / (l.data * micro_batch);
+  if (micro_batches != std::floor(micro_batches) || micro_batches < 1)
+    throw InputError(origin, key + ".micro_batch",
+                     fmt::format("a divisor of the batch per replica ({:g})", run.batch / l.data),
+                     std::to_string(micro_batch));
+  l.micro_batches = static_cast<int>(micro_batches);
+  check_layout(l, run.workload, run.batch, run.workers, origin + " " + key);
+  run.calibration_configuration =
+      flag(node["calibration_configuration"], origin, key + ".calibration_configuration");
+  const bool tflops = static_cast<bool>(node["tflops_per_gpu"]);
+  if (tflops == static_cast<bool>(node["iteration_s"]))
+    throw InputError(origin, key, "one published number: tflops_per_gpu or iteration_s");
+  run.quantity = tflops ? "tflops_per_gpu" : "iteration_s";
+  run.published = yu::positive(node[run.quantity], origin, key + "." + run.quantity);
+  return run;
+}
+
+}  // namespace
+
+PublishedRuns parse_published_runs(const std::string& text, const std::string& origin) {
+  const YAML::Node root = yu::parse(text, origin);
+  if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of runs-file keys");
+  yu::reject_unknown_keys(root, {"platform", "model_defaults", "calibration", "runs"}, origin);
+  PublishedRuns runs;
+  runs.file = origin;
+  if (!root["platform"]) throw InputError(origin, "platform", "a platform name or file");
+  runs.platform = yu::text(root["platform"], origin, "platform");
+  ModelDefaults defaults;
+  if (const YAML::Node d = root["model_defaults"]) {
+    yu::reject_unknown_keys(
+        d, {"sequence", "vocabulary", "bytes_per_parameter", "optimizer_bytes_per_parameter"},
+        origin, "model_defaults.");
+    if (d["sequence"]) defaults.sequence = whole(d["sequence"], origin, "model_defaults.sequence");
+    if (d["vocabulary"])
+      defaults.vocabulary = whole(d["vocabulary"], origin, "model_defaults.vocabulary");
+    if (d["bytes_per_parameter"])
+      defaults.bytes_per_parameter =
+          yu::positive(d["bytes_per_parameter"], origin, "model_defaults.bytes_per_parameter");
+    if (d["optimizer_bytes_per_parameter"])
+      defaults.optimizer_bytes_per_parameter =
+          yu::positive(d["optimizer_bytes_per_parameter"], origin,
+                       "model_defaults.optimizer_bytes_per_parameter", true);
+  }
+  const YAML::Node c = root["calibration"];
+  if (!c || !c.IsMap()) throw InputError(origin, "calibration", "a map (the layer-time table)");
+  yu::reject_unknown_keys(c, {"source", "model", "tensor_parallel", "micro_batch", "layer_s"},
+                          origin, "calibration.");
+  if (!c["source"]) throw InputError(origin, "calibration.source", "a value (required)");
+  runs.calibration_source = yu::text(c["source"], origin, "calibration.source");
+  runs.calibration_workload = gpt_workload(c["model"], defaults, origin, "calibration.model");
+  runs.calibration_layout.tensor =
+      whole(c["tensor_parallel"], origin, "calibration.tensor_parallel");
+  runs.calibration_layout.data = runs.calibration_layout.pipeline = 1;
+  runs.calibration_batch = whole(c["micro_batch"], origin, "calibration.micro_batch");
+  check_layout(runs.calibration_layout, runs.calibration_workload, runs.calibration_batch,
+               runs.calibration_layout.tensor, origin + " calibration");
+  const YAML::Node points = c["layer_s"];
+  if (!points || !points.IsSequence() || points.size() < 2)
+    throw InputError(origin, "calibration.layer_s", "a list of at least two measured layer times");
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string key = fmt::format("calibration.layer_s[{}]", i);
+    yu::reject_unknown_keys(points[i], {"recompute", "sequence_parallel", "seconds"}, origin,
+                            key + ".");
+    CalibrationPoint point;
+    point.recompute = recompute_of(points[i]["recompute"], origin, key + ".recompute");
+    point.sequence_parallel =
+        flag(points[i]["sequence_parallel"], origin, key + ".sequence_parallel");
+    if (!points[i]["seconds"]) throw InputError(origin, key + ".seconds", "a time (required)");
+    point.layer_s = yu::positive(points[i]["seconds"], origin, key + ".seconds");
+    runs.calibration.push_back(point);
+  }
+  const YAML::Node list = root["runs"];
+  if (!list || !list.IsSequence() || list.size() == 0)
+    throw InputError(origin, "runs", "a list of published runs");
+  for (size_t i = 0; i < list.size(); ++i)
+    runs.runs.push_back(parse_run(list[i], defaults, origin, fmt::format("runs[{}]", i)));
+  return runs;
+}
+
+PublishedRuns load_published_runs(const std::string& path) {
+  return parse_published_runs(yu::read_file(path, "runs"), path);
+}
+
+namespace {
+
+/// The peak of the fabric's GPU at its `precision` prop.
+double fabric_peak(const NodeFabric& fabric, std::string& precision) {
+  const Host& gpu = fabric.gpu;
+  const auto it = gpu.properties.find("precision");
+  if (gpu.gpu_model.empty() || it == gpu.properties.end())
+    throw InputError(fabric.source_file, "host " + gpu.name + " prop precision",
+                     "a GPU host with gpu_model and precision props (the peak the fit divides)");
+  precision = it->second;
+  const double peak =
+      gpu_spec(gpu.gpu_model, fabric.source_file, "host " + gpu.name + " prop gpu_model")
+          .peak_flops(precision);
+  if (peak <= 0)
+    throw InputError(fabric.source_file, "host " + gpu.name + " prop precision",
+                     "a precision the GPU catalog gives a peak for", precision);
+  return peak;
+}
+
+}  // namespace
+
+HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric) {
+  HardwareFit fit;
+  fit.peak_flops = fabric_peak(fabric, fit.precision);
+  // One node at peak speed with one element-wise pass: each layer time's parts, per unit of
+  // 1/eta and of passes.
+  NodeFabric at_peak = fabric;
+  at_peak.gpu.speed_flops = fit.peak_flops;
+  at_peak.gpu.properties["elementwise_passes"] = "1";
+  const Platform node = make_node_fabric_platform(at_peak, 1);
+  double saa = 0, sab = 0, sbb = 0, say = 0, sby = 0;
+  std::vector<double> a, b, c;
+  for (const CalibrationPoint& point : runs.calibration) {
+    Layout layout = runs.calibration_layout;
+    layout.recompute = point.recompute;
+    layout.sequence_parallel = point.sequence_parallel;
+    const StageTime layer = layer_time(runs.calibration_workload, layout, runs.calibration_batch,
+                                       node, place_mesh(layout, node, {}, runs.file));
+    // Relative least squares: minimise sum ((x1 a + x2 b + c - y) / y)^2.
+    const double w = 1 / point.layer_s;
+    const double ai = layer.compute_s * w, bi = layer.elementwise_s * w;
+    const double yi = (point.layer_s - layer.tensor_s) * w;
+    saa += ai * ai, sab += ai * bi, sbb += bi * bi, say += ai * yi, sby += bi * yi;
+    a.push_back(layer.compute_s), b.push_back(layer.elementwise_s), c.push_back(layer.tensor_s);
+  }
+  const double det = saa * sbb - sab * sab;
+  if (!(det > 1e-12 * saa * sbb))
+    throw InputError(runs.file, "calibration.layer_s",
+                     "layer times that separate compute from element-wise traffic (settings "
+                     "with different recomputation or sequence parallelism)");
+  const double inverse_efficiency = (say * sbb - sby * sab) / det;
+  const double passes = (saa * sby - sab * say) / det;
+  if (!(inverse_efficiency > 1) || passes < 0)
+    throw InputError(
+        runs.file, "calibration.layer_s",
+        "times a GEMM efficiency below 1 and non-negative element-wise traffic fit",
+        fmt::format("efficiency {:.3g}, passes {:.3g}", 1 / inverse_efficiency, passes));
+  fit.efficiency = 1 / inverse_efficiency;
+  fit.elementwise_passes = passes;
+  for (size_t i = 0; i < a.size(); ++i)
+    fit.fitted_layer_s.push_back(inverse_efficiency * a[i] + passes * b[i] + c[i]);
+  return fit;
+}
+
+RunPrediction predict_run(const PublishedRun& run, const NodeFabric& fabric) {
+  const int nodes = (run.workers + fabric.gpus_per_node - 1) / fabric.gpus_per_node;
+  const Platform platform = make_node_fabric_platform(fabric, nodes);
+  const MeshPlacement placement = place_mesh(run.layout, platform, {}, run.workload.source);
+  const LayoutTime time = layout_time(run.workload, run.layout, run.batch, platform, placement);
+  RunPrediction p;
+  p.iteration_s = time.iteration_s;
+  p.tflops_per_gpu = time.hardware_flops_per_worker / 1e12;
+  p.predicted = run.quantity == "iteration_s" ? p.iteration_s : p.tflops_per_gpu;
+  p.error = (p.predicted - run.published) / run.published;
+  p.bubble_s = time.bubble_s;
+  p.pipeline_send_s =
+      time.pipeline_send_s *
+      (run.layout.micro_batches + (run.layout.pipeline - 1.0) / run.layout.virtual_stages);
+  for (const StageTime& stage : time.stages)
+    p.tensor_s = std::max(p.tensor_s, stage.tensor_s * run.layout.micro_batches);
+  p.data_s = time.data_s;
+  return p;
+}
+
+}  // namespace tauplan::model

@@ -1,0 +1,416 @@
+// strategy_mesh.cpp: a transformer trained under a Mesh-TensorFlow layout (model/mesh.hpp),
+// lowered op by op into a Plan that the analytic and SimGrid engines run like any other.
+//
+// Workers are placed as model/layout_cost.hpp places them (tensor first, then data, then
+// pipeline). Per replica, stage and micro-batch, in the stage's schedule order (GPipe: every
+// forward, then every backward; 1F1B: p - r - 1 forwards of warm-up on stage r, then one
+// forward and one backward alternately, then the remaining backwards), each tensor rank runs
+// one Compute op (its 1/t of the stage's forward or backward flop, plus its element-wise memory
+// time and, on the forward, the step overhead), then the tensor group runs its all-reduces of
+// that pass as one ring Collective op repeated `count` times (2 per layer forward and backward,
+// 2 more backward with full recomputation, the embedding's on the first stage forward and the
+// output projection's on the last stage backward; model/layout_cost.hpp). Between stages, each
+// rank sends its 1/t slice of the b s h activations (forward) or gradients (backward) to the
+// matching rank of the next (previous) stage as a Transfer, and without sequence parallelism the
+// receiving tensor group all-gathers the slices: a ring of Transfers, t - 1 steps each ended by
+// a Barrier. The receiver's pass waits for its input; a sender does not wait for its send (the
+// network carries it while the stage computes: non-blocking point-to-point). After its last
+// backward, each data group (same tensor rank and stage, one per replica) all-reduces its
+// stage's gradients with a ring Collective (ZeRO 0-2: reduce-scatter + all-gather), and under
+// ZeRO 3 all-gathers the parameters once more (a ring of Transfers as above: three ring halves
+// in all, model/layout_cost.hpp's 1.5 all-reduces); then every rank updates its parameters (its
+// 1/d shard from ZeRO 1). With uniform stages and free sends the longest path is
+// (m + p - 1)(forward + backward) [identity of the schedules: the bubble (p - 1)/(m + p - 1)].
+// What it leaves out: interleaved 1F1B (virtual_stages > 1 is refused here; `tauplan layout`
+// evaluates it in closed form), ZeRO 3's per-micro-batch parameter gathers (one gather per step
+// is charged, as the closed form does), overlap of tensor all-reduces with compute, the tied
+// embedding's all-reduce between first and last stage, the what-if C(b) and S overrides, and
+// real execution (exec runs tensor and pipeline parallelism through tauplan_model_parallel).
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/collective.hpp"
+#include "model/error.hpp"
+#include "model/layout_cost.hpp"
+#include "model/layout_memory.hpp"
+#include "model/limits.hpp"
+#include "model/strategy.hpp"
+
+namespace tauplan::model {
+namespace {
+
+/// The passes of one stage in schedule order: (forward?, micro-batch).
+std::vector<std::pair<bool, int>> stage_schedule(PipelineSchedule schedule, int stage, int pipeline,
+                                                 int micro_batches) {
+  std::vector<std::pair<bool, int>> order;
+  if (schedule == PipelineSchedule::GPipe) {
+    for (int j = 0; j < micro_batches; ++j)
+      order.emplace_back(true, j);
+    for (int j = 0; j < micro_batches; ++j)
+      order.emplace_back(false, j);
+    return order;
+  }
+  const int warmup = std::min(pipeline - stage - 1, micro_batches);
+  for (int j = 0; j < warmup; ++j)
+    order.emplace_back(true, j);
+  for (int j = warmup; j < micro_batches; ++j) {
+    order.emplace_back(true, j);
+    order.emplace_back(false, j - warmup);
+  }
+  for (int j = micro_batches - warmup; j < micro_batches; ++j)
+    order.emplace_back(false, j);
+  return order;
+}
+
+/// Builds the layout's Plan: the ops of every rank, chained in schedule order.
+class LayoutLowering {
+ public:
+  LayoutLowering(const StrategyOptions& options, const Workload& workload, const Platform& platform,
+                 MeshPlacement placement, Plan& plan)
+      : options_(options),
+        workload_(workload),
+        platform_(platform),
+        layout_(placement.layout),
+        placement_(std::move(placement)),
+        plan_(plan),
+        last_(static_cast<size_t>(layout_.workers()), kNone) {}
+
+  void build() {
+    const int d = layout_.data, t = layout_.tensor, p = layout_.pipeline;
+    const int m = layout_.micro_batches;
+    // Arrival of micro-batch j's input at stage r of replica i: forward_in_[i][r][j] (from
+    // r - 1) and backward_in_[i][r][j] (from r + 1).
+    forward_in_.assign(
+        static_cast<size_t>(d),
+        std::vector<std::vector<OpId>>(static_cast<size_t>(p),
+                                       std::vector<OpId>(static_cast<size_t>(m), kNone)));
+    backward_in_ = forward_in_;
+    std::vector<StageWork> work;
+    for (int r = 0; r < p; ++r)
+      work.push_back(stage_work(workload_, layout_, options_.batch, r));
+    std::vector<std::vector<std::pair<bool, int>>> order;
+    for (int r = 0; r < p; ++r)
+      order.push_back(stage_schedule(layout_.schedule, r, p, m));
+    // A pass waits for its input (a neighbouring stage's send), so the ops are emitted stage by
+    // stage, each stage as far as its inputs exist, sweeping the stages again until every pass
+    // is placed; a schedule that deadlocked would stop the sweeps early (logic_error below).
+    std::vector<size_t> next(static_cast<size_t>(p), 0);
+    for (int i = 0; i < d; ++i) {
+      std::fill(next.begin(), next.end(), 0);
+      bool progress = true;
+      while (progress) {
+        progress = false;
+        for (int r = 0; r < p; ++r) {
+          auto& cursor = next[static_cast<size_t>(r)];
+          while (cursor < order[static_cast<size_t>(r)].size()) {
+            const auto [forward, j] = order[static_cast<size_t>(r)][cursor];
+            const bool first_in = forward ? r == 0 : r == p - 1;
+            const OpId input = first_in
+                                   ? kNone
+                                   : (forward ? forward_in_ : backward_in_)[static_cast<size_t>(
+                                         i)][static_cast<size_t>(r)][static_cast<size_t>(j)];
+            if (!first_in && input == kNone) break;  // its input is not built yet
+            add_pass(i, r, j, forward, input, work[static_cast<size_t>(r)]);
+            ++cursor;
+            progress = true;
+          }
+        }
+      }
+      for (int r = 0; r < p; ++r)
+        if (next[static_cast<size_t>(r)] != order[static_cast<size_t>(r)].size())
+          throw std::logic_error("layout lowering: a pipeline schedule waits on itself");
+    }
+    for (int r = 0; r < p; ++r)
+      for (int k = 0; k < t; ++k)
+        add_data_parallel(k, r);
+  }
+
+ private:
+  static constexpr OpId kNone = static_cast<OpId>(-1);
+
+  int worker(int i, int k, int r) const { return placement_.worker(i, k, r); }
+  int host(int w) const { return placement_.hosts[static_cast<size_t>(w)]; }
+
+  OpId add(Op op, const std::vector<OpId>& after) {
+    const OpId id = plan_.add(std::move(op));
+    for (OpId before : after)
+      if (before != kNone) plan_.depend(before, id);
+    return id;
+  }
+
+  /// One forward or backward pass of micro-batch j on stage r of replica i, then its sends.
+  void add_pass(int i, int r, int j, bool forward, OpId input, const StageWork& work) {
+    const int t = layout_.tensor;
+    const char* pass = forward ? "forward" : "backward";
+    std::vector<OpId> computes;
+    for (int k = 0; k < t; ++k) {
+      const int w = worker(i, k, r);
+      const Host& h = platform_.hosts[static_cast<size_t>(host(w))];
+      const double elementwise = elementwise_seconds(h, platform_, work.traffic_bytes);
+      Op op;
+      op.kind = OpKind::Compute;
+      op.label = fmt::format("w{} stage {} {} mb {}", w, r, pass, j);
+      op.worker = w;
+      op.samples = layout_.micro_batch(options_.batch);
+      op.flop = forward ? work.forward_flop : work.backward_flop;
+      // Element-wise traffic split as the flop are (a third forward); the step overhead is
+      // paid once per micro-batch, on its forward.
+      op.overhead_s = forward ? step_overhead_on(options_, platform_, host(w)) + elementwise / 3
+                              : elementwise * 2 / 3;
+      // A training step ends with the last micro-batch's backward on the first stage.
+      op.step_fraction = 0;
+      computes.push_back(add(op, {last_[static_cast<size_t>(w)], input}));
+    }
+    const long long allreduces = forward ? work.forward_allreduces : work.backward_allreduces;
+    std::vector<OpId> done = computes;
+    if (t > 1 && allreduces > 0) {
+      Op op;
+      op.kind = OpKind::Collective;
+      op.label = fmt::format("replica {} stage {} {} mb {} tensor all-reduce x{}", i, r, pass, j,
+                             allreduces);
+      op.algorithm = ring_collective();
+      op.payload = CollectivePayload::Gradients;
+      op.bytes = work.allreduce_bytes;
+      op.repeat = static_cast<int>(allreduces);
+      for (int k = 0; k < t; ++k)
+        op.group.push_back(worker(i, k, r));
+      op.worker = op.group.front();
+      const OpId collective = add(op, computes);
+      done.assign(static_cast<size_t>(t), collective);
+    }
+    for (int k = 0; k < t; ++k)
+      last_[static_cast<size_t>(worker(i, k, r))] = done[static_cast<size_t>(k)];
+
+    const int to = forward ? r + 1 : r - 1;
+    if (to < 0 || to >= layout_.pipeline) return;
+    const Transformer& shape = *workload_.transformer;
+    const double slice = pipeline_message_values(shape, layout_.micro_batch(options_.batch)) *
+                         workload_.bytes_per_parameter / t;
+    std::vector<OpId> sends;
+    for (int k = 0; k < t; ++k) {
+      Op op;
+      op.kind = OpKind::Transfer;
+      op.label = fmt::format("stage {} -> {} {} mb {} slice {}", r, to, pass, j, k);
+      op.worker = worker(i, k, r);
+      op.source = Endpoint::worker(worker(i, k, r));
+      op.destination = Endpoint::worker(worker(i, k, to));
+      op.payload = forward ? CollectivePayload::Parameters : CollectivePayload::Gradients;
+      op.bytes = slice;
+      sends.push_back(add(op, {done[static_cast<size_t>(k)]}));
+    }
+    std::vector<int> receivers;
+    for (int k = 0; k < t; ++k)
+      receivers.push_back(worker(i, k, to));
+    const OpId arrived =
+        layout_.sequence_parallel
+            ? barrier(fmt::format("stage {} {} mb {} arrived", to, pass, j), sends)
+            : ring_allgather(receivers, slice * t, sends,
+                             fmt::format("stage {} {} mb {} all-gather", to, pass, j));
+    (forward
+         ? forward_in_
+         : backward_in_)[static_cast<size_t>(i)][static_cast<size_t>(to)][static_cast<size_t>(j)] =
+        arrived;
+  }
+
+  OpId barrier(const std::string& label, const std::vector<OpId>& after) {
+    Op op;
+    op.kind = OpKind::Barrier;
+    op.label = label;
+    return add(op, after);
+  }
+
+  /// A ring all-gather of `bytes` over `members` (worker indices) as t - 1 steps of Transfers,
+  /// each step ended by a Barrier; starts after `after`. Returns the last Barrier.
+  OpId ring_allgather(const std::vector<int>& members, double bytes, const std::vector<OpId>& after,
+                      const std::string& label) {
+    OpId step_done = barrier(label + " start", after);
+    const int n = static_cast<int>(members.size());
+    for (int s = 0; s + 1 < n; ++s) {
+      std::vector<OpId> transfers;
+      for (int k = 0; k < n; ++k) {
+        Op op;
+        op.kind = OpKind::Transfer;
+        op.label = fmt::format("{} step {} rank {}", label, s, k);
+        op.worker = members[static_cast<size_t>(k)];
+        op.source = Endpoint::worker(members[static_cast<size_t>(k)]);
+        op.destination = Endpoint::worker(members[static_cast<size_t>((k + 1) % n)]);
+        op.payload = CollectivePayload::Parameters;
+        op.bytes = bytes / n;
+        transfers.push_back(add(op, {step_done}));
+      }
+      step_done = barrier(fmt::format("{} step {} done", label, s), transfers);
+    }
+    return step_done;
+  }
+
+  /// Tensor rank k of stage r: the gradient all-reduce over its data group, ZeRO 3's extra
+  /// parameter all-gather, then each member's update.
+  void add_data_parallel(int k, int r) {
+    const int d = layout_.data;
+    const Transformer& shape = *workload_.transformer;
+    const double parameters = stage_parameters(shape, layout_, r);
+    std::vector<int> members;
+    std::vector<OpId> ends;
+    for (int i = 0; i < d; ++i) {
+      members.push_back(worker(i, k, r));
+      ends.push_back(last_[static_cast<size_t>(members.back())]);
+    }
+    std::vector<OpId> before_update = ends;
+    if (d > 1) {
+      Op op;
+      op.kind = OpKind::Collective;
+      op.label = fmt::format("stage {} tensor rank {} gradient all-reduce", r, k);
+      op.algorithm = ring_collective();
+      op.payload = CollectivePayload::Gradients;
+      op.bytes = parameters * workload_.bytes_per_parameter;
+      op.group = members;
+      op.worker = members.front();
+      const OpId allreduce = add(op, ends);
+      before_update.assign(static_cast<size_t>(d), allreduce);
+      if (layout_.zero_stage >= 3) {
+        const OpId gathered = ring_allgather(
+            members, parameters * workload_.bytes_per_parameter, {allreduce},
+            fmt::format("stage {} tensor rank {} ZeRO-3 parameter all-gather", r, k));
+        before_update.assign(static_cast<size_t>(d), gathered);
+      }
+    }
+    const double updated = parameters / (layout_.zero_stage >= 1 ? d : 1);
+    for (int i = 0; i < d; ++i) {
+      Op op;
+      op.kind = OpKind::Update;
+      op.label = fmt::format("w{} update", members[static_cast<size_t>(i)]);
+      op.worker = members[static_cast<size_t>(i)];
+      op.flop = updated * workload_.update_flop_per_parameter;
+      // The step ends here for the first stage's ranks (one step per round).
+      op.step_fraction = r == 0 && k == 0 && i == 0 ? 1.0 : 0.0;
+      last_[static_cast<size_t>(op.worker)] = add(op, {before_update[static_cast<size_t>(i)]});
+    }
+  }
+
+  const StrategyOptions& options_;
+  const Workload& workload_;
+  const Platform& platform_;
+  Layout layout_;
+  MeshPlacement placement_;
+  Plan& plan_;
+  std::vector<OpId> last_;  ///< per worker: its last op so far
+  std::vector<std::vector<std::vector<OpId>>> forward_in_, backward_in_;
+};
+
+class MeshStrategy : public Strategy {
+ public:
+  const char* name() const override { return "mesh"; }
+  const char* description() const override {
+    return "a transformer over a data x tensor x pipeline mesh: Megatron tensor parallelism, "
+           "GPipe or 1F1B pipelines, ZeRO (the layout keys)";
+  }
+  std::vector<std::string> keys() const override {
+    return {"workers",           "hosts",         "tensor_parallel",
+            "pipeline_parallel", "data_parallel", "micro_batches",
+            "pipeline_schedule", "zero_stage",    "recompute",
+            "sequence_parallel"};
+  }
+  bool splits_batch() const override { return true; }
+  bool listed_by_default() const override { return false; }
+  bool measurable() const override { return false; }
+  StrategyOptions normalise(StrategyOptions options) const override {
+    options.tau = 1;
+    options.split = BatchSplit::Even;
+    options.collective = ring_collective();
+    options.overlap = false;
+    options.single_host.clear();
+    options.micro_batches = options.layout.micro_batches;
+    return options;
+  }
+  std::string label(const StrategyOptions& options) const override {
+    return fmt::format("mesh {}", options.layout.label());
+  }
+  void recost(Plan& plan, const StrategyOptions& options, const Workload& workload,
+              const Platform& platform) const override {
+    Plan fresh = generate(normalise(options), workload, platform);
+    fresh.rounds = plan.rounds;
+    fresh.convergence_steps = plan.convergence_steps;
+    plan = std::move(fresh);
+  }
+
+ protected:
+  Plan generate(const StrategyOptions& options, const Workload& workload,
+                const Platform& platform) const override {
+    if (!workload.transformer)
+      throw InputError(options.file, "workload",
+                       "a transformer workload (layers, hidden, heads, ...) for strategy mesh",
+                       "'" + workload.name + "'");
+    if (options.compute_s >= 0 || options.comm_s >= 0)
+      throw InputError(options.file, options.compute_s >= 0 ? "compute_s" : "comm_s",
+                       "no what-if override with strategy mesh (its ops are costed from the "
+                       "transformer's shape)",
+                       "given");
+    const Layout& layout = options.layout;
+    check_layout(layout, workload, options.batch, options.workers, options.file);
+    if (layout.virtual_stages != 1)
+      throw InputError(options.file, "virtual_stages",
+                       "1 with strategy mesh (interleaved 1F1B is evaluated by `tauplan "
+                       "layout`)",
+                       std::to_string(layout.virtual_stages));
+    // Every pass of every replica and stage: t computes, a collective, t sends and the
+    // receivers' all-gather (t (t - 1) transfers, t barriers); the data groups and updates.
+    const double t = layout.tensor;
+    const double ops =
+        2.0 * layout.data * layout.pipeline * layout.micro_batches * (t * t + 3 * t + 2) +
+        layout.pipeline * t * (layout.data * layout.data + 2.0 * layout.data + 2);
+    if (ops > kMaxMeshPlanOps)
+      throw InputError(options.file, "micro_batches",
+                       fmt::format("a layout whose Plan has at most {:g} ops (`tauplan layout` "
+                                   "evaluates larger ones in closed form)",
+                                   kMaxMeshPlanOps),
+                       fmt::format("about {:.3g} ops for {}", ops, layout.label()));
+    const std::vector<int> hosts = choose_worker_hosts(options, platform);
+    MeshPlacement placement = place_mesh(layout, platform, hosts, options.file);
+    if (options.check_memory) check_layout_fits(workload, options, platform, placement);
+    Plan plan;
+    plan.strategy = name();
+    plan.workers = options.workers;
+    plan.batch = options.batch;
+    plan.collective = ring_collective();
+    plan.micro_batches = layout.micro_batches;
+    plan.worker_hosts = hosts;
+    plan.worker_samples.assign(hosts.size(), options.batch / layout.data);
+    LayoutLowering(options, workload, platform, std::move(placement), plan).build();
+    return plan;
+  }
+
+ private:
+  /// Memory per worker of every stage against its host's GPU memory, where the platform
+  /// gives one (InputError naming `batch`, as the data-parallel strategies do).
+  static void check_layout_fits(const Workload& workload, const StrategyOptions& options,
+                                const Platform& platform, const MeshPlacement& placement) {
+    const Layout& layout = placement.layout;
+    const LayoutMemory memory = layout_memory(workload, layout, options.batch);
+    for (int r = 0; r < layout.pipeline; ++r) {
+      const double need = memory.stages[static_cast<size_t>(r)].total_bytes();
+      for (int k = 0; k < layout.tensor; ++k)
+        for (int i = 0; i < layout.data; ++i) {
+          const int h = placement.hosts[static_cast<size_t>(placement.worker(i, k, r))];
+          const Host& host = platform.hosts[static_cast<size_t>(h)];
+          if (host.gpu_memory_bytes > 0 && need > host.gpu_memory_bytes)
+            throw InputError(
+                options.file, "batch",
+                fmt::format("a layout whose stage {} fits in {}'s {:.1f} GiB", r, host.name,
+                            host.gpu_memory_bytes / 1073741824.0),
+                fmt::format("{:.1f} GiB per worker ({})", need / 1073741824.0, layout.label()));
+        }
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_mesh_strategy() {
+  return std::make_unique<MeshStrategy>();
+}
+
+}  // namespace tauplan::model

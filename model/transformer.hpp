@@ -1,0 +1,125 @@
+// transformer.hpp: a transformer workload described by its shape, and the counts that follow.
+//
+// A Transformer is layers, hidden size, heads (and key/value heads for grouped-query
+// attention), feed-forward size and kind (GELU 4h as GPT and BERT, SwiGLU as Llama), sequence
+// length, vocabulary, embeddings tied or not, biases, normalisation and positions. From it:
+//  - parameters per layer and in all (checked against the published counts in the catalog);
+//  - flop per sequence, forward and for training with or without recomputation (Narayanan et
+//    al. 2021, arXiv 2104.04473, Appendix and eq. 3, generalised to grouped-query attention and
+//    SwiGLU: 2 flop per multiply-add of every weight GEMM, 4 s^2 h for the attention scores and
+//    their product with V, 2 s h V for the logits; backward = 2 x forward);
+//  - activation bytes per layer (Korthikanti et al. 2022, arXiv 2205.05198, Table 2 and
+//    Section 4.1, with e bytes per stored value and 1 per dropout mask: 34 s b h + 5 a s^2 b at
+//    e = 2), split by tensor parallelism, sequence parallelism and recomputation.
+// Workload YAML describes one in a `transformer:` map (parse_transformer_workload), and the
+// Workload's parameters, flop per sample, activation bytes and per-layer list are derived
+// from it. What it leaves out: encoder-decoder models, mixture of experts, the flop of
+// element-wise work (softmax, norms, activations: memory-bound, a few percent), attention
+// kernels that never store the s x s scores (FlashAttention), and activation differences of
+// grouped-query attention and SwiGLU beyond their tensor widths (marked where assumed).
+#pragma once
+
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+namespace tauplan::model {
+
+struct Workload;
+
+enum class FeedForward { Gelu, SwiGlu };
+enum class Normalization { LayerNorm, RmsNorm };
+enum class PositionEmbedding { Learned, Rotary };
+/// Activation recomputation (Korthikanti et al. 2022): none; selective (the attention scores,
+/// softmax and dropout are recomputed in backward, the s^2 terms are not stored); full (only
+/// each layer's input is stored and the whole forward is run again in backward).
+enum class Recompute { None, Selective, Full };
+
+const char* to_string(FeedForward kind);
+const char* to_string(Recompute recompute);
+
+struct Transformer {
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;    ///< key/value heads (grouped-query attention); == heads for multi-head
+  int ffn_hidden = 0;  ///< feed-forward inner width (4 h for GPT/BERT, 11008 for Llama-2 7B)
+  FeedForward feed_forward = FeedForward::Gelu;
+  int sequence = 0;  ///< tokens per sample
+  int vocabulary = 0;
+  bool tied_embeddings = true;  ///< the output projection is the token embedding
+  bool linear_bias = true;      ///< every linear layer has a bias (GPT-2, BERT; not Llama)
+  Normalization normalization = Normalization::LayerNorm;
+  PositionEmbedding positions = PositionEmbedding::Learned;
+  int max_positions = 0;  ///< rows of a learned position table
+  int token_types = 0;    ///< BERT's segment embeddings
+  /// Parameters of task heads outside the layer stack (BERT's pooler, masked-LM transform and
+  /// next-sentence classifier), held by the last pipeline stage and not split.
+  double head_parameters = 0;
+  /// Bytes of one stored activation value (2 for fp16/bf16 training, 4 for fp32): the
+  /// workload's bytes_per_parameter.
+  double element_bytes = 2;
+  double published_parameters = 0;  ///< 0 when none is published
+  std::string published_source;
+
+  int head_dim() const { return hidden / heads; }
+  /// Width of the K and V projections: kv_heads x head_dim.
+  double kv_width() const;
+
+  /// Parameters of one layer: attention, feed-forward and two norms.
+  double attention_parameters() const;
+  double feed_forward_parameters() const;
+  double norm_parameters() const;  ///< one norm: 2h (LayerNorm) or h (RMSNorm)
+  double layer_parameters() const;
+  /// Parameters of one layer that tensor parallelism does not split (norms, the biases of the
+  /// row-parallel output projections): each tensor rank holds them whole.
+  double layer_replicated_parameters() const;
+  /// Parameters of one layer held by one of `tensor` tensor-parallel ranks: the split weights
+  /// and column biases / t (K and V whole heads when t > kv_heads), plus the replicated ones.
+  double layer_parameters_per_rank(int tensor) const;
+  /// Token embedding (V h); positions and token types (replicated under tensor parallelism).
+  double token_embedding_parameters() const;
+  double other_embedding_parameters() const;
+  /// Output projection V h when untied, else 0.
+  double output_parameters() const;
+  /// Everything: embeddings, layers, the final norm, the output projection, the heads.
+  double parameters() const;
+
+  /// Forward flop of one layer on `sequences` sequences (weight GEMMs + attention scores).
+  double layer_forward_flop(double sequences) const;
+  /// Forward flop of the scores Q K^T and their product with V (4 s^2 h per sequence).
+  double attention_core_forward_flop(double sequences) const;
+  /// Forward flop of the logits (2 s h V per sequence).
+  double logits_forward_flop(double sequences) const;
+  /// Training flop (forward + backward) of one layer, with the forward run again as the
+  /// recomputation asks (full: the whole forward; selective: the attention core's).
+  double layer_training_flop(double sequences, Recompute recompute) const;
+  /// Training flop of the logits (never recomputed).
+  double logits_training_flop(double sequences) const;
+  /// Model flop of a training step on `sequences` (no recomputation: 3 x forward), the
+  /// numerator of model-flops utilisation.
+  double model_flop(double sequences) const;
+
+  /// Activation bytes one layer keeps for backward, for a micro-batch of `micro_batch`
+  /// sequences on one of `tensor` tensor-parallel ranks (Korthikanti Table 2 generalised).
+  double layer_activation_bytes(double micro_batch, int tensor, bool sequence_parallel,
+                                Recompute recompute) const;
+  /// Bytes the embedding stage keeps (embedding output and its dropout mask) per micro-batch.
+  double embedding_activation_bytes(double micro_batch, int tensor, bool sequence_parallel) const;
+  /// Bytes the output stage keeps (final norm input and the logits) per micro-batch.
+  double output_activation_bytes(double micro_batch, int tensor, bool sequence_parallel) const;
+  /// Activation bytes of one whole sample, unsplit, no recomputation (Workload's field).
+  double activation_bytes_per_sample() const;
+};
+
+/// Reads a workload whose YAML has a `transformer:` map: name, description, bytes and
+/// optimizer bytes per parameter, update flop and sample unit as any workload; parameters,
+/// flop per sample, activation bytes and layers derived (giving them too is an error).
+/// InputError naming the file and key on any problem.
+Workload parse_transformer_workload(const YAML::Node& root, const std::string& origin);
+
+/// Fills a workload's derived fields from its transformer (used by the reader and by code that
+/// builds a workload from a shape, as the published-configuration comparison does).
+void derive_workload_fields(Workload& workload);
+
+}  // namespace tauplan::model

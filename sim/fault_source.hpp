@@ -1,0 +1,71 @@
+// fault_source.hpp: one source of host failures in a simulation, and the actor body that injects
+// them (shared by the synchronous and the asynchronous simulator).
+//
+// A source fails one host at a fixed time (at_s >= 0), or at exponential intervals of mean
+// mtbf_s drawn from its own seeded stream (random.hpp), or first at at_s and then every
+// exponential interval when both are given. What it leaves out: what a failure does (the
+// simulator's `fail`), and correlated failures across hosts.
+#pragma once
+
+#include <simgrid/s4u.hpp>
+
+#include <cstddef>
+#include <vector>
+
+#include "model/error.hpp"
+#include "model/plan.hpp"
+#include "model/platform.hpp"
+#include "sim/random.hpp"
+#include "sim/simulator.hpp"
+
+namespace tauplan::sim {
+
+struct FailureSource {
+  int host = -1;
+  double at_s = -1;
+  double mtbf_s = -1;
+  unsigned long long seed = 0;
+};
+
+/// One source per failure of `options` and host it names ("*": every worker host of the plan),
+/// each with its own random stream (purpose 2 + the failure's index, the host's index in it).
+inline std::vector<FailureSource> failure_sources(const SimOptions& options,
+                                                  const model::Plan& plan,
+                                                  const model::Platform& platform) {
+  std::vector<FailureSource> sources;
+  for (std::size_t i = 0; i < options.failures.size(); ++i) {
+    const Failure& f = options.failures[i];
+    std::vector<int> hosts;
+    if (f.host == "*") {
+      hosts = plan.worker_hosts;
+    } else {
+      const int host = platform.find_host(f.host);
+      if (host < 0)
+        throw InputError(options.origin, "failures", "a host of " + platform.source_file,
+                         "'" + f.host + "'");
+      hosts.push_back(host);
+    }
+    for (std::size_t j = 0; j < hosts.size(); ++j)
+      sources.push_back(
+          FailureSource{hosts[j], f.at_s, f.mtbf_s, stream_seed(options.seed, 2 + i, j)});
+  }
+  return sources;
+}
+
+/// The body of a daemon actor: sleeps until each failure time of `source` (from t0_s), stops
+/// once `finished()` is true, and calls `fail(host)` at each time before that.
+template <class Finished, class Fail>
+void run_fault_injector(const FailureSource& source, double t0_s, Finished finished, Fail fail) {
+  simgrid::s4u::Actor::self()->daemonize();
+  Rng rng(source.seed);
+  double next = source.at_s >= 0 ? source.at_s : rng.exponential(source.mtbf_s);
+  for (;;) {
+    simgrid::s4u::this_actor::sleep_until(t0_s + next);
+    if (finished()) return;
+    fail(source.host);
+    if (source.mtbf_s <= 0) return;
+    next += rng.exponential(source.mtbf_s);
+  }
+}
+
+}  // namespace tauplan::sim

@@ -1,0 +1,14 @@
+// simgrid_engine.hpp: the SimGrid engine's factory (the Engine interface of model/engine.hpp).
+// The job's platform must be the one sim::load_platform loaded in this process.
+// This header does not include SimGrid.
+#pragma once
+
+#include <memory>
+
+#include "model/engine.hpp"
+
+namespace tauplan::sim {
+
+std::unique_ptr<model::Engine> make_simgrid_engine();
+
+}  // namespace tauplan::sim

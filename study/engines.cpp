@@ -1,0 +1,91 @@
+// engines.cpp: see engines.hpp. Adding an engine: its factory, one line in registry().
+#include "study/engines.hpp"
+
+#include <set>
+
+#include "exec/exec_engine.hpp"
+#include "model/registry.hpp"
+#include "sim/simgrid_engine.hpp"
+#include "study/inputs.hpp"
+
+namespace tauplan::study {
+namespace {
+
+const model::Registry<model::Engine>& registry() {
+  static const model::Registry<model::Engine> engines("engine", {
+                                                                    model::make_analytic_engine,
+                                                                    sim::make_simgrid_engine,
+                                                                    exec::make_exec_engine,
+                                                                });
+  return engines;
+}
+
+}  // namespace
+
+const model::Engine& engine(const std::string& name, const std::string& origin,
+                            const std::string& key) {
+  return registry().get(name, origin, key);
+}
+
+std::vector<std::string> engine_names() {
+  return registry().names();
+}
+
+EngineOutput run_engine(const std::string& engine_name, const std::string& job_file,
+                        const std::map<std::string, std::string>& overrides) {
+  const model::Engine& chosen = engine(engine_name);
+  const model::JobInputs inputs = load_inputs(job_file, overrides);
+  EngineOutput out;
+  out.context = make_context(inputs, chosen.verb(), chosen.name());
+  out.rows = chosen.run(inputs, out.context);
+  model::fill_speedups(out.rows);
+  return out;
+}
+
+child::Task engine_task(const model::Engine& engine, const std::string& job_file,
+                        const std::map<std::string, std::string>& keys, const std::string& out_path,
+                        const std::string& err_path) {
+  child::Task task;
+  task.args.push_back(engine.verb());
+  if (!job_file.empty()) task.args.push_back(job_file);
+  for (const auto& [key, value] : keys)
+    task.args.push_back("--" + key + "=" + value);
+  task.args.push_back("--json");
+  task.out_path = out_path;
+  task.err_path = err_path;
+  return task;
+}
+
+model::ResultRow row_from_json(const nlohmann::json& j) {
+  auto text = [&j](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto number = [&j](const char* key, double otherwise) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : otherwise;
+  };
+  model::ResultRow row;
+  row.strategy = text("strategy");
+  row.workers = static_cast<int>(number("workers", 1));
+  row.tau = static_cast<int>(number("tau", 1));
+  row.batch = number("batch", 0);
+  row.collective = text("collective");
+  row.split = text("split");
+  row.round_s = number("round_s", 0);
+  row.compute_s = number("compute_s", 0);
+  row.comm_s = number("comm_s", 0);
+  row.rounds = static_cast<long long>(number("rounds", 0));
+  row.total_s = number("total_s", 0);
+  row.speedup = number("speedup", 0);
+  row.engine = text("engine");
+  row.timing = text("timing");
+  static const std::set<std::string> schema = {
+      "strategy",  "workers", "tau",    "batch",   "collective", "split",  "round_s",
+      "compute_s", "comm_s",  "rounds", "total_s", "speedup",    "engine", "timing"};
+  for (const auto& [key, value] : j.items())
+    if (!schema.count(key)) row.extra[key] = value;
+  return row;
+}
+
+}  // namespace tauplan::study

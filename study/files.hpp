@@ -1,0 +1,31 @@
+// files.hpp: reading and writing the files studies produce (results, plots, points).
+//
+// Every failure to write names the path and the flag that chose it, as bad input (exit 2).
+// What it leaves out: locking between processes (a sweep's points are written atomically by
+// rename, which is enough for one writer per point).
+#pragma once
+
+#include <string>
+
+namespace tauplan::study {
+
+/// The whole of a file (empty when it cannot be read).
+std::string read_text(const std::string& path);
+/// Writes a result file; InputError(path, `key`, "a writable folder") when it cannot.
+void write_text(const std::string& path, const std::string& text, const std::string& key = "--out");
+/// Writes through a temporary file and a rename, so a reader never sees half a file.
+void write_atomically(const std::string& path, const std::string& text);
+/// Creates the folder `path`; InputError(path, `key`, ...) when it cannot.
+void make_folder(const std::string& path, const std::string& key);
+/// Creates the folder that will hold `path` (a file); InputError(path, `key`, ...) when it
+/// cannot (a file in the way, no permission).
+void make_folder_for(const std::string& path, const std::string& key);
+
+/// `s` without leading and trailing blanks and tabs.
+std::string trim(const std::string& s);
+/// The last non-empty line of a text (a child process's one-line error).
+std::string last_line(const std::string& text);
+/// A CSV field, quoted when it holds a comma, a quote or a newline.
+std::string csv_field(const std::string& s);
+
+}  // namespace tauplan::study

@@ -1,0 +1,32 @@
+// grid.hpp: grids of job keys, `--set KEY=V1,V2,...` on the command line (sweep, validate).
+//
+// An axis is one job key with its values; a grid is the Cartesian product of its axes, the
+// first axis varying slowest. What it leaves out: random or adaptive sampling of the grid.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/job.hpp"
+
+namespace tauplan::study {
+
+/// One axis of a grid: `--set KEY=V1,V2,...` (values separated by ';' when any is a list).
+struct Axis {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+/// Parses one --set; the key must be one of `specs` ('-' read as '_'). InputError otherwise.
+Axis parse_set(const std::string& text, const std::vector<model::KeySpec>& specs);
+/// Parses every --set; a key given twice is an InputError.
+std::vector<Axis> parse_sets(const std::vector<std::string>& sets,
+                             const std::vector<model::KeySpec>& specs);
+
+/// Every point of the grid (key -> value), the first axis varying slowest. One empty point
+/// when there is no axis.
+std::vector<std::vector<std::pair<std::string, std::string>>> grid_points(
+    const std::vector<Axis>& axes);
+
+}  // namespace tauplan::study

@@ -1,0 +1,35 @@
+// inputs.hpp: a job loaded with every input an engine needs, and its provenance.
+//
+// The job file and its flags are checked against every key the executable knows (model's,
+// sim's and exec's tables); the workload comes from the catalog or a file, the platform from
+// SimGrid XML through sim/'s loader (with the job's network model), the convergence model
+// from the job. What it leaves out: running anything (study/engines.hpp).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/engine.hpp"
+#include "model/job.hpp"
+#include "model/result.hpp"
+
+namespace tauplan::study {
+
+/// Every job key the executable knows: model's, sim's and exec's tables together.
+std::vector<model::KeySpec> all_job_keys();
+
+/// A platform name ("sparknet-ec2") or path, resolved against the job's folder, then the
+/// platforms/ folder (TAUPLAN_PLATFORM_DIR, or the source tree's platforms/).
+std::string resolve_platform_path(const model::Job& job);
+
+/// Loads the job (file + overrides, key -> value), the workload, the platform and the
+/// convergence model. InputError on any bad input.
+model::JobInputs load_inputs(const std::string& job_file,
+                             const std::map<std::string, std::string>& overrides);
+
+/// Provenance shared by every engine (job, platform and hash, workload, convergence, seed).
+model::RunContext make_context(const model::JobInputs& inputs, const std::string& verb,
+                               const std::string& engine);
+
+}  // namespace tauplan::study

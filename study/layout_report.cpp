@@ -1,0 +1,240 @@
+// layout_report.cpp: see layout_report.hpp.
+#include "study/layout_report.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+#include "model/layout_cost.hpp"
+#include "model/layout_memory.hpp"
+#include "model/result.hpp"
+#include "sim/platform_loader.hpp"
+#include "sim/sim_job.hpp"
+#include "study/inputs.hpp"
+
+namespace tauplan::study {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// The smallest GPU memory among `hosts` (0 when a host does not say).
+double gpu_memory(const model::Platform& platform, const std::vector<int>& hosts) {
+  double smallest = std::numeric_limits<double>::infinity();
+  for (int h : hosts)
+    smallest = std::min(smallest, platform.hosts[static_cast<size_t>(h)].gpu_memory_bytes);
+  return std::isfinite(smallest) ? smallest : 0;
+}
+
+/// GPUs in the node of the platform's first worker (the largest tensor size kept in a node).
+int gpus_per_node(const model::Platform& platform) {
+  const std::vector<int> workers = platform.worker_hosts();
+  if (workers.empty()) return 1;
+  const std::string& node = platform.hosts[static_cast<size_t>(workers[0])].node;
+  return static_cast<int>(std::count_if(workers.begin(), workers.end(), [&](int h) {
+    return platform.hosts[static_cast<size_t>(h)].node == node;
+  }));
+}
+
+nlohmann::json memory_json(const model::LayoutMemory& memory) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : memory.stages)
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.layers},
+                      {"parameters", s.parameters},
+                      {"weight_bytes", s.state.weights},
+                      {"gradient_bytes", s.state.gradients},
+                      {"optimizer_bytes", s.state.optimizer},
+                      {"in_flight_micro_batches", s.in_flight},
+                      {"activation_bytes", s.activation_bytes},
+                      {"total_bytes", s.total_bytes()}});
+  return {{"stages", stages}, {"peak_stage", memory.peak_stage}, {"peak_bytes", memory.peak_bytes}};
+}
+
+nlohmann::json time_json(const model::LayoutTime& time) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : time.stages)
+    stages.push_back({{"stage", s.stage},
+                      {"compute_s", s.compute_s},
+                      {"elementwise_s", s.elementwise_s},
+                      {"tensor_s", s.tensor_s},
+                      {"busy_s", s.busy_s}});
+  return {{"stages_per_micro_batch", stages},
+          {"pipeline_send_s", time.pipeline_send_s},
+          {"slot_s", time.slot_s},
+          {"pipeline_s", time.pipeline_s},
+          {"bubble_s", time.bubble_s},
+          {"data_s", time.data_s},
+          {"update_s", time.update_s},
+          {"iteration_s", time.iteration_s},
+          {"model_flop", time.model_flop},
+          {"hardware_flop", time.hardware_flop},
+          {"model_flops_per_worker", time.model_flops_per_worker}};
+}
+
+}  // namespace
+
+LayoutOutcome run_layout(const LayoutRequest& request) {
+  const model::Job job = model::load_job(request.job_file, all_job_keys(), request.overrides);
+  model::Workload workload;
+  try {
+    workload = model::load_workload(job.text("workload"));
+  } catch (const InputError& e) {
+    throw InputError(job.file, "workload", e.what());
+  }
+  const std::string platform_path = resolve_platform_path(job);
+  sim::NetworkOptions network = sim::network_options(job);
+  network.origin = job.file;
+  const model::Platform platform = sim::load_platform(platform_path, network);
+  const int workers = static_cast<int>(job.integer("workers"));
+  const double batch = static_cast<double>(job.integer("batch"));
+  const model::Layout layout = model::layout_from_job(job);
+  model::check_layout(layout, workload, batch, workers, job.file);
+  const model::MeshPlacement placement = model::place_mesh(layout, platform, {}, job.file);
+  model::LayoutTimeOptions options;
+  options.step_overhead_s = job.real("step_overhead_s");
+  const double memory_bytes = gpu_memory(platform, placement.hosts);
+
+  LayoutOutcome outcome;
+  nlohmann::json context = {{"verb", "layout"},
+                            {"engine", "analytic (model/layout_cost.hpp)"},
+                            {"network_model", "alpha-beta over the platform's routes"},
+                            {"job_file", job.file},
+                            {"platform_file", platform_path},
+                            {"platform_hash", platform.source_hash},
+                            {"workload", workload.name + " (" + workload.source + ")"},
+                            {"version", model::tauplan_version()},
+                            {"commit", model::tauplan_git_commit()},
+                            {"date", model::utc_now_iso8601()}};
+  std::string& out = outcome.text;
+
+  if (request.fit) {
+    model::FitSearch search;
+    search.workers = workers;
+    search.batch = batch;
+    search.memory_bytes = memory_bytes > 0 ? memory_bytes : std::numeric_limits<double>::max();
+    search.max_tensor = gpus_per_node(platform);
+    search.schedule = layout.schedule;
+    const auto found =
+        model::smallest_fitting_layouts(workload, search, static_cast<size_t>(request.count));
+    out += fmt::format(
+        "smallest layouts of {} workers for {} (batch {:g}) that fit in {:.1f} GiB "
+        "per GPU on {}:\n",
+        workers, workload.name, batch, memory_bytes / kGiB, platform_path);
+    out += fmt::format("{:<40} {:>12} {:>14} {:>14}\n", "layout", "memory GiB", "step s",
+                       "model TF/s/GPU");
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& f : found) {
+      const model::LayoutTime time =
+          model::layout_time(workload, f.layout, batch, platform,
+                             model::place_mesh(f.layout, platform, {}, job.file), options);
+      out += fmt::format("{:<40} {:>12.1f} {:>14.4g} {:>14.1f}\n", f.layout.label(),
+                         f.memory.peak_bytes / kGiB, time.iteration_s,
+                         time.model_flops_per_worker / 1e12);
+      rows.push_back({{"layout", f.layout.label()},
+                      {"memory", memory_json(f.memory)},
+                      {"time", time_json(time)}});
+    }
+    if (found.empty()) out += "(none: the model state alone exceeds the workers' memory)\n";
+    outcome.document = {{"context", context}, {"fitting_layouts", rows}};
+    return outcome;
+  }
+
+  const model::LayoutMemory memory = model::layout_memory(workload, layout, batch);
+  if (memory_bytes > 0 && memory.peak_bytes > memory_bytes) {
+    model::FitSearch search;
+    search.workers = workers;
+    search.batch = batch;
+    search.memory_bytes = memory_bytes;
+    search.max_tensor = gpus_per_node(platform);
+    search.schedule = layout.schedule;
+    std::string fitting;
+    for (const auto& f : model::smallest_fitting_layouts(workload, search, 3))
+      fitting += (fitting.empty() ? "" : "; ") +
+                 fmt::format("{} ({:.1f} GiB)", f.layout.label(), f.memory.peak_bytes / kGiB);
+    throw InputError(
+        job.file, "layout (tensor_parallel, pipeline_parallel, zero_stage, recompute ...)",
+        fmt::format("a layout of {} workers that fits in {:.1f} GiB per GPU ({})", workers,
+                    memory_bytes / kGiB,
+                    fitting.empty() ? "none does: the model state exceeds the workers' memory"
+                                    : "the smallest that do: " + fitting),
+        fmt::format("{} needing {:.1f} GiB on stage {}", layout.label(), memory.peak_bytes / kGiB,
+                    memory.peak_stage));
+  }
+  const model::LayoutTime time =
+      model::layout_time(workload, layout, batch, platform, placement, options);
+  const model::LayoutTraffic traffic = model::layout_traffic(workload, layout, batch);
+
+  out += fmt::format(
+      "layout {} of {} ({:.4g}B parameters) on {}: {} workers, batch {:g}, "
+      "micro-batch {:g}\n",
+      layout.label(), workload.name, workload.parameters / 1e9, platform_path, workers, batch,
+      layout.micro_batch(batch));
+  out += "mesh:";
+  for (const auto& dim : layout.mesh())
+    out += fmt::format(" {} {} ({})", dim.name, dim.size,
+                       model::dimension_span(placement, platform, dim.name));
+  out += "\n\nmemory per worker, GiB\n";
+  out += fmt::format("{:>5} {:>6} {:>12} {:>8} {:>9} {:>9} {:>9} {:>11} {:>8}\n", "stage", "layers",
+                     "parameters", "weights", "gradients", "optimizer", "in flight", "activations",
+                     "total");
+  for (const auto& s : memory.stages)
+    out += fmt::format(
+        "{:>5} {:>6} {:>12.4g} {:>8.2f} {:>9.2f} {:>9.2f} {:>9.3g} {:>11.2f} "
+        "{:>8.2f}\n",
+        s.stage, s.layers, s.parameters, s.state.weights / kGiB, s.state.gradients / kGiB,
+        s.state.optimizer / kGiB, s.in_flight, s.activation_bytes / kGiB, s.total_bytes() / kGiB);
+  out += memory_bytes > 0
+             ? fmt::format("peak {:.2f} GiB on stage {}, GPU memory {:.2f} GiB: fits\n",
+                           memory.peak_bytes / kGiB, memory.peak_stage, memory_bytes / kGiB)
+             : fmt::format(
+                   "peak {:.2f} GiB on stage {} (the platform gives no GPU memory: not "
+                   "checked)\n",
+                   memory.peak_bytes / kGiB, memory.peak_stage);
+  out += "\ntraffic per step, per worker of the busiest stage\n";
+  out += fmt::format("  tensor:   {} all-reduces of {:.4g} MiB, {:.4g} GiB sent per rank\n",
+                     traffic.tensor_allreduces, traffic.tensor_allreduce_bytes / (1 << 20),
+                     traffic.tensor_bytes_per_rank / kGiB);
+  out += fmt::format("  pipeline: {} messages of {:.4g} MiB per stage boundary\n",
+                     traffic.pipeline_messages, traffic.pipeline_message_bytes / (1 << 20));
+  out += fmt::format(
+      "  data:     {:.4g} G values ({} Psi of {:.4g} G parameters), {:.4g} GiB "
+      "sent per rank\n",
+      traffic.data_values / 1e9, layout.zero_stage >= 3 ? 3 : 2, traffic.data_parameters / 1e9,
+      traffic.data_bytes_per_rank / kGiB);
+  out += "\ntime per step, s\n";
+  for (const auto& s : time.stages)
+    out += fmt::format(
+        "  stage {:>3} per micro-batch: compute {:.4g}, element-wise {:.4g}, "
+        "tensor all-reduces {:.4g}\n",
+        s.stage, s.compute_s, s.elementwise_s, s.tensor_s);
+  out += fmt::format(
+      "  slot {:.4g} (with sends {:.4g}) x (m + (p-1)/v) = pipeline {:.4g}, of it "
+      "bubble {:.4g} ({:.1f}%)\n",
+      time.slot_s, time.pipeline_send_s, time.pipeline_s, time.bubble_s,
+      time.pipeline_s > 0 ? 100 * time.bubble_s / time.pipeline_s : 0.0);
+  out += fmt::format(
+      "  data-parallel {:.4g}, update {:.4g}: step {:.4g} s, {:.1f} model TFLOP/s "
+      "per worker\n",
+      time.data_s, time.update_s, time.iteration_s, time.model_flops_per_worker / 1e12);
+  outcome.document = {{"context", context},
+                      {"layout", layout.label()},
+                      {"workers", workers},
+                      {"batch", batch},
+                      {"gpu_memory_bytes", memory_bytes},
+                      {"memory", memory_json(memory)},
+                      {"traffic",
+                       {{"tensor_allreduces", traffic.tensor_allreduces},
+                        {"tensor_allreduce_bytes", traffic.tensor_allreduce_bytes},
+                        {"tensor_bytes_per_rank", traffic.tensor_bytes_per_rank},
+                        {"pipeline_messages", traffic.pipeline_messages},
+                        {"pipeline_message_bytes", traffic.pipeline_message_bytes},
+                        {"data_values", traffic.data_values},
+                        {"data_bytes_per_rank", traffic.data_bytes_per_rank}}},
+                      {"time", time_json(time)}};
+  return outcome;
+}
+
+}  // namespace tauplan::study

@@ -1,0 +1,44 @@
+// published.hpp: `tauplan published [--runs FILE] [--out DIR] [--json]`, published training runs
+// beside tauplan's prediction of each.
+//
+// Reads a runs file (default: the source tree's experiments/parallelism/megatron.yaml), loads
+// the platform it names through sim/'s loader and reads its node fabric off it (model/
+// node_fabric.hpp), fits the calibration (model/published_runs.hpp: the GEMMs' fraction of peak
+// and the element-wise passes, on Korthikanti et al. 2022 Table 4) and checks that the
+// platform's `efficiency` and `elementwise_passes` props are that fit (a note otherwise: the
+// platform file is then out of date), predicts every run with the platform as it is, and prints
+// a Markdown table (run, our prediction, the published number, the error) with the median
+// absolute error over all runs, over the runs other than the calibration's own configuration,
+// and per published table. --out writes table.md, table.csv and published.json (with the
+// provenance: commit, platform file and hash). What it leaves out: anything the runs file does
+// not state (each run lists its assumptions in the CSV and JSON).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tauplan::study {
+
+struct PublishedRequest {
+  std::string runs;  ///< runs file; empty: experiments/parallelism/megatron.yaml of the tree
+  std::string out;   ///< folder for table.md, table.csv, published.json; empty: none
+};
+
+struct PublishedOutcome {
+  std::string table;  ///< Markdown: the fit, the runs, the medians (table.md)
+  std::string csv;
+  nlohmann::json document;
+  std::vector<std::string> notes;  ///< the platform disagreeing with the fit
+  double median_abs_error = 0;
+  double median_abs_error_independent = 0;  ///< without the calibration's own configuration
+};
+
+/// The default runs file: experiments/parallelism/megatron.yaml under $TAUPLAN_EXPERIMENTS_DIR
+/// or the source tree.
+std::string default_published_runs();
+
+PublishedOutcome run_published(const PublishedRequest& request);
+
+}  // namespace tauplan::study

@@ -1,0 +1,500 @@
+// sweep.cpp: the study behind `tauplan sweep` (see sweep.hpp).
+#include "study/sweep.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "exec/mpi_communicator.hpp"
+#include "model/error.hpp"
+#include "model/revocation.hpp"
+#include "model/yaml_util.hpp"
+#include "sim/platform_loader.hpp"
+#include "sim/sim_job.hpp"
+#include "study/child_process.hpp"
+#include "study/engines.hpp"
+#include "study/files.hpp"
+#include "study/grid.hpp"
+#include "study/inputs.hpp"
+
+#ifdef TAUPLAN_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace tauplan::study {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+/// A string field of a JSON object, empty when absent or not a string.
+std::string text_field(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+/// A point's record is kept (written to DIR/points) unless it says "keep": false.
+bool keep_record(const json& record) {
+  const auto it = record.find("keep");
+  return it == record.end() || !it->is_boolean() || it->get<bool>();
+}
+
+struct Point {
+  size_t index = 0;
+  std::vector<std::pair<std::string, std::string>> values;  ///< swept keys, in axis order
+  std::map<std::string, std::string> overrides;             ///< job flags + swept keys
+  std::string hash;
+};
+
+/// Expected time with the job's MTBF failures (see the header comment). `servers` are the
+/// server hosts the plan uses (failures of other hosts do not touch the job).
+void apply_expected_failures(model::ResultRow& row, const model::Job& job,
+                             const std::vector<std::string>& servers) {
+  if (!job.has("failures")) return;
+  std::set<std::string> hosts(servers.begin(), servers.end());
+  if (row.extra.contains("workers_detail"))
+    for (const auto& w : row.extra["workers_detail"])
+      hosts.insert(text_field(w, "host"));
+  double rate = 0;
+  bool one_shot = false;
+  for (const std::string& entry : job.list("failures")) {
+    const sim::Failure f = sim::parse_failure(entry, job.file);
+    if (f.mtbf_s <= 0) {
+      one_shot = true;
+      continue;
+    }
+    if (f.host == "*")
+      rate += row.workers / f.mtbf_s;
+    else if (hosts.count(f.host))
+      rate += 1 / f.mtbf_s;
+  }
+  const double restart = job.has("failure_restart_s") ? job.real("failure_restart_s") : 60.0;
+  const model::ExpectedTime t = model::expected_total_time(row.round_s, row.rounds, rate, restart);
+  row.extra["failure_free_total_s"] = row.total_s;
+  row.extra["failure_rate_per_s"] = rate;
+  row.extra["restart_s"] = restart;
+  row.extra["total_s_stddev"] = t.stddev_s;
+  row.extra["expected_failures"] = t.expected_revocations;
+  row.extra["failures_model"] = std::string("expected time, closed form of model/revocation.hpp") +
+                                (one_shot ? "; HOST@TIME failures are not included" : "");
+  row.total_s = t.mean_s;
+}
+
+/// Analytic points evaluated in this process through the analytic engine, the platform loaded
+/// once (they share it: no swept key changes it) and workloads kept by name.
+class InProcessAnalytic {
+ public:
+  explicit InProcessAnalytic(std::string job_file) : job_file_(std::move(job_file)) {}
+
+  json evaluate(const Point& point) {
+    model::JobInputs inputs;
+    inputs.job = model::load_job(job_file_, all_job_keys(), point.overrides);
+    const model::Job& job = inputs.job;
+    const std::string workload_name = job.text("workload");
+    auto it = workloads_.find(workload_name);
+    if (it == workloads_.end()) {
+      try {
+        it = workloads_.emplace(workload_name, model::load_workload(workload_name)).first;
+      } catch (const InputError& e) {
+        throw InputError(job.file, "workload", e.what());
+      }
+    }
+    inputs.workload = it->second;
+    if (!platform_) {
+      platform_path_ = resolve_platform_path(job);
+      sim::NetworkOptions network = sim::network_options(job);
+      network.origin = job.file;
+      platform_ = std::make_unique<model::Platform>(sim::load_platform(platform_path_, network));
+    }
+    inputs.platform_path = platform_path_;
+    inputs.platform = *platform_;
+    inputs.convergence = model::convergence_model(job);
+    inputs.options = model::strategy_options(job);
+    inputs.strategies = job.list("strategies");
+    const model::Engine& analytic = engine("analytic");
+    model::RunContext context = make_context(inputs, analytic.verb(), analytic.name());
+    std::vector<model::ResultRow> rows = analytic.run(inputs, context);
+    const std::vector<model::Plan> plans = inputs.plans();
+    for (size_t r = 0; r < rows.size(); ++r) {
+      std::vector<std::string> servers;
+      for (int s : plans[r].server_hosts)
+        servers.push_back(platform_->hosts[static_cast<size_t>(s)].name);
+      apply_expected_failures(rows[r], job, servers);
+    }
+    model::fill_speedups(rows);
+    json results = json::array();
+    for (const auto& row : rows)
+      results.push_back(model::to_json(row));
+    return {{"results", results},
+            {"context",
+             {{"platform_file", platform_path_},
+              {"platform_hash", platform_->source_hash},
+              {"workload", it->second.name},
+              {"convergence", context.convergence},
+              {"network_model", context.network_model}}}};
+  }
+
+ private:
+  std::string job_file_;
+  std::string platform_path_;
+  std::unique_ptr<model::Platform> platform_;
+  std::map<std::string, model::Workload> workloads_;
+};
+
+/// The last non-empty line of a child's stderr, without the "tauplan: error: " prefix.
+std::string child_error(const std::string& err_text, int status) {
+  std::string last;
+  std::istringstream in(err_text);
+  for (std::string line; std::getline(in, line);)
+    if (!trim(line).empty()) last = line;
+  for (const char* prefix : {"tauplan: error: ", "tauplan: internal error: "})
+    if (last.rfind(prefix, 0) == 0) last = last.substr(std::strlen(prefix));
+  if (last.empty()) last = fmt::format("the child process ended with status {}", status);
+  return last;
+}
+
+struct Rank {
+  int rank = 0;
+  int size = 1;
+};
+
+#ifdef TAUPLAN_HAVE_MPI
+/// Rank 0 receives every rank's string (in rank order); other ranks get an empty list.
+std::vector<std::string> gather_strings(const std::string& mine, const Rank& me) {
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<size_t>(me.size));
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<int> offsets(static_cast<size_t>(me.size), 0);
+  int total = 0;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::vector<char> buffer(static_cast<size_t>(std::max(total, 1)));
+  MPI_Gatherv(mine.data(), length, MPI_CHAR, buffer.data(), lengths.data(), offsets.data(),
+              MPI_CHAR, 0, MPI_COMM_WORLD);
+  std::vector<std::string> all;
+  if (me.rank == 0)
+    for (size_t r = 0; r < lengths.size(); ++r)
+      all.emplace_back(buffer.data() + offsets[r], static_cast<size_t>(lengths[r]));
+  return all;
+}
+#endif
+
+std::string default_out_dir(const std::string& job_file) {
+  if (job_file.empty()) return "sweep.out";
+  return fs::path(job_file).stem().string() + ".sweep";
+}
+
+}  // namespace
+
+SweepOutcome run_sweep(const SweepRequest& args) {
+  // Under mpirun: one MPI session for the whole sweep (rank 0 writes the result).
+  std::unique_ptr<exec::MpiSession> mpi;
+  Rank me;
+  if (exec::launched_by_mpi_launcher()) {
+    if (exec::mpi_compiled()) {
+      mpi = std::make_unique<exec::MpiSession>(nullptr, nullptr);
+      me.rank = mpi->rank();
+      me.size = mpi->size();
+    } else if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"); r && std::atoi(r) != 0) {
+      std::fprintf(stderr, "tauplan sweep: built without MPI; rank %s leaves the sweep to rank 0\n",
+                   r);
+      return {};
+    }
+  }
+  const bool reporter = me.rank == 0;
+
+  const model::Engine& chosen = engine(args.engine);
+  if (chosen.name() != std::string("analytic") && chosen.name() != std::string("simgrid"))
+    throw InputError("command line", "--engine",
+                     "analytic or simgrid (measurements would share the cores)",
+                     "'" + args.engine + "'");
+  if (args.sets.empty())
+    throw InputError("command line", "--set", "at least one KEY=V1,V2,... to sweep", "nothing");
+  const std::vector<model::KeySpec> specs = all_job_keys();
+  const std::vector<Axis> axes = parse_sets(args.sets, specs);
+  const std::map<std::string, std::string> base = args.overrides;
+  for (const Axis& axis : axes)
+    if (base.count(axis.key))
+      throw InputError("command line --set", axis.key,
+                       "a key either swept or given as --" + axis.key, "both");
+
+  // The grid, checked point by point before any work.
+  const std::string job_file = args.job_file;
+  const std::string job_text =
+      job_file.empty() ? std::string() : model::yaml_util::read_file(job_file, "job");
+  const std::string job_id =
+      job_file.empty() ? "" : fs::absolute(job_file).lexically_normal().string();
+  size_t total = 1;
+  for (const Axis& axis : axes)
+    total *= axis.values.size();
+  std::vector<Point> points(total);
+  for (size_t i = 0; i < total; ++i) {
+    Point& p = points[i];
+    p.index = i;
+    p.overrides = base;
+    size_t rest = i;
+    std::vector<size_t> digit(axes.size());
+    for (size_t a = axes.size(); a-- > 0;) {
+      digit[a] = rest % axes[a].values.size();
+      rest /= axes[a].values.size();
+    }
+    for (size_t a = 0; a < axes.size(); ++a) {
+      p.values.emplace_back(axes[a].key, axes[a].values[digit[a]]);
+      p.overrides[axes[a].key] = axes[a].values[digit[a]];
+    }
+    const model::Job job = model::load_job(job_file, specs, p.overrides);  // InputError: exit 2
+    std::string canonical =
+        fmt::format("tauplan sweep point v1\nversion={}\nengine={}\njob={}\n{}\n",
+                    model::tauplan_version(), args.engine, job_id, job_text);
+    for (const auto& [k, v] : job.values())
+      canonical += k + "=" + v + "\n";
+    p.hash = model::fnv1a_hex(canonical);
+  }
+  static const std::set<std::string> platform_keys = {"platform", "network_model", "crosstraffic",
+                                                      "tcp_gamma"};
+  const bool in_process = args.engine == "analytic" &&
+                          std::none_of(axes.begin(), axes.end(),
+                                       [](const Axis& a) { return platform_keys.count(a.key); });
+
+  const fs::path out_dir =
+      args.out.empty() ? fs::path(default_out_dir(job_file)) : fs::path(args.out);
+  const fs::path points_dir = out_dir / "points";
+  const fs::path work_dir = out_dir / "work";
+  std::error_code ec;
+  fs::create_directories(points_dir, ec);
+  fs::create_directories(work_dir, ec);
+  if (!fs::is_directory(points_dir))
+    throw InputError("command line", "--out", "a folder that can be created and written",
+                     "'" + out_dir.string() + "'");
+
+  // Points already done (rank 0 decides, so that every rank shares the same list).
+  std::vector<char> done(total, 0);
+  std::map<size_t, json> records;  // point -> record (rank 0: all of them in the end)
+  if (reporter && !args.fresh) {
+    for (const Point& p : points) {
+      const fs::path file = points_dir / (p.hash + ".json");
+      if (!fs::is_regular_file(file)) continue;
+      try {
+        json record = json::parse(read_text(file.string()));
+        if (text_field(record, "hash") != p.hash) continue;
+        record["point"] = p.index;
+        records[p.index] = std::move(record);
+        done[p.index] = 1;
+      } catch (const std::exception&) {
+        // A damaged file is recomputed.
+      }
+    }
+  }
+  if (mpi) mpi->broadcast(done.data(), static_cast<int>(done.size()), 0);
+  const size_t resumed = static_cast<size_t>(std::count(done.begin(), done.end(), 1));
+  std::vector<size_t> pending;
+  for (size_t i = 0, k = 0; i < total; ++i)
+    if (!done[i]) {
+      if (static_cast<int>(k % static_cast<size_t>(me.size)) == me.rank) pending.push_back(i);
+      ++k;
+    }
+
+  const int jobs = args.jobs > 0
+                       ? args.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  child::Progress progress(
+      fmt::format("sweep{} {}", me.size > 1 ? fmt::format(" (rank 0 of {})", me.size) : "",
+                  args.engine),
+      total, resumed, reporter && !args.quiet);
+
+  std::string mine;  // this rank's new records, one JSON per line
+  auto finish_point = [&](const Point& p, json record) {
+    record["point"] = p.index;
+    record["hash"] = p.hash;
+    json values = json::object();
+    for (const auto& [k, v] : p.values)
+      values[k] = v;
+    record["values"] = values;
+    record["engine"] = args.engine;
+    if (keep_record(record)) {
+      record.erase("keep");
+      write_atomically((points_dir / (p.hash + ".json")).string(), record.dump());
+    }
+    mine += record.dump() + "\n";
+    records[p.index] = std::move(record);
+    progress.advance();
+  };
+
+  if (in_process) {
+    InProcessAnalytic analytic(job_file);
+    for (size_t i : pending) {
+      json record;
+      try {
+        record = analytic.evaluate(points[i]);
+        record["status"] = "ok";
+      } catch (const InputError& e) {
+        record = {{"status", "error"}, {"error", e.what()}};
+      }
+      finish_point(points[i], std::move(record));
+    }
+  } else {
+    std::vector<child::Task> tasks;
+    for (size_t i : pending) {
+      const Point& p = points[i];
+      const std::string stem = fmt::format("{}.{}", p.hash, getpid());
+      tasks.push_back(engine_task(chosen, job_file, p.overrides,
+                                  (work_dir / (stem + ".out")).string(),
+                                  (work_dir / (stem + ".err")).string()));
+    }
+    child::run_all(tasks, jobs, [&](size_t t, int status) {
+      const Point& p = points[pending[t]];
+      const std::string out = read_text(tasks[t].out_path);
+      const std::string err = read_text(tasks[t].err_path);
+      fs::remove(tasks[t].out_path, ec);
+      fs::remove(tasks[t].err_path, ec);
+      json record;
+      if (status == 0) {
+        try {
+          const json j = json::parse(out);
+          std::vector<model::ResultRow> rows;
+          for (const auto& r : j.at("results"))
+            rows.push_back(row_from_json(r));
+          if (chosen.name() == std::string("analytic")) {
+            const model::Job job = model::load_job(job_file, specs, p.overrides);
+            for (auto& row : rows)
+              apply_expected_failures(row, job, {});
+          }
+          model::fill_speedups(rows);
+          json results = json::array();
+          for (const auto& row : rows)
+            results.push_back(model::to_json(row));
+          record = {{"status", "ok"},
+                    {"results", results},
+                    {"context", j.value("context", json::object())}};
+        } catch (const std::exception& e) {
+          record = {{"status", "error"},
+                    {"error", std::string("unreadable output of the child: ") + e.what()},
+                    {"keep", false}};
+        }
+      } else {
+        // Exit 2 (bad input, simulation error) is a property of the point: keep it. A crash
+        // or a kill is not: the next run retries the point.
+        record = {
+            {"status", "error"}, {"error", child_error(err, status)}, {"exit_status", status}};
+        if (status != kExitBadInput) record["keep"] = false;
+      }
+      finish_point(p, std::move(record));
+    });
+  }
+
+#ifdef TAUPLAN_HAVE_MPI
+  if (mpi && me.size > 1) {
+    const std::vector<std::string> all = gather_strings(mine, me);
+    for (size_t r = 1; r < all.size(); ++r) {
+      std::istringstream lines(all[r]);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.empty()) continue;
+        json record = json::parse(line);
+        const size_t index = record.at("point").get<size_t>();
+        // Keep it here too, in case the ranks do not share a file system.
+        if (keep_record(record))
+          write_atomically((points_dir / (text_field(record, "hash") + ".json")).string(),
+                           record.dump());
+        records[index] = std::move(record);
+        progress.advance();
+      }
+    }
+  }
+#endif
+  progress.finish();
+  if (!reporter) return {};
+
+  // Merge, in point order.
+  std::string csv = "point";
+  for (const Axis& axis : axes)
+    csv += "," + csv_field("set." + axis.key);
+  csv +=
+      ",status,strategy,workers,tau,batch,collective,split,round_s,compute_s,comm_s,rounds,"
+      "total_s,speedup,engine,timing\n";
+  json results = json::array();
+  json errors = json::array();
+  size_t failed = 0;
+  for (const Point& p : points) {
+    const auto it = records.find(p.index);
+    if (it == records.end())
+      throw std::logic_error(fmt::format("sweep point {} is missing", p.index));
+    const json& record = it->second;
+    std::string prefix = std::to_string(p.index);
+    for (const auto& kv : p.values)
+      prefix += "," + csv_field(kv.second);
+    if (text_field(record, "status") != "ok") {
+      ++failed;
+      csv += prefix + ",error" + std::string(14, ',') + "\n";
+      json e = {{"point", p.index}, {"error", text_field(record, "error")}};
+      for (const auto& [k, v] : p.values)
+        e[k] = v;
+      errors.push_back(e);
+      continue;
+    }
+    std::vector<model::ResultRow> rows;
+    for (const auto& r : record.at("results"))
+      rows.push_back(row_from_json(r));
+    std::istringstream lines(model::to_csv(rows, false));
+    for (std::string line; std::getline(lines, line);)
+      csv += prefix + ",ok," + line + "\n";
+    for (const auto& r : record.at("results")) {
+      json flat = {{"point", p.index}};
+      for (const auto& [k, v] : p.values)
+        flat[k] = v;
+      flat.update(r);
+      results.push_back(flat);
+    }
+  }
+  json axes_json = json::array();
+  for (const Axis& axis : axes)
+    axes_json.push_back({{"key", axis.key}, {"values", axis.values}});
+  json context = {{"tool", "tauplan"},
+                  {"version", model::tauplan_version()},
+                  {"commit", model::tauplan_git_commit()},
+                  {"date", model::utc_now_iso8601()},
+                  {"verb", "sweep"},
+                  {"engine", args.engine},
+                  {"job_file", job_file},
+                  {"points", total},
+                  {"resumed", resumed},
+                  {"failed", failed},
+                  {"mpi_ranks", me.size},
+                  {"evaluation", in_process ? "in process" : "one child process per point"},
+                  {"out_dir", out_dir.string()}};
+  if (chosen.name() == std::string("simgrid")) context["simgrid_version"] = sim::simgrid_version();
+  const json document = {
+      {"context", context}, {"axes", axes_json}, {"results", results}, {"errors", errors}};
+  write_atomically((out_dir / "sweep.csv").string(), csv);
+  write_atomically((out_dir / "sweep.json").string(), document.dump(2) + "\n");
+  fs::remove(work_dir, ec);  // only if empty
+  SweepOutcome outcome;
+  outcome.reporter = true;
+  outcome.document = document;
+  outcome.csv = csv;
+  outcome.failed = failed;
+  outcome.summary = fmt::format(
+      "# sweep: {} points ({} resumed, {} computed, {} failed), engine {}, "
+      "{}; results in {}\n",
+      total, resumed, total - resumed, failed, args.engine,
+      me.size > 1 ? fmt::format("{} MPI ranks", me.size)
+                  : (in_process ? "in process" : fmt::format("{} jobs", jobs)),
+      (out_dir / "sweep.csv").string());
+  for (const auto& e : errors)
+    outcome.summary += fmt::format("# point {}: {}\n", e.at("point").get<size_t>(),
+                                   e.at("error").get<std::string>());
+  return outcome;
+}
+
+}  // namespace tauplan::study

@@ -1,0 +1,62 @@
+// testbed_control.hpp: `tauplan testbed up|down|status|run|calibrate`, an emulated cluster.
+//
+//   up PLATFORM.xml [--hosts h1,h2,..] [--scale F]   one network namespace per host, the
+//                                  platform's routes emulated between them (exec/testbed/)
+//   down                           removes everything of the testbed (also after a kill)
+//   status [--json]                what is up, its links and routes, the fabric's counters
+//   run [--np N] -- COMMAND ...    COMMAND as N MPI ranks, rank r in the r-th host's namespace
+//   calibrate --out FILE.xml       measures the testbed, writes the fitted platform
+// and three internal subcommands the others start: `fabric` (the link emulator process),
+// `agent` (mpirun's remote shell) and `rank` (sets TAUPLAN_TESTBED_HOST, execs the command).
+// Every subcommand needs the rights to create and enter network namespaces (root); without
+// them it says so on one line and exits 2. The platform is loaded through sim/'s loader; all
+// else is exec/testbed/. What it leaves out: more than one testbed per prefix.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "exec/testbed/fabric.hpp"
+#include "exec/testbed/lifecycle.hpp"
+#include "exec/testbed/netcal.hpp"
+#include "exec/testbed/spec.hpp"
+
+namespace tauplan::study {
+
+namespace tb = tauplan::testbed;
+
+struct TestbedUpRequest {
+  std::string platform;
+  std::vector<std::string> hosts;
+  double scale = 0;
+  std::string prefix = "tp-";
+  int mtu = tb::Options{}.mtu;
+  double queue_s = tb::Options{}.queue_s;
+  double ttl_s = 4 * 3600.0;
+  double max_packet_rate = tb::Limits{}.max_packet_rate;
+  std::string congestion_control;
+  int realtime_priority = 10;
+  double early_s = tb::FabricOptions{}.early_s;
+  bool json = false;
+};
+
+struct TestbedCalibrateRequest {
+  std::string prefix = "tp-";
+  std::string out;
+  bool json = false;
+  tb::NetworkCalibrationRequest request;
+};
+
+/// InputError (exit 2) unless this process may create and enter network namespaces.
+void require_testbed_rights();
+/// Builds the testbed of a platform and starts its fabric; prints its state.
+void testbed_up(const TestbedUpRequest& request, std::ostream& out);
+/// Removes the testbed of `prefix` (and any leftover of one); InputError when none is up.
+void testbed_down(const std::string& prefix, bool json, std::ostream& out);
+/// What is up: hosts, links, routes, the fabric's counters.
+void testbed_status(const std::string& prefix, bool json, std::ostream& out);
+/// Measures the live testbed and writes its fitted platform.
+void testbed_calibrate(const TestbedCalibrateRequest& request, std::ostream& out);
+
+}  // namespace tauplan::study

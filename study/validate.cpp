@@ -1,0 +1,892 @@
+// validate.cpp: the study behind `tauplan validate` (see validate.hpp).
+#include "study/validate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "exec/calibrate.hpp"
+#include "exec/job_keys.hpp"
+#include "model/calibration.hpp"
+#include "model/collective.hpp"
+#include "model/error.hpp"
+#include "model/strategy.hpp"
+#include "model/validation.hpp"
+#include "study/child_process.hpp"
+#include "study/engines.hpp"
+#include "study/files.hpp"
+#include "study/gnuplot.hpp"
+#include "study/grid.hpp"
+#include "study/inputs.hpp"
+
+namespace tauplan::study {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// One configuration: a strategy and the job keys that make it.
+struct Config {
+  std::string strategy;
+  int workers = 1;
+  int tau = 1;
+  double batch = 0;
+  std::string split = "even";
+  double slow = 1;
+  std::vector<std::pair<std::string, std::string>> extra;  ///< other swept keys
+  std::string name;                                        ///< e.g. "sync K=4 speed slow=2"
+  std::string platform;                                    ///< calibrated XML
+};
+
+/// What one engine said about one configuration (the first row of its JSON).
+struct EngineRow {
+  double compute_s = kNaN, comm_s = kNaN, round_s = kNaN, rounds = kNaN, total_s = kNaN;
+  bool reached = false;
+  double staleness = kNaN;          ///< asynchronous: mean staleness of the updates
+  std::vector<double> local_steps;  ///< time budget: mean local steps per round of each worker
+};
+
+struct Outcome {
+  Config config;
+  EngineRow measured, analytic, simgrid;
+  /// The analytic engine on the calibration taken just before and just after the measurement
+  /// (the platform above keeps the faster of the two, point by point); NaN when reused.
+  EngineRow analytic_before, analytic_after;
+  double rounds_loo = kNaN;    ///< predicted without this configuration
+  double rounds_group = kNaN;  ///< predicted without any configuration at its (K b, tau)
+  double rounds_fit = kNaN;    ///< fitted to every configuration
+  // Derived: time to target and speedup.
+  double time_analytic = kNaN, time_simgrid = kNaN;              ///< with rounds_loo
+  double time_group_analytic = kNaN, time_group_simgrid = kNaN;  ///< with rounds_group
+  double speedup_measured = kNaN, speedup_analytic = kNaN, speedup_simgrid = kNaN;
+};
+
+// A child's one-line error ("tauplan: error: FILE: KEY: ...") as this process's InputError.
+InputError passed_on_error(const std::string& line) {
+  const std::string prefix = "tauplan: error: ";
+  return InputError(line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : line, "", "");
+}
+
+EngineRow parse_row(const std::string& out, const std::string& what) {
+  json j;
+  try {
+    j = json::parse(out);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(what + ": unreadable JSON (" + e.what() + ")");
+  }
+  if (!j.contains("results") || j["results"].empty())
+    throw std::runtime_error(what + ": no result row");
+  const json& r = j["results"][0];
+  auto get = [&r](const char* key) {
+    return r.contains(key) && r[key].is_number() ? r[key].get<double>() : kNaN;
+  };
+  EngineRow row;
+  row.compute_s = get("compute_s");
+  row.comm_s = get("comm_s");
+  row.round_s = get("round_s");
+  row.rounds = get("rounds");
+  row.total_s = get("total_s");
+  row.reached = r.contains("reached_target") && r["reached_target"].is_boolean() &&
+                r["reached_target"].get<bool>();
+  row.staleness = get("staleness_mean");
+  if (r.contains("local_steps_mean") && r["local_steps_mean"].is_array())
+    row.local_steps = r["local_steps_mean"].get<std::vector<double>>();
+  // Measured rows also carry medians over rounds: the typical round, robust to the time the
+  // host of a virtual machine takes away now and then (the totals keep that time).
+  if (r.contains("round_median_s") && r["round_median_s"].is_number()) {
+    row.round_s = get("round_median_s");
+    row.compute_s = get("compute_median_s");
+    row.comm_s = get("S_s");
+  }
+  return row;
+}
+
+/// The configurations of the job and axes, without duplicates, in a stable order.
+std::vector<Config> make_configs(const ValidateRequest& a, const std::vector<Axis>& axes) {
+  const auto points = grid_points(axes);
+  std::vector<Config> configs;
+  std::set<std::string> seen;
+  for (const auto& point : points) {
+    auto overrides = a.overrides;
+    for (const auto& [k, v] : point)
+      overrides[k] = v;
+    const model::Job job = model::load_job(a.job_file, all_job_keys(), overrides);
+    const model::StrategyOptions options = model::strategy_options(job);
+    for (const std::string& name : job.list("strategies")) {
+      const model::Strategy& strategy = model::strategy(name, job.file);
+      const model::StrategyOptions normalised = strategy.normalise(options);
+      for (double slow : a.slow) {
+        Config c;
+        c.strategy = name;
+        c.batch = normalised.batch;
+        c.workers = normalised.workers;
+        c.tau = normalised.tau;
+        c.slow = c.workers < 2 ? 1.0 : slow;
+        // An even and a speed split differ only when some worker is slower.
+        const bool speed_split =
+            strategy.uses("split") && c.slow > 1 && normalised.split == model::BatchSplit::Speed;
+        c.split = speed_split ? "speed" : "even";
+        for (const auto& [k, v] : point)
+          if (k != "workers" && k != "tau" && k != "split" && k != "strategies")
+            c.extra.emplace_back(k, v);
+        model::StrategyOptions named = normalised;
+        named.split = speed_split ? model::BatchSplit::Speed : model::BatchSplit::Even;
+        c.name = strategy.label(named);
+        if (c.slow > 1) c.name += fmt::format(" slow={:g}", c.slow);
+        for (const auto& [k, v] : c.extra)
+          c.name += " " + k + "=" + v;
+        if (seen.insert(c.name).second) configs.push_back(c);
+      }
+    }
+  }
+  return configs;
+}
+
+// Per-worker batch sizes the configurations of K workers will run, to calibrate around them.
+std::vector<int> batches_for(const std::vector<Config>& configs, int k, long long largest) {
+  std::set<int> b;
+  for (const Config& c : configs) {
+    if (c.workers != k) continue;
+    if (model::strategy(c.strategy).splits_batch()) {
+      const double share = c.slow > 1 ? (1.0 / c.slow) / (k - 1 + 1.0 / c.slow) : 1.0 / k;
+      b.insert(std::max(1, static_cast<int>(std::floor(c.batch * share))));
+      b.insert(std::max(1, static_cast<int>(std::ceil(c.batch / k))));
+      if (c.slow > 1)
+        b.insert(std::max(1, static_cast<int>(std::ceil(c.batch / (k - 1 + 1.0 / c.slow)))));
+    } else {
+      b.insert(std::max(1, static_cast<int>(c.batch)));
+    }
+  }
+  if (b.empty()) return {};
+  const int lo = *b.begin(), hi = *b.rbegin();
+  b.insert(std::max(1, lo / 2));
+  b.insert(static_cast<int>(std::min<long long>(2LL * hi, largest)));
+  std::vector<int> out;
+  for (int v : b)
+    if (v <= largest) out.push_back(v);
+  return out;
+}
+
+// The calibrations of an earlier validate (DIR/K<K>.xml for every K), each checked by
+// `tauplan calibrate --check` (a broken file is its one-line error, exit 2).
+std::map<int, model::Calibration> load_calibrations(const ValidateRequest& a,
+                                                    const std::set<int>& ks,
+                                                    const fs::path& out_dir) {
+  std::map<int, model::Calibration> calibrations;
+  for (int k : ks) {
+    const fs::path file = fs::path(a.calibration_dir) / fmt::format("K{}.xml", k);
+    if (!fs::exists(file))
+      throw InputError("command line --calibration", file.string(),
+                       "a calibration of K=" + std::to_string(k) +
+                           " workers (written by an earlier tauplan validate)",
+                       "no such file");
+    const std::string err = (out_dir / fmt::format("check-K{}.err", k)).string();
+    const std::string res = (out_dir / fmt::format("check-K{}.json", k)).string();
+    int status = 0;
+    child::run_all({{{"calibrate", "--check", file.string(), "--json"}, res, err}}, 1,
+                   [&](size_t, int st) { status = st; });
+    if (status != 0) throw passed_on_error(last_line(read_text(err)));
+    model::Calibration c = model::calibration_from_json(json::parse(read_text(res)));
+    c.hosts = k;       // the configurations' K
+    c.slowdowns = {};  // each configuration says which worker is slow
+    calibrations[k] = c;
+    fs::remove(err);
+    fs::remove(res);
+  }
+  return calibrations;
+}
+
+/// The MLP exec trains for the job, checked to be the workload the calibration describes.
+struct Machine {
+  model::Workload workload;
+  exec::MlpShape shape;
+  const exec::Dataset* data = nullptr;
+};
+
+Machine machine_of(const model::Job& job) {
+  const exec::ExecSettings settings = exec::exec_settings(job);
+  Machine m;
+  m.workload = model::load_workload(job.text("workload"));
+  static const exec::Dataset data = exec::load_dataset(settings.data);
+  m.data = &data;
+  m.shape = exec::mlp_shape(settings.hidden, data);
+  if (m.workload.name != "fashion-mlp" ||
+      std::fabs(m.workload.parameters - static_cast<double>(m.shape.parameters())) >
+          0.01 * m.workload.parameters)
+    throw InputError(job.file, "workload",
+                     "fashion-mlp with hidden: [256, 128] (the MLP exec trains; its catalog "
+                     "flop per sample converts the calibrated step into a speed)",
+                     m.workload.name + " with an MLP of " + std::to_string(m.shape.parameters()) +
+                         " parameters");
+  return m;
+}
+
+/// Micro-measurements of K = config.workers lockstep workers, now, around the per-worker
+/// batches of the configurations with that K.
+exec::CalibrationMeasurements measure_now(const ValidateRequest& a, const model::Job& job,
+                                          const Machine& m, const std::vector<Config>& configs,
+                                          const Config& config) {
+  const int k = config.workers;
+  exec::CalibrationRequest request;
+  request.batches = batches_for(configs, k, m.data->train_size());
+  request.replicas = k;
+  request.steps = std::max(a.calibration_steps, 8 * k);
+  const double n = static_cast<double>(m.shape.parameters());
+  request.floats = {n / 4, n / 2, n};
+  request.seed = static_cast<std::uint64_t>(job.integer("seed"));
+  exec::CalibrationMeasurements measured = exec::measure_cpu_calibration(request, *m.data, m.shape);
+  // An asynchronous run is timed on the wall clock with its workers at once: so is its step.
+  if (model::strategy(config.strategy).asynchronous())
+    measured.steps = exec::measure_concurrent_steps(request, *m.data, m.shape);
+  return measured;
+}
+
+/// Point by point, the faster of two calibrations. Contention from outside (a virtual machine's
+/// host, another tenant on the core's sibling) only ever adds time, so the faster of a
+/// calibration taken just before a measurement and one taken just after it is the machine's own
+/// cost: a slow spell during one of them does not become the prediction.
+exec::CalibrationMeasurements faster_of(const exec::CalibrationMeasurements& x,
+                                        const exec::CalibrationMeasurements& y,
+                                        bool wall_clock_steps = false) {
+  exec::CalibrationMeasurements out = x;
+  // Wall-clock steps (asynchronous runs) count the load other processes put on the cores, which
+  // the measurement between the two calibrations bears too: their mean, not the faster.
+  for (std::size_t i = 0; i < out.steps.size() && i < y.steps.size(); ++i)
+    if (y.steps[i].batch == out.steps[i].batch)
+      out.steps[i].seconds = wall_clock_steps ? 0.5 * (out.steps[i].seconds + y.steps[i].seconds)
+                                              : std::min(out.steps[i].seconds, y.steps[i].seconds);
+  for (std::size_t i = 0; i < out.combines.size() && i < y.combines.size(); ++i)
+    if (y.combines[i].floats == out.combines[i].floats)
+      out.combines[i].seconds = std::min(out.combines[i].seconds, y.combines[i].seconds);
+  return out;
+}
+
+/// Fits a calibration of the configuration's K from measurements; `report` gets its numbers.
+model::Calibration fit_now(const Machine& m, const Config& config,
+                           const exec::CalibrationMeasurements& measured, json& report,
+                           bool quiet = false) {
+  const int k = config.workers;
+  const exec::CpuCalibration cal = exec::fit_cpu_calibration(
+      measured, m.workload, k,
+      fmt::format("validate: {} on cpu, lockstep sync rounds of {} replicas (step and threads "
+                  "combine), faster of before and after the measurement, thread CPU time",
+                  m.shape.to_string(), k),
+      model::utc_now_iso8601());
+  if (!quiet)
+    for (const std::string& w : cal.warnings)
+      std::cerr << "validate: " << config.name << ": " << w << "\n";
+  report = {{"config", config.name},
+            {"workers", k},
+            {"step_intercept_s", cal.calibration.step_intercept_s},
+            {"per_sample_s", cal.calibration.per_sample_s},
+            {"r2_compute", cal.compute.r2},
+            {"step_max_relative_residual", cal.compute.max_relative_residual},
+            {"alpha_s", cal.calibration.alpha_s},
+            {"beta_Bps", cal.calibration.beta_Bps},
+            {"r2_comm", cal.comm.r2},
+            {"comm_max_relative_residual", cal.comm.max_relative_residual},
+            {"steps", exec::steps_json(cal.measured)},
+            {"combines", exec::combines_json(cal.measured)}};
+  return cal.calibration;
+}
+
+/// Writes the platform of one configuration: the calibration, with worker h0 slowed if asked.
+std::string write_platform(const Config& config, model::Calibration cal, const fs::path& path) {
+  if (config.slow > 1) {
+    cal.slowdowns.assign(static_cast<std::size_t>(config.workers), 1.0);
+    cal.slowdowns[0] = config.slow;
+  }
+  write_text(path, model::calibration_xml(cal));
+  return path.string();
+}
+
+/// The child task that runs `engine` on one configuration.
+/// The platform of a configuration calibrated before or after its measurement alone.
+std::string variant_platform(const Config& c, const std::string& which) {
+  return (fs::path(c.platform).parent_path() /
+          (fs::path(c.platform).stem().string() + "-" + which + ".xml"))
+      .string();
+}
+
+/// The child task that runs `engine` on one configuration (on `platform` when given, else the
+/// configuration's calibrated platform; `suffix` tells the output files apart).
+child::Task engine_child(const ValidateRequest& a, const Config& c, const model::Engine& engine,
+                         const std::string& stem, const std::string& platform = "",
+                         const std::string& suffix = "") {
+  // One value per key: the job flags, then the swept keys, then what validate fixes.
+  std::map<std::string, std::string> keys = a.overrides;
+  for (const auto& [key, value] : c.extra)
+    keys[key] = value;
+  const std::map<std::string, std::string> fixed = {
+      {"platform", platform.empty() ? c.platform : platform},
+      {"strategies", c.strategy},
+      {"workers", std::to_string(c.workers)},
+      {"tau", std::to_string(c.tau)},
+      {"split", c.split},
+      {"collective", model::parameter_server_collective()},
+      {"servers", "1"},
+      {"communicator", "threads"}};
+  for (const auto& [key, value] : fixed)
+    keys[key] = value;
+  // An asynchronous strategy is measured with its workers running at once, on the wall clock.
+  if (model::strategy(c.strategy).asynchronous()) keys["timing"] = "concurrent";
+  // Simulated rounds: 3 synchronous rounds; updates of an asynchronous run (its throughput is
+  // taken after a warm-up).
+  if (engine.name() == std::string("simgrid"))
+    keys["sim_rounds"] = model::strategy(c.strategy).asynchronous() ? "400" : "3";
+  const std::string name = stem + "-" + engine.verb() + suffix;
+  return engine_task(engine, a.job_file, keys, name + ".json", name + ".err");
+}
+
+// Runs the tasks (at most `jobs` at once); a child's exit 2 becomes this verb's exit 2.
+std::vector<std::string> run_children(const std::vector<child::Task>& tasks, int jobs,
+                                      const std::string& what) {
+  std::vector<std::string> outputs(tasks.size());
+  child::Progress progress("validate: " + what, tasks.size(), 0, !what.empty());
+  std::string bad_input;
+  std::string failure;
+  child::run_all(tasks, jobs, [&](size_t i, int status) {
+    progress.advance();
+    if (status == 2 && bad_input.empty()) bad_input = last_line(read_text(tasks[i].err_path));
+    // Exit 3 is an answer: a measure that stopped at max_steps before its target (its row
+    // says so, and the convergence fit leaves it out).
+    if (status != 0 && status != 2 && status != kExitIncompleteAnswer && failure.empty())
+      failure = fmt::format("{} failed (exit {}): {}", fmt::join(tasks[i].args, " "), status,
+                            last_line(read_text(tasks[i].err_path)));
+  });
+  progress.finish();
+  if (!bad_input.empty()) {
+    // The child printed "tauplan: error: FILE: KEY: ..."; pass the message on as it is.
+    throw passed_on_error(bad_input);
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);
+  for (size_t i = 0; i < tasks.size(); ++i)
+    outputs[i] = read_text(tasks[i].out_path);
+  return outputs;
+}
+
+double pct(double e) {
+  return 100 * e;
+}
+
+std::string pct_text(double e) {
+  return std::isfinite(e) ? fmt::format("{:+.1f}%", pct(e)) : "n/a";
+}
+
+std::string ms(double s) {
+  return std::isfinite(s) ? fmt::format("{:.3f}", 1e3 * s) : "n/a";
+}
+
+json number_or_null(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+/// What a validation on this machine checks, said in every output (README,
+/// experiments/validation/README.md): the measured round is rebuilt from per-op CPU times by the
+/// same longest-path rule the analytic engine uses, on a platform calibrated from the same ops.
+constexpr const char* kRepeatabilityLabel =
+    "repeatability check of the timing model, not a validation of the model: the measured "
+    "round is reconstructed in lockstep from per-op thread CPU times by the same longest-path "
+    "rule the analytic engine uses, on a platform calibrated from the same ops at the same "
+    "sizes; a validation needs workers running concurrently on the wall clock across a real "
+    "network (tauplan testbed)";
+
+json errors_json(double measured, double analytic, double simgrid) {
+  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  return {{"measured", num(measured)},
+          {"analytic", num(analytic)},
+          {"simgrid", num(simgrid)},
+          {"error_analytic", num(model::relative_error(analytic, measured))},
+          {"error_simgrid", num(model::relative_error(simgrid, measured))}};
+}
+
+std::string scatter_script(double lo, double hi) {
+  const std::string body = fmt::format(
+      "set title 'tauplan validate: predicted against measured (this machine, lockstep)'\n"
+      "set xlabel 'measured (s)'\nset ylabel 'predicted (s)'\n"
+      "set logscale xy\nset xrange [{0}:{1}]\nset yrange [{0}:{1}]\n"
+      "set key top left\nset grid\n"
+      "plot x title 'y = x' with lines lc rgb '#888888', \\\n"
+      "  'validation.csv' using 'round_measured_s':'round_analytic_s' title 'round, analytic' "
+      "with points pt 7 lc rgb '#1f77b4', \\\n"
+      "  '' using 'round_measured_s':'round_simgrid_s' title 'round, simgrid' with points pt 6 "
+      "ps 1.6 lc rgb '#ff7f0e', \\\n"
+      "  '' using 'time_measured_s':'time_analytic_s' title 'time to target, analytic (LOO)' "
+      "with points pt 5 lc rgb '#2ca02c', \\\n"
+      "  '' using 'time_measured_s':'time_simgrid_s' title 'time to target, simgrid (LOO)' "
+      "with points pt 4 ps 1.6 lc rgb '#d62728'",
+      lo, hi);
+  return two_terminals("validate", "scatter", "900,700", body);
+}
+
+}  // namespace
+
+ValidateOutcome run_validate(const ValidateRequest& a) {
+  const std::vector<model::KeySpec> specs = all_job_keys();
+  const std::vector<Axis> axes = parse_sets(a.sets, specs);
+  for (double f : a.slow)
+    if (!(f >= 1) || !std::isfinite(f))
+      throw InputError("command line", "--slow-worker", "factors >= 1", fmt::format("{:g}", f));
+  if (a.calibration_steps < 1)
+    throw InputError("command line", "--calibration-steps", "a whole number >= 1",
+                     std::to_string(a.calibration_steps));
+  // What the calibration describes cannot vary between configurations, and what validate sets
+  // itself (the calibrated platform and its reducer) cannot be given.
+  static const std::set<std::string> fixed_keys = {"workload", "hidden",         "device",
+                                                   "timing",   "communicator",   "combine",
+                                                   "data_dir", "allow_synthetic"};
+  static const std::set<std::string> set_by_validate = {"platform", "collective",  "servers",
+                                                        "hosts",    "single_host", "sim_rounds"};
+  for (const Axis& axis : axes) {
+    if (fixed_keys.count(axis.key) || set_by_validate.count(axis.key))
+      throw InputError("command line --set", axis.key,
+                       "a key that may vary between configurations (the calibration is of one "
+                       "workload, MLP, device, timing and combine)");
+  }
+  for (const auto& [key, value] : a.overrides)
+    if (set_by_validate.count(key))
+      throw InputError("command line", "--" + key,
+                       "no value (validate sets it: the calibrated platform, collective ps, "
+                       "servers 1)",
+                       value);
+  const model::Job job = model::load_job(a.job_file, specs, a.overrides);
+  const exec::ExecSettings settings = exec::exec_settings(job);
+  if (settings.device != exec::Device::Cpu)
+    throw InputError(job.file, "device", "cpu (validate calibrates CPU workers only so far)",
+                     "cuda");
+  if (settings.train.timing != exec::Timing::Lockstep)
+    throw InputError(job.file, "timing",
+                     "lockstep (the calibration times steps as the lockstep clock does)",
+                     exec::to_string(settings.train.timing));
+  if (settings.train.combine != exec::CombineRule::Mean)
+    throw InputError(job.file, "combine", "mean (only the mean combine is calibrated)",
+                     exec::to_string(settings.train.combine));
+  if (settings.communicator != "auto" && settings.communicator != "threads")
+    throw InputError(job.file, "communicator",
+                     "threads or auto (only the threads combine is calibrated)",
+                     settings.communicator);
+  if (!(settings.train.target_accuracy > 0))
+    throw InputError(job.file, "target_accuracy", "a target (time to target is validated)");
+
+  std::vector<Config> configs = make_configs(a, axes);
+  if (configs.empty()) throw InputError(job.file, "strategies", "at least one configuration");
+  const fs::path out_dir(a.out);
+  make_folder((out_dir / "runs").string(), "--out");
+  // Calibrate (unless reusing), then measure, one configuration at a time: each measurement
+  // follows its own calibration, so both see the machine in the same state (a virtual
+  // machine's host takes more or less time away from one minute to the next). Then predict
+  // and simulate every configuration on its calibrated platform, in parallel.
+  const fs::path cal_dir = out_dir / "calibration";
+  make_folder(cal_dir.string(), "--out");
+  std::set<int> ks;
+  for (const Config& c : configs)
+    ks.insert(c.workers);
+  const std::map<int, model::Calibration> reused = a.calibration_dir.empty()
+                                                       ? std::map<int, model::Calibration>{}
+                                                       : load_calibrations(a, ks, out_dir);
+  json calibration_report = json::array();
+  std::vector<std::string> measured(configs.size());
+  const Machine machine = machine_of(job);
+  for (const auto& [k, cal] : reused)
+    if (cal.workload != machine.workload.name)
+      throw InputError((fs::path(a.calibration_dir) / fmt::format("K{}.xml", k)).string(),
+                       "workload", "the job's workload " + machine.workload.name, cal.workload);
+  child::Progress progress("validate: calibrate and measure", configs.size(), 0, true);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Config& config = configs[i];
+    const std::string stem = (out_dir / "runs" / fmt::format("{:02}", i)).string();
+    const fs::path platform = cal_dir / fmt::format("{:02}.xml", i);
+    config.platform = platform.string();
+    const child::Task task = engine_child(a, config, engine("exec"), stem);
+    if (!a.calibration_dir.empty()) {
+      write_platform(config, reused.at(config.workers), platform);
+      measured[i] = run_children({task}, 1, "")[0];
+    } else {
+      // Calibrate, measure, calibrate again; predict from the faster of the two calibrations.
+      // (The measurement reads only the worker speeds of the platform: the slow worker.)
+      const exec::CalibrationMeasurements before = measure_now(a, job, machine, configs, config);
+      json unused;
+      write_platform(config, fit_now(machine, config, before, unused, true), platform);
+      measured[i] = run_children({task}, 1, "")[0];
+      const exec::CalibrationMeasurements after = measure_now(a, job, machine, configs, config);
+      json report;
+      const model::Calibration cal = fit_now(
+          machine, config,
+          faster_of(before, after, model::strategy(config.strategy).asynchronous()), report);
+      write_platform(config, cal, platform);
+      // Both calibrations are kept, so that the error against each can be reported too.
+      json unused_before, unused_after;
+      write_platform(config, fit_now(machine, config, before, unused_before, true),
+                     variant_platform(config, "before"));
+      write_platform(config, fit_now(machine, config, after, unused_after, true),
+                     variant_platform(config, "after"));
+      // Kept for reuse with --calibration: the latest calibration of each K.
+      write_text((cal_dir / fmt::format("K{}.xml", config.workers)).string(),
+                 model::calibration_xml(cal));
+      calibration_report.push_back(report);
+    }
+    progress.advance();
+  }
+  progress.finish();
+  const bool both_calibrations = a.calibration_dir.empty();
+  const size_t per_config = both_calibrations ? 4 : 2;
+  std::vector<child::Task> predict_tasks;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const std::string stem = (out_dir / "runs" / fmt::format("{:02}", i)).string();
+    for (const char* name : {"analytic", "simgrid"})
+      predict_tasks.push_back(engine_child(a, configs[i], engine(name), stem));
+    if (both_calibrations)
+      for (const char* which : {"before", "after"})
+        predict_tasks.push_back(engine_child(a, configs[i], engine("analytic"), stem,
+                                             variant_platform(configs[i], which),
+                                             std::string("-") + which));
+  }
+  const int jobs = a.jobs > 0 ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const auto predicted = run_children(predict_tasks, jobs, "predict and simulate");
+
+  std::vector<Outcome> outcomes;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Outcome o;
+    o.config = configs[i];
+    o.measured = parse_row(measured[i], "measure " + configs[i].name);
+    o.analytic = parse_row(predicted[per_config * i], "predict " + configs[i].name);
+    o.simgrid = parse_row(predicted[per_config * i + 1], "simulate " + configs[i].name);
+    if (both_calibrations) {
+      o.analytic_before =
+          parse_row(predicted[per_config * i + 2], "predict (before) " + o.config.name);
+      o.analytic_after =
+          parse_row(predicted[per_config * i + 3], "predict (after) " + o.config.name);
+    }
+    outcomes.push_back(o);
+  }
+
+  // Convergence: fit to the configurations that reached the target; predict each left out.
+  std::vector<model::StepsPoint> points;
+  std::vector<int> groups;
+  std::vector<size_t> point_of;  // outcome index of each point
+  std::map<std::pair<double, int>, int> group_ids;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    if (!o.measured.reached || model::strategy(o.config.strategy).asynchronous()) continue;
+    model::StepsPoint p;
+    const bool local = model::strategy(o.config.strategy).counts_rounds();
+    p.batch = o.config.batch;
+    p.workers = local ? o.config.workers : 1;
+    p.tau = local ? o.config.tau : 1;
+    p.steps = o.measured.rounds;
+    // A time budget: the local steps each worker really took (mean per round).
+    if (local && o.measured.local_steps.size() == static_cast<size_t>(o.config.workers))
+      p.local_steps = o.measured.local_steps;
+    points.push_back(p);
+    const auto coordinate = std::make_pair(p.batch * p.workers, p.tau);
+    const auto it = group_ids.emplace(coordinate, static_cast<int>(group_ids.size())).first;
+    groups.push_back(it->second);
+    point_of.push_back(i);
+  }
+  json fit_report = nullptr;
+  if (points.size() >= 3) {
+    const model::CriticalBatchFit fit = model::fit_critical_batch(points, "validate");
+    const std::vector<double> loo = model::leave_out_predictions(points);
+    const std::vector<double> lgo = model::leave_out_predictions(points, groups);
+    for (size_t j = 0; j < points.size(); ++j) {
+      Outcome& o = outcomes[point_of[j]];
+      o.rounds_fit = model::fitted_steps(fit, points[j].batch, points[j].workers, points[j].tau);
+      o.rounds_loo = loo[j];
+      o.rounds_group = lgo[j];
+    }
+    fit_report = {{"min_steps", fit.min_steps},
+                  {"critical_batch", fit.critical_batch},
+                  {"drift", fit.drift},
+                  {"rms_log_error", fit.rms_log_error},
+                  {"points", fit.points}};
+    // Asynchronous runs: Na(b) (1 + kappa tau_bar) with Na from the fit above and kappa fitted
+    // to the other asynchronous runs (leave-one-out), with their measured staleness.
+    std::vector<model::AsyncPoint> async_points;
+    std::vector<size_t> async_of;
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      const Outcome& o = outcomes[i];
+      if (!o.measured.reached || !model::strategy(o.config.strategy).asynchronous() ||
+          !std::isfinite(o.measured.staleness))
+        continue;
+      async_points.push_back({o.config.batch, o.measured.staleness, o.measured.rounds});
+      async_of.push_back(i);
+    }
+    if (!async_points.empty()) {
+      const double kappa = model::fit_staleness_cost(fit, async_points);
+      // Each left out at the staleness the analytic engine predicts for it (its measured
+      // staleness is the measurement's, not the model's).
+      std::vector<double> predicted_staleness;
+      for (size_t i : async_of)
+        predicted_staleness.push_back(outcomes[i].analytic.staleness);
+      const std::vector<double> async_loo =
+          model::leave_out_async_predictions(fit, async_points, predicted_staleness);
+      for (size_t j = 0; j < async_points.size(); ++j) {
+        Outcome& o = outcomes[async_of[j]];
+        o.rounds_loo = o.rounds_group = async_loo[j];
+        if (std::isfinite(kappa))
+          o.rounds_fit = model::fitted_steps(fit, async_points[j].batch, 1, 1) *
+                         (1 + kappa * predicted_staleness[j]);
+      }
+      fit_report["staleness_cost"] = std::isfinite(kappa) ? json(kappa) : json(nullptr);
+      fit_report["async_points"] = async_points.size();
+    }
+  }
+  // Time to target with the leave-one-out count; speedup against single.
+  for (Outcome& o : outcomes) {
+    o.time_analytic = o.rounds_loo * o.analytic.round_s;
+    o.time_simgrid = o.rounds_loo * o.simgrid.round_s;
+    o.time_group_analytic = o.rounds_group * o.analytic.round_s;
+    o.time_group_simgrid = o.rounds_group * o.simgrid.round_s;
+  }
+  for (Outcome& o : outcomes) {
+    // Against single with the same other swept keys (batch, learning rate, ...).
+    const Outcome* single = nullptr;
+    for (const Outcome& s1 : outcomes)
+      if (model::strategy(s1.config.strategy).is_baseline() && s1.config.extra == o.config.extra)
+        single = &s1;
+    if (!single || !o.measured.reached || !single->measured.reached) continue;
+    o.speedup_measured = single->measured.total_s / o.measured.total_s;
+    o.speedup_analytic = single->time_analytic / o.time_analytic;
+    o.speedup_simgrid = single->time_simgrid / o.time_simgrid;
+  }
+
+  // Errors and their medians.
+  std::vector<double> round_a, round_s, time_a, time_s, time_group_a, time_group_s, comm_a,
+      compute_a, comm_s, compute_s, speedup_a, rounds_loo, rounds_group, rounds_fit, round_before,
+      round_after;
+  json rows = json::array();
+  std::string csv =
+      "config,strategy,workers,tau,batch,split,slow,reached,round_measured_s,round_analytic_s,"
+      "round_simgrid_s,compute_measured_s,compute_analytic_s,compute_simgrid_s,comm_measured_s,"
+      "comm_analytic_s,comm_simgrid_s,rounds_measured,rounds_loo,rounds_group_out,rounds_fit,"
+      "time_measured_s,time_analytic_s,time_simgrid_s,time_group_out_analytic_s,"
+      "time_group_out_simgrid_s,speedup_measured,speedup_analytic,speedup_simgrid\n";
+  auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
+  for (const Outcome& o : outcomes) {
+    const double time_measured = o.measured.reached ? o.measured.total_s : kNaN;
+    const double rounds_measured = o.measured.reached ? o.measured.rounds : kNaN;
+    round_a.push_back(model::relative_error(o.analytic.round_s, o.measured.round_s));
+    round_s.push_back(model::relative_error(o.simgrid.round_s, o.measured.round_s));
+    round_before.push_back(model::relative_error(o.analytic_before.round_s, o.measured.round_s));
+    round_after.push_back(model::relative_error(o.analytic_after.round_s, o.measured.round_s));
+    compute_a.push_back(model::relative_error(o.analytic.compute_s, o.measured.compute_s));
+    compute_s.push_back(model::relative_error(o.simgrid.compute_s, o.measured.compute_s));
+    if (o.config.workers > 1) {
+      comm_a.push_back(model::relative_error(o.analytic.comm_s, o.measured.comm_s));
+      comm_s.push_back(model::relative_error(o.simgrid.comm_s, o.measured.comm_s));
+    }
+    time_a.push_back(model::relative_error(o.time_analytic, time_measured));
+    time_s.push_back(model::relative_error(o.time_simgrid, time_measured));
+    time_group_a.push_back(model::relative_error(o.time_group_analytic, time_measured));
+    time_group_s.push_back(model::relative_error(o.time_group_simgrid, time_measured));
+    if (!model::strategy(o.config.strategy).is_baseline())  // 0 against itself, by construction
+      speedup_a.push_back(model::relative_error(o.speedup_analytic, o.speedup_measured));
+    rounds_loo.push_back(model::relative_error(o.rounds_loo, rounds_measured));
+    rounds_group.push_back(model::relative_error(o.rounds_group, rounds_measured));
+    rounds_fit.push_back(model::relative_error(o.rounds_fit, rounds_measured));
+    rows.push_back(
+        {{"config", o.config.name},
+         {"strategy", o.config.strategy},
+         {"workers", o.config.workers},
+         {"tau", o.config.tau},
+         {"batch", o.config.batch},
+         {"split", o.config.split},
+         {"slow_worker", o.config.slow},
+         {"platform", o.config.platform},
+         {"reached_target", o.measured.reached},
+         {"staleness_mean_measured",
+          std::isfinite(o.measured.staleness) ? json(o.measured.staleness) : json(nullptr)},
+         {"local_steps_measured", o.measured.local_steps},
+         {"compute_s",
+          errors_json(o.measured.compute_s, o.analytic.compute_s, o.simgrid.compute_s)},
+         {"comm_s", errors_json(o.measured.comm_s, o.analytic.comm_s, o.simgrid.comm_s)},
+         {"round_s", errors_json(o.measured.round_s, o.analytic.round_s, o.simgrid.round_s)},
+         {"round_s_by_calibration",
+          {{"analytic_before", number_or_null(o.analytic_before.round_s)},
+           {"analytic_after", number_or_null(o.analytic_after.round_s)},
+           {"error_analytic_before", number_or_null(round_before.back())},
+           {"error_analytic_after", number_or_null(round_after.back())}}},
+         {"rounds",
+          {{"measured", std::isfinite(rounds_measured) ? json(rounds_measured) : json(nullptr)},
+           {"leave_one_out", std::isfinite(o.rounds_loo) ? json(o.rounds_loo) : json(nullptr)},
+           {"leave_group_out",
+            std::isfinite(o.rounds_group) ? json(o.rounds_group) : json(nullptr)},
+           {"fitted", std::isfinite(o.rounds_fit) ? json(o.rounds_fit) : json(nullptr)},
+           {"error_leave_one_out",
+            std::isfinite(rounds_loo.back()) ? json(rounds_loo.back()) : json(nullptr)}}},
+         {"time_to_target_s", errors_json(time_measured, o.time_analytic, o.time_simgrid)},
+         {"time_to_target_group_out_s",
+          errors_json(time_measured, o.time_group_analytic, o.time_group_simgrid)},
+         {"speedup", errors_json(o.speedup_measured, o.speedup_analytic, o.speedup_simgrid)}});
+    csv += fmt::format(
+        "\"{}\",{},{},{},{:g},{},{:g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+        "{},{}\n",
+        o.config.name, o.config.strategy, o.config.workers, o.config.tau, o.config.batch,
+        o.config.split, o.config.slow, o.measured.reached ? 1 : 0, c(o.measured.round_s),
+        c(o.analytic.round_s), c(o.simgrid.round_s), c(o.measured.compute_s),
+        c(o.analytic.compute_s), c(o.simgrid.compute_s), c(o.measured.comm_s), c(o.analytic.comm_s),
+        c(o.simgrid.comm_s), c(rounds_measured), c(o.rounds_loo), c(o.rounds_group),
+        c(o.rounds_fit), c(time_measured), c(o.time_analytic), c(o.time_simgrid),
+        c(o.time_group_analytic), c(o.time_group_simgrid), c(o.speedup_measured),
+        c(o.speedup_analytic), c(o.speedup_simgrid));
+  }
+  auto med = [](const std::vector<double>& v) {
+    const double m = model::median_abs(v);
+    return std::isfinite(m) ? json(m) : json(nullptr);
+  };
+  const json summary = {{"configurations", outcomes.size()},
+                        {"median_abs_error_round_analytic", med(round_a)},
+                        {"median_abs_error_round_simgrid", med(round_s)},
+                        {"median_abs_error_round_analytic_before", med(round_before)},
+                        {"median_abs_error_round_analytic_after", med(round_after)},
+                        {"median_abs_error_compute_analytic", med(compute_a)},
+                        {"median_abs_error_compute_simgrid", med(compute_s)},
+                        {"median_abs_error_comm_analytic", med(comm_a)},
+                        {"median_abs_error_comm_simgrid", med(comm_s)},
+                        {"median_abs_error_time_to_target_analytic_loo", med(time_a)},
+                        {"median_abs_error_time_to_target_simgrid_loo", med(time_s)},
+                        {"median_abs_error_time_to_target_analytic_group_out", med(time_group_a)},
+                        {"median_abs_error_time_to_target_simgrid_group_out", med(time_group_s)},
+                        {"median_abs_error_speedup_analytic", med(speedup_a)},
+                        {"median_abs_error_rounds_loo", med(rounds_loo)},
+                        {"median_abs_error_rounds_leave_group_out", med(rounds_group)},
+                        {"median_abs_error_rounds_fit", med(rounds_fit)}};
+
+  // The same medians for each strategy on its own (asynchronous and time-budget runs differ
+  // from the synchronous ones in what is measured: wall clock, real per-worker steps).
+  json by_strategy = json::object();
+  for (const Outcome& o : outcomes) {
+    const std::string& name = o.config.strategy;
+    if (by_strategy.contains(name)) continue;
+    std::vector<double> ra, rs, ta, ts, rl;
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      if (outcomes[i].config.strategy != name) continue;
+      ra.push_back(round_a[i]);
+      rs.push_back(round_s[i]);
+      ta.push_back(time_a[i]);
+      ts.push_back(time_s[i]);
+      rl.push_back(rounds_loo[i]);
+    }
+    by_strategy[name] = {{"configurations", ra.size()},
+                         {"median_abs_error_round_analytic", med(ra)},
+                         {"median_abs_error_round_simgrid", med(rs)},
+                         {"median_abs_error_time_to_target_analytic_loo", med(ta)},
+                         {"median_abs_error_time_to_target_simgrid_loo", med(ts)},
+                         {"median_abs_error_rounds_loo", med(rl)}};
+  }
+
+  json context = {{"verb", "validate"},
+                  {"job_file", job.file},
+                  {"engines", {"exec-cpu (lockstep, thread CPU time)", "analytic", "simgrid"}},
+                  {"network_model",
+                   "calibrated threads combine as a parameter server with one reducer "
+                   "(collective ps, servers 1); simgrid CM02"},
+                  {"platforms", (out_dir / "calibration").string()},
+                  {"seed", job.integer("seed")},
+                  {"commit", model::tauplan_git_commit()},
+                  {"date", model::utc_now_iso8601()},
+                  {"timing",
+                   "lockstep: measured time is reconstructed (virtual clock), not "
+                   "concurrent; asynchronous strategies (async-ps): concurrent threads, wall "
+                   "clock, evaluation left out"},
+                  {"kind", kRepeatabilityLabel}};
+  const json report = {
+      {"context", context}, {"calibration", calibration_report},  {"convergence_fit", fit_report},
+      {"summary", summary}, {"summary_by_strategy", by_strategy}, {"results", rows}};
+  write_text((out_dir / "validation.json").string(), report.dump(2) + "\n");
+  write_text((out_dir / "validation.csv").string(), csv);
+  std::vector<std::string> notes;
+  if (!a.no_plot) {
+    double lo = HUGE_VAL, hi = 0;
+    for (const Outcome& o : outcomes)
+      for (double v : {o.measured.round_s, o.analytic.round_s, o.simgrid.round_s,
+                       o.measured.total_s, o.time_analytic, o.time_simgrid})
+        if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (hi > 0) {
+      write_text((out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
+      run_gnuplot(out_dir, "scatter.gp", notes);
+    }
+  }
+
+  ValidateOutcome outcome;
+  outcome.report = report;
+  outcome.notes = notes;
+  {
+    std::string out = fmt::format("note: {}\n", kRepeatabilityLabel);
+    out += fmt::format(
+        "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} "
+        "{:>8} {:>8} {:>8}\n",
+        "configuration", "round ms", "analytic", "err", "simgrid", "err", "rounds", "LOO", "err",
+        "time s", "err a", "err s", "speedup");
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      const Outcome& o = outcomes[i];
+      out += fmt::format(
+          "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} {:>8} {:>8} {:>8}\n",
+          o.config.name, ms(o.measured.round_s), ms(o.analytic.round_s), pct_text(round_a[i]),
+          ms(o.simgrid.round_s), pct_text(round_s[i]),
+          o.measured.reached ? fmt::format("{:g}", o.measured.rounds) : "-",
+          std::isfinite(o.rounds_loo) ? fmt::format("{:.0f}", o.rounds_loo) : "n/a",
+          pct_text(rounds_loo[i]),
+          o.measured.reached ? fmt::format("{:.3f}", o.measured.total_s) : "-", pct_text(time_a[i]),
+          pct_text(time_s[i]),
+          std::isfinite(o.speedup_measured) ? fmt::format("{:.2f}", o.speedup_measured) : "-");
+    }
+    auto m = [](const json& v) {
+      return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
+    };
+    out += fmt::format(
+        "median |error| over {} configurations: round time analytic {}, simgrid {}; time to "
+        "target (leave-one-out) analytic {}, simgrid {}, (leave-group-out) analytic {}, "
+        "simgrid {}; speedup {}; rounds leave-one-out {}, leave-group-out {}, in-sample fit {}\n",
+        outcomes.size(), m(summary["median_abs_error_round_analytic"]),
+        m(summary["median_abs_error_round_simgrid"]),
+        m(summary["median_abs_error_time_to_target_analytic_loo"]),
+        m(summary["median_abs_error_time_to_target_simgrid_loo"]),
+        m(summary["median_abs_error_time_to_target_analytic_group_out"]),
+        m(summary["median_abs_error_time_to_target_simgrid_group_out"]),
+        m(summary["median_abs_error_speedup_analytic"]), m(summary["median_abs_error_rounds_loo"]),
+        m(summary["median_abs_error_rounds_leave_group_out"]),
+        m(summary["median_abs_error_rounds_fit"]));
+    out += fmt::format(
+        "median |error| of compute per step: analytic {}, simgrid {}; of comm per round: "
+        "analytic {}, simgrid {}; round time on the calibration taken before the measurement {}, "
+        "after it {}, the faster of the two (above) {}\n",
+        m(summary["median_abs_error_compute_analytic"]),
+        m(summary["median_abs_error_compute_simgrid"]),
+        m(summary["median_abs_error_comm_analytic"]), m(summary["median_abs_error_comm_simgrid"]),
+        m(summary["median_abs_error_round_analytic_before"]),
+        m(summary["median_abs_error_round_analytic_after"]),
+        m(summary["median_abs_error_round_analytic"]));
+    outcome.text = out;
+    outcome.notes.insert(outcome.notes.begin(), "wrote " + (out_dir / "validation.json").string() +
+                                                    ", " + (out_dir / "validation.csv").string() +
+                                                    (a.no_plot ? "" : " and scatter.png/.svg"));
+  }
+  if (a.max_round_error >= 0) {
+    for (const char* key : {"median_abs_error_round_analytic", "median_abs_error_round_simgrid"}) {
+      const json& v = summary[key];
+      if (!v.is_number() || 100 * v.get<double>() > a.max_round_error) {
+        outcome.exceeded = fmt::format(
+            "{} = {} exceeds --max-round-error {}%", key,
+            v.is_number() ? fmt::format("{:.2f}%", 100 * v.get<double>()) : std::string("n/a"),
+            a.max_round_error);
+        break;
+      }
+    }
+  }
+  return outcome;
+}
+
+}  // namespace tauplan::study

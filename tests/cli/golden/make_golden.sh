@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# make_golden.sh TAUPLAN: records the outputs that golden_test.cpp compares against.
+#
+# Run once with the binary of the commit whose behaviour is the reference (the goldens in this
+# folder were made with commit 8dda4c8, before the Engine/Strategy/study redesign), from the
+# repository root. Each case is one line of cases.txt: NAME VERB [ARGS...]; the JSON output goes
+# to NAME.json. Timing fields of measure are compared loosely by the test, everything else
+# exactly.
+#
+# Deliberate changes since 8dda4c8, applied to the recorded files by hand and named here:
+# - issue 14: a row's speedup is null, not 0, when the job has no baseline (single) row;
+# - issue 15: the measure golden is re-recorded with the OpenBLAS CPU step (its curves differ
+#   from 8dda4c8's in the last digits: a change of floating-point summation order).
+set -euo pipefail
+tauplan=$1
+here=$(dirname "$0")
+while read -r name verb args; do
+  [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
+  # shellcheck disable=SC2086
+  "$tauplan" "$verb" $args --json > "$here/$name.json" 2> /dev/null
+  echo "recorded $name"
+done < "$here/cases.txt"

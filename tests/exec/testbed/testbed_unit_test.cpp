@@ -1,0 +1,359 @@
+// testbed_unit_test.cpp: the testbed's pure parts, without root: the spec of a platform (rank
+// order, routes, the scale identity, MTU and queues), its bad inputs, max-min fair shares, the
+// calibration's pair cover and link fits, and the calibrated platform loaded back by SimGrid.
+// Platforms come from sim's loader (one per process: ctest runs each TEST_CASE alone) or are
+// made in code.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "exec/testbed/netcal.hpp"
+#include "exec/testbed/spec.hpp"
+#include "model/error.hpp"
+#include "sim/platform_loader.hpp"
+
+using namespace tauplan;
+using namespace tauplan::testbed;
+
+namespace {
+
+const std::string kPlatforms = TAUPLAN_PLATFORM_DIR;
+
+/// Routes given as link lists for every ordered pair (a model::RouteOracle for hand-made
+/// platforms).
+class TableRoutes : public model::RouteOracle {
+ public:
+  TableRoutes(std::vector<model::Link> links, std::map<std::pair<int, int>, std::vector<int>> table)
+      : links_(std::move(links)), table_(std::move(table)) {}
+  model::Route route(int src, int dst) const override {
+    model::Route r;
+    r.links = table_.at({src, dst});
+    r.bandwidth_Bps = 1e300;
+    for (int l : r.links) {
+      r.latency_s += links_[static_cast<std::size_t>(l)].latency_s;
+      r.bandwidth_Bps =
+          std::min(r.bandwidth_Bps, links_[static_cast<std::size_t>(l)].bandwidth_Bps);
+    }
+    return r;
+  }
+
+ private:
+  std::vector<model::Link> links_;
+  std::map<std::pair<int, int>, std::vector<int>> table_;
+};
+
+model::Link link(const std::string& name, double bandwidth, double latency,
+                 model::LinkSharing sharing) {
+  model::Link l;
+  l.name = name;
+  l.bandwidth_Bps = bandwidth;
+  l.latency_s = latency;
+  l.sharing = sharing;
+  return l;
+}
+
+/// A SimGrid cluster with a backbone, by hand: hosts c0..c3, private split-duplex links (UP and
+/// DOWN halves) and one shared backbone: c_a -> c_b = [a_UP, backbone, b_DOWN].
+model::Platform backbone_platform(double private_Bps, double backbone_Bps, double latency_s) {
+  model::Platform p;
+  p.source_file = "<backbone in code>";
+  for (int h = 0; h < 4; ++h) {
+    model::Host host;
+    host.name = "c" + std::to_string(h);
+    host.speed_flops = 1e9;
+    host.node = host.name;
+    host.properties["node"] = host.name;
+    host.properties["role"] = "worker";
+    p.hosts.push_back(host);
+    p.links.push_back(link("c" + std::to_string(h) + "_link_UP", private_Bps, latency_s,
+                           model::LinkSharing::SplitDuplex));
+    p.links.push_back(link("c" + std::to_string(h) + "_link_DOWN", private_Bps, latency_s,
+                           model::LinkSharing::SplitDuplex));
+  }
+  p.links.push_back(link("backbone", backbone_Bps, latency_s / 2, model::LinkSharing::Shared));
+  std::map<std::pair<int, int>, std::vector<int>> table;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      if (a != b) table[{a, b}] = {2 * a, 8, 2 * b + 1};
+  p.routes = std::make_shared<TableRoutes>(p.links, table);
+  return p;
+}
+
+/// Two hosts joined by a chain of `links` links.
+model::Platform chain_platform(int links) {
+  model::Platform p;
+  p.source_file = "<chain in code>";
+  for (const char* name : {"a", "b"}) {
+    model::Host host;
+    host.name = name;
+    host.speed_flops = 1e9;
+    p.hosts.push_back(host);
+  }
+  std::vector<int> forward;
+  std::vector<int> back;
+  for (int l = 0; l < links; ++l) {
+    p.links.push_back(link("l" + std::to_string(l), 1e7, 1e-3, model::LinkSharing::Shared));
+    forward.push_back(l);
+    back.insert(back.begin(), l);
+  }
+  p.routes = std::make_shared<TableRoutes>(
+      p.links, std::map<std::pair<int, int>, std::vector<int>>{{{0, 1}, forward}, {{1, 0}, back}});
+  return p;
+}
+
+std::vector<std::string> route_link_names(const Spec& spec, int a, int b) {
+  std::vector<std::string> names;
+  for (int l : spec.route(a, b).links)
+    names.push_back(spec.links[static_cast<std::size_t>(l)].name);
+  return names;
+}
+
+void expect_input_error(const std::function<void()>& make,
+                        const std::vector<std::string>& fragments) {
+  try {
+    make();
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    for (const std::string& f : fragments)
+      CHECK(what.find(f) != std::string::npos);
+    CHECK(what.find('\n') == std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a testbed of test-ps: rank order, every route, and the scale an identity") {
+  const model::Platform platform = sim::load_platform(kPlatforms + "/test-ps.xml");
+  const Spec spec = make_spec(platform, Options{});
+  REQUIRE(spec.hosts.size() == 5);
+  const std::vector<std::string> names = {"h0", "h1", "h2", "h3", "ps0"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CHECK(spec.hosts[i].name == names[i]);
+    CHECK(spec.hosts[i].netns == "tp-r" + std::to_string(i));
+    CHECK(spec.hosts[i].address == "10.211.0." + std::to_string(i + 1));
+  }
+  CHECK(spec.hosts[4].role == "server");
+  // Default scale: the fastest link (1e10 B/s) over the fastest rate the fabric shapes at the
+  // MTU it gets. At MTU 9000 that is 1e10 / 7.5e7 = 133, where the slowest link (1e9 B/s) sends
+  // 7500 bytes a millisecond: MTU 4500, scale 267, 3750 bytes: MTU 3000, scale 400, 2500 bytes:
+  // MTU 1500, scale 800, where it stays.
+  CHECK(spec.mtu == 1500);
+  CHECK(spec.scale == Approx(1e10 / Limits{}.max_rate_Bps(1500)).epsilon(1e-12));
+  CHECK(spec.scale == Approx(800));
+  CHECK(spec.routes.size() == 20);
+  CHECK(spec.links.size() == 10);  // five split-duplex links, two halves each
+  CHECK(route_link_names(spec, 0, 4) == std::vector<std::string>{"h0-link_UP", "ps0-link_DOWN"});
+  CHECK(route_link_names(spec, 4, 2) == std::vector<std::string>{"ps0-link_UP", "h2-link_DOWN"});
+  // The identity --scale promises: every alpha-beta transfer takes exactly F times as long.
+  for (const SpecRoute& r : spec.routes)
+    for (double bytes : {1.0, 1e6, 1e9}) {
+      const double testbed = r.latency_s + bytes / r.bandwidth_Bps;
+      const double platform_time = r.platform_latency_s + bytes / r.platform_bandwidth_Bps;
+      CHECK(testbed == Approx(spec.scale * platform_time).epsilon(1e-12));
+    }
+  for (const SpecLink& l : spec.links) {
+    CHECK(l.wire_rate_Bps == Approx(l.bandwidth_Bps * 1500 / (1500 - 52)));
+    CHECK(l.queue_bytes >= 16 * 1500);
+    CHECK(l.queue_bytes >= l.wire_rate_Bps * 0.05 * (1 - 1e-12));
+  }
+}
+
+TEST_CASE("the spec's JSON reads back the same") {
+  const Spec spec = make_spec(backbone_platform(2e7, 2e7, 2e-3), Options{});
+  const Spec back = spec_from_json(to_json(spec));
+  CHECK(to_json(back) == to_json(spec));
+  CHECK(back.route(3, 1).links == spec.route(3, 1).links);
+}
+
+TEST_CASE(
+    "a host list picks and orders the hosts, and unknown, repeated or too few are bad input") {
+  const model::Platform platform = model::make_crossbar_platform({1e9, 1e9, 1e9, 1e9}, 1e7, 1e-3);
+  Options options;
+  options.hosts = {"h2", "h0"};
+  const Spec spec = make_spec(platform, options);
+  REQUIRE(spec.hosts.size() == 2);
+  CHECK(spec.hosts[0].name == "h2");
+  CHECK(spec.hosts[1].name == "h0");
+  CHECK(route_link_names(spec, 0, 1) == std::vector<std::string>{"h2_link_UP", "h0_link_DOWN"});
+  CHECK(spec.scale == 1);  // every link under the largest rate: no scaling by default
+
+  options.hosts = {"h0", "h9"};
+  expect_input_error([&] { make_spec(platform, options); },
+                     {"<built-in crossbar>", "--hosts", "h9"});
+  options.hosts = {"h1", "h1"};
+  expect_input_error([&] { make_spec(platform, options); }, {"--hosts", "h1 twice"});
+  options.hosts = {"h1"};
+  expect_input_error([&] { make_spec(platform, options); }, {"--hosts", "at least 2 hosts"});
+  options.hosts = {};
+  options.prefix = "x-";
+  expect_input_error([&] { make_spec(platform, options); }, {"--prefix", "\"x-\""});
+}
+
+TEST_CASE("the MTU: the largest a slow link still sends in a millisecond") {
+  CHECK(choose_mtu(1e8) == 9000);
+  CHECK(choose_mtu(9e6) == 9000);
+  CHECK(choose_mtu(8.9e6) == 4500);
+  CHECK(choose_mtu(3e6) == 3000);
+  CHECK(choose_mtu(2.9e6) == 1500);
+  CHECK(choose_mtu(1e3) == 1500);
+  // A slow link makes the MTU smaller, and the fastest rate the fabric shapes with it, so the
+  // default scale grows: test-two-nodes' 1e11 B/s GPU links next to its 1e9 B/s NICs. At the
+  // scale 1e11 / (rate at 9000) the NICs would send 7.5e5 B/s, too slow for 9000 bytes a
+  // millisecond; at MTU 1500 the fabric shapes 1.25e7 B/s, so the scale is 1e11 / 1.25e7 = 8000.
+  const model::Platform two = sim::load_platform(kPlatforms + "/test-two-nodes.xml");
+  const Spec spec = make_spec(two, Options{});
+  CHECK(spec.mtu == 1500);
+  CHECK(spec.scale == Approx(1e11 / Limits{}.max_rate_Bps(1500)));
+  CHECK(spec.scale == Approx(8000));
+}
+
+TEST_CASE("prefixes: tp, up to 3 lower-case letters or digits, then '-'") {
+  for (const char* good : {"tp-", "tpt-", "tpt1-", "tp99-"})
+    CHECK_NOTHROW(check_prefix(good, "<test>"));
+  for (const char* bad : {"", "tp", "x-", "TP-", "tp_-", "tpabcd-", "tp--", "tp-x"})
+    CHECK_THROWS_AS(check_prefix(bad, "<test>"), InputError);
+}
+
+TEST_CASE("links the host cannot emulate at the chosen scale are bad input naming the link") {
+  const model::Platform fast = model::make_crossbar_platform({1e9, 1e9}, 1e10, 1e-5);
+  Options options;
+  options.scale = 10;  // 1e10 / 10 = 1e9 B/s: faster than the host shapes at MTU 9000 (7.5e7)
+  expect_input_error([&] { make_spec(fast, options); },
+                     {"<built-in crossbar>", "link h0_link_UP", "at MTU 9000", "--scale 133.333"});
+  options.scale = 0;  // default: just fast enough
+  CHECK(make_spec(fast, options).scale == Approx(1e10 / 7.5e7));
+  options.scale = -1;
+  expect_input_error([&] { make_spec(fast, options); }, {"--scale", "a positive number"});
+  options.scale = 1e6;  // 1e10 / 1e6 = 1e4 B/s: slower than a packet's worth of TCP timers
+  expect_input_error([&] { make_spec(fast, options); }, {"link h0_link_UP", "at least 65536"});
+
+  const model::Platform slow = model::make_crossbar_platform({1e9, 1e9}, 1e6, 0.5);
+  options.scale = 3;  // route latency 2 x 0.5 s x 3 = 3 s: longer than the testbed holds
+  expect_input_error([&] { make_spec(slow, options); }, {"route h0 -> h1", "at most 2 s"});
+}
+
+TEST_CASE("a route of more links than the testbed forwards is bad input") {
+  CHECK_NOTHROW(make_spec(chain_platform(8), Options{}));
+  expect_input_error([&] { make_spec(chain_platform(9), Options{}); },
+                     {"<chain in code>", "route a -> b", "at most 8 links", "9 links"});
+}
+
+TEST_CASE("max-min fair shares: a shared NIC halves, the rest goes to the flow alone") {
+  const model::Platform platform = sim::load_platform(kPlatforms + "/test-two-nodes.xml");
+  Options options;
+  options.scale = 8000;
+  const Spec spec = make_spec(platform, options);
+  const int n0g0 = spec.find_host("n0-gpu0");
+  const int n0g1 = spec.find_host("n0-gpu1");
+  const int n1g0 = spec.find_host("n1-gpu0");
+  const int n1g1 = spec.find_host("n1-gpu1");
+  const double nic = 1e9 / 8000;
+  const double gpu_link = 1e11 / 8000;
+  auto rates = max_min_rates(spec, {{n0g0, n1g1}, {n0g1, n1g1}});
+  CHECK(rates[0] == Approx(nic / 2));
+  CHECK(rates[1] == Approx(nic / 2));
+  // A third flow inside n1 shares only n1-gpu1's link, which the two above use nic in total of.
+  rates = max_min_rates(spec, {{n0g0, n1g1}, {n0g1, n1g1}, {n1g0, n1g1}});
+  CHECK(rates[2] == Approx(gpu_link - nic));
+  // Opposite directions of a split-duplex NIC do not contend.
+  rates = max_min_rates(spec, {{n0g0, n1g0}, {n1g1, n0g1}});
+  CHECK(rates[0] == Approx(nic));
+  CHECK(rates[1] == Approx(nic));
+}
+
+TEST_CASE("max-min fair shares: both directions of a shared backbone contend") {
+  const Spec spec = make_spec(backbone_platform(2e7, 2e7, 2e-3), Options{});
+  auto rates = max_min_rates(spec, {{0, 1}, {1, 0}});
+  CHECK(rates[0] == Approx(1e7));
+  CHECK(rates[1] == Approx(1e7));
+  rates = max_min_rates(spec, {{0, 1}});
+  CHECK(rates[0] == Approx(2e7));
+}
+
+TEST_CASE("the calibration's pairs observe every link of test-ps") {
+  const model::Platform platform = sim::load_platform(kPlatforms + "/test-ps.xml");
+  const Spec spec = make_spec(platform, Options{});
+  const auto pairs = covering_pairs(spec);
+  CHECK(pairs.size() <= 6);
+  std::vector<bool> narrowest(spec.links.size(), false);
+  for (const auto& [a, b] : pairs) {
+    const SpecRoute& r = spec.route(a, b);
+    for (int l : r.links)
+      if (spec.links[static_cast<std::size_t>(l)].bandwidth_Bps <= r.bandwidth_Bps * (1 + 1e-9))
+        narrowest[static_cast<std::size_t>(l)] = true;
+  }
+  // In test-ps every link is the narrowest of some route, so each must be on a measured one.
+  for (std::size_t l = 0; l < narrowest.size(); ++l) {
+    INFO(spec.links[l].name);
+    CHECK(narrowest[l]);
+  }
+}
+
+TEST_CASE("link fits reproduce exact measurements and the calibrated platform loads back") {
+  const Spec spec = make_spec(backbone_platform(2e7, 1e7, 4e-3), Options{});
+  NetworkCalibration cal;
+  cal.date = "2026-11-23T00:00:00Z";
+  cal.commit = "test";
+  // Exact measurements of every covering route, with 0.2 ms added to each round trip (the
+  // testbed's floor) and bandwidths 1% under the configured ones.
+  for (const auto& [a, b] : covering_pairs(spec)) {
+    RouteMeasurement m;
+    m.src = a;
+    m.dst = b;
+    m.round_trip_s = spec.route(a, b).latency_s + spec.route(b, a).latency_s + 2e-4;
+    m.bandwidth_Bps = 0.99 * spec.route(a, b).bandwidth_Bps;
+    m.fit.r2 = 1;
+    cal.routes.push_back(m);
+  }
+  std::vector<std::string> warnings;
+  cal.links = fit_links(spec, cal.routes, warnings);
+  CHECK(warnings.empty());
+  for (const RouteMeasurement& m : cal.routes) {
+    double round_trip = 0;
+    for (int l : spec.route(m.src, m.dst).links)
+      round_trip += cal.links[static_cast<std::size_t>(l)].latency_s;
+    for (int l : spec.route(m.dst, m.src).links)
+      round_trip += cal.links[static_cast<std::size_t>(l)].latency_s;
+    CHECK(round_trip == Approx(m.round_trip_s).epsilon(1e-12));
+  }
+  // The backbone (1e7 B/s) is every route's narrowest link; the private links never are, so
+  // their bandwidth is a lower bound.
+  int backbone = -1;
+  for (std::size_t l = 0; l < spec.links.size(); ++l)
+    if (spec.links[l].name == "backbone") backbone = static_cast<int>(l);
+  REQUIRE(backbone >= 0);
+  CHECK(cal.links[static_cast<std::size_t>(backbone)].bandwidth_Bps == Approx(0.99e7));
+  CHECK_FALSE(cal.links[static_cast<std::size_t>(backbone)].bandwidth_lower_bound);
+  CHECK(cal.links[static_cast<std::size_t>(backbone == 0 ? 1 : 0)].bandwidth_lower_bound);
+
+  const std::string xml = calibrated_platform_xml(spec, cal);
+  const std::string path = "/tmp/tauplan-testbed-unit-calibrated.xml";
+  std::ofstream(path) << xml;
+  const model::Platform loaded = sim::load_platform(path);
+  REQUIRE(loaded.hosts.size() == 4);
+  for (const SpecRoute& r : spec.routes) {
+    const int a = loaded.find_host(spec.hosts[static_cast<std::size_t>(r.src)].name);
+    const int b = loaded.find_host(spec.hosts[static_cast<std::size_t>(r.dst)].name);
+    const model::Route& route = loaded.route(a, b);
+    REQUIRE(route.links.size() == r.links.size());
+    double latency = 0;
+    for (int l : r.links)
+      latency += cal.links[static_cast<std::size_t>(l)].latency_s;
+    // Split-duplex halves are written as one link with their mean latency; here both halves
+    // of a private link get the same correction by symmetry, so sums agree.
+    CHECK(route.latency_s == Approx(latency).epsilon(1e-9));
+    CHECK(route.bandwidth_Bps == Approx(0.99e7).epsilon(1e-9));
+    CHECK(loaded.links[static_cast<std::size_t>(route.links[1])].sharing ==
+          model::LinkSharing::Shared);
+    CHECK(loaded.links[static_cast<std::size_t>(route.links[0])].sharing ==
+          model::LinkSharing::SplitDuplex);
+  }
+  CHECK(loaded.hosts[0].properties.at("role") == "worker");
+  CHECK(xml.find("<prop id=\"testbed_scale\" value=\"1\"/>") != std::string::npos);
+  std::remove(path.c_str());
+}

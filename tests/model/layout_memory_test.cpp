@@ -1,0 +1,168 @@
+// layout_memory_test.cpp: memory per worker per layout against ZeRO's and Korthikanti's closed
+// forms, and the search for the smallest layouts that fit.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "model/layout_memory.hpp"
+#include "model/workload.hpp"
+
+using namespace tauplan;
+
+namespace {
+
+model::Layout layout(int d, int t, int p, int m = 1) {
+  model::Layout l;
+  l.data = d;
+  l.tensor = t;
+  l.pipeline = p;
+  l.micro_batches = m;
+  return l;
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int k = 1; k <= n; ++k)
+    if (n % k == 0) out.push_back(k);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("model state per worker is ZeRO's Table: 16 Psi sharded stage by stage") {
+  // Rajbhandari et al. 2019 Figure 1 / Section 5: Psi = 7.5B, N_d = 64, K = 12:
+  // 120 GB, 31.4 GB, 16.6 GB, 1.9 GB.
+  const double psi = 7.5e9;
+  const double gb = 1e9;
+  CHECK(model::model_state_bytes(psi, 2, 12, 0, 64).total() / gb == Approx(120));
+  CHECK(model::model_state_bytes(psi, 2, 12, 1, 64).total() / gb == Approx(31.4).margin(0.05));
+  CHECK(model::model_state_bytes(psi, 2, 12, 2, 64).total() / gb == Approx(16.6).margin(0.05));
+  CHECK(model::model_state_bytes(psi, 2, 12, 3, 64).total() / gb == Approx(1.875));
+  // With one replica nothing is sharded.
+  CHECK(model::model_state_bytes(psi, 2, 12, 3, 1).total() == 16 * psi);
+}
+
+TEST_CASE("a layout of one worker needs what the workload says a batch needs") {
+  // Identity: both add parameters x (2 bytes_per_parameter + optimizer) and samples x the
+  // activation bytes of one sample; the check is that the stage split adds nothing or loses
+  // nothing when there is one stage.
+  for (const auto& name : model::catalog_workload_names()) {
+    const model::Workload w = model::load_workload(name);
+    if (!w.transformer) continue;
+    INFO(name);
+    for (double batch : {1.0, 4.0}) {
+      const model::LayoutMemory memory = model::layout_memory(w, layout(1, 1, 1), batch);
+      REQUIRE(memory.stages.size() == 1);
+      CHECK(memory.peak_bytes == Approx(w.memory_bytes(batch)).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("stages hold all the parameters, and Megatron's tied-embedding copy on the last") {
+  const model::Transformer gpt3 = *model::load_workload("gpt3-175b").transformer;
+  const model::Transformer llama = *model::load_workload("llama2-7b").transformer;
+  for (int p : {1, 2, 8}) {
+    double tied = 0, untied = 0;
+    for (int r = 0; r < p; ++r) {
+      tied += model::stage_parameters(gpt3, layout(1, 1, p), r);
+      untied += model::stage_parameters(llama, layout(1, 1, p), r);
+    }
+    CHECK(tied == Approx(gpt3.parameters() + (p > 1 ? gpt3.token_embedding_parameters() : 0)));
+    CHECK(untied == Approx(llama.parameters()));
+  }
+  // Tensor ranks split all but the replicated parts.
+  const double one = model::stage_parameters(gpt3, layout(1, 1, 1), 0);
+  const double eighth = model::stage_parameters(gpt3, layout(1, 8, 1), 0);
+  const double replicated = gpt3.layers * gpt3.layer_replicated_parameters() +
+                            gpt3.other_embedding_parameters() + gpt3.norm_parameters();
+  CHECK(8 * eighth == Approx(one + 7 * replicated));
+}
+
+TEST_CASE("1F1B holds min(p - r, m) micro-batches on stage r, GPipe all m") {
+  const model::Workload w = model::load_workload("gpt3-175b");
+  const model::Transformer& t = *w.transformer;
+  model::Layout l = layout(1, 8, 8, 16);
+  const double batch = 16;  // micro-batch of 1 sequence
+  const model::LayoutMemory one_f_one_b = model::layout_memory(w, l, batch);
+  l.schedule = model::PipelineSchedule::GPipe;
+  const model::LayoutMemory gpipe = model::layout_memory(w, l, batch);
+  const double per_layer = t.layer_activation_bytes(1, 8, false, model::Recompute::None);
+  for (int r = 0; r < 8; ++r) {
+    INFO("stage " << r);
+    const auto& a = one_f_one_b.stages[static_cast<size_t>(r)];
+    const auto& g = gpipe.stages[static_cast<size_t>(r)];
+    CHECK(a.in_flight == std::min(8 - r, 16));
+    CHECK(g.in_flight == 16);
+    double extra = 0;
+    if (r == 0) extra += t.embedding_activation_bytes(1, 8, false);
+    if (r == 7) extra += t.output_activation_bytes(1, 8, false);
+    CHECK(a.activation_bytes == Approx(a.in_flight * (12 * per_layer + extra)));
+  }
+  // Korthikanti Section 4.2.3: stage 0 of 1F1B holds all L layers' activations of one
+  // micro-batch, whatever p: s b h L (10 + 24/t + 5as/(ht)) with tensor parallelism, and
+  // eq. 5's (s b h L / t)(34 + 5as/h) with sequence parallelism too.
+  const double s = 2048, h = 12288, a = 96, L = 96;
+  CHECK(one_f_one_b.stages[0].activation_bytes - t.embedding_activation_bytes(1, 8, false) * 8 ==
+        Approx(s * h * L * (10 + 24.0 / 8 + 5 * a * s / (h * 8))));
+  model::Layout with_sp = layout(1, 8, 8, 16);
+  with_sp.sequence_parallel = true;
+  CHECK(model::layout_memory(w, with_sp, batch).stages[0].activation_bytes -
+            t.embedding_activation_bytes(1, 8, true) * 8 ==
+        Approx(s * h * L / 8 * (34 + 5 * a * s / h)));
+  // Full recomputation keeps each layer's input per micro-batch and one layer whole.
+  l.schedule = model::PipelineSchedule::OneFOneB;
+  l.recompute = model::Recompute::Full;
+  const model::LayoutMemory full = model::layout_memory(w, l, batch);
+  CHECK(full.stages[3].activation_bytes ==
+        Approx(5 * 12 * 2 * s * h + t.layer_activation_bytes(1, 8, false, model::Recompute::None)));
+}
+
+TEST_CASE("the smallest layouts that fit: nothing with a smaller split fits, whatever options") {
+  const model::Workload w = model::load_workload("gpt3-175b");
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  int cases_with_a_split = 0;
+  for (double memory : {48 * gib, 64 * gib, 80 * gib}) {
+    model::FitSearch search;
+    search.workers = 64;
+    search.batch = 64;
+    search.memory_bytes = memory;
+    search.max_tensor = 8;
+    const auto found = model::smallest_fitting_layouts(w, search, 5);
+    INFO("memory " << memory / gib << " GiB");
+    REQUIRE_FALSE(found.empty());
+    for (const auto& f : found) {
+      INFO(f.layout.label());
+      CHECK(f.memory.peak_bytes <= search.memory_bytes);
+      CHECK(f.layout.workers() == 64);
+    }
+    for (size_t i = 1; i < found.size(); ++i)
+      CHECK(found[i - 1].layout.tensor * found[i - 1].layout.pipeline <=
+            found[i].layout.tensor * found[i].layout.pipeline);
+    // Exhaustively: no smaller split fits with any option.
+    const int smallest = found.front().layout.tensor * found.front().layout.pipeline;
+    if (smallest > 1) ++cases_with_a_split;
+    for (int t : divisors(8))
+      for (int p : divisors(64 / t)) {
+        if (t * p >= smallest) continue;
+        model::Layout l = layout(64 / (t * p), t, p);
+        for (int m : divisors(static_cast<int>(search.batch) / l.data))
+          for (int zero = 0; zero <= 3; ++zero)
+            for (auto rc :
+                 {model::Recompute::None, model::Recompute::Selective, model::Recompute::Full})
+              for (bool sp : {false, true}) {
+                l.micro_batches = m;
+                l.zero_stage = zero;
+                l.recompute = rc;
+                l.sequence_parallel = sp;
+                CHECK(model::layout_memory(w, l, search.batch).peak_bytes > search.memory_bytes);
+              }
+      }
+  }
+  CHECK(cases_with_a_split >= 1);
+  // 175B x 16 bytes of model state (2.8 TB) exceed 8 GPUs of 80 GiB in any layout.
+  model::FitSearch node;
+  node.workers = 8;
+  node.batch = 8;
+  node.memory_bytes = 80 * gib;
+  CHECK(model::smallest_fitting_layouts(w, node, 5).empty());
+}

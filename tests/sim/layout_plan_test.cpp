@@ -1,0 +1,303 @@
+// layout_plan_test.cpp: strategy mesh's Plan (model/strategy_mesh.cpp) in the analytic and
+// SimGrid engines against the closed forms of model/layout_cost.hpp on the two_nodes fixture
+// (every route 2 us and 25 GB/s, no shared link between distinct pairs): the tensor all-reduces
+// per layer and micro-batch, the pipeline bubble (p - 1)/(m + p - 1), the data dimension's
+// 2 Psi or 3 Psi under ZeRO, and a layout of size 1 in every dimension against single.
+// The round times are identities of the lowering where it follows the closed form op by op
+// (p = 1: a chain of passes, then the data dimension); the pipeline's (m + p - 1)(f + b) +
+// 2 (p - 1) c is an identity of the GPipe and 1F1B schedules with uniform stages. What they
+// check is that the Plan, the longest path and the simulator implement them.
+#include <catch2/catch.hpp>
+
+#include <boost/range/iterator_range.hpp>
+
+#include "model/analytic.hpp"
+#include "model/layout_cost.hpp"
+#include "model/layout_memory.hpp"
+#include "model/transformer.hpp"
+#include "sim/platform_loader.hpp"
+#include "tests/sim/sim_test_support.hpp"
+
+using namespace tauplan;
+
+namespace {
+
+model::StrategyOptions layout_options(int d, int t, int p, int m, double batch) {
+  model::StrategyOptions o = test::options(d * t * p, batch);
+  o.layout.data = d;
+  o.layout.tensor = t;
+  o.layout.pipeline = p;
+  o.layout.micro_batches = m;
+  return o;
+}
+
+model::Plan layout_plan(const model::StrategyOptions& o, const model::Workload& w,
+                        const model::Platform& platform) {
+  return model::make_plan("mesh", o, w, platform, model::FixedCounts(1));
+}
+
+/// A transformer without vocabulary (no logits flop), so that every stage of a pipeline over
+/// its 8 layers does the same work; fp32, no optimizer flop; a pass takes longer than a send.
+model::Workload uniform_transformer() {
+  model::Workload w;
+  w.name = "uniform";
+  w.source = "<test>";
+  w.bytes_per_parameter = 4;
+  w.update_flop_per_parameter = 0;
+  model::Transformer t;
+  t.layers = 8;
+  t.hidden = 1024;
+  t.heads = 16;
+  t.kv_heads = 16;
+  t.ffn_hidden = 4096;
+  t.sequence = 512;
+  t.vocabulary = 0;
+  t.max_positions = 512;
+  t.element_bytes = 4;
+  w.transformer = t;
+  model::derive_workload_fields(w);
+  return w;
+}
+
+/// d1 t1 p2 and p4 with 1, 4 and 8 micro-batches of a batch of 8, GPipe then 1F1B.
+std::vector<model::StrategyOptions> pipeline_cases() {
+  std::vector<model::StrategyOptions> cases;
+  for (auto schedule : {model::PipelineSchedule::GPipe, model::PipelineSchedule::OneFOneB})
+    for (int m : {1, 4, 8})
+      for (int p : {2, 4}) {
+        cases.push_back(layout_options(1, 1, p, m, 8));
+        cases.back().layout.schedule = schedule;
+      }
+  return cases;
+}
+
+/// Analytic and simulated round times of each layout, in a child (one SimGrid engine).
+nlohmann::json both_engines(const std::vector<model::StrategyOptions>& cases,
+                            const std::function<model::Workload()>& workload) {
+  const auto result = test::in_child([&] {
+    const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+    const model::Workload w = workload();
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& o : cases) {
+      const model::Plan plan = layout_plan(o, w, platform);
+      const model::LayoutTime closed = model::layout_time(
+          w, o.layout, o.batch, platform, model::place_mesh(o.layout, platform, {}, "<test>"));
+      out.push_back({{"label", o.layout.label()},
+                     {"analytic", model::analyze(plan, platform).round_s},
+                     {"simgrid", sim::simulate(plan, platform, sim::SimOptions{}).round_s},
+                     {"closed_form", closed.iteration_s},
+                     {"pipeline_s", closed.pipeline_s}});
+    }
+    return out.dump();
+  });
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  return result.json();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "layout plans: tensor all-reduces per stage and micro-batch are 4 per layer (6 with "
+    "full recomputation) + the embedding's and the output's, of b s h values each") {
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const model::Workload w = model::load_workload("gpt2-small");  // 12 layers, fp32
+  for (auto recompute : {model::Recompute::None, model::Recompute::Full})
+    for (int p : {1, 2}) {
+      auto o = layout_options(1, 4, p, 2, 8);
+      o.layout.recompute = recompute;
+      const model::Plan plan = layout_plan(o, w, platform);
+      long long calls = 0;
+      for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+        const model::Op& op = plan.graph[v];
+        if (op.kind != model::OpKind::Collective) continue;
+        CHECK(op.group.size() == 4);
+        CHECK(op.bytes == 4.0 * 1024 * 768 * 4);  // micro-batch 4 x sequence x hidden x fp32
+        calls += op.repeat;
+      }
+      const int per_layer = recompute == model::Recompute::Full ? 6 : 4;
+      INFO("p = " << p << ", recompute " << model::to_string(recompute));
+      // 12 layers over the stages, + 1 embedding (first stage) + 1 output (last), per
+      // micro-batch (2).
+      CHECK(calls == 2 * (12 * per_layer + 2));
+      CHECK(plan.count(model::OpKind::Compute) == 4 * p * 2 * 2);  // ranks x passes
+    }
+}
+
+TEST_CASE(
+    "layout plans: without a pipeline, analytic and SimGrid rounds equal the closed form "
+    "(tensor inside a node, data across nodes, ZeRO 0-3, recomputation)") {
+  std::vector<model::StrategyOptions> cases;
+  cases.push_back(layout_options(1, 4, 1, 2, 8));
+  cases.push_back(layout_options(2, 4, 1, 2, 8));
+  cases.push_back(layout_options(2, 4, 1, 4, 8));
+  cases.back().layout.recompute = model::Recompute::Full;
+  for (int zero : {0, 1, 2, 3}) {
+    cases.push_back(layout_options(8, 1, 1, 1, 8));
+    cases.back().layout.zero_stage = zero;
+  }
+  cases.push_back(layout_options(4, 2, 1, 1, 8));
+  cases.back().layout.zero_stage = 3;
+  cases.back().layout.sequence_parallel = true;
+  const auto rows = both_engines(cases, [] {
+    model::Workload w = model::load_workload("gpt2-small");
+    w.update_flop_per_parameter = 12;  // an optimizer step that costs something
+    return w;
+  });
+  for (const auto& row : rows) {
+    INFO(row.dump());
+    CHECK(row["analytic"].get<double>() == Approx(row["closed_form"].get<double>()).epsilon(1e-9));
+    CHECK(row["simgrid"].get<double>() == Approx(row["analytic"].get<double>()).epsilon(1e-6));
+  }
+  // ZeRO 3 costs one more ring all-gather of the parameters than ZeRO 0-2: 3 Psi against
+  // 2 Psi; ZeRO 1-2 update a 1/d shard (gpt2-small's optimizer step costs flop).
+  const double zero0 = rows[3]["analytic"], zero1 = rows[4]["analytic"];
+  const double zero2 = rows[5]["analytic"], zero3 = rows[6]["analytic"];
+  CHECK(zero1 < zero0);
+  CHECK(zero2 == Approx(zero1).epsilon(1e-12));
+  CHECK(zero3 > zero2);
+}
+
+TEST_CASE("layout plans: the data dimension moves 2 Psi per rank's shard (3 Psi with ZeRO 3)") {
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const model::Workload w = model::load_workload("gpt2-small");
+  for (int zero : {0, 3}) {
+    auto o = layout_options(4, 1, 2, 2, 8);
+    o.layout.zero_stage = zero;
+    const model::Plan plan = layout_plan(o, w, platform);
+    // Values each stage's data group moves in all, counting a ring all-reduce of N bytes as
+    // 2 N (reduce-scatter + all-gather) and the ZeRO-3 all-gather's transfers as they are.
+    std::vector<double> moved(2, 0.0);
+    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+      const model::Op& op = plan.graph[v];
+      const bool data = op.label.find("gradient all-reduce") != std::string::npos ||
+                        op.label.find("ZeRO-3") != std::string::npos;
+      if (!data) continue;
+      const int stage = op.label.find("stage 0") == 0 ? 0 : 1;
+      if (op.kind == model::OpKind::Collective) moved[static_cast<size_t>(stage)] += 2 * op.bytes;
+      if (op.kind == model::OpKind::Transfer)
+        moved[static_cast<size_t>(stage)] += op.bytes / 3;  // d - 1 = 3 steps of N / d each
+    }
+    for (int r = 0; r < 2; ++r) {
+      INFO("ZeRO " << zero << " stage " << r);
+      const double psi = model::stage_parameters(*w.transformer, o.layout, r);
+      CHECK(moved[static_cast<size_t>(r)] ==
+            Approx(model::data_parallel_values(psi, zero) * 4).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE(
+    "layout plans: the pipeline bubble is (p - 1)/(m + p - 1) of the step with uniform "
+    "stages and free sends, GPipe and 1F1B, in both engines") {
+  const std::vector<model::StrategyOptions> cases = pipeline_cases();
+  // Values of 0 bytes: every stage-to-stage send is free (a Transfer of nothing takes no time
+  // in either engine), so the step is the schedule's compute alone.
+  const auto free_sends = [] {
+    model::Workload w = uniform_transformer();
+    w.bytes_per_parameter = 0;
+    return w;
+  };
+  const auto rows = both_engines(cases, free_sends);
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const double speed = platform.hosts[static_cast<size_t>(platform.worker_hosts()[0])].speed_flops;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& o = cases[i];
+    const int m = o.layout.micro_batches, p = o.layout.pipeline;
+    const model::StageWork work = model::stage_work(free_sends(), o.layout, o.batch, 0);
+    const double pass = (work.forward_flop + work.backward_flop) / speed;  // f + b
+    const double ideal = m * pass;
+    INFO(rows[i].dump() << " m " << m << " p " << p);
+    const double round = rows[i]["analytic"].get<double>();
+    CHECK(round == Approx((m + p - 1) * pass).epsilon(1e-9));
+    CHECK((round - ideal) / round == Approx(model::pipeline_bubble_fraction(p, m)).epsilon(1e-9));
+    CHECK(rows[i]["simgrid"].get<double>() == Approx(round).epsilon(1e-9));
+  }
+}
+
+TEST_CASE(
+    "layout plans: GPipe's sends add 2 (p - 1) of them to the step; 1F1B's steady state "
+    "waits on its neighbours' sends too") {
+  const std::vector<model::StrategyOptions> cases = pipeline_cases();
+  const auto rows = both_engines(cases, uniform_transformer);
+  // Every GPU of two_nodes.xml has one speed and every route one latency and bandwidth: a
+  // stage's neighbour is reached like stage 0's.
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const std::vector<int> gpus = platform.worker_hosts();
+  const double speed = platform.hosts[static_cast<size_t>(gpus[0])].speed_flops;
+  const model::Route& route = platform.route(gpus[0], gpus[1]);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& o = cases[i];
+    const int m = o.layout.micro_batches, p = o.layout.pipeline;
+    const model::StageWork work = model::stage_work(uniform_transformer(), o.layout, o.batch, 0);
+    const double pass = (work.forward_flop + work.backward_flop) / speed;
+    const double send =
+        route.latency_s + 8.0 / m * 512 * 1024 * 4 / route.bandwidth_Bps;  // b s h e
+    REQUIRE(send < pass / 2);  // the premise: a send is shorter than a pass
+    const double fill_and_drain = (m + p - 1) * pass + 2 * (p - 1) * send;
+    const double round = rows[i]["analytic"].get<double>();
+    INFO(rows[i].dump() << " m " << m << " p " << p);
+    if (o.layout.schedule == model::PipelineSchedule::GPipe)
+      CHECK(round == Approx(fill_and_drain).epsilon(1e-9));
+    else
+      CHECK(round >= fill_and_drain * (1 - 1e-12));
+    // The closed form charges every slot its sends (blocking point-to-point, as Megatron's
+    // schedule runs them): an upper bound of the Plan's.
+    CHECK(round <= rows[i]["pipeline_s"].get<double>() * (1 + 1e-12));
+    // SimGrid: a 1F1B stage may send forward and backward at once from one host, sharing its
+    // up-link for the microseconds the messages take.
+    CHECK(rows[i]["simgrid"].get<double>() == Approx(round).epsilon(1e-4));
+  }
+}
+
+TEST_CASE("layout plans: a layout of size 1 in every dimension is single") {
+  const auto result = test::in_child([] {
+    const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+    const model::Workload w = model::load_workload("gpt2-small");
+    auto o = layout_options(1, 1, 1, 1, 4);
+    const model::Plan layout = layout_plan(o, w, platform);
+    const model::Plan single = model::make_plan("single", o, w, platform, model::FixedCounts(1));
+    const nlohmann::json out = {
+        {"layout_analytic", model::analyze(layout, platform).round_s},
+        {"single_analytic", model::analyze(single, platform).round_s},
+        {"layout_simgrid", sim::simulate(layout, platform, sim::SimOptions{}).round_s},
+        {"single_simgrid", sim::simulate(single, platform, sim::SimOptions{}).round_s}};
+    return out.dump();
+  });
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  const auto j = result.json();
+  CHECK(j["layout_analytic"].get<double>() ==
+        Approx(j["single_analytic"].get<double>()).epsilon(1e-12));
+  CHECK(j["layout_simgrid"].get<double>() ==
+        Approx(j["single_simgrid"].get<double>()).epsilon(1e-9));
+}
+
+TEST_CASE("layout plans: bad layouts and workloads are one InputError naming the key") {
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const model::Workload gpt2 = model::load_workload("gpt2-small");
+  auto expect = [&](model::StrategyOptions o, const model::Workload& w, const std::string& key) {
+    try {
+      layout_plan(o, w, platform);
+      FAIL("no InputError for " << key);
+    } catch (const InputError& e) {
+      INFO(e.what());
+      CHECK(e.key() == key);
+    }
+  };
+  auto interleaved = layout_options(1, 1, 2, 4, 8);
+  interleaved.layout.virtual_stages = 2;
+  expect(interleaved, gpt2, "virtual_stages");
+  expect(layout_options(1, 5, 1, 1, 8), gpt2, "tensor_parallel");     // 12 heads over 5
+  expect(layout_options(1, 1, 13, 1, 8), gpt2, "pipeline_parallel");  // 13 stages, 12 layers
+  expect(layout_options(2, 1, 1, 3, 8), gpt2, "micro_batches");       // 4 sequences in 3
+  auto mismatch = layout_options(2, 2, 1, 1, 8);
+  mismatch.workers = 8;
+  expect(mismatch, gpt2, "data_parallel");
+  expect(layout_options(2, 1, 1, 1, 8), test::round_workload(), "workload");
+  // A Plan too large to hold: 1e7 micro-batches of one sequence (about 1.2e8 ops).
+  expect(layout_options(1, 1, 1, 10000000, 1e7), gpt2, "micro_batches");
+  auto what_if = layout_options(2, 1, 1, 1, 8);
+  what_if.comm_s = 0.1;
+  expect(what_if, gpt2, "comm_s");
+}
