@@ -131,7 +131,8 @@ TEST_CASE("async threads on Fashion-MNIST reach 85% test accuracy with K = 4, s 
   CHECK(row["staleness_mean"].get<double>() > 0);  // asynchronous for real
 }
 
-TEST_CASE("time-budget local SGD: real step counts follow each worker's speed", "[exec][budget]") {
+TEST_CASE("time-budget local SGD: real step counts follow each worker's speed",
+          "[exec][budget][timing]") {
   // Worker 1 is emulated 4 times slower: it fits about a quarter of worker 0's steps. Two
   // workers, so that concurrent timing has a core each on a 2-core machine (the wall clock of an
   // oversubscribed core would count the scheduler's time slices as steps).

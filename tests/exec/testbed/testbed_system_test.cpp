@@ -163,7 +163,7 @@ void check_share(const nlohmann::json& share, double flow_bound) {
 
 }  // namespace
 
-TEST_CASE("test-ps: routes within 5% of the platform's, at rates the fabric shapes") {
+TEST_CASE("test-ps: routes within 5% of the platform's, at rates the fabric shapes", "[timing]") {
   require_namespaces();
   const std::string prefix = "tpa-";
   DownAtExit down{prefix};
@@ -182,7 +182,7 @@ TEST_CASE("test-ps: routes within 5% of the platform's, at rates the fabric shap
   check_nothing_left(prefix);
 }
 
-TEST_CASE("test-ps: four pushes into the server share its link") {
+TEST_CASE("test-ps: four pushes into the server share its link", "[timing]") {
   require_namespaces();
   const std::string prefix = "tph-";
   DownAtExit down{prefix};
@@ -207,7 +207,8 @@ TEST_CASE("test-ps: four pushes into the server share its link") {
   check_nothing_left(prefix);
 }
 
-TEST_CASE("test-two-nodes: routes within 5%, and two flows out of a node share its NIC") {
+TEST_CASE("test-two-nodes: routes within 5%, and two flows out of a node share its NIC",
+          "[timing]") {
   require_namespaces();
   const std::string prefix = "tpb-";
   DownAtExit down{prefix};
@@ -234,7 +235,7 @@ TEST_CASE("test-two-nodes: routes within 5%, and two flows out of a node share i
   check_nothing_left(prefix);
 }
 
-TEST_CASE("a cluster's shared backbone: both directions contend for it") {
+TEST_CASE("a cluster's shared backbone: both directions contend for it", "[timing]") {
   require_namespaces();
   const std::string prefix = "tpc-";
   DownAtExit down{prefix};
@@ -254,7 +255,8 @@ TEST_CASE("a cluster's shared backbone: both directions contend for it") {
   check_nothing_left(prefix);
 }
 
-TEST_CASE("testbed run: a rank per namespace knows its host, and MPI takes the shaped route") {
+TEST_CASE("testbed run: a rank per namespace knows its host, and MPI takes the shaped route",
+          "[timing]") {
   require_namespaces();
   const std::string prefix = "tpd-";
   DownAtExit down{prefix};
