@@ -44,6 +44,8 @@ constexpr double kMaxBytesPerParameter = 1e3;
 constexpr double kMaxFlopPerSample = 1e21;
 constexpr double kMaxActivationBytesPerSample = 1e18;
 constexpr double kMaxUpdateFlopPerParameter = 1e6;
+/// Features of one layer of an MLP workload (`widths`): at most 1e7.
+constexpr double kMaxMlpWidth = 1e7;
 
 /// Ops of one Plan a layout (strategy mesh) may lower to: its ops grow with micro-batches x
 /// stages x replicas x tensor ranks squared, about 300 bytes each (labels, groups, edges), so

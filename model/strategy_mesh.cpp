@@ -1,5 +1,9 @@
-// strategy_mesh.cpp: a transformer trained under a Mesh-TensorFlow layout (model/mesh.hpp),
-// lowered op by op into a Plan that the analytic and SimGrid engines run like any other.
+// strategy_mesh.cpp: a transformer or an MLP trained under a Mesh-TensorFlow layout
+// (model/mesh.hpp), lowered op by op into a Plan that the analytic and SimGrid engines run like
+// any other. What follows is the transformer's; an MLP (model/mlp_layout.hpp) is lowered the same
+// way with its own per-stage work: one all-reduce per split pair of layers and direction (sizes
+// differ pair by pair), whole-width sends from each tensor rank to the same rank of the next
+// stage (no all-gather), no element-wise traffic, and no memory check.
 //
 // Workers are placed as model/layout_cost.hpp places them (tensor first, then data, then
 // pipeline). Per replica, stage and micro-batch, in the stage's schedule order (GPipe: every
@@ -24,8 +28,8 @@
 // What it leaves out: interleaved 1F1B (virtual_stages > 1 is refused here; `tauplan layout`
 // evaluates it in closed form), ZeRO 3's per-micro-batch parameter gathers (one gather per step
 // is charged, as the closed form does), overlap of tensor all-reduces with compute, the tied
-// embedding's all-reduce between first and last stage, the what-if C(b) and S overrides, and
-// real execution (exec runs tensor and pipeline parallelism through tauplan_model_parallel).
+// embedding's all-reduce between first and last stage, and the what-if C(b) and S overrides.
+// `tauplan measure` trains an MLP's layout for real (exec/pipeline_parallel.hpp).
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -38,6 +42,7 @@
 #include "model/layout_cost.hpp"
 #include "model/layout_memory.hpp"
 #include "model/limits.hpp"
+#include "model/mlp_layout.hpp"
 #include "model/strategy.hpp"
 
 namespace tauplan::model {
@@ -66,6 +71,52 @@ std::vector<std::pair<bool, int>> stage_schedule(PipelineSchedule schedule, int 
   return order;
 }
 
+/// What one tensor rank of a stage does per micro-batch, for a transformer (model/layout_cost.hpp)
+/// or an MLP (model/mlp_layout.hpp): the lowering below is the same for both.
+struct StageCosts {
+  double forward_flop = 0, backward_flop = 0;
+  double traffic_bytes = 0;  ///< element-wise memory traffic, forward + backward
+  /// Tensor all-reduces of a pass: (bytes of one, how many of that size).
+  std::vector<std::pair<double, long long>> forward_allreduces, backward_allreduces;
+  double forward_message_bytes = 0;   ///< to the next stage, per micro-batch
+  double backward_message_bytes = 0;  ///< to the previous stage, per micro-batch
+  /// Transformers send 1/t slices that the receivers all-gather (unless sequence parallel); an
+  /// MLP stage sends its whole output from every tensor rank to the same rank of the next.
+  bool sliced_messages = true;
+  double parameters = 0;  ///< held by one tensor rank
+};
+
+StageCosts stage_costs(const Workload& workload, const Layout& layout, double batch, int stage) {
+  StageCosts costs;
+  const double e = workload.bytes_per_parameter;
+  if (workload.transformer) {
+    const StageWork work = stage_work(workload, layout, batch, stage);
+    costs.forward_flop = work.forward_flop;
+    costs.backward_flop = work.backward_flop;
+    costs.traffic_bytes = work.traffic_bytes;
+    if (work.forward_allreduces > 0)
+      costs.forward_allreduces.emplace_back(work.allreduce_bytes, work.forward_allreduces);
+    if (work.backward_allreduces > 0)
+      costs.backward_allreduces.emplace_back(work.allreduce_bytes, work.backward_allreduces);
+    costs.forward_message_bytes = costs.backward_message_bytes =
+        pipeline_message_values(*workload.transformer, layout.micro_batch(batch)) * e;
+    costs.parameters = stage_parameters(*workload.transformer, layout, stage);
+    return costs;
+  }
+  const MlpStageWork work = mlp_stage_work(workload, layout, batch, stage);
+  costs.forward_flop = work.forward_flop;
+  costs.backward_flop = work.backward_flop;
+  for (double values : work.forward_allreduce_values)
+    costs.forward_allreduces.emplace_back(values * e, 1);
+  for (double values : work.backward_allreduce_values)
+    costs.backward_allreduces.emplace_back(values * e, 1);
+  costs.forward_message_bytes = work.output_values * e;
+  costs.backward_message_bytes = work.input_values * e;
+  costs.sliced_messages = false;
+  costs.parameters = work.parameters;
+  return costs;
+}
+
 /// Builds the layout's Plan: the ops of every rank, chained in schedule order.
 class LayoutLowering {
  public:
@@ -89,9 +140,9 @@ class LayoutLowering {
         std::vector<std::vector<OpId>>(static_cast<size_t>(p),
                                        std::vector<OpId>(static_cast<size_t>(m), kNone)));
     backward_in_ = forward_in_;
-    std::vector<StageWork> work;
+    std::vector<StageCosts> work;
     for (int r = 0; r < p; ++r)
-      work.push_back(stage_work(workload_, layout_, options_.batch, r));
+      work.push_back(stage_costs(workload_, layout_, options_.batch, r));
     std::vector<std::vector<std::pair<bool, int>>> order;
     for (int r = 0; r < p; ++r)
       order.push_back(stage_schedule(layout_.schedule, r, p, m));
@@ -126,7 +177,7 @@ class LayoutLowering {
     }
     for (int r = 0; r < p; ++r)
       for (int k = 0; k < t; ++k)
-        add_data_parallel(k, r);
+        add_data_parallel(k, r, work[static_cast<size_t>(r)].parameters);
   }
 
  private:
@@ -143,7 +194,7 @@ class LayoutLowering {
   }
 
   /// One forward or backward pass of micro-batch j on stage r of replica i, then its sends.
-  void add_pass(int i, int r, int j, bool forward, OpId input, const StageWork& work) {
+  void add_pass(int i, int r, int j, bool forward, OpId input, const StageCosts& work) {
     const int t = layout_.tensor;
     const char* pass = forward ? "forward" : "backward";
     std::vector<OpId> computes;
@@ -165,21 +216,24 @@ class LayoutLowering {
       op.step_fraction = 0;
       computes.push_back(add(op, {last_[static_cast<size_t>(w)], input}));
     }
-    const long long allreduces = forward ? work.forward_allreduces : work.backward_allreduces;
     std::vector<OpId> done = computes;
-    if (t > 1 && allreduces > 0) {
+    // One ring Collective per size of all-reduce, in the pass's order (a transformer's are all
+    // one size, repeated; an MLP's pairs each have their own width).
+    for (const auto& [bytes, count] :
+         forward ? work.forward_allreduces : work.backward_allreduces) {
+      if (t == 1 || count == 0) continue;
       Op op;
       op.kind = OpKind::Collective;
-      op.label = fmt::format("replica {} stage {} {} mb {} tensor all-reduce x{}", i, r, pass, j,
-                             allreduces);
+      op.label =
+          fmt::format("replica {} stage {} {} mb {} tensor all-reduce x{}", i, r, pass, j, count);
       op.algorithm = ring_collective();
       op.payload = CollectivePayload::Gradients;
-      op.bytes = work.allreduce_bytes;
-      op.repeat = static_cast<int>(allreduces);
+      op.bytes = bytes;
+      op.repeat = static_cast<int>(count);
       for (int k = 0; k < t; ++k)
         op.group.push_back(worker(i, k, r));
       op.worker = op.group.front();
-      const OpId collective = add(op, computes);
+      const OpId collective = add(op, done);
       done.assign(static_cast<size_t>(t), collective);
     }
     for (int k = 0; k < t; ++k)
@@ -187,9 +241,8 @@ class LayoutLowering {
 
     const int to = forward ? r + 1 : r - 1;
     if (to < 0 || to >= layout_.pipeline) return;
-    const Transformer& shape = *workload_.transformer;
-    const double slice = pipeline_message_values(shape, layout_.micro_batch(options_.batch)) *
-                         workload_.bytes_per_parameter / t;
+    const double message = forward ? work.forward_message_bytes : work.backward_message_bytes;
+    const double slice = work.sliced_messages ? message / t : message;
     std::vector<OpId> sends;
     for (int k = 0; k < t; ++k) {
       Op op;
@@ -206,7 +259,7 @@ class LayoutLowering {
     for (int k = 0; k < t; ++k)
       receivers.push_back(worker(i, k, to));
     const OpId arrived =
-        layout_.sequence_parallel
+        layout_.sequence_parallel || !work.sliced_messages
             ? barrier(fmt::format("stage {} {} mb {} arrived", to, pass, j), sends)
             : ring_allgather(receivers, slice * t, sends,
                              fmt::format("stage {} {} mb {} all-gather", to, pass, j));
@@ -249,10 +302,8 @@ class LayoutLowering {
 
   /// Tensor rank k of stage r: the gradient all-reduce over its data group, ZeRO 3's extra
   /// parameter all-gather, then each member's update.
-  void add_data_parallel(int k, int r) {
+  void add_data_parallel(int k, int r, double parameters) {
     const int d = layout_.data;
-    const Transformer& shape = *workload_.transformer;
-    const double parameters = stage_parameters(shape, layout_, r);
     std::vector<int> members;
     std::vector<OpId> ends;
     for (int i = 0; i < d; ++i) {
@@ -305,8 +356,8 @@ class MeshStrategy : public Strategy {
  public:
   const char* name() const override { return "mesh"; }
   const char* description() const override {
-    return "a transformer over a data x tensor x pipeline mesh: Megatron tensor parallelism, "
-           "GPipe or 1F1B pipelines, ZeRO (the layout keys)";
+    return "a transformer or an MLP over a data x tensor x pipeline mesh: Megatron tensor "
+           "parallelism, GPipe or 1F1B pipelines, ZeRO (the layout keys)";
   }
   std::vector<std::string> keys() const override {
     return {"workers",           "hosts",         "tensor_parallel",
@@ -316,7 +367,6 @@ class MeshStrategy : public Strategy {
   }
   bool splits_batch() const override { return true; }
   bool listed_by_default() const override { return false; }
-  bool measurable() const override { return false; }
   StrategyOptions normalise(StrategyOptions options) const override {
     options.tau = 1;
     options.split = BatchSplit::Even;
@@ -340,9 +390,10 @@ class MeshStrategy : public Strategy {
  protected:
   Plan generate(const StrategyOptions& options, const Workload& workload,
                 const Platform& platform) const override {
-    if (!workload.transformer)
+    if (!workload.transformer && workload.mlp_widths.empty())
       throw InputError(options.file, "workload",
-                       "a transformer workload (layers, hidden, heads, ...) for strategy mesh",
+                       "a transformer workload (layers, hidden, heads, ...) or an MLP (widths) "
+                       "for strategy mesh",
                        "'" + workload.name + "'");
     if (options.compute_s >= 0 || options.comm_s >= 0)
       throw InputError(options.file, options.compute_s >= 0 ? "compute_s" : "comm_s",
@@ -350,7 +401,10 @@ class MeshStrategy : public Strategy {
                        "transformer's shape)",
                        "given");
     const Layout& layout = options.layout;
-    check_layout(layout, workload, options.batch, options.workers, options.file);
+    if (workload.transformer)
+      check_layout(layout, workload, options.batch, options.workers, options.file);
+    else
+      check_mlp_layout(layout, workload, options.batch, options.workers, options.file);
     if (layout.virtual_stages != 1)
       throw InputError(options.file, "virtual_stages",
                        "1 with strategy mesh (interleaved 1F1B is evaluated by `tauplan "
@@ -370,7 +424,8 @@ class MeshStrategy : public Strategy {
                        fmt::format("about {:.3g} ops for {}", ops, layout.label()));
     const std::vector<int> hosts = choose_worker_hosts(options, platform);
     MeshPlacement placement = place_mesh(layout, platform, hosts, options.file);
-    if (options.check_memory) check_layout_fits(workload, options, platform, placement);
+    if (options.check_memory && workload.transformer)
+      check_layout_fits(workload, options, platform, placement);
     Plan plan;
     plan.strategy = name();
     plan.workers = options.workers;

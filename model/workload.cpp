@@ -18,6 +18,54 @@ double Workload::memory_bytes(double samples) const {
          samples * activation_bytes_per_sample;
 }
 
+namespace {
+
+/// The `widths` key: a dense MLP whose parameters, flop and layers (when given) must be the
+/// widths' (to 1e-6), so that a layout can split its layers.
+void read_mlp_widths(const YAML::Node& node, const std::string& origin, Workload& w) {
+  namespace yu = yaml_util;
+  if (!node.IsSequence() || node.size() < 2)
+    throw InputError(origin, "widths", "a list of at least 2 layer widths (input ... classes)");
+  std::vector<int> widths;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string key = fmt::format("widths[{}]", i);
+    const double width = yu::in_range(node[i], origin, key, 1, kMaxMlpWidth);
+    if (width != std::floor(width))
+      throw InputError(origin, key, "a whole number of features", fmt::format("{:g}", width));
+    widths.push_back(static_cast<int>(width));
+  }
+  double parameters = 0, flop = 0;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    const double in = widths[l], out = widths[l + 1];
+    parameters += in * out + out;
+    flop += 6 * in * out;
+  }
+  auto agree = [&](const char* key, double derived, double given) {
+    if (std::abs(derived - given) <= 1e-6 * given) return;
+    throw InputError(origin, key,
+                     fmt::format("{:g}, what the dense layers of widths give", derived),
+                     fmt::format("{:g}", given));
+  };
+  agree("parameters", parameters, w.parameters);
+  agree("flop_per_sample", flop, w.flop_per_sample);
+  if (!w.layers.empty()) {
+    if (w.layers.size() + 1 != widths.size())
+      throw InputError(origin, "layers",
+                       fmt::format("{} layers, one per pair of widths", widths.size() - 1),
+                       std::to_string(w.layers.size()));
+    for (size_t l = 0; l < w.layers.size(); ++l) {
+      const double in = widths[l], out = widths[l + 1];
+      agree(fmt::format("layers[{}].parameters", l).c_str(), in * out + out,
+            w.layers[l].parameters);
+      agree(fmt::format("layers[{}].flop_per_sample", l).c_str(), 6 * in * out,
+            w.layers[l].flop_per_sample);
+    }
+  }
+  w.mlp_widths = std::move(widths);
+}
+
+}  // namespace
+
 Workload parse_workload_yaml(const std::string& text, const std::string& origin) {
   namespace yu = yaml_util;
   const YAML::Node root = yu::parse(text, origin);
@@ -27,7 +75,7 @@ Workload parse_workload_yaml(const std::string& text, const std::string& origin)
       root,
       {"name", "description", "parameters", "bytes_per_parameter", "optimizer_bytes_per_parameter",
        "flop_per_sample", "activation_bytes_per_sample", "update_flop_per_parameter", "sample_unit",
-       "layers"},
+       "layers", "widths"},
       origin);
   Workload w;
   w.source = origin;
@@ -92,6 +140,7 @@ Workload parse_workload_yaml(const std::string& text, const std::string& origin)
       check_sum("flop_per_sample", flop, w.flop_per_sample);
     }
   }
+  if (root["widths"]) read_mlp_widths(root["widths"], origin, w);
   return w;
 }
 

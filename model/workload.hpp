@@ -33,6 +33,10 @@ struct Workload {
   double update_flop_per_parameter = 0;  ///< optimizer step cost; 0 = folded into C(b)
   std::string sample_unit = "sample";
   std::vector<Layer> layers;  ///< forward order; may be empty
+  /// For a multilayer perceptron of dense layers (the `widths` key: input, hidden..., classes):
+  /// layer l maps widths[l] features to widths[l+1], parameters w_l w_{l+1} + w_{l+1}, flop per
+  /// sample 6 w_l w_{l+1} (forward 2, backward 4). Empty for other workloads.
+  std::vector<int> mlp_widths;
   /// The shape, for a workload described as a transformer (model/transformer.hpp); its
   /// parameters, flop, activation bytes and layers are then derived from it.
   std::optional<Transformer> transformer;

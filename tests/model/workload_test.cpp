@@ -34,6 +34,26 @@ TEST_CASE("fashion-mlp is the 784-256-128-10 MLP exec/ trains") {
   CHECK(w.parameters == 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
   CHECK(w.flop_per_sample == Approx(3.0 * 2 * (784 * 256 + 256 * 128 + 128 * 10)).epsilon(0.01));
   CHECK(w.layers.size() == 3);
+  CHECK(w.mlp_widths == std::vector<int>{784, 256, 128, 10});
+}
+
+TEST_CASE("an MLP's widths must be whole, positive and agree with its totals and layers") {
+  const std::string head = "name: m\nparameters: 17\nflop_per_sample: 72\n";  // 2-3-2
+  CHECK(model::parse_workload_yaml(head + "widths: [2, 3, 2]\n", "w.yaml").mlp_widths ==
+        std::vector<int>{2, 3, 2});
+  CHECK_THROWS_WITH(model::parse_workload_yaml(head + "widths: [2]\n", "w.yaml"),
+                    Catch::Contains("w.yaml: widths: expected a list of at least 2"));
+  CHECK_THROWS_WITH(model::parse_workload_yaml(head + "widths: [2, 2.5, 2]\n", "w.yaml"),
+                    Catch::Contains("w.yaml: widths[1]: expected a whole number"));
+  CHECK_THROWS_WITH(model::parse_workload_yaml(head + "widths: [2, 0, 2]\n", "w.yaml"),
+                    Catch::Contains("w.yaml: widths[1]: expected a number in [1, "));
+  CHECK_THROWS_WITH(model::parse_workload_yaml(head + "widths: [2, 4, 2]\n", "w.yaml"),
+                    Catch::Contains("w.yaml: parameters: expected 22, what the dense layers"));
+  CHECK_THROWS_WITH(model::parse_workload_yaml(
+                        head + "widths: [2, 3, 2]\nlayers: [{parameters: 8, flop_per_sample: "
+                               "36}, {parameters: 9, flop_per_sample: 36}]\n",
+                        "w.yaml"),
+                    Catch::Contains("w.yaml: layers[0].parameters: expected 9"));
 }
 
 TEST_CASE("the GPU catalog has peaks, memory and sources") {

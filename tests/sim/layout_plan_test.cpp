@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <boost/range/iterator_range.hpp>
+#include <set>
 
 #include "model/analytic.hpp"
 #include "model/layout_cost.hpp"
@@ -300,4 +301,121 @@ TEST_CASE("layout plans: bad layouts and workloads are one InputError naming the
   auto what_if = layout_options(2, 1, 1, 1, 8);
   what_if.comm_s = 0.1;
   expect(what_if, gpt2, "comm_s");
+}
+
+namespace {
+
+/// A 4-layer MLP 784-256-128-64-10 (two tensor pairs), fp32, no optimizer flop.
+model::Workload four_layer_mlp() {
+  return model::parse_workload_yaml(
+      "name: mlp4\nparameters: 242762\nflop_per_sample: 1453824\nwidths: [784, 256, 128, 64, 10]\n",
+      "<test>");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "layout plans of an MLP: one all-reduce per split pair forward (its output) and backward "
+    "(its input, unless the pair starts the network), as exec/tensor_parallel.hpp runs them") {
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const model::Workload w = four_layer_mlp();
+  // t = 2, p = 1, m = 2 of a batch of 8: pairs (0, 1) and (2, 3).
+  const model::Plan plan = layout_plan(layout_options(1, 2, 1, 2, 8), w, platform);
+  std::multiset<double> forward, backward;
+  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+    const model::Op& op = plan.graph[v];
+    if (op.kind != model::OpKind::Collective) continue;
+    CHECK(op.group.size() == 2);
+    CHECK(op.repeat == 1);
+    (op.label.find("forward") != std::string::npos ? forward : backward).insert(op.bytes);
+  }
+  // Per micro-batch of 4 samples, fp32: forward 4 x 128 and 4 x 10 values; backward only the
+  // second pair's input, 4 x 128 (the first pair's input is the data: no gradient needed).
+  CHECK(forward == std::multiset<double>{2048, 2048, 160, 160});
+  CHECK(backward == std::multiset<double>{2048, 2048});
+  // p = 2 puts two layers on each stage: each stage one pair; stage 1's backward all-reduces.
+  const model::Plan piped = layout_plan(layout_options(1, 2, 2, 2, 8), w, platform);
+  CHECK(piped.count(model::OpKind::Collective) == 2 * (1 + 2));  // m x (stage 0 fwd, stage 1 both)
+  // Whole-width sends, one per tensor rank and micro-batch each way: 4 x 128 x 4 bytes.
+  long long sends = 0;
+  for (auto v : boost::make_iterator_range(boost::vertices(piped.graph))) {
+    const model::Op& op = piped.graph[v];
+    if (op.kind != model::OpKind::Transfer) continue;
+    CHECK(op.bytes == 4.0 * 128 * 4);
+    ++sends;
+  }
+  CHECK(sends == 2 * 2 * 2);  // ranks x micro-batches x directions
+}
+
+TEST_CASE(
+    "layout plans of an MLP: analytic and SimGrid rounds equal the closed form of its passes "
+    "and all-reduces (t = 2, d = 2 across nodes), and size 1 everywhere is single") {
+  const auto result = test::in_child([] {
+    const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+    model::Workload w = four_layer_mlp();
+    w.update_flop_per_parameter = 2;
+    auto o = layout_options(2, 2, 1, 2, 16);
+    const model::Plan plan = layout_plan(o, w, platform);
+    auto one = layout_options(1, 1, 1, 1, 16);
+    const model::Plan whole = layout_plan(one, w, platform);
+    const model::Plan single = model::make_plan("single", one, w, platform, model::FixedCounts(1));
+    const nlohmann::json out = {
+        {"analytic", model::analyze(plan, platform).round_s},
+        {"simgrid", sim::simulate(plan, platform, sim::SimOptions{}).round_s},
+        {"whole", model::analyze(whole, platform).round_s},
+        {"single", model::analyze(single, platform).round_s}};
+    return out.dump();
+  });
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  const auto j = result.json();
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const std::vector<int> gpus = platform.worker_hosts();
+  const double speed = platform.hosts[static_cast<size_t>(gpus[0])].speed_flops;
+  // Placement: tensor first, so ranks 0-1 (replica 0) and 2-3 (replica 1); the fixture's routes
+  // all have one latency and bandwidth, so every ring costs the same per hop.
+  const model::Route& route = platform.route(gpus[0], gpus[1]);
+  auto allreduce = [&](double bytes, int n) {  // ring: 2 (n - 1) steps of bytes / n
+    return 2 * (n - 1) * (route.latency_s + bytes / n / route.bandwidth_Bps);
+  };
+  const double n = 4;  // samples per micro-batch: 16 / (d 2 x m 2)
+  // Per micro-batch and rank: forward 2 n i o / 2 per layer, backward 4 n i o / 2 (2 for layer 0),
+  // scaled so that the whole network's count is the workload's 6 sum i o per sample.
+  const double scale = 1453824.0 / (1453824.0 - 2 * 784 * 256);
+  const double forward = scale * (2 * n * (784 * 256 + 256 * 128 + 128 * 64 + 64 * 10)) / 2 / speed;
+  const double backward =
+      scale * (2 * n * 784 * 256 + 4 * n * (256 * 128 + 128 * 64 + 64 * 10)) / 2 / speed;
+  const double pass = forward + allreduce(n * 128 * 4, 2) + allreduce(n * 10 * 4, 2) + backward +
+                      allreduce(n * 128 * 4, 2);
+  // Each rank's shard: pair (0, 1): (784 x 256 + 256) / 2 + 256 x 128 / 2 + 128; pair (2, 3) alike.
+  const double shard =
+      (784.0 * 256 + 256) / 2 + 256.0 * 128 / 2 + 128 + (128.0 * 64 + 64) / 2 + 64.0 * 10 / 2 + 10;
+  const double round = 2 * pass + allreduce(shard * 4, 2) + shard * 2 / speed;
+  CHECK(j["analytic"].get<double>() == Approx(round).epsilon(1e-9));
+  CHECK(j["simgrid"].get<double>() == Approx(j["analytic"].get<double>()).epsilon(1e-6));
+  CHECK(j["whole"].get<double>() == Approx(j["single"].get<double>()).epsilon(1e-12));
+}
+
+TEST_CASE("layout plans of an MLP: bad layouts are one InputError naming the key") {
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const model::Workload w = model::load_workload("fashion-mlp");  // 784-256-128-10
+  REQUIRE(w.mlp_widths == std::vector<int>{784, 256, 128, 10});
+  auto expect = [&](model::StrategyOptions o, const std::string& key) {
+    try {
+      layout_plan(o, w, platform);
+      FAIL("no InputError for " << key);
+    } catch (const InputError& e) {
+      INFO(e.what());
+      CHECK(e.key() == key);
+    }
+  };
+  expect(layout_options(1, 1, 4, 1, 8), "pipeline_parallel");  // 4 stages, 3 layers
+  expect(layout_options(1, 3, 1, 1, 9), "tensor_parallel");    // 256 outputs over 3
+  expect(layout_options(2, 1, 1, 3, 8), "micro_batches");      // 4 samples in 3
+  auto recompute = layout_options(1, 2, 1, 1, 8);
+  recompute.layout.recompute = model::Recompute::Full;
+  expect(recompute, "recompute");
+  // A 3-layer MLP at t = 3 whose stage 1 holds the output layer alone (replicated): only the
+  // first stage's pair is split, so 3 must divide 256 there.
+  expect(layout_options(1, 3, 2, 1, 8), "tensor_parallel");
 }
