@@ -10,6 +10,8 @@
 #include "exec/dataset.hpp"
 #include "exec/job_keys.hpp"
 #include "exec/mpi_async.hpp"
+#include "exec/mpi_peers.hpp"
+#include "exec/pipeline_parallel.hpp"
 #include "exec/thread_communicator.hpp"
 #include "model/error.hpp"
 #include "model/strategy.hpp"
@@ -167,6 +169,134 @@ Measurement measure_asynchronous(const model::Job& job, const ExecSettings& sett
   return train_async_threads(plan, platform, data, shape, settings.train);
 }
 
+[[noreturn]] void throw_hidden_mismatch(const model::Job& job, const model::Workload& workload,
+                                        const std::string& got) {
+  std::string widths;
+  for (int w : workload.mlp_widths)
+    widths += (widths.empty() ? "" : "-") + std::to_string(w);
+  throw InputError(job.file, "hidden",
+                   "the hidden widths of workload '" + workload.name + "' (" + widths +
+                       ") for strategy mesh (the Plan splits the workload's layers)",
+                   got);
+}
+
+std::string mlp_text(const std::vector<int>& hidden) {
+  std::string text = "[";
+  for (size_t i = 0; i < hidden.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(hidden[i]);
+  return text + "]";
+}
+
+/// Strategy mesh: the MLP split over the job's layout (exec/pipeline_parallel.hpp), one thread
+/// per rank, or one MPI rank per worker under mpirun, every rank at once on the wall clock. The
+/// row's round is the median over steps of the slowest rank's step; its compute and
+/// communication are that rank's medians (communication: receives, which include the pipeline's
+/// bubble, and tensor and data all-reduces).
+Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
+                           const model::Plan& plan, const model::StrategyOptions& options,
+                           const model::Workload& workload, const model::Platform& platform,
+                           const Dataset& data, const MlpShape& shape, MpiSession* mpi,
+                           bool& reporter, std::ostream* log) {
+  if (workload.mlp_widths != shape.widths)
+    throw_hidden_mismatch(job, workload, "an MLP " + shape.to_string());
+  if (settings.device != Device::Cpu)
+    throw InputError(job.file, "device", "cpu for strategy mesh", "cuda");
+  for (double slowdown : worker_slowdowns(plan, platform))
+    if (slowdown != 1)
+      throw InputError(job.file, "platform",
+                       "worker hosts of one speed for strategy mesh (exec emulates no slow "
+                       "host in a layout)",
+                       "hosts of different speeds");
+  const bool distributed = mpi && mpi->size() > 1;
+  const std::string kind = settings.communicator;
+  if (kind != "auto" && kind != (distributed ? "mpi" : "threads"))
+    throw InputError(
+        job.file, "communicator",
+        std::string(distributed ? "mpi or auto" : "threads or auto") + " for strategy mesh", kind);
+  ModelParallelOptions o;
+  o.shape = shape;
+  o.data = options.layout.data;
+  o.tensor = options.layout.tensor;
+  o.pipeline = options.layout.pipeline;
+  o.micro_batches = options.layout.micro_batches;
+  o.schedule = options.layout.schedule;
+  o.batch = static_cast<long long>(plan.batch);
+  o.learning_rate = static_cast<float>(settings.train.learning_rate);
+  o.seed = settings.train.seed;
+  o.max_steps = settings.train.max_steps;
+  o.target_accuracy = settings.train.target_accuracy;
+  o.eval_every = settings.train.eval_every_steps;
+  o.test_limit = settings.train.eval_samples;
+  o.file = job.file;
+  check_model_parallel(o);
+  if (log && (!mpi || mpi->rank() == 0))
+    *log << "measure: mesh " << o.label() << " K=" << o.workers() << " b=" << o.batch << " on "
+         << (distributed ? "mpi" : "threads") << " (concurrent, wall clock) ...\n";
+  ModelParallelReport report;
+  if (distributed) {
+    MpiPeers peers;
+    report = train_model_parallel(o, data, peers);
+    reporter = peers.rank() == 0;
+  } else {
+    report = train_model_parallel_threads(o, data);
+    reporter = true;
+  }
+  Measurement m;
+  m.strategy = plan.strategy;
+  m.workers = plan.workers;
+  m.batch = plan.batch;
+  m.split = "even";
+  m.collective = plan.collective;
+  m.communicator = report.transport;
+  m.engine = settings.train.engine;
+  m.timing = Timing::Concurrent;
+  m.dataset = data.name;
+  m.dataset_source = data.source;
+  m.synthetic = data.synthetic;
+  m.mlp = shape.to_string();
+  m.parameters = static_cast<long long>(shape.parameters());
+  m.learning_rate = settings.train.learning_rate;
+  m.seed = settings.train.seed;
+  m.clock = "wall";
+  const RankTimes* slowest = nullptr;
+  for (const RankTimes& r : report.ranks) {
+    if (!slowest || r.step_s > slowest->step_s) slowest = &r;
+    WorkerReport w;
+    w.worker = r.rank;
+    w.host = plan.worker_hosts[static_cast<size_t>(r.rank)];
+    w.host_name = platform.hosts[static_cast<size_t>(w.host)].name;
+    w.samples = o.batch / o.data;
+    w.compute_median_s = w.measured_median_s = r.compute_s;
+    w.steps = report.steps;
+    m.per_worker.push_back(w);
+  }
+  if (slowest) {
+    m.compute_s = m.compute_median_s = slowest->compute_s;
+    m.sync_s = m.sync_mean_s = slowest->comm_s;
+  }
+  m.round_median_s = report.step_s;
+  m.round_mean_s = report.steps > 0 ? report.wall_s / static_cast<double>(report.steps) : 0;
+  m.rounds = m.steps = report.steps;
+  m.reached = report.reached_target;
+  m.target_accuracy = settings.train.target_accuracy;
+  m.final_accuracy = report.accuracy;
+  m.total_s = report.wall_s;
+  m.wall_s = report.wall_s;
+  for (size_t i = 0; i < report.accuracy_curve.size(); ++i) {
+    AccuracyPoint point;
+    point.round = point.steps = report.accuracy_curve[i].first;
+    point.accuracy = report.accuracy_curve[i].second;
+    point.time_s = i < report.curve_wall_s.size() ? report.curve_wall_s[i] : 0;
+    m.curve.push_back(point);
+  }
+  m.extra = {{"layout", report.label}, {"ranks", report.to_json()["ranks"]}};
+  if (log && reporter)
+    *log << "measure: mesh " << o.label() << ": accuracy " << m.final_accuracy
+         << (m.reached ? " reached" : " NOT reached") << " after " << m.steps << " steps, training "
+         << m.total_s << " s, median step of the slowest rank " << m.round_median_s << " s\n";
+  return m;
+}
+
 }  // namespace
 
 MeasureRun measure(const model::Job& job, const model::Workload& workload,
@@ -177,12 +307,19 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
   if (!run.reporter) log = nullptr;
   const ExecSettings settings = exec_settings(job);
   if (mpi) mpi->set_wait_timeout(settings.mpi_timeout_s);
-  for (const std::string& name : strategies)  // before anything is loaded or logged
-    if (!model::strategy(name, job.file).measurable())
-      throw InputError(job.file, "strategies",
-                       "strategies the exec engine trains (tensor and pipeline parallel MLP "
-                       "training is tauplan_model_parallel)",
-                       "'" + name + "'");
+  // Before anything is loaded or logged: a transformer's layout is not trained here, and an
+  // MLP's must be the workload's (its Plan splits the workload's layers).
+  for (const std::string& name : strategies) {
+    if (name != "mesh") continue;
+    const std::vector<int>& widths = workload.mlp_widths;
+    if (widths.empty())
+      throw InputError(job.file, "workload",
+                       "an MLP workload (widths) to measure strategy mesh (a transformer's "
+                       "layout is predicted and simulated, not trained)",
+                       "'" + workload.name + "'");
+    if (settings.hidden != std::vector<int>(widths.begin() + 1, widths.end() - 1))
+      throw_hidden_mismatch(job, workload, mlp_text(settings.hidden));
+  }
   const Dataset data = load_dataset(settings.data);
   const MlpShape shape = mlp_shape(settings.hidden, data);
   if (log) {
@@ -200,6 +337,14 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
   const std::unique_ptr<model::ConvergenceModel> convergence = model::convergence_model(job);
   for (const std::string& name : strategies) {
     const model::Plan plan = model::make_plan(name, options, workload, platform, *convergence);
+    if (name == "mesh") {  // the layout's ranks: exec/pipeline_parallel.hpp
+      if (mpi) mpi->barrier();
+      bool reporter = true;
+      Measurement m = measure_layout(job, settings, plan, model::strategy(name).normalise(options),
+                                     workload, platform, data, shape, mpi, reporter, log);
+      if (reporter) run.measurements.push_back(std::move(m));
+      continue;
+    }
     if (plan.asynchronous) {  // worker and server threads or ranks: exec/async_trainer.hpp
       if (mpi) mpi->barrier();
       bool reporter = true;

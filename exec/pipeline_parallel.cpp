@@ -356,6 +356,7 @@ ModelParallelReport train_model_parallel(const ModelParallelOptions& options, co
     if (!evaluate) continue;
     report.accuracy = engine.accuracy(data, test_count);
     report.accuracy_curve.push_back({s + 1, report.accuracy});
+    report.curve_wall_s.push_back(report.wall_s);
     if (options.target_accuracy > 0 && report.accuracy >= options.target_accuracy) {
       report.reached_target = true;
       break;

@@ -83,6 +83,7 @@ struct ModelParallelReport {
   double step_s = 0;      ///< median over steps of the slowest rank's step
   std::vector<RankTimes> ranks;
   std::vector<std::pair<long long, double>> accuracy_curve;  ///< (step, test accuracy)
+  std::vector<double> curve_wall_s;  ///< wall_s at each point of accuracy_curve
   nlohmann::json to_json() const;
 };
 

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/cpu_blas.hpp"
+
 namespace tauplan::exec {
 namespace {
 
@@ -139,13 +141,14 @@ void TensorParallelStage::forward(const float* input, int n, Stash& stash,
   for (std::size_t i = 0; i < count; ++i) {
     const LayerShard& s = shards_[i];
     stash.input[i].assign(x, x + cells(n, s.cols));
-    ConstMatMap in(stash.input[i].data(), n, s.cols);
-    ConstMatMap w(params_.data() + s.weight_at, s.rows, s.cols);
     ConstRowVecMap b(params_.data() + s.bias_at, s.bias);
     std::vector<float>& z_data = stash.pre_activation[i];
     z_data.resize(cells(n, s.rows));
     MatMap z(z_data.data(), n, s.rows);
-    z.noalias() = in * w.transpose();
+    // z = in w^T: the CPU replica's product (exec/cpu_blas.hpp), so that a stage's GEMMs run
+    // at the speed the calibration measures.
+    gemm(false, true, n, s.rows, s.cols, 1.0f, stash.input[i].data(), s.cols,
+         params_.data() + s.weight_at, s.cols, 0.0f, z_data.data(), s.rows);
     if (s.split == LayerSplit::Rows) timed_allreduce(group, z_data.data(), z_data.size());
     z.rowwise() += b;
     const bool last = s.layer == shape_.layers() - 1;
@@ -171,16 +174,14 @@ void TensorParallelStage::backward(const float* output_gradient, int n, const St
       ConstMatMap z(stash.pre_activation[k].data(), n, s.rows);
       dz = (z.array() > 0.0f).select(dz, 0.0f);
     }
-    ConstMatMap in(stash.input[k].data(), n, s.cols);
-    MatMap dw(grads_.data() + s.weight_at, s.rows, s.cols);
     RowVecMap db(grads_.data() + s.bias_at, s.bias);
-    dw.noalias() += dz.transpose() * in;
+    gemm(true, false, s.rows, s.cols, n, 1.0f, g.data(), s.rows, stash.input[k].data(), s.cols,
+         1.0f, grads_.data() + s.weight_at, s.cols);  // dW += dz^T in
     db += dz.colwise().sum();
     if (k == 0 && input_gradient == nullptr) break;
-    ConstMatMap w(params_.data() + s.weight_at, s.rows, s.cols);
     dx.resize(cells(n, s.cols));
-    MatMap dx_map(dx.data(), n, s.cols);
-    dx_map.noalias() = dz * w;
+    gemm(false, false, n, s.cols, s.rows, 1.0f, g.data(), s.rows, params_.data() + s.weight_at,
+         s.cols, 0.0f, dx.data(), s.cols);  // dx = dz W
     if (s.split == LayerSplit::Columns) timed_allreduce(group, dx.data(), dx.size());
     std::swap(g, dx);
   }

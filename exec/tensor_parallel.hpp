@@ -9,8 +9,10 @@
 // f) unless nothing before the pair needs it. A layer left without a partner (the output layer
 // of 784-256-128-10) is replicated: every rank computes it whole, on the same data, to the same
 // bits. With t = 1 every layer is whole. Gradients accumulate over micro-batches until
-// zero_gradients(); the loss's scale (1 / the global batch) is the caller's. Kernels: Eigen maps
-// over row-major buffers, single-threaded, the products of exec/mlp.cpp. What it leaves out:
+// zero_gradients(); the loss's scale (1 / the global batch) is the caller's. Kernels: the matrix
+// products of the CPU replica (exec/cpu_blas.hpp: OpenBLAS where found, one thread per rank), so
+// that a stage computes at the speed `tauplan calibrate` measures; bias, ReLU and the update are
+// Eigen maps over row-major buffers. What it leaves out:
 // splitting the output layer by classes (a vocabulary-parallel softmax), sequence parallelism,
 // and overlapping the all-reduces with compute.
 #pragma once

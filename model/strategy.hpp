@@ -69,9 +69,6 @@ class Strategy {
   /// True when its plans have no barrier between workers (Plan::asynchronous): measured only
   /// with workers really running at once, its rounds are server updates.
   virtual bool asynchronous() const { return false; }
-  /// Whether exec/ trains it for real (mesh is predicted and simulated only; tensor and
-  /// pipeline parallel training of the MLP is tauplan_model_parallel).
-  virtual bool measurable() const { return true; }
   /// True when the job's `batch` is the global batch split over the workers (sync); false
   /// when it is each worker's own batch (single, local-sgd).
   virtual bool splits_batch() const { return false; }

@@ -161,7 +161,9 @@ TEST_CASE("layout cli: predict on a job too large for data parallelism lists lay
   CHECK(r.out.empty());
 }
 
-TEST_CASE("mesh cli: predict and simulate run a layout, measure refuses it, bad layouts exit 2") {
+TEST_CASE(
+    "mesh cli: predict and simulate run a transformer's layout, measure refuses it, bad layouts "
+    "exit 2") {
   const auto f = write_temp_file(
       "mesh.yaml", "workload: gpt2-small\nplatform: " TAUPLAN_SOURCE_DIR
                    "/platforms/h200-nvlink-ib.xml\nstrategies: [mesh]\nworkers: 8\nbatch: 32\n"
@@ -185,17 +187,57 @@ TEST_CASE("mesh cli: predict and simulate run a layout, measure refuses it, bad 
   const auto measured = run_tauplan({"measure", f});
   CHECK(measured.exit_code == 2);
   CHECK(std::count(measured.err.begin(), measured.err.end(), '\n') == 1);
-  CHECK(measured.err.find(f + ": strategies: expected strategies the exec engine trains") !=
-        std::string::npos);
+  CHECK(measured.err.find(f + ": workload: expected an MLP workload (widths) to measure "
+                              "strategy mesh") != std::string::npos);
   const auto g = write_temp_file("mesh-bad.yaml",
                                  "workload: gpt2-small\nplatform: " TAUPLAN_SOURCE_DIR
                                  "/platforms/h200-nvlink-ib.xml\nstrategies: [mesh]\nworkers: 8\n"
                                  "batch: 32\ntensor_parallel: 2\npipeline_parallel: 2\n"
                                  "micro_batches: 4\nvirtual_stages: 2\n");
   expect_bad_input({"predict", g}, g + ": virtual_stages: expected 1 with strategy mesh");
-  const auto h = write_temp_file("mesh-mlp.yaml",
-                                 "workload: fashion-mlp\nplatform: " TAUPLAN_SOURCE_DIR
+  const auto h = write_temp_file("mesh-cnn.yaml",
+                                 "workload: resnet-50\nplatform: " TAUPLAN_SOURCE_DIR
                                  "/platforms/h200-nvlink-ib.xml\nstrategies: [mesh]\nworkers: 2\n"
                                  "batch: 32\n");
-  expect_bad_input({"simulate", h}, h + ": workload: expected a transformer workload");
+  expect_bad_input({"simulate", h},
+                   h + ": workload: expected a transformer workload (layers, hidden, heads, ...) "
+                       "or an MLP (widths)");
+}
+
+TEST_CASE(
+    "mesh cli: an MLP's layout is predicted, simulated and trained for real (threads), the "
+    "same Plan; a hidden width other than the workload's is exit 2") {
+  const std::string job =
+      "workload: fashion-mlp\nplatform: " TAUPLAN_SOURCE_DIR
+      "/platforms/test-crossbar-4.xml\nstrategies: [mesh]\nworkers: 4\nbatch: 32\n"
+      "tensor_parallel: 2\npipeline_parallel: 2\nmicro_batches: 2\ndata_dir: /nonexistent\n"
+      "allow_synthetic: true\ntrain_samples: 2000\neval_samples: 200\nmax_steps: 40\n"
+      "eval_every: 20\ntarget_accuracy: 0.05\n";
+  const auto f = write_temp_file("mesh-mlp.yaml", job);
+  const auto predicted = run_tauplan({"predict", f, "--json"});
+  INFO(predicted.err);
+  REQUIRE(predicted.exit_code == 0);
+  const auto measured = run_tauplan({"measure", f, "--json"});
+  INFO(measured.err);
+  REQUIRE(measured.exit_code == 0);
+  const auto a = nlohmann::json::parse(predicted.out)["results"][0];
+  const auto m = nlohmann::json::parse(measured.out)["results"][0];
+  CHECK(a["strategy"] == "mesh");
+  CHECK(m["strategy"] == "mesh");
+  CHECK(m["workers"] == 4);
+  CHECK(m["timing"] == "concurrent");
+  CHECK(m["round_s"].get<double>() > 0);
+  CHECK(m["steps"].get<long long>() == 20);  // the target is reached at the first evaluation
+  // Every rank of d1 t2 p2: stage 0 holds the pair fc1-fc2 (1 all-reduce forward, none backward:
+  // it starts the network), stage 1 the output layer, replicated (none); 2 micro-batches.
+  const auto ranks = m["ranks"];
+  REQUIRE(ranks.size() == 4);
+  for (const auto& r : ranks) {
+    INFO(r.dump());
+    CHECK(r["tensor_allreduces_per_step"] == (r["stage"] == 0 ? 2 : 0));
+    CHECK(r["pipeline_sends_per_step"] == 2);
+  }
+  const auto g = write_temp_file("mesh-mlp-hidden.yaml", job + "hidden: [64]\n");
+  expect_bad_input({"measure", g},
+                   g + ": hidden: expected the hidden widths of workload 'fashion-mlp'");
 }
