@@ -20,6 +20,7 @@
 #include "model/calibration.hpp"
 #include "model/collective.hpp"
 #include "model/error.hpp"
+#include "model/layout.hpp"
 #include "model/strategy.hpp"
 #include "model/validation.hpp"
 #include "study/child_process.hpp"
@@ -47,7 +48,8 @@ struct Config {
   double slow = 1;
   std::vector<std::pair<std::string, std::string>> extra;  ///< other swept keys
   std::string name;                                        ///< e.g. "sync K=4 speed slow=2"
-  std::string platform;                                    ///< calibrated XML
+  double micro_batch = 0;  ///< strategy mesh: samples per micro-batch (calibrated around it)
+  std::string platform;    ///< calibrated XML
 };
 
 /// What one engine said about one configuration (the first row of its JSON).
@@ -113,6 +115,29 @@ EngineRow parse_row(const std::string& out, const std::string& what) {
   return row;
 }
 
+/// Whether a configuration is measured with its workers running at once on the wall clock
+/// (asynchronous strategies, and the ranks of a layout), rather than in lockstep.
+bool wall_clock(const std::string& strategy) {
+  return strategy == "mesh" || model::strategy(strategy).asynchronous();
+}
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+/// The swept keys that make a configuration of `strategy`: layout keys only where it reads them
+/// (the others run at the default layout: engine_child).
+KeyValues keys_of(const std::string& strategy, const KeyValues& keys) {
+  static const std::set<std::string> layout_keys = [] {
+    std::set<std::string> names;
+    for (const model::KeySpec& spec : model::layout_job_keys())
+      names.insert(spec.name);
+    return names;
+  }();
+  KeyValues out;
+  for (const auto& [k, v] : keys)
+    if (!layout_keys.count(k) || model::strategy(strategy).uses(k)) out.emplace_back(k, v);
+  return out;
+}
+
 /// The configurations of the job and axes, without duplicates, in a stable order.
 std::vector<Config> make_configs(const ValidateRequest& a, const std::vector<Axis>& axes) {
   const auto points = grid_points(axes);
@@ -133,12 +158,14 @@ std::vector<Config> make_configs(const ValidateRequest& a, const std::vector<Axi
         c.batch = normalised.batch;
         c.workers = normalised.workers;
         c.tau = normalised.tau;
-        c.slow = c.workers < 2 ? 1.0 : slow;
+        // A layout's ranks are not slowed (exec emulates no slow host in a layout).
+        c.slow = c.workers < 2 || name == "mesh" ? 1.0 : slow;
+        if (name == "mesh") c.micro_batch = normalised.layout.micro_batch(normalised.batch);
         // An even and a speed split differ only when some worker is slower.
         const bool speed_split =
             strategy.uses("split") && c.slow > 1 && normalised.split == model::BatchSplit::Speed;
         c.split = speed_split ? "speed" : "even";
-        for (const auto& [k, v] : point)
+        for (const auto& [k, v] : keys_of(name, point))
           if (k != "workers" && k != "tau" && k != "split" && k != "strategies")
             c.extra.emplace_back(k, v);
         model::StrategyOptions named = normalised;
@@ -159,6 +186,7 @@ std::vector<int> batches_for(const std::vector<Config>& configs, int k, long lon
   std::set<int> b;
   for (const Config& c : configs) {
     if (c.workers != k) continue;
+    if (c.micro_batch > 0) b.insert(std::max(1, static_cast<int>(c.micro_batch)));
     if (model::strategy(c.strategy).splits_batch()) {
       const double share = c.slow > 1 ? (1.0 / c.slow) / (k - 1 + 1.0 / c.slow) : 1.0 / k;
       b.insert(std::max(1, static_cast<int>(std::floor(c.batch * share))));
@@ -247,8 +275,9 @@ exec::CalibrationMeasurements measure_now(const ValidateRequest& a, const model:
   request.floats = {n / 4, n / 2, n};
   request.seed = static_cast<std::uint64_t>(job.integer("seed"));
   exec::CalibrationMeasurements measured = exec::measure_cpu_calibration(request, *m.data, m.shape);
-  // An asynchronous run is timed on the wall clock with its workers at once: so is its step.
-  if (model::strategy(config.strategy).asynchronous())
+  // An asynchronous run or a layout is timed on the wall clock with its workers at once: so is
+  // its step.
+  if (wall_clock(config.strategy))
     measured.steps = exec::measure_concurrent_steps(request, *m.data, m.shape);
   return measured;
 }
@@ -340,8 +369,15 @@ child::Task engine_child(const ValidateRequest& a, const Config& c, const model:
       {"communicator", "threads"}};
   for (const auto& [key, value] : fixed)
     keys[key] = value;
-  // An asynchronous strategy is measured with its workers running at once, on the wall clock.
-  if (model::strategy(c.strategy).asynchronous()) keys["timing"] = "concurrent";
+  // A job that sweeps layouts beside data-parallel strategies: theirs run at the default layout
+  // (a data-parallel strategy refuses layout keys that differ from it).
+  if (!model::strategy(c.strategy).uses("tensor_parallel"))
+    for (const model::KeySpec& spec : model::layout_job_keys())
+      if (spec.name != "micro_batches" && !spec.default_value.empty())
+        keys[spec.name] = spec.default_value;
+  // An asynchronous strategy or a layout is measured with its workers running at once, on the
+  // wall clock.
+  if (wall_clock(c.strategy)) keys["timing"] = "concurrent";
   // Simulated rounds: 3 synchronous rounds; updates of an asynchronous run (its throughput is
   // taken after a warm-up).
   if (engine.name() == std::string("simgrid"))
@@ -522,9 +558,8 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
       measured[i] = run_children({task}, 1, "")[0];
       const exec::CalibrationMeasurements after = measure_now(a, job, machine, configs, config);
       json report;
-      const model::Calibration cal = fit_now(
-          machine, config,
-          faster_of(before, after, model::strategy(config.strategy).asynchronous()), report);
+      const model::Calibration cal =
+          fit_now(machine, config, faster_of(before, after, wall_clock(config.strategy)), report);
       write_platform(config, cal, platform);
       // Both calibrations are kept, so that the error against each can be reported too.
       json unused_before, unused_after;
@@ -651,10 +686,12 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
     o.time_group_simgrid = o.rounds_group * o.simgrid.round_s;
   }
   for (Outcome& o : outcomes) {
-    // Against single with the same other swept keys (batch, learning rate, ...).
+    // Against single with the same other swept keys (batch, learning rate, ...; a layout's own
+    // keys left out).
     const Outcome* single = nullptr;
     for (const Outcome& s1 : outcomes)
-      if (model::strategy(s1.config.strategy).is_baseline() && s1.config.extra == o.config.extra)
+      if (model::strategy(s1.config.strategy).is_baseline() &&
+          s1.config.extra == keys_of(s1.config.strategy, o.config.extra))
         single = &s1;
     if (!single || !o.measured.reached || !single->measured.reached) continue;
     o.speedup_measured = single->measured.total_s / o.measured.total_s;
@@ -799,8 +836,8 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
                   {"date", model::utc_now_iso8601()},
                   {"timing",
                    "lockstep: measured time is reconstructed (virtual clock), not "
-                   "concurrent; asynchronous strategies (async-ps): concurrent threads, wall "
-                   "clock, evaluation left out"},
+                   "concurrent; asynchronous strategies (async-ps) and layouts (mesh): "
+                   "concurrent threads, wall clock, evaluation left out"},
                   {"kind", kRepeatabilityLabel}};
   const json report = {
       {"context", context}, {"calibration", calibration_report},  {"convergence_fit", fit_report},

@@ -175,6 +175,55 @@ TEST_CASE("validate: a small matrix end to end, round-time error within the boun
   CHECK(text.out.find("calibration taken before the measurement") != std::string::npos);
 }
 
+TEST_CASE(
+    "validate: tensor- and pipeline-parallel layouts of the MLP are measured on the wall clock "
+    "beside their predictions, against single") {
+  const std::string job = write_temp_file("validate-layouts.yaml", R"(workload: fashion-mlp
+platform: test-crossbar-4
+strategies: [single, mesh]
+workers: 2
+batch: 64
+micro_batches: 2
+seed: 1
+target_accuracy: 0.7
+learning_rate: 0.1
+max_steps: 1500
+eval_every: 16
+timing: lockstep
+hidden: [256, 128]
+)");
+  const std::string out = std::filesystem::path(job).parent_path().string() + "/validate-layouts";
+  const auto r = run_tauplan(
+      {"validate", job, "--set", "pipeline_parallel=1,2", "--out", out, "--json", "--no-plot"}, "",
+      300);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& results = j["results"];
+  // single once (the layout keys are not its own), mesh d2 m2 and mesh d1 p2 m2.
+  REQUIRE(results.size() == 3);
+  CHECK(results[0]["strategy"] == "single");
+  long long single_rounds = 0;
+  for (const auto& row : results) {
+    INFO(row.dump());
+    CHECK(row["reached_target"] == true);
+    for (const char* engine : {"measured", "analytic", "simgrid"})
+      CHECK(row["round_s"][engine].get<double>() > 0);
+    CHECK(row["round_s"]["error_analytic"].is_number());
+    CHECK(row["round_s"]["error_simgrid"].is_number());
+    if (row["strategy"] == "single") {
+      single_rounds = row["rounds"]["measured"].get<long long>();
+      continue;
+    }
+    // The split model is the unsplit one's SGD at the same batch: the same steps to the target,
+    // to within one evaluation (16 steps) for float rounding.
+    CHECK(std::abs(row["rounds"]["measured"].get<long long>() - single_rounds) <= 16);
+    CHECK(row["speedup"]["measured"].is_number());
+  }
+  CHECK(results[2]["config"].get<std::string>().find("mesh d1 p2 m2") == 0);
+  CHECK(j["context"]["timing"].get<std::string>().find("layouts (mesh)") != std::string::npos);
+}
+
 TEST_CASE("validate: bad inputs are one line and exit 2") {
   const std::string job = write_temp_file("validate-bad.yaml", kJob);
   auto expect = [](const std::vector<std::string>& args, const std::string& fragment) {
