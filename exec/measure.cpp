@@ -310,7 +310,7 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
   // Before anything is loaded or logged: a transformer's layout is not trained here, and an
   // MLP's must be the workload's (its Plan splits the workload's layers).
   for (const std::string& name : strategies) {
-    if (name != "mesh") continue;
+    if (!model::strategy(name, job.file).splits_model()) continue;
     const std::vector<int>& widths = workload.mlp_widths;
     if (widths.empty())
       throw InputError(job.file, "workload",
@@ -337,7 +337,7 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
   const std::unique_ptr<model::ConvergenceModel> convergence = model::convergence_model(job);
   for (const std::string& name : strategies) {
     const model::Plan plan = model::make_plan(name, options, workload, platform, *convergence);
-    if (name == "mesh") {  // the layout's ranks: exec/pipeline_parallel.hpp
+    if (model::strategy(name).splits_model()) {  // a layout's ranks: exec/pipeline_parallel.hpp
       if (mpi) mpi->barrier();
       bool reporter = true;
       Measurement m = measure_layout(job, settings, plan, model::strategy(name).normalise(options),

@@ -69,6 +69,9 @@ class Strategy {
   /// True when its plans have no barrier between workers (Plan::asynchronous): measured only
   /// with workers really running at once, its rounds are server updates.
   virtual bool asynchronous() const { return false; }
+  /// Whether it splits the model over a mesh (a layout: tensor and pipeline parallelism), so
+  /// that exec trains it with exec/pipeline_parallel.hpp's ranks, not replicas.
+  virtual bool splits_model() const { return false; }
   /// True when the job's `batch` is the global batch split over the workers (sync); false
   /// when it is each worker's own batch (single, local-sgd).
   virtual bool splits_batch() const { return false; }

@@ -366,6 +366,7 @@ class MeshStrategy : public Strategy {
             "sequence_parallel"};
   }
   bool splits_batch() const override { return true; }
+  bool splits_model() const override { return true; }
   bool listed_by_default() const override { return false; }
   StrategyOptions normalise(StrategyOptions options) const override {
     options.tau = 1;

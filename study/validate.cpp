@@ -118,7 +118,7 @@ EngineRow parse_row(const std::string& out, const std::string& what) {
 /// Whether a configuration is measured with its workers running at once on the wall clock
 /// (asynchronous strategies, and the ranks of a layout), rather than in lockstep.
 bool wall_clock(const std::string& strategy) {
-  return strategy == "mesh" || model::strategy(strategy).asynchronous();
+  return model::strategy(strategy).splits_model() || model::strategy(strategy).asynchronous();
 }
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
@@ -159,8 +159,9 @@ std::vector<Config> make_configs(const ValidateRequest& a, const std::vector<Axi
         c.workers = normalised.workers;
         c.tau = normalised.tau;
         // A layout's ranks are not slowed (exec emulates no slow host in a layout).
-        c.slow = c.workers < 2 || name == "mesh" ? 1.0 : slow;
-        if (name == "mesh") c.micro_batch = normalised.layout.micro_batch(normalised.batch);
+        c.slow = c.workers < 2 || strategy.splits_model() ? 1.0 : slow;
+        if (strategy.splits_model())
+          c.micro_batch = normalised.layout.micro_batch(normalised.batch);
         // An even and a speed split differ only when some worker is slower.
         const bool speed_split =
             strategy.uses("split") && c.slow > 1 && normalised.split == model::BatchSplit::Speed;

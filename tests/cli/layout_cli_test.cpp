@@ -9,21 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/expect_bad_input.hpp"
 #include "tests/cli/run_command.hpp"
 
+using tauplan::test::expect_bad_input;
 using tauplan::test::run_tauplan;
 using tauplan::test::write_temp_file;
 
 namespace {
-
-void expect_bad_input(const std::vector<std::string>& args, const std::string& fragment) {
-  const auto r = run_tauplan(args);
-  INFO("stderr: " << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK(r.err.find(fragment) != std::string::npos);
-  CHECK(r.out.empty());
-}
 
 std::string read(const std::string& path) {
   std::ifstream in(path);

@@ -20,8 +20,10 @@
 
 #include "model/planner.hpp"
 #include "model/revocation.hpp"
+#include "tests/cli/expect_bad_input.hpp"
 #include "tests/cli/run_command.hpp"
 
+using tauplan::test::expect_bad_input;
 using tauplan::test::run_tauplan;
 using tauplan::test::write_temp_file;
 namespace fs = std::filesystem;
@@ -56,14 +58,6 @@ std::string seeds(int n) {
 }
 
 // Bad input: exit code 2 and exactly one line on stderr that contains `fragment`.
-void expect_bad_input(const std::vector<std::string>& args, const std::string& fragment) {
-  const auto r = run_tauplan(args);
-  INFO("stderr: " << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK(r.err.find(fragment) != std::string::npos);
-}
-
 }  // namespace
 
 TEST_CASE("sweep: analytic grid of every combination, CSV and JSON, resumed without work") {
