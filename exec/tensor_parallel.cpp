@@ -43,16 +43,7 @@ TensorParallelStage::TensorParallelStage(MlpShape shape, int first_layer, int en
   if (first_ < 0 || end_ > shape_.layers() || first_ >= end_ || size_ < 1 || rank_ < 0 ||
       rank_ >= size_)
     throw std::invalid_argument("tensor-parallel stage: bad layer range or rank");
-  for (int l = first_; l < end_;) {
-    if (size_ > 1 && l + 1 < end_) {
-      splits_.push_back(LayerSplit::Columns);
-      splits_.push_back(LayerSplit::Rows);
-      l += 2;
-    } else {
-      splits_.push_back(LayerSplit::Whole);
-      l += 1;
-    }
-  }
+  splits_ = model::mlp_layer_splits(first_, end_, size_);  // the rule the Plan costs
   std::size_t at = 0;
   for (int i = 0; i < end_ - first_; ++i) {
     LayerShard s;

@@ -22,6 +22,7 @@
 
 #include "exec/mlp.hpp"
 #include "exec/peer_group.hpp"
+#include "model/mlp_layout.hpp"
 
 namespace tauplan::exec {
 
@@ -35,7 +36,7 @@ struct TensorGroup {
   long long* allreduces = nullptr;
 };
 
-enum class LayerSplit { Whole, Columns, Rows };
+using LayerSplit = model::MlpLayerSplit;
 
 class TensorParallelStage {
  public:

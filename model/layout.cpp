@@ -142,12 +142,7 @@ void check_layout(const Layout& layout, const Workload& workload, double batch, 
   const Transformer& shape = *workload.transformer;
   const std::string& name = workload.name;
   const int t = layout.tensor, p = layout.pipeline, d = layout.data;
-  if (layout.workers() != workers)
-    throw InputError(file, "data_parallel",
-                     fmt::format("data_parallel x tensor_parallel x pipeline_parallel = workers "
-                                 "({})",
-                                 workers),
-                     fmt::format("{} x {} x {} = {}", d, t, p, layout.workers()));
+  check_layout_workers(layout, workers, file);
   // Mesh-TF: a dimension cannot be split more ways than it has elements; heads and the
   // feed-forward width must split evenly (Megatron's column split).
   if (t > shape.heads)
@@ -217,6 +212,16 @@ void check_layout(const Layout& layout, const Workload& workload, double batch, 
                        fmt::format("a multiple of pipeline_parallel ({}) with interleaving", p),
                        std::to_string(layout.micro_batches));
   }
+}
+
+void check_layout_workers(const Layout& layout, int workers, const std::string& file) {
+  if (layout.workers() != workers)
+    throw InputError(file, "data_parallel",
+                     fmt::format("data_parallel x tensor_parallel x pipeline_parallel = workers "
+                                 "({})",
+                                 workers),
+                     fmt::format("{} x {} x {} = {}", layout.data, layout.tensor, layout.pipeline,
+                                 layout.workers()));
 }
 
 std::vector<int> stage_layers(int layers, int pipeline) {

@@ -50,6 +50,9 @@ Layout layout_from_job(const Job& job);
 void check_layout(const Layout& layout, const Workload& workload, double batch, int workers,
                   const std::string& file);
 
+/// InputError(file, "data_parallel", ...) unless data x tensor x pipeline = workers.
+void check_layout_workers(const Layout& layout, int workers, const std::string& file);
+
 /// Layers of each pipeline stage: layers / p each, the first (layers mod p) stages one more.
 std::vector<int> stage_layers(int layers, int pipeline);
 

@@ -11,23 +11,7 @@
 namespace tauplan::model {
 namespace {
 
-enum class Split { Whole, Columns, Rows };
-
-/// The split of each layer of [first, end) on `tensor` ranks (exec/tensor_parallel.cpp's rule).
-std::vector<Split> stage_splits(int first, int end, int tensor) {
-  std::vector<Split> splits;
-  for (int l = first; l < end;) {
-    if (tensor > 1 && l + 1 < end) {
-      splits.push_back(Split::Columns);
-      splits.push_back(Split::Rows);
-      l += 2;
-    } else {
-      splits.push_back(Split::Whole);
-      l += 1;
-    }
-  }
-  return splits;
-}
+using Split = MlpLayerSplit;
 
 std::string widths_text(const std::vector<int>& widths) {
   std::string text;
@@ -37,6 +21,21 @@ std::string widths_text(const std::vector<int>& widths) {
 }
 
 }  // namespace
+
+std::vector<MlpLayerSplit> mlp_layer_splits(int first, int end, int tensor) {
+  std::vector<MlpLayerSplit> splits;
+  for (int l = first; l < end;) {
+    if (tensor > 1 && l + 1 < end) {
+      splits.push_back(MlpLayerSplit::Columns);
+      splits.push_back(MlpLayerSplit::Rows);
+      l += 2;
+    } else {
+      splits.push_back(MlpLayerSplit::Whole);
+      l += 1;
+    }
+  }
+  return splits;
+}
 
 MlpStageWork mlp_stage_work(const Workload& workload, const Layout& layout, double batch,
                             int stage) {
@@ -55,7 +54,8 @@ MlpStageWork mlp_stage_work(const Workload& workload, const Layout& layout, doub
   work.end_layer = work.first_layer + counts[static_cast<size_t>(stage)];
   const double n = layout.micro_batch(batch);
   const double t = layout.tensor;
-  const std::vector<Split> splits = stage_splits(work.first_layer, work.end_layer, layout.tensor);
+  const std::vector<Split> splits =
+      mlp_layer_splits(work.first_layer, work.end_layer, layout.tensor);
   for (int l = work.first_layer; l < work.end_layer; ++l) {
     const Split split = splits[static_cast<size_t>(l - work.first_layer)];
     const double in = widths[static_cast<size_t>(l)], out = widths[static_cast<size_t>(l) + 1];
@@ -88,12 +88,7 @@ void check_mlp_layout(const Layout& layout, const Workload& workload, double bat
   const int layers = static_cast<int>(widths.size()) - 1;
   const int t = layout.tensor, p = layout.pipeline, d = layout.data;
   const std::string mlp = fmt::format("the MLP {} of {}", widths_text(widths), workload.name);
-  if (layout.workers() != workers)
-    throw InputError(file, "data_parallel",
-                     fmt::format("data_parallel x tensor_parallel x pipeline_parallel = workers "
-                                 "({})",
-                                 workers),
-                     fmt::format("{} x {} x {} = {}", d, t, p, layout.workers()));
+  check_layout_workers(layout, workers, file);
   if (p > layers)
     throw InputError(file, "pipeline_parallel",
                      fmt::format("at most the {} layers of {} (every stage holds at least one "
@@ -103,7 +98,7 @@ void check_mlp_layout(const Layout& layout, const Workload& workload, double bat
   const std::vector<int> counts = stage_layers(layers, p);
   int first = 0;
   for (int count : counts) {
-    const std::vector<Split> splits = stage_splits(first, first + count, t);
+    const std::vector<Split> splits = mlp_layer_splits(first, first + count, t);
     for (int l = first; l < first + count; ++l)
       if (splits[static_cast<size_t>(l - first)] == Split::Columns &&
           widths[static_cast<size_t>(l) + 1] % t != 0)

@@ -25,6 +25,14 @@
 
 namespace tauplan::model {
 
+/// How a layer of a stage is held by its tensor ranks: whole on each, split by its outputs
+/// (columns of W^T) or by its inputs (rows).
+enum class MlpLayerSplit { Whole, Columns, Rows };
+
+/// The split of each layer of [first, end) over `tensor` ranks: consecutive layers paired as
+/// columns then rows, a layer left without a partner whole (exec/tensor_parallel.hpp runs it).
+std::vector<MlpLayerSplit> mlp_layer_splits(int first, int end, int tensor);
+
 /// One tensor rank's work on pipeline stage `stage` for one micro-batch.
 struct MlpStageWork {
   int first_layer = 0, end_layer = 0;  ///< layers [first, end)

@@ -37,6 +37,18 @@ model::Plan layout_plan(const model::StrategyOptions& o, const model::Workload& 
   return model::make_plan("mesh", o, w, platform, model::FixedCounts(1));
 }
 
+/// Building the layout's Plan is an InputError naming `key`.
+void expect_input_error(const model::StrategyOptions& o, const model::Workload& w,
+                        const model::Platform& platform, const std::string& key) {
+  try {
+    layout_plan(o, w, platform);
+    FAIL("no InputError for " << key);
+  } catch (const InputError& e) {
+    INFO(e.what());
+    CHECK(e.key() == key);
+  }
+}
+
 /// A transformer without vocabulary (no logits flop), so that every stage of a pipeline over
 /// its 8 layers does the same work; fp32, no optimizer flop; a pass takes longer than a send.
 model::Workload uniform_transformer() {
@@ -277,15 +289,8 @@ TEST_CASE("layout plans: a layout of size 1 in every dimension is single") {
 TEST_CASE("layout plans: bad layouts and workloads are one InputError naming the key") {
   const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
   const model::Workload gpt2 = model::load_workload("gpt2-small");
-  auto expect = [&](model::StrategyOptions o, const model::Workload& w, const std::string& key) {
-    try {
-      layout_plan(o, w, platform);
-      FAIL("no InputError for " << key);
-    } catch (const InputError& e) {
-      INFO(e.what());
-      CHECK(e.key() == key);
-    }
-  };
+  auto expect = [&](const model::StrategyOptions& o, const model::Workload& w,
+                    const std::string& key) { expect_input_error(o, w, platform, key); };
   auto interleaved = layout_options(1, 1, 2, 4, 8);
   interleaved.layout.virtual_stages = 2;
   expect(interleaved, gpt2, "virtual_stages");
@@ -400,14 +405,8 @@ TEST_CASE("layout plans of an MLP: bad layouts are one InputError naming the key
   const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
   const model::Workload w = model::load_workload("fashion-mlp");  // 784-256-128-10
   REQUIRE(w.mlp_widths == std::vector<int>{784, 256, 128, 10});
-  auto expect = [&](model::StrategyOptions o, const std::string& key) {
-    try {
-      layout_plan(o, w, platform);
-      FAIL("no InputError for " << key);
-    } catch (const InputError& e) {
-      INFO(e.what());
-      CHECK(e.key() == key);
-    }
+  auto expect = [&](const model::StrategyOptions& o, const std::string& key) {
+    expect_input_error(o, w, platform, key);
   };
   expect(layout_options(1, 1, 4, 1, 8), "pipeline_parallel");  // 4 stages, 3 layers
   expect(layout_options(1, 3, 1, 1, 9), "tensor_parallel");    // 256 outputs over 3
