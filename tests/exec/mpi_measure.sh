@@ -17,6 +17,10 @@
 #    (table) and reached_target is false (JSON).
 # 3. Bad layouts: K = 3 under -np 2, and ps with K = 2 under -np 2 (it needs K + 1): exit 2 and
 #    one error line naming `workers`.
+# 4. Strategy mesh (d1 t2 p2 m2 of fashion-mlp 784-256-128-10) under -np 4: one rank per rank of
+#    the layout, communicator mpi, stage 0's ranks 2 tensor all-reduces a step (the pair fc1-fc2,
+#    forward only, 2 micro-batches), stage 1's none, 2 sends a step each; under -np 2: exit 2
+#    naming `workers`.
 set -u
 tauplan=$1
 mpirun=$2
@@ -96,3 +100,27 @@ rc=$?
 grep -q "workers: expected the MPI world size 2 minus the 1 server" "$err" ||
   fail "ps with K=2 on 2 ranks: the error does not name 'workers' and the server rank"
 echo "ok: a world size that does not fit K (+ s) exits 2"
+
+mesh=(measure --strategies mesh --workload fashion-mlp --workers 4 --tensor-parallel 2
+      --pipeline-parallel 2 --micro-batches 2 --batch 32 --platform test-crossbar-4
+      --eval-every 8 --data-dir /nonexistent/fashion-mnist --allow-synthetic true
+      --train-samples 2000 --eval-samples 500 "${reachable[@]}")
+"$mpirun" --allow-run-as-root --oversubscribe -np 4 "$tauplan" "${mesh[@]}" --json > "$out" 2> "$err" ||
+  fail "mpirun -np 4 measure --strategies mesh exited $?"
+python3 - "$out" <<'PY' || fail "mesh under mpirun: unexpected JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["strategy"] == "mesh" and r["communicator"] == "mpi" and r["timing"] == "concurrent", r
+assert r["reached_target"] is True and r["round_s"] > 0, r
+ranks = r["ranks"]
+assert len(ranks) == 4, ranks
+for k in ranks:
+    assert k["tensor_allreduces_per_step"] == (2 if k["stage"] == 0 else 0), k
+    assert k["pipeline_sends_per_step"] == 2, k
+print("ok: mpirun -np 4 measure mesh d1 t2 p2 m2: %.3g ms a step" % (r["round_s"] * 1e3))
+PY
+"${run2[@]}" "$tauplan" "${mesh[@]}" > "$out" 2> "$err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "mesh of 4 ranks on 2: expected exit 2, got $rc"
+grep -q "workers" "$err" || fail "mesh of 4 ranks on 2: the error does not name 'workers'"
+echo "ok: strategy mesh runs a rank per MPI process; a world size that does not fit exits 2"
