@@ -319,6 +319,12 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
                        "'" + workload.name + "'");
     if (settings.hidden != std::vector<int>(widths.begin() + 1, widths.end() - 1))
       throw_hidden_mismatch(job, workload, mlp_text(settings.hidden));
+    if (settings.train.timing != Timing::Concurrent)
+      throw InputError(job.file, "timing",
+                       "concurrent for strategy " + name +
+                           " (a layout's ranks wait on each other's messages: only ranks "
+                           "running at once on the wall clock measure it)",
+                       to_string(settings.train.timing));
   }
   const Dataset data = load_dataset(settings.data);
   const MlpShape shape = mlp_shape(settings.hidden, data);

@@ -199,13 +199,13 @@ TEST_CASE(
 
 TEST_CASE(
     "mesh cli: an MLP's layout is predicted, simulated and trained for real (threads), the "
-    "same Plan; a hidden width other than the workload's is exit 2") {
+    "same Plan; a hidden width other than the workload's, or lockstep timing, is exit 2") {
   const std::string job =
       "workload: fashion-mlp\nplatform: " TAUPLAN_SOURCE_DIR
       "/platforms/test-crossbar-4.xml\nstrategies: [mesh]\nworkers: 4\nbatch: 32\n"
       "tensor_parallel: 2\npipeline_parallel: 2\nmicro_batches: 2\ndata_dir: /nonexistent\n"
       "allow_synthetic: true\ntrain_samples: 2000\neval_samples: 200\nmax_steps: 40\n"
-      "eval_every: 20\ntarget_accuracy: 0.05\n";
+      "eval_every: 20\ntarget_accuracy: 0.05\ntiming: concurrent\n";
   const auto f = write_temp_file("mesh-mlp.yaml", job);
   const auto predicted = run_tauplan({"predict", f, "--json"});
   INFO(predicted.err);
@@ -233,4 +233,6 @@ TEST_CASE(
   const auto g = write_temp_file("mesh-mlp-hidden.yaml", job + "hidden: [64]\n");
   expect_bad_input({"measure", g},
                    g + ": hidden: expected the hidden widths of workload 'fashion-mlp'");
+  expect_bad_input({"measure", f, "--timing", "lockstep"},
+                   f + ": timing: expected concurrent for strategy mesh");
 }

@@ -104,7 +104,7 @@ echo "ok: a world size that does not fit K (+ s) exits 2"
 mesh=(measure --strategies mesh --workload fashion-mlp --workers 4 --tensor-parallel 2
       --pipeline-parallel 2 --micro-batches 2 --batch 32 --platform test-crossbar-4
       --eval-every 8 --data-dir /nonexistent/fashion-mnist --allow-synthetic true
-      --train-samples 2000 --eval-samples 500 "${reachable[@]}")
+      --train-samples 2000 --eval-samples 500 --timing concurrent "${reachable[@]}")
 "$mpirun" --allow-run-as-root --oversubscribe -np 4 "$tauplan" "${mesh[@]}" --json > "$out" 2> "$err" ||
   fail "mpirun -np 4 measure --strategies mesh exited $?"
 python3 - "$out" <<'PY' || fail "mesh under mpirun: unexpected JSON"
