@@ -12,6 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 build=${FUZZ_BUILD:-build-fuzz}
+# An absolute FUZZ_BUILD as it is, a relative one from the repository root.
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
 seconds=${FUZZ_SECONDS:-45}
 targets=${FUZZ_TARGETS:-"fuzz_job_yaml fuzz_workload_yaml fuzz_inventory_yaml fuzz_convergence_csv fuzz_platform_xml"}
 
@@ -58,10 +60,10 @@ for target in $targets; do
   [ "$target" = fuzz_platform_xml ] && extra+=(-dict="$root/tests/fuzz/platform_xml.dict")
   echo "== $target: ${seconds} s from $(ls "$seed_dir" | wc -l) seeds"
   # Profile files named by the seed platforms are looked up from the working folder.
-  if ! (cd "$root/tests/fixtures/bad" && "$root/$build/tests/fuzz/$target" \
+  if ! (cd "$root/tests/fixtures/bad" && "$build/tests/fuzz/$target" \
         -max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 \
-        -artifact_prefix="$root/$findings/" "${extra[@]}" "$root/$corpus" "$root/$seed_dir" \
-        > "$root/$build/fuzz/$target.log" 2>&1); then
+        -artifact_prefix="$findings/" "${extra[@]}" "$corpus" "$seed_dir" \
+        > "$build/fuzz/$target.log" 2>&1); then
     echo "!! $target: finding (see $build/fuzz/$target.log and $findings/)"
     tail -40 "$build/fuzz/$target.log"
     status=1
