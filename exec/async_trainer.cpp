@@ -117,17 +117,9 @@ Measurement async_measurement(const AsyncRecord& record, const model::Plan& plan
   m.split = model::to_string(plan.split);
   m.collective = plan.collective;
   m.communicator = record.communicator;
-  m.engine = options.engine;
+  describe_run(m, options, data, shape);
   m.timing = Timing::Concurrent;
   m.combine = options.combine;
-  m.dataset = data.name;
-  m.dataset_source = data.source;
-  m.synthetic = data.synthetic;
-  m.mlp = shape.to_string();
-  m.parameters = static_cast<long long>(shape.parameters());
-  m.learning_rate = options.learning_rate;
-  m.seed = options.seed;
-  m.target_accuracy = options.target_accuracy;
   m.clock = "wall";
   m.steps_per_round = 1;
   m.curve = record.curve;

@@ -251,15 +251,8 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
   m.split = "even";
   m.collective = plan.collective;
   m.communicator = report.transport;
-  m.engine = settings.train.engine;
+  describe_run(m, settings.train, data, shape);
   m.timing = Timing::Concurrent;
-  m.dataset = data.name;
-  m.dataset_source = data.source;
-  m.synthetic = data.synthetic;
-  m.mlp = shape.to_string();
-  m.parameters = static_cast<long long>(shape.parameters());
-  m.learning_rate = settings.train.learning_rate;
-  m.seed = settings.train.seed;
   m.clock = "wall";
   const RankTimes* slowest = nullptr;
   for (const RankTimes& r : report.ranks) {
@@ -281,7 +274,6 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
   m.round_mean_s = report.steps > 0 ? report.wall_s / static_cast<double>(report.steps) : 0;
   m.rounds = m.steps = report.steps;
   m.reached = report.reached_target;
-  m.target_accuracy = settings.train.target_accuracy;
   m.final_accuracy = report.accuracy;
   m.total_s = report.wall_s;  // rank 0's steps, evaluations left out
   m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -49,6 +49,19 @@ double median(std::vector<double> values) {
   return 0.5 * (lower + upper);
 }
 
+void describe_run(Measurement& m, const TrainOptions& options, const Dataset& data,
+                  const MlpShape& shape) {
+  m.engine = options.engine;
+  m.dataset = data.name;
+  m.dataset_source = data.source;
+  m.synthetic = data.synthetic;
+  m.mlp = shape.to_string();
+  m.parameters = static_cast<long long>(shape.parameters());
+  m.learning_rate = options.learning_rate;
+  m.seed = options.seed;
+  m.target_accuracy = options.target_accuracy;
+}
+
 std::vector<double> worker_slowdowns(const model::Plan& plan, const model::Platform& platform) {
   const auto k = static_cast<std::size_t>(plan.workers);
   std::vector<double> slowdowns(k, 1.0);
@@ -861,17 +874,9 @@ Measurement train(const model::Plan& plan, const model::Platform& platform, cons
                                  ? platform.hosts[static_cast<std::size_t>(host)].name
                                  : "server " + std::to_string(j));
   }
-  m.engine = options.engine;
+  describe_run(m, options, data, shape);
   m.timing = options.timing;
   m.combine = options.combine;
-  m.dataset = data.name;
-  m.dataset_source = data.source;
-  m.synthetic = data.synthetic;
-  m.mlp = shape.to_string();
-  m.parameters = static_cast<long long>(shape.parameters());
-  m.learning_rate = options.learning_rate;
-  m.seed = options.seed;
-  m.target_accuracy = options.target_accuracy;
   for (std::size_t k = 0; k < m.per_worker.size(); ++k) {
     const int host = m.per_worker[k].host;
     if (host >= 0 && host < static_cast<int>(platform.hosts.size()))

@@ -171,6 +171,12 @@ Measurement train(const model::Plan& plan, const model::Platform& platform, cons
                   const MlpShape& shape, Communicator& comm, const ReplicaFactory& factory,
                   const TrainOptions& options);
 
+/// Fills what every measurement says of its run from the options, data and MLP: engine, data
+/// set, MLP and parameters, learning rate, seed, target (timing, combine and the rest are the
+/// caller's).
+void describe_run(Measurement& m, const TrainOptions& options, const Dataset& data,
+                  const MlpShape& shape);
+
 /// The emulated slowdown of each worker: the fastest worker host's speed (over the platform)
 /// divided by the worker's host speed (all 1 when a speed is unknown).
 std::vector<double> worker_slowdowns(const model::Plan& plan, const model::Platform& platform);
