@@ -4,7 +4,8 @@
 //                                  platform's routes emulated between them (exec/testbed/)
 //   down                           removes everything of the testbed (also after a kill)
 //   status [--json]                what is up, its links and routes, the fabric's counters
-//   run [--np N] -- COMMAND ...    COMMAND as N MPI ranks, rank r in the r-th host's namespace
+//   run [--np N | --hosts H,..] -- COMMAND   COMMAND as MPI ranks, rank r in the r-th host's
+//                                  namespace (or in the namespace of the r-th of --hosts)
 //   calibrate --out FILE.xml       measures the testbed, writes the fitted platform
 // and three internal subcommands the others start: `fabric` (the link emulator process),
 // `agent` (mpirun's remote shell) and `rank` (sets TAUPLAN_TESTBED_HOST, execs the command).
@@ -13,6 +14,8 @@
 // else is exec/testbed/. What it leaves out: more than one testbed per prefix.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -91,17 +94,27 @@ void register_testbed(CLI::App& app) {
 
   auto run_prefix = std::make_shared<std::string>("tp-");
   auto run_np = std::make_shared<int>(0);
+  auto run_hosts = std::make_shared<std::string>();
   auto run_command = std::make_shared<std::vector<std::string>>();
   CLI::App* run = verb->add_subcommand("run", "run COMMAND as MPI ranks, one per testbed host");
   run->add_option("--prefix", *run_prefix, "of the testbed (tp-)");
   run->add_option("--np", *run_np, "ranks (default: one per testbed host)");
+  run->add_option("--hosts", *run_hosts,
+                  "H0,H1,...: the hosts of ranks 0, 1, ... (default: in rank order)");
   run->add_option("command", *run_command, "the command and its arguments, after --")->required();
-  run->callback([run_prefix, run_np, run_command] {
+  run->callback([run_prefix, run_np, run_hosts, run_command] {
     study::require_testbed_rights();
     tb::check_prefix(*run_prefix, "<command line>");
     const tb::State state = tb::require_up(*run_prefix);
-    const int ranks = *run_np == 0 ? static_cast<int>(state.spec.hosts.size()) : *run_np;
-    const auto argv = tb::mpirun_command(state, ranks, *run_command, tb::self_executable());
+    std::vector<std::string> names;
+    for (std::size_t begin = 0; begin < run_hosts->size();) {
+      const std::size_t end = std::min(run_hosts->find(',', begin), run_hosts->size());
+      names.push_back(run_hosts->substr(begin, end - begin));
+      begin = end + 1;
+    }
+    const std::vector<int> hosts = tb::rank_hosts(state, *run_np, names);
+    const int ranks = static_cast<int>(hosts.size());
+    const auto argv = tb::mpirun_command(state, hosts, *run_command, tb::self_executable());
     std::fprintf(stderr,
                  "tauplan: testbed run: %d rank(s) on %s (scale %.6g), rank r in namespace "
                  "%sr<r>, MPI over TCP on %s\n",
@@ -133,6 +146,14 @@ void register_testbed(CLI::App& app) {
   calibrate->add_option("--window", cal->request.window_s,
                         "seconds measured in each sharing and duplex run (1.5)");
   calibrate->add_flag("!--no-duplex", cal->request.duplex, "skip the both-directions runs");
+  calibrate->add_flag("--mpi", cal->mpi,
+                      "routes' round trips and bandwidths from MPI messages (the rendezvous "
+                      "handshake of large ones included) rather than TCP");
+  calibrate
+      ->add_option("--mpi-sizes", cal->mpi_sizes,
+                   "MPI message sizes in bytes, multiples of 4 (131072,...,2097152)")
+      ->delimiter(',');
+  calibrate->add_option("--mpi-repeats", cal->mpi_repeats, "MPI messages of each size (3)");
   calibrate->add_option("--warmup", cal->request.warmup_s,
                         "seconds left out at the start of each run, at least 10 round trips (0.5)");
   calibrate->callback([cal] {
@@ -148,7 +169,59 @@ void register_testbed(CLI::App& app) {
       throw InputError("<command line>", "testbed calibrate",
                        "--transfer-time > 0, --window >= 0.2 s and --warmup >= 0",
                        fmt::format("{} {} {}", r.transfer_s, r.window_s, r.warmup_s));
+    if (cal->mpi_sizes.size() < 2 || cal->mpi_repeats < 1)
+      throw InputError("<command line>", "--mpi-sizes", "at least 2 sizes and --mpi-repeats >= 1",
+                       std::to_string(cal->mpi_sizes.size()) + " sizes");
+    for (double v : cal->mpi_sizes)
+      if (!(v >= 4 && v <= 1e9) || std::fmod(v, 4.0) != 0)
+        throw InputError("<command line>", "--mpi-sizes",
+                         "message sizes in bytes, multiples of 4 up to 1e9", fmt::format("{}", v));
     study::testbed_calibrate(*cal, std::cout);
+  });
+
+  // Internal: a platform's hosts for `validate --testbed` (one platform per process in SimGrid).
+  auto describe_platform = std::make_shared<std::string>();
+  CLI::App* describe = verb->add_subcommand("describe", "(internal) a platform's hosts as JSON");
+  describe->group("");
+  describe->add_option("platform", *describe_platform)->required();
+  describe->callback(
+      [describe_platform] { study::testbed_describe(*describe_platform, std::cout); });
+
+  // Internal: started by `validate --testbed` under `testbed run`, one process per rank.
+  auto cp_job = std::make_shared<JobArgs>();
+  auto cp_workers = std::make_shared<int>(1);
+  auto cp_batches = std::make_shared<std::vector<int>>();
+  auto cp_steps = std::make_shared<int>(1);
+  auto cp_rounds = std::make_shared<int>(8);
+  auto cp_wait = std::make_shared<double>(0);
+  auto cp_out = std::make_shared<std::string>();
+  CLI::App* compute = verb->add_subcommand("compute-probe", "(internal) compute of busy ranks");
+  compute->group("");
+  add_job_options(*compute, *cp_job);
+  compute->add_option("--computing-ranks", *cp_workers)->required();
+  compute->add_option("--batches", *cp_batches)->required()->delimiter(',');
+  compute->add_option("--steps-per-round", *cp_steps);
+  compute->add_option("--probe-rounds", *cp_rounds);
+  compute->add_option("--wait", *cp_wait);
+  compute->add_option("--probe-out", *cp_out)->required();
+  compute->callback([cp_job, cp_workers, cp_batches, cp_steps, cp_rounds, cp_wait, cp_out] {
+    study::testbed_compute_probe(cp_job->job_file, cp_job->overrides(), *cp_workers, *cp_batches,
+                                 *cp_steps, *cp_rounds, *cp_wait, *cp_out);
+  });
+
+  // Internal: started by `calibrate --mpi` under `testbed run`, one process per rank.
+  auto probe_pairs = std::make_shared<std::string>();
+  auto probe_sizes = std::make_shared<std::vector<double>>();
+  auto probe_repeats = std::make_shared<int>(3);
+  auto probe_out = std::make_shared<std::string>();
+  CLI::App* probe = verb->add_subcommand("message-probe", "(internal) MPI message times");
+  probe->group("");
+  probe->add_option("--pairs", *probe_pairs)->required();
+  probe->add_option("--sizes", *probe_sizes)->required()->delimiter(',');
+  probe->add_option("--repeats", *probe_repeats);
+  probe->add_option("--out", *probe_out)->required();
+  probe->callback([probe_pairs, probe_sizes, probe_repeats, probe_out] {
+    study::testbed_message_probe(*probe_pairs, *probe_sizes, *probe_repeats, *probe_out);
   });
 
   // Internal: started by `up`, by mpirun and by `run`; not for users.

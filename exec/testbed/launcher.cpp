@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -32,20 +33,50 @@ namespace {
 
 }  // namespace
 
-std::vector<std::string> mpirun_command(const State& state, int ranks,
+std::vector<int> rank_hosts(const State& state, int ranks, const std::vector<std::string>& names) {
+  const Spec& spec = state.spec;
+  const int hosts = static_cast<int>(spec.hosts.size());
+  std::vector<int> out;
+  if (names.empty()) {
+    const int n = ranks == 0 ? hosts : ranks;
+    if (n < 1 || n > hosts)
+      throw InputError(state_path(spec.prefix), "--np",
+                       "1 to " + std::to_string(hosts) + " ranks (one per testbed host)",
+                       std::to_string(ranks));
+    for (int r = 0; r < n; ++r)
+      out.push_back(r);
+    return out;
+  }
+  for (const std::string& name : names) {
+    int found = -1;
+    for (int h = 0; h < hosts; ++h)
+      if (spec.hosts[static_cast<std::size_t>(h)].name == name) found = h;
+    if (found < 0)
+      throw InputError(state_path(spec.prefix), "--hosts", "hosts of the testbed (testbed status)",
+                       name);
+    if (std::find(out.begin(), out.end(), found) != out.end())
+      throw InputError(state_path(spec.prefix), "--hosts", "each host once (one rank per host)",
+                       name + " twice");
+    out.push_back(found);
+  }
+  if (ranks != 0 && ranks != static_cast<int>(out.size()))
+    throw InputError("<command line>", "--np",
+                     "the number of --hosts (" + std::to_string(out.size()) + ") or nothing",
+                     std::to_string(ranks));
+  return out;
+}
+
+std::vector<std::string> mpirun_command(const State& state, const std::vector<int>& hosts,
                                         const std::vector<std::string>& command,
                                         const std::string& executable) {
   const Spec& spec = state.spec;
-  const int hosts = static_cast<int>(spec.hosts.size());
-  if (ranks < 1 || ranks > hosts)
-    throw InputError(state_path(spec.prefix), "--np",
-                     "1 to " + std::to_string(hosts) + " ranks (one per testbed host)",
-                     std::to_string(ranks));
   if (command.empty())
     throw InputError("<command line>", "testbed run", "a command after --", "nothing");
+  const int ranks = static_cast<int>(hosts.size());
   std::string host_list;
   for (int r = 0; r < ranks; ++r)
-    host_list += (r ? "," : "") + spec.hosts[static_cast<std::size_t>(r)].netns;
+    host_list += (r ? "," : "") +
+                 spec.hosts.at(static_cast<std::size_t>(hosts[static_cast<std::size_t>(r)])).netns;
   std::vector<std::string> argv = {"mpirun",
                                    "--allow-run-as-root",
                                    "--bind-to",

@@ -28,9 +28,16 @@
 
 namespace tauplan::testbed {
 
-/// The mpirun command (argv) for `ranks` ranks of `command`; `executable` is this tauplan.
-/// Throws InputError when ranks is not 1 .. hosts or the command is empty.
-std::vector<std::string> mpirun_command(const State& state, int ranks,
+/// The testbed hosts (indices into spec.hosts) that run ranks 0, 1, ...: the named hosts in
+/// that order when `names` is given, else the first `ranks` hosts (0: all). Throws InputError
+/// naming --np or --hosts for a count out of 1 .. hosts, an unknown or repeated host, or both
+/// given and disagreeing.
+std::vector<int> rank_hosts(const State& state, int ranks, const std::vector<std::string>& names);
+
+/// The mpirun command (argv) that runs `command` as one rank on each of `hosts` (indices into
+/// spec.hosts, rank r on hosts[r]); `executable` is this tauplan. Throws InputError when the
+/// command is empty.
+std::vector<std::string> mpirun_command(const State& state, const std::vector<int>& hosts,
                                         const std::vector<std::string>& command,
                                         const std::string& executable);
 
