@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "exec/thread_communicator.hpp"
 #include "exec/trainer.hpp"
 #include "model/error.hpp"
@@ -183,6 +185,121 @@ std::vector<StepPoint> measure_concurrent_steps(const CalibrationRequest& reques
     out.push_back({batches[bi], median(all)});
   }
   return out;
+}
+
+namespace {
+
+/// One worker's replica taking training steps on random batches, timed on the wall clock.
+class TimedSteps {
+ public:
+  TimedSteps(const Dataset& data, const MlpShape& shape, std::uint64_t seed, int largest_batch)
+      : data_(data),
+        mlp_(shape),
+        rng_(seed * 31),
+        pick_(0, data.train_size() - 1),
+        x_(static_cast<std::size_t>(largest_batch) * static_cast<std::size_t>(data.features)),
+        y_(static_cast<std::size_t>(largest_batch)) {
+    mlp_.init(seed);
+  }
+  /// Seconds of `steps` steps at batch b (sampling, forward, backward, update).
+  double run(int b, int steps) {
+    const auto features = static_cast<std::size_t>(data_.features);
+    const auto start = std::chrono::steady_clock::now();
+    for (int step = 0; step < steps; ++step) {
+      for (int i = 0; i < b; ++i) {
+        const long long row = pick_(rng_);
+        std::memcpy(x_.data() + static_cast<std::size_t>(i) * features, data_.train_row(row),
+                    features * sizeof(float));
+        y_[static_cast<std::size_t>(i)] = data_.train_y[static_cast<std::size_t>(row)];
+      }
+      mlp_.forward_backward(x_.data(), y_.data(), b);
+      mlp_.sgd_step(0.01f);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+ private:
+  const Dataset& data_;
+  Mlp mlp_;
+  std::mt19937_64 rng_;
+  std::uniform_int_distribution<long long> pick_;
+  std::vector<float> x_;
+  std::vector<int> y_;
+};
+
+/// Per batch size, the median over rounds of the busiest worker's seconds per step; busy[w][r]
+/// is worker w's round r (batch sizes take turns; the first turn is a warm-up).
+std::vector<StepPoint> busiest_medians(const std::vector<std::vector<double>>& busy,
+                                       const std::vector<int>& batches, int steps_per_round) {
+  std::vector<StepPoint> out;
+  const std::size_t total = busy.empty() ? 0 : busy[0].size();
+  for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+    std::vector<double> per_step;
+    for (std::size_t r = batches.size() + bi; r < total; r += batches.size()) {
+      double worst = 0;
+      for (const auto& per : busy)
+        worst = std::max(worst, per[r]);
+      per_step.push_back(worst / steps_per_round);
+    }
+    out.push_back({batches[bi], median(per_step)});
+  }
+  return out;
+}
+
+void check_rounds(int steps_per_round, int rounds, double wait_s) {
+  if (steps_per_round < 1 || rounds < 1 || !(wait_s >= 0) || wait_s > 10)
+    throw InputError("<calibration>", "rounds",
+                     "steps per round and rounds >= 1, a wait of 0 to 10 s",
+                     fmt::format("{}, {}, {}", steps_per_round, rounds, wait_s));
+}
+
+}  // namespace
+
+std::vector<StepPoint> measure_rank_rounds(PeerGroup& peers, int workers,
+                                           const CalibrationRequest& request, const Dataset& data,
+                                           const MlpShape& shape, int steps_per_round, int rounds,
+                                           double wait_s) {
+  check_request(request, data);
+  check_rounds(steps_per_round, rounds, wait_s);
+  if (workers < 1 || workers > peers.size())
+    throw InputError("<calibration>", "workers",
+                     "1 to " + std::to_string(peers.size()) + " (the ranks)",
+                     std::to_string(workers));
+  const std::set<int> batch_set(request.batches.begin(), request.batches.end());
+  const std::vector<int> batches(batch_set.begin(), batch_set.end());
+  const std::size_t total = (static_cast<std::size_t>(rounds) + 1) * batches.size();
+  const int me = peers.rank();
+  const bool computes = me < workers;
+  std::vector<float> mine(total, 0.0f);
+  {
+    TimedSteps steps(data, shape, request.seed + static_cast<std::uint64_t>(me), batches.back());
+    for (std::size_t r = 0; r < total; ++r) {
+      peers.barrier();
+      if (computes)
+        mine[r] = static_cast<float>(steps.run(batches[r % batches.size()], steps_per_round));
+      peers.barrier();
+      if (me == 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+        while (std::chrono::steady_clock::now() < until)
+          std::this_thread::yield();
+      }
+    }
+  }
+  constexpr int kBusyTag = 7201;
+  if (me != 0) {
+    if (computes) peers.send(0, mine.data(), mine.size(), kBusyTag);
+    peers.barrier();
+    return {};
+  }
+  std::vector<std::vector<double>> busy(static_cast<std::size_t>(workers));
+  busy[0].assign(mine.begin(), mine.end());
+  for (int w = 1; w < workers; ++w) {
+    std::vector<float> theirs(total);
+    peers.recv(w, theirs.data(), theirs.size(), kBusyTag);
+    busy[static_cast<std::size_t>(w)].assign(theirs.begin(), theirs.end());
+  }
+  peers.barrier();
+  return busiest_medians(busy, batches, steps_per_round);
 }
 
 nlohmann::json steps_json(const CalibrationMeasurements& measured) {

@@ -20,6 +20,7 @@
 
 #include "exec/dataset.hpp"
 #include "exec/mlp.hpp"
+#include "exec/peer_group.hpp"
 #include "model/calibration.hpp"
 #include "model/workload.hpp"
 
@@ -63,6 +64,22 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
 /// processes). Same checks as measure_cpu_calibration.
 std::vector<StepPoint> measure_concurrent_steps(const CalibrationRequest& request,
                                                 const Dataset& data, const MlpShape& shape);
+
+/// The step of `workers` MPI ranks (any PeerGroup) computing rounds at once, as a
+/// barrier-aligned run does: each round, ranks 0 .. workers - 1 take `steps_per_round` steps and
+/// the round's value is the busiest worker's wall-clock seconds per step (what `measure --timing
+/// concurrent` reports as compute); the other ranks (a parameter server's) only wait. Every wait
+/// is the group's own (MPI_Barrier: OpenMPI polls and yields, so waiting ranks keep competing for
+/// the cores, as in the run). Each round: barrier, the workers' steps, barrier, then rank 0 polls
+/// for `wait_s` while the others wait for it in a barrier: the round's communication time as the
+/// engines predict it (on this virtual machine, a step after 100 ms of polling took 2 to 10 times
+/// as long as one after none). Collective; medians over `rounds` rounds per batch size (after one
+/// warm-up round) on rank 0, empty on the others. Same checks as measure_cpu_calibration;
+/// steps_per_round, rounds >= 1, 0 <= wait_s <= 10 and 1 <= workers <= ranks.
+std::vector<StepPoint> measure_rank_rounds(PeerGroup& peers, int workers,
+                                           const CalibrationRequest& request, const Dataset& data,
+                                           const MlpShape& shape, int steps_per_round, int rounds,
+                                           double wait_s);
 
 /// The measured points as JSON arrays: [{batch, seconds}] and [{workers, bytes, seconds}].
 nlohmann::json steps_json(const CalibrationMeasurements& measured);

@@ -1,7 +1,9 @@
 // testbed_control.cpp: the study behind `tauplan testbed` (see testbed_control.hpp).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +13,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "exec/calibrate.hpp"
+#include "exec/job_keys.hpp"
+#include "exec/message_probe.hpp"
+#include "exec/mpi_communicator.hpp"
+#include "exec/mpi_peers.hpp"
 #include "exec/testbed/launcher.hpp"
 #include "exec/testbed/lifecycle.hpp"
 #include "exec/testbed/netcal.hpp"
@@ -18,6 +25,9 @@
 #include "model/error.hpp"
 #include "model/result.hpp"
 #include "sim/platform_loader.hpp"
+#include "study/child_process.hpp"
+#include "study/files.hpp"
+#include "study/inputs.hpp"
 #include "study/testbed_control.hpp"
 
 namespace tauplan::study {
@@ -73,6 +83,16 @@ void print_state(const tb::State& state, std::ostream& out) {
 }
 
 }  // namespace
+
+void testbed_describe(const std::string& platform_file, std::ostream& out) {
+  const model::Platform platform = sim::load_platform(platform_file);
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const model::Host& h : platform.hosts)
+    hosts.push_back({{"name", h.name},
+                     {"role", h.role == model::HostRole::Server ? "server" : "worker"},
+                     {"node", h.node}});
+  out << nlohmann::json{{"platform", platform_file}, {"hosts", hosts}}.dump(1) << "\n";
+}
 
 void testbed_up(const TestbedUpRequest& a, std::ostream& out) {
   require_testbed_rights();
@@ -170,6 +190,179 @@ void testbed_status(const std::string& prefix, bool json, std::ostream& out) {
   }
 }
 
+namespace {
+
+/// Replaces the TCP numbers of every measured route by those of MPI messages between the same
+/// hosts (exec/message_probe.hpp, run as one rank per host under `testbed run`) and refits the
+/// links; the TCP measurements are kept in tcp_routes.
+void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
+                      tb::NetworkCalibration& cal) {
+  std::string pairs;
+  for (const tb::RouteMeasurement& m : cal.routes)
+    pairs += fmt::format("{}{}:{}", pairs.empty() ? "" : ",", m.src, m.dst);
+  std::string sizes;
+  for (double v : a.mpi_sizes)
+    sizes += fmt::format("{}{:.0f}", sizes.empty() ? "" : ",", v);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string stem = (dir / fmt::format("tauplan-message-probe-{}", getpid())).string();
+  const std::string self = child::self_executable();
+  const child::Task task{{"testbed", "run", "--prefix", a.prefix, "--", self, "testbed",
+                          "message-probe", "--pairs", pairs, "--sizes", sizes, "--repeats",
+                          std::to_string(a.mpi_repeats), "--out", stem + ".json"},
+                         stem + ".out",
+                         stem + ".err"};
+  std::cerr << "testbed calibrate: messages over MPI on " << cal.routes.size() << " routes\n";
+  int status = 0;
+  child::run_all({task}, 1, [&](size_t, int st) { status = st; });
+  const std::string err = read_text(stem + ".err");
+  nlohmann::json doc;
+  if (status == 0) {
+    try {
+      doc = nlohmann::json::parse(read_text(stem + ".json"));
+    } catch (const std::exception&) {
+      status = -1;
+    }
+  }
+  for (const char* ext : {".json", ".out", ".err"})
+    std::filesystem::remove(stem + ext);
+  if (status != 0)
+    throw std::runtime_error("testbed calibrate --mpi: the message probe failed (exit " +
+                             std::to_string(status) + "): " + last_line(err));
+  cal.tcp_routes = cal.routes;
+  for (tb::RouteMeasurement& m : cal.routes) {
+    const nlohmann::json& measured = doc.at("routes");
+    const auto found =
+        std::find_if(measured.begin(), measured.end(), [&m](const nlohmann::json& r) {
+          return r.at("src").get<int>() == m.src && r.at("dst").get<int>() == m.dst;
+        });
+    if (found == measured.end() || !(found->at("beta_Bps").get<double>() > 0))
+      throw std::runtime_error(
+          fmt::format("testbed calibrate --mpi: no usable message fit for route {} -> {}",
+                      state.spec.hosts[static_cast<std::size_t>(m.src)].name,
+                      state.spec.hosts[static_cast<std::size_t>(m.dst)].name));
+    const nlohmann::json& r = *found;
+    // The bandwidth stays TCP's (transfers of up to 0.2 s, within 0.5% of the link): MPI moves a
+    // large message's bytes over the same TCP stream, and 2 MiB messages fit a slope less
+    // precisely. alpha is what an MPI message pays on top: the median of t - S / beta.
+    std::vector<double> extra;
+    m.samples.clear();
+    for (const nlohmann::json& sample : r.at("samples")) {
+      const double bytes = sample.at(0).get<double>();
+      const double seconds = sample.at(1).get<double>();
+      m.samples.push_back({bytes, seconds});
+      extra.push_back(seconds - bytes / m.bandwidth_Bps);
+    }
+    std::sort(extra.begin(), extra.end());
+    const std::size_t n = extra.size();
+    const double alpha =
+        n == 0 ? 0 : (n % 2 ? extra[n / 2] : 0.5 * (extra[n / 2 - 1] + extra[n / 2]));
+    if (!(alpha > 0))
+      throw std::runtime_error(fmt::format(
+          "testbed calibrate --mpi: route {} -> {}: MPI messages took no longer than TCP "
+          "transfers of their size (alpha {:.3g} s)",
+          state.spec.hosts[static_cast<std::size_t>(m.src)].name,
+          state.spec.hosts[static_cast<std::size_t>(m.dst)].name, alpha));
+    m.round_trip_s = 2 * alpha;
+    m.round_trips_s = {r.at("small_round_trip_s").get<double>()};
+    m.fit.intercept = alpha;
+    m.fit.slope = 1 / m.bandwidth_Bps;
+    m.fit.r2 = r.at("r2").get<double>();
+    m.fit.max_relative_residual = r.at("max_relative_residual").get<double>();
+  }
+  cal.warnings.clear();
+  cal.links = tb::fit_links(state.spec, cal.routes, cal.warnings);
+  cal.message_method = fmt::format(
+      "MPI point-to-point messages (OpenMPI ob1 over TCP, one rank per host under testbed run), "
+      "wall clock at the sender: per route, messages of {} bytes, {} times each after a warm-up, "
+      "each answered by 8 bytes; one-way time = the exchange less half the median 8-byte round "
+      "trip; bandwidth beta from the TCP transfers (longer, within 0.5% of the link), alpha = "
+      "median of t - S / beta over the messages, written as a round trip of 2 alpha (alpha holds "
+      "the rendezvous handshake of messages above the 64 KiB eager limit); the TCP measurements "
+      "are kept in the JSON (tcp_routes), the MPI fit's own slope in each route's r2",
+      sizes, a.mpi_repeats);
+}
+
+}  // namespace
+
+tb::NetworkCalibration measure_testbed(const TestbedCalibrateRequest& a, const tb::State& state) {
+  tb::NetworkCalibration cal = tb::calibrate_network(state, a.request, [](const std::string& line) {
+    std::cerr << "testbed calibrate: " << line << "\n";
+  });
+  if (a.mpi) measure_messages(a, state, cal);
+  return cal;
+}
+
+void testbed_compute_probe(const std::string& job_file,
+                           const std::map<std::string, std::string>& overrides, int workers,
+                           const std::vector<int>& batches, int steps_per_round, int rounds,
+                           double wait_s, const std::string& out) {
+  const model::Job job = model::load_job(job_file, all_job_keys(), overrides);
+  const exec::ExecSettings settings = exec::exec_settings(job);
+  const exec::Dataset data = exec::load_dataset(settings.data);
+  const exec::MlpShape shape = exec::mlp_shape(settings.hidden, data);
+  exec::MpiSession session(nullptr, nullptr);
+  exec::MpiPeers peers;
+  exec::CalibrationRequest request;
+  request.batches = batches;
+  request.replicas = workers;
+  request.seed = static_cast<std::uint64_t>(job.integer("seed"));
+  const std::vector<exec::StepPoint> steps = exec::measure_rank_rounds(
+      peers, workers, request, data, shape, steps_per_round, rounds, wait_s);
+  if (peers.rank() != 0) return;
+  nlohmann::json doc = {
+      {"steps", exec::steps_json({steps, {}})}, {"workers", workers}, {"ranks", peers.size()},
+      {"steps_per_round", steps_per_round},     {"rounds", rounds},   {"wait_s", wait_s}};
+  write_text(out, doc.dump(1) + "\n");
+}
+
+void testbed_message_probe(const std::string& pairs, const std::vector<double>& sizes, int repeats,
+                           const std::string& out) {
+  exec::MpiSession session(nullptr, nullptr);
+  exec::MpiPeers peers;
+  exec::MessageProbeRequest request;
+  std::size_t begin = 0;
+  while (begin < pairs.size()) {
+    const std::size_t end = std::min(pairs.find(',', begin), pairs.size());
+    const std::string item = pairs.substr(begin, end - begin);
+    const std::size_t colon = item.find(':');
+    int src = -1, dst = -1;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument(item);
+      src = std::stoi(item.substr(0, colon));
+      dst = std::stoi(item.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw InputError("<command line>", "--pairs", "SRC:DST rank pairs, comma-separated", item);
+    }
+    request.pairs.emplace_back(src, dst);
+    begin = end + 1;
+  }
+  request.sizes_bytes = sizes;
+  request.repeats = repeats;
+  std::vector<exec::MessageProbeRoute> routes;
+  try {
+    routes = exec::run_message_probe(peers, request);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("<command line>", "testbed message-probe", "pairs of ranks and sizes",
+                     e.what());
+  }
+  if (peers.rank() != 0) return;
+  nlohmann::json doc = {{"routes", nlohmann::json::array()}};
+  for (const exec::MessageProbeRoute& r : routes) {
+    nlohmann::json samples = nlohmann::json::array();
+    for (const auto& [bytes, seconds] : r.samples)
+      samples.push_back({bytes, seconds});
+    doc["routes"].push_back({{"src", r.src},
+                             {"dst", r.dst},
+                             {"small_round_trip_s", r.small_round_trip_s},
+                             {"alpha_s", r.alpha_s},
+                             {"beta_Bps", r.beta_Bps},
+                             {"r2", r.fit.r2},
+                             {"max_relative_residual", r.fit.max_relative_residual},
+                             {"samples", samples}});
+  }
+  write_text(out, doc.dump(1) + "\n");
+}
+
 void testbed_calibrate(const TestbedCalibrateRequest& a, std::ostream& out) {
   require_testbed_rights();
   tb::check_prefix(a.prefix, "<command line>");
@@ -178,9 +371,7 @@ void testbed_calibrate(const TestbedCalibrateRequest& a, std::ostream& out) {
     std::ofstream probe(a.out, std::ios::app);
     if (!probe) throw InputError(a.out, "--out", "a writable file path", "cannot write");
   }
-  const tb::NetworkCalibration cal = tb::calibrate_network(
-      state, a.request,
-      [](const std::string& line) { std::cerr << "testbed calibrate: " << line << "\n"; });
+  const tb::NetworkCalibration cal = measure_testbed(a, state);
   const std::string xml = tb::calibrated_platform_xml(state.spec, cal);
   {
     std::ofstream file(a.out, std::ios::trunc);

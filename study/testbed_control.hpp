@@ -13,6 +13,7 @@
 // else is exec/testbed/. What it leaves out: more than one testbed per prefix.
 #pragma once
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -46,6 +47,13 @@ struct TestbedCalibrateRequest {
   std::string out;
   bool json = false;
   tb::NetworkCalibrationRequest request;
+  /// Route round trips and bandwidths from MPI messages (exec/message_probe.hpp) rather than
+  /// TCP: what a training run's messages pay, the rendezvous handshake included. Sizes above
+  /// OpenMPI's TCP eager limit (64 KiB) up to 2 MiB, the range of the gradients and their
+  /// chunks that tauplan's collectives send.
+  bool mpi = false;
+  std::vector<double> mpi_sizes{131072, 262144, 524288, 1048576, 2097152};
+  int mpi_repeats = 3;
 };
 
 /// InputError (exit 2) unless this process may create and enter network namespaces.
@@ -56,7 +64,25 @@ void testbed_up(const TestbedUpRequest& request, std::ostream& out);
 void testbed_down(const std::string& prefix, bool json, std::ostream& out);
 /// What is up: hosts, links, routes, the fabric's counters.
 void testbed_status(const std::string& prefix, bool json, std::ostream& out);
+/// `testbed describe PLATFORM`: its hosts in the platform's order, {"hosts": [{name, role, node}]}.
+void testbed_describe(const std::string& platform, std::ostream& out);
 /// Measures the live testbed and writes its fitted platform.
 void testbed_calibrate(const TestbedCalibrateRequest& request, std::ostream& out);
+/// Measures the live testbed (`calibrate` without writing a file): for validate.
+tb::NetworkCalibration measure_testbed(const TestbedCalibrateRequest& request,
+                                       const tb::State& state);
+
+/// `testbed compute-probe` (internal, one process per MPI rank under `testbed run`): the job's
+/// MLP stepping in barrier-aligned rounds on ranks 0 .. workers - 1 (exec::measure_rank_rounds);
+/// rank 0 writes {"steps": [{"batch", "seconds"}]} to `out`.
+void testbed_compute_probe(const std::string& job_file,
+                           const std::map<std::string, std::string>& overrides, int workers,
+                           const std::vector<int>& batches, int steps_per_round, int rounds,
+                           double wait_s, const std::string& out);
+
+/// `testbed message-probe` (internal, one process per MPI rank under `testbed run`): the
+/// message probe over MPI on the pairs "SRC:DST,..." (ranks); rank 0 writes the JSON to `out`.
+void testbed_message_probe(const std::string& pairs, const std::vector<double>& sizes, int repeats,
+                           const std::string& out);
 
 }  // namespace tauplan::study

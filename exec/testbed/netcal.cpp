@@ -418,7 +418,7 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
     min_r2 = std::min(min_r2, m.fit.r2);
   }
 
-  const std::string method =
+  const std::string tcp_method =
       "TCP sockets between threads inside the testbed namespaces, wall clock: round trip = "
       "median of " +
       std::to_string(cal.request.pings) + " echoes of " + std::to_string(cal.request.ping_bytes) +
@@ -427,6 +427,7 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
       " one-way transfers (largest: " + short_num(cal.request.transfer_s) +
       " s at the route's rate) on " + std::to_string(cal.routes.size()) + " routes" +
       (cal.request.all_pairs ? " (every ordered pair)" : " (a cover of every link)");
+  const std::string method = cal.message_method.empty() ? tcp_method : cal.message_method;
   const std::string errors = fmt::format(
       "largest route error of the fitted platform against the measurements: round trip {:.3g}%, "
       "bandwidth {:.3g}%; smallest R^2 of a transfer fit {:.6f}",
@@ -453,9 +454,14 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   out +=
       " bandwidth: the fastest route it is the narrowest link of (or a lower bound, props "
       "say so).\n";
-  out +=
-      " Hosts, speeds and props are copied from the testbed platform: compute is not "
-      "measured here.\n";
+  if (cal.compute.empty())
+    out +=
+        " Hosts, speeds and props are copied from the testbed platform: compute is not "
+        "measured here.\n";
+  else
+    out += " Compute of hosts " + std::to_string(cal.compute.size()) + " of " +
+           std::to_string(spec.hosts.size()) + ": " + comment_safe(cal.compute_method) +
+           "; the others' speeds and props are the testbed platform's.\n";
   out +=
       " Routes: every ordered pair of the testbed's hosts, as on the testbed (Full "
       "routing).\n";
@@ -477,9 +483,14 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   zone_prop("max_bandwidth_error", num(max_bandwidth_error));
   zone_prop("min_r2", num(min_r2));
   for (const SpecHost& host : spec.hosts) {
-    out += "    <host id=\"" + xml::escape(host.name) + "\" speed=\"" + num(host.speed_flops) +
-           "f\">\n";
+    const auto measured = cal.compute.find(host.name);
+    const bool has_compute = measured != cal.compute.end();
+    out += "    <host id=\"" + xml::escape(host.name) + "\" speed=\"" +
+           num(has_compute ? measured->second.speed_flops : host.speed_flops) + "f\">\n";
     std::map<std::string, std::string> props = host.properties;
+    if (has_compute)
+      for (const auto& [id, value] : measured->second.props)
+        props[id] = value;
     props["node"] = host.node;
     props["role"] = host.role;
     for (const auto& [id, value] : props)
@@ -545,27 +556,32 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
 
 nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
   auto host = [&spec](int i) { return spec.hosts[static_cast<std::size_t>(i)].name; };
-  nlohmann::json routes = nlohmann::json::array();
-  for (const RouteMeasurement& m : cal.routes) {
-    nlohmann::json samples = nlohmann::json::array();
-    for (const TransferSample& s : m.samples)
-      samples.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
-    routes.push_back(
-        {{"src", host(m.src)},
-         {"dst", host(m.dst)},
-         {"round_trip_s", m.round_trip_s},
-         {"round_trips_s", m.round_trips_s},
-         {"latency_s", m.round_trip_s / 2},
-         {"testbed_round_trip_s", m.testbed_round_trip_s},
-         {"latency_error", (m.round_trip_s - m.testbed_round_trip_s) / m.testbed_round_trip_s},
-         {"bandwidth_Bps", m.bandwidth_Bps},
-         {"testbed_bandwidth_Bps", m.testbed_bandwidth_Bps},
-         {"bandwidth_error", (m.bandwidth_Bps - m.testbed_bandwidth_Bps) / m.testbed_bandwidth_Bps},
-         {"alpha_s", m.fit.intercept},
-         {"r2", m.fit.r2},
-         {"max_relative_residual", m.fit.max_relative_residual},
-         {"transfers", samples}});
-  }
+  auto routes_json = [&](const std::vector<RouteMeasurement>& measured) {
+    nlohmann::json routes = nlohmann::json::array();
+    for (const RouteMeasurement& m : measured) {
+      nlohmann::json samples = nlohmann::json::array();
+      for (const TransferSample& s : m.samples)
+        samples.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+      routes.push_back(
+          {{"src", host(m.src)},
+           {"dst", host(m.dst)},
+           {"round_trip_s", m.round_trip_s},
+           {"round_trips_s", m.round_trips_s},
+           {"latency_s", m.round_trip_s / 2},
+           {"testbed_round_trip_s", m.testbed_round_trip_s},
+           {"latency_error", (m.round_trip_s - m.testbed_round_trip_s) / m.testbed_round_trip_s},
+           {"bandwidth_Bps", m.bandwidth_Bps},
+           {"testbed_bandwidth_Bps", m.testbed_bandwidth_Bps},
+           {"bandwidth_error",
+            (m.bandwidth_Bps - m.testbed_bandwidth_Bps) / m.testbed_bandwidth_Bps},
+           {"alpha_s", m.fit.intercept},
+           {"r2", m.fit.r2},
+           {"max_relative_residual", m.fit.max_relative_residual},
+           {"transfers", samples}});
+    }
+    return routes;
+  };
+  const nlohmann::json routes = routes_json(cal.routes);
   nlohmann::json shares = nlohmann::json::array();
   for (const ShareMeasurement& s : cal.shares) {
     nlohmann::json flows = nlohmann::json::array();
@@ -629,8 +645,11 @@ nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
             {"window_s", r.window_s},
             {"duplex", r.duplex},
             {"warmup_s", r.warmup_s}}},
-          {"timing", "wall clock (CLOCK_MONOTONIC), TCP between threads in the namespaces"},
+          {"timing", cal.message_method.empty()
+                         ? "wall clock (CLOCK_MONOTONIC), TCP between threads in the namespaces"
+                         : cal.message_method},
           {"routes", routes},
+          {"tcp_routes", routes_json(cal.tcp_routes)},
           {"shares", shares},
           {"duplex", duplex},
           {"links", links},

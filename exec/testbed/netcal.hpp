@@ -97,6 +97,13 @@ struct LinkFit {
   std::string bandwidth_from;          ///< the route it came from, "a -> b"
 };
 
+/// Compute of one host measured elsewhere (validate's calibration of K busy ranks): replaces the
+/// testbed platform's speed, adds the props.
+struct HostCompute {
+  double speed_flops = 0;
+  std::map<std::string, std::string> props;
+};
+
 struct NetworkCalibration {
   std::string date;
   std::string commit;
@@ -107,6 +114,13 @@ struct NetworkCalibration {
   std::vector<LinkFit> links;
   std::vector<std::string> warnings;
   double seconds = 0;  ///< wall time of the whole calibration
+  /// How the routes' round trips and bandwidths were measured when not by TCP (MPI messages,
+  /// `testbed calibrate --mpi`); empty: TCP. The TCP measurements are then in tcp_routes.
+  std::string message_method;
+  std::vector<RouteMeasurement> tcp_routes;
+  /// Hosts whose compute was measured (by name); the others keep the testbed platform's.
+  std::map<std::string, HostCompute> compute;
+  std::string compute_method;  ///< how, for the file's comment
 };
 
 /// The ordered pairs measured by default (see the file comment), in rank order.

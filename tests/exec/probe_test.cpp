@@ -1,0 +1,192 @@
+// probe_test.cpp: the testbed's micro-measurements over ranks (exec/message_probe.hpp and
+// exec/calibrate.hpp's measure_rank_rounds), run on threads (ThreadPeers) here; under
+// `tauplan testbed run` they run as MPI ranks across the emulated network.
+//
+// The message probe is checked against a group whose messages take a known time: every message
+// of n floats reaches its receiver latency + 4 n / bandwidth after it was sent (a wrapper that
+// holds recv until then), so the fit must recover that latency (as alpha, plus the half of the
+// small round trip it subtracts: exactly the latency again, less one small message's
+// serialisation) and that bandwidth.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "exec/calibrate.hpp"
+#include "exec/message_probe.hpp"
+#include "exec/peer_group.hpp"
+#include "exec_support.hpp"
+#include "model/error.hpp"
+
+namespace exec = tauplan::exec;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// Messages that arrive latency + bytes / bandwidth after they are sent.
+class DelayLine {
+ public:
+  DelayLine(int ranks, double latency_s, double bandwidth_Bps)
+      : hub_(ranks), latency_s_(latency_s), bandwidth_Bps_(bandwidth_Bps) {}
+
+  class End final : public exec::PeerGroup {
+   public:
+    End(DelayLine& line, int rank) : line_(line), rank_(rank) {}
+    std::string name() const override { return "delay-line"; }
+    int rank() const override { return rank_; }
+    int size() const override { return line_.hub_.ranks(); }
+    void send(int to, const float* data, std::size_t n, int tag) override {
+      const double due =
+          seconds_now() + line_.latency_s_ + 4.0 * static_cast<double>(n) / line_.bandwidth_Bps_;
+      {
+        std::lock_guard<std::mutex> lock(line_.mutex_);
+        line_.due_[{rank_, to, tag}].push_back(due);
+      }
+      line_.hub_.peer(rank_).send(to, data, n, tag);
+    }
+    void recv(int from, float* data, std::size_t n, int tag) override {
+      line_.hub_.peer(rank_).recv(from, data, n, tag);
+      double due = 0;
+      {
+        std::lock_guard<std::mutex> lock(line_.mutex_);
+        auto& queue = line_.due_[{from, rank_, tag}];
+        due = queue.front();
+        queue.erase(queue.begin());
+      }
+      while (seconds_now() < due)
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    void barrier() override { line_.hub_.peer(rank_).barrier(); }
+
+   private:
+    DelayLine& line_;
+    int rank_;
+  };
+
+  static double seconds_now() {
+    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  }
+
+  exec::ThreadPeerHub hub_;
+  double latency_s_;
+  double bandwidth_Bps_;
+  std::mutex mutex_;
+  std::map<std::tuple<int, int, int>, std::vector<double>> due_;
+};
+
+template <class Group, class Body>
+void on_every_rank(int ranks, Group& group, Body body) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] { body(group(r)); });
+  for (auto& t : threads)
+    t.join();
+}
+
+}  // namespace
+
+TEST_CASE("message probe: recovers the latency and bandwidth of a delay line", "[timing]") {
+  const double latency = 0.004;
+  const double bandwidth = 2e7;
+  DelayLine line(3, latency, bandwidth);
+  std::vector<std::unique_ptr<DelayLine::End>> ends;
+  for (int r = 0; r < 3; ++r)
+    ends.push_back(std::make_unique<DelayLine::End>(line, r));
+  exec::MessageProbeRequest request;
+  request.pairs = {{0, 1}, {2, 0}};
+  request.sizes_bytes = {40000, 120000, 200000, 400000};
+  request.repeats = 2;
+  request.pings = 5;
+  std::vector<std::vector<exec::MessageProbeRoute>> results(3);
+  auto end = [&](int r) -> exec::PeerGroup& { return *ends[static_cast<size_t>(r)]; };
+  on_every_rank(3, end, [&](exec::PeerGroup& peers) {
+    results[static_cast<size_t>(peers.rank())] = exec::run_message_probe(peers, request);
+  });
+  CHECK(results[1].empty());
+  CHECK(results[2].empty());
+  REQUIRE(results[0].size() == 2);
+  CHECK(results[0][0].src == 0);
+  CHECK(results[0][0].dst == 1);
+  CHECK(results[0][1].src == 2);
+  CHECK(results[0][1].dst == 0);
+  for (const exec::MessageProbeRoute& route : results[0]) {
+    CHECK(route.samples.size() == request.sizes_bytes.size() * 2);
+    CHECK(route.small_round_trip_s == Approx(2 * latency).epsilon(0.15));
+    // One-way = exchange - half the small round trip = latency + S / bandwidth.
+    CHECK(route.alpha_s == Approx(latency).epsilon(0.15));
+    CHECK(route.beta_Bps == Approx(bandwidth).epsilon(0.10));
+    CHECK(route.fit.r2 > 0.99);
+  }
+}
+
+TEST_CASE("message probe: bad requests are refused on every rank") {
+  exec::ThreadPeerHub hub(2);
+  exec::MessageProbeRequest request;
+  request.sizes_bytes = {4096};
+  request.pairs = {{0, 0}};
+  CHECK_THROWS_AS(exec::run_message_probe(hub.peer(0), request), std::invalid_argument);
+  request.pairs = {{0, 2}};
+  CHECK_THROWS_AS(exec::run_message_probe(hub.peer(0), request), std::invalid_argument);
+  request.pairs = {{0, 1}};
+  request.sizes_bytes = {6};
+  CHECK_THROWS_AS(exec::run_message_probe(hub.peer(0), request), std::invalid_argument);
+  request.sizes_bytes = {};
+  CHECK_THROWS_AS(exec::run_message_probe(hub.peer(0), request), std::invalid_argument);
+  request.sizes_bytes = {4096};
+  request.repeats = 0;
+  CHECK_THROWS_AS(exec::run_message_probe(hub.peer(0), request), std::invalid_argument);
+}
+
+TEST_CASE("rank rounds: the busiest worker per step, on rank 0; servers only wait") {
+  const exec::Dataset data = tauplan::test::tiny_data();
+  exec::MlpShape shape = tauplan::test::tiny_shape();
+  shape.widths = {32, 256, 4};  // a step of 512 rows costs milliseconds, one of 4 microseconds
+  exec::ThreadPeerHub hub(3);
+  exec::CalibrationRequest request;
+  request.batches = {512, 4};  // sorted in the answer
+  request.replicas = 2;
+  std::vector<std::vector<exec::StepPoint>> results(3);
+  auto end = [&](int r) -> exec::PeerGroup& { return hub.peer(r); };
+  on_every_rank(3, end, [&](exec::PeerGroup& peers) {
+    results[static_cast<size_t>(peers.rank())] =
+        exec::measure_rank_rounds(peers, 2, request, data, shape, 3, 4, 0.001);
+  });
+  CHECK(results[1].empty());
+  CHECK(results[2].empty());
+  REQUIRE(results[0].size() == 2);
+  CHECK(results[0][0].batch == 4);
+  CHECK(results[0][1].batch == 512);
+  for (const exec::StepPoint& p : results[0]) {
+    CHECK(p.seconds > 0);
+    CHECK(p.seconds < 1);
+  }
+  // 128 times the samples cost more than one step's fixed part (a wall-clock fact on any
+  // machine: the forward and backward of 512 rows against 4, about 20 Mflop against 0.2).
+  CHECK(results[0][1].seconds > results[0][0].seconds);
+}
+
+TEST_CASE("rank rounds: bad requests are InputErrors") {
+  const exec::Dataset data = tauplan::test::tiny_data();
+  const exec::MlpShape shape = tauplan::test::tiny_shape();
+  exec::ThreadPeerHub hub(1);
+  exec::CalibrationRequest request;
+  request.batches = {4, 8};
+  request.replicas = 1;
+  using tauplan::InputError;
+  CHECK_THROWS_AS(exec::measure_rank_rounds(hub.peer(0), 0, request, data, shape, 1, 2, 0),
+                  InputError);
+  CHECK_THROWS_AS(exec::measure_rank_rounds(hub.peer(0), 2, request, data, shape, 1, 2, 0),
+                  InputError);
+  CHECK_THROWS_AS(exec::measure_rank_rounds(hub.peer(0), 1, request, data, shape, 0, 2, 0),
+                  InputError);
+  CHECK_THROWS_AS(exec::measure_rank_rounds(hub.peer(0), 1, request, data, shape, 1, 0, 0),
+                  InputError);
+  CHECK_THROWS_AS(exec::measure_rank_rounds(hub.peer(0), 1, request, data, shape, 1, 2, -1),
+                  InputError);
+}
