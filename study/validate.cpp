@@ -29,6 +29,7 @@
 #include "study/gnuplot.hpp"
 #include "study/grid.hpp"
 #include "study/inputs.hpp"
+#include "study/validate_support.hpp"
 
 namespace tauplan::study {
 namespace {
@@ -36,7 +37,14 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using validation::EngineRow;
+using validation::kNaN;
+using validation::ms;
+using validation::number_or_null;
+using validation::parse_row;
+using validation::passed_on_error;
+using validation::pct_text;
+using validation::run_children;
 
 /// One configuration: a strategy and the job keys that make it.
 struct Config {
@@ -53,14 +61,6 @@ struct Config {
   std::string platform;    ///< calibrated XML
 };
 
-/// What one engine said about one configuration (the first row of its JSON).
-struct EngineRow {
-  double compute_s = kNaN, comm_s = kNaN, round_s = kNaN, rounds = kNaN, total_s = kNaN;
-  bool reached = false;
-  double staleness = kNaN;          ///< asynchronous: mean staleness of the updates
-  std::vector<double> local_steps;  ///< time budget: mean local steps per round of each worker
-};
-
 struct Outcome {
   Config config;
   EngineRow measured, analytic, simgrid;
@@ -75,46 +75,6 @@ struct Outcome {
   double time_group_analytic = kNaN, time_group_simgrid = kNaN;  ///< with rounds_group
   double speedup_measured = kNaN, speedup_analytic = kNaN, speedup_simgrid = kNaN;
 };
-
-// A child's one-line error ("tauplan: error: FILE: KEY: ...") as this process's InputError.
-InputError passed_on_error(const std::string& line) {
-  const std::string prefix = "tauplan: error: ";
-  return InputError(line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : line, "", "");
-}
-
-EngineRow parse_row(const std::string& out, const std::string& what) {
-  json j;
-  try {
-    j = json::parse(out);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(what + ": unreadable JSON (" + e.what() + ")");
-  }
-  if (!j.contains("results") || j["results"].empty())
-    throw std::runtime_error(what + ": no result row");
-  const json& r = j["results"][0];
-  auto get = [&r](const char* key) {
-    return r.contains(key) && r[key].is_number() ? r[key].get<double>() : kNaN;
-  };
-  EngineRow row;
-  row.compute_s = get("compute_s");
-  row.comm_s = get("comm_s");
-  row.round_s = get("round_s");
-  row.rounds = get("rounds");
-  row.total_s = get("total_s");
-  row.reached = r.contains("reached_target") && r["reached_target"].is_boolean() &&
-                r["reached_target"].get<bool>();
-  row.staleness = get("staleness_mean");
-  if (r.contains("local_steps_mean") && r["local_steps_mean"].is_array())
-    row.local_steps = r["local_steps_mean"].get<std::vector<double>>();
-  // Measured rows also carry medians over rounds: the typical round, robust to the time the
-  // host of a virtual machine takes away now and then (the totals keep that time).
-  if (r.contains("round_median_s") && r["round_median_s"].is_number()) {
-    row.round_s = get("round_median_s");
-    row.compute_s = get("compute_median_s");
-    row.comm_s = get("S_s");
-  }
-  return row;
-}
 
 /// Whether a configuration is measured with its workers running at once on the wall clock
 /// (asynchronous strategies, and the ranks of a layout), rather than in lockstep.
@@ -390,49 +350,6 @@ child::Task engine_child(const ValidateRequest& a, const Config& c, const model:
   return engine_task(engine, a.job_file, keys, name + ".json", name + ".err");
 }
 
-// Runs the tasks (at most `jobs` at once); a child's exit 2 becomes this verb's exit 2.
-std::vector<std::string> run_children(const std::vector<child::Task>& tasks, int jobs,
-                                      const std::string& what) {
-  std::vector<std::string> outputs(tasks.size());
-  child::Progress progress("validate: " + what, tasks.size(), 0, !what.empty());
-  std::string bad_input;
-  std::string failure;
-  child::run_all(tasks, jobs, [&](size_t i, int status) {
-    progress.advance();
-    if (status == 2 && bad_input.empty()) bad_input = last_line(read_text(tasks[i].err_path));
-    // Exit 3 is an answer: a measure that stopped at max_steps before its target (its row
-    // says so, and the convergence fit leaves it out).
-    if (status != 0 && status != 2 && status != kExitIncompleteAnswer && failure.empty())
-      failure = fmt::format("{} failed (exit {}): {}", fmt::join(tasks[i].args, " "), status,
-                            last_line(read_text(tasks[i].err_path)));
-  });
-  progress.finish();
-  if (!bad_input.empty()) {
-    // The child printed "tauplan: error: FILE: KEY: ..."; pass the message on as it is.
-    throw passed_on_error(bad_input);
-  }
-  if (!failure.empty()) throw std::runtime_error(failure);
-  for (size_t i = 0; i < tasks.size(); ++i)
-    outputs[i] = read_text(tasks[i].out_path);
-  return outputs;
-}
-
-double pct(double e) {
-  return 100 * e;
-}
-
-std::string pct_text(double e) {
-  return std::isfinite(e) ? fmt::format("{:+.1f}%", pct(e)) : "n/a";
-}
-
-std::string ms(double s) {
-  return std::isfinite(s) ? fmt::format("{:.3f}", 1e3 * s) : "n/a";
-}
-
-json number_or_null(double v) {
-  return std::isfinite(v) ? json(v) : json(nullptr);
-}
-
 /// What a validation on this machine checks, said in every output (README,
 /// experiments/validation/README.md): the measured round is rebuilt from per-op CPU times by the
 /// same longest-path rule the analytic engine uses, on a platform calibrated from the same ops.
@@ -441,7 +358,8 @@ constexpr const char* kRepeatabilityLabel =
     "round is reconstructed in lockstep from per-op thread CPU times by the same longest-path "
     "rule the analytic engine uses, on a platform calibrated from the same ops at the same "
     "sizes; a validation needs workers running concurrently on the wall clock across a real "
-    "network (tauplan testbed). Asynchronous strategies and layouts (mesh) are measured with "
+    "network (tauplan validate --testbed, experiments/testbed/). Asynchronous strategies and "
+    "layouts (mesh) are measured with "
     "their threads running at once on the wall clock, on this machine, without a network";
 
 json errors_json(double measured, double analytic, double simgrid) {
@@ -617,75 +535,27 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
   }
 
   // Convergence: fit to the configurations that reached the target; predict each left out.
-  std::vector<model::StepsPoint> points;
-  std::vector<int> groups;
-  std::vector<size_t> point_of;  // outcome index of each point
-  std::map<std::pair<double, int>, int> group_ids;
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    const Outcome& o = outcomes[i];
-    if (!o.measured.reached || model::strategy(o.config.strategy).asynchronous()) continue;
-    model::StepsPoint p;
-    const bool local = model::strategy(o.config.strategy).counts_rounds();
-    p.batch = o.config.batch;
-    p.workers = local ? o.config.workers : 1;
-    p.tau = local ? o.config.tau : 1;
-    p.steps = o.measured.rounds;
-    // A time budget: the local steps each worker really took (mean per round).
-    if (local && o.measured.local_steps.size() == static_cast<size_t>(o.config.workers))
-      p.local_steps = o.measured.local_steps;
-    points.push_back(p);
-    const auto coordinate = std::make_pair(p.batch * p.workers, p.tau);
-    const auto it = group_ids.emplace(coordinate, static_cast<int>(group_ids.size())).first;
-    groups.push_back(it->second);
-    point_of.push_back(i);
+  std::vector<validation::ConvergenceRow> convergence;
+  for (const Outcome& o : outcomes) {
+    validation::ConvergenceRow row;
+    const model::Strategy& strategy = model::strategy(o.config.strategy);
+    row.asynchronous = strategy.asynchronous();
+    row.counts_rounds = strategy.counts_rounds();
+    row.batch = o.config.batch;
+    row.workers = o.config.workers;
+    row.tau = o.config.tau;
+    row.reached = o.measured.reached;
+    row.rounds = o.measured.rounds;
+    row.local_steps = o.measured.local_steps;
+    row.staleness = o.measured.staleness;
+    row.predicted_staleness = o.analytic.staleness;
+    convergence.push_back(row);
   }
-  json fit_report = nullptr;
-  if (points.size() >= 3) {
-    const model::CriticalBatchFit fit = model::fit_critical_batch(points, "validate");
-    const std::vector<double> loo = model::leave_out_predictions(points);
-    const std::vector<double> lgo = model::leave_out_predictions(points, groups);
-    for (size_t j = 0; j < points.size(); ++j) {
-      Outcome& o = outcomes[point_of[j]];
-      o.rounds_fit = model::fitted_steps(fit, points[j].batch, points[j].workers, points[j].tau);
-      o.rounds_loo = loo[j];
-      o.rounds_group = lgo[j];
-    }
-    fit_report = {{"min_steps", fit.min_steps},
-                  {"critical_batch", fit.critical_batch},
-                  {"drift", fit.drift},
-                  {"rms_log_error", fit.rms_log_error},
-                  {"points", fit.points}};
-    // Asynchronous runs: Na(b) (1 + kappa tau_bar) with Na from the fit above and kappa fitted
-    // to the other asynchronous runs (leave-one-out), with their measured staleness.
-    std::vector<model::AsyncPoint> async_points;
-    std::vector<size_t> async_of;
-    for (size_t i = 0; i < outcomes.size(); ++i) {
-      const Outcome& o = outcomes[i];
-      if (!o.measured.reached || !model::strategy(o.config.strategy).asynchronous() ||
-          !std::isfinite(o.measured.staleness))
-        continue;
-      async_points.push_back({o.config.batch, o.measured.staleness, o.measured.rounds});
-      async_of.push_back(i);
-    }
-    if (!async_points.empty()) {
-      const double kappa = model::fit_staleness_cost(fit, async_points);
-      // Each left out at the staleness the analytic engine predicts for it (its measured
-      // staleness is the measurement's, not the model's).
-      std::vector<double> predicted_staleness;
-      for (size_t i : async_of)
-        predicted_staleness.push_back(outcomes[i].analytic.staleness);
-      const std::vector<double> async_loo =
-          model::leave_out_async_predictions(fit, async_points, predicted_staleness);
-      for (size_t j = 0; j < async_points.size(); ++j) {
-        Outcome& o = outcomes[async_of[j]];
-        o.rounds_loo = o.rounds_group = async_loo[j];
-        if (std::isfinite(kappa))
-          o.rounds_fit = model::fitted_steps(fit, async_points[j].batch, 1, 1) *
-                         (1 + kappa * predicted_staleness[j]);
-      }
-      fit_report["staleness_cost"] = std::isfinite(kappa) ? json(kappa) : json(nullptr);
-      fit_report["async_points"] = async_points.size();
-    }
+  const json fit_report = validation::fit_convergence(convergence);
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    outcomes[i].rounds_loo = convergence[i].rounds_loo;
+    outcomes[i].rounds_group = convergence[i].rounds_group;
+    outcomes[i].rounds_fit = convergence[i].rounds_fit;
   }
   // Time to target with the leave-one-out count; speedup against single.
   for (Outcome& o : outcomes) {

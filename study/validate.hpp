@@ -28,8 +28,9 @@
 // time budget (round_budget_s) enters the critical-batch fit with each worker's measured local
 // steps (convergence.hpp's unequal steps). Medians are also given per strategy.
 // What it leaves out: CUDA and MPI calibration (device: cpu, communicator: threads only),
-// concurrent timing of the synchronous strategies, and repeated measurements of one
-// configuration (the spread is measured by running validate twice;
+// concurrent timing of the synchronous strategies (that is `validate --testbed`,
+// study/validate_testbed.hpp: MPI ranks across the emulated network), and repeated measurements
+// of one configuration (the spread is measured by running validate twice;
 // experiments/validation/README.md).
 #pragma once
 
