@@ -8,6 +8,7 @@
 #include "cli/verb.hpp"
 #include "model/error.hpp"
 #include "study/validate.hpp"
+#include "study/validate_testbed.hpp"
 
 namespace tauplan::cli {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 void register_validate(CLI::App& app) {
   auto job = std::make_shared<JobArgs>();
   auto args = std::make_shared<study::ValidateRequest>();
+  auto testbed = std::make_shared<study::TestbedValidateRequest>();
   CLI::App* verb = app.add_subcommand(
       "validate",
       "calibrate this machine, then measure, predict and simulate the job and show the errors");
@@ -32,9 +34,41 @@ void register_validate(CLI::App& app) {
   verb->add_option("--max-round-error", args->max_round_error,
                    "exit 3 when a median |round-time error| exceeds this percentage");
   verb->add_flag("--no-plot", args->no_plot, "do not run gnuplot");
-  verb->callback([job, args] {
+  verb->add_option("--testbed", testbed->matrix_file,
+                   "MATRIX.yaml: measure across the emulated testbed instead (groups of a "
+                   "platform and configurations; experiments/testbed/)");
+  verb->add_option("--calibration-rounds", testbed->calibration_rounds,
+                   "with --testbed: rounds per batch size of each compute calibration (12)");
+  verb->add_option(
+      "--testbed-prefix", testbed->prefix,
+      "name prefix of the testbed validate brings up (default " + testbed->prefix + ")");
+  verb->callback([job, args, testbed] {
     args->job_file = job->job_file;
     args->overrides = job->overrides();
+    if (!testbed->matrix_file.empty()) {
+      if (!args->sets.empty() || args->slow != std::vector<double>{1.0} ||
+          !args->calibration_dir.empty())
+        throw InputError("command line", "--testbed",
+                         "no --set, --slow-worker or --calibration beside it (the matrix file "
+                         "lists the configurations)",
+                         "both");
+      testbed->job_file = args->job_file;
+      testbed->overrides = args->overrides;
+      if (args->out != study::ValidateRequest{}.out) testbed->out = args->out;
+      testbed->jobs = args->jobs;
+      testbed->max_round_error = args->max_round_error;
+      testbed->no_plot = args->no_plot;
+      const study::TestbedValidateOutcome outcome = study::run_testbed_validate(*testbed);
+      std::cout << (job->json ? outcome.report.dump(2) + "\n" : outcome.text);
+      std::cout.flush();
+      for (const std::string& note : outcome.notes)
+        std::cerr << "validate: " << note << "\n";
+      if (!outcome.exceeded.empty()) {
+        std::cerr << "validate: " << outcome.exceeded << "\n";
+        std::exit(kExitIncompleteAnswer);
+      }
+      return;
+    }
     const study::ValidateOutcome outcome = study::run_validate(*args);
     if (job->json)
       std::cout << outcome.report.dump(2) << "\n";

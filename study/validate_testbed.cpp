@@ -1,0 +1,861 @@
+// validate_testbed.cpp: the study behind `tauplan validate --testbed` (see validate_testbed.hpp).
+#include "study/validate_testbed.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "exec/calibrate.hpp"
+#include "exec/job_keys.hpp"
+#include "model/calibration.hpp"
+#include "model/collective.hpp"
+#include "model/platform.hpp"
+#include "model/result.hpp"
+#include "model/strategy.hpp"
+#include "model/validation.hpp"
+#include "model/workload.hpp"
+#include "model/yaml_util.hpp"
+#include "study/engines.hpp"
+#include "study/files.hpp"
+#include "study/gnuplot.hpp"
+#include "study/inputs.hpp"
+#include "study/testbed_control.hpp"
+#include "study/validate_support.hpp"
+
+namespace tauplan::study {
+namespace {
+
+namespace fs = std::filesystem;
+namespace yu = model::yaml_util;
+using nlohmann::json;
+using validation::EngineRow;
+using validation::kNaN;
+
+/// The engines every configuration is predicted by, in report order.
+struct EngineSpec {
+  const char* label;  ///< in the report
+  const char* engine;
+  const char* network_model;  ///< simgrid's; empty for analytic
+};
+constexpr EngineSpec kEngines[] = {{"analytic", "analytic", ""},
+                                   {"simgrid_cm02", "simgrid", "CM02"},
+                                   {"simgrid_lv08", "simgrid", "LV08"}};
+constexpr size_t kEngineCount = sizeof(kEngines) / sizeof(kEngines[0]);
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words)
+    out += (out.empty() ? "" : ",") + w;
+  return out;
+}
+
+/// The compute of K workers stepping at once, fitted to C(b) = intercept + b x per-sample and
+/// moved so that it passes through the median at the configuration's per-worker batch.
+struct ComputeCalibration {
+  std::vector<exec::StepPoint> steps;
+  double per_worker_batch = 0;
+  double step_s = 0;  ///< C(per-worker batch), as written into the platform
+  double intercept_s = 0;
+  double per_sample_s = 0;
+};
+
+/// One configuration, with everything measured and predicted about it.
+struct Row {
+  const TestbedGroup* group = nullptr;
+  TestbedConfig config;
+  double batch = 0;  ///< the job's (global for sync, per worker for local SGD)
+  std::string platform, platform_before, platform_after;
+  ComputeCalibration before, after;
+  double predicted_wait_s = 0;  ///< analytic comm time on the calibrated network
+  EngineRow measured;
+  EngineRow engines[kEngineCount];
+  EngineRow analytic_before, analytic_after;
+  double rounds_loo = kNaN, rounds_group = kNaN, rounds_fit = kNaN;
+};
+
+// --- the matrix -------------------------------------------------------------------------------
+
+TestbedConfig parse_config(const YAML::Node& node, const std::string& file,
+                           const std::string& where, const std::string& platform_file,
+                           const PlatformHosts& platform) {
+  if (!node.IsMap())
+    throw InputError(file, where, "a map of strategy, collective, hosts, ...", "something else");
+  yu::reject_unknown_keys(
+      node, {"strategy", "tau", "batch", "collective", "servers", "hosts", "contended", "note"},
+      file, where + ".");
+  TestbedConfig c;
+  if (!node["strategy"])
+    throw InputError(file, where + ".strategy", "sync or local-sgd", "nothing");
+  c.strategy = yu::text(node["strategy"], file, where + ".strategy");
+  const model::Strategy& strategy = model::strategy(c.strategy, file);
+  if (strategy.asynchronous() || strategy.splits_model() || strategy.is_baseline() ||
+      !(strategy.splits_batch() || strategy.counts_rounds()))
+    throw InputError(file, where + ".strategy",
+                     "a synchronous data-parallel strategy (barrier-aligned rounds of K workers: "
+                     "sync, local-sgd)",
+                     c.strategy);
+  if (node["tau"]) {
+    const double tau = yu::in_range(node["tau"], file, where + ".tau", 1, 4096);
+    if (tau != std::floor(tau))
+      throw InputError(file, where + ".tau", "a whole number of local steps",
+                       fmt::format("{}", tau));
+    c.tau = static_cast<int>(tau);
+  }
+  if (c.tau > 1 && !strategy.counts_rounds())
+    throw InputError(file, where + ".tau", "1 (tau is for strategies of local steps)",
+                     std::to_string(c.tau));
+  if (node["batch"]) {
+    c.batch = yu::in_range(node["batch"], file, where + ".batch", 1, 65536);
+    if (c.batch != std::floor(c.batch))
+      throw InputError(file, where + ".batch", "a whole number of samples",
+                       fmt::format("{}", c.batch));
+  }
+  if (!node["collective"])
+    throw InputError(file, where + ".collective", "a collective algorithm", "nothing");
+  c.collective = yu::text(node["collective"], file, where + ".collective");
+  const model::CollectiveAlgorithm& algorithm = model::collective_algorithm(c.collective, file);
+  if (node["servers"]) {
+    const double s = yu::in_range(node["servers"], file, where + ".servers", 1, 16);
+    if (s != std::floor(s))
+      throw InputError(file, where + ".servers", "a whole number >= 1", fmt::format("{}", s));
+    c.servers = static_cast<int>(s);
+  }
+  if (!node["hosts"] || !node["hosts"].IsSequence() || node["hosts"].size() < 2)
+    throw InputError(file, where + ".hosts", "a list of at least 2 worker hosts", "fewer");
+  std::set<std::string> seen;
+  for (const YAML::Node& h : node["hosts"]) {
+    const std::string name = yu::text(h, file, where + ".hosts");
+    const auto found = std::find_if(platform.begin(), platform.end(),
+                                    [&name](const auto& host) { return host.first == name; });
+    if (found == platform.end())
+      throw InputError(file, where + ".hosts", "hosts of " + platform_file, name);
+    if (found->second != "worker")
+      throw InputError(file, where + ".hosts", "worker hosts (role worker)", name);
+    if (!seen.insert(name).second)
+      throw InputError(file, where + ".hosts", "each host once", name + " twice");
+    c.hosts.push_back(name);
+  }
+  const int needed = algorithm.servers_needed();
+  const int servers = needed == 0 ? 0 : needed > 0 ? needed : c.servers;
+  std::vector<std::string> server_hosts;
+  for (const auto& [name, role] : platform)
+    if (role == "server") server_hosts.push_back(name);
+  if (static_cast<int>(server_hosts.size()) < servers)
+    throw InputError(
+        file, where + ".servers",
+        fmt::format("at most the {} server host(s) of {}", server_hosts.size(), platform_file),
+        std::to_string(servers));
+  c.server_hosts.assign(server_hosts.begin(), server_hosts.begin() + servers);
+  if (needed == 0) c.servers = 1;  // unused by the algorithm; the job key's default
+  if (node["contended"]) {
+    const std::string v = yu::text(node["contended"], file, where + ".contended");
+    if (v != "true" && v != "false")
+      throw InputError(file, where + ".contended", "true or false", v);
+    c.contended = v == "true";
+  }
+  if (node["note"]) c.note = yu::text(node["note"], file, where + ".note", 400);
+  return c;
+}
+
+}  // namespace
+
+TestbedMatrix load_testbed_matrix(const std::string& file, const DescribePlatform& describe) {
+  const YAML::Node root = yu::parse(yu::read_file(file, "--testbed"), file);
+  if (!root.IsMap()) throw InputError(file, "groups", "a map with a list of groups", "no map");
+  yu::reject_unknown_keys(root, {"groups"}, file);
+  const YAML::Node groups = root["groups"];
+  if (!groups || !groups.IsSequence() || groups.size() == 0)
+    throw InputError(file, "groups", "a list of at least one group", "none");
+  TestbedMatrix matrix;
+  matrix.file = file;
+  std::set<std::string> names;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const YAML::Node node = groups[g];
+    const std::string where = fmt::format("groups[{}]", g);
+    if (!node.IsMap()) throw InputError(file, where, "a map of name, platform, configs", "other");
+    yu::reject_unknown_keys(node, {"name", "platform", "scale", "hosts", "configs"}, file,
+                            where + ".");
+    TestbedGroup group;
+    if (!node["name"] || !node["platform"] || !node["configs"])
+      throw InputError(file, where, "name, platform and configs", "some missing");
+    group.name = yu::text(node["name"], file, where + ".name");
+    if (!names.insert(group.name).second)
+      throw InputError(file, where + ".name", "a name used once", group.name + " twice");
+    const std::string platform = yu::text(node["platform"], file, where + ".platform", 4096);
+    const fs::path resolved = fs::path(platform).is_absolute()
+                                  ? fs::path(platform)
+                                  : fs::path(file).parent_path() / platform;
+    if (!fs::is_regular_file(resolved))
+      throw InputError(file, where + ".platform", "a platform file (relative to the matrix)",
+                       platform);
+    group.platform = resolved.lexically_normal().string();
+    if (node["scale"]) group.scale = yu::in_range(node["scale"], file, where + ".scale", 1, 1e4);
+    PlatformHosts loaded = describe(group.platform);
+    if (node["hosts"]) {
+      // The testbed holds only these hosts: the configurations may use no other.
+      if (!node["hosts"].IsSequence() || node["hosts"].size() < 2)
+        throw InputError(file, where + ".hosts", "a list of at least 2 hosts of the platform",
+                         "fewer");
+      PlatformHosts kept;
+      for (const YAML::Node& h : node["hosts"]) {
+        const std::string name = yu::text(h, file, where + ".hosts");
+        const auto found = std::find_if(loaded.begin(), loaded.end(),
+                                        [&name](const auto& host) { return host.first == name; });
+        if (found == loaded.end())
+          throw InputError(file, where + ".hosts", "hosts of " + group.platform, name);
+        group.hosts.push_back(name);
+        kept.push_back(*found);
+      }
+      // In the platform's order, as the servers are chosen.
+      PlatformHosts ordered;
+      for (const auto& host : loaded)
+        if (std::find(kept.begin(), kept.end(), host) != kept.end()) ordered.push_back(host);
+      loaded = ordered;
+    }
+    const YAML::Node configs = node["configs"];
+    if (!configs.IsSequence() || configs.size() == 0)
+      throw InputError(file, where + ".configs", "a list of at least one configuration", "none");
+    std::set<std::string> config_names;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      TestbedConfig c = parse_config(
+          configs[i], file, fmt::format("{}.configs[{}]", where, i),
+          group.hosts.empty() ? group.platform : group.platform + " in the group's hosts", loaded);
+      c.name = fmt::format(
+          "{}: {}{} {}{} K={}{}", group.name, c.strategy,
+          model::strategy(c.strategy).counts_rounds() ? fmt::format(" tau={}", c.tau) : "",
+          c.collective, c.server_hosts.empty() ? "" : fmt::format(" s={}", c.server_hosts.size()),
+          c.hosts.size(), c.batch > 0 ? fmt::format(" b={:g}", c.batch) : "");
+      if (!config_names.insert(joined(c.hosts) + " " + c.name).second)
+        throw InputError(file, fmt::format("{}.configs[{}]", where, i), "each configuration once",
+                         c.name + " twice");
+      group.configs.push_back(c);
+    }
+    matrix.groups.push_back(group);
+  }
+  return matrix;
+}
+
+namespace {
+
+// --- measuring --------------------------------------------------------------------------------
+
+/// Brings a testbed up for a group and down again when it goes out of scope (also on a throw).
+class LiveTestbed {
+ public:
+  LiveTestbed(const TestbedGroup& group, const std::string& prefix, const std::string& stem)
+      : prefix_(prefix) {
+    // In a child: SimGrid loads one platform per process, and each group has its own.
+    child::Task up{
+        {"testbed", "up", group.platform, "--prefix", prefix}, stem + ".out", stem + ".err"};
+    if (!group.hosts.empty()) {
+      up.args.push_back("--hosts");
+      up.args.push_back(joined(group.hosts));
+    }
+    if (group.scale > 0) {
+      up.args.push_back("--scale");
+      up.args.push_back(fmt::format("{:.17g}", group.scale));
+    }
+    validation::run_children({up}, 1, "");
+    state_ = tb::require_up(prefix);
+  }
+  ~LiveTestbed() {
+    try {
+      std::ostringstream sink;
+      testbed_down(prefix_, false, sink);
+    } catch (const std::exception& e) {
+      std::cerr << "validate: testbed down " << prefix_ << ": " << e.what() << "\n";
+    }
+  }
+  LiveTestbed(const LiveTestbed&) = delete;
+  LiveTestbed& operator=(const LiveTestbed&) = delete;
+  const tb::State& state() const { return state_; }
+
+ private:
+  std::string prefix_;
+  tb::State state_;
+};
+
+/// C(b) through the measured steps: the slope of their least-squares line (the per-sample cost),
+/// moved to pass through the median at the configuration's per-worker batch.
+ComputeCalibration compute_from(const std::vector<exec::StepPoint>& steps,
+                                double per_worker_batch) {
+  const int b = std::max(1, static_cast<int>(std::lround(per_worker_batch)));
+  ComputeCalibration c;
+  c.steps = steps;
+  c.per_worker_batch = per_worker_batch;
+  std::vector<double> x, y;
+  for (const exec::StepPoint& p : c.steps) {
+    x.push_back(p.batch);
+    y.push_back(p.seconds);
+    if (p.batch == b) c.step_s = p.seconds;
+  }
+  const model::LinearFit fit = model::fit_line(x, y, "validate: compute calibration");
+  c.per_sample_s = fit.slope > 0 ? fit.slope : c.step_s / b;
+  c.intercept_s = std::max(0.0, c.step_s - b * c.per_sample_s);
+  return c;
+}
+
+ComputeCalibration mean_of(const ComputeCalibration& x, const ComputeCalibration& y) {
+  ComputeCalibration m = x;
+  for (size_t i = 0; i < m.steps.size() && i < y.steps.size(); ++i)
+    m.steps[i].seconds = 0.5 * (x.steps[i].seconds + y.steps[i].seconds);
+  m.step_s = 0.5 * (x.step_s + y.step_s);
+  m.per_sample_s = 0.5 * (x.per_sample_s + y.per_sample_s);
+  m.intercept_s = std::max(0.0, m.step_s - x.per_worker_batch * m.per_sample_s);
+  return m;
+}
+
+/// The calibrated network with the configuration's workers' compute.
+std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
+                           const TestbedConfig& config, const ComputeCalibration& compute,
+                           const model::Workload& workload, const std::string& path,
+                           const std::string& which) {
+  model::Calibration cal;
+  cal.workload = workload.name;
+  cal.flop_per_sample = workload.flop_per_sample;
+  cal.update_flop = workload.parameters * workload.update_flop_per_parameter;
+  cal.step_intercept_s = compute.intercept_s;
+  cal.per_sample_s = compute.per_sample_s;
+  tb::HostCompute host;
+  host.speed_flops = cal.speed_flops();
+  host.props = {
+      {"step_overhead_s", fmt::format("{:.9g}", cal.step_overhead_s())},
+      {"step_intercept_s", fmt::format("{:.9g}", cal.step_intercept_s)},
+      {"per_sample_s", fmt::format("{:.9g}", cal.per_sample_s)},
+      {"compute_calibrated_with", fmt::format("{} workers stepping at once", config.hosts.size())}};
+  for (const std::string& h : config.hosts)
+    network.compute[h] = host;
+  network.compute_method = fmt::format(
+      "{} ({}): {} threads of this machine stepping at once (forward, backward, update), median "
+      "wall-clock seconds at per-worker batches {}; C(b) = {:.6g} s + b x {:.6g} s through the "
+      "median at b = {:g}",
+      which, workload.name, config.hosts.size(),
+      [&] {
+        std::string b;
+        for (const exec::StepPoint& p : compute.steps)
+          b += (b.empty() ? "" : ",") + std::to_string(p.batch);
+        return b;
+      }(),
+      compute.intercept_s, compute.per_sample_s, compute.per_worker_batch);
+  write_text(path, tb::calibrated_platform_xml(spec, network));
+  return path;
+}
+
+// --- predicting -------------------------------------------------------------------------------
+
+child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const EngineSpec& e,
+                         const std::string& platform, const std::string& stem) {
+  std::map<std::string, std::string> keys = a.overrides;
+  keys["platform"] = platform;
+  keys["strategies"] = row.config.strategy;
+  keys["workers"] = std::to_string(row.config.hosts.size());
+  keys["hosts"] = joined(row.config.hosts);
+  keys["tau"] = std::to_string(row.config.tau);
+  keys["collective"] = row.config.collective;
+  keys["servers"] = std::to_string(row.config.servers);
+  keys["timing"] = "concurrent";
+  keys["batch"] = fmt::format("{:g}", row.batch);
+  if (std::string(e.engine) == "simgrid") {
+    keys["network_model"] = e.network_model;
+    keys["sim_rounds"] = "3";
+  }
+  return engine_task(engine(e.engine), a.job_file, keys, stem + ".json", stem + ".err");
+}
+
+/// The measure of one configuration, as MPI ranks across the live testbed.
+child::Task measure_child(const TestbedValidateRequest& a, const Row& row,
+                          const std::string& prefix, const std::string& stem) {
+  std::map<std::string, std::string> keys = a.overrides;
+  keys["platform"] = row.group->platform;
+  keys["strategies"] = row.config.strategy;
+  keys["workers"] = std::to_string(row.config.hosts.size());
+  keys["hosts"] = joined(row.config.hosts);
+  keys["tau"] = std::to_string(row.config.tau);
+  keys["collective"] = row.config.collective;
+  keys["servers"] = std::to_string(row.config.servers);
+  keys["timing"] = "concurrent";
+  keys["communicator"] = "mpi";
+  keys["batch"] = fmt::format("{:g}", row.batch);
+  child::Task inner = engine_task(engine("exec"), a.job_file, keys, stem + ".json", stem + ".err");
+  std::vector<std::string> ranks = row.config.hosts;
+  ranks.insert(ranks.end(), row.config.server_hosts.begin(), row.config.server_hosts.end());
+  child::Task task;
+  task.args = {"testbed", "run",         "--prefix", prefix,
+               "--hosts", joined(ranks), "--",       child::self_executable()};
+  task.args.insert(task.args.end(), inner.args.begin(), inner.args.end());
+  task.out_path = inner.out_path;
+  task.err_path = inner.err_path;
+  return task;
+}
+
+/// The compute calibration of one configuration: its ranks (workers and servers) on their hosts,
+/// the workers stepping in rounds, every rank waiting `wait_s` between them.
+child::Task compute_probe_child(const TestbedValidateRequest& a, const Row& row,
+                                const std::string& prefix, const std::vector<int>& batches,
+                                int steps_per_round, double wait_s, const std::string& out) {
+  std::vector<std::string> ranks = row.config.hosts;
+  ranks.insert(ranks.end(), row.config.server_hosts.begin(), row.config.server_hosts.end());
+  child::Task task;
+  task.args = {"testbed", "run",           "--prefix", prefix,
+               "--hosts", joined(ranks),   "--",       child::self_executable(),
+               "testbed", "compute-probe", a.job_file};
+  for (const auto& [key, value] : a.overrides)
+    task.args.push_back("--" + key + "=" + value);
+  std::string b;
+  for (int v : batches)
+    b += (b.empty() ? "" : ",") + std::to_string(v);
+  const std::vector<std::string> rest = {"--computing-ranks",
+                                         std::to_string(row.config.hosts.size()),
+                                         "--batches",
+                                         b,
+                                         "--steps-per-round",
+                                         std::to_string(steps_per_round),
+                                         "--probe-rounds",
+                                         std::to_string(a.calibration_rounds),
+                                         "--wait",
+                                         fmt::format("{:.6f}", wait_s),
+                                         "--probe-out",
+                                         out};
+  task.args.insert(task.args.end(), rest.begin(), rest.end());
+  task.out_path = out + ".out";
+  task.err_path = out + ".err";
+  return task;
+}
+
+std::string scatter_script(double lo, double hi) {
+  const std::string body = fmt::format(
+      "set title 'tauplan validate --testbed: predicted against measured (MPI ranks across the "
+      "emulated network)'\n"
+      "set xlabel 'measured (s)'\nset ylabel 'predicted (s)'\n"
+      "set logscale xy\nset xrange [{0}:{1}]\nset yrange [{0}:{1}]\n"
+      "set key top left\nset grid\nset datafile separator ','\n"
+      "plot x title 'y = x' with lines lc rgb '#888888', \\\n"
+      "  'testbed-validation.csv' using 'round_measured_s':'round_analytic_s' title 'round, "
+      "analytic' with points pt 7 lc rgb '#1f77b4', \\\n"
+      "  '' using 'round_measured_s':'round_simgrid_cm02_s' title 'round, simgrid CM02' with "
+      "points pt 6 ps 1.6 lc rgb '#ff7f0e', \\\n"
+      "  '' using 'round_measured_s':'round_simgrid_lv08_s' title 'round, simgrid LV08' with "
+      "points pt 8 ps 1.4 lc rgb '#9467bd', \\\n"
+      "  '' using 'time_measured_s':'time_group_out_simgrid_cm02_s' title 'time to target, "
+      "simgrid CM02 (leave-group-out)' with points pt 4 ps 1.6 lc rgb '#d62728'",
+      lo, hi);
+  return two_terminals("validate", "scatter", "900,700", body);
+}
+
+PlatformHosts describe_in_child(const std::string& platform) {
+  const fs::path dir = fs::temp_directory_path();
+  const std::string stem = (dir / fmt::format("tauplan-describe-{}", getpid())).string();
+  const child::Task task{{"testbed", "describe", platform}, stem + ".json", stem + ".err"};
+  std::string out;
+  try {
+    out = validation::run_children({task}, 1, "")[0];
+  } catch (...) {
+    fs::remove(stem + ".json");
+    fs::remove(stem + ".err");
+    throw;
+  }
+  fs::remove(stem + ".json");
+  fs::remove(stem + ".err");
+  PlatformHosts hosts;
+  const json doc = json::parse(out);
+  for (const json& h : doc.at("hosts"))
+    hosts.emplace_back(h.at("name").get<std::string>(), h.at("role").get<std::string>());
+  return hosts;
+}
+
+}  // namespace
+
+TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
+  const TestbedMatrix matrix = load_testbed_matrix(a.matrix_file, describe_in_child);
+  static const std::set<std::string> set_by_validate = {
+      "platform", "strategies", "workers",      "hosts",         "tau",        "collective",
+      "servers",  "timing",     "communicator", "network_model", "sim_rounds", "single_host"};
+  for (const auto& [key, value] : a.overrides)
+    if (set_by_validate.count(key))
+      throw InputError(
+          "command line", "--" + key,
+          "no value (validate --testbed takes it from the matrix " + a.matrix_file + ")", value);
+  const model::Job job = model::load_job(a.job_file, all_job_keys(), a.overrides);
+  const exec::ExecSettings settings = exec::exec_settings(job);
+  if (settings.device != exec::Device::Cpu)
+    throw InputError(job.file, "device", "cpu (the testbed's hosts are this machine's cores)",
+                     "cuda");
+  if (settings.train.combine != exec::CombineRule::Mean)
+    throw InputError(job.file, "combine", "mean", exec::to_string(settings.train.combine));
+  if (!(settings.train.target_accuracy > 0))
+    throw InputError(job.file, "target_accuracy", "a target (time to target is validated)");
+  if (a.calibration_rounds < 1 || a.calibration_rounds > 1000)
+    throw InputError("command line", "--calibration-rounds", "a whole number from 1 to 1000",
+                     std::to_string(a.calibration_rounds));
+  const model::Workload workload = model::load_workload(job.text("workload"));
+  const exec::Dataset data = exec::load_dataset(settings.data);
+  const exec::MlpShape shape = exec::mlp_shape(settings.hidden, data);
+  if (std::fabs(workload.parameters - static_cast<double>(shape.parameters())) >
+      0.01 * workload.parameters)
+    throw InputError(job.file, "hidden",
+                     fmt::format("the MLP of workload {} ({:g} parameters): its flop per sample "
+                                 "turns the measured step into a speed",
+                                 workload.name, workload.parameters),
+                     fmt::format("an MLP of {} parameters", shape.parameters()));
+  const double batch = static_cast<double>(job.integer("batch"));
+  require_testbed_rights();
+
+  const fs::path out_dir(a.out);
+  make_folder((out_dir / "runs").string(), "--out");
+  make_folder((out_dir / "platforms").string(), "--out");
+  std::vector<Row> rows;
+  for (const TestbedGroup& group : matrix.groups)
+    for (const TestbedConfig& config : group.configs) {
+      Row row;
+      row.group = &group;
+      row.config = config;
+      row.batch = config.batch > 0 ? config.batch : batch;
+      rows.push_back(row);
+    }
+  json networks = json::array();
+  std::vector<std::string> measured(rows.size());
+  size_t next = 0;
+  for (const TestbedGroup& group : matrix.groups) {
+    std::cerr << "validate: testbed " << a.prefix << " up on " << group.platform << "\n";
+    const LiveTestbed testbed(group, a.prefix,
+                              (out_dir / "runs" / ("testbed-up-" + group.name)).string());
+    TestbedCalibrateRequest calibrate;
+    calibrate.prefix = a.prefix;
+    calibrate.mpi = true;
+    const tb::NetworkCalibration network = measure_testbed(calibrate, testbed.state());
+    json n = tb::to_json(network, testbed.state().spec);
+    n["group"] = group.name;
+    networks.push_back(n);
+    // The calibrated network alone (the testbed platform's compute): what the round's
+    // communication is predicted on before compute is calibrated.
+    const std::string network_only =
+        (out_dir / "platforms" / (group.name + "-network.xml")).string();
+    write_text(network_only, tb::calibrated_platform_xml(testbed.state().spec, network));
+    for (size_t c = 0; c < group.configs.size(); ++c, ++next) {
+      Row& row = rows[next];
+      const int k = static_cast<int>(row.config.hosts.size());
+      const bool splits = model::strategy(row.config.strategy).splits_batch();
+      const double per_worker = splits ? row.batch / k : row.batch;
+      const std::string stem = (out_dir / "runs" / fmt::format("{:02}", next)).string();
+      std::cerr << fmt::format("validate: [{}/{}] {} on {}\n", next + 1, rows.size(),
+                               row.config.name, joined(row.config.hosts));
+      // The round's communication as the engines predict it on the calibrated network: how long
+      // the ranks wait between compute phases in the compute calibration.
+      const std::string base = (out_dir / "platforms" / fmt::format("{:02}", next)).string();
+      row.predicted_wait_s =
+          validation::parse_row(
+              validation::run_children(
+                  {engine_child(a, row, kEngines[0], network_only, stem + "-wait")}, 1, "")[0],
+              "predict (wait) " + row.config.name)
+              .comm_s;
+      if (!(row.predicted_wait_s >= 0)) row.predicted_wait_s = 0;
+      const double wait_s = std::min(row.predicted_wait_s, 5.0);
+      const int steps_per_round =
+          model::strategy(row.config.strategy).counts_rounds() ? row.config.tau : 1;
+      const int b = std::max(1, static_cast<int>(std::lround(per_worker)));
+      auto probe = [&](const std::string& which) {
+        const std::string file = stem + "-compute-" + which + ".json";
+        child::Task task =
+            compute_probe_child(a, row, a.prefix, {b, 2 * b}, steps_per_round, wait_s, file);
+        validation::run_children({task}, 1, "");
+        const json doc = json::parse(read_text(file));
+        std::vector<exec::StepPoint> steps;
+        for (const json& p : doc.at("steps"))
+          steps.push_back({p.at("batch").get<int>(), p.at("seconds").get<double>()});
+        return compute_from(steps, per_worker);
+      };
+      row.before = probe("before");
+      measured[next] =
+          validation::run_children({measure_child(a, row, a.prefix, stem + "-measure")}, 1, "")[0];
+      row.after = probe("after");
+      row.platform = write_platform(testbed.state().spec, network, row.config,
+                                    mean_of(row.before, row.after), workload, base + ".xml",
+                                    "mean of the calibrations before and after the measurement");
+      row.platform_before =
+          write_platform(testbed.state().spec, network, row.config, row.before, workload,
+                         base + "-before.xml", "calibration before the measurement");
+      row.platform_after =
+          write_platform(testbed.state().spec, network, row.config, row.after, workload,
+                         base + "-after.xml", "calibration after the measurement");
+    }
+  }
+
+  // Predict and simulate every configuration on its platforms, the testbed down.
+  std::vector<child::Task> tasks;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string stem = (out_dir / "runs" / fmt::format("{:02}", i)).string();
+    for (const EngineSpec& e : kEngines)
+      tasks.push_back(engine_child(a, rows[i], e, rows[i].platform, stem + "-" + e.label));
+    tasks.push_back(
+        engine_child(a, rows[i], kEngines[0], rows[i].platform_before, stem + "-analytic-before"));
+    tasks.push_back(
+        engine_child(a, rows[i], kEngines[0], rows[i].platform_after, stem + "-analytic-after"));
+  }
+  const int jobs = a.jobs > 0 ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const auto predicted = validation::run_children(tasks, jobs, "predict and simulate");
+  const size_t per_row = kEngineCount + 2;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Row& row = rows[i];
+    row.measured = validation::parse_row(measured[i], "measure " + row.config.name);
+    for (size_t e = 0; e < kEngineCount; ++e)
+      row.engines[e] = validation::parse_row(
+          predicted[per_row * i + e], std::string(kEngines[e].label) + " " + row.config.name);
+    row.analytic_before = validation::parse_row(predicted[per_row * i + kEngineCount],
+                                                "analytic (before) " + row.config.name);
+    row.analytic_after = validation::parse_row(predicted[per_row * i + kEngineCount + 1],
+                                               "analytic (after) " + row.config.name);
+  }
+
+  // Rounds to target: the convergence fit without each configuration (and without its group).
+  std::vector<validation::ConvergenceRow> convergence;
+  for (const Row& row : rows) {
+    validation::ConvergenceRow c;
+    const model::Strategy& strategy = model::strategy(row.config.strategy);
+    c.counts_rounds = strategy.counts_rounds();
+    c.batch = row.batch;
+    c.workers = static_cast<int>(row.config.hosts.size());
+    c.tau = row.config.tau;
+    c.reached = row.measured.reached;
+    c.rounds = row.measured.rounds;
+    convergence.push_back(c);
+  }
+  const json fit_report = validation::fit_convergence(convergence);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].rounds_loo = convergence[i].rounds_loo;
+    rows[i].rounds_group = convergence[i].rounds_group;
+    rows[i].rounds_fit = convergence[i].rounds_fit;
+  }
+
+  // Errors, per engine.
+  struct Errors {
+    std::vector<double> round, compute, comm, time_loo, time_group, round_contended;
+  };
+  Errors errors[kEngineCount];
+  std::vector<double> round_before, round_after, rounds_loo_err, rounds_group_err;
+  json results = json::array();
+  std::string csv =
+      "config,group,strategy,workers,tau,collective,servers,contended,reached,"
+      "round_measured_s,compute_measured_s,comm_measured_s,time_measured_s,"
+      "rounds_measured,rounds_loo,rounds_group_out";
+  for (const EngineSpec& e : kEngines)
+    csv += fmt::format(",round_{0}_s,compute_{0}_s,comm_{0}_s,time_loo_{0}_s,time_group_out_{0}_s",
+                       e.label);
+  csv += "\n";
+  auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
+  for (const Row& row : rows) {
+    const EngineRow& m = row.measured;
+    const double time_measured = m.reached ? m.total_s : kNaN;
+    const double rounds_measured = m.reached ? m.rounds : kNaN;
+    rounds_loo_err.push_back(model::relative_error(row.rounds_loo, rounds_measured));
+    rounds_group_err.push_back(model::relative_error(row.rounds_group, rounds_measured));
+    round_before.push_back(model::relative_error(row.analytic_before.round_s, m.round_s));
+    round_after.push_back(model::relative_error(row.analytic_after.round_s, m.round_s));
+    json per_engine = json::object();
+    csv += fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", row.config.name,
+                       row.group->name, row.config.strategy, row.config.hosts.size(),
+                       row.config.tau, row.config.collective, row.config.server_hosts.size(),
+                       row.config.contended ? 1 : 0, m.reached ? 1 : 0, c(m.round_s),
+                       c(m.compute_s), c(m.comm_s), c(time_measured), c(rounds_measured),
+                       c(row.rounds_loo), c(row.rounds_group));
+    for (size_t e = 0; e < kEngineCount; ++e) {
+      const EngineRow& p = row.engines[e];
+      const double time_loo = row.rounds_loo * p.round_s;
+      const double time_group = row.rounds_group * p.round_s;
+      Errors& err = errors[e];
+      err.round.push_back(model::relative_error(p.round_s, m.round_s));
+      err.compute.push_back(model::relative_error(p.compute_s, m.compute_s));
+      err.comm.push_back(model::relative_error(p.comm_s, m.comm_s));
+      err.time_loo.push_back(model::relative_error(time_loo, time_measured));
+      err.time_group.push_back(model::relative_error(time_group, time_measured));
+      if (row.config.contended) err.round_contended.push_back(err.round.back());
+      per_engine[kEngines[e].label] = {
+          {"compute_s", validation::number_or_null(p.compute_s)},
+          {"comm_s", validation::number_or_null(p.comm_s)},
+          {"round_s", validation::number_or_null(p.round_s)},
+          {"time_to_target_loo_s", validation::number_or_null(time_loo)},
+          {"time_to_target_group_out_s", validation::number_or_null(time_group)},
+          {"error_compute", validation::number_or_null(err.compute.back())},
+          {"error_comm", validation::number_or_null(err.comm.back())},
+          {"error_round", validation::number_or_null(err.round.back())},
+          {"error_time_to_target_loo", validation::number_or_null(err.time_loo.back())},
+          {"error_time_to_target_group_out", validation::number_or_null(err.time_group.back())}};
+      csv += fmt::format(",{},{},{},{},{}", c(p.round_s), c(p.compute_s), c(p.comm_s), c(time_loo),
+                         c(time_group));
+    }
+    csv += "\n";
+    results.push_back(
+        {{"config", row.config.name},
+         {"group", row.group->name},
+         {"strategy", row.config.strategy},
+         {"workers", row.config.hosts.size()},
+         {"hosts", row.config.hosts},
+         {"server_hosts", row.config.server_hosts},
+         {"tau", row.config.tau},
+         {"batch", row.batch},
+         {"collective", row.config.collective},
+         {"contended", row.config.contended},
+         {"note", row.config.note},
+         {"platform", row.platform},
+         {"reached_target", m.reached},
+         {"measured",
+          {{"compute_s", validation::number_or_null(m.compute_s)},
+           {"comm_s", validation::number_or_null(m.comm_s)},
+           {"round_s", validation::number_or_null(m.round_s)},
+           {"comm_share", validation::number_or_null(m.round_s > 0 ? m.comm_s / m.round_s : kNaN)},
+           {"rounds", validation::number_or_null(rounds_measured)},
+           {"time_to_target_s", validation::number_or_null(time_measured)}}},
+         {"compute_calibration",
+          {{"per_worker_batch", row.before.per_worker_batch},
+           {"wait_s", row.predicted_wait_s},
+           {"step_before_s", row.before.step_s},
+           {"step_after_s", row.after.step_s}}},
+         {"engines", per_engine},
+         {"round_s_by_calibration",
+          {{"analytic_before", validation::number_or_null(row.analytic_before.round_s)},
+           {"analytic_after", validation::number_or_null(row.analytic_after.round_s)},
+           {"error_analytic_before", validation::number_or_null(round_before.back())},
+           {"error_analytic_after", validation::number_or_null(round_after.back())}}},
+         {"rounds",
+          {{"measured", validation::number_or_null(rounds_measured)},
+           {"leave_one_out", validation::number_or_null(row.rounds_loo)},
+           {"leave_group_out", validation::number_or_null(row.rounds_group)},
+           {"fitted", validation::number_or_null(row.rounds_fit)}}}});
+  }
+  json summary = {
+      {"configurations", rows.size()},
+      {"contended_configurations",
+       std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.config.contended; })},
+      {"median_abs_error_rounds_loo", validation::median_abs_or_null(rounds_loo_err)},
+      {"median_abs_error_rounds_group_out", validation::median_abs_or_null(rounds_group_err)},
+      {"median_abs_error_round_analytic_before", validation::median_abs_or_null(round_before)},
+      {"median_abs_error_round_analytic_after", validation::median_abs_or_null(round_after)}};
+  for (size_t e = 0; e < kEngineCount; ++e) {
+    const Errors& err = errors[e];
+    summary[kEngines[e].label] = {
+        {"median_abs_error_round", validation::median_abs_or_null(err.round)},
+        {"max_abs_error_round", validation::max_abs_or_null(err.round)},
+        {"median_abs_error_round_contended", validation::median_abs_or_null(err.round_contended)},
+        {"max_abs_error_round_contended", validation::max_abs_or_null(err.round_contended)},
+        {"median_abs_error_compute", validation::median_abs_or_null(err.compute)},
+        {"max_abs_error_compute", validation::max_abs_or_null(err.compute)},
+        {"median_abs_error_comm", validation::median_abs_or_null(err.comm)},
+        {"max_abs_error_comm", validation::max_abs_or_null(err.comm)},
+        {"median_abs_error_time_to_target_loo", validation::median_abs_or_null(err.time_loo)},
+        {"max_abs_error_time_to_target_loo", validation::max_abs_or_null(err.time_loo)},
+        {"median_abs_error_time_to_target_group_out",
+         validation::median_abs_or_null(err.time_group)},
+        {"max_abs_error_time_to_target_group_out", validation::max_abs_or_null(err.time_group)}};
+  }
+  const json context = {
+      {"verb", "validate --testbed"},
+      {"job_file", job.file},
+      {"matrix_file", matrix.file},
+      {"engines",
+       {"exec-cpu measured: MPI ranks across the emulated testbed, timing concurrent (wall "
+        "clock, barrier-aligned rounds), medians over rounds",
+        "analytic", "simgrid CM02", "simgrid LV08"}},
+      {"network_model",
+       "each group's testbed calibrated with MPI messages (testbed calibrate --mpi), the "
+       "configuration's collective and servers as measured"},
+      {"compute_model",
+       "K threads stepping at once on this machine, before and after each measurement (their "
+       "mean; each alone also reported)"},
+      {"seed", job.integer("seed")},
+      {"commit", model::tauplan_git_commit()},
+      {"date", model::utc_now_iso8601()},
+      {"kind",
+       "validation: workers really running concurrently as MPI processes on the wall clock, "
+       "their messages crossing real TCP stacks over emulated links; the predictions use only "
+       "micro-measurements taken apart from the runs (network: MPI messages one pair at a time; "
+       "compute: threads without a network) and a convergence fit that leaves the "
+       "configuration out"}};
+  const json report = {{"context", context},
+                       {"networks", networks},
+                       {"convergence_fit", fit_report},
+                       {"summary", summary},
+                       {"results", results}};
+  write_text((out_dir / "testbed-validation.json").string(), report.dump(2) + "\n");
+  write_text((out_dir / "testbed-validation.csv").string(), csv);
+
+  TestbedValidateOutcome outcome;
+  outcome.report = report;
+  if (!a.no_plot) {
+    double lo = HUGE_VAL, hi = 0;
+    for (const Row& row : rows)
+      for (double v : {row.measured.round_s, row.measured.total_s, row.engines[0].round_s,
+                       row.engines[1].round_s, row.engines[2].round_s})
+        if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (hi > 0) {
+      write_text((out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
+      run_gnuplot(out_dir, "scatter.gp", outcome.notes);
+    }
+  }
+  std::string out =
+      "note: measured = MPI ranks across the emulated testbed, concurrent on the wall clock; "
+      "predictions from MPI message and compute calibrations taken apart from the runs\n";
+  out += fmt::format(
+      "{:<34} {:>5} {:>9} {:>6} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9} "
+      "{:>8}\n",
+      "configuration", "cont", "round ms", "comm%", "analytic", "err", "CM02", "err", "LV08", "err",
+      "rounds", "time s", "err LGO");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    const EngineRow& m = row.measured;
+    out += fmt::format(
+        "{:<34} {:>5} {:>9} {:>6} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9} {:>8}\n",
+        row.config.name, row.config.contended ? "yes" : "", validation::ms(m.round_s),
+        m.round_s > 0 ? fmt::format("{:.0f}", 100 * m.comm_s / m.round_s) : "n/a",
+        validation::ms(row.engines[0].round_s), validation::pct_text(errors[0].round[i]),
+        validation::ms(row.engines[1].round_s), validation::pct_text(errors[1].round[i]),
+        validation::ms(row.engines[2].round_s), validation::pct_text(errors[2].round[i]),
+        m.reached ? fmt::format("{:g}", m.rounds) : "-",
+        m.reached ? fmt::format("{:.2f}", m.total_s) : "-",
+        validation::pct_text(errors[1].time_group[i]));
+  }
+  auto p = [](const json& v) {
+    return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
+  };
+  for (const EngineSpec& e : kEngines) {
+    const json& s = summary[e.label];
+    out += fmt::format(
+        "{:<13} round |error| median {} max {} (contended rows: median {} max {}); compute "
+        "median {}; comm median {}; time to target median {} max {} (leave-group-out), {} "
+        "(leave-one-out)\n",
+        e.label, p(s["median_abs_error_round"]), p(s["max_abs_error_round"]),
+        p(s["median_abs_error_round_contended"]), p(s["max_abs_error_round_contended"]),
+        p(s["median_abs_error_compute"]), p(s["median_abs_error_comm"]),
+        p(s["median_abs_error_time_to_target_group_out"]),
+        p(s["max_abs_error_time_to_target_group_out"]),
+        p(s["median_abs_error_time_to_target_loo"]));
+  }
+  out += fmt::format(
+      "analytic round |error| median on the compute calibration before the measurement {}, "
+      "after it {}, their mean (above) {}; rounds to target median |error| leave-one-out {}, "
+      "leave-group-out {}\n",
+      p(summary["median_abs_error_round_analytic_before"]),
+      p(summary["median_abs_error_round_analytic_after"]),
+      p(summary["analytic"]["median_abs_error_round"]), p(summary["median_abs_error_rounds_loo"]),
+      p(summary["median_abs_error_rounds_group_out"]));
+  outcome.text = out;
+  outcome.notes.insert(outcome.notes.begin(),
+                       "wrote " + (out_dir / "testbed-validation.json").string() + ", .csv" +
+                           (a.no_plot ? "" : " and scatter.png/.svg"));
+  if (a.max_round_error >= 0) {
+    const json& v = summary["simgrid_cm02"]["median_abs_error_round"];
+    if (!v.is_number() || 100 * v.get<double>() > a.max_round_error)
+      outcome.exceeded =
+          fmt::format("simgrid CM02 median round |error| {} exceeds --max-round-error {}%", p(v),
+                      a.max_round_error);
+  }
+  return outcome;
+}
+
+}  // namespace tauplan::study

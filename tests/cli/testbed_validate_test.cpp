@@ -1,0 +1,123 @@
+// testbed_validate_test.cpp: `tauplan validate JOB --testbed MATRIX.yaml`, its matrix and its
+// bad inputs (one line naming the file and key, exit 2), none of which needs the rights to
+// create network namespaces: the matrix is read and checked before anything is measured. The
+// validation itself runs in tests/exec/testbed/ (root only) and in experiments/testbed/.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "tests/cli/expect_bad_input.hpp"
+#include "tests/cli/run_command.hpp"
+
+using tauplan::test::expect_bad_input;
+using tauplan::test::run_tauplan;
+using tauplan::test::write_temp_file;
+
+namespace {
+
+const std::string kJob = TAUPLAN_SOURCE_DIR "/experiments/testbed/fashion-mlp.yaml";
+const std::string kStar = TAUPLAN_SOURCE_DIR "/platforms/testbed-ps8.xml";
+
+/// A matrix of one group on testbed-ps8 whose only configuration is `config` (YAML flow map).
+std::string one_config(const std::string& config) {
+  return "groups:\n  - name: star\n    platform: " + kStar + "\n    configs:\n      - " + config +
+         "\n";
+}
+
+void expect_bad_matrix(const std::string& name, const std::string& text,
+                       const std::string& fragment) {
+  const std::string file = write_temp_file(name, text);
+  expect_bad_input({"validate", kJob, "--testbed", file}, file + ": " + fragment);
+}
+
+}  // namespace
+
+TEST_CASE("validate --testbed: the shipped matrix names hosts its platforms have") {
+  // `testbed describe` is how validate learns a platform's hosts (one platform per process).
+  const auto star = run_tauplan({"testbed", "describe", kStar});
+  INFO(star.err);
+  REQUIRE(star.exit_code == 0);
+  CHECK(star.out.find("\"name\": \"h7\"") != std::string::npos);
+  CHECK(star.out.find("\"role\": \"server\"") != std::string::npos);
+  // A matrix that only fails after it was read whole: a flag validate sets from the matrix.
+  const auto r =
+      run_tauplan({"validate", kJob, "--testbed",
+                   TAUPLAN_SOURCE_DIR "/experiments/testbed/matrix.yaml", "--workers", "3"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--workers: expected no value") != std::string::npos);
+}
+
+TEST_CASE("validate --testbed: bad matrices, one line naming the file and key, exit 2") {
+  expect_bad_matrix("m-top.yaml", "groups: []\nextra: 1\n", "extra");
+  expect_bad_matrix("m-empty.yaml", "groups: []\n", "groups: expected a list of at least one");
+  expect_bad_matrix("m-platform.yaml",
+                    "groups:\n  - {name: a, platform: nowhere.xml, configs: []}\n",
+                    "groups[0].platform: expected a platform file");
+  expect_bad_matrix("m-key.yaml", one_config("{strategy: sync, colective: ring, hosts: [h0, h1]}"),
+                    "groups[0].configs[0].colective");
+  expect_bad_matrix("m-single.yaml",
+                    one_config("{strategy: single, collective: ring, hosts: [h0, h1]}"),
+                    "groups[0].configs[0].strategy: expected a synchronous data-parallel");
+  expect_bad_matrix("m-async.yaml",
+                    one_config("{strategy: async-ps, collective: ps, hosts: [h0, h1]}"),
+                    "groups[0].configs[0].strategy: expected a synchronous data-parallel");
+  expect_bad_matrix("m-collective.yaml",
+                    one_config("{strategy: sync, collective: carrier-pigeon, hosts: [h0, h1]}"),
+                    "collective");
+  expect_bad_matrix("m-one-host.yaml",
+                    one_config("{strategy: sync, collective: ring, hosts: [h0]}"),
+                    "groups[0].configs[0].hosts: expected a list of at least 2 worker hosts");
+  expect_bad_matrix("m-twice.yaml",
+                    one_config("{strategy: sync, collective: ring, hosts: [h0, h0]}"),
+                    "groups[0].configs[0].hosts: expected each host once, got h0 twice");
+  expect_bad_matrix("m-unknown-host.yaml",
+                    one_config("{strategy: sync, collective: ring, hosts: [h0, h99]}"),
+                    "groups[0].configs[0].hosts: expected hosts of " + kStar + ", got h99");
+  expect_bad_matrix("m-server-host.yaml",
+                    one_config("{strategy: sync, collective: ring, hosts: [h0, ps0]}"),
+                    "groups[0].configs[0].hosts: expected worker hosts (role worker), got ps0");
+  expect_bad_matrix("m-servers.yaml",
+                    one_config("{strategy: sync, collective: ps, servers: 3, hosts: [h0, h1]}"),
+                    "groups[0].configs[0].servers: expected at most the 2 server host(s)");
+  expect_bad_matrix("m-tau.yaml",
+                    one_config("{strategy: sync, tau: 4, collective: ring, hosts: [h0, h1]}"),
+                    "groups[0].configs[0].tau: expected 1");
+  expect_bad_matrix("m-batch.yaml",
+                    one_config("{strategy: sync, batch: 2.5, collective: ring, hosts: [h0, h1]}"),
+                    "groups[0].configs[0].batch: expected a whole number");
+  expect_bad_matrix("m-contended.yaml",
+                    one_config("{strategy: sync, collective: ring, hosts: [h0, h1], "
+                               "contended: maybe}"),
+                    "groups[0].configs[0].contended: expected true or false");
+  expect_bad_matrix("m-names.yaml",
+                    "groups:\n  - {name: a, platform: " + kStar +
+                        ", configs: [{strategy: sync, collective: ring, hosts: [h0, h1]}]}\n"
+                        "  - {name: a, platform: " +
+                        kStar +
+                        ", configs: [{strategy: sync, collective: ring, hosts: [h0, h1]}]}\n",
+                    "groups[1].name: expected a name used once, got a twice");
+  // A group that brings up some hosts only: its configurations may use no other.
+  expect_bad_matrix(
+      "m-group-hosts.yaml",
+      "groups:\n  - {name: a, platform: " + kStar +
+          ", hosts: [h0, h1, ps0], configs: [{strategy: sync, collective: ring, "
+          "hosts: [h0, h3]}]}\n",
+      "groups[0].configs[0].hosts: expected hosts of " + kStar + " in the group's hosts, got h3");
+  expect_bad_matrix("m-group-servers.yaml",
+                    "groups:\n  - {name: a, platform: " + kStar +
+                        ", hosts: [h0, h1, ps0], configs: [{strategy: sync, collective: ps, "
+                        "servers: 2, hosts: [h0, h1]}]}\n",
+                    "groups[0].configs[0].servers: expected at most the 1 server host(s)");
+  expect_bad_matrix("m-group-unknown.yaml",
+                    "groups:\n  - {name: a, platform: " + kStar +
+                        ", hosts: [h0, h42], configs: [{strategy: sync, collective: ring, "
+                        "hosts: [h0, h1]}]}\n",
+                    "groups[0].hosts: expected hosts of " + kStar + ", got h42");
+}
+
+TEST_CASE("validate --testbed: no --set, --slow-worker or --calibration beside it") {
+  const std::string file = write_temp_file(
+      "m-ok.yaml", one_config("{strategy: sync, collective: ring, hosts: [h0, h1]}"));
+  expect_bad_input({"validate", kJob, "--testbed", file, "--set", "batch=32,64"}, "--testbed");
+  expect_bad_input({"validate", kJob, "--testbed", file, "--slow-worker", "2"}, "--testbed");
+}
