@@ -1,0 +1,142 @@
+// testbed_internals.cpp: the subcommands of `tauplan testbed` that tauplan starts itself, not
+// users: `fabric` (the link emulator, started by `up`), `agent` (mpirun's remote shell into a
+// namespace), `rank` (sets TAUPLAN_TESTBED_HOST and execs a rank), `describe` (a platform's hosts
+// for `validate --testbed`: SimGrid holds one platform per process), `compute-probe` and
+// `message-probe` (one process per MPI rank under `testbed run`, for `validate --testbed` and
+// `calibrate --mpi`). Hidden from --help; their logic lives in study/ and exec/testbed/.
+#include "cli/testbed_internals.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/verb.hpp"
+#include "exec/testbed/fabric.hpp"
+#include "exec/testbed/launcher.hpp"
+#include "exec/testbed/lifecycle.hpp"
+#include "model/error.hpp"
+#include "study/testbed_control.hpp"
+
+namespace tauplan::cli {
+namespace {
+
+namespace tb = tauplan::testbed;
+
+/// Everything after the options of a prefix_command subcommand, without a leading "--".
+std::vector<std::string> rest_of(const CLI::App* app) {
+  std::vector<std::string> rest = app->remaining();
+  if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
+  return rest;
+}
+
+}  // namespace
+
+void add_testbed_internals(CLI::App& testbed) {
+  CLI::App* verb = &testbed;
+  // Internal: a platform's hosts for `validate --testbed` (one platform per process in SimGrid).
+  auto describe_platform = std::make_shared<std::string>();
+  CLI::App* describe = verb->add_subcommand("describe", "(internal) a platform's hosts as JSON");
+  describe->group("");
+  describe->add_option("platform", *describe_platform)->required();
+  describe->callback(
+      [describe_platform] { study::testbed_describe(*describe_platform, std::cout); });
+
+  // Internal: started by `validate --testbed` under `testbed run`, one process per rank.
+  auto cp_job = std::make_shared<JobArgs>();
+  auto cp_workers = std::make_shared<int>(1);
+  auto cp_batches = std::make_shared<std::vector<int>>();
+  auto cp_steps = std::make_shared<int>(1);
+  auto cp_rounds = std::make_shared<int>(8);
+  auto cp_wait = std::make_shared<double>(0);
+  auto cp_out = std::make_shared<std::string>();
+  CLI::App* compute = verb->add_subcommand("compute-probe", "(internal) compute of busy ranks");
+  compute->group("");
+  add_job_options(*compute, *cp_job);
+  compute->add_option("--computing-ranks", *cp_workers)->required();
+  compute->add_option("--batches", *cp_batches)->required()->delimiter(',');
+  compute->add_option("--steps-per-round", *cp_steps);
+  compute->add_option("--probe-rounds", *cp_rounds);
+  compute->add_option("--wait", *cp_wait);
+  compute->add_option("--probe-out", *cp_out)->required();
+  compute->callback([cp_job, cp_workers, cp_batches, cp_steps, cp_rounds, cp_wait, cp_out] {
+    study::testbed_compute_probe(cp_job->job_file, cp_job->overrides(), *cp_workers, *cp_batches,
+                                 *cp_steps, *cp_rounds, *cp_wait, *cp_out);
+  });
+
+  // Internal: started by `calibrate --mpi` under `testbed run`, one process per rank.
+  auto probe_pairs = std::make_shared<std::string>();
+  auto probe_sizes = std::make_shared<std::vector<double>>();
+  auto probe_repeats = std::make_shared<int>(3);
+  auto probe_out = std::make_shared<std::string>();
+  CLI::App* probe = verb->add_subcommand("message-probe", "(internal) MPI message times");
+  probe->group("");
+  probe->add_option("--pairs", *probe_pairs)->required();
+  probe->add_option("--sizes", *probe_sizes)->required()->delimiter(',');
+  probe->add_option("--repeats", *probe_repeats);
+  probe->add_option("--out", *probe_out)->required();
+  probe->callback([probe_pairs, probe_sizes, probe_repeats, probe_out] {
+    study::testbed_message_probe(*probe_pairs, *probe_sizes, *probe_repeats, *probe_out);
+  });
+
+  // Internal: started by `up`, by mpirun and by `run`; not for users.
+  auto fabric_prefix = std::make_shared<std::string>();
+  auto fabric_options = std::make_shared<tb::FabricOptions>();
+  auto fabric_ready = std::make_shared<int>(-1);
+  CLI::App* fabric = verb->add_subcommand("fabric", "(internal) the link emulator process");
+  fabric->group("");
+  fabric->add_option("--prefix", *fabric_prefix)->required();
+  fabric->add_option("--ready-fd", *fabric_ready);
+  fabric->add_option("--ttl", fabric_options->ttl_s);
+  fabric->add_option("--realtime-priority", fabric_options->realtime_priority);
+  fabric->add_option("--early", fabric_options->early_s);
+  fabric->callback([fabric_prefix, fabric_options, fabric_ready] {
+    study::require_testbed_rights();
+    tb::check_prefix(*fabric_prefix, "<command line>");
+    const auto state = tb::read_state(*fabric_prefix);
+    if (!state) throw InputError(tb::state_path(*fabric_prefix), "testbed", "a state file", "none");
+    tb::FabricOptions options = *fabric_options;
+    options.stats_path = tb::fabric_stats_path(*fabric_prefix);
+    const std::string prefix = *fabric_prefix;
+    const int exit_code = tb::run_fabric(state->spec, options, *fabric_ready,
+                                         [prefix] { tb::remove_testbed(prefix); });
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(exit_code);
+  });
+
+  auto agent_prefix = std::make_shared<std::string>();
+  CLI::App* agent = verb->add_subcommand("agent", "(internal) mpirun's agent into a namespace");
+  agent->group("");
+  agent->prefix_command();
+  agent->allow_extras();
+  agent->add_option("--prefix", *agent_prefix)->required();
+  agent->callback([agent, agent_prefix] {
+    study::require_testbed_rights();
+    const auto state = tb::read_state(*agent_prefix);
+    if (!state) throw InputError(tb::state_path(*agent_prefix), "testbed", "a state file", "none");
+    std::vector<std::string> rest = rest_of(agent);
+    if (rest.empty())
+      throw InputError("<command line>", "testbed agent", "HOST COMMAND", "nothing");
+    const std::string netns = rest.front();
+    rest.erase(rest.begin());
+    tb::exec_agent(*state, netns, rest);
+  });
+
+  auto rank_prefix = std::make_shared<std::string>();
+  auto rank_command = std::make_shared<std::vector<std::string>>();
+  CLI::App* rank = verb->add_subcommand("rank", "(internal) one MPI rank inside its namespace");
+  rank->group("");
+  rank->add_option("--prefix", *rank_prefix)->required();
+  rank->add_option("command", *rank_command)->required();
+  rank->callback([rank_prefix, rank_command] {
+    const auto state = tb::read_state(*rank_prefix);
+    if (!state) throw InputError(tb::state_path(*rank_prefix), "testbed", "a state file", "none");
+    tb::exec_rank(*state, *rank_command);
+  });
+}
+
+}  // namespace tauplan::cli
