@@ -4,6 +4,8 @@
 // median round-time error exceeds it.
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/verb.hpp"
 #include "model/error.hpp"
@@ -12,6 +14,19 @@
 
 namespace tauplan::cli {
 namespace {
+
+/// Prints a validation's table (or JSON) and notes; exit 3 when a median exceeded its bound.
+void finish(const std::string& printed, const std::vector<std::string>& notes,
+            const std::string& exceeded) {
+  std::cout << printed;
+  std::cout.flush();
+  for (const std::string& note : notes)
+    std::cerr << "validate: " << note << "\n";
+  if (!exceeded.empty()) {
+    std::cerr << "validate: " << exceeded << "\n";
+    std::exit(kExitIncompleteAnswer);
+  }
+}
 
 void register_validate(CLI::App& app) {
   auto job = std::make_shared<JobArgs>();
@@ -59,28 +74,13 @@ void register_validate(CLI::App& app) {
       testbed->max_round_error = args->max_round_error;
       testbed->no_plot = args->no_plot;
       const study::TestbedValidateOutcome outcome = study::run_testbed_validate(*testbed);
-      std::cout << (job->json ? outcome.report.dump(2) + "\n" : outcome.text);
-      std::cout.flush();
-      for (const std::string& note : outcome.notes)
-        std::cerr << "validate: " << note << "\n";
-      if (!outcome.exceeded.empty()) {
-        std::cerr << "validate: " << outcome.exceeded << "\n";
-        std::exit(kExitIncompleteAnswer);
-      }
+      finish(job->json ? outcome.report.dump(2) + "\n" : outcome.text, outcome.notes,
+             outcome.exceeded);
       return;
     }
     const study::ValidateOutcome outcome = study::run_validate(*args);
-    if (job->json)
-      std::cout << outcome.report.dump(2) << "\n";
-    else
-      std::cout << outcome.text;
-    std::cout.flush();
-    for (const std::string& note : outcome.notes)
-      std::cerr << "validate: " << note << "\n";
-    if (!outcome.exceeded.empty()) {
-      std::cerr << "validate: " << outcome.exceeded << "\n";
-      std::exit(kExitIncompleteAnswer);
-    }
+    finish(job->json ? outcome.report.dump(2) + "\n" : outcome.text, outcome.notes,
+           outcome.exceeded);
   });
 }
 

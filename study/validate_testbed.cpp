@@ -351,8 +351,9 @@ std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
 
 // --- predicting -------------------------------------------------------------------------------
 
-child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const EngineSpec& e,
-                         const std::string& platform, const std::string& stem) {
+/// The job keys of one configuration: the job flags given to validate, then what the matrix says.
+std::map<std::string, std::string> config_keys(const TestbedValidateRequest& a, const Row& row,
+                                               const std::string& platform) {
   std::map<std::string, std::string> keys = a.overrides;
   keys["platform"] = platform;
   keys["strategies"] = row.config.strategy;
@@ -363,6 +364,12 @@ child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const 
   keys["servers"] = std::to_string(row.config.servers);
   keys["timing"] = "concurrent";
   keys["batch"] = fmt::format("{:g}", row.batch);
+  return keys;
+}
+
+child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const EngineSpec& e,
+                         const std::string& platform, const std::string& stem) {
+  std::map<std::string, std::string> keys = config_keys(a, row, platform);
   if (std::string(e.engine) == "simgrid") {
     keys["network_model"] = e.network_model;
     keys["sim_rounds"] = "3";
@@ -373,17 +380,8 @@ child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const 
 /// The measure of one configuration, as MPI ranks across the live testbed.
 child::Task measure_child(const TestbedValidateRequest& a, const Row& row,
                           const std::string& prefix, const std::string& stem) {
-  std::map<std::string, std::string> keys = a.overrides;
-  keys["platform"] = row.group->platform;
-  keys["strategies"] = row.config.strategy;
-  keys["workers"] = std::to_string(row.config.hosts.size());
-  keys["hosts"] = joined(row.config.hosts);
-  keys["tau"] = std::to_string(row.config.tau);
-  keys["collective"] = row.config.collective;
-  keys["servers"] = std::to_string(row.config.servers);
-  keys["timing"] = "concurrent";
+  std::map<std::string, std::string> keys = config_keys(a, row, row.group->platform);
   keys["communicator"] = "mpi";
-  keys["batch"] = fmt::format("{:g}", row.batch);
   child::Task inner = engine_task(engine("exec"), a.job_file, keys, stem + ".json", stem + ".err");
   std::vector<std::string> ranks = row.config.hosts;
   ranks.insert(ranks.end(), row.config.server_hosts.begin(), row.config.server_hosts.end());
