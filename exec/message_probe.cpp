@@ -103,10 +103,11 @@ std::vector<MessageProbeRoute> run_message_probe(PeerGroup& peers,
     if (me == 0) {
       if (src != 0) {
         peers.recv(src, packed.data(), count, kResultTag);
-        route.small_round_trip_s = packed[0];
+        route.small_round_trip_s = static_cast<double>(packed[0]);
         route.samples.clear();
         for (std::size_t j = 0; j < (count - 1) / 2; ++j)
-          route.samples.emplace_back(packed[1 + 2 * j], packed[2 + 2 * j]);
+          route.samples.emplace_back(static_cast<double>(packed[1 + 2 * j]),
+                                     static_cast<double>(packed[2 + 2 * j]));
       }
       std::vector<double> x, y;
       for (const auto& [bytes, seconds] : route.samples) {
