@@ -4,7 +4,7 @@
 # testbed of each group, calibrates it, measures every configuration as MPI ranks across it,
 # then predicts and simulates), writes results/testbed-validation/ (testbed-validation.json,
 # .csv, scatter.png/.svg, the calibrated platforms and every run's output) and copies the
-# scatter into experiments/testbed/figures/. About 25 minutes on 2 cores; nothing else should
+# scatter into experiments/testbed/figures/. About 21 minutes on 2 cores; nothing else should
 # run meanwhile (the hosts share this machine's cores with the fabric). Usage, from the
 # repository root after a build:
 #   bash experiments/testbed/run_validation.sh [BUILD_DIR]
