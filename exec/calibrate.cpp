@@ -138,68 +138,20 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
   return out;
 }
 
-std::vector<StepPoint> measure_concurrent_steps(const CalibrationRequest& request,
-                                                const Dataset& data, const MlpShape& shape) {
-  check_request(request, data);
-  const int k = request.replicas;
-  const std::set<int> batch_set(request.batches.begin(), request.batches.end());
-  const std::vector<int> batches(batch_set.begin(), batch_set.end());
-  const int per_thread = 1 + (request.steps + k - 1) / k;  // the first is a warm-up
-  const auto features = static_cast<std::size_t>(data.features);
-  std::vector<std::vector<std::vector<double>>> times(
-      static_cast<std::size_t>(k), std::vector<std::vector<double>>(batches.size()));
-  std::vector<std::thread> threads;
-  for (int t = 0; t < k; ++t)
-    threads.emplace_back([&, t] {
-      Mlp mlp(shape);
-      mlp.init(request.seed + static_cast<std::uint64_t>(t));
-      std::mt19937_64 rng(request.seed * 31 + static_cast<std::uint64_t>(t));
-      std::uniform_int_distribution<long long> pick(0, data.train_size() - 1);
-      std::vector<float> x(static_cast<std::size_t>(batches.back()) * features);
-      std::vector<int> y(static_cast<std::size_t>(batches.back()));
-      // Batch sizes take turns step by step, as in the lockstep calibration.
-      for (int step = 0; step < per_thread; ++step)
-        for (std::size_t bi = 0; bi < batches.size(); ++bi) {
-          const int b = batches[bi];
-          const auto start = std::chrono::steady_clock::now();
-          for (int i = 0; i < b; ++i) {
-            const long long row = pick(rng);
-            std::memcpy(x.data() + static_cast<std::size_t>(i) * features, data.train_row(row),
-                        features * sizeof(float));
-            y[static_cast<std::size_t>(i)] = data.train_y[static_cast<std::size_t>(row)];
-          }
-          mlp.forward_backward(x.data(), y.data(), b);
-          mlp.sgd_step(0.01f);
-          const double s =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          if (step > 0) times[static_cast<std::size_t>(t)][bi].push_back(s);
-        }
-    });
-  for (auto& thread : threads)
-    thread.join();
-  std::vector<StepPoint> out;
-  for (std::size_t bi = 0; bi < batches.size(); ++bi) {
-    std::vector<double> all;
-    for (const auto& per : times)
-      all.insert(all.end(), per[bi].begin(), per[bi].end());
-    out.push_back({batches[bi], median(all)});
-  }
-  return out;
-}
-
 namespace {
 
 /// One worker's replica taking training steps on random batches, timed on the wall clock.
 class TimedSteps {
  public:
-  TimedSteps(const Dataset& data, const MlpShape& shape, std::uint64_t seed, int largest_batch)
+  TimedSteps(const Dataset& data, const MlpShape& shape, std::uint64_t init_seed,
+             std::uint64_t sample_seed, int largest_batch)
       : data_(data),
         mlp_(shape),
-        rng_(seed * 31),
+        rng_(sample_seed),
         pick_(0, data.train_size() - 1),
         x_(static_cast<std::size_t>(largest_batch) * static_cast<std::size_t>(data.features)),
         y_(static_cast<std::size_t>(largest_batch)) {
-    mlp_.init(seed);
+    mlp_.init(init_seed);
   }
   /// Seconds of `steps` steps at batch b (sampling, forward, backward, update).
   double run(int b, int steps) {
@@ -226,6 +178,43 @@ class TimedSteps {
   std::vector<float> x_;
   std::vector<int> y_;
 };
+
+}  // namespace
+
+std::vector<StepPoint> measure_concurrent_steps(const CalibrationRequest& request,
+                                                const Dataset& data, const MlpShape& shape) {
+  check_request(request, data);
+  const int k = request.replicas;
+  const std::set<int> batch_set(request.batches.begin(), request.batches.end());
+  const std::vector<int> batches(batch_set.begin(), batch_set.end());
+  const int per_thread = 1 + (request.steps + k - 1) / k;  // the first is a warm-up
+  std::vector<std::vector<std::vector<double>>> times(
+      static_cast<std::size_t>(k), std::vector<std::vector<double>>(batches.size()));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k; ++t)
+    threads.emplace_back([&, t] {
+      TimedSteps steps(data, shape, request.seed + static_cast<std::uint64_t>(t),
+                       request.seed * 31 + static_cast<std::uint64_t>(t), batches.back());
+      // Batch sizes take turns step by step, as in the lockstep calibration.
+      for (int step = 0; step < per_thread; ++step)
+        for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+          const double s = steps.run(batches[bi], 1);
+          if (step > 0) times[static_cast<std::size_t>(t)][bi].push_back(s);
+        }
+    });
+  for (auto& thread : threads)
+    thread.join();
+  std::vector<StepPoint> out;
+  for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+    std::vector<double> all;
+    for (const auto& per : times)
+      all.insert(all.end(), per[bi].begin(), per[bi].end());
+    out.push_back({batches[bi], median(all)});
+  }
+  return out;
+}
+
+namespace {
 
 /// Per batch size, the median over rounds of the busiest worker's seconds per step; busy[w][r]
 /// is worker w's round r (batch sizes take turns; the first turn is a warm-up).
@@ -272,7 +261,8 @@ std::vector<StepPoint> measure_rank_rounds(PeerGroup& peers, int workers,
   const bool computes = me < workers;
   std::vector<float> mine(total, 0.0f);
   {
-    TimedSteps steps(data, shape, request.seed + static_cast<std::uint64_t>(me), batches.back());
+    const std::uint64_t seed = request.seed + static_cast<std::uint64_t>(me);
+    TimedSteps steps(data, shape, seed, seed * 31, batches.back());
     for (std::size_t r = 0; r < total; ++r) {
       peers.barrier();
       if (computes)
