@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/strategy.hpp"
+#include "tauplan_git_commit.h"  // generated at build time (model/git_commit.cmake)
 
 #ifndef TAUPLAN_GIT_COMMIT
 #define TAUPLAN_GIT_COMMIT "unknown"
