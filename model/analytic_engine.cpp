@@ -5,6 +5,7 @@
 // the formulas do not name, stragglers and failures (the simulator's business).
 #include "model/analytic.hpp"
 #include "model/engine.hpp"
+#include "model/notice.hpp"
 
 namespace tauplan::model {
 
@@ -29,6 +30,15 @@ class AnalyticEngine : public Engine {
     for (const Plan& plan : inputs.plans())
       rows.push_back(analyze(plan, inputs.platform));
     context.network_model = "alpha-beta (latency sum, narrowest bandwidth; no contention)";
+    // A second job beside this one is the simulator's (sim_job.hpp); the closed forms have no
+    // term for another job's traffic, so the rows are this job alone, and the context says so.
+    if (inputs.job.has("beside_hosts") && !inputs.job.list("beside_hosts").empty()) {
+      notice_once(inputs.job.file +
+                      ": beside_hosts: predict leaves the other job out (the closed forms model "
+                      "one job alone; simulate runs both)",
+                  "beside_hosts");
+      context.extra["beside_hosts"] = "left out: this job alone";
+    }
     return rows;
   }
 };

@@ -75,6 +75,14 @@ std::vector<model::KeySpec> sim_job_keys() {
           "simulate: stall after a failure before the round restarts from the last averaged "
           "parameters"));
   restart.min_value = 0;
+  keys.push_back(key("beside_hosts", KeyType::TextList, "",
+                     "simulate: worker hosts of a copy of this job running at the same time "
+                     "(flows share links); the analytic engine predicts the job alone"));
+  auto& phases = keys.emplace_back(
+      key("beside_phases", KeyType::Integer, "8",
+          "simulate: offsets (evenly spaced over one round) at which the copy starts; the row "
+          "is the mean over them"));
+  phases.min_value = 1;
   keys.push_back(key("trace", KeyType::Path, "",
                      "simulate: write a Chrome trace (one track per worker; open in Perfetto)"));
   return keys;
@@ -104,6 +112,9 @@ SimOptions sim_options(const model::Job& job) {
     for (const std::string& entry : job.list("failures"))
       options.failures.push_back(parse_failure(entry, job.file));
   if (job.has("failure_restart_s")) options.restart_s = job.real("failure_restart_s");
+  if (job.has("beside_hosts")) options.beside_hosts = job.list("beside_hosts");
+  if (job.has("beside_phases"))
+    options.beside_phases = static_cast<int>(job.integer("beside_phases"));
   if (job.has("seed")) options.seed = static_cast<unsigned long long>(job.integer("seed"));
   return options;
 }

@@ -14,12 +14,15 @@
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "model/analytic.hpp"
@@ -101,7 +104,23 @@ class Simulation {
 
   model::ResultRow run();
 
+  /// A job beside another: starts `offset_s` after it, runs rounds until the other job is done
+  /// (its actors are daemons, so the engine stops when the other job's last actor ends), and
+  /// reports nothing.
+  void run_as_background(double offset_s) {
+    background_ = true;
+    start_offset_s_ = offset_s;
+  }
+  /// Checks and builds the job and creates its driver; the Engine runs afterwards.
+  void start();
+  /// The row once the Engine has run.
+  model::ResultRow finish();
+
  private:
+  /// Called first in every actor body: a background job's actors are daemons.
+  void enter_actor() const {
+    if (background_) sg4::Actor::self()->daemonize();
+  }
   void check_platform() const;
   void build_ops();
   void setup_workers();
@@ -131,6 +150,8 @@ class Simulation {
   SimOptions options_;
   ChromeTrace* trace_;
   int pid_;
+  bool background_ = false;
+  double start_offset_s_ = 0;
 
   std::vector<sg4::Host*> hosts_;
   std::vector<SimOp> ops_;
@@ -337,6 +358,8 @@ void Simulation::setup_workers() {
 }
 
 void Simulation::driver() {
+  enter_actor();
+  if (start_offset_s_ > 0) sg4::this_actor::sleep_for(start_offset_s_);
   for (round_ = 0; round_ < rounds_to_simulate_; ++round_) {
     round_start_ = now();
     attempts_this_round_ = 0;
@@ -356,7 +379,7 @@ void Simulation::driver() {
       }
     }
     record_round();
-    progress_->update(round_ + 1);
+    if (progress_) progress_->update(round_ + 1);
     XBT_VERB("round %lld done in %g s", round_, rounds_.back().duration_s);
   }
   finished_ = true;
@@ -403,6 +426,7 @@ void Simulation::spawn_workers() {
 }
 
 void Simulation::worker(int w, long long attempt, long long first_round) {
+  enter_actor();
   const auto& sequence = worker_ops_[static_cast<size_t>(w)];
   for (long long r = first_round; r < rounds_to_simulate_; ++r)
     for (int index : sequence) {
@@ -452,6 +476,7 @@ void Simulation::run_compute(SimOp& op, int w) {
 }
 
 void Simulation::collective(int index, long long attempt) {
+  enter_actor();
   if (stale(attempt)) return;
   SimOp& op = ops_[static_cast<size_t>(index)];
   op.start = now();
@@ -517,6 +542,7 @@ void Simulation::make_ready(int index) {
       collectives_live_.push_back(
           sg4::Actor::create("apply-" + std::to_string(index), hosts_[static_cast<size_t>(op.host)],
                              [this, index, attempt] {
+                               enter_actor();
                                SimOp& apply = ops_[static_cast<size_t>(index)];
                                apply.start = now();
                                apply.started = true;
@@ -779,6 +805,12 @@ model::ResultRow Simulation::make_row() const {
 }
 
 model::ResultRow Simulation::run() {
+  start();
+  detail::run_engine_checked("simulation of '" + plan_.strategy + "'");
+  return finish();
+}
+
+void Simulation::start() {
   check_platform();
   hosts_ = detail::loaded_hosts();
   if (plan_.worker_hosts.empty())
@@ -797,16 +829,18 @@ model::ResultRow Simulation::run() {
   setup_workers();
   const std::vector<FailureSource> sources = failure_sources(options_, plan_, platform_);
   rounds_to_simulate_ = std::max<long long>(plan_.rounds, 1);
-  if (options_.sim_rounds > 0)
+  if (background_) rounds_to_simulate_ = std::numeric_limits<long long>::max() / 2;
+  if (options_.sim_rounds > 0 && !background_)
     rounds_to_simulate_ = std::min(rounds_to_simulate_, options_.sim_rounds);
-  if (rounds_to_simulate_ < plan_.rounds)
+  if (rounds_to_simulate_ < plan_.rounds && !background_)
     model::notice_once(options_.origin + ": sim_rounds " + std::to_string(options_.sim_rounds) +
                            " < the " + std::to_string(plan_.rounds) + " rounds of '" +
                            plan_.strategy +
                            "': total_s adds the remaining rounds x the mean simulated round",
                        "extrapolated rounds");
-  progress_ =
-      std::make_unique<ProgressMeter>("simulate '" + plan_.strategy + "'", rounds_to_simulate_);
+  if (!background_)
+    progress_ =
+        std::make_unique<ProgressMeter>("simulate '" + plan_.strategy + "'", rounds_to_simulate_);
 
   if (trace_ != nullptr) {
     trace_->name_process(pid_, plan_.strategy + " (simgrid, " + network_model() + ", " +
@@ -830,9 +864,11 @@ model::ResultRow Simulation::run() {
   }
   XBT_VERB("simulating %s: %zu ops, %lld rounds", plan_.strategy.c_str(), ops_.size(),
            rounds_to_simulate_);
-  detail::run_engine_checked("simulation of '" + plan_.strategy + "'");
-  progress_->finish();
-  if (!finished_)
+}
+
+model::ResultRow Simulation::finish() {
+  if (progress_) progress_->finish();
+  if (!finished_ && !background_)
     throw SimulationError("simulation of '" + plan_.strategy + "' ended after " +
                           std::to_string(rounds_.size()) + " of " +
                           std::to_string(rounds_to_simulate_) + " rounds");
@@ -873,8 +909,92 @@ const char* to_string(Granularity granularity) {
   return granularity == Granularity::Coarse ? "coarse" : "step";
 }
 
+namespace {
+
+/// `plan` with a copy of it beside it on other hosts (see simulate()).
+model::ResultRow simulate_beside(const model::Plan& plan, const model::Platform& platform,
+                                 const SimOptions& options, ChromeTrace* trace, int trace_pid) {
+  const std::string& origin = options.origin;
+  if (plan.asynchronous)
+    throw InputError(origin, "beside_hosts",
+                     "a synchronous strategy (a job beside an asynchronous one is not simulated)",
+                     plan.strategy);
+  if (!options.failures.empty())
+    throw InputError(origin, "beside_hosts", "no failures in the same job (they are per job)",
+                     std::to_string(options.failures.size()) + " failure(s)");
+  if (options.beside_phases < 1)
+    throw InputError(origin, "beside_phases", "at least 1 offset",
+                     std::to_string(options.beside_phases));
+  const size_t workers = plan.worker_hosts.size();
+  if (options.beside_hosts.size() < workers)
+    throw InputError(origin, "beside_hosts",
+                     fmt::format("at least the {} worker host(s) of '{}'", workers, plan.strategy),
+                     fmt::format("{} host(s)", options.beside_hosts.size()));
+  model::Plan other = plan;
+  std::set<int> seen;
+  for (size_t w = 0; w < workers; ++w) {
+    const std::string& name = options.beside_hosts[w];
+    const int host = platform.find_host(name);
+    if (host < 0)
+      throw InputError(origin, "beside_hosts", "hosts of " + platform.source_file,
+                       "'" + name + "'");
+    if (!seen.insert(host).second)
+      throw InputError(origin, "beside_hosts", "each host once", "'" + name + "' twice");
+    other.worker_hosts[w] = host;
+  }
+  SimOptions alone = options;
+  alone.beside_hosts.clear();
+  alone.reuse_steps = false;
+  // One round of this job alone spaces the offsets.
+  model::Plan one_round = plan;
+  one_round.rounds = 1;
+  const double round_alone_s = Simulation(one_round, platform, alone, nullptr, 0).run().round_s;
+
+  std::vector<model::ResultRow> rows;
+  nlohmann::json offsets = nlohmann::json::array();
+  for (int k = 0; k < options.beside_phases; ++k) {
+    const double offset_s = round_alone_s * k / options.beside_phases;
+    Simulation job(plan, platform, alone, k == 0 ? trace : nullptr, trace_pid);
+    Simulation beside(other, platform, alone, nullptr, 0);
+    beside.run_as_background(offset_s);
+    job.start();
+    beside.start();
+    detail::run_engine_checked("simulation of '" + plan.strategy + "' beside a copy of it");
+    rows.push_back(job.finish());
+    offsets.push_back({{"offset_s", offset_s}, {"round_s", rows.back().round_s}});
+  }
+  model::ResultRow row = rows.front();
+  auto mean = [&](double model::ResultRow::*field) {
+    double sum = 0;
+    for (const model::ResultRow& r : rows)
+      sum += r.*field;
+    return sum / static_cast<double>(rows.size());
+  };
+  row.round_s = mean(&model::ResultRow::round_s);
+  row.compute_s = mean(&model::ResultRow::compute_s);
+  row.comm_s = mean(&model::ResultRow::comm_s);
+  row.total_s = mean(&model::ResultRow::total_s);
+  double lo = rows.front().round_s, hi = lo;
+  for (const model::ResultRow& r : rows) {
+    lo = std::min(lo, r.round_s);
+    hi = std::max(hi, r.round_s);
+  }
+  row.extra["beside"] = {{"hosts", std::vector<std::string>(
+                                       options.beside_hosts.begin(),
+                                       options.beside_hosts.begin() + static_cast<long>(workers))},
+                         {"round_alone_s", round_alone_s},
+                         {"round_min_s", lo},
+                         {"round_max_s", hi},
+                         {"phases", offsets}};
+  return row;
+}
+
+}  // namespace
+
 model::ResultRow simulate(const model::Plan& plan, const model::Platform& platform,
                           const SimOptions& options, ChromeTrace* trace, int trace_pid) {
+  if (!options.beside_hosts.empty())
+    return simulate_beside(plan, platform, options, trace, trace_pid);
   if (plan.asynchronous) return simulate_asynchronous(plan, platform, options, trace, trace_pid);
   Simulation simulation(plan, platform, options, trace, trace_pid);
   return simulation.run();

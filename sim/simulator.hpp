@@ -64,6 +64,13 @@ struct SimOptions {
   /// Stall after a failure before the round restarts (replacement, reload of parameters).
   double restart_s = 60;
   unsigned long long seed = 1;
+  /// Worker hosts of a second, identical job that runs at the same time on the same platform
+  /// (its flows share links with this job's, its compute shares any host they have in common).
+  /// Empty: this job alone.
+  std::vector<std::string> beside_hosts;
+  /// The second job starts at this many offsets, evenly spaced over one round of this job
+  /// alone; the row is the mean over them (the jobs' relative phase is not part of the plan).
+  int beside_phases = 8;
   /// Job file (or "<command line>") named in errors.
   std::string origin = "<job>";
 };
@@ -82,6 +89,11 @@ class SimulationError : public std::runtime_error {
 /// the network model, granularity, simulated rounds, per-worker compute, stragglers, failures
 /// and time lost. Throws InputError for a bad option (unknown host ...), SimulationError when
 /// the simulation deadlocks or leaves actors behind.
+/// With `options.beside_hosts`, a copy of `plan` on those hosts (its first K, K = the plan's
+/// workers; same servers) runs beside it, started at each of `beside_phases` offsets in turn;
+/// the row is this job's mean over the offsets, each offset's round in extra["beside"]. The
+/// other job keeps running (rounds without end) until this one has simulated its rounds.
+/// Step reuse is off then (the network is never the job's alone).
 model::ResultRow simulate(const model::Plan& plan, const model::Platform& platform,
                           const SimOptions& options, ChromeTrace* trace = nullptr,
                           int trace_pid = 0);

@@ -89,7 +89,8 @@ TestbedConfig parse_config(const YAML::Node& node, const std::string& file,
   if (!node.IsMap())
     throw InputError(file, where, "a map of strategy, collective, hosts, ...", "something else");
   yu::reject_unknown_keys(
-      node, {"strategy", "tau", "batch", "collective", "servers", "hosts", "contended", "note"},
+      node,
+      {"strategy", "tau", "batch", "collective", "servers", "hosts", "beside", "contended", "note"},
       file, where + ".");
   TestbedConfig c;
   if (!node["strategy"])
@@ -130,18 +131,36 @@ TestbedConfig parse_config(const YAML::Node& node, const std::string& file,
   }
   if (!node["hosts"] || !node["hosts"].IsSequence() || node["hosts"].size() < 2)
     throw InputError(file, where + ".hosts", "a list of at least 2 worker hosts", "fewer");
-  std::set<std::string> seen;
-  for (const YAML::Node& h : node["hosts"]) {
-    const std::string name = yu::text(h, file, where + ".hosts");
-    const auto found = std::find_if(platform.begin(), platform.end(),
-                                    [&name](const auto& host) { return host.first == name; });
-    if (found == platform.end())
-      throw InputError(file, where + ".hosts", "hosts of " + platform_file, name);
-    if (found->second != "worker")
-      throw InputError(file, where + ".hosts", "worker hosts (role worker)", name);
-    if (!seen.insert(name).second)
-      throw InputError(file, where + ".hosts", "each host once", name + " twice");
-    c.hosts.push_back(name);
+  std::set<std::string> seen;  // across hosts and beside: one rank per host
+  auto worker_hosts = [&](const YAML::Node& list, const std::string& key) {
+    std::vector<std::string> names;
+    for (const YAML::Node& h : list) {
+      const std::string name = yu::text(h, file, key);
+      const auto found = std::find_if(platform.begin(), platform.end(),
+                                      [&name](const auto& host) { return host.first == name; });
+      if (found == platform.end()) throw InputError(file, key, "hosts of " + platform_file, name);
+      if (found->second != "worker")
+        throw InputError(file, key, "worker hosts (role worker)", name);
+      if (!seen.insert(name).second)
+        throw InputError(file, key, "each host once (in hosts and beside)", name + " twice");
+      names.push_back(name);
+    }
+    return names;
+  };
+  c.hosts = worker_hosts(node["hosts"], where + ".hosts");
+  if (node["beside"]) {
+    if (!node["beside"].IsSequence() || node["beside"].size() != node["hosts"].size())
+      throw InputError(
+          file, where + ".beside",
+          fmt::format("a list of {} worker hosts (a copy of the configuration)", c.hosts.size()),
+          node["beside"].IsSequence() ? std::to_string(node["beside"].size()) + " hosts"
+                                      : "no list");
+    if (algorithm.servers_needed() != 0)
+      throw InputError(file, where + ".beside",
+                       "a configuration whose collective uses no servers (a copy would need "
+                       "servers of its own)",
+                       c.collective);
+    c.beside = worker_hosts(node["beside"], where + ".beside");
   }
   const int needed = algorithm.servers_needed();
   const int servers = needed == 0 ? 0 : needed > 0 ? needed : c.servers;
@@ -229,14 +248,23 @@ TestbedMatrix load_testbed_matrix(const std::string& file, const DescribePlatfor
           configs[i], file, fmt::format("{}.configs[{}]", where, i),
           group.hosts.empty() ? group.platform : group.platform + " in the group's hosts", loaded);
       c.name = fmt::format(
-          "{}: {}{} {}{} K={}{}", group.name, c.strategy,
+          "{}: {}{} {}{} K={}{}{}", group.name, c.strategy,
           model::strategy(c.strategy).counts_rounds() ? fmt::format(" tau={}", c.tau) : "",
           c.collective, c.server_hosts.empty() ? "" : fmt::format(" s={}", c.server_hosts.size()),
-          c.hosts.size(), c.batch > 0 ? fmt::format(" b={:g}", c.batch) : "");
+          c.hosts.size(), c.batch > 0 ? fmt::format(" b={:g}", c.batch) : "",
+          c.beside.empty() ? "" : " + a copy");
       if (!config_names.insert(joined(c.hosts) + " " + c.name).second)
         throw InputError(file, fmt::format("{}.configs[{}]", where, i), "each configuration once",
                          c.name + " twice");
       group.configs.push_back(c);
+      if (!c.beside.empty()) {
+        // The copy, as a row of its own: the same configuration with the two host lists swapped.
+        TestbedConfig copy = c;
+        std::swap(copy.hosts, copy.beside);
+        copy.is_copy = true;
+        copy.name = c.name.substr(0, c.name.size() - std::string(" + a copy").size()) + " (copy)";
+        group.configs.push_back(copy);
+      }
     }
     matrix.groups.push_back(group);
   }
@@ -370,6 +398,8 @@ std::map<std::string, std::string> config_keys(const TestbedValidateRequest& a, 
 child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const EngineSpec& e,
                          const std::string& platform, const std::string& stem) {
   std::map<std::string, std::string> keys = config_keys(a, row, platform);
+  // The copy beside it: simgrid runs it, predict leaves it out (and says so in its context).
+  if (!row.config.beside.empty()) keys["beside_hosts"] = joined(row.config.beside);
   if (std::string(e.engine) == "simgrid") {
     keys["network_model"] = e.network_model;
     keys["sim_rounds"] = "3";
@@ -538,51 +568,76 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
         (out_dir / "platforms" / (group.name + "-network.xml")).string();
     write_text(network_only, tb::calibrated_platform_xml(testbed.state().spec, network));
     for (size_t c = 0; c < group.configs.size(); ++c, ++next) {
+      // A configuration with a copy beside it and the copy (the next row) run together.
+      if (rows[next].config.is_copy) continue;
+      std::vector<size_t> together = {next};
+      if (!rows[next].config.beside.empty()) together.push_back(next + 1);
       Row& row = rows[next];
       const int k = static_cast<int>(row.config.hosts.size());
       const bool splits = model::strategy(row.config.strategy).splits_batch();
       const double per_worker = splits ? row.batch / k : row.batch;
-      const std::string stem = (out_dir / "runs" / fmt::format("{:02}", next)).string();
-      std::cerr << fmt::format("validate: [{}/{}] {} on {}\n", next + 1, rows.size(),
-                               row.config.name, joined(row.config.hosts));
+      auto stem = [&](size_t i) { return (out_dir / "runs" / fmt::format("{:02}", i)).string(); };
+      std::cerr << fmt::format("validate: [{}/{}] {} on {}{}\n", next + 1, rows.size(),
+                               row.config.name, joined(row.config.hosts),
+                               together.size() > 1 ? " and " + joined(row.config.beside) : "");
       // The round's communication as the engines predict it on the calibrated network: how long
-      // the ranks wait between compute phases in the compute calibration.
-      const std::string base = (out_dir / "platforms" / fmt::format("{:02}", next)).string();
-      row.predicted_wait_s =
+      // the ranks wait between compute phases in the compute calibration (with a copy beside
+      // it, as simgrid CM02 predicts it: the analytic engine leaves the copy out).
+      const EngineSpec& wait_engine = together.size() > 1 ? kEngines[1] : kEngines[0];
+      double wait_s =
           validation::parse_row(
               validation::run_children(
-                  {engine_child(a, row, kEngines[0], network_only, stem + "-wait")}, 1, "")[0],
+                  {engine_child(a, row, wait_engine, network_only, stem(next) + "-wait")}, 1,
+                  "")[0],
               "predict (wait) " + row.config.name)
               .comm_s;
-      if (!(row.predicted_wait_s >= 0)) row.predicted_wait_s = 0;
-      const double wait_s = std::min(row.predicted_wait_s, 5.0);
+      if (!(wait_s >= 0)) wait_s = 0;
+      wait_s = std::min(wait_s, 5.0);
       const int steps_per_round =
           model::strategy(row.config.strategy).counts_rounds() ? row.config.tau : 1;
       const int b = std::max(1, static_cast<int>(std::lround(per_worker)));
+      // Every configuration of `together` probes at once (their ranks load the same cores).
       auto probe = [&](const std::string& which) {
-        const std::string file = stem + "-compute-" + which + ".json";
-        child::Task task =
-            compute_probe_child(a, row, a.prefix, {b, 2 * b}, steps_per_round, wait_s, file);
-        validation::run_children({task}, 1, "");
-        const json doc = json::parse(read_text(file));
-        std::vector<exec::StepPoint> steps;
-        for (const json& p : doc.at("steps"))
-          steps.push_back({p.at("batch").get<int>(), p.at("seconds").get<double>()});
-        return compute_from(steps, per_worker);
+        std::vector<child::Task> tasks;
+        for (size_t i : together)
+          tasks.push_back(compute_probe_child(a, rows[i], a.prefix, {b, 2 * b}, steps_per_round,
+                                              wait_s, stem(i) + "-compute-" + which + ".json"));
+        validation::run_children(tasks, static_cast<int>(tasks.size()), "");
+        std::vector<ComputeCalibration> out;
+        for (size_t i : together) {
+          const json doc = json::parse(read_text(stem(i) + "-compute-" + which + ".json"));
+          std::vector<exec::StepPoint> steps;
+          for (const json& p : doc.at("steps"))
+            steps.push_back({p.at("batch").get<int>(), p.at("seconds").get<double>()});
+          out.push_back(compute_from(steps, per_worker));
+        }
+        return out;
       };
-      row.before = probe("before");
-      measured[next] =
-          validation::run_children({measure_child(a, row, a.prefix, stem + "-measure")}, 1, "")[0];
-      row.after = probe("after");
-      row.platform = write_platform(testbed.state().spec, network, row.config,
-                                    mean_of(row.before, row.after), workload, base + ".xml",
+      const std::vector<ComputeCalibration> before = probe("before");
+      std::vector<child::Task> measures;
+      for (size_t i : together)
+        measures.push_back(measure_child(a, rows[i], a.prefix, stem(i) + "-measure"));
+      const std::vector<std::string> outputs =
+          validation::run_children(measures, static_cast<int>(measures.size()), "");
+      const std::vector<ComputeCalibration> after = probe("after");
+      for (size_t j = 0; j < together.size(); ++j) {
+        const size_t i = together[j];
+        Row& r = rows[i];
+        const std::string base = (out_dir / "platforms" / fmt::format("{:02}", i)).string();
+        measured[i] = outputs[j];
+        r.predicted_wait_s = wait_s;
+        r.before = before[j];
+        r.after = after[j];
+        r.platform = write_platform(testbed.state().spec, network, r.config,
+                                    mean_of(r.before, r.after), workload, base + ".xml",
                                     "mean of the calibrations before and after the measurement");
-      row.platform_before =
-          write_platform(testbed.state().spec, network, row.config, row.before, workload,
-                         base + "-before.xml", "calibration before the measurement");
-      row.platform_after =
-          write_platform(testbed.state().spec, network, row.config, row.after, workload,
-                         base + "-after.xml", "calibration after the measurement");
+        r.platform_before =
+            write_platform(testbed.state().spec, network, r.config, r.before, workload,
+                           base + "-before.xml", "calibration before the measurement");
+        r.platform_after =
+            write_platform(testbed.state().spec, network, r.config, r.after, workload,
+                           base + "-after.xml", "calibration after the measurement");
+      }
     }
   }
 
@@ -613,8 +668,15 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   }
 
   // Rounds to target: the convergence fit without each configuration (and without its group).
+  // A copy trains the same model on the same data with the same seed as its twin: the same
+  // run as far as convergence goes, so it is left out of the fit (it would leave nothing out)
+  // and takes its twin's fitted rounds.
   std::vector<validation::ConvergenceRow> convergence;
-  for (const Row& row : rows) {
+  std::vector<size_t> fitted_row;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    if (row.config.is_copy) continue;
+    fitted_row.push_back(i);
     validation::ConvergenceRow c;
     const model::Strategy& strategy = model::strategy(row.config.strategy);
     c.counts_rounds = strategy.counts_rounds();
@@ -626,11 +688,18 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
     convergence.push_back(c);
   }
   const json fit_report = validation::fit_convergence(convergence);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    rows[i].rounds_loo = convergence[i].rounds_loo;
-    rows[i].rounds_group = convergence[i].rounds_group;
-    rows[i].rounds_fit = convergence[i].rounds_fit;
+  for (size_t j = 0; j < fitted_row.size(); ++j) {
+    Row& row = rows[fitted_row[j]];
+    row.rounds_loo = convergence[j].rounds_loo;
+    row.rounds_group = convergence[j].rounds_group;
+    row.rounds_fit = convergence[j].rounds_fit;
   }
+  for (size_t i = 1; i < rows.size(); ++i)
+    if (rows[i].config.is_copy) {
+      rows[i].rounds_loo = rows[i - 1].rounds_loo;
+      rows[i].rounds_group = rows[i - 1].rounds_group;
+      rows[i].rounds_fit = rows[i - 1].rounds_fit;
+    }
 
   // Errors, per engine.
   struct Errors {
@@ -701,6 +770,8 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
          {"collective", row.config.collective},
          {"contended", row.config.contended},
          {"note", row.config.note},
+         {"beside", row.config.beside},
+         {"copy_of_the_row_before", row.config.is_copy},
          {"platform", row.platform},
          {"reached_target", m.reached},
          {"measured",
@@ -799,6 +870,11 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   std::string out =
       "note: measured = MPI ranks across the emulated testbed, concurrent on the wall clock; "
       "predictions from MPI message and compute calibrations taken apart from the runs\n";
+  if (std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.config.is_copy; }))
+    out +=
+        "note: '+ a copy' and '(copy)': one configuration on two sets of hosts, run at the same "
+        "time (two jobs sharing links); simgrid runs both (mean over start offsets), analytic "
+        "predicts each alone\n";
   out += fmt::format(
       "{:<34} {:>5} {:>9} {:>6} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9} "
       "{:>8}\n",

@@ -42,9 +42,15 @@ struct TestbedConfig {
   int servers = 1;                        ///< parameter servers (collectives that use them)
   std::vector<std::string> hosts;         ///< worker hosts, rank order; K = their number
   std::vector<std::string> server_hosts;  ///< filled from the platform: its first servers
-  bool contended = false;                 ///< the matrix says flows share a link in this row
-  std::string note;                       ///< why, or what the row shows
-  std::string name;                       ///< e.g. "star: sync ps s=1 K=4"
+  /// Worker hosts of a copy of this configuration that runs at the same time (two jobs sharing
+  /// the links their routes have in common); empty: the configuration alone.
+  std::vector<std::string> beside;
+  /// This row is the copy of the configuration before it (the matrix's `beside` hosts): measured
+  /// in the same run, reported as a row of its own.
+  bool is_copy = false;
+  bool contended = false;  ///< the matrix says flows share a link in this row
+  std::string note;        ///< why, or what the row shows
+  std::string name;        ///< e.g. "star: sync ps s=1 K=4"
 };
 
 struct TestbedGroup {

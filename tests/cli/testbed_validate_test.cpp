@@ -69,7 +69,26 @@ TEST_CASE("validate --testbed: bad matrices, one line naming the file and key, e
                     "groups[0].configs[0].hosts: expected a list of at least 2 worker hosts");
   expect_bad_matrix("m-twice.yaml",
                     one_config("{strategy: sync, collective: ring, hosts: [h0, h0]}"),
-                    "groups[0].configs[0].hosts: expected each host once, got h0 twice");
+                    "groups[0].configs[0].hosts: expected each host once (in hosts and beside), "
+                    "got h0 twice");
+  // A copy of the configuration beside it (two jobs sharing links).
+  expect_bad_matrix("m-beside-count.yaml",
+                    one_config("{strategy: sync, collective: ring, hosts: [h0, h1], beside: [h2]}"),
+                    "groups[0].configs[0].beside: expected a list of 2 worker hosts (a copy of "
+                    "the configuration), got 1 hosts");
+  expect_bad_matrix(
+      "m-beside-overlap.yaml",
+      one_config("{strategy: sync, collective: ring, hosts: [h0, h1], beside: [h1, h2]}"),
+      "groups[0].configs[0].beside: expected each host once (in hosts and beside), got h1 twice");
+  expect_bad_matrix(
+      "m-beside-unknown.yaml",
+      one_config("{strategy: sync, collective: ring, hosts: [h0, h1], beside: [h2, nowhere]}"),
+      "groups[0].configs[0].beside: expected hosts of " + kStar + ", got nowhere");
+  expect_bad_matrix("m-beside-ps.yaml",
+                    one_config("{strategy: sync, collective: ps, servers: 1, hosts: [h0, h1], "
+                               "beside: [h2, h3]}"),
+                    "groups[0].configs[0].beside: expected a configuration whose collective "
+                    "uses no servers");
   expect_bad_matrix("m-unknown-host.yaml",
                     one_config("{strategy: sync, collective: ring, hosts: [h0, h99]}"),
                     "groups[0].configs[0].hosts: expected hosts of " + kStar + ", got h99");
