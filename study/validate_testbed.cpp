@@ -341,11 +341,10 @@ ComputeCalibration mean_of(const ComputeCalibration& x, const ComputeCalibration
   return m;
 }
 
-/// The calibrated network with the configuration's workers' compute.
-std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
-                           const TestbedConfig& config, const ComputeCalibration& compute,
-                           const model::Workload& workload, const std::string& path,
-                           const std::string& which) {
+/// One host's compute as calibrated: the speed that makes the workload's step take C(b), with
+/// the calibration's terms in props.
+tb::HostCompute host_compute(const ComputeCalibration& compute, const model::Workload& workload,
+                             size_t workers) {
   model::Calibration cal;
   cal.workload = workload.name;
   cal.flop_per_sample = workload.flop_per_sample;
@@ -354,17 +353,29 @@ std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
   cal.per_sample_s = compute.per_sample_s;
   tb::HostCompute host;
   host.speed_flops = cal.speed_flops();
-  host.props = {
-      {"step_overhead_s", fmt::format("{:.9g}", cal.step_overhead_s())},
-      {"step_intercept_s", fmt::format("{:.9g}", cal.step_intercept_s)},
-      {"per_sample_s", fmt::format("{:.9g}", cal.per_sample_s)},
-      {"compute_calibrated_with", fmt::format("{} workers stepping at once", config.hosts.size())}};
+  host.props = {{"step_overhead_s", fmt::format("{:.9g}", cal.step_overhead_s())},
+                {"step_intercept_s", fmt::format("{:.9g}", cal.step_intercept_s)},
+                {"per_sample_s", fmt::format("{:.9g}", cal.per_sample_s)},
+                {"compute_calibrated_with", fmt::format("{} workers stepping at once", workers)}};
+  return host;
+}
+
+/// The calibrated network with the configuration's workers' compute, and, when a copy of it runs
+/// beside it, the copy's workers' compute from the copy's own calibration.
+std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
+                           const TestbedConfig& config, const ComputeCalibration& compute,
+                           const ComputeCalibration* beside_compute,
+                           const model::Workload& workload, const std::string& path,
+                           const std::string& which) {
   for (const std::string& h : config.hosts)
-    network.compute[h] = host;
+    network.compute[h] = host_compute(compute, workload, config.hosts.size());
+  if (beside_compute != nullptr)
+    for (const std::string& h : config.beside)
+      network.compute[h] = host_compute(*beside_compute, workload, config.beside.size());
   network.compute_method = fmt::format(
-      "{} ({}): {} threads of this machine stepping at once (forward, backward, update), median "
+      "{} ({}): {} ranks of this machine stepping at once (forward, backward, update), median "
       "wall-clock seconds at per-worker batches {}; C(b) = {:.6g} s + b x {:.6g} s through the "
-      "median at b = {:g}",
+      "median at b = {:g}{}",
       which, workload.name, config.hosts.size(),
       [&] {
         std::string b;
@@ -372,7 +383,13 @@ std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
           b += (b.empty() ? "" : ",") + std::to_string(p.batch);
         return b;
       }(),
-      compute.intercept_s, compute.per_sample_s, compute.per_worker_batch);
+      compute.intercept_s, compute.per_sample_s, compute.per_worker_batch,
+      beside_compute != nullptr
+          ? fmt::format("; the copy's hosts ({}) from the copy's calibration, taken at the same "
+                        "time: C(b) = {:.6g} s + b x {:.6g} s",
+                        joined(config.beside), beside_compute->intercept_s,
+                        beside_compute->per_sample_s)
+          : "");
   write_text(path, tb::calibrated_platform_xml(spec, network));
   return path;
 }
@@ -623,20 +640,29 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
       for (size_t j = 0; j < together.size(); ++j) {
         const size_t i = together[j];
         Row& r = rows[i];
-        const std::string base = (out_dir / "platforms" / fmt::format("{:02}", i)).string();
-        measured[i] = outputs[j];
         r.predicted_wait_s = wait_s;
         r.before = before[j];
         r.after = after[j];
-        r.platform = write_platform(testbed.state().spec, network, r.config,
-                                    mean_of(r.before, r.after), workload, base + ".xml",
+        measured[i] = outputs[j];
+      }
+      for (size_t j = 0; j < together.size(); ++j) {
+        Row& r = rows[together[j]];
+        const Row* twin = together.size() > 1 ? &rows[together[1 - j]] : nullptr;
+        const std::string base =
+            (out_dir / "platforms" / fmt::format("{:02}", together[j])).string();
+        const ComputeCalibration mean = mean_of(r.before, r.after);
+        const ComputeCalibration twin_mean =
+            twin != nullptr ? mean_of(twin->before, twin->after) : ComputeCalibration();
+        r.platform = write_platform(testbed.state().spec, network, r.config, mean,
+                                    twin != nullptr ? &twin_mean : nullptr, workload, base + ".xml",
                                     "mean of the calibrations before and after the measurement");
         r.platform_before =
-            write_platform(testbed.state().spec, network, r.config, r.before, workload,
+            write_platform(testbed.state().spec, network, r.config, r.before,
+                           twin != nullptr ? &twin->before : nullptr, workload,
                            base + "-before.xml", "calibration before the measurement");
-        r.platform_after =
-            write_platform(testbed.state().spec, network, r.config, r.after, workload,
-                           base + "-after.xml", "calibration after the measurement");
+        r.platform_after = write_platform(testbed.state().spec, network, r.config, r.after,
+                                          twin != nullptr ? &twin->after : nullptr, workload,
+                                          base + "-after.xml", "calibration after the measurement");
       }
     }
   }

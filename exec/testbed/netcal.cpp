@@ -650,6 +650,7 @@ nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
                          : cal.message_method},
           {"routes", routes},
           {"tcp_routes", routes_json(cal.tcp_routes)},
+          {"mpi_latency_factor", cal.mpi_latency_factor},
           {"shares", shares},
           {"duplex", duplex},
           {"links", links},

@@ -118,6 +118,8 @@ struct NetworkCalibration {
   /// `testbed calibrate --mpi`); empty: TCP. The TCP measurements are then in tcp_routes.
   std::string message_method;
   std::vector<RouteMeasurement> tcp_routes;
+  /// With MPI messages: every link's latency is its TCP fit times this (0: TCP alone).
+  double mpi_latency_factor = 0;
   /// Hosts whose compute was measured (by name); the others keep the testbed platform's.
   std::map<std::string, HostCompute> compute;
   std::string compute_method;  ///< how, for the file's comment
