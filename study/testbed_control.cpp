@@ -278,29 +278,9 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   // testbed-two-nodes it made n0-h1 -> n1-h1 8 ms shorter than n0-h0 -> n1-h0, its mirror
   // image). One factor per testbed predicts every measured alpha within 2% on both testbeds
   // (one route at +6.9%); each route's error is a warning when it exceeds 10%.
-  double sum_al = 0, sum_ll = 0;
-  for (std::size_t i = 0; i < cal.routes.size(); ++i) {
-    const double tcp_one_way = cal.tcp_routes[i].round_trip_s / 2;
-    sum_al += cal.routes[i].fit.intercept * tcp_one_way;
-    sum_ll += tcp_one_way * tcp_one_way;
-  }
-  if (!(sum_ll > 0))
-    throw std::runtime_error("testbed calibrate --mpi: no TCP round trip to scale");
-  const double factor = sum_al / sum_ll;
-  cal.warnings.clear();
+  const double factor = tb::scale_latencies_to_messages(state.spec, cal.routes, cal.tcp_routes,
+                                                        cal.links, cal.warnings);
   cal.mpi_latency_factor = factor;
-  for (tb::LinkFit& link : cal.links)
-    link.latency_s *= factor;
-  for (std::size_t i = 0; i < cal.routes.size(); ++i) {
-    const tb::RouteMeasurement& m = cal.routes[i];
-    const double predicted = factor * cal.tcp_routes[i].round_trip_s / 2;
-    if (std::fabs(predicted / m.fit.intercept - 1) > 0.10)
-      cal.warnings.push_back(fmt::format(
-          "route {} -> {}: MPI alpha {:.4g} s, {:.4g} x its TCP latency predicts {:.4g} s",
-          state.spec.hosts[static_cast<std::size_t>(m.src)].name,
-          state.spec.hosts[static_cast<std::size_t>(m.dst)].name, m.fit.intercept, factor,
-          predicted));
-  }
   cal.message_method = fmt::format(
       "MPI point-to-point messages (OpenMPI ob1 over TCP, one rank per host under testbed run), "
       "wall clock at the sender: per route, messages of {} bytes, {} times each after a warm-up, "

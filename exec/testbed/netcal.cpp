@@ -554,6 +554,38 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   return out;
 }
 
+double scale_latencies_to_messages(const Spec& spec,
+                                   const std::vector<RouteMeasurement>& mpi_routes,
+                                   const std::vector<RouteMeasurement>& tcp_routes,
+                                   std::vector<LinkFit>& links,
+                                   std::vector<std::string>& warnings) {
+  if (mpi_routes.size() != tcp_routes.size())
+    throw std::invalid_argument("scale_latencies_to_messages: MPI and TCP routes differ");
+  double sum_al = 0, sum_ll = 0;
+  for (std::size_t i = 0; i < mpi_routes.size(); ++i) {
+    if (mpi_routes[i].src != tcp_routes[i].src || mpi_routes[i].dst != tcp_routes[i].dst)
+      throw std::invalid_argument("scale_latencies_to_messages: MPI and TCP routes differ");
+    const double one_way = tcp_routes[i].round_trip_s / 2;
+    sum_al += mpi_routes[i].fit.intercept * one_way;
+    sum_ll += one_way * one_way;
+  }
+  if (!(sum_ll > 0))
+    throw std::invalid_argument("scale_latencies_to_messages: no positive TCP round trip");
+  const double factor = sum_al / sum_ll;
+  for (LinkFit& link : links)
+    link.latency_s *= factor;
+  for (std::size_t i = 0; i < mpi_routes.size(); ++i) {
+    const RouteMeasurement& m = mpi_routes[i];
+    const double predicted = factor * tcp_routes[i].round_trip_s / 2;
+    if (!(std::fabs(predicted / m.fit.intercept - 1) <= 0.10))
+      warnings.push_back(fmt::format(
+          "route {} -> {}: MPI alpha {:.4g} s, {:.4g} x its TCP latency predicts {:.4g} s",
+          spec.hosts[static_cast<std::size_t>(m.src)].name,
+          spec.hosts[static_cast<std::size_t>(m.dst)].name, m.fit.intercept, factor, predicted));
+  }
+  return factor;
+}
+
 nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
   auto host = [&spec](int i) { return spec.hosts[static_cast<std::size_t>(i)].name; };
   auto routes_json = [&](const std::vector<RouteMeasurement>& measured) {

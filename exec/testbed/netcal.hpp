@@ -133,6 +133,17 @@ std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);
 std::vector<LinkFit> fit_links(const Spec& spec, const std::vector<RouteMeasurement>& routes,
                                std::vector<std::string>& warnings);
 
+/// MPI messages over the links of a TCP calibration: fits alpha(route) = factor x the route's TCP
+/// one-way latency (half its measured round trip) through the origin, over `mpi_routes` (alpha
+/// in fit.intercept) and `tcp_routes` (the same routes, same order); multiplies every link's
+/// latency in `links` by the factor and returns it. Each route whose alpha the factor misses by
+/// more than 10% adds a warning. Throws std::invalid_argument when the lists differ or no round
+/// trip is positive.
+double scale_latencies_to_messages(const Spec& spec,
+                                   const std::vector<RouteMeasurement>& mpi_routes,
+                                   const std::vector<RouteMeasurement>& tcp_routes,
+                                   std::vector<LinkFit>& links, std::vector<std::string>& warnings);
+
 /// Measures the testbed of `state` (which must be up) and fits its links. `progress` gets one
 /// line per step. Throws std::runtime_error when a measurement fails.
 NetworkCalibration calibrate_network(const State& state, const NetworkCalibrationRequest& request,

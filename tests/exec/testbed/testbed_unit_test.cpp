@@ -294,6 +294,51 @@ TEST_CASE("the calibration's pairs observe every link of test-ps") {
   }
 }
 
+TEST_CASE("MPI alphas scale every link's TCP latency by one factor, unmeasured routes too") {
+  const Spec spec = make_spec(backbone_platform(2e7, 1e7, 4e-3), Options{});
+  std::vector<RouteMeasurement> tcp;
+  for (const auto& [a, b] : covering_pairs(spec)) {
+    RouteMeasurement m;
+    m.src = a;
+    m.dst = b;
+    m.round_trip_s = spec.route(a, b).latency_s + spec.route(b, a).latency_s;
+    m.bandwidth_Bps = spec.route(a, b).bandwidth_Bps;
+    tcp.push_back(m);
+  }
+  std::vector<std::string> warnings;
+  const std::vector<LinkFit> tcp_links = fit_links(spec, tcp, warnings);
+  REQUIRE(warnings.empty());
+  // Messages paying exactly 3 one-way latencies (a rendezvous) on every measured route.
+  std::vector<RouteMeasurement> mpi = tcp;
+  for (RouteMeasurement& m : mpi)
+    m.fit.intercept = 3 * m.round_trip_s / 2;
+  std::vector<LinkFit> links = tcp_links;
+  CHECK(scale_latencies_to_messages(spec, mpi, tcp, links, warnings) == Approx(3).epsilon(1e-12));
+  CHECK(warnings.empty());
+  // Every route, measured or not, is 3 times its TCP latency: its links scaled alike.
+  for (const SpecRoute& r : spec.routes) {
+    double scaled = 0, before = 0;
+    for (int l : r.links) {
+      scaled += links[static_cast<std::size_t>(l)].latency_s;
+      before += tcp_links[static_cast<std::size_t>(l)].latency_s;
+    }
+    CHECK(scaled == Approx(3 * before).epsilon(1e-12));
+  }
+  // One route 30% above the rest: the factor moves a little, and that route is named.
+  REQUIRE(mpi.size() >= 2);
+  mpi[0].fit.intercept *= 1.3;
+  links = tcp_links;
+  const double factor = scale_latencies_to_messages(spec, mpi, tcp, links, warnings);
+  CHECK(factor > 3);
+  CHECK(factor < 3 * 1.3);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("route " + spec.hosts[static_cast<std::size_t>(mpi[0].src)].name) == 0);
+  // Lists that do not match are a programming error.
+  mpi.pop_back();
+  CHECK_THROWS_AS(scale_latencies_to_messages(spec, mpi, tcp, links, warnings),
+                  std::invalid_argument);
+}
+
 TEST_CASE("link fits reproduce exact measurements and the calibrated platform loads back") {
   const Spec spec = make_spec(backbone_platform(2e7, 1e7, 4e-3), Options{});
   NetworkCalibration cal;
