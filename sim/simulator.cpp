@@ -4,11 +4,12 @@
 // plan worker on its host (its Compute and Update ops, in topological order), one collective
 // actor per Collective op and round (its FlowProgram), and one daemon per failure source. A
 // copy of the job beside it (beside_hosts) is a second Simulation in the same Engine whose
-// actors are all daemons, so the Engine stops when the job's last actor ends. Dependencies are counted per op; an op becomes ready when its last predecessor completes.
-// Every actor belongs to an attempt (a try at the current round); a failure starts a new
-// attempt, kills the actors of the old one and cancels its flows, so that nothing stale runs.
-// What it leaves out: see simulator.hpp; SimGrid hosts are never turned off (a failure is a
-// job-level event), so SimGrid's own failure exceptions do not arise.
+// actors are all daemons, so the Engine stops when the job's last actor ends. Dependencies are
+// counted per op; an op becomes ready when its last predecessor completes. Every actor belongs to
+// an attempt (a try at the current round); a failure starts a new attempt, kills the actors of the
+// old one and cancels its flows, so that nothing stale runs. What it leaves out: see simulator.hpp;
+// SimGrid hosts are never turned off (a failure is a job-level event), so SimGrid's own failure
+// exceptions do not arise.
 #include "sim/simulator.hpp"
 
 #include <xbt/log.h>
