@@ -74,7 +74,7 @@ struct Row {
   double batch = 0;  ///< the job's (global for sync, per worker for local SGD)
   std::string platform, platform_before, platform_after;
   ComputeCalibration before, after;
-  double predicted_wait_s = 0;  ///< analytic comm time on the calibrated network
+  double predicted_wait_s = 0;  ///< predicted comm on the calibrated network (CM02: a copy)
   EngineRow measured;
   EngineRow engines[kEngineCount];
   EngineRow analytic_before, analytic_after;
