@@ -132,6 +132,20 @@ ResultRow result_header(const Plan& plan, const std::string& engine) {
   return row;
 }
 
+std::vector<int> host_indices(const std::vector<std::string>& names, const Platform& platform,
+                              const std::string& file, const std::string& key) {
+  std::vector<int> chosen;
+  for (const auto& name : names) {
+    const int index = platform.find_host(name);
+    if (index < 0)
+      throw InputError(file, key, "hosts of platform " + platform.source_file, "'" + name + "'");
+    if (std::find(chosen.begin(), chosen.end(), index) != chosen.end())
+      throw InputError(file, key, "each host once", "'" + name + "' twice");
+    chosen.push_back(index);
+  }
+  return chosen;
+}
+
 std::vector<int> choose_worker_hosts(const StrategyOptions& options, const Platform& platform) {
   if (options.workers < 1)
     throw InputError(options.file, "workers", "a whole number >= 1",
@@ -141,17 +155,7 @@ std::vector<int> choose_worker_hosts(const StrategyOptions& options, const Platf
       throw InputError(options.file, "hosts",
                        fmt::format("exactly workers={} host names", options.workers),
                        std::to_string(options.hosts.size()));
-    std::vector<int> chosen;
-    for (const auto& name : options.hosts) {
-      const int index = platform.find_host(name);
-      if (index < 0)
-        throw InputError(options.file, "hosts", "hosts of platform " + platform.source_file,
-                         "'" + name + "'");
-      if (std::find(chosen.begin(), chosen.end(), index) != chosen.end())
-        throw InputError(options.file, "hosts", "each host once", "'" + name + "' twice");
-      chosen.push_back(index);
-    }
-    return chosen;
+    return host_indices(options.hosts, platform, options.file, "hosts");
   }
   const std::vector<int> workers = platform.worker_hosts();
   if (options.workers > static_cast<int>(workers.size()))

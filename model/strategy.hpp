@@ -141,6 +141,10 @@ ResultRow result_header(const Plan& plan, const std::string& engine);
 
 /// The K worker hosts: the named ones, or the first K workers in natural order.
 std::vector<int> choose_worker_hosts(const StrategyOptions& options, const Platform& platform);
+/// The platform's indices of the hosts `names`, in order; InputError naming `file` and `key`
+/// for a name the platform lacks or one given twice.
+std::vector<int> host_indices(const std::vector<std::string>& names, const Platform& platform,
+                              const std::string& file, const std::string& key);
 /// Splits `batch` samples over workers: even (remainder to the first ones) or in proportion
 /// to host speed (largest remainder), so per-worker compute is equal within one sample.
 std::vector<double> split_batch(double batch, const std::vector<int>& hosts,

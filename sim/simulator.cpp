@@ -24,7 +24,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <set>
 #include <utility>
 
 #include "model/analytic.hpp"
@@ -933,17 +932,9 @@ model::ResultRow simulate_beside(const model::Plan& plan, const model::Platform&
                      fmt::format("at least the {} worker host(s) of '{}'", workers, plan.strategy),
                      fmt::format("{} host(s)", options.beside_hosts.size()));
   model::Plan other = plan;
-  std::set<int> seen;
-  for (size_t w = 0; w < workers; ++w) {
-    const std::string& name = options.beside_hosts[w];
-    const int host = platform.find_host(name);
-    if (host < 0)
-      throw InputError(origin, "beside_hosts", "hosts of " + platform.source_file,
-                       "'" + name + "'");
-    if (!seen.insert(host).second)
-      throw InputError(origin, "beside_hosts", "each host once", "'" + name + "' twice");
-    other.worker_hosts[w] = host;
-  }
+  other.worker_hosts = model::host_indices(
+      {options.beside_hosts.begin(), options.beside_hosts.begin() + static_cast<long>(workers)},
+      platform, origin, "beside_hosts");
   SimOptions alone = options;
   alone.beside_hosts.clear();
   alone.reuse_steps = false;
