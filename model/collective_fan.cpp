@@ -27,7 +27,7 @@ double fan_time_s(const std::vector<std::pair<int, int>>& flows, double bytes,
     shared = std::max(shared, sharing * bytes / l.bandwidth_Bps);
   }
   if (flows_per_end_link.empty() && slowest_flow == 0) return 0;
-  return latency + std::max(slowest_flow, shared);
+  return platform.message_latency_s(latency, bytes) + std::max(slowest_flow, shared);
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ class HierarchicalAllReduce : public CollectiveAlgorithm {
         slowest.latency_s = std::max(slowest.latency_s, hop.latency_s);
         slowest.bandwidth_Bps = std::min(slowest.bandwidth_Bps, hop.bandwidth_Bps);
       }
-      intra = (gd - 1) * (slowest.latency_s + n / (gd * slowest.bandwidth_Bps));
+      intra = (gd - 1) * (platform.message_latency_s(slowest.latency_s, n / gd) +
+                          n / (gd * slowest.bandwidth_Bps));
     }
 
     double inter = 0;
@@ -57,7 +58,7 @@ class HierarchicalAllReduce : public CollectiveAlgorithm {
         const double sharing = l.sharing == LinkSharing::FatPipe ? 1.0 : count;
         step = std::max(step, sharing * chunk / l.bandwidth_Bps);
       }
-      inter = 2 * (md - 1) * (latency + step);
+      inter = 2 * (md - 1) * (platform.message_latency_s(latency, chunk) + step);
     }
     return 2 * intra + inter;
   }

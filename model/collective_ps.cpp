@@ -24,7 +24,10 @@ double worker_link_time_s(const std::vector<int>& workers, const std::vector<int
     if (route.links.empty()) continue;
     const Link& link =
         platform.links[static_cast<size_t>(push ? route.links.front() : route.links.back())];
-    worst = std::max(worst, route.latency_s + bytes / link.bandwidth_Bps);
+    // Each of its messages carries one shard.
+    const double shard = bytes / static_cast<double>(servers.size());
+    worst = std::max(
+        worst, platform.message_latency_s(route.latency_s, shard) + bytes / link.bandwidth_Bps);
   }
   return worst;
 }

@@ -19,7 +19,9 @@ class RingAllReduce : public CollectiveAlgorithm {
     const double k = static_cast<double>(call.hosts.size());
     if (k < 2) return 0;
     const RingHop hop = slowest_ring_hop(call.hosts, platform);
-    return 2 * (k - 1) * (hop.latency_s + call.bytes / (k * hop.bandwidth_Bps));
+    const double chunk = call.bytes / k;
+    return 2 * (k - 1) *
+           (platform.message_latency_s(hop.latency_s, chunk) + chunk / hop.bandwidth_Bps);
   }
 };
 

@@ -138,7 +138,8 @@ double ring_half_s(double bytes, const std::vector<int>& group, const Platform& 
   const double n = static_cast<double>(group.size());
   if (group.size() < 2) return 0;
   const RingHop hop = slowest_ring_hop(group, platform);
-  return (n - 1) * (hop.latency_s + bytes / (n * hop.bandwidth_Bps));
+  return (n - 1) *
+         (platform.message_latency_s(hop.latency_s, bytes / n) + bytes / (n * hop.bandwidth_Bps));
 }
 
 namespace {
@@ -300,7 +301,8 @@ LayoutTime layout_time(const Workload& workload, const Layout& layout, double ba
           const Route& route =
               platform.route(placement.hosts[static_cast<size_t>(placement.worker(i, k, r))],
                              placement.hosts[static_cast<size_t>(placement.worker(i, k, r + 1))]);
-          send_s = std::max(send_s, route.latency_s + slice / route.bandwidth_Bps);
+          send_s = std::max(send_s, platform.message_latency_s(route.latency_s, slice) +
+                                        slice / route.bandwidth_Bps);
         }
         const double gather_s =
             t > 1 && !sp ? ring_half_s(slice * t, placement.tensor_group(i, r + 1), platform) : 0;

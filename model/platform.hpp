@@ -2,10 +2,12 @@
 //
 // Models hosts (one per GPU or CPU worker) with an effective training speed in flop/s, the
 // GPU properties that matter for planning (model, memory), and routes between hosts made of
-// links with a latency and a bandwidth. What it leaves out: contention. A Route here is the
-// alpha-beta view of one path (sum of latencies, narrowest bandwidth); sharing between flows
-// is the simulator's business (sim/). model/ never includes SimGrid: sim/ loads SimGrid XML
-// into this struct and supplies the routes through RouteOracle.
+// links with a latency and a bandwidth, and the protocol a message follows across them (a
+// plain transfer, or a rendezvous handshake above an eager limit, as MPI libraries do). What it
+// leaves out: contention. A Route here is the alpha-beta view of one path (sum of latencies,
+// narrowest bandwidth); sharing between flows is the simulator's business (sim/). model/ never
+// includes SimGrid: sim/ loads SimGrid XML into this struct and supplies the routes through
+// RouteOracle.
 #pragma once
 
 #include <map>
@@ -47,6 +49,20 @@ struct Route {
   double bandwidth_Bps = 0;
 };
 
+/// How a message crosses a route, from the root zone's props `message_protocol` ("plain", the
+/// default, or "rendezvous") and `eager_limit_bytes`. With a rendezvous, a message of more than
+/// eager_limit_bytes is a request to the receiver, its clear-to-send back once the receiver has
+/// posted the receive, then the bytes (OpenMPI ob1's protocol over TCP: exec/message_probe.hpp);
+/// the sender is done when the clear-to-send arrives (the bytes go to its socket buffer). A
+/// smaller message, or any with the plain protocol, is one transfer.
+struct MessageProtocol {
+  bool rendezvous = false;
+  double eager_limit_bytes = 0;
+  /// One-way route latencies a message of `bytes` pays when alone on its route: 3 for a
+  /// rendezvous (request, clear to send, data), 1 otherwise.
+  int latency_trips(double bytes) const { return rendezvous && bytes > eager_limit_bytes ? 3 : 1; }
+};
+
 /// Supplies routes between host indices. sim/ implements it over SimGrid's routing; tests and
 /// generated platforms can use CrossbarRoutes below.
 class RouteOracle {
@@ -76,6 +92,13 @@ class Platform {
   std::vector<Host> hosts;
   std::vector<Link> links;
   std::shared_ptr<const RouteOracle> routes;
+  MessageProtocol protocol;
+
+  /// What a message of `bytes` alone on a route of `route_latency_s` pays before its bytes
+  /// flow: the latency times protocol.latency_trips(bytes) (the analytic engines' alpha).
+  double message_latency_s(double route_latency_s, double bytes) const {
+    return route_latency_s * protocol.latency_trips(bytes);
+  }
 
   /// Host index by name, or -1.
   int find_host(const std::string& name) const;
