@@ -26,6 +26,7 @@
 #include "sim/fault_source.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/random.hpp"
+#include "sim/rendezvous.hpp"
 #include "sim/sg_engine.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -407,9 +408,8 @@ void AsyncSimulation::run_transfer(int w, int index, long long epoch) {
     if (op.fixed_time_s > 0) sg4::this_actor::sleep_for(op.fixed_time_s);
   } else if (op.src_host != op.dst_host && op.bytes > 0) {
     ++flows_started_;
-    sg4::Comm::sendto(hosts_[static_cast<size_t>(op.src_host)],
-                      hosts_[static_cast<size_t>(op.dst_host)],
-                      static_cast<std::uint64_t>(std::llround(op.bytes)));
+    send_message(hosts_[static_cast<size_t>(op.src_host)], hosts_[static_cast<size_t>(op.dst_host)],
+                 op.bytes, platform_.protocol);
   }
   if (queue != nullptr) {
     queue->busy_s += now() - start;

@@ -60,13 +60,16 @@ FlowStage coarsen(const FlowStage& stage, const model::Platform& platform) {
   double latency = 0;
   const auto repeats = static_cast<double>(stage.repeat);
   for (const Flow& flow : stage.flows) {
-    latency = std::max(latency, platform.route(flow.src_host, flow.dst_host).latency_s);
+    latency =
+        std::max(latency, platform.message_latency_s(
+                              platform.route(flow.src_host, flow.dst_host).latency_s, flow.bytes));
     auto [it, inserted] =
         index.emplace(std::make_pair(flow.src_host, flow.dst_host), merged.flows.size());
     if (inserted) merged.flows.push_back(Flow{flow.src_host, flow.dst_host, 0.0});
     merged.flows[it->second].bytes += flow.bytes * repeats;
   }
-  // The merged flow pays one latency; the steps it replaces paid `repeat`.
+  // The merged flow pays one message's latency (model::Platform::message_latency_s); the steps
+  // it replaces paid `repeat`.
   merged.extra_latency_s = stage.extra_latency_s * repeats + (repeats - 1) * latency;
   return merged;
 }

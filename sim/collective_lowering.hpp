@@ -7,8 +7,9 @@
 // registry, under the name model/collective.hpp registers. Coarse granularity merges the
 // repeats of a stage into one flow per (source, destination) carrying all their bytes, plus the
 // latencies the merged steps would have paid; it agrees with step granularity when nothing else
-// shares the links. What it leaves out: the reduction arithmetic, chunk pipelining inside a step,
-// and protocol messages (only payload bytes move). This header does not include SimGrid.
+// shares the links. On a platform with a rendezvous protocol the simulator runs the stages host by
+// host instead, with the protocol's messages (rendezvous.hpp). What it leaves out: the reduction
+// arithmetic and chunk pipelining inside a step. This header does not include SimGrid.
 #pragma once
 
 #include <memory>

@@ -3,8 +3,9 @@
 //
 // Host order is natural name order (gpu-2 before gpu-10), not SimGrid's lexicographic order,
 // so that host indices read the way people count. Link order is natural order of link names.
-// What it leaves out: SimGrid objects that are not hosts or links (routers, disks, zones'
-// properties), and re-loading: one platform per process.
+// The root zone's props `message_protocol` and `eager_limit_bytes` give the platform's message
+// protocol. What it leaves out: SimGrid objects that are not hosts or links (routers, disks),
+// other zones' properties, and re-loading: one platform per process.
 #include "sim/platform_loader.hpp"
 
 #include <sys/wait.h>
@@ -207,6 +208,34 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
   return host;
 }
 
+// The root zone's props `message_protocol` and `eager_limit_bytes` (model/platform.hpp).
+model::MessageProtocol message_protocol(const sg4::NetZone& root, const std::string& file) {
+  model::MessageProtocol protocol;
+  const char* name = root.get_property("message_protocol");
+  const char* limit = root.get_property("eager_limit_bytes");
+  const std::string key = "zone " + root.get_name() + " prop ";
+  if (name == nullptr || std::string(name) == "plain") {
+    if (limit != nullptr)
+      throw InputError(file, key + "eager_limit_bytes",
+                       "no eager limit unless message_protocol is rendezvous", limit);
+    return protocol;
+  }
+  if (std::string(name) != "rendezvous")
+    throw InputError(file, key + "message_protocol", "plain or rendezvous", name);
+  if (limit == nullptr)
+    throw InputError(file, key + "eager_limit_bytes",
+                     "the largest message sent without a rendezvous, in bytes (with "
+                     "message_protocol rendezvous)",
+                     "nothing");
+  double bytes = 0;
+  if (!model::parse_prop_number(limit, bytes) || !(bytes >= 0 && bytes <= model::kMaxMemoryBytes))
+    throw InputError(file, key + "eager_limit_bytes",
+                     fmt::format("a number of bytes in [0, {:g}]", model::kMaxMemoryBytes), limit);
+  protocol.rendezvous = true;
+  protocol.eager_limit_bytes = bytes;
+  return protocol;
+}
+
 model::Platform convert_platform(sg4::Engine& engine, const std::string& file,
                                  std::vector<sg4::Host*>& hosts_out) {
   model::Platform platform;
@@ -250,6 +279,7 @@ model::Platform convert_platform(sg4::Engine& engine, const std::string& file,
   }
   platform.routes = std::make_shared<SimGridRoutes>(file, hosts, std::move(link_index),
                                                     std::move(link_bandwidth));
+  platform.protocol = message_protocol(*engine.get_netzone_root(), file);
   hosts_out = std::move(hosts);
   return platform;
 }

@@ -35,6 +35,7 @@
 #include "sim/platform_loader.hpp"
 #include "sim/progress.hpp"
 #include "sim/random.hpp"
+#include "sim/rendezvous.hpp"
 #include "sim/sg_engine.hpp"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(tauplan_sim, "tauplan: the SimGrid backend");
@@ -489,6 +490,29 @@ void Simulation::collective(int index, long long attempt) {
     in_flight_.push_back(shared);
     std::vector<sg4::CommPtr>& comms = *shared;
     const bool reuse = options_.reuse_steps && op.network_to_itself;
+    if (platform_.protocol.rendezvous) {
+      // Host by host, without step barriers (sim/rendezvous.hpp). Coarse granularity keeps a
+      // barrier after each merged stage, for the latencies of the steps it merged.
+      const auto stop = [this, attempt] { return stale(attempt); };
+      std::vector<const FlowStage*> steps;
+      for (const FlowStage& stage : op.program.stages) {
+        for (long long r = 0; r < stage.repeat; ++r)
+          steps.push_back(&stage);
+        if (options_.granularity == Granularity::Coarse || stage.extra_latency_s > 0) {
+          if (!run_rendezvous_steps(steps, platform_.protocol, hosts_, comms, stop, flows_started_))
+            return;
+          steps.clear();
+          if (stage.extra_latency_s > 0) sg4::this_actor::sleep_for(stage.extra_latency_s);
+          if (stale(attempt)) return;
+        }
+      }
+      if (!steps.empty() &&
+          !run_rendezvous_steps(steps, platform_.protocol, hosts_, comms, stop, flows_started_))
+        return;
+      if (stale(attempt)) return;
+      complete(index);
+      return;
+    }
     for (const FlowStage& stage : op.program.stages) {
       double step_s = -1;
       for (long long r = 0; r < stage.repeat; ++r) {

@@ -1,0 +1,55 @@
+// rendezvous.hpp: a collective's messages as an MPI library over TCP sends them, host by host.
+//
+// On a platform whose protocol is a rendezvous (model/platform.hpp: MessageProtocol), the
+// simulator runs a collective's steps without the step barrier of collective_lowering.hpp: each
+// host goes through the steps it takes part in, in order, and leaves a step once its own sends
+// and receives in it are done (MPI_Sendrecv, or Isend/Irecv then Waitall, per step). A message
+// above the eager limit is three transfers: a request (a header: kControlMessageBytes) from the
+// sender when it enters the step, a clear-to-send (a header) back once the request has arrived and
+// the receiver has entered the step (posted its receive), then the bytes; the sender's part is done
+// when the clear-to-send arrives (its bytes go to the socket buffer), the receiver's when the
+// bytes arrive. A message at or below the limit is one transfer, done for the sender at once
+// and for the receiver when it has arrived and the receiver has entered the step.
+//
+// Why it matters: a host that finishes its step early sends its next request while its
+// neighbour is still receiving, so back-to-back ring steps pay two one-way latencies each, not
+// the three an isolated message pays (experiments/testbed/README.md measured both).
+// What it leaves out: the bytes of the first fragment that travel with the request (the
+// receiver answers only once they have arrived, so an isolated message costs the same either
+// way), a socket buffer smaller than a message (the sender would wait for its bytes to drain),
+// TCP's in-order delivery of two messages on one connection (a request may overtake the bytes
+// before it), and the reduction arithmetic.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "model/platform.hpp"
+#include "sim/collective_lowering.hpp"
+
+namespace tauplan::sim {
+
+/// Bytes of a request or a clear-to-send. Not 0: SimGrid 3.32 never completes a transfer of 0
+/// bytes between hosts (Comm::sendto_async of 0 bytes waits for ever; found here). 1 byte adds
+/// 1 / bandwidth, 0.08 us at 1.25e7 B/s, against the 64-byte headers it stands for.
+constexpr double kControlMessageBytes = 1;
+
+/// Runs the flows of `steps` (one FlowStage repeat each, in program order) host by host as
+/// described above, with `protocol`'s eager limit (protocol.rendezvous must be set). Every
+/// transfer started is in `comms` while in flight (the caller may cancel them); `stop` is asked
+/// after every completion and ends the run early when it returns true (returns false then).
+/// Adds the transfers started to `transfers_started`.
+bool run_rendezvous_steps(const std::vector<const FlowStage*>& steps,
+                          const model::MessageProtocol& protocol,
+                          const std::vector<simgrid::s4u::Host*>& hosts,
+                          std::vector<simgrid::s4u::CommPtr>& comms,
+                          const std::function<bool()>& stop, long long& transfers_started);
+
+/// One message from `src` to `dst` under `protocol`, alone (the receiver is taken as ready):
+/// the request and clear-to-send first when it is above the eager limit, then the bytes.
+void send_message(simgrid::s4u::Host* src, simgrid::s4u::Host* dst, double bytes,
+                  const model::MessageProtocol& protocol);
+
+}  // namespace tauplan::sim

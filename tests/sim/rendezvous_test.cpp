@@ -1,0 +1,214 @@
+// rendezvous_test.cpp: messages under a rendezvous protocol (sim/rendezvous.hpp), against
+// closed forms worked out by hand.
+//
+// Platforms are written here: hosts h0..h{K-1}, hop i a split-duplex link from h_i to h_{i+1}
+// (its reverse half carries the clear-to-send back), every route one link, CM02 (a transfer of
+// S bytes alone on a link takes latency + S / bandwidth; bandwidths are kept under CM02's TCP
+// window bound, 4 MiB / (2 latency)). With a rendezvous a message above the eager limit costs
+// 3 latencies + S / bandwidth alone. On a ring whose hops are alike no host gets ahead of its
+// neighbours, so each step costs that (an identity: the analytic engine's formula). With one
+// slow hop of latency c, the host before it has its next step's data early and sends its
+// request while its slow neighbour is still receiving: after the first step (3c + d) every step
+// costs 2c + d, so 2(K-1) steps take c + 2(K-1)(2c + d), d = chunk / bandwidth (worked out from
+// the recurrence of entry times: request at entry, clear-to-send once the receiver has entered,
+// bytes after it; with fast hops of 1-2 ms against 10 ms the fast hosts never hold the slow
+// pair back). The request and the clear-to-send carry sim::kControlMessageBytes each (h): a
+// message alone pays exactly 2h / bandwidth more; in a collective, where some of them overlap,
+// the closed forms are checked within 2h / bandwidth per message (the analytic formulas leave
+// h out).
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/analytic.hpp"
+#include "model/collective.hpp"
+#include "sim/platform_loader.hpp"
+#include "sim/rendezvous.hpp"
+#include "sim/simulator.hpp"
+#include "tests/sim/sim_test_support.hpp"
+
+using namespace tauplan;
+
+namespace {
+
+/// A ring platform as described above; `zone_props` go into the root zone, `server` makes the
+/// last host a parameter server.
+std::string ring_platform(const std::vector<double>& latencies_s, double bandwidth_Bps,
+                          const std::string& zone_props, bool server = false) {
+  const size_t k = latencies_s.size();
+  std::string xml =
+      "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+      "<platform version=\"4.1\">\n  <zone id=\"world\" routing=\"Full\">\n" +
+      zone_props;
+  for (size_t i = 0; i < k; ++i)
+    xml += fmt::format("    <host id=\"h{}\" speed=\"1Gf\">{}</host>\n", i,
+                       server && i + 1 == k ? "<prop id=\"role\" value=\"server\"/>" : "");
+  const size_t hops = k == 2 ? 1 : k;  // two hosts: one link, one half each way
+  for (size_t i = 0; i < hops; ++i)
+    xml += fmt::format(
+        "    <link id=\"hop-{}\" bandwidth=\"{:.17g}Bps\" latency=\"{:.17g}s\" "
+        "sharing_policy=\"SPLITDUPLEX\"/>\n",
+        i, bandwidth_Bps, latencies_s[i]);
+  for (size_t i = 0; i < hops; ++i) {
+    const size_t j = (i + 1) % k;
+    xml += fmt::format(
+        "    <route src=\"h{0}\" dst=\"h{1}\" symmetrical=\"NO\"><link_ctn id=\"hop-{0}\" "
+        "direction=\"UP\"/></route>\n",
+        i, j);
+    xml += fmt::format(
+        "    <route src=\"h{1}\" dst=\"h{0}\" symmetrical=\"NO\"><link_ctn id=\"hop-{0}\" "
+        "direction=\"DOWN\"/></route>\n",
+        i, j);
+  }
+  xml += "  </zone>\n</platform>\n";
+  const std::string path = fmt::format("/tmp/tauplan-rendezvous-test-{}.xml", getpid());
+  std::ofstream(path) << xml;
+  return path;
+}
+
+const std::string kRendezvous =
+    "    <prop id=\"message_protocol\" value=\"rendezvous\"/>\n"
+    "    <prop id=\"eager_limit_bytes\" value=\"65536\"/>\n";
+
+/// Simulated and analytic time of one collective over all hosts (ps: the last host serves).
+nlohmann::json one_collective(const std::string& path, const std::string& algorithm, double bytes,
+                              sim::Granularity granularity) {
+  const model::Platform platform = sim::load_platform(path);
+  const int k = static_cast<int>(platform.hosts.size());
+  std::vector<int> workers, servers, group;
+  for (int h = 0; h < k; ++h) {
+    if (algorithm == "ps" && h + 1 == k) {
+      servers.push_back(h);
+      continue;
+    }
+    group.push_back(static_cast<int>(workers.size()));
+    workers.push_back(h);
+  }
+  const model::Plan plan =
+      test::collectives_only_plan(workers, servers, bytes, {{algorithm, group}});
+  sim::SimOptions options;
+  options.granularity = granularity;
+  const model::ResultRow row = sim::simulate(plan, platform, options);
+  model::CollectiveCall call;
+  call.hosts = workers;
+  call.servers = servers;
+  call.bytes = bytes;
+  return nlohmann::json{{"sim", row.round_s},
+                        {"analytic", model::collective_algorithm(algorithm).time_s(call, platform)},
+                        {"rendezvous", platform.protocol.rendezvous},
+                        {"eager", platform.protocol.eager_limit_bytes}};
+}
+
+}  // namespace
+
+TEST_CASE("a message alone: three latencies above the eager limit, one at or below it") {
+  const double latency = 4e-3, bandwidth = 5e7;
+  for (const double bytes : {1e6, 6e4}) {
+    const auto result = test::in_child([&] {
+      const std::string path = ring_platform({latency, latency}, bandwidth, kRendezvous, true);
+      return one_collective(path, "ps", bytes, sim::Granularity::Step).dump();
+    });
+    INFO(result.text);
+    REQUIRE(result.kind == "ok");
+    const auto v = result.json();
+    CHECK(v.at("rendezvous").get<bool>());
+    CHECK(v.at("eager").get<double>() == 65536);
+    // One worker, one server: a push then a pull, each one message of all the bytes.
+    const bool rendezvous = bytes > 65536;
+    const double expected = 2 * ((rendezvous ? 3 : 1) * latency + bytes / bandwidth);
+    const double headers = rendezvous ? 2 * 2 * sim::kControlMessageBytes / bandwidth : 0;
+    CHECK(v.at("sim").get<double>() == Approx(expected + headers).epsilon(1e-12));
+    CHECK(v.at("analytic").get<double>() == Approx(expected).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("a ring of like hops pays three latencies a step, as the analytic formula (identity)") {
+  const double latency = 2e-3, bandwidth = 1e8, n = 4e6;
+  for (const auto granularity : {sim::Granularity::Step, sim::Granularity::Coarse}) {
+    const auto result = test::in_child([&] {
+      const std::string path =
+          ring_platform({latency, latency, latency, latency}, bandwidth, kRendezvous);
+      return one_collective(path, "ring", n, granularity).dump();
+    });
+    INFO(result.text);
+    REQUIRE(result.kind == "ok");
+    const auto v = result.json();
+    const double k = 4;
+    const double expected = 2 * (k - 1) * (3 * latency + n / k / bandwidth);
+    const double headers = 2 * (k - 1) * k * 2 * sim::kControlMessageBytes / bandwidth;
+    CHECK(v.at("sim").get<double>() >= expected);
+    CHECK(v.at("sim").get<double>() <= expected + headers);
+    CHECK(v.at("analytic").get<double>() == Approx(expected).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("a ring with one slow hop: after the first step each costs two latencies, not three") {
+  const double fast = 1e-3, slow = 1e-2, bandwidth = 1e8, n = 3e6;
+  const auto result = test::in_child([&] {
+    const std::string path = ring_platform({fast, fast, slow}, bandwidth, kRendezvous);
+    return one_collective(path, "ring", n, sim::Granularity::Step).dump();
+  });
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  const auto v = result.json();
+  const double k = 3, d = n / k / bandwidth, h = sim::kControlMessageBytes / bandwidth;
+  const double expected = slow + 2 * (k - 1) * (2 * slow + d);
+  CHECK(v.at("sim").get<double>() >= expected);
+  CHECK(v.at("sim").get<double>() <= expected + 2 * (k - 1) * k * 2 * h);
+  // The analytic formula charges every step an isolated message's three latencies.
+  CHECK(v.at("analytic").get<double>() == Approx(2 * (k - 1) * (3 * slow + d)).epsilon(1e-12));
+}
+
+TEST_CASE("without protocol props a platform's messages are plain: one latency each") {
+  const double latency = 2e-3, bandwidth = 1e8, n = 3e6;
+  const auto result = test::in_child([&] {
+    const std::string path = ring_platform({latency, latency, 5 * latency}, bandwidth, "");
+    return one_collective(path, "ring", n, sim::Granularity::Step).dump();
+  });
+  REQUIRE(result.kind == "ok");
+  const auto v = result.json();
+  CHECK_FALSE(v.at("rendezvous").get<bool>());
+  const double expected = 2 * 2 * (5 * latency + n / 3 / bandwidth);
+  CHECK(v.at("sim").get<double>() == Approx(expected).epsilon(1e-12));
+  CHECK(v.at("analytic").get<double>() == Approx(expected).epsilon(1e-12));
+}
+
+TEST_CASE("bad protocol props are one-line input errors naming the file and the prop") {
+  struct Case {
+    std::string props;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {"    <prop id=\"message_protocol\" value=\"fast\"/>\n",
+       "zone world prop message_protocol: expected plain or rendezvous, got fast"},
+      {"    <prop id=\"message_protocol\" value=\"rendezvous\"/>\n",
+       "zone world prop eager_limit_bytes: expected the largest message"},
+      {"    <prop id=\"message_protocol\" value=\"rendezvous\"/>\n"
+       "    <prop id=\"eager_limit_bytes\" value=\"-1\"/>\n",
+       "zone world prop eager_limit_bytes: expected a number of bytes"},
+      {"    <prop id=\"message_protocol\" value=\"rendezvous\"/>\n"
+       "    <prop id=\"eager_limit_bytes\" value=\"64k\"/>\n",
+       "zone world prop eager_limit_bytes: expected a number of bytes"},
+      {"    <prop id=\"eager_limit_bytes\" value=\"65536\"/>\n",
+       "zone world prop eager_limit_bytes: expected no eager limit unless"},
+  };
+  for (const Case& c : cases) {
+    std::string path;
+    const auto result = test::in_child([&] {
+      path = ring_platform({1e-3, 1e-3, 1e-3}, 1e8, c.props);
+      sim::load_platform(path);
+      return std::string("loaded");
+    });
+    INFO(c.props << " -> " << result.text);
+    CHECK(result.kind == "InputError");
+    CHECK(result.text.find("/tmp/tauplan-rendezvous-test-") == 0);
+    CHECK(result.text.find(c.needle) != std::string::npos);
+    CHECK(result.text.find('\n') == std::string::npos);
+  }
+}
