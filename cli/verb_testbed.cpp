@@ -167,9 +167,12 @@ void register_testbed(CLI::App& app) {
       throw InputError("<command line>", "--mpi-sizes", "at least 2 sizes and --mpi-repeats >= 1",
                        std::to_string(cal->mpi_sizes.size()) + " sizes");
     for (double v : cal->mpi_sizes)
-      if (!(v >= 4 && v <= 1e9) || std::fmod(v, 4.0) != 0)
+      if (!(v > cal->eager_limit_bytes && v <= 1e9) || std::fmod(v, 4.0) != 0)
         throw InputError("<command line>", "--mpi-sizes",
-                         "message sizes in bytes, multiples of 4 up to 1e9", fmt::format("{}", v));
+                         fmt::format("message sizes in bytes above the eager limit ({:.0f}: "
+                                     "each pays the rendezvous), multiples of 4 up to 1e9",
+                                     cal->eager_limit_bytes),
+                         fmt::format("{}", v));
     study::testbed_calibrate(*cal, std::cout);
   });
 

@@ -54,6 +54,10 @@ struct TestbedCalibrateRequest {
   bool mpi = false;
   std::vector<double> mpi_sizes{131072, 262144, 524288, 1048576, 2097152};
   int mpi_repeats = 3;
+  /// Largest message OpenMPI's ob1 sends without a rendezvous over TCP: btl_tcp_eager_limit,
+  /// 65536 bytes including the header (`ompi_info --param btl tcp --level 9`, OpenMPI 4.1.4 of
+  /// Debian bookworm, default value).
+  double eager_limit_bytes = 65536;
 };
 
 /// InputError (exit 2) unless this process may create and enter network namespaces.

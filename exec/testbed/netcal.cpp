@@ -402,6 +402,8 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   double max_latency_error = 0;
   double max_bandwidth_error = 0;
   double min_r2 = 1;
+  // A message route's round trip is 2 alpha: with a rendezvous, three trips of its links each.
+  const double trips = cal.eager_limit_bytes >= 0 ? 3.0 : 1.0;
   for (const RouteMeasurement& m : cal.routes) {
     double predicted_rtt = 0;
     double predicted_bw = std::numeric_limits<double>::infinity();
@@ -411,6 +413,7 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
     }
     for (int l : spec.route(m.dst, m.src).links)
       predicted_rtt += cal.links[static_cast<std::size_t>(l)].latency_s;
+    predicted_rtt *= trips;
     max_latency_error =
         std::max(max_latency_error, std::abs(predicted_rtt - m.round_trip_s) / m.round_trip_s);
     max_bandwidth_error =
@@ -482,6 +485,10 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   zone_prop("max_round_trip_error", num(max_latency_error));
   zone_prop("max_bandwidth_error", num(max_bandwidth_error));
   zone_prop("min_r2", num(min_r2));
+  if (cal.eager_limit_bytes >= 0) {
+    zone_prop("message_protocol", "rendezvous");
+    zone_prop("eager_limit_bytes", num(cal.eager_limit_bytes));
+  }
   for (const SpecHost& host : spec.hosts) {
     const auto measured = cal.compute.find(host.name);
     const bool has_compute = measured != cal.compute.end();
@@ -556,16 +563,17 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
 
 double scale_latencies_to_messages(const Spec& spec,
                                    const std::vector<RouteMeasurement>& mpi_routes,
-                                   const std::vector<RouteMeasurement>& tcp_routes,
+                                   const std::vector<RouteMeasurement>& tcp_routes, int trips,
                                    std::vector<LinkFit>& links,
                                    std::vector<std::string>& warnings) {
+  if (trips < 1) throw std::invalid_argument("scale_latencies_to_messages: trips < 1");
   if (mpi_routes.size() != tcp_routes.size())
     throw std::invalid_argument("scale_latencies_to_messages: MPI and TCP routes differ");
   double sum_al = 0, sum_ll = 0;
   for (std::size_t i = 0; i < mpi_routes.size(); ++i) {
     if (mpi_routes[i].src != tcp_routes[i].src || mpi_routes[i].dst != tcp_routes[i].dst)
       throw std::invalid_argument("scale_latencies_to_messages: MPI and TCP routes differ");
-    const double one_way = tcp_routes[i].round_trip_s / 2;
+    const double one_way = trips * tcp_routes[i].round_trip_s / 2;
     sum_al += mpi_routes[i].fit.intercept * one_way;
     sum_ll += one_way * one_way;
   }
@@ -576,12 +584,13 @@ double scale_latencies_to_messages(const Spec& spec,
     link.latency_s *= factor;
   for (std::size_t i = 0; i < mpi_routes.size(); ++i) {
     const RouteMeasurement& m = mpi_routes[i];
-    const double predicted = factor * tcp_routes[i].round_trip_s / 2;
+    const double predicted = trips * factor * tcp_routes[i].round_trip_s / 2;
     if (!(std::fabs(predicted / m.fit.intercept - 1) <= 0.10))
       warnings.push_back(fmt::format(
-          "route {} -> {}: MPI alpha {:.4g} s, {:.4g} x its TCP latency predicts {:.4g} s",
+          "route {} -> {}: MPI alpha {:.4g} s, {} x {:.4g} x its TCP latency predicts {:.4g} s",
           spec.hosts[static_cast<std::size_t>(m.src)].name,
-          spec.hosts[static_cast<std::size_t>(m.dst)].name, m.fit.intercept, factor, predicted));
+          spec.hosts[static_cast<std::size_t>(m.dst)].name, m.fit.intercept, trips, factor,
+          predicted));
   }
   return factor;
 }
@@ -683,6 +692,9 @@ nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
           {"routes", routes},
           {"tcp_routes", routes_json(cal.tcp_routes)},
           {"mpi_latency_factor", cal.mpi_latency_factor},
+          {"message_protocol", cal.eager_limit_bytes >= 0 ? "rendezvous" : "plain"},
+          {"eager_limit_bytes", cal.eager_limit_bytes >= 0 ? nlohmann::json(cal.eager_limit_bytes)
+                                                           : nlohmann::json(nullptr)},
           {"shares", shares},
           {"duplex", duplex},
           {"links", links},

@@ -118,8 +118,12 @@ struct NetworkCalibration {
   /// `testbed calibrate --mpi`); empty: TCP. The TCP measurements are then in tcp_routes.
   std::string message_method;
   std::vector<RouteMeasurement> tcp_routes;
-  /// With MPI messages: every link's latency is its TCP fit times this (0: TCP alone).
+  /// With MPI messages: every link's latency is its TCP fit times this (0: TCP alone); a message
+  /// above the eager limit pays three of those latencies (rendezvous).
   double mpi_latency_factor = 0;
+  /// With MPI messages, the MPI library's eager limit (bytes): the calibrated platform's protocol
+  /// is then a rendezvous above it (model/platform.hpp: MessageProtocol). Negative: plain.
+  double eager_limit_bytes = -1;
   /// Hosts whose compute was measured (by name); the others keep the testbed platform's.
   std::map<std::string, HostCompute> compute;
   std::string compute_method;  ///< how, for the file's comment
@@ -133,15 +137,16 @@ std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);
 std::vector<LinkFit> fit_links(const Spec& spec, const std::vector<RouteMeasurement>& routes,
                                std::vector<std::string>& warnings);
 
-/// MPI messages over the links of a TCP calibration: fits alpha(route) = factor x the route's TCP
-/// one-way latency (half its measured round trip) through the origin, over `mpi_routes` (alpha
-/// in fit.intercept) and `tcp_routes` (the same routes, same order); multiplies every link's
-/// latency in `links` by the factor and returns it. Each route whose alpha the factor misses by
-/// more than 10% adds a warning. Throws std::invalid_argument when the lists differ or no round
-/// trip is positive.
+/// MPI messages over the links of a TCP calibration: fits alpha(route) = trips x factor x the
+/// route's TCP one-way latency (half its measured round trip) through the origin, over
+/// `mpi_routes` (alpha in fit.intercept) and `tcp_routes` (the same routes, same order), where
+/// `trips` is the one-way latencies a message pays (3 for a rendezvous); multiplies every link's
+/// latency in `links` by the factor and returns it. Each route whose alpha the fit misses by
+/// more than 10% adds a warning. Throws std::invalid_argument when the lists differ, trips < 1
+/// or no round trip is positive.
 double scale_latencies_to_messages(const Spec& spec,
                                    const std::vector<RouteMeasurement>& mpi_routes,
-                                   const std::vector<RouteMeasurement>& tcp_routes,
+                                   const std::vector<RouteMeasurement>& tcp_routes, int trips,
                                    std::vector<LinkFit>& links, std::vector<std::string>& warnings);
 
 /// Measures the testbed of `state` (which must be up) and fits its links. `progress` gets one

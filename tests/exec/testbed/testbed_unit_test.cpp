@@ -308,34 +308,41 @@ TEST_CASE("MPI alphas scale every link's TCP latency by one factor, unmeasured r
   std::vector<std::string> warnings;
   const std::vector<LinkFit> tcp_links = fit_links(spec, tcp, warnings);
   REQUIRE(warnings.empty());
-  // Messages paying exactly 3 one-way latencies (a rendezvous) on every measured route.
+  // Messages paying exactly 3 one-way latencies 10% longer than TCP's (a rendezvous) on every
+  // measured route: the factor per trip is 1.1, or 3.3 when a message is taken as one trip.
   std::vector<RouteMeasurement> mpi = tcp;
   for (RouteMeasurement& m : mpi)
-    m.fit.intercept = 3 * m.round_trip_s / 2;
+    m.fit.intercept = 3 * 1.1 * m.round_trip_s / 2;
   std::vector<LinkFit> links = tcp_links;
-  CHECK(scale_latencies_to_messages(spec, mpi, tcp, links, warnings) == Approx(3).epsilon(1e-12));
+  CHECK(scale_latencies_to_messages(spec, mpi, tcp, 1, links, warnings) ==
+        Approx(3.3).epsilon(1e-12));
+  links = tcp_links;
+  CHECK(scale_latencies_to_messages(spec, mpi, tcp, 3, links, warnings) ==
+        Approx(1.1).epsilon(1e-12));
   CHECK(warnings.empty());
-  // Every route, measured or not, is 3 times its TCP latency: its links scaled alike.
+  CHECK_THROWS_AS(scale_latencies_to_messages(spec, mpi, tcp, 0, links, warnings),
+                  std::invalid_argument);
+  // Every route, measured or not, is 1.1 times its TCP latency: its links scaled alike.
   for (const SpecRoute& r : spec.routes) {
     double scaled = 0, before = 0;
     for (int l : r.links) {
       scaled += links[static_cast<std::size_t>(l)].latency_s;
       before += tcp_links[static_cast<std::size_t>(l)].latency_s;
     }
-    CHECK(scaled == Approx(3 * before).epsilon(1e-12));
+    CHECK(scaled == Approx(1.1 * before).epsilon(1e-12));
   }
   // One route 30% above the rest: the factor moves a little, and that route is named.
   REQUIRE(mpi.size() >= 2);
   mpi[0].fit.intercept *= 1.3;
   links = tcp_links;
-  const double factor = scale_latencies_to_messages(spec, mpi, tcp, links, warnings);
-  CHECK(factor > 3);
-  CHECK(factor < 3 * 1.3);
+  const double factor = scale_latencies_to_messages(spec, mpi, tcp, 3, links, warnings);
+  CHECK(factor > 1.1);
+  CHECK(factor < 1.1 * 1.3);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("route " + spec.hosts[static_cast<std::size_t>(mpi[0].src)].name) == 0);
   // Lists that do not match are a programming error.
   mpi.pop_back();
-  CHECK_THROWS_AS(scale_latencies_to_messages(spec, mpi, tcp, links, warnings),
+  CHECK_THROWS_AS(scale_latencies_to_messages(spec, mpi, tcp, 3, links, warnings),
                   std::invalid_argument);
 }
 
@@ -376,11 +383,17 @@ TEST_CASE("link fits reproduce exact measurements and the calibrated platform lo
   CHECK_FALSE(cal.links[static_cast<std::size_t>(backbone)].bandwidth_lower_bound);
   CHECK(cal.links[static_cast<std::size_t>(backbone == 0 ? 1 : 0)].bandwidth_lower_bound);
 
+  // Without MPI messages the protocol is plain: no protocol props.
+  CHECK(calibrated_platform_xml(spec, cal).find("message_protocol") == std::string::npos);
+  // With them, the platform says that messages above the eager limit follow a rendezvous.
+  cal.eager_limit_bytes = 65536;
   const std::string xml = calibrated_platform_xml(spec, cal);
   const std::string path = "/tmp/tauplan-testbed-unit-calibrated.xml";
   std::ofstream(path) << xml;
   const model::Platform loaded = sim::load_platform(path);
   REQUIRE(loaded.hosts.size() == 4);
+  CHECK(loaded.protocol.rendezvous);
+  CHECK(loaded.protocol.eager_limit_bytes == 65536);
   for (const SpecRoute& r : spec.routes) {
     const int a = loaded.find_host(spec.hosts[static_cast<std::size_t>(r.src)].name);
     const int b = loaded.find_host(spec.hosts[static_cast<std::size_t>(r.dst)].name);
