@@ -181,6 +181,10 @@ TEST_CASE("bad input: job files made here") {
 TEST_CASE("bad input: command-line flags") {
   const std::string huge(100000, 'a');
   check_all({
+      {"--mpi-sizes below the eager limit",
+       {"testbed", "calibrate", "--out", "/tmp/tauplan-bad-input.xml", "--mpi", "--mpi-sizes",
+        "1024,131072"},
+       "--mpi-sizes: expected message sizes in bytes above the eager limit (65536"},
       {"--workers abc",
        {"predict", "--workers", "abc"},
        "command line --workers: workers: expected a whole number, got 'abc'"},
