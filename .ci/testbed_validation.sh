@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 out=results/ci-testbed
 args=(validate experiments/testbed/fashion-mlp.yaml --testbed experiments/testbed/ci-matrix.yaml
       --target-accuracy 0.8 --out "$out" --no-plot --max-round-error 15
-      --testbed-prefix tpc-)
+      --testbed-prefix tpc- --convergence-seeds 2)
 for attempt in 1 2; do
   err=$(mktemp)
   "$tauplan" "${args[@]}" 2> "$err"

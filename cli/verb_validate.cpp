@@ -54,6 +54,9 @@ void register_validate(CLI::App& app) {
                    "platform and configurations; experiments/testbed/)");
   verb->add_option("--calibration-rounds", testbed->calibration_rounds,
                    "with --testbed: rounds per batch size of each compute calibration (12)");
+  verb->add_option("--convergence-seeds", testbed->convergence_seeds,
+                   "with --testbed: seeds each configuration is trained at (threads, off the "
+                   "testbed) for its rounds to target (5; 1: the testbed run's own)");
   verb->add_option(
       "--testbed-prefix", testbed->prefix,
       "name prefix of the testbed validate brings up (default " + testbed->prefix + ")");

@@ -14,14 +14,18 @@
 // workers' compute from the mean of the two compute calibrations (also written from each alone).
 // Then the testbed comes down and every configuration is predicted on its platform by the
 // analytic engine and simulated by SimGrid with CM02 and with LV08, in parallel.
-// Reported per configuration and engine: compute, comm and round errors; time to target with
-// rounds predicted by the convergence fit without the configuration (leave-one-out) and without
-// every configuration at its (K b, tau) (leave-group-out); medians and maxima, over all rows and
-// over the rows the matrix marks contended; DIR/testbed-validation.{json,csv}, a scatter per
-// engine (gnuplot). Exit 2 on bad input (the matrix: file, key, what was expected); 3 when
+// Rounds to target: the mean over `convergence_seeds` seeds of the configuration trained on
+// threads on this machine (the rounds of sync and local SGD do not depend on the network; the
+// first seed reproduces the testbed run's), the measured time to target the testbed run's mean
+// round times that mean. Reported per configuration and engine: compute, comm and round errors;
+// time to target with rounds predicted by the convergence fit without the configuration
+// (leave-one-out) and without every configuration at its (K b, tau) (leave-group-out); medians and
+// maxima, over all rows and over the rows the matrix marks contended;
+// DIR/testbed-validation.{json,csv}, a scatter per engine (gnuplot). Exit 2 on bad input (the
+// matrix: file, key, what was expected); 3 when
 // --max-round-error is given and simgrid CM02's median round error exceeds it.
 // What it leaves out: asynchronous strategies and layouts (their runs are not barrier-aligned
-// rounds), two jobs at once on one testbed, GPUs, and repeated measurements of a configuration.
+// rounds), GPUs, and repeated measurements of a configuration's round time.
 #pragma once
 
 #include <functional>
@@ -85,6 +89,9 @@ struct TestbedValidateRequest {
   std::string prefix = "tpv-";
   int jobs = 0;
   int calibration_rounds = 12;  ///< rounds per batch size in each compute calibration
+  /// Seeds each configuration is trained at (threads, off the testbed) for its rounds to target;
+  /// 1: the testbed run's own rounds.
+  int convergence_seeds = 5;
   double max_round_error = -1;
   bool no_plot = false;
 };

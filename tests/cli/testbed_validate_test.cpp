@@ -134,9 +134,15 @@ TEST_CASE("validate --testbed: bad matrices, one line naming the file and key, e
                     "groups[0].hosts: expected hosts of " + kStar + ", got h42");
 }
 
-TEST_CASE("validate --testbed: no --set, --slow-worker or --calibration beside it") {
+TEST_CASE(
+    "validate --testbed: no --set, --slow-worker or --calibration beside it, --convergence-seeds "
+    "from 1 to 100") {
   const std::string file = write_temp_file(
       "m-ok.yaml", one_config("{strategy: sync, collective: ring, hosts: [h0, h1]}"));
   expect_bad_input({"validate", kJob, "--testbed", file, "--set", "batch=32,64"}, "--testbed");
   expect_bad_input({"validate", kJob, "--testbed", file, "--slow-worker", "2"}, "--testbed");
+  expect_bad_input({"validate", kJob, "--testbed", file, "--convergence-seeds", "0"},
+                   "--convergence-seeds: expected a whole number from 1 to 100, got 0");
+  expect_bad_input({"validate", kJob, "--testbed", file, "--convergence-seeds", "101"},
+                   "--convergence-seeds: expected a whole number from 1 to 100, got 101");
 }
