@@ -56,11 +56,15 @@ struct Route {
 /// the sender is done when the clear-to-send arrives (the bytes go to its socket buffer). A
 /// smaller message, or any with the plain protocol, is one transfer.
 struct MessageProtocol {
+  /// One-way latencies of a rendezvous: request, clear to send, data.
+  static constexpr int kRendezvousTrips = 3;
   bool rendezvous = false;
   double eager_limit_bytes = 0;
   /// One-way route latencies a message of `bytes` pays when alone on its route: 3 for a
   /// rendezvous (request, clear to send, data), 1 otherwise.
-  int latency_trips(double bytes) const { return rendezvous && bytes > eager_limit_bytes ? 3 : 1; }
+  int latency_trips(double bytes) const {
+    return rendezvous && bytes > eager_limit_bytes ? kRendezvousTrips : 1;
+  }
 };
 
 /// Supplies routes between host indices. sim/ implements it over SimGrid's routing; tests and

@@ -489,7 +489,6 @@ void Simulation::collective(int index, long long attempt) {
     auto shared = std::make_shared<std::vector<sg4::CommPtr>>();
     in_flight_.push_back(shared);
     std::vector<sg4::CommPtr>& comms = *shared;
-    const bool reuse = options_.reuse_steps && op.network_to_itself;
     if (platform_.protocol.rendezvous) {
       // Host by host, without step barriers (sim/rendezvous.hpp). Coarse granularity keeps a
       // barrier after each merged stage, for the latencies of the steps it merged.
@@ -513,6 +512,7 @@ void Simulation::collective(int index, long long attempt) {
       complete(index);
       return;
     }
+    const bool reuse = options_.reuse_steps && op.network_to_itself;
     for (const FlowStage& stage : op.program.stages) {
       double step_s = -1;
       for (long long r = 0; r < stage.repeat; ++r) {

@@ -24,6 +24,7 @@
 #include "exec/testbed/netcal.hpp"
 #include "exec/testbed/system.hpp"
 #include "model/error.hpp"
+#include "model/platform.hpp"
 #include "model/result.hpp"
 #include "sim/platform_loader.hpp"
 #include "study/child_process.hpp"
@@ -282,9 +283,9 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   // n1-h0, its mirror image). One factor per testbed (about 1.03: 3.08 one-way latencies a
   // message) predicts every measured alpha within 2% on both testbeds (one route at +6.9%); each
   // route's error is a warning when it exceeds 10%.
-  constexpr int kRendezvousTrips = 3;
   const double factor = tb::scale_latencies_to_messages(state.spec, cal.routes, cal.tcp_routes,
-                                                        kRendezvousTrips, cal.links, cal.warnings);
+                                                        model::MessageProtocol::kRendezvousTrips,
+                                                        cal.links, cal.warnings);
   cal.mpi_latency_factor = factor;
   cal.eager_limit_bytes = a.eager_limit_bytes;
   cal.message_method = fmt::format(

@@ -87,6 +87,13 @@ struct Row {
   double rounds_truth = kNaN;
 };
 
+/// The measured time to target: the testbed run's mean round (its time to target over its rounds)
+/// x the rounds truth; NaN when either is missing.
+double measured_time_to_target_s(const Row& row) {
+  const EngineRow& m = row.measured;
+  return m.reached ? m.total_s / m.rounds * row.rounds_truth : kNaN;
+}
+
 /// Rounds to target at each seed, null where the target was missed.
 json seeds_json(const std::vector<double>& rounds) {
   json out = json::array();
@@ -818,8 +825,7 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
   for (const Row& row : rows) {
     const EngineRow& m = row.measured;
-    // The testbed run's mean round (its time to target over its rounds) x the rounds truth.
-    const double time_measured = m.reached ? m.total_s / m.rounds * row.rounds_truth : kNaN;
+    const double time_measured = measured_time_to_target_s(row);
     const double rounds_measured = row.rounds_truth;
     rounds_loo_err.push_back(model::relative_error(row.rounds_loo, rounds_measured));
     rounds_group_err.push_back(model::relative_error(row.rounds_group, rounds_measured));
@@ -1005,8 +1011,8 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
         validation::ms(row.engines[1].round_s), validation::pct_text(errors[1].round[i]),
         validation::ms(row.engines[2].round_s), validation::pct_text(errors[2].round[i]),
         std::isfinite(row.rounds_truth) ? fmt::format("{:.4g}", row.rounds_truth) : "-",
-        std::isfinite(row.rounds_truth) && m.reached
-            ? fmt::format("{:.2f}", m.total_s / m.rounds * row.rounds_truth)
+        std::isfinite(measured_time_to_target_s(row))
+            ? fmt::format("{:.2f}", measured_time_to_target_s(row))
             : "-",
         validation::pct_text(errors[1].time_group[i]));
   }

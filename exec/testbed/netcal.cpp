@@ -16,6 +16,7 @@
 
 #include "exec/testbed/system.hpp"
 #include "model/error.hpp"
+#include "model/platform.hpp"
 #include "model/result.hpp"
 #include "model/simgrid_xml.hpp"
 
@@ -403,7 +404,7 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   double max_bandwidth_error = 0;
   double min_r2 = 1;
   // A message route's round trip is 2 alpha: with a rendezvous, three trips of its links each.
-  const double trips = cal.eager_limit_bytes >= 0 ? 3.0 : 1.0;
+  const double trips = cal.eager_limit_bytes >= 0 ? model::MessageProtocol::kRendezvousTrips : 1;
   for (const RouteMeasurement& m : cal.routes) {
     double predicted_rtt = 0;
     double predicted_bw = std::numeric_limits<double>::infinity();
