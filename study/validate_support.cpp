@@ -1,6 +1,7 @@
 // validate_support.cpp: see validate_support.hpp.
 #include "study/validate_support.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -53,6 +54,27 @@ EngineRow parse_row(const std::string& out, const std::string& what) {
     row.comm_s = get("S_s");
   }
   return row;
+}
+
+EngineRow mean_over_runs(const std::vector<EngineRow>& runs) {
+  if (runs.empty()) throw std::invalid_argument("mean_over_runs: no run");
+  if (runs.size() == 1) return runs.front();
+  auto mean = [&runs](auto field) {
+    double sum = 0;
+    for (const EngineRow& r : runs)
+      sum += field(r);  // NaN propagates
+    return sum / static_cast<double>(runs.size());
+  };
+  EngineRow out = runs.front();
+  out.compute_s = mean([](const EngineRow& r) { return r.compute_s; });
+  out.comm_s = mean([](const EngineRow& r) { return r.comm_s; });
+  out.round_s = mean([](const EngineRow& r) { return r.round_s; });
+  out.reached = std::all_of(runs.begin(), runs.end(), [](const EngineRow& r) { return r.reached; });
+  out.total_s = out.reached ? out.rounds * mean([](const EngineRow& r) {
+                                return r.rounds > 0 ? r.total_s / r.rounds : kNaN;
+                              })
+                            : kNaN;
+  return out;
 }
 
 std::vector<std::string> run_children(const std::vector<child::Task>& tasks, int jobs,

@@ -30,6 +30,13 @@ struct EngineRow {
 /// their medians over rounds. Throws std::runtime_error naming `what` when unreadable.
 EngineRow parse_row(const std::string& out, const std::string& what);
 
+/// Repeated measurements of one configuration as one row: compute, comm and round the means of
+/// the runs' (NaN if any run lacks one); rounds and reached the first run's (reached only when
+/// every run reached the target); total_s that first run's rounds x the mean over runs of
+/// total_s / rounds (each run's mean round to the target). One run is returned as it is; none
+/// throws std::invalid_argument.
+EngineRow mean_over_runs(const std::vector<EngineRow>& runs);
+
 /// A child's one-line error ("tauplan: error: FILE: KEY: ...") as this process's InputError.
 InputError passed_on_error(const std::string& line);
 

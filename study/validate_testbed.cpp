@@ -75,7 +75,8 @@ struct Row {
   std::string platform, platform_before, platform_after;
   ComputeCalibration before, after;
   double predicted_wait_s = 0;  ///< predicted comm on the calibrated network (CM02: a copy)
-  EngineRow measured;
+  EngineRow measured;           ///< the mean over the testbed runs
+  std::vector<EngineRow> measured_runs;  ///< each testbed run's
   EngineRow engines[kEngineCount];
   EngineRow analytic_before, analytic_after;
   double rounds_loo = kNaN, rounds_group = kNaN, rounds_fit = kNaN;
@@ -104,16 +105,25 @@ json seeds_json(const std::vector<double>& rounds) {
 
 // --- the matrix -------------------------------------------------------------------------------
 
+/// Testbed runs of a configuration (`runs`, at the top of the matrix or in a configuration).
+int parse_runs(const YAML::Node& node, const std::string& file, const std::string& key) {
+  const double runs = yu::in_range(node, file, key, 1, 20);
+  if (runs != std::floor(runs))
+    throw InputError(file, key, "a whole number of testbed runs", fmt::format("{}", runs));
+  return static_cast<int>(runs);
+}
+
 TestbedConfig parse_config(const YAML::Node& node, const std::string& file,
                            const std::string& where, const std::string& platform_file,
-                           const PlatformHosts& platform) {
+                           const PlatformHosts& platform, int default_runs) {
   if (!node.IsMap())
     throw InputError(file, where, "a map of strategy, collective, hosts, ...", "something else");
-  yu::reject_unknown_keys(
-      node,
-      {"strategy", "tau", "batch", "collective", "servers", "hosts", "beside", "contended", "note"},
-      file, where + ".");
+  yu::reject_unknown_keys(node,
+                          {"strategy", "tau", "batch", "collective", "servers", "hosts", "beside",
+                           "contended", "runs", "note"},
+                          file, where + ".");
   TestbedConfig c;
+  c.runs = default_runs;
   if (!node["strategy"])
     throw InputError(file, where + ".strategy", "sync or local-sgd", "nothing");
   c.strategy = yu::text(node["strategy"], file, where + ".strategy");
@@ -201,6 +211,7 @@ TestbedConfig parse_config(const YAML::Node& node, const std::string& file,
       throw InputError(file, where + ".contended", "true or false", v);
     c.contended = v == "true";
   }
+  if (node["runs"]) c.runs = parse_runs(node["runs"], file, where + ".runs");
   if (node["note"]) c.note = yu::text(node["note"], file, where + ".note", 400);
   return c;
 }
@@ -210,7 +221,8 @@ TestbedConfig parse_config(const YAML::Node& node, const std::string& file,
 TestbedMatrix load_testbed_matrix(const std::string& file, const DescribePlatform& describe) {
   const YAML::Node root = yu::parse(yu::read_file(file, "--testbed"), file);
   if (!root.IsMap()) throw InputError(file, "groups", "a map with a list of groups", "no map");
-  yu::reject_unknown_keys(root, {"groups"}, file);
+  yu::reject_unknown_keys(root, {"groups", "runs"}, file);
+  const int default_runs = root["runs"] ? parse_runs(root["runs"], file, "runs") : 1;
   const YAML::Node groups = root["groups"];
   if (!groups || !groups.IsSequence() || groups.size() == 0)
     throw InputError(file, "groups", "a list of at least one group", "none");
@@ -267,7 +279,8 @@ TestbedMatrix load_testbed_matrix(const std::string& file, const DescribePlatfor
     for (size_t i = 0; i < configs.size(); ++i) {
       TestbedConfig c = parse_config(
           configs[i], file, fmt::format("{}.configs[{}]", where, i),
-          group.hosts.empty() ? group.platform : group.platform + " in the group's hosts", loaded);
+          group.hosts.empty() ? group.platform : group.platform + " in the group's hosts", loaded,
+          default_runs);
       c.name = fmt::format(
           "{}: {}{} {}{} K={}{}{}", group.name, c.strategy,
           model::strategy(c.strategy).counts_rounds() ? fmt::format(" tau={}", c.tau) : "",
@@ -590,7 +603,7 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
       rows.push_back(row);
     }
   json networks = json::array();
-  std::vector<std::string> measured(rows.size());
+  std::vector<std::vector<std::string>> measured(rows.size());  // per row, each run's output
   size_t next = 0;
   for (const TestbedGroup& group : matrix.groups) {
     std::cerr << "validate: testbed " << a.prefix << " up on " << group.platform << "\n";
@@ -655,19 +668,29 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
         return out;
       };
       const std::vector<ComputeCalibration> before = probe("before");
-      std::vector<child::Task> measures;
-      for (size_t i : together)
-        measures.push_back(measure_child(a, rows[i], a.prefix, stem(i) + "-measure"));
-      const std::vector<std::string> outputs =
-          validation::run_children(measures, static_cast<int>(measures.size()), "");
+      for (int run = 0; run < row.config.runs; ++run) {
+        // Run 1 writes NN-measure.json, run r > 1 NN-measure-run<r>.json. With a copy, odd runs
+        // launch the copy first: which job a run slows more depends on their start.
+        std::vector<size_t> order = together;
+        if (run % 2 == 1) std::reverse(order.begin(), order.end());
+        std::vector<child::Task> measures;
+        for (size_t i : order)
+          measures.push_back(measure_child(
+              a, rows[i], a.prefix,
+              stem(i) + "-measure" + (run == 0 ? std::string() : fmt::format("-run{}", run + 1))));
+        if (row.config.runs > 1)
+          std::cerr << fmt::format("validate:   testbed run {}/{}\n", run + 1, row.config.runs);
+        const std::vector<std::string> outputs =
+            validation::run_children(measures, static_cast<int>(measures.size()), "");
+        for (size_t j = 0; j < order.size(); ++j)
+          measured[order[j]].push_back(outputs[j]);
+      }
       const std::vector<ComputeCalibration> after = probe("after");
       for (size_t j = 0; j < together.size(); ++j) {
-        const size_t i = together[j];
-        Row& r = rows[i];
+        Row& r = rows[together[j]];
         r.predicted_wait_s = wait_s;
         r.before = before[j];
         r.after = after[j];
-        measured[i] = outputs[j];
       }
       for (size_t j = 0; j < together.size(); ++j) {
         Row& r = rows[together[j]];
@@ -707,7 +730,10 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   const size_t per_row = kEngineCount + 2;
   for (size_t i = 0; i < rows.size(); ++i) {
     Row& row = rows[i];
-    row.measured = validation::parse_row(measured[i], "measure " + row.config.name);
+    for (size_t run = 0; run < measured[i].size(); ++run)
+      row.measured_runs.push_back(validation::parse_row(
+          measured[i][run], fmt::format("measure {} (run {})", row.config.name, run + 1)));
+    row.measured = validation::mean_over_runs(row.measured_runs);
     for (size_t e = 0; e < kEngineCount; ++e)
       row.engines[e] = validation::parse_row(
           predicted[per_row * i + e], std::string(kEngines[e].label) + " " + row.config.name);
@@ -864,6 +890,18 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
                          c(time_group));
     }
     csv += "\n";
+    json runs = json::array();
+    for (const EngineRow& run : row.measured_runs) {
+      json r = {{"compute_s", validation::number_or_null(run.compute_s)},
+                {"comm_s", validation::number_or_null(run.comm_s)},
+                {"round_s", validation::number_or_null(run.round_s)},
+                {"rounds", validation::number_or_null(run.reached ? run.rounds : kNaN)},
+                {"total_s", validation::number_or_null(run.reached ? run.total_s : kNaN)}};
+      for (size_t e = 0; e < kEngineCount; ++e)
+        r[std::string("error_round_") + kEngines[e].label] =
+            validation::number_or_null(model::relative_error(row.engines[e].round_s, run.round_s));
+      runs.push_back(r);
+    }
     results.push_back(
         {{"config", row.config.name},
          {"group", row.group->name},
@@ -880,6 +918,7 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
          {"copy_of_the_row_before", row.config.is_copy},
          {"platform", row.platform},
          {"reached_target", m.reached},
+         {"testbed_runs", runs},
          {"measured",
           {{"compute_s", validation::number_or_null(m.compute_s)},
            {"comm_s", validation::number_or_null(m.comm_s)},
@@ -940,7 +979,7 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
       {"matrix_file", matrix.file},
       {"engines",
        {"exec-cpu measured: MPI ranks across the emulated testbed, timing concurrent (wall "
-        "clock, barrier-aligned rounds), medians over rounds",
+        "clock, barrier-aligned rounds), medians over rounds, the mean over a row's testbed runs",
         "analytic", "simgrid CM02", "simgrid LV08"}},
       {"network_model",
        "each group's testbed calibrated with MPI messages (testbed calibrate --mpi), the "
@@ -1015,6 +1054,45 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
             ? fmt::format("{:.2f}", measured_time_to_target_s(row))
             : "-",
         validation::pct_text(errors[1].time_group[i]));
+  }
+  // Rows measured more than once: each run's round and its simgrid CM02 error; for two jobs,
+  // the slower and the faster job of each run (the split a fluid model shares equally).
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    if (row.measured_runs.size() < 2) continue;
+    std::string per_run;
+    for (const EngineRow& run : row.measured_runs)
+      per_run += fmt::format(
+          "{}{} ms ({})", per_run.empty() ? "" : ", ", validation::ms(run.round_s),
+          validation::pct_text(model::relative_error(row.engines[1].round_s, run.round_s)));
+    out += fmt::format(
+        "runs: {}: round of each of {} testbed runs (CM02 error): {}; the row is "
+        "their mean\n",
+        row.config.name, row.measured_runs.size(), per_run);
+    if (!row.config.beside.empty() && !row.config.is_copy && i + 1 < rows.size()) {
+      const Row& copy = rows[i + 1];
+      std::string slower, faster;
+      for (size_t run = 0; run < row.measured_runs.size() && run < copy.measured_runs.size();
+           ++run) {
+        const EngineRow& job_run = row.measured_runs[run];
+        const EngineRow& twin = copy.measured_runs[run];
+        const bool job_slower = job_run.round_s >= twin.round_s;
+        const Row& slow_row = job_slower ? row : copy;
+        const Row& fast_row = job_slower ? copy : row;
+        slower +=
+            fmt::format("{}{} {}", slower.empty() ? "" : ", ", job_slower ? "job" : "copy",
+                        validation::pct_text(model::relative_error(
+                            slow_row.engines[1].round_s, (job_slower ? job_run : twin).round_s)));
+        faster +=
+            fmt::format("{}{}", faster.empty() ? "" : ", ",
+                        validation::pct_text(model::relative_error(
+                            fast_row.engines[1].round_s, (job_slower ? twin : job_run).round_s)));
+      }
+      out += fmt::format(
+          "runs: two jobs: CM02 error on the slower job of each run: {}; on the "
+          "faster: {}\n",
+          slower, faster);
+    }
   }
   auto p = [](const json& v) {
     return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");

@@ -24,8 +24,11 @@
 // DIR/testbed-validation.{json,csv}, a scatter per engine (gnuplot). Exit 2 on bad input (the
 // matrix: file, key, what was expected); 3 when
 // --max-round-error is given and simgrid CM02's median round error exceeds it.
+// A configuration may be measured several times (`runs`): its times are the mean of the runs',
+// each run's reported beside it (two jobs sharing links: which job a run slows more depends on
+// their relative start, which no plan sets; simgrid likewise averages start offsets).
 // What it leaves out: asynchronous strategies and layouts (their runs are not barrier-aligned
-// rounds), GPUs, and repeated measurements of a configuration's round time.
+// rounds) and GPUs.
 #pragma once
 
 #include <functional>
@@ -53,8 +56,11 @@ struct TestbedConfig {
   /// in the same run, reported as a row of its own.
   bool is_copy = false;
   bool contended = false;  ///< the matrix says flows share a link in this row
-  std::string note;        ///< why, or what the row shows
-  std::string name;        ///< e.g. "star: sync ps s=1 K=4"
+  /// Testbed runs of the configuration (with its copy: of the pair, the launch order alternated);
+  /// the row's measured times are their mean, each run's also reported.
+  int runs = 1;
+  std::string note;  ///< why, or what the row shows
+  std::string name;  ///< e.g. "star: sync ps s=1 K=4"
 };
 
 struct TestbedGroup {

@@ -89,6 +89,20 @@ TEST_CASE("validate --testbed: bad matrices, one line naming the file and key, e
                                "beside: [h2, h3]}"),
                     "groups[0].configs[0].beside: expected a configuration whose collective "
                     "uses no servers");
+  // Testbed runs of a configuration: a whole number from 1 to 20.
+  expect_bad_matrix("m-runs-zero.yaml",
+                    one_config("{strategy: sync, collective: ring, hosts: [h0, h1], runs: 0}"),
+                    "groups[0].configs[0].runs: expected");
+  expect_bad_matrix("m-runs-fraction.yaml",
+                    one_config("{strategy: sync, collective: ring, hosts: [h0, h1], runs: 2.5}"),
+                    "groups[0].configs[0].runs: expected a whole number of testbed runs, got 2.5");
+  expect_bad_matrix(
+      "m-runs-top.yaml",
+      "runs: 0.5\n" + one_config("{strategy: sync, collective: ring, hosts: [h0, h1]}"),
+      "runs: expected a number in [1, 20], got '0.5'");
+  expect_bad_matrix("m-runs-text.yaml",
+                    one_config("{strategy: sync, collective: ring, hosts: [h0, h1], runs: many}"),
+                    "groups[0].configs[0].runs: expected");
   expect_bad_matrix("m-unknown-host.yaml",
                     one_config("{strategy: sync, collective: ring, hosts: [h0, h99]}"),
                     "groups[0].configs[0].hosts: expected hosts of " + kStar + ", got h99");
