@@ -1057,42 +1057,35 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   }
   // Rows measured more than once: each run's round and its simgrid CM02 error; for two jobs,
   // the slower and the faster job of each run (the split a fluid model shares equally).
+  auto cm02_error = [](const Row& r, const EngineRow& run) {
+    return validation::pct_text(model::relative_error(r.engines[1].round_s, run.round_s));
+  };
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
     if (row.measured_runs.size() < 2) continue;
     std::string per_run;
     for (const EngineRow& run : row.measured_runs)
-      per_run += fmt::format(
-          "{}{} ms ({})", per_run.empty() ? "" : ", ", validation::ms(run.round_s),
-          validation::pct_text(model::relative_error(row.engines[1].round_s, run.round_s)));
+      per_run += fmt::format("{}{} ms ({})", per_run.empty() ? "" : ", ",
+                             validation::ms(run.round_s), cm02_error(row, run));
     out += fmt::format(
         "runs: {}: round of each of {} testbed runs (CM02 error): {}; the row is "
         "their mean\n",
         row.config.name, row.measured_runs.size(), per_run);
-    if (!row.config.beside.empty() && !row.config.is_copy && i + 1 < rows.size()) {
-      const Row& copy = rows[i + 1];
-      std::string slower, faster;
-      for (size_t run = 0; run < row.measured_runs.size() && run < copy.measured_runs.size();
-           ++run) {
-        const EngineRow& job_run = row.measured_runs[run];
-        const EngineRow& twin = copy.measured_runs[run];
-        const bool job_slower = job_run.round_s >= twin.round_s;
-        const Row& slow_row = job_slower ? row : copy;
-        const Row& fast_row = job_slower ? copy : row;
-        slower +=
-            fmt::format("{}{} {}", slower.empty() ? "" : ", ", job_slower ? "job" : "copy",
-                        validation::pct_text(model::relative_error(
-                            slow_row.engines[1].round_s, (job_slower ? job_run : twin).round_s)));
-        faster +=
-            fmt::format("{}{}", faster.empty() ? "" : ", ",
-                        validation::pct_text(model::relative_error(
-                            fast_row.engines[1].round_s, (job_slower ? twin : job_run).round_s)));
-      }
-      out += fmt::format(
-          "runs: two jobs: CM02 error on the slower job of each run: {}; on the "
-          "faster: {}\n",
-          slower, faster);
+    if (row.config.beside.empty() || row.config.is_copy || i + 1 >= rows.size()) continue;
+    const Row& copy = rows[i + 1];
+    std::string slower, faster;
+    for (size_t run = 0; run < row.measured_runs.size() && run < copy.measured_runs.size(); ++run) {
+      const Row* slow = &row;
+      const Row* fast = &copy;
+      if (row.measured_runs[run].round_s < copy.measured_runs[run].round_s) std::swap(slow, fast);
+      slower += fmt::format("{}{} {}", slower.empty() ? "" : ", ", slow == &row ? "job" : "copy",
+                            cm02_error(*slow, slow->measured_runs[run]));
+      faster += fmt::format("{}{}", faster.empty() ? "" : ", ",
+                            cm02_error(*fast, fast->measured_runs[run]));
     }
+    out += fmt::format(
+        "runs: two jobs: CM02 error on the slower job of each run: {}; on the faster: {}\n", slower,
+        faster);
   }
   auto p = [](const json& v) {
     return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
