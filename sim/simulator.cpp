@@ -24,6 +24,8 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "model/analytic.hpp"
@@ -33,6 +35,7 @@
 #include "sim/async_simulation.hpp"
 #include "sim/fault_source.hpp"
 #include "sim/platform_loader.hpp"
+#include "sim/private_links.hpp"
 #include "sim/progress.hpp"
 #include "sim/random.hpp"
 #include "sim/rendezvous.hpp"
@@ -47,6 +50,8 @@ namespace {
 
 /// A round that fails this many times in a row is given up (failures come faster than rounds).
 constexpr int kMaxAttemptsPerRound = 1000;
+/// Largest collectives x ops product for which mark_lone_collectives runs (bits of memory).
+constexpr double kLoneCheckBits = 2e8;
 
 /// Ops an actor of their own runs (not a worker): collectives, transfers, server applies.
 bool is_task(model::OpKind kind) {
@@ -69,6 +74,8 @@ struct SimOp {
   /// No other collective of the plan can run at the same time (neither precedes the other is
   /// impossible), so its repeated steps may be reused.
   bool network_to_itself = false;
+  /// Memoised private op (private_links.hpp): index of its signature, -1 when not private.
+  int memo = -1;
   std::vector<int> preds;
   std::vector<int> succs;
   int prev_on_worker = -1;  ///< the op its worker runs just before (sequence within a round)
@@ -127,12 +134,17 @@ class Simulation {
   void build_ops();
   void setup_workers();
   void mark_lone_collectives();
+  void mark_private_ops();
 
   // Actor bodies.
   void driver();
   void worker(int w, long long attempt, long long first_round);
   void collective(int op, long long attempt);
   void fault_injector(FailureSource source);
+  /// Last call of a task actor: it leaves tasks_live_ (unless a failure has moved on).
+  void end_task(long long attempt) {
+    if (!stale(attempt)) tasks_live_.erase(sg4::this_actor::get_pid());
+  }
 
   void start_attempt();
   void spawn_workers();
@@ -177,10 +189,13 @@ class Simulation {
   double round_start_ = 0;
   sg4::SemaphorePtr round_event_;
   std::vector<sg4::ActorPtr> workers_live_;
-  std::vector<sg4::ActorPtr> collectives_live_;  ///< of the current attempt
-  /// Flows of the collectives of the current attempt (each shared with its collective actor,
-  /// so that a killed actor never sees its vector vanish).
-  std::vector<std::shared_ptr<std::vector<sg4::CommPtr>>> in_flight_;
+  /// Task actors (collectives, transfers, applies) of the current attempt that have not ended,
+  /// by pid: a task forgets itself when it ends, so memory follows the tasks in flight, not the
+  /// tasks of the round (a round of a large layout has hundreds of thousands).
+  std::unordered_set<long> tasks_live_;
+  /// Flows of the collectives in flight (each shared with its collective actor, so that a
+  /// killed actor never sees its vector vanish), by op; dropped when the collective ends.
+  std::unordered_map<int, std::shared_ptr<std::vector<sg4::CommPtr>>> in_flight_;
   double stall_until_ = 0;  ///< a failure between rounds delays the next round's start
   double gave_up_s_ = -1;   ///< time spent on the round that was given up, -1 if none
 
@@ -197,6 +212,9 @@ class Simulation {
   std::vector<long long> worker_slow_steps_;
   long long flows_started_ = 0;
   long long flows_reused_ = 0;
+  /// Flows of private ops that took a memoised copy's time instead of running.
+  long long flows_memoised_ = 0;
+  std::vector<double> memo_s_;  ///< per signature: its time alone, -1 until first run
 };
 
 void Simulation::check_platform() const {
@@ -304,6 +322,10 @@ void Simulation::mark_lone_collectives() {
   std::vector<int> collectives;
   for (size_t i = 0; i < ops_.size(); ++i)
     if (ops_[i].kind == model::OpKind::Collective) collectives.push_back(static_cast<int>(i));
+  // The all-pairs check costs collectives x ops bits: a large layout's round (tens of thousands
+  // of collectives) has it done by mark_private_ops instead, link by link.
+  if (static_cast<double>(collectives.size()) * static_cast<double>(ops_.size()) > kLoneCheckBits)
+    return;
   // reach[c][op]: op is reachable from collective c (ops are in topological order).
   std::vector<std::vector<bool>> reach;
   for (int c : collectives) {
@@ -323,6 +345,36 @@ void Simulation::mark_lone_collectives() {
                 reach[b][static_cast<size_t>(collectives[a])];
     ops_[static_cast<size_t>(collectives[a])].network_to_itself = alone;
   }
+}
+
+void Simulation::mark_private_ops() {
+  // Exact only where a private op's time depends on nothing but its own flows (see
+  // private_links.hpp): not with link profiles, a rendezvous protocol or a job beside this one.
+  if (!options_.reuse_steps || platform_.protocol.rendezvous || background_ ||
+      !options_.beside_hosts.empty() || detail::loaded_platform_has_link_profiles())
+    return;
+  RoundOrder order;
+  order.links.resize(ops_.size());
+  order.succs.resize(ops_.size());
+  order.next_on_worker.assign(ops_.size(), -1);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    order.succs[i] = ops_[i].succs;
+    if (is_task(ops_[i].kind) && ops_[i].fixed_time_s < 0)
+      order.links[i] = program_links(ops_[i].program, platform_);
+  }
+  for (const auto& sequence : worker_ops_)
+    for (size_t k = 1; k < sequence.size(); ++k)
+      order.next_on_worker[static_cast<size_t>(sequence[k - 1])] = sequence[k];
+  const std::vector<bool> alone = private_link_ops(order);
+  std::unordered_map<std::string, int> signatures;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (!alone[i]) continue;
+    const auto [it, inserted] = signatures.emplace(program_signature(ops_[i].program, platform_),
+                                                   static_cast<int>(signatures.size()));
+    ops_[i].memo = it->second;
+    ops_[i].network_to_itself = true;  // alone on its links: its repeated steps are identical
+  }
+  memo_s_.assign(signatures.size(), -1.0);
 }
 
 void Simulation::setup_workers() {
@@ -395,7 +447,7 @@ void Simulation::start_attempt() {
   attempt_start_ = now();
   done_ops_ = 0;
   in_flight_.clear();
-  collectives_live_.clear();
+  tasks_live_.clear();
   for (SimOp& op : ops_) {
     op.pending = static_cast<int>(op.preds.size());
     op.started = op.done = false;
@@ -483,11 +535,16 @@ void Simulation::collective(int index, long long attempt) {
   SimOp& op = ops_[static_cast<size_t>(index)];
   op.start = now();
   op.started = true;
+  const double memo_s = op.memo >= 0 ? memo_s_[static_cast<size_t>(op.memo)] : -1;
   if (op.fixed_time_s >= 0) {
     if (op.fixed_time_s > 0) sg4::this_actor::sleep_for(op.fixed_time_s);
+  } else if (memo_s >= 0) {
+    // A copy of a private op already simulated: alone on its links, it takes the same time.
+    sg4::this_actor::sleep_for(memo_s);
+    flows_memoised_ += op.program.flow_count();
   } else {
     auto shared = std::make_shared<std::vector<sg4::CommPtr>>();
-    in_flight_.push_back(shared);
+    in_flight_[index] = shared;
     std::vector<sg4::CommPtr>& comms = *shared;
     if (platform_.protocol.rendezvous) {
       // Host by host, without step barriers (sim/rendezvous.hpp). Coarse granularity keeps a
@@ -509,6 +566,7 @@ void Simulation::collective(int index, long long attempt) {
           !run_rendezvous_steps(steps, platform_.protocol, hosts_, comms, stop, flows_started_))
         return;
       if (stale(attempt)) return;
+      in_flight_.erase(index);
       complete(index);
       return;
     }
@@ -541,6 +599,9 @@ void Simulation::collective(int index, long long attempt) {
       if (stale(attempt)) return;
     }
     comms.clear();
+    in_flight_.erase(index);
+    if (stale(attempt)) return;
+    if (op.memo >= 0) memo_s_[static_cast<size_t>(op.memo)] = now() - op.start;
   }
   if (stale(attempt)) return;
   complete(index);
@@ -557,23 +618,30 @@ void Simulation::make_ready(int index) {
     case model::OpKind::Collective:
     case model::OpKind::Transfer: {
       const long long attempt = attempt_;
-      collectives_live_.push_back(sg4::Actor::create(
-          "collective-" + std::to_string(index), hosts_[static_cast<size_t>(op.host)],
-          [this, index, attempt] { collective(index, attempt); }));
+      tasks_live_.insert(sg4::Actor::create("collective-" + std::to_string(index),
+                                            hosts_[static_cast<size_t>(op.host)],
+                                            [this, index, attempt] {
+                                              collective(index, attempt);
+                                              end_task(attempt);
+                                            })
+                             ->get_pid());
       break;
     }
     case model::OpKind::Apply: {
       const long long attempt = attempt_;
-      collectives_live_.push_back(
-          sg4::Actor::create("apply-" + std::to_string(index), hosts_[static_cast<size_t>(op.host)],
-                             [this, index, attempt] {
-                               enter_actor();
-                               SimOp& apply = ops_[static_cast<size_t>(index)];
-                               apply.start = now();
-                               apply.started = true;
-                               if (apply.flop > 0) sg4::this_actor::execute(apply.flop);
-                               if (!stale(attempt)) complete(index);
-                             }));
+      tasks_live_.insert(sg4::Actor::create("apply-" + std::to_string(index),
+                                            hosts_[static_cast<size_t>(op.host)],
+                                            [this, index, attempt] {
+                                              enter_actor();
+                                              SimOp& apply = ops_[static_cast<size_t>(index)];
+                                              apply.start = now();
+                                              apply.started = true;
+                                              if (apply.flop > 0)
+                                                sg4::this_actor::execute(apply.flop);
+                                              if (!stale(attempt)) complete(index);
+                                              end_task(attempt);
+                                            })
+                             ->get_pid());
       break;
     }
     case model::OpKind::Barrier:
@@ -664,11 +732,12 @@ void Simulation::fail(int host) {
   }
   std::vector<sg4::ActorPtr> victims;
   victims.swap(workers_live_);
-  victims.insert(victims.end(), collectives_live_.begin(), collectives_live_.end());
-  collectives_live_.clear();
+  for (long pid : tasks_live_)
+    if (sg4::ActorPtr task = sg4::Actor::by_pid(pid)) victims.push_back(task);
+  tasks_live_.clear();
   for (auto& actor : victims)
     actor->kill();
-  for (auto& comms : in_flight_)
+  for (auto& [op, comms] : in_flight_)
     for (auto& comm : *comms)
       if (comm->get_state() == sg4::Activity::State::STARTED) comm->cancel();
   in_flight_.clear();
@@ -781,6 +850,8 @@ model::ResultRow Simulation::make_row() const {
   extra["collective_s"] = rounds_.empty() ? 0.0 : collective / simulated;
   extra["flows_started"] = flows_started_;
   if (flows_reused_ > 0) extra["flows_reused"] = flows_reused_;
+  if (flows_memoised_ > 0) extra["flows_memoised"] = flows_memoised_;
+  extra["flows_represented"] = flows_started_ + flows_reused_ + flows_memoised_;
   extra["convergence_steps"] = plan_.convergence_steps;
   extra["steps_per_round"] = plan_.steps_per_round;
   if (!rounds_.empty()) {
@@ -851,6 +922,7 @@ void Simulation::start() {
       for (const Flow& flow : stage.flows)
         if (flow.src_host != flow.dst_host) platform_.route(flow.src_host, flow.dst_host);
   mark_lone_collectives();
+  mark_private_ops();
   setup_workers();
   const std::vector<FailureSource> sources = failure_sources(options_, plan_, platform_);
   rounds_to_simulate_ = std::max<long long>(plan_.rounds, 1);
@@ -898,7 +970,7 @@ model::ResultRow Simulation::finish() {
                           std::to_string(rounds_.size()) + " of " +
                           std::to_string(rounds_to_simulate_) + " rounds");
   workers_live_.clear();
-  collectives_live_.clear();
+  tasks_live_.clear();
   in_flight_.clear();
   round_event_ = nullptr;
   for (SimOp& op : ops_)
