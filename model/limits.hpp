@@ -48,8 +48,15 @@ constexpr double kMaxUpdateFlopPerParameter = 1e6;
 constexpr double kMaxMlpWidth = 1e7;
 
 /// Ops of one Plan a layout (strategy mesh) may lower to: its ops grow with micro-batches x
-/// stages x replicas x tensor ranks squared, about 300 bytes each (labels, groups, edges), so
-/// 1e6 ops is about 0.3 GB; `tauplan layout` evaluates larger layouts in closed form.
-constexpr double kMaxMeshPlanOps = 1e6;
+/// stages x replicas (x tensor ranks squared without sequence parallelism), and each costs
+/// about kMeshPlanBytesPerOp of memory while the Plan is evaluated, so 2e7 ops is about 20 GB,
+/// the most a 24 GiB machine holds; the layout is also refused when this machine has less
+/// memory available (model/machine_memory.hpp). `tauplan layout` evaluates larger layouts in
+/// closed form.
+constexpr double kMaxMeshPlanOps = 2e7;
+/// Memory per op of a layout's Plan while predict or simulate evaluates it: 830-850 bytes
+/// measured on 2026-11-26 (maximum resident set of GPT-3 t8 p8 d6 with 32 and 96 micro-batches,
+/// 52k and 156k ops: +86 MB for predict, +85 MB for simulate), rounded up.
+constexpr double kMeshPlanBytesPerOp = 1000;
 
 }  // namespace tauplan::model

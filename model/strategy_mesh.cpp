@@ -42,11 +42,51 @@
 #include "model/layout_cost.hpp"
 #include "model/layout_memory.hpp"
 #include "model/limits.hpp"
+#include "model/machine_memory.hpp"
 #include "model/mlp_layout.hpp"
 #include "model/strategy.hpp"
 
 namespace tauplan::model {
 namespace {
+
+/// Ops of the Plan LayoutLowering builds (an upper bound for an MLP, whose messages are not
+/// sliced): per pass of a replica's stage, t computes and (t > 1) a tensor all-reduce; per
+/// crossing of a stage boundary, t sends and either a barrier (sequence parallel) or the
+/// receivers' ring all-gather (t - 1 steps of t transfers and a barrier, after a start barrier);
+/// per tensor rank and stage, the data group's all-reduce (d > 1), ZeRO 3's ring all-gather, and
+/// d updates.
+double mesh_plan_ops(const Layout& layout) {
+  const double d = layout.data, t = layout.tensor, p = layout.pipeline, m = layout.micro_batches;
+  const double passes = 2 * d * p * m;
+  const double crossings = 2 * d * (p - 1) * m;
+  const double arrival = layout.sequence_parallel ? 1 : 1 + (t - 1) * (t + 1);
+  const double data_group = d > 1 ? 1 + (layout.zero_stage >= 3 ? 1 + (d - 1) * (d + 1) : 0) : 0;
+  return passes * (t + (t > 1 ? 1 : 0)) + crossings * (t + arrival) + p * t * (data_group + d);
+}
+
+/// Refuses a layout whose Plan exceeds kMaxMeshPlanOps or this machine's available memory at
+/// kMeshPlanBytesPerOp (a simulation of it adds little: sim/README.md, "At scale").
+void check_plan_fits(const Layout& layout, const std::string& file) {
+  const double ops = mesh_plan_ops(layout);
+  const double bytes = ops * kMeshPlanBytesPerOp;
+  const double available = available_memory_bytes();
+  const std::string what =
+      fmt::format("about {:.3g} ops ({:.3g} GB) for {}", ops, bytes / 1e9, layout.label());
+  if (ops > kMaxMeshPlanOps)
+    throw InputError(file, "micro_batches",
+                     fmt::format("a layout whose Plan has at most {:g} ops: fewer micro_batches "
+                                 "or workers (`tauplan layout` evaluates larger ones in closed "
+                                 "form)",
+                                 kMaxMeshPlanOps),
+                     what);
+  if (available >= 0 && bytes > available)
+    throw InputError(file, "micro_batches",
+                     fmt::format("a layout whose Plan fits in this machine's {:.3g} GB of "
+                                 "available memory: fewer micro_batches or workers (`tauplan "
+                                 "layout` evaluates it in closed form)",
+                                 available / 1e9),
+                     what);
+}
 
 /// The passes of one stage in schedule order: (forward?, micro-batch).
 std::vector<std::pair<bool, int>> stage_schedule(PipelineSchedule schedule, int stage, int pipeline,
@@ -411,18 +451,7 @@ class MeshStrategy : public Strategy {
                        "1 with strategy mesh (interleaved 1F1B is evaluated by `tauplan "
                        "layout`)",
                        std::to_string(layout.virtual_stages));
-    // Every pass of every replica and stage: t computes, a collective, t sends and the
-    // receivers' all-gather (t (t - 1) transfers, t barriers); the data groups and updates.
-    const double t = layout.tensor;
-    const double ops =
-        2.0 * layout.data * layout.pipeline * layout.micro_batches * (t * t + 3 * t + 2) +
-        layout.pipeline * t * (layout.data * layout.data + 2.0 * layout.data + 2);
-    if (ops > kMaxMeshPlanOps)
-      throw InputError(options.file, "micro_batches",
-                       fmt::format("a layout whose Plan has at most {:g} ops (`tauplan layout` "
-                                   "evaluates larger ones in closed form)",
-                                   kMaxMeshPlanOps),
-                       fmt::format("about {:.3g} ops for {}", ops, layout.label()));
+    check_plan_fits(layout, options.file);
     const std::vector<int> hosts = choose_worker_hosts(options, platform);
     MeshPlacement placement = place_mesh(layout, platform, hosts, options.file);
     if (options.check_memory && workload.transformer)

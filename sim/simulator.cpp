@@ -50,6 +50,14 @@ namespace {
 
 /// A round that fails this many times in a row is given up (failures come faster than rounds).
 constexpr int kMaxAttemptsPerRound = 1000;
+/// Most actors a simulation may have alive with guard pages on their stacks. Each guarded stack
+/// is two memory mappings and Linux allows 65,530 per process (vm.max_map_count): about 32k
+/// actors abort SimGrid with "Failed to protect stack". Above this, stacks go unguarded (one
+/// mapping each; a stack overflow is then undetected, and none was seen in our actors).
+constexpr double kGuardedActorLimit = 20000;
+/// Stack of an unguarded actor, KiB: our actor bodies are shallow (a few frames of the simulator
+/// and SimGrid's simcalls); SimGrid's default is 8192.
+constexpr int kUnguardedStackKiB = 256;
 /// Largest collectives x ops product for which mark_lone_collectives runs (bits of memory).
 constexpr double kLoneCheckBits = 2e8;
 
@@ -135,6 +143,10 @@ class Simulation {
   void setup_workers();
   void mark_lone_collectives();
   void mark_private_ops();
+  /// Called before each Actor::create: past kGuardedActorLimit live actors, new stacks lose
+  /// their guard page (sim README, "At scale").
+  void before_new_actor();
+  bool unguarded_stacks_ = false;
 
   // Actor bodies.
   void driver();
@@ -377,6 +389,17 @@ void Simulation::mark_private_ops() {
   memo_s_.assign(signatures.size(), -1.0);
 }
 
+void Simulation::before_new_actor() {
+  if (unguarded_stacks_ ||
+      static_cast<double>(workers_live_.size() + tasks_live_.size()) < kGuardedActorLimit)
+    return;
+  // From here on, new stacks have no guard page and are smaller (kUnguardedStackKiB): calloc'ed
+  // rather than mapped, an 8 MiB stack would be zeroed whole.
+  sg4::Engine::set_config("contexts/guard-size:0");
+  sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kUnguardedStackKiB));
+  unguarded_stacks_ = true;
+}
+
 void Simulation::setup_workers() {
   const size_t workers = plan_.worker_hosts.size();
   slow_factor_.assign(workers, 1.0);
@@ -472,6 +495,7 @@ void Simulation::spawn_workers() {
     const long long attempt = attempt_;
     const long long first_round = round_;
     if (stale(attempt)) return;
+    before_new_actor();
     workers_live_.push_back(sg4::Actor::create(
         "w" + std::to_string(w), hosts_[static_cast<size_t>(host)],
         [this, w, attempt, first_round] { worker(static_cast<int>(w), attempt, first_round); }));
@@ -618,6 +642,7 @@ void Simulation::make_ready(int index) {
     case model::OpKind::Collective:
     case model::OpKind::Transfer: {
       const long long attempt = attempt_;
+      before_new_actor();
       tasks_live_.insert(sg4::Actor::create("collective-" + std::to_string(index),
                                             hosts_[static_cast<size_t>(op.host)],
                                             [this, index, attempt] {
@@ -629,6 +654,7 @@ void Simulation::make_ready(int index) {
     }
     case model::OpKind::Apply: {
       const long long attempt = attempt_;
+      before_new_actor();
       tasks_live_.insert(sg4::Actor::create("apply-" + std::to_string(index),
                                             hosts_[static_cast<size_t>(op.host)],
                                             [this, index, attempt] {
@@ -851,6 +877,7 @@ model::ResultRow Simulation::make_row() const {
   extra["flows_started"] = flows_started_;
   if (flows_reused_ > 0) extra["flows_reused"] = flows_reused_;
   if (flows_memoised_ > 0) extra["flows_memoised"] = flows_memoised_;
+  if (unguarded_stacks_) extra["unguarded_stacks"] = true;
   extra["flows_represented"] = flows_started_ + flows_reused_ + flows_memoised_;
   extra["convergence_steps"] = plan_.convergence_steps;
   extra["steps_per_round"] = plan_.steps_per_round;

@@ -11,6 +11,10 @@
 # - issue 14: a row's speedup is null, not 0, when the job has no baseline (single) row;
 # - issue 15: the measure golden is re-recorded with the OpenBLAS CPU step (its curves differ
 #   from 8dda4c8's in the last digits: a change of floating-point summation order).
+# - issue 24: the simulate goldens are re-recorded with memoised private ops (sim/private_links.hpp):
+#   rows gain flows_memoised and flows_represented, flows_started / flows_reused count fewer
+#   flows run, and times moved by at most 2.4e-12 relative (a sleep of the memoised time instead
+#   of the same flows run again: summation order); every other field is unchanged.
 set -euo pipefail
 tauplan=$1
 here=$(dirname "$0")
