@@ -11,13 +11,15 @@
 // - A leaf domain d<D>: the nodes whose rail-aligned traffic (GPU j to GPU j of another node)
 //   stays under one leaf layer. Rail wiring (NIC j of every node on rail leaf j) gives
 //   `leaf_down_ports` nodes per domain; plain wiring (all NICs of a node on one leaf) gives
-//   leaf_down_ports / gpus_per_node. The leaf is non-blocking: d<D>-leaf is a FATPIPE link (no
-//   sharing; the switch hop latency; one port's bandwidth). Between domains, traffic crosses the
-//   domain's uplink d<D>-uplink (SPLITDUPLEX, domain NIC bandwidth / oversubscription) and the
-//   pod's spine p<P>-spine (FATPIPE). Pods of `domains_per_pod` domains reach each other through
-//   their uplink p<P>-uplink (SPLITDUPLEX, pod NIC bandwidth / core_oversubscription) and the
-//   core (FATPIPE). Each switch hop costs `switch_latency_s` (on its FATPIPE link; uplinks have
-//   no latency of their own), so GPU to GPU is 2 NIC latencies plus 1, 3 or 5 switch hops.
+//   leaf_down_ports / gpus_per_node. The leaf is non-blocking: d<D>-leaf is a SHARED link with the
+//   switch hop latency and the bandwidth of all its input ports together, so it never binds (not
+//   a FATPIPE: SimGrid 3.32 shares one between flows of unequal route latencies). Between domains,
+//   traffic crosses the domain's uplink d<D>-uplink (SPLITDUPLEX, domain NIC bandwidth /
+//   oversubscription) and the pod's spine p<P>-spine (SHARED, as wide as its input ports). Pods of
+//   `domains_per_pod` domains reach each other through their uplink p<P>-uplink (SPLITDUPLEX, pod
+//   NIC bandwidth / core_oversubscription) and the core (SHARED, as wide as the pods' uplinks).
+//   Each switch hop costs `switch_latency_s` (on its link; uplinks have no latency of their own),
+//   so GPU to GPU is 2 NIC latencies plus 1, 3 or 5 switch hops.
 // - Routes, for GPU a of node A to GPU b of node B:
 //     same node     [A-gpu<a>-nvlink UP, A-gpu<b>-nvlink DOWN]
 //     same domain   [A-gpu<a>-nic UP, d-leaf, B-gpu<b>-nic DOWN]

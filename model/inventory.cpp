@@ -15,6 +15,7 @@
 #include "model/job.hpp"
 #include "model/limits.hpp"
 #include "model/simgrid_xml.hpp"
+#include "model/simgrid_xml_check.hpp"
 #include "model/strategy.hpp"
 #include "model/yaml_util.hpp"
 
@@ -759,6 +760,10 @@ std::string selection_platform_xml(const Inventory& inventory, const Selection& 
     world.routes.push_back(up_route(host, "switch", host + "-nic"));
   }
   world.routers.push_back("switch");
+  // Floyd is cubic in the zone's netpoints: a selection of thousands of GPUs is routed with
+  // Dijkstra (the same shortest paths: every pair has one), its routes cached as they are used.
+  if (world.hosts.size() + world.routers.size() > kMaxDenseNetpoints)
+    world.routing = "DijkstraCache";
   if (selection.servers > 0)
     summary += fmt::format("   {} parameter server(s) ps0.. at {}{:g} per hour\n",
                            selection.servers, inventory.currency, inventory.servers.price_per_hour);
@@ -769,8 +774,8 @@ std::string selection_platform_xml(const Inventory& inventory, const Selection& 
       " GPU to GPU inside a node is <gpu>-link UP, <gpu'>-link DOWN, and across nodes <gpu>-link\n"
       " UP, <node>-nic UP, <node'>-nic DOWN, <gpu'>-link DOWN (the routes model/ computes in "
       "code).\n"
-      " Speed = catalog peak[precision] x efficiency. Floyd routes exist once the platform is\n"
-      " sealed.\n",
+      " Speed = catalog peak[precision] x efficiency. Routing: Floyd up to 2048 hosts and\n"
+      " routers, Dijkstra (with a cache) beyond.\n",
       inventory.file, summary);
   return sx::to_xml(xml);
 }

@@ -20,9 +20,8 @@
 namespace tauplan::model {
 namespace {
 
-constexpr int kMaxDepth = 64;                     // zones nest a few levels
-constexpr std::size_t kMaxHosts = 65536;          // a platform's hosts, cluster hosts included
-constexpr std::size_t kMaxDenseNetpoints = 2048;  // per Floyd or Full zone
+constexpr int kMaxDepth = 64;             // zones nest a few levels
+constexpr std::size_t kMaxHosts = 65536;  // a platform's hosts, cluster hosts included
 constexpr double kMaxCores = 65536;
 constexpr double kMaxRadical = 1e6;
 

@@ -37,6 +37,10 @@
 
 namespace tauplan::model {
 
+/// Most hosts, routers and zones a Floyd or Full zone may hold (Floyd's cost is cubic in them,
+/// Full's routes quadratic); writers switch to Dijkstra beyond it.
+constexpr std::size_t kMaxDenseNetpoints = 2048;
+
 /// What the checker found, for the loader.
 struct PlatformXmlSummary {
   std::size_t hosts = 0;        ///< hosts, cluster hosts included

@@ -153,7 +153,21 @@ TEST_CASE("bad input: job files made here") {
   const auto nan_file = write_temp_file("nan.yaml", "iterations: .nan\n");
   const auto inf_file = write_temp_file("inf.yaml", "comm_s: .inf\n");
   const auto big_file = write_temp_file("big-integer.yaml", "seed: 1e300\n");
+  // A layout whose Plan would need terabytes: refused before it is built (issue 24), by simulate
+  // as by predict, naming what to change.
+  const auto huge_layout = write_temp_file(
+      "huge-layout.yaml",
+      "workload: gpt3-175b\nplatform: selene-a100\nstrategies: [mesh]\nworkers: 524288\n"
+      "tensor_parallel: 8\npipeline_parallel: 8\nbatch: 33554432\nmicro_batches: 4096\n"
+      "sequence_parallel: true\n");
   check_all({
+      {"a layout too large to simulate",
+       {"simulate", huge_layout},
+       huge_layout + ": micro_batches: expected a layout whose Plan has at most 2e+07 ops: fewer "
+                     "micro_batches or workers"},
+      {"a layout too large to predict",
+       {"predict", huge_layout},
+       huge_layout + ": micro_batches: expected a layout whose Plan has at most 2e+07 ops"},
       // yaml-cpp refuses keys over 1024 characters itself; tauplan refuses them over 256.
       {"a 100,000-character key",
        {"predict", key_file},
