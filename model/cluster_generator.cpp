@@ -314,7 +314,7 @@ sx::LinkUse up(const std::string& link) {
 sx::LinkUse down(const std::string& link) {
   return {link, "DOWN"};
 }
-sx::LinkUse fat(const std::string& link) {
+sx::LinkUse whole(const std::string& link) {
   return {link, ""};
 }
 
@@ -410,10 +410,10 @@ sx::Zone domain_zone(const ClusterSpec& s, const ClusterShape& shape,
     const std::string from = "n" + std::to_string(a);
     for (int b = a + 1; b < first + shape.nodes_per_domain; ++b) {
       const std::string to = "n" + std::to_string(b);
-      zone.zone_routes.push_back({from, to, from + "-gw", to + "-gw", {fat(leaf)}});
+      zone.zone_routes.push_back({from, to, from + "-gw", to + "-gw", {whole(leaf)}});
     }
     if (shape.domains > 1)
-      zone.zone_routes.push_back({from, leaf, from + "-gw", leaf + "-gw", {fat(leaf)}});
+      zone.zone_routes.push_back({from, leaf, from + "-gw", leaf + "-gw", {whole(leaf)}});
   }
   return zone;
 }
@@ -447,11 +447,11 @@ sx::Zone pod_zone(const ClusterSpec& s, const ClusterShape& shape,
                                   to,
                                   from + "-leaf-gw",
                                   to + "-leaf-gw",
-                                  {up(from + "-uplink"), fat(spine), down(to + "-uplink")}});
+                                  {up(from + "-uplink"), whole(spine), down(to + "-uplink")}});
     }
     if (shape.pods > 1)
       zone.zone_routes.push_back(
-          {from, spine, from + "-leaf-gw", spine + "-gw", {up(from + "-uplink"), fat(spine)}});
+          {from, spine, from + "-leaf-gw", spine + "-gw", {up(from + "-uplink"), whole(spine)}});
   }
   return zone;
 }
@@ -554,7 +554,7 @@ simgrid_xml::Platform make_cluster_platform(const ClusterSpec& spec, const std::
                                    to,
                                    from + "-spine-gw",
                                    to + "-spine-gw",
-                                   {up(from + "-uplink"), fat("core"), down(to + "-uplink")}});
+                                   {up(from + "-uplink"), whole("core"), down(to + "-uplink")}});
     }
   hoist_links(world);
   return platform;
