@@ -53,7 +53,9 @@ std::vector<KeySpec> model_job_keys() {
                   fmt::join(catalog_workload_names(), ", ")))
       ->max_length = kMaxPathLength;
   add("platform", KeyType::Text, "sparknet-ec2",
-      "SimGrid platform XML: a file, or the name of one in platforms/")
+      "SimGrid platform XML, or a cluster spec (.yaml/.yml: preset, nodes and overrides, "
+      "generated into a cached XML; platforms/README.md): a file, or the name of one in "
+      "platforms/ or platforms/clusters/")
       ->max_length = kMaxPathLength;
   add_choice("strategies", KeyType::TextList,
              fmt::format("{}", fmt::join(default_strategy_names(), ",")), "strategies to evaluate",

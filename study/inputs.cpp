@@ -6,9 +6,11 @@
 #include <iostream>
 
 #include "exec/job_keys.hpp"
+#include "model/cluster_spec_file.hpp"
 #include "model/error.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
+#include "study/platform_file.hpp"
 
 #ifndef TAUPLAN_PLATFORM_DIR
 #define TAUPLAN_PLATFORM_DIR "platforms"
@@ -37,13 +39,15 @@ std::string resolve_platform_path(const model::Job& job) {
     const fs::path dir = env && *env ? fs::path(env) : fs::path(TAUPLAN_PLATFORM_DIR);
     candidates.push_back(dir / as_given);
     if (as_given.extension() != ".xml") candidates.push_back(dir / (value + ".xml"));
+    if (!model::cluster::is_cluster_spec_path(value))
+      candidates.push_back(dir / "clusters" / (value + ".yaml"));
   }
   for (const auto& candidate : candidates)
     if (fs::is_regular_file(candidate)) return candidate.lexically_normal().string();
-  throw InputError(
-      job.file, "platform",
-      "a platform XML file, or the name of one in " + std::string(TAUPLAN_PLATFORM_DIR),
-      "'" + value + "' (not found)");
+  throw InputError(job.file, "platform",
+                   "a platform XML file or cluster spec (.yaml), or the name of one in " +
+                       std::string(TAUPLAN_PLATFORM_DIR) + " or its clusters/",
+                   "'" + value + "' (not found)");
 }
 
 model::JobInputs load_inputs(const std::string& job_file,
@@ -68,7 +72,7 @@ model::JobInputs load_inputs(const std::string& job_file,
   inputs.platform_path = resolve_platform_path(job);
   sim::NetworkOptions network = sim::network_options(job);
   network.origin = job.file;
-  inputs.platform = sim::load_platform(inputs.platform_path, network);
+  inputs.platform = load_user_platform(inputs.platform_path, network);
   inputs.convergence = model::convergence_model(job);
   inputs.options = model::strategy_options(job);
   inputs.strategies = job.list("strategies");
@@ -83,8 +87,10 @@ model::RunContext make_context(const model::JobInputs& inputs, const std::string
   context.verb = verb;
   context.engine = engine;
   context.job_file = inputs.job.file;
-  context.platform_file = inputs.platform_path;
-  context.platform_hash = inputs.platform.source_hash;
+  PlatformProvenance provenance = platform_provenance(inputs.platform_path, inputs.platform);
+  context.platform_file = provenance.file;
+  context.platform_hash = provenance.hash;
+  context.extra.merge(provenance.extra);
   context.workload = inputs.workload.name + " (" + inputs.workload.source + ")";
   context.convergence = inputs.convergence->describe();
   context.seed = static_cast<unsigned long long>(inputs.job.integer("seed"));

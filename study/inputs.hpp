@@ -2,8 +2,8 @@
 //
 // The job file and its flags are checked against every key the executable knows (model's,
 // sim's and exec's tables); the workload comes from the catalog or a file, the platform from
-// SimGrid XML through sim/'s loader (with the job's network model), the convergence model
-// from the job. What it leaves out: running anything (study/engines.hpp).
+// SimGrid XML or a cluster spec (study/platform_file.hpp, with the job's network model), the
+// convergence model from the job. What it leaves out: running anything (study/engines.hpp).
 #pragma once
 
 #include <map>
@@ -20,7 +20,9 @@ namespace tauplan::study {
 std::vector<model::KeySpec> all_job_keys();
 
 /// A platform name ("sparknet-ec2") or path, resolved against the job's folder, then the
-/// platforms/ folder (TAUPLAN_PLATFORM_DIR, or the source tree's platforms/).
+/// platforms/ folder (TAUPLAN_PLATFORM_DIR, or the source tree's platforms/): NAME, NAME.xml,
+/// then clusters/NAME.yaml. A path ending in .yaml or .yml is a cluster spec
+/// (study/platform_file.hpp loads it).
 std::string resolve_platform_path(const model::Job& job);
 
 /// Loads the job (file + overrides, key -> value), the workload, the platform and the

@@ -14,6 +14,7 @@
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "study/inputs.hpp"
+#include "study/platform_file.hpp"
 
 namespace tauplan::study {
 namespace {
@@ -74,6 +75,25 @@ nlohmann::json time_json(const model::LayoutTime& time) {
           {"model_flops_per_worker", time.model_flops_per_worker}};
 }
 
+// The provenance of a layout report: job, platform (study/platform_file.hpp), workload, build.
+nlohmann::json layout_context(const model::Job& job, const model::Workload& workload,
+                              const std::string& platform_path, const model::Platform& platform) {
+  const PlatformProvenance provenance = platform_provenance(platform_path, platform);
+  nlohmann::json context = {{"verb", "layout"},
+                            {"engine", "analytic (model/layout_cost.hpp)"},
+                            {"network_model", "alpha-beta over the platform's routes"},
+                            {"job_file", job.file},
+                            {"platform_file", provenance.file},
+                            {"platform_hash", provenance.hash},
+                            {"workload", workload.name + " (" + workload.source + ")"},
+                            {"version", model::tauplan_version()},
+                            {"commit", model::tauplan_git_commit()},
+                            {"date", model::utc_now_iso8601()}};
+  for (const auto& [key, value] : provenance.extra)
+    context[key] = value;
+  return context;
+}
+
 }  // namespace
 
 LayoutOutcome run_layout(const LayoutRequest& request) {
@@ -87,7 +107,7 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
   const std::string platform_path = resolve_platform_path(job);
   sim::NetworkOptions network = sim::network_options(job);
   network.origin = job.file;
-  const model::Platform platform = sim::load_platform(platform_path, network);
+  const model::Platform platform = load_user_platform(platform_path, network);
   const int workers = static_cast<int>(job.integer("workers"));
   const double batch = static_cast<double>(job.integer("batch"));
   const model::Layout layout = model::layout_from_job(job);
@@ -98,16 +118,7 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
   const double memory_bytes = gpu_memory(platform, placement.hosts);
 
   LayoutOutcome outcome;
-  nlohmann::json context = {{"verb", "layout"},
-                            {"engine", "analytic (model/layout_cost.hpp)"},
-                            {"network_model", "alpha-beta over the platform's routes"},
-                            {"job_file", job.file},
-                            {"platform_file", platform_path},
-                            {"platform_hash", platform.source_hash},
-                            {"workload", workload.name + " (" + workload.source + ")"},
-                            {"version", model::tauplan_version()},
-                            {"commit", model::tauplan_git_commit()},
-                            {"date", model::utc_now_iso8601()}};
+  const nlohmann::json context = layout_context(job, workload, platform_path, platform);
   std::string& out = outcome.text;
 
   if (request.fit) {

@@ -26,6 +26,7 @@
 #include "study/files.hpp"
 #include "study/grid.hpp"
 #include "study/inputs.hpp"
+#include "study/platform_file.hpp"
 
 #ifdef TAUPLAN_HAVE_MPI
 #include <mpi.h>
@@ -114,7 +115,7 @@ class InProcessAnalytic {
       platform_path_ = resolve_platform_path(job);
       sim::NetworkOptions network = sim::network_options(job);
       network.origin = job.file;
-      platform_ = std::make_unique<model::Platform>(sim::load_platform(platform_path_, network));
+      platform_ = std::make_unique<model::Platform>(load_user_platform(platform_path_, network));
     }
     inputs.platform_path = platform_path_;
     inputs.platform = *platform_;
@@ -135,13 +136,14 @@ class InProcessAnalytic {
     json results = json::array();
     for (const auto& row : rows)
       results.push_back(model::to_json(row));
-    return {{"results", results},
-            {"context",
-             {{"platform_file", platform_path_},
-              {"platform_hash", platform_->source_hash},
-              {"workload", it->second.name},
-              {"convergence", context.convergence},
-              {"network_model", context.network_model}}}};
+    json summary = {{"platform_file", context.platform_file},
+                    {"platform_hash", context.platform_hash},
+                    {"workload", it->second.name},
+                    {"convergence", context.convergence},
+                    {"network_model", context.network_model}};
+    for (const char* key : {"platform_xml", "platform_xml_hash"})
+      if (context.extra.count(key) != 0) summary[key] = context.extra.at(key);
+    return {{"results", results}, {"context", summary}};
   }
 
  private:

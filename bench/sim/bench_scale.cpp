@@ -71,7 +71,9 @@ std::vector<Case> cases() {
                   "--oversubscription", "2"},
                  gpt3 + "workers: 3072\nbatch: 1536\nmicro_batches: 32\nrecompute: selective\n"
                         "sequence_parallel: true\n",
-                 60, 8, false});
+                 60,
+                 8,
+                 false});
   all.push_back({"llama405-16k",
                  "Llama-3-405B-like t8 p16 d128, 1F1B, 16 micro-batches of 1 per replica, "
                  "sequence 8192, full recomputation, ZeRO 1, sequence parallel; 2048 DGX H100, "
@@ -80,7 +82,9 @@ std::vector<Case> cases() {
                  "workload: llama3-405b-like.yaml\nstrategies: [mesh]\nworkers: 16384\n"
                  "tensor_parallel: 8\npipeline_parallel: 16\nbatch: 2048\nmicro_batches: 16\n"
                  "recompute: full\nzero_stage: 1\nsequence_parallel: true\niterations: 1\n",
-                 600, 16, false});
+                 600,
+                 16,
+                 false});
   for (int m : {64, 128})
     all.push_back({"gpt3-64-m" + std::to_string(m),
                    "GPT-3 175B t8 p8 on 64 A100s, " + std::to_string(m) +
@@ -88,7 +92,9 @@ std::vector<Case> cases() {
                    {"--preset", "dgx-a100", "--nodes", "8"},
                    gpt3 + "workers: 64\nbatch: " + std::to_string(m) +
                        "\nmicro_batches: " + std::to_string(m) + "\nrecompute: full\n",
-                   0, 2, false});
+                   0,
+                   2,
+                   false});
   all.push_back({"ratio-512",
                  "GPT-3 175B t8 p8 d8, 16 micro-batches, selective, sequence parallel; 64 DGX "
                  "A100, rail, 2 domains at 2:1: memoised vs flow by flow",
@@ -96,7 +102,9 @@ std::vector<Case> cases() {
                   "--oversubscription", "2"},
                  gpt3 + "workers: 512\nbatch: 128\nmicro_batches: 16\nrecompute: selective\n"
                         "sequence_parallel: true\n",
-                 0, 0, true});
+                 0,
+                 0,
+                 true});
   return all;
 }
 
@@ -154,8 +162,10 @@ nlohmann::json run_case(const Case& c, const std::string& tauplan, const fs::pat
   const std::string job = (folder / "job.yaml").string();
   const Run fast = run({tauplan, "simulate", job, "--json"}, (folder / "simulate.json").string());
   const nlohmann::json row = first_row(fast);
-  nlohmann::json out = {{"case", c.name},  {"what", c.what},
-                        {"status", fast.status}, {"wall_s", fast.wall_s},
+  nlohmann::json out = {{"case", c.name},
+                        {"what", c.what},
+                        {"status", fast.status},
+                        {"wall_s", fast.wall_s},
                         {"max_rss_gib", fast.max_rss_gib}};
   if (!row.empty()) {
     out["gpus"] = row["workers"];
@@ -191,11 +201,11 @@ void print(const nlohmann::json& r) {
               r.contains("flows_represented") ? r["flows_represented"].dump().c_str() : "-",
               r.value("meets_target", false) ? "target met" : "TARGET MISSED");
   if (r.contains("speedup"))
-    std::printf("%-14s flow by flow %.1f s (%s flows): memoised %.1fx faster, rounds differ by "
-                "%.2g (relative)\n",
-                "", r["flow_by_flow_wall_s"].get<double>(),
-                r["flow_by_flow_flows_started"].dump().c_str(), r["speedup"].get<double>(),
-                r["relative_difference"].get<double>());
+    std::printf(
+        "%-14s flow by flow %.1f s (%s flows): memoised %.1fx faster, rounds differ by "
+        "%.2g (relative)\n",
+        "", r["flow_by_flow_wall_s"].get<double>(), r["flow_by_flow_flows_started"].dump().c_str(),
+        r["speedup"].get<double>(), r["relative_difference"].get<double>());
   std::fflush(stdout);
 }
 
@@ -225,9 +235,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const fs::path dir = keep.empty() ? fs::temp_directory_path() /
-                                          ("tauplan-bench-scale-" + std::to_string(getpid()))
-                                    : fs::path(keep);
+  const fs::path dir =
+      keep.empty() ? fs::temp_directory_path() / ("tauplan-bench-scale-" + std::to_string(getpid()))
+                   : fs::path(keep);
   nlohmann::json all = nlohmann::json::array();
   bool known = chosen.empty();
   for (const Case& c : cases()) {

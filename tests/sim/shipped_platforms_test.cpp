@@ -1,9 +1,14 @@
 // shipped_platforms_test.cpp: every platforms/*.xml loads, routes every pair, and its GPU
 // speeds are what its header says: catalog peak at the stated precision x the stated efficiency.
+// Every platforms/clusters/*.yaml (cluster specs) has a valid shape, and the small one, generated,
+// keeps the same conventions.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
+#include "model/cluster_spec_file.hpp"
+#include "model/simgrid_xml.hpp"
 #include "model/workload.hpp"
 #include "sim/platform_loader.hpp"
 #include "tests/sim/sim_test_support.hpp"
@@ -60,4 +65,25 @@ TEST_CASE("shipped platforms keep their documented conventions") {
     ++checked;
   }
   CHECK(checked >= 8);
+}
+
+TEST_CASE("shipped cluster specs generate; the small one keeps the conventions") {
+  namespace fs = std::filesystem;
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(TAUPLAN_PLATFORM_DIR) / "clusters")) {
+    const std::string path = entry.path().string();
+    INFO(path);
+    CHECK(model::cluster::cluster_shape(model::cluster::read_cluster_spec(path), path).gpus > 0);
+    ++checked;
+  }
+  CHECK(checked >= 4);
+  const std::string spec = std::string(TAUPLAN_PLATFORM_DIR) + "/clusters/dgx-h100-16n-1to1.yaml";
+  const fs::path xml = fs::temp_directory_path() / "tauplan-shipped-dgx-h100-16n.xml";
+  std::ofstream(xml) << model::simgrid_xml::to_xml(
+      model::cluster::make_cluster_platform(model::cluster::read_cluster_spec(spec), spec));
+  const auto result = test::in_child([&] { return check_platform(xml.string()); });
+  INFO(result.kind << " " << result.text);
+  CHECK(result.kind == "ok");
+  CHECK(result.text.empty());
+  fs::remove(xml);
 }
