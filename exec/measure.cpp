@@ -321,6 +321,11 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
                            " (a layout's ranks wait on each other's messages: only ranks "
                            "running at once on the wall clock measure it)",
                        to_string(settings.train.timing));
+    if (job.text("rank_order") != model::to_string(model::RankOrder::TensorDataPipeline))
+      throw InputError(job.file, "rank_order",
+                       "tp-dp-pp to measure strategy mesh (the trainer numbers its ranks tensor, "
+                       "data, pipeline)",
+                       job.text("rank_order"));
   }
   const Dataset data = load_dataset(settings.data);
   const MlpShape shape = mlp_shape(settings.hidden, data);

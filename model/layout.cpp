@@ -39,7 +39,13 @@ std::string Layout::label() const {
   if (zero_stage > 0) label += fmt::format(" zero{}", zero_stage);
   if (recompute != Recompute::None) label += std::string(" ") + to_string(recompute);
   if (sequence_parallel) label += " sp";
+  if (rank_order != RankOrder::TensorDataPipeline)
+    label += std::string(" ") + to_string(rank_order);
   return label;
+}
+
+const char* to_string(RankOrder order) {
+  return order == RankOrder::TensorPipelineData ? "tp-pp-dp" : "tp-dp-pp";
 }
 
 std::vector<KeySpec> layout_job_keys() {
@@ -77,6 +83,10 @@ std::vector<KeySpec> layout_job_keys() {
       "none", "selective", "full"};
   add("sequence_parallel", KeyType::Boolean, "false",
       "layout: split norms and dropout by sequence over the tensor ranks (Korthikanti 2022)");
+  add("rank_order", KeyType::Text, "tp-dp-pp",
+      "layout: how ranks are numbered, fastest first (Megatron-Core's default tp-dp-pp; tp-pp-dp "
+      "is its --use-tp-pp-dp-mapping: stages on adjacent ranks, replicas strided)")
+      ->choices = {"tp-dp-pp", "tp-pp-dp"};
   return keys;
 }
 
@@ -110,6 +120,8 @@ Layout layout_from_job(const Job& job) {
                      : recompute == "selective" ? Recompute::Selective
                                                 : Recompute::None;
   layout.sequence_parallel = job.boolean("sequence_parallel");
+  layout.rank_order = job.text("rank_order") == "tp-pp-dp" ? RankOrder::TensorPipelineData
+                                                           : RankOrder::TensorDataPipeline;
   const long long workers = job.integer("workers");
   const long long model_parallel = static_cast<long long>(layout.tensor) * layout.pipeline;
   if (job.has("data_parallel")) {

@@ -67,6 +67,8 @@ LayoutTraffic layout_traffic(const Workload& workload, const Layout& layout, dou
 }
 
 int MeshPlacement::worker(int data_index, int tensor_index, int stage) const {
+  if (layout.rank_order == RankOrder::TensorPipelineData)
+    return tensor_index + layout.tensor * (stage + layout.pipeline * data_index);
   return tensor_index + layout.tensor * (data_index + layout.data * stage);
 }
 

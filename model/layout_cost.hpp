@@ -94,7 +94,9 @@ double ring_half_s(double bytes, const std::vector<int>& hosts, const Platform& 
 
 struct MeshPlacement {
   Layout layout;
-  std::vector<int> hosts;  ///< platform host of worker w = t_i + t (d_i + d p_i)
+  /// Platform host of worker w = t_i + t (d_i + d p_i) (rank order tp-dp-pp), or
+  /// t_i + t (p_i + p d_i) (tp-pp-dp).
+  std::vector<int> hosts;
   int worker(int data_index, int tensor_index, int stage) const;
   std::vector<int> tensor_group(int data_index, int stage) const;           ///< hosts
   std::vector<int> data_group(int tensor_index, int stage) const;           ///< hosts

@@ -14,6 +14,14 @@ namespace tauplan::model {
 enum class PipelineSchedule { GPipe, OneFOneB };
 const char* to_string(PipelineSchedule schedule);
 
+/// How ranks are numbered over the mesh, fastest dimension first, in Megatron-Core's names
+/// (megatron/core/parallel_state.py, `order`): tp-dp-pp is its default (tensor ranks adjacent,
+/// then replicas, then stages: a data group on consecutive nodes), tp-pp-dp what
+/// `--use-tp-pp-dp-mapping` selects (stages adjacent: a pipeline on consecutive nodes, a data
+/// group strided by p nodes).
+enum class RankOrder { TensorDataPipeline, TensorPipelineData };
+const char* to_string(RankOrder order);
+
 /// One named dimension of the processor mesh; `key` is the job key that sets its size.
 struct MeshDimension {
   std::string name;
@@ -38,6 +46,7 @@ struct Layout {
   int zero_stage = 0;  ///< 0: plain data parallel; 1-3: ZeRO stages (3 = FSDP full shard)
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;  ///< norms and dropout split by sequence over the tensor ranks
+  RankOrder rank_order = RankOrder::TensorDataPipeline;
 
   int workers() const { return data * tensor * pipeline; }
   /// Sequences of one micro-batch: batch / (data x micro_batches).
@@ -47,7 +56,7 @@ struct Layout {
   /// The rules: batch -> data, heads / ffn_hidden / vocabulary -> tensor, layers -> pipeline.
   std::vector<LayoutRule> rules() const;
   /// "d4 t8 p2 m16 1f1b zero1 selective sp" (sizes of 1 and defaults left out; "d1" alone for
-  /// the layout of one worker).
+  /// the layout of one worker; "tp-pp-dp" when ranks are so numbered).
   std::string label() const;
 };
 

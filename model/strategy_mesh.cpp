@@ -6,30 +6,30 @@
 // stage (no all-gather), no element-wise traffic, and no memory check.
 //
 // Workers are placed as model/layout_cost.hpp places them (tensor first, then data, then
-// pipeline). Per replica, stage and micro-batch, in the stage's schedule order (GPipe: every
-// forward, then every backward; 1F1B: p - r - 1 forwards of warm-up on stage r, then one
-// forward and one backward alternately, then the remaining backwards), each tensor rank runs
-// one Compute op (its 1/t of the stage's forward or backward flop, plus its element-wise memory
-// time and, on the forward, the step overhead), then the tensor group runs its all-reduces of
-// that pass as one ring Collective op repeated `count` times (2 per layer forward and backward,
-// 2 more backward with full recomputation, the embedding's on the first stage forward and the
-// output projection's on the last stage backward; model/layout_cost.hpp). Between stages, each
-// rank sends its 1/t slice of the b s h activations (forward) or gradients (backward) to the
-// matching rank of the next (previous) stage as a Transfer, and without sequence parallelism the
-// receiving tensor group all-gathers the slices: a ring of Transfers, t - 1 steps each ended by
-// a Barrier. The receiver's pass waits for its input; a sender does not wait for its send (the
-// network carries it while the stage computes: non-blocking point-to-point). After its last
-// backward, each data group (same tensor rank and stage, one per replica) all-reduces its
-// stage's gradients with a ring Collective (ZeRO 0-2: reduce-scatter + all-gather), and under
-// ZeRO 3 all-gathers the parameters once more (a ring of Transfers as above: three ring halves
-// in all, model/layout_cost.hpp's 1.5 all-reduces); then every rank updates its parameters (its
-// 1/d shard from ZeRO 1). With uniform stages and free sends the longest path is
-// (m + p - 1)(forward + backward) [identity of the schedules: the bubble (p - 1)/(m + p - 1)].
-// What it leaves out: interleaved 1F1B (virtual_stages > 1 is refused here; `tauplan layout`
-// evaluates it in closed form), ZeRO 3's per-micro-batch parameter gathers (one gather per step
-// is charged, as the closed form does), overlap of tensor all-reduces with compute, the tied
-// embedding's all-reduce between first and last stage, and the what-if C(b) and S overrides.
-// `tauplan measure` trains an MLP's layout for real (exec/pipeline_parallel.hpp).
+// pipeline; or tensor, pipeline, data with rank_order tp-pp-dp). Per replica, stage and
+// micro-batch, in the stage's schedule order (GPipe: every forward, then every backward; 1F1B: p -
+// r - 1 forwards of warm-up on stage r, then one forward and one backward alternately, then the
+// remaining backwards), each tensor rank runs one Compute op (its 1/t of the stage's forward or
+// backward flop, plus its element-wise memory time and, on the forward, the step overhead), then
+// the tensor group runs its all-reduces of that pass as one ring Collective op repeated `count`
+// times (2 per layer forward and backward, 2 more backward with full recomputation, the embedding's
+// on the first stage forward and the output projection's on the last stage backward;
+// model/layout_cost.hpp). Between stages, each rank sends its 1/t slice of the b s h activations
+// (forward) or gradients (backward) to the matching rank of the next (previous) stage as a
+// Transfer, and without sequence parallelism the receiving tensor group all-gathers the slices: a
+// ring of Transfers, t - 1 steps each ended by a Barrier. The receiver's pass waits for its input;
+// a sender does not wait for its send (the network carries it while the stage computes:
+// non-blocking point-to-point). After its last backward, each data group (same tensor rank and
+// stage, one per replica) all-reduces its stage's gradients with a ring Collective (ZeRO 0-2:
+// reduce-scatter + all-gather), and under ZeRO 3 all-gathers the parameters once more (a ring of
+// Transfers as above: three ring halves in all, model/layout_cost.hpp's 1.5 all-reduces); then
+// every rank updates its parameters (its 1/d shard from ZeRO 1). With uniform stages and free sends
+// the longest path is (m + p - 1)(forward + backward) [identity of the schedules: the bubble (p -
+// 1)/(m + p - 1)]. What it leaves out: interleaved 1F1B (virtual_stages > 1 is refused here;
+// `tauplan layout` evaluates it in closed form), ZeRO 3's per-micro-batch parameter gathers (one
+// gather per step is charged, as the closed form does), overlap of tensor all-reduces with compute,
+// the tied embedding's all-reduce between first and last stage, and the what-if C(b) and S
+// overrides. `tauplan measure` trains an MLP's layout for real (exec/pipeline_parallel.hpp).
 #include <algorithm>
 #include <string>
 #include <utility>

@@ -165,6 +165,13 @@ TEST_CASE("bad input: job files made here") {
        {"simulate", huge_layout},
        huge_layout + ": micro_batches: expected a layout whose Plan has at most 2e+07 ops: fewer "
                      "micro_batches or workers"},
+      {"a rank order the trainer does not run",
+       {"measure", TAUPLAN_SOURCE_DIR "/experiments/parallelism/fashion-mlp-layouts.yaml",
+        "--timing", "concurrent", "--rank-order", "tp-pp-dp"},
+       "fashion-mlp-layouts.yaml: rank_order: expected tp-dp-pp to measure strategy mesh"},
+      {"a rank order of no framework",
+       {"predict", huge_layout, "--rank-order", "dp-tp-pp"},
+       "rank_order: expected one of tp-dp-pp, tp-pp-dp, got 'dp-tp-pp'"},
       {"a layout too large to predict",
        {"predict", huge_layout},
        huge_layout + ": micro_batches: expected a layout whose Plan has at most 2e+07 ops"},
