@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -50,11 +51,6 @@ namespace {
 
 /// A round that fails this many times in a row is given up (failures come faster than rounds).
 constexpr int kMaxAttemptsPerRound = 1000;
-/// Most actors a simulation may have alive with guard pages on their stacks. Each guarded stack
-/// is two memory mappings and Linux allows 65,530 per process (vm.max_map_count): about 32k
-/// actors abort SimGrid with "Failed to protect stack". Above this, stacks go unguarded (one
-/// mapping each; a stack overflow is then undetected, and none was seen in our actors).
-constexpr double kGuardedActorLimit = 20000;
 /// Stack of an unguarded actor, KiB: our actor bodies are shallow (a few frames of the simulator
 /// and SimGrid's simcalls); SimGrid's default is 8192.
 constexpr int kUnguardedStackKiB = 256;
@@ -143,10 +139,21 @@ class Simulation {
   void setup_workers();
   void mark_lone_collectives();
   void mark_private_ops();
-  /// Called before each Actor::create: past kGuardedActorLimit live actors, new stacks lose
-  /// their guard page (sim README, "At scale").
-  void before_new_actor();
+  /// Guard pages on stacks or not, from the job's size (sim README, "At scale"): each guarded
+  /// stack is two memory mappings and Linux allows 65,530 per process (vm.max_map_count), so
+  /// about 32k guarded actors abort SimGrid with "Failed to protect stack". An unguarded stack
+  /// overflow would go undetected; our actor bodies are shallow.
+  void choose_stacks();
   bool unguarded_stacks_ = false;
+  /// Task runners: actors that run ready collectives and transfers one after another, so that a
+  /// round of hundreds of thousands of them needs as many actors as run at once.
+  void spawn_runner();
+  void runner(long long attempt);
+  std::deque<int> ready_tasks_;    ///< ready, each claimed by a runner spawned or woken for it
+  sg4::SemaphorePtr tasks_ready_;  ///< idle runners wait here
+  int idle_runners_ = 0;           ///< idle and not yet claimed
+  std::vector<sg4::SemaphorePtr> retired_semaphores_;  ///< tasks_ready_ of aborted attempts
+  long long runners_spawned_ = 0;
 
   // Actor bodies.
   void driver();
@@ -389,12 +396,11 @@ void Simulation::mark_private_ops() {
   memo_s_.assign(signatures.size(), -1.0);
 }
 
-void Simulation::before_new_actor() {
-  if (unguarded_stacks_ ||
-      static_cast<double>(workers_live_.size() + tasks_live_.size()) < kGuardedActorLimit)
-    return;
-  // From here on, new stacks have no guard page and are smaller (kUnguardedStackKiB): calloc'ed
-  // rather than mapped, an 8 MiB stack would be zeroed whole.
+void Simulation::choose_stacks() {
+  // Live actors: the workers, and at most one runner per task in flight (runners are reused).
+  // Stacks are guarded or not for the whole simulation: SimGrid frees a stack by the guard size
+  // in force when it is freed, so it must not change while actors live.
+  if (static_cast<double>(worker_ops_.size()) * 2 <= options_.guarded_actor_limit) return;
   sg4::Engine::set_config("contexts/guard-size:0");
   sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kUnguardedStackKiB));
   unguarded_stacks_ = true;
@@ -470,7 +476,7 @@ void Simulation::start_attempt() {
   attempt_start_ = now();
   done_ops_ = 0;
   in_flight_.clear();
-  tasks_live_.clear();
+  if (!tasks_ready_) tasks_ready_ = sg4::Semaphore::create(0);
   for (SimOp& op : ops_) {
     op.pending = static_cast<int>(op.preds.size());
     op.started = op.done = false;
@@ -495,7 +501,6 @@ void Simulation::spawn_workers() {
     const long long attempt = attempt_;
     const long long first_round = round_;
     if (stale(attempt)) return;
-    before_new_actor();
     workers_live_.push_back(sg4::Actor::create(
         "w" + std::to_string(w), hosts_[static_cast<size_t>(host)],
         [this, w, attempt, first_round] { worker(static_cast<int>(w), attempt, first_round); }));
@@ -640,21 +645,17 @@ void Simulation::make_ready(int index) {
       op.ready->release();
       break;
     case model::OpKind::Collective:
-    case model::OpKind::Transfer: {
-      const long long attempt = attempt_;
-      before_new_actor();
-      tasks_live_.insert(sg4::Actor::create("collective-" + std::to_string(index),
-                                            hosts_[static_cast<size_t>(op.host)],
-                                            [this, index, attempt] {
-                                              collective(index, attempt);
-                                              end_task(attempt);
-                                            })
-                             ->get_pid());
+    case model::OpKind::Transfer:
+      ready_tasks_.push_back(index);
+      if (idle_runners_ > 0) {
+        --idle_runners_;  // claimed now, so that the next ready task does not count on it
+        tasks_ready_->release();
+      } else {
+        spawn_runner();
+      }
       break;
-    }
     case model::OpKind::Apply: {
       const long long attempt = attempt_;
-      before_new_actor();
       tasks_live_.insert(sg4::Actor::create("apply-" + std::to_string(index),
                                             hosts_[static_cast<size_t>(op.host)],
                                             [this, index, attempt] {
@@ -675,6 +676,30 @@ void Simulation::make_ready(int index) {
       op.started = true;
       complete(index);
       break;
+  }
+}
+
+void Simulation::spawn_runner() {
+  const long long attempt = attempt_;
+  const int host = ops_[static_cast<size_t>(ready_tasks_.back())].host;
+  tasks_live_.insert(sg4::Actor::create("runner-" + std::to_string(runners_spawned_++),
+                                        hosts_[static_cast<size_t>(host)],
+                                        [this, attempt] { runner(attempt); })
+                         ->get_pid());
+}
+
+void Simulation::runner(long long attempt) {
+  // A daemon: idle runners wait for tasks that no longer come once the job has ended.
+  sg4::Actor::self()->daemonize();
+  for (;;) {
+    // A runner is spawned or woken for one queued task: the queue is never empty here.
+    const int index = ready_tasks_.front();
+    ready_tasks_.pop_front();
+    collective(index, attempt);
+    if (stale(attempt)) return;
+    ++idle_runners_;
+    tasks_ready_->acquire();
+    if (stale(attempt)) return;
   }
 }
 
@@ -761,8 +786,14 @@ void Simulation::fail(int host) {
   for (long pid : tasks_live_)
     if (sg4::ActorPtr task = sg4::Actor::by_pid(pid)) victims.push_back(task);
   tasks_live_.clear();
+  ready_tasks_.clear();
+  idle_runners_ = 0;
   for (auto& actor : victims)
     actor->kill();
+  // New runners wait on a new semaphore (a wake-up handed to a killed runner must not reach
+  // them); the old one is kept until the end, SimGrid refusing to destroy one still waited on.
+  retired_semaphores_.push_back(tasks_ready_);
+  tasks_ready_ = sg4::Semaphore::create(0);
   for (auto& [op, comms] : in_flight_)
     for (auto& comm : *comms)
       if (comm->get_state() == sg4::Activity::State::STARTED) comm->cancel();
@@ -950,6 +981,7 @@ void Simulation::start() {
         if (flow.src_host != flow.dst_host) platform_.route(flow.src_host, flow.dst_host);
   mark_lone_collectives();
   mark_private_ops();
+  choose_stacks();
   setup_workers();
   const std::vector<FailureSource> sources = failure_sources(options_, plan_, platform_);
   rounds_to_simulate_ = std::max<long long>(plan_.rounds, 1);
@@ -999,6 +1031,10 @@ model::ResultRow Simulation::finish() {
   workers_live_.clear();
   tasks_live_.clear();
   in_flight_.clear();
+  ready_tasks_.clear();
+  idle_runners_ = 0;
+  tasks_ready_ = nullptr;
+  retired_semaphores_.clear();
   round_event_ = nullptr;
   for (SimOp& op : ops_)
     op.ready = nullptr;

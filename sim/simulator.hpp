@@ -73,6 +73,9 @@ struct SimOptions {
   int beside_phases = 8;
   /// Job file (or "<command line>") named in errors.
   std::string origin = "<job>";
+  /// Live actors past which new stacks go without a guard page and at 256 KiB (each guarded
+  /// stack is two memory mappings; Linux allows 65,530 a process). Tests lower it.
+  double guarded_actor_limit = 20000;
 };
 
 /// A simulation that did not end cleanly: actors blocked forever (deadlock) or left over.
