@@ -22,10 +22,7 @@ using tauplan::test::write_temp_file;
 namespace {
 
 std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return tauplan::test::read_text_file(path);
 }
 
 std::string out_file(const std::string& name) {

@@ -88,4 +88,11 @@ CommandResult run_tauplan(const std::vector<std::string>& args, const std::strin
   return result;
 }
 
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace tauplan::test

@@ -20,5 +20,7 @@ CommandResult run_tauplan(const std::vector<std::string>& args, const std::strin
 int start_tauplan(const std::vector<std::string>& args);
 /// Writes `text` to a fresh file in a per-test temporary folder and returns its path.
 std::string write_temp_file(const std::string& name, const std::string& text);
+/// The whole of a file ("" when it cannot be read).
+std::string read_text_file(const std::string& path);
 
 }  // namespace tauplan::test
