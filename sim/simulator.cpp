@@ -1,8 +1,11 @@
 // simulator.cpp: the Plan -> S4U lowering and its round loop (see simulator.hpp).
 //
 // Actors: one driver (the job: starts rounds, restarts them after failures), one worker per
-// plan worker on its host (its Compute and Update ops, in topological order), one collective
-// actor per Collective op and round (its FlowProgram), and one daemon per failure source. A
+// plan worker on its host (its Compute and Update ops, in topological order), runners that take
+// ready Collective and Transfer ops one after another (a runner is spawned when an op is ready
+// and none is idle: as many as run at once), an actor per server Apply, and one daemon per
+// failure source. A private op (private_links.hpp) runs its flows once; its copies sleep its
+// memoised time. A
 // copy of the job beside it (beside_hosts) is a second Simulation in the same Engine whose
 // actors are all daemons, so the Engine stops when the job's last actor ends. Dependencies are
 // counted per op; an op becomes ready when its last predecessor completes. Every actor belongs to
@@ -57,7 +60,7 @@ constexpr int kUnguardedStackKiB = 256;
 /// Largest collectives x ops product for which mark_lone_collectives runs (bits of memory).
 constexpr double kLoneCheckBits = 2e8;
 
-/// Ops an actor of their own runs (not a worker): collectives, transfers, server applies.
+/// Ops a worker does not run: collectives and transfers (runners), server applies.
 bool is_task(model::OpKind kind) {
   return kind == model::OpKind::Collective || kind == model::OpKind::Transfer ||
          kind == model::OpKind::Apply;

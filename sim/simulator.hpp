@@ -2,10 +2,11 @@
 //
 // Lowering: one actor per worker on its host runs that worker's Compute and Update ops in
 // order (per step: sleep the fixed overhead, then execute the step's flop on the host); every
-// Collective op, once all its predecessors are done, is driven by a collective actor (on the
-// server for server algorithms, on the group's first worker otherwise) that starts the flows of
-// its FlowProgram stage by stage (collective_lowering.hpp); a Transfer is one flow driven the
-// same way, an Apply executes its flop on its server host. Barriers are instantaneous. The
+// Collective op, once all its predecessors are done, is driven by a runner actor (one of a pool
+// reused from op to op) that starts the flows of its FlowProgram stage by stage
+// (collective_lowering.hpp), or, for a copy of a private op, sleeps the time the first copy
+// took (private_links.hpp); a Transfer is one flow driven the same way, an Apply executes its
+// flop on its server host. Barriers are instantaneous. The
 // round repeats; round r+1 starts when round r's last op ends, as in the analytic engine. An
 // asynchronous plan (no barrier between workers) runs in async_simulation.hpp instead.
 // Heterogeneity beyond host speeds: stragglers (a host slowed by a factor on a seeded random
