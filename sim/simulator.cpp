@@ -18,6 +18,7 @@
 #include <xbt/log.h>
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
+#include <xbt/config.hpp>
 
 #include <fmt/format.h>
 
@@ -211,9 +212,9 @@ class Simulation {
   double round_start_ = 0;
   sg4::SemaphorePtr round_event_;
   std::vector<sg4::ActorPtr> workers_live_;
-  /// Task actors (collectives, transfers, applies) of the current attempt that have not ended,
-  /// by pid: a task forgets itself when it ends, so memory follows the tasks in flight, not the
-  /// tasks of the round (a round of a large layout has hundreds of thousands).
+  /// Runners and apply actors of the current attempt that have not ended, by pid (a failure
+  /// kills them): runners are reused and an apply forgets itself when it ends, so this follows
+  /// the tasks in flight, not the tasks of the round (hundreds of thousands in a large layout).
   std::unordered_set<long> tasks_live_;
   /// Flows of the collectives in flight (each shared with its collective actor, so that a
   /// killed actor never sees its vector vanish), by op; dropped when the collective ends.
@@ -403,10 +404,12 @@ void Simulation::choose_stacks() {
   // Live actors: the workers, and at most one runner per task in flight (runners are reused).
   // Stacks are guarded or not for the whole simulation: SimGrid frees a stack by the guard size
   // in force when it is freed, so it must not change while actors live.
-  if (static_cast<double>(worker_ops_.size()) * 2 <= options_.guarded_actor_limit) return;
-  sg4::Engine::set_config("contexts/guard-size:0");
-  sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kUnguardedStackKiB));
-  unguarded_stacks_ = true;
+  if (static_cast<double>(worker_ops_.size()) * 2 > options_.guarded_actor_limit) {
+    sg4::Engine::set_config("contexts/guard-size:0");
+    sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kUnguardedStackKiB));
+  }
+  // What is in force, which an earlier simulation of this process may have set.
+  unguarded_stacks_ = simgrid::config::get_value<int>("contexts/guard-size") == 0;
 }
 
 void Simulation::setup_workers() {

@@ -12,16 +12,14 @@
 // the difference is the contention.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
-#include <fstream>
+#include <cstdio>
 
 // GCC 12 reports -Wnull-dereference inside nlohmann's inlined getters (a false positive).
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 
 #include "model/analytic.hpp"
-#include "model/cluster_generator.hpp"
 #include "sim/platform_loader.hpp"
+#include "tests/sim/cluster_fixture.hpp"
 #include "tests/sim/sim_test_support.hpp"
 
 using namespace tauplan;
@@ -35,10 +33,7 @@ std::string write_cluster(double oversubscription) {
   s.gpus_per_node = 4;
   s.leaf_down_ports = 2;
   s.oversubscription = oversubscription;
-  const std::string path = "/tmp/tauplan-contention-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(oversubscription) + ".xml";
-  std::ofstream(path) << model::simgrid_xml::to_xml(mc::make_cluster_platform(s));
-  return path;
+  return test::write_cluster_xml(s, "contention-" + std::to_string(oversubscription) + ".xml");
 }
 
 /// {"analytic": round, "simgrid": round, "memoised": flows} of t4 d4 on the cluster.

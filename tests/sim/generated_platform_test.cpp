@@ -9,6 +9,7 @@
 
 #include "model/cluster_generator.hpp"
 #include "sim/platform_loader.hpp"
+#include "tests/sim/cluster_fixture.hpp"
 #include "tests/sim/sim_test_support.hpp"
 
 using namespace tauplan;
@@ -26,12 +27,6 @@ mc::ClusterSpec small_spec(double oversubscription) {
   s.domains_per_pod = 2;
   s.oversubscription = oversubscription;
   return s;
-}
-
-std::string write_platform(const mc::ClusterSpec& spec, const std::string& name) {
-  const std::string path = "/tmp/tauplan-generated-" + std::to_string(::getpid()) + "-" + name;
-  std::ofstream(path) << model::simgrid_xml::to_xml(mc::make_cluster_platform(spec));
-  return path;
 }
 
 // {"links": [names], "latency": s, "bandwidth": B/s} for each pair, through SimGrid's routing.
@@ -59,7 +54,7 @@ void check_route(const nlohmann::json& r, const std::vector<std::string>& links,
 
 TEST_CASE("generated cluster: SimGrid routes inside a node, a domain, a pod and across pods",
           "[generated_platform]") {
-  const std::string file = write_platform(small_spec(2), "small.xml");
+  const std::string file = test::write_cluster_xml(small_spec(2), "small.xml");
   const auto result = test::in_child([&] {
     const model::Platform p = sim::load_platform(file);
     nlohmann::json out = routes(p, {{"n0-gpu1", "n0-gpu3"},
@@ -98,7 +93,7 @@ TEST_CASE("generated cluster: SimGrid routes inside a node, a domain, a pod and 
 TEST_CASE("generated cluster: an oversubscribed uplink is the narrowest link across domains",
           "[generated_platform]") {
   // 16:1: the domain uplink is 2 x 4 x 50 GB/s / 16 = 25 GB/s; the pod uplink 800 GB/s (1:1).
-  const std::string file = write_platform(small_spec(16), "oversubscribed.xml");
+  const std::string file = test::write_cluster_xml(small_spec(16), "oversubscribed.xml");
   const auto result = test::in_child([&] {
     const model::Platform p = sim::load_platform(file);
     return routes(p, {{"n0-gpu0", "n1-gpu0"}, {"n0-gpu0", "n3-gpu0"}, {"n0-gpu0", "n7-gpu0"}})
@@ -113,7 +108,7 @@ TEST_CASE("generated cluster: an oversubscribed uplink is the narrowest link acr
 
 TEST_CASE("generated cluster: every host has its props through the loader",
           "[generated_platform]") {
-  const std::string file = write_platform(small_spec(2), "props.xml");
+  const std::string file = test::write_cluster_xml(small_spec(2), "props.xml");
   const auto result = test::in_child([&] {
     const model::Platform p = sim::load_platform(file);
     nlohmann::json out = nlohmann::json::array();
