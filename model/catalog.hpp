@@ -1,6 +1,7 @@
 // catalog.hpp: the built-in catalog files, compiled into the binary from model/catalog/.
 //
-// The build embeds every model/catalog/workloads/*.yaml and model/catalog/gpus.yaml as text
+// The build embeds every model/catalog/workloads/*.yaml, model/catalog/profiles/*.json and
+// model/catalog/gpus.yaml as text
 // (see model/CMakeLists.txt), so the tauplan binary works from any folder.
 #pragma once
 
@@ -16,5 +17,8 @@ struct EmbeddedFile {
 extern const EmbeddedFile kWorkloads[];
 extern const std::size_t kWorkloadCount;
 extern const char* const kGpuCatalogYaml;
+/// Compute profiles (model/catalog/profiles/*.json, model/compute/profile_file.hpp).
+extern const EmbeddedFile kProfiles[];
+extern const std::size_t kProfileCount;
 
 }  // namespace tauplan::model::catalog

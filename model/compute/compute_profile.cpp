@@ -1,0 +1,138 @@
+// compute_profile.cpp: times of layer operations from a device's profile (compute_profile.hpp).
+//
+// GEMM and attention times interpolate efficiency, not time: a measured shape's efficiency
+// (flop / seconds / peak) is carried to nearby shapes, weighted by the inverse square of the
+// distance in log-size space, over the nearest kNeighbours samples; an exact match takes the
+// measured time. A batched GEMM (count > 1, the math path's attention) is looked up as the
+// stacked GEMM [count m x k] x [k x n] of the same flop, the shape the profiler measures for it.
+// A kernel never runs faster than the host launches it: each op takes at least the profile's
+// launch overhead (launches overlap with the previous kernel's run, so the overhead is not
+// added to kernels longer than it).
+#include "model/compute/compute_profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tauplan::model {
+namespace {
+
+constexpr size_t kNeighbours = 4;
+constexpr double kExactDistance = 1e-9;
+
+/// Inverse-distance weighting of log-efficiency over the nearest samples.
+double interpolate(std::vector<std::pair<double, double>> distance_and_efficiency) {
+  std::sort(distance_and_efficiency.begin(), distance_and_efficiency.end());
+  if (distance_and_efficiency.front().first < kExactDistance)
+    return distance_and_efficiency.front().second;
+  double weighted = 0, weights = 0;
+  const size_t n = std::min(kNeighbours, distance_and_efficiency.size());
+  for (size_t i = 0; i < n; ++i) {
+    const double weight = 1 / (distance_and_efficiency[i].first * distance_and_efficiency[i].first);
+    weighted += weight * std::log(distance_and_efficiency[i].second);
+    weights += weight;
+  }
+  return std::exp(weighted / weights);
+}
+
+double log_distance(double a1, double a2, double a3, double b1, double b2, double b3) {
+  const double d1 = std::log(a1 / b1), d2 = std::log(a2 / b2), d3 = std::log(a3 / b3);
+  return std::sqrt(d1 * d1 + d2 * d2 + d3 * d3);
+}
+
+double attention_flop(const AttentionSample& sample) {
+  const double forward = 4 * sample.sequence * sample.sequence * sample.head_dim * sample.heads;
+  return sample.phase == ComputePhase::Backward ? 2 * forward : forward;
+}
+
+double attention_efficiency(const ComputeProfile& profile, AttentionKernel kernel,
+                            ComputePhase phase, double heads, double sequence, double head_dim) {
+  const ComputePhase measured_phase =
+      phase == ComputePhase::Backward ? ComputePhase::Backward : ComputePhase::Forward;
+  std::vector<std::pair<double, double>> candidates;
+  for (const AttentionSample& sample : profile.attention) {
+    if (sample.kernel != kernel || sample.phase != measured_phase) continue;
+    const double efficiency = attention_flop(sample) / sample.seconds / profile.peak_flops;
+    candidates.emplace_back(
+        log_distance(heads, sequence, head_dim, sample.heads, sample.sequence, sample.head_dim),
+        efficiency);
+  }
+  if (candidates.empty()) return profile.default_attention_efficiency;
+  return interpolate(std::move(candidates));
+}
+
+}  // namespace
+
+std::string ComputeProfile::problem() const {
+  if (!(peak_flops > 0)) return "peak_flops must be positive";
+  if (!(memory_bandwidth_Bps > 0)) return "memory_bandwidth_Bps must be positive";
+  if (!(launch_overhead_s >= 0)) return "launch_overhead_s must be >= 0";
+  if (gemms.empty() && !(default_gemm_efficiency > 0 && default_gemm_efficiency <= 1))
+    return "gemms must be measured, or default_gemm_efficiency given in (0, 1]";
+  for (const GemmSample& g : gemms)
+    if (!(g.m > 0 && g.n > 0 && g.k > 0 && g.seconds > 0))
+      return "every gemm needs positive m, n, k and seconds";
+  for (const AttentionSample& a : attention)
+    if (!(a.heads > 0 && a.sequence > 0 && a.head_dim > 0 && a.seconds > 0))
+      return "every attention sample needs positive heads, sequence, head_dim and seconds";
+  if (default_attention_efficiency < 0 || default_attention_efficiency > 1)
+    return "default_attention_efficiency must be in [0, 1]";
+  const bool flash_forward = std::any_of(attention.begin(), attention.end(), [](const auto& a) {
+    return a.kernel == AttentionKernel::Flash && a.phase == ComputePhase::Forward;
+  });
+  const bool flash_backward = std::any_of(attention.begin(), attention.end(), [](const auto& a) {
+    return a.kernel == AttentionKernel::Flash && a.phase == ComputePhase::Backward;
+  });
+  if (!(default_attention_efficiency > 0) && !(flash_forward && flash_backward))
+    return "flash attention must be measured forward and backward, or "
+           "default_attention_efficiency given";
+  return {};
+}
+
+double gemm_efficiency(const ComputeProfile& profile, double m, double n, double k) {
+  if (profile.gemms.empty()) return profile.default_gemm_efficiency;
+  std::vector<std::pair<double, double>> candidates;
+  candidates.reserve(profile.gemms.size());
+  for (const GemmSample& g : profile.gemms)
+    candidates.emplace_back(log_distance(m, n, k, g.m, g.n, g.k),
+                            2 * g.m * g.n * g.k / g.seconds / profile.peak_flops);
+  return interpolate(std::move(candidates));
+}
+
+namespace {
+
+/// The kernel's own time, without the launch floor.
+double kernel_seconds(const ComputeOp& op, const ComputeProfile& profile) {
+  switch (op.kind) {
+    case ComputeOpKind::Gemm:
+      return op.flop / (profile.peak_flops * gemm_efficiency(profile, op.m * op.count, op.n, op.k));
+    case ComputeOpKind::Attention:
+      return op.flop / (profile.peak_flops * attention_efficiency(profile, AttentionKernel::Flash,
+                                                                  op.phase, op.count, op.m, op.k));
+    case ComputeOpKind::Memory:
+      return op.bytes / profile.memory_bandwidth_Bps;
+  }
+  return 0;
+}
+
+}  // namespace
+
+double op_seconds(const ComputeOp& op, const ComputeProfile& profile) {
+  return std::max(kernel_seconds(op, profile), profile.launch_overhead_s);
+}
+
+OpsTime ops_seconds(const std::vector<ComputeOp>& ops, const ComputeProfile& profile) {
+  OpsTime time;
+  for (const ComputeOp& op : ops) {
+    const double kernel = kernel_seconds(op, profile);
+    time.launch_s += std::max(kernel, profile.launch_overhead_s) - kernel;
+    if (op.kind == ComputeOpKind::Gemm) time.gemm_s += kernel;
+    if (op.kind == ComputeOpKind::Attention) time.attention_s += kernel;
+    if (op.kind == ComputeOpKind::Memory) time.memory_s += kernel;
+  }
+  return time;
+}
+
+}  // namespace tauplan::model

@@ -1,0 +1,67 @@
+// compute_profile.hpp: how fast one GPU (or CPU) runs the operations of layer_ops.hpp, from
+// measurements of that device or, where none was taken, from a cited public figure.
+//
+// A profile holds the device's dense peak (the datasheet's, for the precision), GEMM timings
+// at measured shapes, attention timings (flash and math) at measured shapes, the memory
+// bandwidth memory-bound kernels reach, and a per-kernel launch overhead. A GEMM at an
+// unmeasured shape takes the efficiency (flop / time / peak) of the measured shapes nearest it
+// in log(m), log(n), log(k), weighted by inverse distance; attention likewise in log(b heads),
+// log(s), log(d). A profile without measurements of a kind says so, and the time of that kind
+// then uses its `default_*_efficiency` with the source written beside it in the file. Every
+// time says where it came from (the profile's `source`). Dependency-free: built on the GPU
+// machine too. What it leaves out: clocks falling under sustained power (measured profiles
+// include what the card did then), GEMMs of different precisions in one profile (one profile,
+// one precision), overlap between kernels (a framework's streams: none assumed).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/compute/layer_ops.hpp"
+
+namespace tauplan::model {
+
+struct GemmSample {
+  double m = 0, n = 0, k = 0;
+  double seconds = 0;  ///< one GEMM
+};
+
+struct AttentionSample {
+  AttentionKernel kernel = AttentionKernel::Flash;
+  ComputePhase phase = ComputePhase::Forward;  ///< Forward or Backward
+  double heads = 0;                            ///< batch x heads
+  double sequence = 0;
+  double head_dim = 0;
+  bool causal = true;
+  double seconds = 0;
+};
+
+struct ComputeProfile {
+  std::string device;                       ///< e.g. "NVIDIA H100 80GB HBM3"
+  std::string precision;                    ///< "bf16", "fp32"
+  std::string source;                       ///< who measured it, when, with what (or the citation)
+  double peak_flops = 0;                    ///< dense peak of `precision`, flop/s (datasheet)
+  std::string peak_flops_source;            ///< the datasheet it comes from
+  double memory_bandwidth_Bps = 0;          ///< what memory-bound kernels reach (measured or cited)
+  double launch_overhead_s = 0;             ///< per kernel, added to every op
+  double default_gemm_efficiency = 0;       ///< used only when `gemms` is empty
+  double default_attention_efficiency = 0;  ///< used only when `attention` is empty
+  std::vector<GemmSample> gemms;
+  std::vector<AttentionSample> attention;
+  /// Empty when usable, else what is missing.
+  std::string problem() const;
+};
+
+/// Time of one op (all `count` of it) on the profiled device.
+double op_seconds(const ComputeOp& op, const ComputeProfile& profile);
+/// Efficiency (flop / time / peak) of one [m x k] x [k x n] GEMM.
+double gemm_efficiency(const ComputeProfile& profile, double m, double n, double k);
+
+/// The time of a list of ops, split by kind.
+struct OpsTime {
+  double gemm_s = 0, attention_s = 0, memory_s = 0, launch_s = 0;
+  double total() const { return gemm_s + attention_s + memory_s + launch_s; }
+};
+OpsTime ops_seconds(const std::vector<ComputeOp>& ops, const ComputeProfile& profile);
+
+}  // namespace tauplan::model

@@ -1,0 +1,194 @@
+// The compute model of a transformer layer (model/compute/): its operations against the closed
+// forms of transformer.hpp, a profile's interpolation, the profile file's checks, and the
+// committed shapes list of exec/cuda/profile_shapes.txt.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "model/compute/compute_profile.hpp"
+#include "model/compute/layer_ops.hpp"
+#include "model/compute/profile_file.hpp"
+#include "model/compute_shapes.hpp"
+#include "model/error.hpp"
+#include "model/workload.hpp"
+
+using namespace tauplan;
+using namespace tauplan::model;
+
+namespace {
+
+double phase_flop(const std::vector<ComputeOp>& ops, ComputePhase phase) {
+  double flop = 0;
+  for (const ComputeOp& op : ops)
+    if (op.phase == phase) flop += op.flop;
+  return flop;
+}
+
+double memory_bytes(const std::vector<ComputeOp>& ops) {
+  double bytes = 0;
+  for (const ComputeOp& op : ops)
+    if (op.kind == ComputeOpKind::Memory) bytes += op.bytes;
+  return bytes;
+}
+
+ComputeProfile flat_profile(double gemm_efficiency) {
+  ComputeProfile p;
+  p.device = "test";
+  p.precision = "bf16";
+  p.source = "test";
+  p.peak_flops = 1e15;
+  p.memory_bandwidth_Bps = 2e12;
+  p.default_gemm_efficiency = gemm_efficiency;
+  p.default_attention_efficiency = gemm_efficiency / 2;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a layer's operations add up to the closed-form training flop, on every rank") {
+  // Identity: layer_ops counts every weight GEMM (2 flop per multiply-add), the attention core
+  // at 4 s^2 h per sequence forward and the backward at twice the forward, as transformer.hpp's
+  // layer_training_flop does; per rank, 1/t of it.
+  for (const char* name : {"gpt3-175b", "llama3-70b", "llama2-7b", "bert-large"}) {
+    const Transformer shape = *load_workload(name).transformer;
+    for (int t : {1, 2, 8})
+      for (AttentionKernel kernel : {AttentionKernel::Math, AttentionKernel::Flash})
+        for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+          CAPTURE(name, t, to_string(kernel), to_string(r));
+          LayerShape s = layer_shape(shape, 2, t, false);
+          s.attention = kernel;
+          const std::vector<ComputeOp> ops = layer_ops(s, r);
+          // K/V replicated when t > kv_heads adds GEMM work the closed form does not split.
+          if (shape.kv_heads % t != 0) continue;
+          CHECK(total_flop(ops) * t == Approx(shape.layer_training_flop(2, r)).epsilon(1e-12));
+          CHECK(phase_flop(ops, ComputePhase::Forward) * t ==
+                Approx(shape.layer_forward_flop(2)).epsilon(1e-12));
+          CHECK(phase_flop(ops, ComputePhase::Backward) ==
+                Approx(2 * phase_flop(ops, ComputePhase::Forward)).epsilon(1e-12));
+        }
+  }
+}
+
+TEST_CASE("K and V heads are replicated, not split, when the tensor shard exceeds kv_heads") {
+  const Transformer llama = *load_workload("llama3-70b").transformer;  // 8 K/V heads
+  LayerShape s = layer_shape(llama, 1, 16, false);
+  REQUIRE(s.problem().empty());
+  const std::vector<ComputeOp> ops = layer_ops(s, Recompute::None);
+  const double d = 8192.0 / 64;
+  for (const ComputeOp& op : ops)
+    if (op.name == "qkv") CHECK(op.n == 64.0 / 16 * d + 2 * 1 * d);
+}
+
+TEST_CASE("flash attention keeps the s x s traffic off memory; the math path pays it") {
+  const Transformer gpt3 = *load_workload("gpt3-175b").transformer;
+  LayerShape s = layer_shape(gpt3, 1, 8, false);
+  s.attention = AttentionKernel::Math;
+  const double math = memory_bytes(layer_ops(s, Recompute::None));
+  s.attention = AttentionKernel::Flash;
+  const double flash = memory_bytes(layer_ops(s, Recompute::None));
+  // Softmax forward reads and writes b a/t s^2 e bytes, its backward reads two and writes one.
+  const double scores = 1.0 * (96 / 8) * 2048.0 * 2048.0 * 2;
+  CHECK(math - flash == Approx(5 * scores));
+}
+
+TEST_CASE("a profile interpolates efficiency between measured GEMMs and floors at a launch") {
+  ComputeProfile p = flat_profile(0.5);
+  p.gemms = {{1024, 1024, 1024, 2.0 * 1024 * 1024 * 1024 / (0.4 * 1e15)},
+             {8192, 8192, 8192, 2.0 * 8192 * 8192 * 8192 / (0.8 * 1e15)}};
+  REQUIRE(p.problem().empty());
+  CHECK(gemm_efficiency(p, 1024, 1024, 1024) == Approx(0.4));
+  CHECK(gemm_efficiency(p, 8192, 8192, 8192) == Approx(0.8));
+  // Halfway in log space: equal weights, the geometric mean of the efficiencies.
+  CHECK(gemm_efficiency(p, 2896.309, 2896.309, 2896.309) == Approx(std::sqrt(0.32)).epsilon(1e-3));
+  // A shape nearer the large one takes more of its efficiency.
+  const double near_large = gemm_efficiency(p, 6000, 6000, 6000);
+  CHECK(near_large > std::sqrt(0.32));
+  CHECK(near_large < 0.8);
+
+  p.launch_overhead_s = 1e-3;
+  ComputeOp tiny;
+  tiny.kind = ComputeOpKind::Memory;
+  tiny.bytes = 1;
+  CHECK(op_seconds(tiny, p) == 1e-3);
+  const OpsTime t = ops_seconds({tiny}, p);
+  CHECK(t.memory_s == Approx(1 / 2e12));
+  CHECK(t.total() == Approx(1e-3));
+}
+
+TEST_CASE("a layer's time from a flat profile is flop over peak x efficiency plus bytes") {
+  const Transformer gpt3 = *load_workload("gpt3-175b").transformer;
+  const LayerShape s = layer_shape(gpt3, 1, 4, false);  // math path
+  const ComputeProfile p = flat_profile(0.5);
+  const std::vector<ComputeOp> ops = layer_ops(s, Recompute::None);
+  const OpsTime time = ops_seconds(ops, p);
+  CHECK(time.gemm_s == Approx(total_flop(ops) / (0.5 * 1e15)));
+  CHECK(time.memory_s == Approx(memory_bytes(ops) / 2e12));
+  CHECK(time.attention_s == 0);
+}
+
+TEST_CASE("a compute profile file is read strictly") {
+  const std::string good = R"({"format": "tauplan-compute-profile-1", "device": "X",
+    "precision": "bf16", "source": "test", "peak_flops": 1e15, "peak_flops_source": "sheet",
+    "memory_bandwidth_Bps": 3e12, "launch_overhead_s": 4e-6,
+    "gemms": [[1024, 1024, 1024, 1e-5]],
+    "attention": [{"kernel": "flash", "phase": "forward", "heads": 16, "sequence": 2048,
+                   "head_dim": 128, "causal": true, "seconds": 1e-4},
+                  {"kernel": "flash", "phase": "backward", "heads": 16, "sequence": 2048,
+                   "head_dim": 128, "causal": true, "seconds": 3e-4}]})";
+  const ComputeProfile p = parse_compute_profile(good, "p.json");
+  CHECK(p.gemms.size() == 1);
+  CHECK(p.attention.size() == 2);
+  // Written and read back unchanged.
+  const ComputeProfile again = parse_compute_profile(compute_profile_json(p), "again.json");
+  CHECK(again.gemms[0].seconds == p.gemms[0].seconds);
+  CHECK(again.attention[1].seconds == p.attention[1].seconds);
+  CHECK(again.peak_flops_source == "sheet");
+
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_compute_profile(text, "p.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto replaced = [&good](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  CHECK(error_of("{").find("p.json: expected a JSON compute profile") == 0);
+  CHECK(error_of(replaced("\"peak_flops\": 1e15", "\"peak_flop\": 1e15")).find("peak_flop") !=
+        std::string::npos);
+  CHECK(error_of(replaced("[[1024, 1024, 1024, 1e-5]]", "[[1024, 1024, 1e-5]]")).find("gemms[0]") !=
+        std::string::npos);
+  CHECK(error_of(replaced("[[1024, 1024, 1024, 1e-5]]", "[]")).find("gemms must be measured") !=
+        std::string::npos);
+  CHECK(error_of(replaced("\"kernel\": \"flash\", \"phase\": \"backward\"",
+                          "\"kernel\": \"flash\", \"phase\": \"sideways\""))
+            .find("attention[1].phase") != std::string::npos);
+  // A profile with flash forward but not backward cannot time a training step's attention.
+  CHECK(error_of(replaced("\"kernel\": \"flash\", \"phase\": \"backward\"",
+                          "\"kernel\": \"math\", \"phase\": \"backward\""))
+            .find("flash attention must be measured") != std::string::npos);
+  CHECK(error_of(replaced("\"memory_bandwidth_Bps\": 3e12", "\"memory_bandwidth_Bps\": -3"))
+            .find("memory_bandwidth_Bps: expected a number > 0") != std::string::npos);
+  CHECK_THROWS_AS(read_compute_profile("/nonexistent/profile.json"), InputError);
+}
+
+TEST_CASE("the committed GPU shapes list is the catalog's", "[profile_shapes]") {
+  const std::string generated = profile_shapes_text();
+  if (const char* out = std::getenv("TAUPLAN_WRITE_PROFILE_SHAPES")) {
+    std::ofstream(out) << generated;
+    WARN("wrote " << out);
+  }
+  std::ifstream in("exec/cuda/profile_shapes.txt");
+  REQUIRE(in);
+  std::ostringstream committed;
+  committed << in.rdbuf();
+  CHECK(committed.str() == generated);
+}
