@@ -9,8 +9,12 @@
 // fixed order, or Adasum with deterministic two-pass dot products). NcclCommunicator: one GPU
 // per worker, all-reduce with ncclAvg (one process per GPU under MPI, or one process driving
 // several GPUs); NCCL refuses two ranks on one GPU (notes §1.1), hence the device communicator.
-// What it leaves out: mixed precision, CUDA graphs, green-context SM partitioning (slower
-// GPUs are emulated by delay injection in the trainer), overlap of NCCL with compute.
+// A whole training step (forward, backward, SGD on the uploaded batch) can be captured once as
+// a CUDA graph and replayed (capture_step, replay_step): one launch instead of ~20, the same
+// kernels with the same arguments and cuBLAS workspace, so the same parameters (bench_step
+// --graph checks N replays against N plain steps).
+// What it leaves out: mixed precision, green-context SM partitioning (slower GPUs are
+// emulated by delay injection in the trainer), overlap of NCCL with compute.
 #pragma once
 
 #include <array>
@@ -59,6 +63,17 @@ class DeviceMlp {
   long long correct(const float* host_x, const int* host_y, long long n, int chunk = 4096);
   /// Waits for the model's stream.
   void synchronize() const;
+
+  /// Captures one training step on the uploaded batch (forward and backward of n samples read
+  /// from the upload buffer, then parameters -= lr * gradients) as a CUDA graph on the model's
+  /// stream. Call after at least one plain step at this n (kernels loaded, cuBLAS heuristics
+  /// settled); waits. The graph holds the workspace's addresses: a later upload of more than
+  /// the current capacity reallocates it and drops the graph (replay_step then throws).
+  void capture_step(int n, float lr);
+  /// True while a captured step is valid.
+  bool has_captured_step() const;
+  /// Replays the captured step (asynchronous): reads whatever batch the upload buffer holds.
+  void replay_step();
   /// The model's cudaStream_t, as a void*.
   void* stream() const;
 

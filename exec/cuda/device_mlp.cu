@@ -3,6 +3,11 @@
 // For row-major X (n x in) and W (out x in): Z = X W^T is, column-major, Z^T = W X^T, i.e.
 // Sgemm(T, N, out, n, in, W, in, X, in, Z, out); dW = dZ^T X is Sgemm(N, T, in, out, n, X, in,
 // dZ, out, dW, in); dX = dZ W is Sgemm(N, N, in, n, out, W, in, dZ, out, dX, in) (notes §3.1).
+//
+// CUDA graph: cuBLAS is bound to the model's stream and given a fixed workspace
+// (cublasSetWorkspace, after cublasSetStream, which resets it), in plain and graph mode alike so
+// that both pick the same algorithms; capture_step records run() and the SGD axpy with no host
+// synchronisation or allocation inside (ensure() runs before the capture starts).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -37,6 +42,9 @@ T* device_alloc(std::size_t count) {
   return static_cast<T*>(p);
 }
 
+// cuBLAS's recommended workspace on Hopper (32 MiB; 4 MiB suffices before it).
+constexpr std::size_t kBlasWorkspaceBytes = std::size_t{32} << 20;
+
 int as_int(std::size_t n, const char* what) {
   if (n > static_cast<std::size_t>(INT_MAX))
     throw std::runtime_error(std::string(what) + " too large");
@@ -65,6 +73,19 @@ struct DeviceMlp::Impl {
   float* ones = nullptr;
   int* hits = nullptr;
   std::vector<float> host_losses;
+  void* blas_workspace = nullptr;
+  // The captured step (capture_step), valid for graph_n samples of the current workspace.
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t graph_exec = nullptr;
+  int graph_n = 0;
+
+  void destroy_graph() {
+    if (graph_exec) cudaGraphExecDestroy(graph_exec);
+    if (graph) cudaGraphDestroy(graph);
+    graph_exec = nullptr;
+    graph = nullptr;
+    graph_n = 0;
+  }
 
   void use_device() const { check(cudaSetDevice(device), "cudaSetDevice"); }
 
@@ -88,6 +109,7 @@ struct DeviceMlp::Impl {
   void ensure(int n) {
     if (n <= capacity) return;
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    destroy_graph();  // it holds the old workspace's addresses
     free_workspace();
     const auto rows = static_cast<std::size_t>(n);
     int widest = 0;
@@ -149,6 +171,12 @@ struct DeviceMlp::Impl {
       }
     }
   }
+
+  void sgd(float lr) {
+    const float alpha = -lr;  // host pointer mode: read now (captured by value in a graph)
+    check_blas(cublasSaxpy(blas, static_cast<int>(parameters), &alpha, grads, 1, params, 1),
+               "SGD axpy");
+  }
 };
 
 DeviceMlp::DeviceMlp(const MlpShape& shape, int device) : impl_(std::make_unique<Impl>()) {
@@ -161,6 +189,11 @@ DeviceMlp::DeviceMlp(const MlpShape& shape, int device) : impl_(std::make_unique
   check(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "cudaStreamCreate");
   check_blas(cublasCreate(&m.blas), "cublasCreate");
   check_blas(cublasSetStream(m.blas, m.stream), "cublasSetStream");
+  // After cublasSetStream (which resets the workspace to the default pool): a fixed workspace
+  // makes the step capturable in a CUDA graph (no allocation inside the capture).
+  check(cudaMalloc(&m.blas_workspace, kBlasWorkspaceBytes), "cudaMalloc (cuBLAS workspace)");
+  check_blas(cublasSetWorkspace(m.blas, m.blas_workspace, kBlasWorkspaceBytes),
+             "cublasSetWorkspace");
   // Plain fp32 (no TF32), so that results compare with the CPU reference.
   check_blas(cublasSetMathMode(m.blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   m.params = device_alloc<float>(m.parameters);
@@ -178,11 +211,13 @@ DeviceMlp::~DeviceMlp() {
   Impl& m = *impl_;
   cudaSetDevice(m.device);
   cudaStreamSynchronize(m.stream);
+  m.destroy_graph();
   m.free_workspace();
   cudaFree(m.params);
   cudaFree(m.grads);
   cudaFree(m.hits);
   cublasDestroy(m.blas);
+  cudaFree(m.blas_workspace);
   cudaStreamDestroy(m.stream);
 }
 
@@ -268,9 +303,7 @@ void DeviceMlp::forward_backward_device(const float* device_x, const int* device
 void DeviceMlp::sgd_step(float lr) {
   Impl& m = *impl_;
   m.use_device();
-  const float alpha = -lr;
-  check_blas(cublasSaxpy(m.blas, static_cast<int>(m.parameters), &alpha, m.grads, 1, m.params, 1),
-             "SGD axpy");
+  m.sgd(lr);
 }
 
 long long DeviceMlp::correct(const float* host_x, const int* host_y, long long n, int chunk) {
@@ -295,6 +328,49 @@ long long DeviceMlp::correct(const float* host_x, const int* host_y, long long n
 void DeviceMlp::synchronize() const {
   impl_->use_device();
   check(cudaStreamSynchronize(impl_->stream), "cudaStreamSynchronize");
+}
+
+void DeviceMlp::capture_step(int n, float lr) {
+  Impl& m = *impl_;
+  if (n < 1) throw std::runtime_error("capture_step: n must be >= 1");
+  m.use_device();
+  m.ensure(n);  // may allocate: before the capture
+  synchronize();
+  m.destroy_graph();
+  // Global mode: an unsafe call (an allocation, a synchronisation) from any thread during the
+  // capture fails instead of being silently left out of the graph.
+  check(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+  try {
+    m.run(m.x, m.y, n, true);
+    m.sgd(lr);
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(m.stream, &broken);
+    if (broken) cudaGraphDestroy(broken);
+    cudaGetLastError();  // clear the capture's error; the exception says what failed
+    throw;
+  }
+  check(cudaStreamEndCapture(m.stream, &m.graph), "cudaStreamEndCapture");
+  try {
+    check(cudaGraphInstantiate(&m.graph_exec, m.graph, 0), "cudaGraphInstantiate");
+    check(cudaGraphUpload(m.graph_exec, m.stream), "cudaGraphUpload");
+  } catch (...) {
+    m.destroy_graph();
+    throw;
+  }
+  m.graph_n = n;
+  synchronize();
+}
+
+bool DeviceMlp::has_captured_step() const {
+  return impl_->graph_exec != nullptr;
+}
+
+void DeviceMlp::replay_step() {
+  Impl& m = *impl_;
+  if (!m.graph_exec) throw std::runtime_error("replay_step: no captured step (capture_step)");
+  m.use_device();
+  check(cudaGraphLaunch(m.graph_exec, m.stream), "cudaGraphLaunch");
 }
 
 }  // namespace tauplan::exec::cuda
