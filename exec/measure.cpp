@@ -15,6 +15,7 @@
 #include "exec/mpi_peers.hpp"
 #include "exec/pipeline_parallel.hpp"
 #include "exec/thread_communicator.hpp"
+#include "exec/transformer_measure.hpp"
 #include "model/error.hpp"
 #include "model/strategy.hpp"
 #ifdef TAUPLAN_HAVE_CUDA
@@ -303,15 +304,18 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
   if (!run.reporter) log = nullptr;
   const ExecSettings settings = exec_settings(job);
   if (mpi) mpi->set_wait_timeout(settings.mpi_timeout_s);
-  // Before anything is loaded or logged: a transformer's layout is not trained here, and an
-  // MLP's must be the workload's (its Plan splits the workload's layers).
+  if (workload.transformer) {  // the decoder block, on threads: exec/transformer_measure.hpp
+    run.measurements = measure_transformer(job, workload, platform, strategies, mpi, log);
+    return run;
+  }
+  // Before anything is loaded or logged: an MLP's layout must be the workload's (its Plan
+  // splits the workload's layers).
   for (const std::string& name : strategies) {
     if (!model::strategy(name, job.file).splits_model()) continue;
     const std::vector<int>& widths = workload.mlp_widths;
     if (widths.empty())
       throw InputError(job.file, "workload",
-                       "an MLP workload (widths) to measure strategy mesh (a transformer's "
-                       "layout is predicted and simulated, not trained)",
+                       "an MLP workload (widths) or a transformer to measure strategy mesh",
                        "'" + workload.name + "'");
     if (settings.hidden != std::vector<int>(widths.begin() + 1, widths.end() - 1))
       throw_hidden_mismatch(job, workload, mlp_text(settings.hidden));

@@ -9,8 +9,9 @@
 // server ranks of ps and sparknet serve (ranks K..K+s-1), `single` runs on rank 0 only while
 // the others wait, and every rank's trace spans are gathered to rank 0. A strategy that splits
 // the model (mesh) trains the MLP's layout instead, a thread or an MPI rank per rank of its mesh
-// (exec/pipeline_parallel.hpp), on the wall clock. What it leaves out: rendering
-// (cli/verb_measure.cpp), calibration fits, and trace spans of a layout's ranks.
+// (exec/pipeline_parallel.hpp), on the wall clock. A transformer workload trains exec's
+// decoder block instead, in every strategy (exec/transformer_measure.hpp). What it leaves out:
+// rendering (cli/verb_measure.cpp), calibration fits, and trace spans of a layout's ranks.
 #pragma once
 
 #include <ostream>

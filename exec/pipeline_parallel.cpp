@@ -34,29 +34,6 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[m] : 0.5 * (values[m - 1] + values[m]);
 }
 
-/// (forward?, micro-batch) in the order stage `stage` of `p` runs them.
-std::vector<std::pair<bool, int>> schedule_ops(model::PipelineSchedule schedule, int p, int stage,
-                                               int m) {
-  std::vector<std::pair<bool, int>> ops;
-  if (schedule == model::PipelineSchedule::GPipe) {
-    for (int j = 0; j < m; ++j)
-      ops.push_back({true, j});
-    for (int j = 0; j < m; ++j)
-      ops.push_back({false, j});
-    return ops;
-  }
-  const int warmup = std::min(p - stage - 1, m);
-  for (int j = 0; j < warmup; ++j)
-    ops.push_back({true, j});
-  for (int i = 0; i + warmup < m; ++i) {
-    ops.push_back({true, warmup + i});
-    ops.push_back({false, i});
-  }
-  for (int j = m - warmup; j < m; ++j)
-    ops.push_back({false, j});
-  return ops;
-}
-
 /// Softmax cross-entropy of `n` rows of logits: returns the summed loss and writes
 /// d(loss)/d(logits) scaled by `scale` (1 / the global batch), as exec/mlp.cpp computes it.
 double softmax_cross_entropy(const float* logits, const int* labels, int n, int classes,
@@ -125,7 +102,7 @@ class RankEngine {
     std::vector<std::vector<float>> logit_gradients(static_cast<std::size_t>(m));
     std::vector<float> buffer, output, input_gradient;
     double loss = 0;
-    for (const auto& [forward, j] : schedule_ops(o_.schedule, o_.pipeline, p_i_, m)) {
+    for (const auto& [forward, j] : pipeline_schedule_ops(o_.schedule, o_.pipeline, p_i_, m)) {
       const std::size_t jj = static_cast<std::size_t>(j);
       if (forward) {
         const float* in = nullptr;
@@ -242,6 +219,28 @@ class RankEngine {
 };
 
 }  // namespace
+
+std::vector<std::pair<bool, int>> pipeline_schedule_ops(model::PipelineSchedule schedule, int p,
+                                                        int stage, int m) {
+  std::vector<std::pair<bool, int>> ops;
+  if (schedule == model::PipelineSchedule::GPipe) {
+    for (int j = 0; j < m; ++j)
+      ops.push_back({true, j});
+    for (int j = 0; j < m; ++j)
+      ops.push_back({false, j});
+    return ops;
+  }
+  const int warmup = std::min(p - stage - 1, m);
+  for (int j = 0; j < warmup; ++j)
+    ops.push_back({true, j});
+  for (int i = 0; i + warmup < m; ++i) {
+    ops.push_back({true, warmup + i});
+    ops.push_back({false, i});
+  }
+  for (int j = m - warmup; j < m; ++j)
+    ops.push_back({false, j});
+  return ops;
+}
 
 std::string ModelParallelOptions::label() const {
   std::string label = fmt::format("d{} t{} p{} m{}", data, tensor, pipeline, micro_batches);

@@ -87,6 +87,12 @@ struct ModelParallelReport {
   nlohmann::json to_json() const;
 };
 
+/// (forward?, micro-batch) in the order stage `stage` of `p` runs `m` micro-batches: GPipe (all
+/// forwards, then all backwards) or 1F1B (warm-up forwards, then one forward and one backward in
+/// turn, then the remaining backwards).
+std::vector<std::pair<bool, int>> pipeline_schedule_ops(model::PipelineSchedule schedule, int p,
+                                                        int stage, int m);
+
 /// Trains on every rank of `peers`' job; rank 0's report has every rank's times.
 ModelParallelReport train_model_parallel(const ModelParallelOptions& options, const Dataset& data,
                                          PeerGroup& peers);

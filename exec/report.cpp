@@ -85,6 +85,11 @@ model::ResultRow to_result_row(const Measurement& m) {
     row.note = fmt::format("target {:g} NOT reached: accuracy {:.4g} after {} steps",
                            m.target_accuracy, m.final_accuracy, m.steps);
   row.extra = measurement_extra(m);
+  // A transformer run (exec/transformer_measure.hpp) has a loss instead of an accuracy target.
+  if (row.note.empty() && m.extra.contains("loss"))
+    row.note = fmt::format(
+        "loss {:.4g} -> {:.4g} (floor {:.3g})", m.extra["loss"]["first"].get<double>(),
+        m.extra["loss"]["final"].get<double>(), m.extra["loss"]["entropy_floor"].get<double>());
   return row;
 }
 

@@ -1,0 +1,65 @@
+// compute_calibration.hpp: this machine's CPU as a compute profile (model/compute/): fp32 GEMM
+// timings at a grid of shapes, the memory bandwidth of a streaming pass, a tiny call's time,
+// and the hand-over latency between two threads.
+//
+// Measured the way exec's trainer computes: products through exec/cpu_blas.hpp on one BLAS
+// thread per caller (the trainer's setting: each worker thread is one BLAS thread), with
+// `threads` threads doing the same work at once (the K workers of a run share the cores, the
+// caches and the memory bus; a profile for K workers is measured with K threads). GEMMs: every
+// [m x k] x [k x n] of m in `m_dims`, n and k in `nk_dims`; each thread times its own calls
+// (wall clock, after one warm-up call), the threads start every shape together (a barrier), a
+// shape's time is the mean over threads of each thread's median. Hold-out rule: every
+// calibration dimension is 5 x 2^j (20, 40, ..., 2560), so no dimension of a workload whose sizes
+// are 2^j or 3 x 2^j (the validation jobs: experiments/transformer/) is ever a calibrated one,
+// let alone a whole shape; is_calibration_dimension says which sizes are. Memory bandwidth: a
+// read-2-write-1 pass a[i] = b[i] + s c[i] over three arrays of `stream_floats` floats per
+// thread (at the default, 3 x 32 MiB per thread, above the 32 MiB last-level cache of the
+// machines we run on), bytes counted as 12 per element (the write-allocate read not counted,
+// as memory-bound kernels' bytes are counted in layer_ops.hpp). Per-op overhead: the median time
+// of a 1 x 1 x 1 product. Peak: no datasheet figure exists for a virtual machine's vCPU, so
+// peak_flops is the best GEMM rate measured here (said in peak_flops_source); efficiencies
+// are relative to it. Device: the CPU model of /proc/cpuinfo. What it leaves out: attention
+// kernels (the CPU block runs the math path as GEMMs, which the profile times by shape), other
+// precisions, clock changes under sustained load beyond what the measurement saw, and the
+// thread communicator (the hand-over latency is for the validation's platform links, not in the
+// profile).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/compute/compute_profile.hpp"
+
+namespace tauplan::exec {
+
+/// 20, 40, ..., 1280 (5 x 2^j): the n and k dimensions of the default grid.
+std::vector<int> default_calibration_nk_dims();
+/// 20, 40, ..., 2560: the m (tokens) dimensions of the default grid.
+std::vector<int> default_calibration_m_dims();
+/// True when d is 5 x 2^j (j >= 0): the only sizes the calibration measures.
+bool is_calibration_dimension(long long d);
+
+struct ComputeCalibrationRequest {
+  std::vector<int> m_dims = default_calibration_m_dims();
+  std::vector<int> nk_dims = default_calibration_nk_dims();
+  int threads = 1;                    ///< threads working at once (the run's workers)
+  double flop_per_shape = 3e8;        ///< calls per shape: about this many flop, 3 to 40 calls
+  long long stream_floats = 8 << 20;  ///< per array, per thread
+  int stream_passes = 5;
+};
+
+struct ComputeCalibration {
+  model::ComputeProfile profile;
+  double handoff_latency_s = 0;  ///< one thread waking another (condition variable), one way
+  double seconds = 0;            ///< how long the calibration took
+};
+
+/// Measures the request; InputError (origin "<compute calibration>", the field) for an empty
+/// or non-positive dimension list, a dimension that is not a calibration dimension, threads
+/// outside [1, 64], or stream_floats below 1024.
+ComputeCalibration measure_compute_calibration(const ComputeCalibrationRequest& request);
+
+/// The CPU model of /proc/cpuinfo ("unknown CPU" when absent) and the number of cores.
+std::string cpu_model_name();
+
+}  // namespace tauplan::exec

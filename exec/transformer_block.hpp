@@ -1,0 +1,121 @@
+// transformer_block.hpp: the decoder block stack of transformer_config.hpp in fp32 on the CPU,
+// forward and backward, and an Adam step to train it.
+//
+// Matrix products (Q, K, V, the per-head scores and weighted values, the output projection, the
+// feed-forward and the vocabulary head, forward and backward) go through cpu_blas.hpp (OpenBLAS,
+// or Eigen); norms, softmaxes and activations are contiguous loops. Activations are kept per
+// layer in the object, workspaces are sized once at construction, so a step allocates nothing.
+// The stack is exposed in pieces — embedding, each layer, each sublayer, the head — so that a
+// pipeline stage can run a range of layers and a tensor-parallel wrapper can put its all-reduce
+// between a sublayer's partial output and the residual add. A block built with config.tensor > 1
+// is one Megatron rank's shard: fewer heads and feed-forward columns, no communication here.
+// GELU is the tanh approximation. Checked against the double reference
+// (transformer_reference.hpp). What it leaves out: mixed precision, dropout, KV caches,
+// fused attention (the causal scores are computed in full and masked), more than one set of
+// saved activations per layer (a pipeline with several micro-batches in flight keeps one block
+// per micro-batch in flight).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "exec/transformer_config.hpp"
+
+namespace tauplan::exec {
+
+class CpuTransformerBlock {
+ public:
+  /// Throws std::invalid_argument naming config.problem() when the shape is invalid.
+  explicit CpuTransformerBlock(const BlockConfig& config);
+
+  const BlockConfig& config() const { return config_; }
+  const BlockParameters& layout() const { return layout_; }
+  size_t parameter_count() const { return layout_.total; }
+
+  /// Mean next-token cross-entropy of `tokens` (micro_batch rows of sequence + 1 tokens, as
+  /// reference_loss_and_gradients takes them) and, when `gradients` is not null, its gradient
+  /// (parameter_count() floats, overwritten). Throws std::invalid_argument for a token outside
+  /// [0, vocabulary).
+  float loss_and_gradients(const float* parameters, const int* tokens, float* gradients);
+
+  // ---- The stack in pieces. `hidden` is the residual stream, [tokens x hidden] floats, token
+  // t = row * sequence + position. Parameter gradients are ADDED to `gradients` (the whole flat
+  // vector); loss_and_gradients zeroes it first.
+
+  /// hidden = token embedding + position embedding of the input tokens.
+  void embed_forward(const float* parameters, const int* tokens, float* hidden) const;
+  /// Adds the embeddings' gradients.
+  void embed_backward(const int* tokens, const float* hidden_gradient, float* gradients) const;
+  /// hidden = layer `layer` applied to hidden (in place); saves its activations.
+  void layer_forward(int layer, const float* parameters, float* hidden);
+  /// On entry the gradient of the layer's output, on return of its input (in place).
+  void layer_backward(int layer, const float* parameters, float* hidden_gradient, float* gradients);
+  /// Final norm, head and mean cross-entropy against the targets of `tokens`; when
+  /// hidden_gradient is not null, writes the gradient of `hidden` there and adds the head's
+  /// and final norm's gradients to `gradients`.
+  float head_loss_and_gradients(const float* parameters, const int* tokens, const float* hidden,
+                                float* hidden_gradient, float* gradients);
+
+  /// output = Attn(Norm1(input)) Wo, this block's heads only (a tensor rank's partial sum);
+  /// the residual add is the caller's.
+  void attention_forward(int layer, const float* parameters, const float* input, float* output);
+  /// input_gradient = (overwritten) this block's part of the gradient of `input`, given the
+  /// gradient of the sublayer's output.
+  void attention_backward(int layer, const float* parameters, const float* output_gradient,
+                          float* input_gradient, float* gradients);
+  /// output = FFN(Norm2(input)), this block's columns only; the residual add is the caller's.
+  void feed_forward_forward(int layer, const float* parameters, const float* input, float* output);
+  void feed_forward_backward(int layer, const float* parameters, const float* output_gradient,
+                             float* input_gradient, float* gradients);
+
+ private:
+  struct NormActivations {
+    std::vector<float> normalized;   ///< before gain and bias
+    std::vector<float> inverse_std;  ///< per token
+    std::vector<float> output;
+  };
+  struct LayerActivations {
+    NormActivations norm1, norm2;
+    std::vector<float> q, k, v;
+    std::vector<float> probabilities;  ///< [row][head][query][key], zero above the diagonal
+    std::vector<float> attention;      ///< [tokens x local_width], heads side by side
+    std::vector<float> gate, up, activation;
+  };
+
+  void norm_forward(const float* input, const ParameterSlot& gain, const ParameterSlot& bias,
+                    const float* parameters, NormActivations& saved) const;
+  void norm_backward(const NormActivations& saved, const ParameterSlot& gain,
+                     const ParameterSlot& bias, const float* parameters,
+                     const float* output_gradient, float* input_gradient, float* gradients) const;
+  void check_tokens(const int* tokens) const;
+
+  BlockConfig config_;
+  BlockParameters layout_;
+  int tokens_, hidden_, head_dim_, heads_, kv_heads_, q_width_, kv_width_, ffn_, vocabulary_;
+  std::vector<LayerActivations> layers_;
+  NormActivations final_norm_;
+  // Workspaces, sized at construction.
+  std::vector<float> stream_, stream_gradient_, sublayer_, sublayer_gradient_, norm_gradient_;
+  std::vector<float> q_gradient_, k_gradient_, v_gradient_, attention_gradient_;
+  std::vector<float> score_gradient_;  ///< [sequence x sequence], one head at a time
+  std::vector<float> gate_gradient_, up_gradient_, activation_gradient_;
+  std::vector<float> logits_;  ///< [tokens x vocabulary]; becomes d(loss)/d(logits)
+};
+
+/// Adam (Kingma and Ba) with bias correction, no weight decay, in fp32.
+struct AdamSettings {
+  float learning_rate = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+};
+/// The moments of every parameter and the number of steps taken; sized by the first step.
+struct AdamState {
+  std::vector<float> first_moment, second_moment;
+  long steps = 0;
+};
+/// parameters -= lr * m_hat / (sqrt(v_hat) + eps) over `count` parameters.
+void adam_step(const AdamSettings& settings, AdamState& state, float* parameters,
+               const float* gradients, size_t count);
+
+}  // namespace tauplan::exec

@@ -1,0 +1,292 @@
+// transformer_measure.cpp: a transformer workload's shape as the block, the job's strategies as
+// layouts of it, and their measurements in the one result schema.
+#include "exec/transformer_measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "exec/job_keys.hpp"
+#include "exec/token_stream.hpp"
+#include "exec/transformer_trainer.hpp"
+#include "model/error.hpp"
+#include "model/strategy.hpp"
+
+namespace tauplan::exec {
+namespace {
+
+std::string describe(const BlockConfig& c) {
+  return fmt::format(
+      "decoder {} layers, hidden {}, {} heads ({} kv), {} {}, {}, sequence {}, vocabulary {}",
+      c.layers, c.hidden, c.heads, c.kv_heads,
+      c.feed_forward == BlockFeedForward::SwiGlu ? "swiglu" : "gelu", c.ffn_hidden,
+      c.norm == BlockNorm::RmsNorm ? "rmsnorm" : "layernorm", c.sequence, c.vocabulary);
+}
+
+/// The job keys of the MLP's measurement that mean nothing here: refused when given, so that
+/// a job never seems to ask for what does not happen.
+void refuse_mlp_keys(const model::Job& job, const ExecSettings& settings) {
+  for (const char* key : {"target_accuracy", "hidden", "data_dir", "train_samples", "eval_samples"})
+    if (job.given(key))
+      throw InputError(job.file, key,
+                       "no value with a transformer workload (exec trains its decoder block on "
+                       "the synthetic token stream for max_steps steps and reports the loss)",
+                       job.text(key));
+  if (settings.train.timing != Timing::Concurrent)
+    throw InputError(job.file, "timing",
+                     "concurrent with a transformer workload (its ranks run at once on the wall "
+                     "clock)",
+                     to_string(settings.train.timing));
+  if (settings.device != Device::Cpu)
+    throw InputError(job.file, "device", "cpu with a transformer workload", "cuda");
+  if (settings.communicator != "auto" && settings.communicator != "threads")
+    throw InputError(job.file, "communicator",
+                     "threads or auto with a transformer workload (its ranks are threads of "
+                     "one process)",
+                     settings.communicator);
+}
+
+/// The layout a strategy asks for, from its Plan and normalised options; InputError for what
+/// exec's transformer trainer does not run.
+TransformerTrainOptions layout_of(const model::Job& job, const model::Strategy& strategy,
+                                  const model::Plan& plan, const model::StrategyOptions& options,
+                                  const model::Platform& platform) {
+  TransformerTrainOptions o;
+  o.file = job.file;
+  o.batch = static_cast<long long>(plan.batch);
+  o.micro_batches = std::max(1, plan.micro_batches);
+  if (plan.asynchronous || (!strategy.is_baseline() && !strategy.splits_batch()))
+    throw InputError(job.file, "strategies",
+                     "single, sync or mesh with a transformer workload (exec trains its block "
+                     "with synchronous steps, not local steps or a parameter server)",
+                     plan.strategy);
+  if (plan.overlap)
+    throw InputError(job.file, "overlap",
+                     "false with a transformer workload (exec all-reduces after backward)", "true");
+  for (double slowdown : worker_slowdowns(plan, platform))
+    if (slowdown != 1)
+      throw InputError(job.file, "platform",
+                       "worker hosts of one speed with a transformer workload (exec emulates no "
+                       "slow host here)",
+                       "hosts of different speeds");
+  if (!strategy.splits_model()) {
+    o.data = plan.workers;
+    o.reduction = DataReduction::Communicator;
+    return o;
+  }
+  const model::Layout& layout = options.layout;
+  if (layout.zero_stage != 0)
+    throw InputError(job.file, "zero_stage", "0 with a transformer workload in exec",
+                     std::to_string(layout.zero_stage));
+  if (layout.recompute != model::Recompute::None)
+    throw InputError(job.file, "recompute", "none with a transformer workload in exec",
+                     job.text("recompute"));
+  if (layout.sequence_parallel)
+    throw InputError(job.file, "sequence_parallel", "false with a transformer workload in exec",
+                     "true");
+  if (layout.rank_order != model::RankOrder::TensorDataPipeline)
+    throw InputError(job.file, "rank_order",
+                     "tp-dp-pp to measure strategy mesh (the trainer numbers its ranks tensor, "
+                     "data, pipeline)",
+                     job.text("rank_order"));
+  o.data = layout.data;
+  o.tensor = layout.tensor;
+  o.pipeline = layout.pipeline;
+  o.micro_batches = layout.micro_batches;
+  o.schedule = layout.schedule;
+  o.reduction = DataReduction::PeerAllReduce;
+  return o;
+}
+
+/// The mean of the last tenth of the steps' losses (at least one step).
+double final_loss(const std::vector<double>& loss) {
+  const std::size_t tail = std::max<std::size_t>(1, loss.size() / 10);
+  double sum = 0;
+  for (std::size_t s = loss.size() - tail; s < loss.size(); ++s)
+    sum += loss[s];
+  return sum / static_cast<double>(tail);
+}
+
+Measurement to_measurement(const model::Plan& plan, const model::Platform& platform,
+                           const ExecSettings& settings, const TransformerTrainOptions& o,
+                           const TransformerReport& report) {
+  Measurement m;
+  m.strategy = plan.strategy;
+  m.workers = plan.workers;
+  m.batch = plan.batch;
+  m.split = "even";
+  m.collective = plan.collective;
+  m.communicator = "threads";
+  m.engine = settings.train.engine;
+  m.timing = Timing::Concurrent;
+  m.combine = settings.train.combine;
+  m.dataset = "synthetic-tokens";
+  m.dataset_source = fmt::format("exec/token_stream.hpp (Markov chain, seed {})", o.seed);
+  m.synthetic = true;
+  m.mlp = describe(o.block);
+  m.parameters = static_cast<long long>(report.parameters);
+  m.learning_rate = static_cast<double>(o.adam.learning_rate);
+  m.seed = o.seed;
+  m.clock = "wall";
+  const TransformerRankTimes* slowest = nullptr;
+  for (const TransformerRankTimes& r : report.ranks) {
+    if (!slowest || r.step_s > slowest->step_s) slowest = &r;
+    WorkerReport w;
+    w.worker = r.rank;
+    w.host = plan.worker_hosts[static_cast<std::size_t>(r.rank)];
+    w.host_name = platform.hosts[static_cast<std::size_t>(w.host)].name;
+    w.samples = o.batch / o.data;
+    w.compute_median_s = w.measured_median_s = r.compute_s;
+    w.steps = report.steps;
+    m.per_worker.push_back(w);
+  }
+  if (slowest) {
+    m.compute_s = m.compute_median_s = slowest->compute_s;
+    m.sync_s = m.sync_mean_s = slowest->comm_s;
+  }
+  m.round_median_s = report.step_median_s;
+  m.round_mean_s = report.wall_s / static_cast<double>(report.steps);
+  m.rounds = m.steps = report.steps;
+  m.total_s = report.wall_s;
+  return m;
+}
+
+/// What only a transformer run has: the loss, the layout's ranks; the accuracy fields of the
+/// MLP's rows are null.
+void add_transformer_extra(Measurement& m, const TransformerTrainOptions& o,
+                           const TransformerReport& report) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const TransformerRankTimes& r : report.ranks)
+    ranks.push_back({{"rank", r.rank},
+                     {"data_index", r.data_index},
+                     {"tensor_index", r.tensor_index},
+                     {"stage", r.stage},
+                     {"step_s", r.step_s},
+                     {"compute_s", r.compute_s},
+                     {"comm_s", r.comm_s},
+                     {"tensor_allreduces_per_step", r.tensor_allreduces},
+                     {"pipeline_sends_per_step", r.messages}});
+  m.extra = {{"layout", report.label},
+             {"ranks", ranks},
+             {"model", describe(o.block)},
+             {"optimizer", "adam"},
+             {"loss",
+              {{"first", report.loss.front()},
+               {"final", final_loss(report.loss)},
+               {"final_steps", std::max<std::size_t>(1, report.loss.size() / 10)},
+               {"entropy_floor", synthetic_entropy_floor(o.block, o.seed)},
+               {"uniform", std::log(static_cast<double>(o.block.vocabulary))}}},
+             {"loss_per_step", report.loss},
+             {"target_accuracy", nullptr},
+             {"final_accuracy", nullptr},
+             {"reached_target", nullptr},
+             {"rounds_to_target", nullptr},
+             {"steps_to_target", nullptr}};
+}
+
+void require_transformer(bool ok, const model::Workload& w, const std::string& key,
+                         const std::string& expected, const std::string& got) {
+  if (!ok) throw InputError(w.source, key, expected, got);
+}
+
+}  // namespace
+
+BlockConfig transformer_block_config(const model::Workload& workload) {
+  const model::Transformer& t = *workload.transformer;
+  require_transformer(t.positions == model::PositionEmbedding::Learned, workload,
+                      "transformer.positions",
+                      "learned (exec's decoder block has learned position embeddings)", "rotary");
+  require_transformer(!t.tied_embeddings, workload, "transformer.tied_embeddings",
+                      "false (exec's decoder block has an untied vocabulary head)", "true");
+  require_transformer(!t.linear_bias, workload, "transformer.linear_bias",
+                      "false (exec's decoder block has no biases in its linear layers)", "true");
+  require_transformer(t.token_types == 0, workload, "transformer.token_types",
+                      "0 (exec's decoder block has no segment embeddings)",
+                      std::to_string(t.token_types));
+  require_transformer(t.head_parameters == 0, workload, "transformer.head_parameters",
+                      "0 (exec's decoder block has no task heads)",
+                      fmt::format("{:g}", t.head_parameters));
+  require_transformer(workload.bytes_per_parameter == 4, workload, "bytes_per_parameter",
+                      "4 (exec trains the block in fp32 on the CPU)",
+                      fmt::format("{:g}", workload.bytes_per_parameter));
+  BlockConfig c;
+  c.vocabulary = t.vocabulary;
+  c.hidden = t.hidden;
+  c.heads = t.heads;
+  c.kv_heads = t.kv_heads;
+  c.ffn_hidden = t.ffn_hidden;
+  c.layers = t.layers;
+  c.sequence = t.sequence;
+  c.micro_batch = 1;
+  c.norm =
+      t.normalization == model::Normalization::RmsNorm ? BlockNorm::RmsNorm : BlockNorm::LayerNorm;
+  c.feed_forward = t.feed_forward == model::FeedForward::SwiGlu ? BlockFeedForward::SwiGlu
+                                                                : BlockFeedForward::Gelu;
+  require_transformer(c.problem().empty(), workload, "transformer",
+                      "a shape exec's decoder block can take", c.problem());
+  return c;
+}
+
+std::vector<Measurement> measure_transformer(const model::Job& job, const model::Workload& workload,
+                                             const model::Platform& platform,
+                                             const std::vector<std::string>& strategies,
+                                             MpiSession* mpi, std::ostream* log) {
+  const ExecSettings settings = exec_settings(job);
+  if (mpi && mpi->size() > 1)
+    throw InputError(job.file, "communicator",
+                     "threads with a transformer workload (not under mpirun: its ranks are "
+                     "threads of one process)",
+                     "mpi with " + std::to_string(mpi->size()) + " ranks");
+  const BlockConfig block = transformer_block_config(workload);
+  refuse_mlp_keys(job, settings);
+  const model::StrategyOptions options = model::strategy_options(job);
+  const std::unique_ptr<model::ConvergenceModel> convergence = model::convergence_model(job);
+  std::vector<std::pair<model::Plan, TransformerTrainOptions>> runs;
+  for (const std::string& name : strategies) {  // every plan and layout checked before training
+    model::Plan plan = model::make_plan(name, options, workload, platform, *convergence);
+    const model::Strategy& strategy = model::strategy(name, job.file);
+    TransformerTrainOptions o =
+        layout_of(job, strategy, plan, strategy.normalise(options), platform);
+    o.block = block;
+    o.adam.learning_rate = static_cast<float>(settings.train.learning_rate);
+    o.seed = settings.train.seed;
+    o.steps = settings.train.max_steps;
+    o.combine = settings.train.combine;
+    check_transformer_layout(o);
+    runs.emplace_back(std::move(plan), o);
+  }
+  if (log)
+    *log << "measure: data synthetic token stream (exec/token_stream.hpp, seed "
+         << settings.train.seed << "): entropy floor "
+         << synthetic_entropy_floor(block, settings.train.seed) << " nats, uniform "
+         << std::log(static_cast<double>(block.vocabulary)) << "; " << describe(block) << " ("
+         << block_parameters(block).total << " parameters, fp32, Adam)\n";
+  const double parameters = static_cast<double>(block_parameters(block).total);
+  if (log && std::fabs(workload.parameters - parameters) > 0.01 * parameters)
+    *log << "measure: note: workload '" << workload.name << "' has " << workload.parameters
+         << " parameters; the measured block has " << parameters << "\n";
+  std::vector<Measurement> measurements;
+  for (const auto& [plan, o] : runs) {
+    if (log)
+      *log << "measure: " << plan.strategy << " " << o.label() << " K=" << o.workers()
+           << " b=" << o.batch << " on threads (concurrent, wall clock), " << o.steps
+           << " steps ...\n";
+    const auto started = std::chrono::steady_clock::now();
+    const TransformerReport report = train_transformer_threads(o);
+    Measurement m = to_measurement(plan, platform, settings, o, report);
+    m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    m.eval_wall_s = std::max(0.0, m.wall_s - m.total_s);
+    add_transformer_extra(m, o, report);
+    if (log)
+      *log << "measure: " << plan.strategy << " " << o.label() << ": loss " << report.loss.front()
+           << " -> " << final_loss(report.loss) << " after " << report.steps << " steps, training "
+           << m.total_s << " s, median step of the slowest rank " << m.round_median_s << " s\n";
+    measurements.push_back(std::move(m));
+  }
+  return measurements;
+}
+
+}  // namespace tauplan::exec
