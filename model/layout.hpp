@@ -12,11 +12,12 @@
 // (layout_job_keys); data_parallel defaults to workers / (tensor x pipeline).
 // check_layout refuses impossible layouts with one line naming the job key: mesh sizes whose
 // product is not the workers, a dimension split more ways than it has elements, heads (or the
-// feed-forward width) not divisible by the tensor size, more stages than layers, micro-batches
-// that do not divide a replica's batch. Interleaving (virtual stages, Narayanan et al. 2021,
-// arXiv 2104.04473, Section 2.2.2) is an option of 1F1B. What it leaves out: context and expert
-// parallelism, and layouts other than this standard one
-// (the rules are fixed; a user cannot write their own yet).
+// feed-forward width) not divisible by the tensor size, key/value heads neither divisible by
+// the tensor size nor dividing it (whole K/V heads per rank), more stages than layers,
+// micro-batches that do not divide a replica's batch. Interleaving (virtual stages, Narayanan et
+// al. 2021, arXiv 2104.04473, Section 2.2.2) is an option of 1F1B. What it leaves out: context and
+// expert parallelism, and layouts other than this standard one (the rules are fixed; a user cannot
+// write their own yet).
 #pragma once
 
 #include <string>

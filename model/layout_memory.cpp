@@ -5,6 +5,8 @@
 #include <cassert>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "model/error.hpp"
 
 namespace tauplan::model {
@@ -17,6 +19,11 @@ ModelStateBytes model_state_bytes(double parameters, double bytes_per_parameter,
   bytes.gradients = parameters * bytes_per_parameter / (zero_stage >= 2 ? shards : 1);
   bytes.optimizer = parameters * optimizer_bytes_per_parameter / (zero_stage >= 1 ? shards : 1);
   return bytes;
+}
+
+double memory_reserve_bytes(double activation_bytes) {
+  return MemoryReserve::kCudaContextBytes + MemoryReserve::kNcclBufferBytes +
+         MemoryReserve::kFragmentationOfActivations * activation_bytes;
 }
 
 double stage_parameters(const Transformer& shape, const Layout& layout, int stage) {
@@ -59,9 +66,11 @@ LayoutMemory layout_memory(const Workload& workload, const Layout& layout, doubl
     stage.activation_bytes = stage.in_flight * per_micro_batch;
     if (layout.recompute == Recompute::Full)  // the layer being recomputed, whole
       stage.activation_bytes += shape.layer_activation_bytes(b, t, sp, Recompute::None);
+    stage.reserve_bytes = memory_reserve_bytes(stage.activation_bytes);
     if (stage.total_bytes() > memory.peak_bytes) {
       memory.peak_bytes = stage.total_bytes();
       memory.peak_stage = r;
+      memory.reserve_bytes = stage.reserve_bytes;
     }
     memory.stages.push_back(stage);
   }
@@ -121,7 +130,7 @@ std::vector<FittingLayout> smallest_fitting_layouts(const Workload& workload,
             layout.sequence_parallel = sp;
             layout.micro_batches = m;
             const LayoutMemory memory = layout_memory(workload, layout, search.batch);
-            if (memory.peak_bytes > search.memory_bytes) continue;
+            if (!memory.fits(search.memory_bytes)) continue;
             found.push_back({layout, memory});
             placed = true;
             break;
@@ -133,6 +142,30 @@ std::vector<FittingLayout> smallest_fitting_layouts(const Workload& workload,
     }
   }
   return found;
+}
+
+TrainingPeak training_peak(const std::string& gpu_model, const std::string& precision,
+                           double bytes_per_parameter) {
+  TrainingPeak peak;
+  if (gpu_model.empty()) {
+    peak.missing = "no gpu_model: no catalog peak";
+    return peak;
+  }
+  const GpuSpec& gpu = gpu_spec(gpu_model);
+  peak.precision = precision;
+  if (peak.precision.empty())
+    peak.precision = bytes_per_parameter == 2   ? (gpu.peak_bf16_flops > 0 ? "bf16" : "fp16")
+                     : bytes_per_parameter == 4 ? "fp32"
+                                                : "";
+  if (peak.precision.empty()) {
+    peak.missing = fmt::format("{:g} bytes per parameter name no precision", bytes_per_parameter);
+    return peak;
+  }
+  peak.flops = gpu.peak_flops(peak.precision);
+  if (peak.flops <= 0)
+    peak.missing =
+        fmt::format("the GPU catalog gives the {} no {} peak", gpu.model, peak.precision);
+  return peak;
 }
 
 }  // namespace tauplan::model

@@ -13,10 +13,13 @@
 // (Megatron's warm-up of p - r - 1 forwards plus the one in flight; x (1 + (p-1)/(p v)) with v
 // interleaved chunks, Korthikanti Section 4.2.3), plus the embedding's on the
 // first stage and the logits' on the last; with full recomputation, each layer's input per
-// micro-batch plus one layer's full activations being recomputed. What it leaves out: the CUDA
-// context and allocator fragmentation, temporary buffers (GEMM workspaces, communication
-// buffers, ZeRO-3's gathered layer), the fp32 gradient-accumulation buffers some frameworks
-// keep.
+// micro-batch plus one layer's full activations being recomputed. A stated reserve is added to
+// every stage (memory_reserve_bytes): the CUDA context, NCCL's buffers and the caching
+// allocator's fragmentation, so that a layout fits when its tensors fit in capacity - reserve.
+// The dense peak an MFU divides by (training_peak) is here too, as the per-GPU figures a
+// report prints. What it leaves out: temporary buffers (GEMM workspaces, ZeRO-3's gathered
+// layer), the fp32 gradient-accumulation buffers some frameworks keep, and a reserve measured
+// per framework and GPU (the reserve's figures are estimates, sourced beside them).
 #pragma once
 
 #include <string>
@@ -37,6 +40,27 @@ struct ModelStateBytes {
 ModelStateBytes model_state_bytes(double parameters, double bytes_per_parameter,
                                   double optimizer_bytes_per_parameter, int zero_stage, int data);
 
+/// Memory a training process holds on its GPU besides its tensors, an estimate:
+///  - the CUDA context (the driver's code, kernels and per-context state of the CUDA runtime,
+///    cuBLAS and cuDNN): 0.75 GiB, an estimate; PyTorch reports 781 MB used on a GPU by the
+///    context alone, before any tensor (pytorch/pytorch issue #34323); frameworks measure 0.5 to
+///    1 GiB on recent GPUs;
+///  - NCCL's buffers: 0.25 GiB, an estimate from NCCL_BUFFSIZE's default of 4 MiB per channel
+///    and peer (NCCL User Guide, "Environment Variables") for 32 channels to the two ring peers
+///    (4 MiB x 32 x 2 = 256 MiB);
+///  - the caching allocator's fragmentation: 10% of the activation bytes, an estimate; PyTorch's
+///    caching allocator rounds and caches blocks per size ("CUDA semantics: memory management"),
+///    and ZeRO (Rajbhandari et al. 2019, arXiv 1910.02054, Section 3.2) reports running out of
+///    memory "with over 30% of memory still available" from the interleaving of short-lived
+///    activations with long-lived tensors, the worst case.
+struct MemoryReserve {
+  static constexpr double kCudaContextBytes = 0.75 * 1024 * 1024 * 1024;
+  static constexpr double kNcclBufferBytes = 4.0 * 1024 * 1024 * 32 * 2;
+  static constexpr double kFragmentationOfActivations = 0.10;
+};
+/// The reserve of a worker whose activations take `activation_bytes` at their peak.
+double memory_reserve_bytes(double activation_bytes);
+
 struct StageMemory {
   int stage = 0;
   int layers = 0;
@@ -44,14 +68,21 @@ struct StageMemory {
   ModelStateBytes state;  ///< after ZeRO sharding
   double in_flight = 0;   ///< micro-batches whose activations the stage holds at its peak
   double activation_bytes = 0;
-  double total_bytes() const { return state.total() + activation_bytes; }
+  double reserve_bytes = 0;  ///< memory_reserve_bytes(activation_bytes)
+  /// The tensors: model state and activations.
+  double tensor_bytes() const { return state.total() + activation_bytes; }
+  /// What the worker needs of its GPU: the tensors and the reserve.
+  double total_bytes() const { return tensor_bytes() + reserve_bytes; }
 };
 
 struct LayoutMemory {
   std::vector<StageMemory> stages;
-  /// The stage whose workers need the most, and how much.
+  /// The stage whose workers need the most, and how much (with its reserve).
   int peak_stage = 0;
   double peak_bytes = 0;
+  double reserve_bytes = 0;  ///< the peak stage's reserve, included in peak_bytes
+  /// Whether every stage fits in `capacity` bytes per GPU: tensors <= capacity - reserve.
+  bool fits(double capacity) const { return peak_bytes <= capacity; }
 };
 
 /// Parameters one worker of pipeline stage `stage` holds.
@@ -65,7 +96,7 @@ LayoutMemory layout_memory(const Workload& workload, const Layout& layout, doubl
 struct FitSearch {
   int workers = 1;
   double batch = 1;         ///< global batch, sequences per step
-  double memory_bytes = 0;  ///< per worker (a GPU's memory)
+  double memory_bytes = 0;  ///< per worker (a GPU's memory, the reserve included)
   int max_tensor = 0;       ///< largest tensor size (GPUs per node); 0: no limit
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
 };
@@ -75,12 +106,27 @@ struct FittingLayout {
   LayoutMemory memory;
 };
 
-/// The layouts of `search.workers` workers that fit in `search.memory_bytes`, smallest first:
+/// The layouts of `search.workers` workers that fit in `search.memory_bytes` (with the reserve
+/// of each: LayoutMemory::fits), smallest first:
 /// for each tensor x pipeline split (fewest model-parallel workers first, then the smaller
 /// tensor size), the least intrusive options that fit, tried in this order: recomputation
 /// none, selective, full; ZeRO stage 0 to 3; sequence parallelism off, on; the fewest
 /// micro-batches. At most `count` of them. Empty when nothing fits.
 std::vector<FittingLayout> smallest_fitting_layouts(const Workload& workload,
                                                     const FitSearch& search, size_t count);
+
+/// The dense peak a model-flops utilisation (MFU) divides by: the GPU catalog's peak
+/// (model/catalog/gpus.yaml) of `gpu_model` at the training precision. MFU = model flop per
+/// worker-second / this (Chowdhery et al. 2022, PaLM, arXiv 2204.02311, Appendix B: the model's
+/// flop without recomputation, over the peak).
+struct TrainingPeak {
+  double flops = 0;       ///< 0 when there is none
+  std::string precision;  ///< "bf16", "fp16", "fp32"
+  std::string missing;    ///< why there is none ("" when there is)
+};
+/// `precision` "" takes the workload's: 2 bytes per parameter trains in bf16 (fp16 on a chip
+/// without bf16), 4 in fp32.
+TrainingPeak training_peak(const std::string& gpu_model, const std::string& precision,
+                           double bytes_per_parameter);
 
 }  // namespace tauplan::model

@@ -47,6 +47,7 @@ struct SelectionCosts {
   double rate_per_s = 0;
   double restart_s = 0;
   double min_memory_bytes = 0;
+  double peak_flops = 0;  ///< the GPUs' dense peaks at their precision, summed
 };
 
 SelectionCosts selection_costs(const Inventory& inventory, const Selection& selection) {
@@ -57,6 +58,8 @@ SelectionCosts selection_costs(const Inventory& inventory, const Selection& sele
     const NodeType& type = inventory.node_types[t];
     c.price_per_hour += selection.nodes[t] * type.price_per_hour;
     c.min_memory_bytes = std::min(c.min_memory_bytes, type.memory_bytes);
+    c.peak_flops += static_cast<double>(selection.nodes[t]) * type.gpus_per_node *
+                    gpu_spec(type.gpu_model, inventory.file).peak_flops(type.precision);
     if (type.market == Market::Revocable && type.revocations_per_hour > 0) {
       c.rate_per_s += selection.nodes[t] * type.revocations_per_hour / 3600.0;
       c.restart_s = std::max(c.restart_s, type.restart_s);
@@ -116,6 +119,15 @@ Evaluation finish_evaluation(const Inventory& inventory, const PlanConfig& confi
     sum += inventory.search.step_overhead_s + samples * inventory.workload.flop_per_sample / speed;
   }
   const double mean_step = hosts.empty() ? 0 : sum / static_cast<double>(hosts.size());
+  double round_samples = 0, largest_samples = 0;
+  for (size_t w = 0; w < hosts.size() && w < o.samples->size(); ++w) {
+    round_samples += steps * (*o.samples)[w];
+    largest_samples = std::max(largest_samples, (*o.samples)[w]);
+  }
+  e.model_flops =
+      timing.round_s > 0 ? round_samples * inventory.workload.flop_per_sample / timing.round_s : 0;
+  e.peak_flops = costs.peak_flops;
+  e.memory_per_gpu_bytes = inventory.workload.memory_bytes(largest_samples);
   const double critical_compute = timing.compute_s * steps;
   const double straggler = std::max(0.0, critical_compute - mean_step * steps);
   const auto rounds = static_cast<double>(o.rounds);
@@ -169,7 +181,7 @@ Evaluation evaluate_mesh(const Inventory& inventory, const PlanConfig& config,
   const double batch = config.job_batch();
   check_layout(config.layout, workload, batch, config.gpus, inventory.file);
   const LayoutMemory memory = layout_memory(workload, config.layout, batch);
-  if (memory.peak_bytes > costs.min_memory_bytes)
+  if (!memory.fits(costs.min_memory_bytes))
     throw InputError(inventory.file, "batch", "a layout that fits in the GPUs' memory",
                      config.layout.label());
   const MeshPlacement placement = place_mesh(config.layout, platform, {}, inventory.file);
@@ -194,7 +206,9 @@ Evaluation evaluate_mesh(const Inventory& inventory, const PlanConfig& config,
   const std::vector<double> shares(placement.hosts.size(), batch / config.gpus);
   o.hosts = &placement.hosts;
   o.samples = &shares;
-  return finish_evaluation(inventory, config, platform, o, costs, largest_fitting);
+  Evaluation e = finish_evaluation(inventory, config, platform, o, costs, largest_fitting);
+  e.memory_per_gpu_bytes = memory.peak_bytes;  // with the reserve
+  return e;
 }
 
 /// One Plan built and compiled per (selection, strategy, collective, servers); the batch, tau

@@ -28,6 +28,8 @@
 // Its compute part is the pipeline's compute slots, (m + p - 1) x the slowest stage's compute
 // and element-wise time; the straggler part then holds the bubble, the stages' imbalance and
 // recomputation (the mean worker is charged the model's flop without it).
+// Each evaluation carries the memory per GPU its fit was checked with and its MFU (the job's
+// model flop per second over the selected GPUs' dense peaks at their node types' precision).
 // What it leaves out: using only some GPUs of a node, placement of servers, heterogeneous
 // restart costs within one job (the largest is used), the exact distribution of the time (a
 // deadline is met in expectation, or with `deadline_confidence` under the normal approximation),
@@ -85,6 +87,16 @@ struct Evaluation {
   double revocation_part_s = 0;
   bool memory_capped = false;
   Bottleneck bottleneck = Bottleneck::Compute;
+  /// Memory per GPU as the fit was checked: a layout's peak stage with its reserve
+  /// (model/layout_memory.hpp); for the data-parallel strategies, Workload::memory_bytes of the
+  /// largest per-worker batch (model state and activations, no reserve: strategy.cpp's check).
+  double memory_per_gpu_bytes = 0;
+  /// Model flop per second of the whole job in a failure-free round (without recomputation).
+  double model_flops = 0;
+  /// Sum of the selected GPUs' dense catalog peaks at their node type's precision.
+  double peak_flops = 0;
+  /// Model-flops utilisation: model_flops / peak_flops (-1 when there is no peak).
+  double mfu() const { return peak_flops > 0 ? model_flops / peak_flops : -1; }
 };
 
 struct SearchStats {

@@ -16,18 +16,6 @@ const char* to_string(FeedForward kind) {
   return kind == FeedForward::SwiGlu ? "swiglu" : "gelu";
 }
 
-const char* to_string(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::None:
-      return "none";
-    case Recompute::Selective:
-      return "selective";
-    case Recompute::Full:
-      return "full";
-  }
-  return "?";
-}
-
 double Transformer::kv_width() const {
   return static_cast<double>(kv_heads) * head_dim();
 }
@@ -149,11 +137,23 @@ double Transformer::layer_activation_bytes(double micro_batch, int tensor, bool 
   const double kv_per_rank = tensor > kv_heads ? head_dim() : kv_width() / t;
   const double inner = (feed_forward == FeedForward::SwiGlu ? 4 : 2) * e * ffn_hidden;
   const double split = e * sb * (2.0 * hidden / t + 2 * kv_per_rank) + sb * inner / t;
-  // Scores: softmax output (e), its dropout mask (1) and dropout output (e), a s^2 b per layer.
-  const double scores = recompute == Recompute::Selective
-                            ? 0
-                            : (2 * e + 1) * heads * static_cast<double>(sequence) * sb / t;
-  return replicated / (sequence_parallel ? t : 1) + split + scores;
+  // What the attention core keeps beyond Q, K, V and its output (the output projection's input,
+  // counted in `split`), per layer and rank, heads split over t:
+  //  - math path (Korthikanti et al. 2022, arXiv 2205.05198, Section 4.1 and Table 2): the
+  //    softmax output (e), its dropout mask (1) and the dropout output (e), (2e + 1) a s^2 b / t
+  //    (5 a s^2 b / t at e = 2); none of it with selective recomputation, which recomputes it;
+  //  - flash (Dao et al. 2022, arXiv 2205.14135, Section 3.1): no s x s matrix; the forward
+  //    saves the softmax statistics for the backward to rebuild the probabilities block by
+  //    block; FlashAttention-2 (Dao 2023, arXiv 2307.08691, Section 3.1.1) keeps only their
+  //    log-sum-exp, one fp32 value per head and query row: 4 a s b / t bytes.
+  //    Selective recomputation runs the attention core's forward again in backward, so its
+  //    statistics are not kept either: flash stores what Korthikanti's selective stores.
+  const double per_head_row = heads * sb / t;  // a s b / t
+  double core = 0;
+  if (recompute == Recompute::None)
+    core = attention == AttentionKernel::Flash ? 4 * per_head_row
+                                               : (2 * e + 1) * per_head_row * sequence;
+  return replicated / (sequence_parallel ? t : 1) + split + core;
 }
 
 double Transformer::embedding_activation_bytes(double micro_batch, int tensor,
@@ -211,12 +211,13 @@ std::string word(const YAML::Node& node, const std::string& origin, const std::s
 Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
   const std::string p = "transformer.";
   if (!map.IsMap()) throw InputError(origin, "transformer", "a map of the transformer's shape");
-  yu::reject_unknown_keys(map,
-                          {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "feed_forward",
-                           "sequence", "vocabulary", "tied_embeddings", "linear_bias",
-                           "normalization", "positions", "max_positions", "token_types",
-                           "head_parameters", "published_parameters", "published_source"},
-                          origin, p);
+  yu::reject_unknown_keys(
+      map,
+      {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "feed_forward", "sequence",
+       "vocabulary", "tied_embeddings", "linear_bias", "normalization", "positions",
+       "max_positions", "token_types", "head_parameters", "attention", "published_parameters",
+       "published_source"},
+      origin, p);
   for (const char* key : {"layers", "hidden", "heads", "sequence", "vocabulary"})
     if (!map[key]) throw InputError(origin, p + key, "a whole number > 0 (required)");
   Transformer t;
@@ -266,6 +267,12 @@ Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
   } else if (map["max_positions"]) {
     throw InputError(origin, p + "max_positions", "no position table with rotary positions",
                      "a value");
+  }
+  if (map["attention"]) {
+    const std::string kernel = yu::text(map["attention"], origin, p + "attention");
+    if (kernel != "flash" && kernel != "math")
+      throw InputError(origin, p + "attention", "flash or math", "'" + kernel + "'");
+    t.attention = kernel == "flash" ? AttentionKernel::Flash : AttentionKernel::Math;
   }
   if (map["token_types"])
     t.token_types = whole_positive(map["token_types"], origin, p + "token_types", true);

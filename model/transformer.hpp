@@ -10,18 +10,25 @@
 //    their product with V, 2 s h V for the logits; backward = 2 x forward);
 //  - activation bytes per layer (Korthikanti et al. 2022, arXiv 2205.05198, Table 2 and
 //    Section 4.1, with e bytes per stored value and 1 per dropout mask: 34 s b h + 5 a s^2 b at
-//    e = 2), split by tensor parallelism, sequence parallelism and recomputation.
-// Workload YAML describes one in a `transformer:` map (parse_transformer_workload), and the
-// Workload's parameters, flop per sample, activation bytes and per-layer list are derived
-// from it. What it leaves out: encoder-decoder models, mixture of experts, the flop of
-// element-wise work (softmax, norms, activations: memory-bound, a few percent), attention
-// kernels that never store the s x s scores (FlashAttention), and activation differences of
-// grouped-query attention and SwiGLU beyond their tensor widths (marked where assumed).
+//    e = 2), split by tensor parallelism, sequence parallelism and recomputation; with a flash
+//    attention kernel (Dao et al. 2022, arXiv 2205.14135, Section 3.1; FlashAttention-2, Dao
+//    2023, arXiv 2307.08691, Section 3.1.1) the 5 a s^2 b scores are never stored and the
+//    softmax log-sum-exp (4 a s b bytes, fp32) is instead.
+// Workload YAML describes one in a `transformer:` map (parse_transformer_workload; the
+// attention kernel is its key `attention: flash|math`, default math), and the Workload's
+// parameters, flop per sample, activation bytes and per-layer list are derived from it.
+// What it leaves out: encoder-decoder models, mixture of experts, the flop of element-wise work
+// (softmax, norms, activations: memory-bound, a few percent), the flop a flash kernel spends
+// recomputing the scores in backward (the compute model's, model/compute/), and activation
+// differences of grouped-query attention and SwiGLU beyond their tensor widths (marked where
+// assumed).
 #pragma once
 
 #include <string>
 
 #include <yaml-cpp/yaml.h>
+
+#include "model/compute/layer_ops.hpp"  // Recompute, AttentionKernel
 
 namespace tauplan::model {
 
@@ -30,13 +37,7 @@ struct Workload;
 enum class FeedForward { Gelu, SwiGlu };
 enum class Normalization { LayerNorm, RmsNorm };
 enum class PositionEmbedding { Learned, Rotary };
-/// Activation recomputation (Korthikanti et al. 2022): none; selective (the attention scores,
-/// softmax and dropout are recomputed in backward, the s^2 terms are not stored); full (only
-/// each layer's input is stored and the whole forward is run again in backward).
-enum class Recompute { None, Selective, Full };
-
 const char* to_string(FeedForward kind);
-const char* to_string(Recompute recompute);
 
 struct Transformer {
   int layers = 0;
@@ -59,6 +60,12 @@ struct Transformer {
   /// Bytes of one stored activation value (2 for fp16/bf16 training, 4 for fp32): the
   /// workload's bytes_per_parameter.
   double element_bytes = 2;
+  /// How attention is computed, which decides what the layer stores for backward. Math:
+  /// Korthikanti's accounting, the s x s scores, softmax output and dropout mask stored
+  /// (5 a s^2 b bytes per layer at e = 2). Flash: a fused kernel (FlashAttention, Dao et al.
+  /// 2022, arXiv 2205.14135) that stores no s x s matrix, only the softmax log-sum-exp
+  /// statistics (a s b fp32 values) beside the attention output. Workload key `attention`.
+  AttentionKernel attention = AttentionKernel::Math;
   double published_parameters = 0;  ///< 0 when none is published
   std::string published_source;
 
@@ -101,7 +108,8 @@ struct Transformer {
   double model_flop(double sequences) const;
 
   /// Activation bytes one layer keeps for backward, for a micro-batch of `micro_batch`
-  /// sequences on one of `tensor` tensor-parallel ranks (Korthikanti Table 2 generalised).
+  /// sequences on one of `tensor` tensor-parallel ranks (Korthikanti Table 2 generalised; with
+  /// `attention` flash, no s x s term and 4 a s b / t bytes of log-sum-exp without recompute).
   double layer_activation_bytes(double micro_batch, int tensor, bool sequence_parallel,
                                 Recompute recompute) const;
   /// Bytes the embedding stage keeps (embedding output and its dropout mask) per micro-batch.
@@ -112,7 +120,11 @@ struct Transformer {
   double activation_bytes_per_sample() const;
 };
 
-/// Reads a workload whose YAML has a `transformer:` map: name, description, bytes and
+/// Reads a workload whose YAML has a `transformer:` map (its keys: layers, hidden, heads,
+/// kv_heads, ffn_hidden, feed_forward gelu|swiglu, sequence, vocabulary, tied_embeddings,
+/// linear_bias, normalization layernorm|rmsnorm, positions learned|rotary, max_positions,
+/// token_types, head_parameters, attention flash|math (default math), published_parameters,
+/// published_source): name, description, bytes and
 /// optimizer bytes per parameter, update flop and sample unit as any workload; parameters,
 /// flop per sample, activation bytes and layers derived (giving them too is an error).
 /// InputError naming the file and key on any problem.

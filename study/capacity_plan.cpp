@@ -84,6 +84,10 @@ json to_json(const model::Inventory& inv, const model::Evaluation& e) {
                 {"communication", e.comm_part_s},
                 {"revocations", e.revocation_part_s}}},
               {"memory_capped", e.memory_capped},
+              {"memory_per_gpu_bytes", e.memory_per_gpu_bytes},
+              {"model_flops", e.model_flops},
+              {"peak_flops", e.peak_flops},
+              {"mfu", e.mfu() >= 0 ? json(e.mfu()) : json(nullptr)},
               {"bottleneck", model::to_string(e.bottleneck)}};
   if (model::strategy(c.strategy).uses("tensor_parallel"))
     row["layout"] = {{"label", c.layout.label()},
@@ -439,16 +443,24 @@ PlanOutcome run_plan(const PlanRequest& args) {
     size_t width = 5;
     for (size_t i : search.frontier)
       width = std::max(width, model::describe_selection(inv, ev[i].config.selection).size());
-    out += fmt::format("  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8}  {}\n", "time", "cost", "nodes",
-                       width, "K", "strategy", "revoc/h", "bottleneck");
+    out +=
+        fmt::format("  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8} {:>7} {:>8}  {}\n", "time", "cost",
+                    "nodes", width, "K", "strategy", "mem GiB", "MFU", "revoc/h", "bottleneck");
     for (size_t i : search.frontier) {
       const model::Evaluation& e = ev[i];
-      out += fmt::format(
-          "  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8.3g}  {}{}\n", duration(e.time_s),
-          money(inv, e.cost), model::describe_selection(inv, e.config.selection), width,
-          e.config.gpus, model::describe_strategy(e.config), e.revocations_per_hour,
-          model::to_string(e.bottleneck), static_cast<long>(i) == search.best ? "  <- best" : "");
+      out += fmt::format("  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8.1f} {:>7} {:>8.3g}  {}{}\n",
+                         duration(e.time_s), money(inv, e.cost),
+                         model::describe_selection(inv, e.config.selection), width, e.config.gpus,
+                         model::describe_strategy(e.config),
+                         e.memory_per_gpu_bytes / (1024.0 * 1024 * 1024),
+                         e.mfu() >= 0 ? fmt::format("{:.1f}%", 100 * e.mfu()) : std::string("-"),
+                         e.revocations_per_hour, model::to_string(e.bottleneck),
+                         static_cast<long>(i) == search.best ? "  <- best" : "");
     }
+    out +=
+        "  mem GiB: per GPU as its fit was checked (a mesh layout's with the reserve for the "
+        "CUDA context, NCCL buffers and fragmentation; data-parallel: model state and "
+        "activations); MFU: model flop/s over the GPUs' dense peak at their precision\n";
     out += answer + "\n";
     if (!checks.empty()) {
       out += fmt::format(

@@ -39,6 +39,51 @@ int gpus_per_node(const model::Platform& platform) {
   }));
 }
 
+/// The dense peak per GPU an MFU of the layout divides by: the mean of its hosts' catalog peaks
+/// at the workload's precision (model::training_peak), or none with the reason.
+struct PeakBasis {
+  double flops = 0;
+  std::string precision;
+  std::string missing;
+};
+
+PeakBasis peak_basis(const model::Platform& platform, const std::vector<int>& hosts,
+                     const model::Workload& workload) {
+  PeakBasis basis;
+  double sum = 0;
+  for (int h : hosts) {
+    const model::Host& host = platform.hosts[static_cast<size_t>(h)];
+    const model::TrainingPeak peak =
+        model::training_peak(host.gpu_model, "", workload.bytes_per_parameter);
+    if (peak.flops <= 0) {
+      basis.missing = "host " + host.name + ": " + peak.missing;
+      return basis;
+    }
+    basis.precision = peak.precision;
+    sum += peak.flops;
+  }
+  basis.flops = hosts.empty() ? 0 : sum / static_cast<double>(hosts.size());
+  if (hosts.empty()) basis.missing = "no worker hosts";
+  return basis;
+}
+
+/// MFU as a fraction, or a negative number when there is no peak.
+double mfu(const model::LayoutTime& time, const PeakBasis& basis) {
+  return basis.flops > 0 ? time.model_flops_per_worker / basis.flops : -1;
+}
+
+std::string mfu_text(double value) {
+  return value >= 0 ? fmt::format("{:.1f}%", 100 * value) : std::string("-");
+}
+
+nlohmann::json mfu_json(double value, const PeakBasis& basis) {
+  nlohmann::json j = {{"mfu", value >= 0 ? nlohmann::json(value) : nlohmann::json(nullptr)},
+                      {"peak_flops_per_gpu", basis.flops},
+                      {"precision", basis.precision}};
+  if (!basis.missing.empty()) j["mfu_missing"] = basis.missing;
+  return j;
+}
+
 nlohmann::json memory_json(const model::LayoutMemory& memory) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : memory.stages)
@@ -50,8 +95,12 @@ nlohmann::json memory_json(const model::LayoutMemory& memory) {
                       {"optimizer_bytes", s.state.optimizer},
                       {"in_flight_micro_batches", s.in_flight},
                       {"activation_bytes", s.activation_bytes},
+                      {"reserve_bytes", s.reserve_bytes},
                       {"total_bytes", s.total_bytes()}});
-  return {{"stages", stages}, {"peak_stage", memory.peak_stage}, {"peak_bytes", memory.peak_bytes}};
+  return {{"stages", stages},
+          {"peak_stage", memory.peak_stage},
+          {"peak_bytes", memory.peak_bytes},
+          {"reserve_bytes", memory.reserve_bytes}};
 }
 
 nlohmann::json time_json(const model::LayoutTime& time) {
@@ -134,27 +183,38 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
         "smallest layouts of {} workers for {} (batch {:g}) that fit in {:.1f} GiB "
         "per GPU on {}:\n",
         workers, workload.name, batch, memory_bytes / kGiB, platform_path);
-    out += fmt::format("{:<40} {:>12} {:>14} {:>14}\n", "layout", "memory GiB", "step s",
-                       "model TF/s/GPU");
+    out += fmt::format("{:<40} {:>12} {:>14} {:>14} {:>7}\n", "layout", "memory GiB", "step s",
+                       "model TF/s/GPU", "MFU");
     nlohmann::json rows = nlohmann::json::array();
+    std::string missing;
     for (const auto& f : found) {
+      const model::MeshPlacement fit_placement =
+          model::place_mesh(f.layout, platform, {}, job.file);
       const model::LayoutTime time =
-          model::layout_time(workload, f.layout, batch, platform,
-                             model::place_mesh(f.layout, platform, {}, job.file), options);
-      out += fmt::format("{:<40} {:>12.1f} {:>14.4g} {:>14.1f}\n", f.layout.label(),
+          model::layout_time(workload, f.layout, batch, platform, fit_placement, options);
+      const PeakBasis basis = peak_basis(platform, fit_placement.hosts, workload);
+      if (missing.empty()) missing = basis.missing;
+      out += fmt::format("{:<40} {:>12.1f} {:>14.4g} {:>14.1f} {:>7}\n", f.layout.label(),
                          f.memory.peak_bytes / kGiB, time.iteration_s,
-                         time.model_flops_per_worker / 1e12);
-      rows.push_back({{"layout", f.layout.label()},
-                      {"memory", memory_json(f.memory)},
-                      {"time", time_json(time)}});
+                         time.model_flops_per_worker / 1e12, mfu_text(mfu(time, basis)));
+      nlohmann::json row = {{"layout", f.layout.label()},
+                            {"memory_per_gpu_bytes", f.memory.peak_bytes},
+                            {"memory", memory_json(f.memory)},
+                            {"time", time_json(time)}};
+      row.update(mfu_json(mfu(time, basis), basis));
+      rows.push_back(row);
     }
     if (found.empty()) out += "(none: the model state alone exceeds the workers' memory)\n";
+    out += fmt::format(
+        "memory GiB: the peak stage's, with the reserve (CUDA context, NCCL "
+        "buffers, fragmentation; model/layout_memory.hpp)\n");
+    if (!missing.empty()) out += "MFU -: " + missing + "\n";
     outcome.document = {{"context", context}, {"fitting_layouts", rows}};
     return outcome;
   }
 
   const model::LayoutMemory memory = model::layout_memory(workload, layout, batch);
-  if (memory_bytes > 0 && memory.peak_bytes > memory_bytes) {
+  if (memory_bytes > 0 && !memory.fits(memory_bytes)) {
     model::FitSearch search;
     search.workers = workers;
     search.batch = batch;
@@ -171,8 +231,8 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
                     memory_bytes / kGiB,
                     fitting.empty() ? "none does: the model state exceeds the workers' memory"
                                     : "the smallest that do: " + fitting),
-        fmt::format("{} needing {:.1f} GiB on stage {}", layout.label(), memory.peak_bytes / kGiB,
-                    memory.peak_stage));
+        fmt::format("{} needing {:.1f} GiB on stage {} (of it {:.1f} GiB reserve)", layout.label(),
+                    memory.peak_bytes / kGiB, memory.peak_stage, memory.reserve_bytes / kGiB));
   }
   const model::LayoutTime time =
       model::layout_time(workload, layout, batch, platform, placement, options);
@@ -188,21 +248,27 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
     out += fmt::format(" {} {} ({})", dim.name, dim.size,
                        model::dimension_span(placement, platform, dim.name));
   out += "\n\nmemory per worker, GiB\n";
-  out += fmt::format("{:>5} {:>6} {:>12} {:>8} {:>9} {:>9} {:>9} {:>11} {:>8}\n", "stage", "layers",
-                     "parameters", "weights", "gradients", "optimizer", "in flight", "activations",
-                     "total");
+  out += fmt::format("{:>5} {:>6} {:>12} {:>8} {:>9} {:>9} {:>9} {:>11} {:>8} {:>8}\n", "stage",
+                     "layers", "parameters", "weights", "gradients", "optimizer", "in flight",
+                     "activations", "reserve", "total");
   for (const auto& s : memory.stages)
     out += fmt::format(
         "{:>5} {:>6} {:>12.4g} {:>8.2f} {:>9.2f} {:>9.2f} {:>9.3g} {:>11.2f} "
-        "{:>8.2f}\n",
+        "{:>8.2f} {:>8.2f}\n",
         s.stage, s.layers, s.parameters, s.state.weights / kGiB, s.state.gradients / kGiB,
-        s.state.optimizer / kGiB, s.in_flight, s.activation_bytes / kGiB, s.total_bytes() / kGiB);
+        s.state.optimizer / kGiB, s.in_flight, s.activation_bytes / kGiB, s.reserve_bytes / kGiB,
+        s.total_bytes() / kGiB);
+  out +=
+      "reserve: CUDA context and NCCL buffers plus 10% of the activations for fragmentation "
+      "(an estimate; model/layout_memory.hpp)\n";
   out += memory_bytes > 0
-             ? fmt::format("peak {:.2f} GiB on stage {}, GPU memory {:.2f} GiB: fits\n",
-                           memory.peak_bytes / kGiB, memory.peak_stage, memory_bytes / kGiB)
+             ? fmt::format(
+                   "memory per GPU: peak {:.2f} GiB on stage {}, GPU memory {:.2f} GiB: "
+                   "fits\n",
+                   memory.peak_bytes / kGiB, memory.peak_stage, memory_bytes / kGiB)
              : fmt::format(
-                   "peak {:.2f} GiB on stage {} (the platform gives no GPU memory: not "
-                   "checked)\n",
+                   "memory per GPU: peak {:.2f} GiB on stage {} (the platform gives no GPU "
+                   "memory: not checked)\n",
                    memory.peak_bytes / kGiB, memory.peak_stage);
   out += "\ntraffic per step, per worker of the busiest stage\n";
   out += fmt::format("  tensor:   {} all-reduces of {:.4g} MiB, {:.4g} GiB sent per rank\n",
@@ -230,11 +296,22 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
       "  data-parallel {:.4g}, update {:.4g}: step {:.4g} s, {:.1f} model TFLOP/s "
       "per worker\n",
       time.data_s, time.update_s, time.iteration_s, time.model_flops_per_worker / 1e12);
+  const PeakBasis basis = peak_basis(platform, placement.hosts, workload);
+  const double utilisation = mfu(time, basis);
+  out += utilisation >= 0 ? fmt::format(
+                                "MFU {} (model flop per worker-second / the {} dense peak {:.4g} "
+                                "TFLOP/s per GPU)\n",
+                                mfu_text(utilisation), basis.precision, basis.flops / 1e12)
+                          : fmt::format("MFU - ({})\n", basis.missing);
+  const std::string compute = compute_sources(platform);
+  out += "compute: " + compute + "\n";
   outcome.document = {{"context", context},
+                      {"compute", compute},
                       {"layout", layout.label()},
                       {"workers", workers},
                       {"batch", batch},
                       {"gpu_memory_bytes", memory_bytes},
+                      {"memory_per_gpu_bytes", memory.peak_bytes},
                       {"memory", memory_json(memory)},
                       {"traffic",
                        {{"tensor_allreduces", traffic.tensor_allreduces},
@@ -245,6 +322,7 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
                         {"data_values", traffic.data_values},
                         {"data_bytes_per_rank", traffic.data_bytes_per_rank}}},
                       {"time", time_json(time)}};
+  outcome.document.update(mfu_json(utilisation, basis));
   return outcome;
 }
 

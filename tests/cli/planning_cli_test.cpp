@@ -381,6 +381,28 @@ TEST_CASE("plan: an unreachable deadline names the nearest configuration, exit 3
   CHECK(r.out.find("Pareto frontier") != std::string::npos);
 }
 
+TEST_CASE("plan: the frontier shows memory per GPU and MFU, in text and JSON") {
+  const auto inventory = plan_inventory("plan-mfu.yaml", "min-time");
+  const fs::path out = fresh_dir("plan-mfu");
+  const auto r =
+      run_tauplan({"plan", inventory, "--out", out.string(), "--recheck", "0", "--no-plot"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("mem GiB") != std::string::npos);
+  CHECK(r.out.find("MFU") != std::string::npos);
+  CHECK(r.out.find("%") != std::string::npos);
+  const json doc = json::parse(slurp(out / "plan.json"));
+  REQUIRE(doc["frontier"].size() >= 1);
+  for (const auto& f : doc["frontier"]) {
+    INFO(f.dump());
+    CHECK(f["memory_per_gpu_bytes"].get<double>() > 0);
+    const double mfu = f["mfu"].get<double>();
+    CHECK(mfu > 0);
+    CHECK(mfu < 1);
+    CHECK(mfu == Approx(f["model_flops"].get<double>() / f["peak_flops"].get<double>()));
+  }
+}
+
 TEST_CASE("plan: bad inventories are one line and exit 2") {
   auto bad = [](const std::string& name, const std::string& from, const std::string& to) {
     std::string text = kPlanInventory;

@@ -53,7 +53,9 @@ TEST_CASE("a layout of one worker needs what the workload says a batch needs") {
     for (double batch : {1.0, 4.0}) {
       const model::LayoutMemory memory = model::layout_memory(w, layout(1, 1, 1), batch);
       REQUIRE(memory.stages.size() == 1);
-      CHECK(memory.peak_bytes == Approx(w.memory_bytes(batch)).epsilon(1e-12));
+      CHECK(memory.stages[0].tensor_bytes() == Approx(w.memory_bytes(batch)).epsilon(1e-12));
+      CHECK(memory.peak_bytes - memory.reserve_bytes ==
+            Approx(w.memory_bytes(batch)).epsilon(1e-12));
     }
   }
 }
@@ -165,4 +167,65 @@ TEST_CASE("the smallest layouts that fit: nothing with a smaller split fits, wha
   node.batch = 8;
   node.memory_bytes = 80 * gib;
   CHECK(model::smallest_fitting_layouts(w, node, 5).empty());
+}
+
+TEST_CASE("every stage reserves the CUDA context, NCCL buffers and fragmentation") {
+  // The reserve: 0.75 GiB of CUDA context, 4 MiB x 32 channels x 2 peers of NCCL buffers and
+  // 10% of the activations (model/layout_memory.hpp, each an estimate with its source).
+  const double gib = 1024.0 * 1024.0 * 1024.0, mib = 1024.0 * 1024.0;
+  const double fixed = 0.75 * gib + 4 * mib * 32 * 2;
+  CHECK(model::memory_reserve_bytes(0) == Approx(1.0 * gib));
+  CHECK(model::memory_reserve_bytes(10 * gib) == Approx(fixed + 1 * gib));
+  const model::Workload w = model::load_workload("gpt3-175b");
+  const model::LayoutMemory memory = model::layout_memory(w, layout(1, 8, 8, 16), 16);
+  for (const auto& stage : memory.stages) {
+    INFO("stage " << stage.stage);
+    CHECK(stage.reserve_bytes == Approx(fixed + 0.1 * stage.activation_bytes));
+    CHECK(stage.total_bytes() == Approx(stage.state.total() + stage.activation_bytes + fixed +
+                                        0.1 * stage.activation_bytes));
+  }
+  const auto& peak = memory.stages[static_cast<size_t>(memory.peak_stage)];
+  CHECK(memory.peak_bytes == peak.total_bytes());
+  CHECK(memory.reserve_bytes == peak.reserve_bytes);
+}
+
+TEST_CASE("a layout that fits without the reserve but not with it is refused") {
+  const model::Workload w = model::load_workload("gpt3-175b");
+  const model::Layout l = layout(1, 8, 8, 16);
+  const model::LayoutMemory memory = model::layout_memory(w, l, 16);
+  const auto& peak = memory.stages[static_cast<size_t>(memory.peak_stage)];
+  // A GPU of exactly the tensors' bytes plus half the reserve.
+  const double capacity = peak.tensor_bytes() + memory.reserve_bytes / 2;
+  CHECK_FALSE(memory.fits(capacity));
+  CHECK(memory.fits(memory.peak_bytes));
+  // The search does not offer it: every layout it returns fits with its reserve, and the
+  // layout above (the same split and options) is not among them.
+  model::FitSearch search;
+  search.workers = 64;
+  search.batch = 16;
+  search.memory_bytes = capacity;
+  search.max_tensor = 8;
+  for (const auto& f : model::smallest_fitting_layouts(w, search, 20)) {
+    INFO(f.layout.label());
+    CHECK(f.layout.label() != l.label());
+    CHECK(f.memory.stages[static_cast<size_t>(f.memory.peak_stage)].tensor_bytes() +
+              f.memory.reserve_bytes <=
+          capacity);
+  }
+}
+
+TEST_CASE("the MFU's peak is the GPU catalog's at the training precision") {
+  const std::string h100 = "H100-SXM5-80GB";
+  const model::GpuSpec& spec = model::gpu_spec(h100);
+  CHECK(model::training_peak(h100, "", 2).flops == spec.peak_bf16_flops);
+  CHECK(model::training_peak(h100, "", 2).precision == "bf16");
+  CHECK(model::training_peak(h100, "", 4).flops == spec.peak_fp32_flops);
+  CHECK(model::training_peak(h100, "fp16", 2).flops == spec.peak_fp16_flops);
+  // V100 has no bf16: 2-byte training runs in fp16. K80 has neither: no peak, and why.
+  CHECK(model::training_peak("V100-SXM2-16GB", "", 2).precision == "fp16");
+  CHECK(model::training_peak("V100-SXM2-16GB", "", 2).flops > 0);
+  CHECK(model::training_peak("K80", "", 2).flops == 0);
+  CHECK_THAT(model::training_peak("K80", "", 2).missing, Catch::Contains("K80"));
+  CHECK(model::training_peak("", "", 2).flops == 0);
+  CHECK_FALSE(model::training_peak("", "", 2).missing.empty());
 }

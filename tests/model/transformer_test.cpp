@@ -108,6 +108,69 @@ TEST_CASE("activation bytes per layer are Korthikanti et al. 2022 Table 2") {
   CHECK(t.layer_activation_bytes(1, 8, false, Recompute::Full) / mib == Approx(48).epsilon(1e-3));
 }
 
+TEST_CASE("a flash kernel stores the log-sum-exp instead of the s x s scores") {
+  // Korthikanti et al. 2022 Table 2 (e = 2): the math path keeps 5 a s^2 b / t bytes of scores
+  // (softmax output, its dropout mask, dropout output) without recomputation, none with
+  // selective or full. Dao et al. 2022 Section 3.1 (and FlashAttention-2, Dao 2023 Section
+  // 3.1.1): a flash kernel keeps none of them and the
+  // softmax statistics instead, one fp32 per head and query row, 4 a s b / t bytes, without
+  // recomputation only (selective reruns the attention core, full the whole layer).
+  using model::Recompute;
+  model::Transformer math = gpt(96, 12288, 96);  // GPT-3's layer
+  model::Transformer flash = math;
+  flash.attention = model::AttentionKernel::Flash;
+  const double s = 2048, h = 12288, a = 96;
+  for (double b : {1.0, 4.0}) {
+    const double sbh = s * b * h;
+    for (int tp : {1, 2, 8}) {
+      const double T = tp;
+      for (bool sp : {false, true}) {
+        INFO("b = " << b << ", t = " << tp << ", sp = " << sp);
+        const double scores = 5 * a * s * s * b / T;
+        const double lse = 4 * a * s * b / T;
+        const double replicated = 10 * sbh / (sp ? T : 1);
+        // Closed forms of flash: Table 2 without the s^2 term, with the statistics.
+        CHECK(flash.layer_activation_bytes(b, tp, sp, Recompute::None) ==
+              Approx(replicated + 24 * sbh / T + lse).epsilon(1e-12));
+        CHECK(flash.layer_activation_bytes(b, tp, sp, Recompute::Selective) ==
+              Approx(replicated + 24 * sbh / T).epsilon(1e-12));
+        CHECK(flash.layer_activation_bytes(b, tp, sp, Recompute::Full) ==
+              Approx(2 * sbh / (sp ? T : 1)).epsilon(1e-12));
+        // Math minus flash: the scores minus the statistics without recomputation, 0 else.
+        CHECK(math.layer_activation_bytes(b, tp, sp, Recompute::None) -
+                  flash.layer_activation_bytes(b, tp, sp, Recompute::None) ==
+              Approx(scores - lse).epsilon(1e-9));
+        CHECK(math.layer_activation_bytes(b, tp, sp, Recompute::Selective) ==
+              flash.layer_activation_bytes(b, tp, sp, Recompute::Selective));
+        CHECK(math.layer_activation_bytes(b, tp, sp, Recompute::Full) ==
+              flash.layer_activation_bytes(b, tp, sp, Recompute::Full));
+      }
+    }
+  }
+  // fp32 activations (e = 4): the scores are (2e + 1) a s^2 b / t = 9 a s^2 b / t; the
+  // statistics stay fp32, 4 a s b / t.
+  math.element_bytes = flash.element_bytes = 4;
+  CHECK(math.layer_activation_bytes(1, 8, false, Recompute::None) -
+            flash.layer_activation_bytes(1, 8, false, Recompute::None) ==
+        Approx(9 * a * s * s / 8 - 4 * a * s / 8).epsilon(1e-9));
+}
+
+TEST_CASE("the attention kernel is the workload key attention: flash or math") {
+  const std::string shape =
+      "name: x\ntransformer:\n  layers: 2\n  hidden: 64\n  heads: 4\n"
+      "  sequence: 8\n  vocabulary: 10\n";
+  auto parse = [](const std::string& yaml) { return model::parse_workload_yaml(yaml, "w.yaml"); };
+  CHECK(parse(shape).transformer->attention == model::AttentionKernel::Math);
+  CHECK(parse(shape + "  attention: math\n").transformer->attention ==
+        model::AttentionKernel::Math);
+  const model::Workload flash = parse(shape + "  attention: flash\n");
+  CHECK(flash.transformer->attention == model::AttentionKernel::Flash);
+  // The derived activation bytes per sample follow the kernel.
+  CHECK(flash.activation_bytes_per_sample < parse(shape).activation_bytes_per_sample);
+  CHECK_THROWS_WITH(parse(shape + "  attention: flashy\n"),
+                    "w.yaml: transformer.attention: expected flash or math, got 'flashy'");
+}
+
 TEST_CASE("a transformer workload derives the Workload's fields from its shape") {
   const model::Workload w = model::load_workload("gpt2-small");
   REQUIRE(w.transformer);
