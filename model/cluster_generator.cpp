@@ -346,9 +346,17 @@ std::vector<sx::Prop> host_props(const ClusterSpec& s, const ClusterShape& shape
       s.gpu_model, readable(shape.peak_flops), shortest(s.efficiency),
       s.efficiency_source.substr(0, s.efficiency_source.find(':')),
       s.preset.empty() ? "none" : s.preset);
-  return {{"gpu_model", s.gpu_model}, {"gpu_memory_bytes", fmt::format("{:.0f}", gpu.memory_bytes)},
-          {"precision", "bf16"},      {"efficiency", shortest(s.efficiency)},
-          {"compute_source", source}, {"node", ""},
+  const std::string timed_by =
+      gpu.compute_profile.empty()
+          ? std::string()
+          : "; transformer layers timed by the GPU's compute profile " + gpu.compute_profile +
+                " (model/catalog/profiles/), the speed only for work without one";
+  return {{"gpu_model", s.gpu_model},
+          {"gpu_memory_bytes", fmt::format("{:.0f}", gpu.memory_bytes)},
+          {"precision", "bf16"},
+          {"efficiency", shortest(s.efficiency)},
+          {"compute_source", source + timed_by},
+          {"node", ""},
           {"role", "worker"}};
 }
 

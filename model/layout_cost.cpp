@@ -3,12 +3,17 @@
 
 #include <algorithm>
 #include <cassert>
+#include <functional>
 #include <limits>
+#include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "model/collective.hpp"
+#include "model/compute_shapes.hpp"
+#include "model/compute_source.hpp"
 #include "model/error.hpp"
 #include "model/layout_memory.hpp"
 
@@ -201,11 +206,29 @@ double layer_traffic_bytes(const Transformer& shape, const Layout& layout, doubl
   return traffic;
 }
 
+/// A rank's compute seconds per micro-batch on a host timed by a compute profile, memoised by
+/// profile (hosts of one GPU model share one).
+class ProfiledSeconds {
+ public:
+  using Compute = std::function<double(const ComputeProfile&)>;
+  explicit ProfiledSeconds(Compute compute) : compute_(std::move(compute)) {}
+  double operator()(const ComputeProfile& profile) {
+    const auto it = seconds_.find(&profile);
+    if (it != seconds_.end()) return it->second;
+    return seconds_[&profile] = compute_(profile);
+  }
+
+ private:
+  Compute compute_;
+  std::map<const ComputeProfile*, double> seconds_;
+};
+
 /// Times of one stage's work per micro-batch: `flop` and `traffic` per tensor group (split
-/// over its t ranks), `allreduces` tensor all-reduces of `allreduce_bytes`.
+/// over its t ranks) on hosts timed as flop / speed, `profiled` on hosts with a compute
+/// profile; `allreduces` tensor all-reduces of `allreduce_bytes`.
 StageTime stage_time(int stage, double flop, double traffic, long long allreduces,
                      double allreduce_bytes, const Layout& layout, const Platform& platform,
-                     const MeshPlacement& placement) {
+                     const MeshPlacement& placement, ProfiledSeconds& profiled) {
   StageTime time;
   time.stage = stage;
   double allreduce_s = 0;
@@ -213,6 +236,10 @@ StageTime stage_time(int stage, double flop, double traffic, long long allreduce
     const std::vector<int> group = placement.tensor_group(i, stage);
     for (int h : group) {
       const Host& host = platform.hosts[static_cast<size_t>(h)];
+      if (const ComputeProfile* profile = host_compute_profile(host, platform)) {
+        time.compute_s = std::max(time.compute_s, profiled(*profile));
+        continue;
+      }
       time.compute_s = std::max(time.compute_s, flop / layout.tensor / host.speed_flops);
       time.elementwise_s =
           std::max(time.elementwise_s, elementwise_seconds(host, platform, traffic));
@@ -262,10 +289,15 @@ StageTime layer_time(const Workload& workload, const Layout& layout, double batc
   const double b = layout.micro_batch(batch);
   const long long allreduces =
       layout.tensor > 1 ? tensor_allreduces_per_layer(layout.recompute) : 0;
+  ProfiledSeconds profiled([&](const ComputeProfile& profile) {
+    LayerShape layer = layer_shape(shape, b, layout.tensor, layout.sequence_parallel);
+    layer.element_bytes = workload.bytes_per_parameter;
+    return ops_seconds(layer_ops(layer, layout.recompute), profile).total();
+  });
   return stage_time(0, shape.layer_training_flop(b, layout.recompute),
                     layer_traffic_bytes(shape, layout, b), allreduces,
                     tensor_allreduce_values(shape, b) * workload.bytes_per_parameter, layout,
-                    platform, placement);
+                    platform, placement, profiled);
 }
 
 LayoutTime layout_time(const Workload& workload, const Layout& layout, double batch,
@@ -281,10 +313,14 @@ LayoutTime layout_time(const Workload& workload, const Layout& layout, double ba
   double slowest_busy = 0;
   for (int r = 0; r < p; ++r) {
     const StageWork work = stage_work(workload, layout, batch, r);
+    ProfiledSeconds profiled([&](const ComputeProfile& profile) {
+      const PassSeconds pass = stage_pass_seconds(workload, layout, batch, r, profile);
+      return pass.forward + pass.backward;
+    });
     StageTime stage =
         stage_time(r, (work.forward_flop + work.backward_flop) * t, work.traffic_bytes,
                    work.forward_allreduces + work.backward_allreduces, work.allreduce_bytes, layout,
-                   platform, placement);
+                   platform, placement, profiled);
     stage.busy_s += options.step_overhead_s;
     slowest_busy = std::max(slowest_busy, stage.busy_s);
     time.stages.push_back(stage);

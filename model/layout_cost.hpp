@@ -16,9 +16,11 @@
 // Time over a platform's routes: ranks are placed tensor first, then data, then pipeline
 // (Megatron's order: a tensor group fills a node before anything crosses nodes); every
 // collective is a ring over the hosts of its group, costed with the slowest hop of that ring
-// (alpha-beta); a micro-batch slot on a stage is its compute (flop / host speed, plus memory-
-// bound element-wise traffic when the host says how much: the `elementwise_passes` prop times
-// the layer's stored activation bytes, at the GPU's memory bandwidth) and its tensor all-reduces,
+// (alpha-beta); a micro-batch slot on a stage is its compute (on a host with a compute profile,
+// the profile's time of the stage's operations, model/compute_source.hpp; else flop / host
+// speed, plus memory-bound element-wise traffic when the host says how much: the
+// `elementwise_passes` prop times the layer's stored activation bytes, at the GPU's memory
+// bandwidth) and its tensor all-reduces,
 // plus the stage-to-stage sends; the pipeline takes (m + (p-1)/v) slots, its bubble (p-1)/v of
 // them (GPipe and 1F1B alike; Narayanan eq. 1); then the data-parallel traffic and the optimizer
 // update. What it leaves out: overlap of communication with compute (none is assumed), link
@@ -122,10 +124,14 @@ struct LayoutTimeOptions {
 
 struct StageTime {
   int stage = 0;
-  double compute_s = 0;      ///< GEMM flop / host speed, per micro-batch
-  double elementwise_s = 0;  ///< memory-bound traffic / memory bandwidth, per micro-batch
-  double tensor_s = 0;       ///< tensor-parallel all-reduces, per micro-batch
-  double busy_s = 0;         ///< overhead + compute + element-wise + tensor, per micro-batch
+  /// Per micro-batch: the compute profile's time of the stage's operations on hosts that have
+  /// one (model/compute_source.hpp), else GEMM flop / host speed.
+  double compute_s = 0;
+  /// Memory-bound traffic / memory bandwidth, per micro-batch, on hosts timed as flop / speed
+  /// (a profile's time already holds the memory-bound operations).
+  double elementwise_s = 0;
+  double tensor_s = 0;  ///< tensor-parallel all-reduces, per micro-batch
+  double busy_s = 0;    ///< overhead + compute + element-wise + tensor, per micro-batch
 };
 
 struct LayoutTime {

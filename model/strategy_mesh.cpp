@@ -31,6 +31,7 @@
 // the tied embedding's all-reduce between first and last stage, and the what-if C(b) and S
 // overrides. `tauplan measure` trains an MLP's layout for real (exec/pipeline_parallel.hpp).
 #include <algorithm>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,7 @@
 #include <fmt/format.h>
 
 #include "model/collective.hpp"
+#include "model/compute_source.hpp"
 #include "model/error.hpp"
 #include "model/layout_cost.hpp"
 #include "model/layout_memory.hpp"
@@ -224,6 +226,14 @@ class LayoutLowering {
   static constexpr OpId kNone = static_cast<OpId>(-1);
 
   int worker(int i, int k, int r) const { return placement_.worker(i, k, r); }
+
+  /// A stage's pass times on hosts of one compute profile, computed once.
+  const PassSeconds& profiled_pass(int stage, const ComputeProfile& profile) {
+    const auto key = std::make_pair(stage, &profile);
+    const auto it = profiled_.find(key);
+    if (it != profiled_.end()) return it->second;
+    return profiled_[key] = stage_pass_seconds(workload_, layout_, options_.batch, stage, profile);
+  }
   int host(int w) const { return placement_.hosts[static_cast<size_t>(w)]; }
 
   OpId add(Op op, const std::vector<OpId>& after) {
@@ -252,6 +262,15 @@ class LayoutLowering {
       // paid once per micro-batch, on its forward.
       op.overhead_s = forward ? step_overhead_on(options_, platform_, host(w)) + elementwise / 3
                               : elementwise * 2 / 3;
+      // A host with a compute profile: the profile's time of the stage's operations, a fixed
+      // time whatever the host's speed (the op's flop then count nothing).
+      if (const ComputeProfile* profile =
+              workload_.transformer ? host_compute_profile(h, platform_) : nullptr) {
+        const PassSeconds& seconds = profiled_pass(r, *profile);
+        op.flop = 0;
+        op.overhead_s = forward ? step_overhead_on(options_, platform_, host(w)) + seconds.forward
+                                : seconds.backward;
+      }
       // A training step ends with the last micro-batch's backward on the first stage.
       op.step_fraction = 0;
       computes.push_back(add(op, {last_[static_cast<size_t>(w)], input}));
@@ -387,6 +406,7 @@ class LayoutLowering {
   const Platform& platform_;
   Layout layout_;
   MeshPlacement placement_;
+  std::map<std::pair<int, const ComputeProfile*>, PassSeconds> profiled_;
   Plan& plan_;
   std::vector<OpId> last_;  ///< per worker: its last op so far
   std::vector<std::vector<std::vector<OpId>>> forward_in_, backward_in_;

@@ -206,6 +206,8 @@ std::vector<GpuSpec> parse_gpu_catalog() {
       gpu.memory_bandwidth_Bps =
           yu::positive(node["memory_bandwidth_Bps"], origin, prefix + "memory_bandwidth_Bps");
     if (node["source"]) gpu.source = yu::text(node["source"], origin, prefix + "source");
+    if (node["compute_profile"])
+      gpu.compute_profile = yu::text(node["compute_profile"], origin, prefix + "compute_profile");
     gpus.push_back(gpu);
   }
   return gpus;

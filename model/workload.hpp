@@ -66,6 +66,9 @@ struct GpuSpec {
   double memory_bytes = 0;
   double memory_bandwidth_Bps = 0;
   std::string source;
+  /// The compute profile (model/catalog/profiles/NAME.json) that times transformer layers on
+  /// this GPU; empty when none was measured or derived (model/compute_source.hpp).
+  std::string compute_profile;
   /// Peak for "fp64", "fp32", "fp16" or "bf16"; 0 when the chip lacks it.
   double peak_flops(const std::string& precision) const;
 };

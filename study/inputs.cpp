@@ -4,9 +4,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "exec/job_keys.hpp"
 #include "model/cluster_spec_file.hpp"
+#include "model/compute_source.hpp"
 #include "model/error.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
@@ -81,6 +83,17 @@ model::JobInputs load_inputs(const std::string& job_file,
   return inputs;
 }
 
+std::string compute_sources(const model::Platform& platform) {
+  std::set<std::string> sources;
+  for (const model::Host& host : platform.hosts)
+    if (host.role == model::HostRole::Worker)
+      sources.insert(model::host_compute_source(host, platform));
+  std::string joined;
+  for (const std::string& source : sources)
+    joined += (joined.empty() ? "" : " | ") + source;
+  return joined;
+}
+
 model::RunContext make_context(const model::JobInputs& inputs, const std::string& verb,
                                const std::string& engine) {
   model::RunContext context;
@@ -95,6 +108,7 @@ model::RunContext make_context(const model::JobInputs& inputs, const std::string
   context.convergence = inputs.convergence->describe();
   context.seed = static_cast<unsigned long long>(inputs.job.integer("seed"));
   context.extra["simgrid_version"] = sim::simgrid_version();
+  context.extra["compute"] = compute_sources(inputs.platform);
   return context;
 }
 

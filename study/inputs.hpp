@@ -31,6 +31,9 @@ model::JobInputs load_inputs(const std::string& job_file,
                              const std::map<std::string, std::string>& overrides);
 
 /// Provenance shared by every engine (job, platform and hash, workload, convergence, seed).
+/// Where the workers' compute times come from: each distinct source once
+/// (model/compute_source.hpp).
+std::string compute_sources(const model::Platform& platform);
 model::RunContext make_context(const model::JobInputs& inputs, const std::string& verb,
                                const std::string& engine);
 

@@ -15,6 +15,9 @@
 #   rows gain flows_memoised and flows_represented, flows_started / flows_reused count fewer
 #   flows run, and times moved by at most 2.4e-12 relative (a sleep of the memoised time instead
 #   of the same flows run again: summation order); every other field is unchanged.
+# - issue 23: all re-recorded when the context gained `compute` (where each worker's compute time
+#   comes from) and the shipped platforms a compute_source prop (a new platform_hash); predict and
+#   simulate results are unchanged, measure's differ as two runs of it do (compared loosely).
 set -euo pipefail
 tauplan=$1
 here=$(dirname "$0")

@@ -1,0 +1,147 @@
+// compute_source.cpp: compute profiles of hosts and stage times from them (compute_source.hpp).
+#include "model/compute_source.hpp"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/catalog.hpp"
+#include "model/compute/profile_file.hpp"
+#include "model/compute_shapes.hpp"
+#include "model/error.hpp"
+#include "model/layout_cost.hpp"
+
+namespace tauplan::model {
+namespace {
+
+std::mutex& profiles_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+/// Profiles read so far, by catalog name or canonical path.
+std::map<std::string, std::unique_ptr<ComputeProfile>>& profiles() {
+  static std::map<std::string, std::unique_ptr<ComputeProfile>> loaded;
+  return loaded;
+}
+
+const ComputeProfile* find_catalog_profile(const std::string& name) {
+  std::lock_guard<std::mutex> lock(profiles_mutex());
+  auto& loaded = profiles();
+  const auto it = loaded.find("catalog:" + name);
+  if (it != loaded.end()) return it->second.get();
+  for (std::size_t i = 0; i < catalog::kProfileCount; ++i)
+    if (name == catalog::kProfiles[i].name) {
+      auto profile = std::make_unique<ComputeProfile>(parse_compute_profile(
+          catalog::kProfiles[i].text, "model/catalog/profiles/" + name + ".json"));
+      return (loaded["catalog:" + name] = std::move(profile)).get();
+    }
+  return nullptr;
+}
+
+const ComputeProfile& file_profile(const std::string& path) {
+  std::error_code error;
+  const std::string key = "file:" + std::filesystem::weakly_canonical(path, error).string();
+  std::lock_guard<std::mutex> lock(profiles_mutex());
+  auto& loaded = profiles();
+  const auto it = loaded.find(key);
+  if (it != loaded.end()) return *it->second;
+  auto profile = std::make_unique<ComputeProfile>(read_compute_profile(path));
+  return *(loaded[key] = std::move(profile));
+}
+
+/// The `compute_profile` prop of a host, as a catalog name or a file next to the platform.
+const ComputeProfile& prop_profile(const std::string& value, const Host& host,
+                                   const Platform& platform) {
+  if (const ComputeProfile* named = find_catalog_profile(value)) return *named;
+  std::filesystem::path path(value);
+  if (path.is_relative() && !platform.source_file.empty())
+    path = std::filesystem::path(platform.source_file).parent_path() / path;
+  if (!std::filesystem::exists(path)) {
+    std::string names;
+    for (const std::string& n : catalog_profile_names())
+      names += (names.empty() ? "" : ", ") + n;
+    throw InputError(platform.source_file, "host " + host.name + " prop compute_profile",
+                     "a catalog profile (" + names + ") or a profile file", "'" + value + "'");
+  }
+  return file_profile(path.string());
+}
+
+}  // namespace
+
+const ComputeProfile& catalog_compute_profile(const std::string& name, const std::string& file,
+                                              const std::string& key) {
+  if (const ComputeProfile* profile = find_catalog_profile(name)) return *profile;
+  std::string names;
+  for (const std::string& n : catalog_profile_names())
+    names += (names.empty() ? "" : ", ") + n;
+  throw InputError(file, key, "a compute profile of the catalog (" + names + ")", name);
+}
+
+std::vector<std::string> catalog_profile_names() {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < catalog::kProfileCount; ++i)
+    if (*catalog::kProfiles[i].name != '\0') names.emplace_back(catalog::kProfiles[i].name);
+  return names;
+}
+
+const ComputeProfile* host_compute_profile(const Host& host, const Platform& platform) {
+  const auto prop = host.properties.find("compute_profile");
+  if (prop != host.properties.end()) return &prop_profile(prop->second, host, platform);
+  if (host.gpu_model.empty()) return nullptr;
+  const GpuSpec& gpu =
+      gpu_spec(host.gpu_model, platform.source_file, "host " + host.name + " prop gpu_model");
+  if (gpu.compute_profile.empty()) return nullptr;
+  return &catalog_compute_profile(gpu.compute_profile, "model/catalog/gpus.yaml",
+                                  gpu.model + " compute_profile");
+}
+
+std::string host_compute_source(const Host& host, const Platform& platform) {
+  if (const ComputeProfile* profile = host_compute_profile(host, platform)) {
+    const auto prop = host.properties.find("compute_profile");
+    const std::string name = prop != host.properties.end()
+                                 ? prop->second
+                                 : gpu_spec(host.gpu_model).compute_profile + " (catalog)";
+    // The source's first clause (who measured it, when); the profile file holds the rest.
+    return fmt::format("compute profile {} of {}, {}: {}", name, profile->device,
+                       profile->precision, profile->source.substr(0, profile->source.find(';')));
+  }
+  const auto efficiency = host.properties.find("efficiency");
+  const auto source = host.properties.find("compute_source");
+  std::string line = fmt::format("flop / host speed {:.4g} flop/s", host.speed_flops);
+  if (efficiency != host.properties.end()) line += ", efficiency " + efficiency->second;
+  if (source != host.properties.end()) line += " (" + source->second + ")";
+  return line;
+}
+
+PassSeconds stage_pass_seconds(const Workload& workload, const Layout& layout, double batch,
+                               int stage, const ComputeProfile& profile) {
+  const Transformer& shape = *workload.transformer;
+  const double b = layout.micro_batch(batch);
+  LayerShape layer = layer_shape(shape, b, layout.tensor, layout.sequence_parallel);
+  layer.element_bytes = workload.bytes_per_parameter;
+  const std::vector<int> layers = stage_layers(shape.layers, layout.pipeline);
+  const double n = layers[static_cast<std::size_t>(stage)];
+  PassSeconds seconds;
+  auto add = [&seconds, &profile](const std::vector<ComputeOp>& ops, double times) {
+    for (const ComputeOp& op : ops) {
+      const double s = op_seconds(op, profile) * times;
+      (op.phase == ComputePhase::Forward ? seconds.forward : seconds.backward) += s;
+    }
+    OpsTime split = ops_seconds(ops, profile);
+    seconds.split.gemm_s += split.gemm_s * times;
+    seconds.split.attention_s += split.attention_s * times;
+    seconds.split.memory_s += split.memory_s * times;
+    seconds.split.launch_s += split.launch_s * times;
+  };
+  add(layer_ops(layer, layout.recompute), n);
+  if (stage == layout.pipeline - 1) add(logits_ops(layer, shape.vocabulary), 1);
+  return seconds;
+}
+
+}  // namespace tauplan::model

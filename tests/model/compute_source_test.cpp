@@ -1,0 +1,90 @@
+// Where compute time comes from: every shipped platform that names a GPU says it (a compute
+// profile, or the source of its efficiency), no shipped platform times transformer layers of a
+// profiled GPU from a flat efficiency, and hosts resolve to the catalog's profiles.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "model/compute/profile_file.hpp"
+#include "model/compute_source.hpp"
+#include "model/error.hpp"
+
+using namespace tauplan;
+using namespace tauplan::model;
+
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("every shipped GPU platform names where its compute time comes from") {
+  // A host or cluster element with a gpu_model prop must carry a compute_profile prop or a
+  // compute_source prop (the efficiency's origin); a GPU with a catalog profile must not carry
+  // an efficiency (its transformer layers are timed by the profile).
+  const std::regex element(R"re(<(host|cluster)\b[^>]*>([\s\S]*?)</\1>)re");
+  const std::regex gpu(R"re(<prop id="gpu_model" value="([^"]+)")re");
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("platforms")) {
+    if (entry.path().extension() != ".xml") continue;
+    const std::string text = read_file(entry.path());
+    for (std::sregex_iterator it(text.begin(), text.end(), element), end; it != end; ++it) {
+      const std::string body = (*it)[2];
+      std::smatch model;
+      if (!std::regex_search(body, model, gpu)) continue;
+      CAPTURE(entry.path().string(), model[1].str());
+      const bool profile = body.find("id=\"compute_profile\"") != std::string::npos;
+      const bool source = body.find("id=\"compute_source\"") != std::string::npos;
+      CHECK((profile || source));
+      if (!gpu_spec(model[1]).compute_profile.empty())
+        CHECK(body.find("id=\"efficiency\"") == std::string::npos);
+      ++checked;
+    }
+  }
+  CHECK(checked > 20);
+}
+
+TEST_CASE("a GPU host is timed by its catalog profile; a CPU host by flop over speed") {
+  Platform platform;
+  platform.source_file = "test.xml";
+  Host gpu_host;
+  gpu_host.name = "g";
+  gpu_host.gpu_model = "H200-SXM-141GB";
+  gpu_host.speed_flops = 989.5e12;
+  const ComputeProfile* profile = host_compute_profile(gpu_host, platform);
+  REQUIRE(profile != nullptr);
+  CHECK(profile == &catalog_compute_profile("h200-sxm-bf16", "x", "y"));
+  CHECK(host_compute_source(gpu_host, platform).find("h200-sxm-bf16") != std::string::npos);
+
+  Host cpu_host;
+  cpu_host.name = "c";
+  cpu_host.speed_flops = 1e11;
+  CHECK(host_compute_profile(cpu_host, platform) == nullptr);
+  CHECK(host_compute_source(cpu_host, platform).find("flop / host speed") == 0);
+
+  Host named = cpu_host;
+  named.properties["compute_profile"] = "no-such-profile";
+  CHECK_THROWS_WITH(host_compute_profile(named, platform),
+                    Catch::Contains("test.xml: host c prop compute_profile: expected a catalog "
+                                    "profile"));
+}
+
+TEST_CASE("every catalog profile reads back and can time a layer") {
+  for (const std::string& name : catalog_profile_names()) {
+    CAPTURE(name);
+    const ComputeProfile& profile = catalog_compute_profile(name, "x", "y");
+    CHECK(profile.problem().empty());
+    CHECK_FALSE(profile.source.empty());
+    CHECK_FALSE(profile.peak_flops_source.empty());
+  }
+  CHECK(catalog_profile_names().size() >= 2);
+}
