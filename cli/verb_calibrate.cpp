@@ -1,9 +1,14 @@
 // verb_calibrate.cpp: `tauplan calibrate [--device cpu] [--out FILE] [--json]`, this machine
-// as a platform (study/machine_calibration.hpp); `--check FILE` reads a calibration back.
+// as a platform (study/machine_calibration.hpp); `--check FILE` reads a calibration back;
+// `--compute OUT.json [--compute-threads K] [--compute-dims D,...]` measures this CPU's compute
+// profile instead (GEMMs by shape, memory bandwidth, per-op overhead;
+// exec/compute_calibration.hpp).
 #include <iostream>
 
 #include "cli/verb.hpp"
+#include "model/error.hpp"
 #include "study/machine_calibration.hpp"
+#include "study/validate_transformer.hpp"
 
 namespace tauplan::cli {
 namespace {
@@ -11,6 +16,9 @@ namespace {
 void register_calibrate(CLI::App& app) {
   auto args = std::make_shared<study::CalibrateRequest>();
   auto json = std::make_shared<bool>(false);
+  auto compute = std::make_shared<std::string>();
+  auto compute_threads = std::make_shared<int>(1);
+  auto compute_dims = std::make_shared<std::vector<int>>();
   CLI::App* verb = app.add_subcommand(
       "calibrate", "measure this machine (C(b) and combine fits) and write it as a platform XML");
   verb->add_option("--device", args->device, "cpu (default)");
@@ -26,7 +34,23 @@ void register_calibrate(CLI::App& app) {
                    "MLP replicas running lockstep sync rounds: the K timed (default 4)");
   verb->add_option("--check", args->check, "only read and check a calibration platform FILE");
   verb->add_flag("--json", *json, "print a JSON summary");
-  verb->callback([args, json] {
+  verb->add_option("--compute", *compute,
+                   "OUT.json: measure this CPU's compute profile (fp32 GEMMs by shape, memory "
+                   "bandwidth, per-op overhead) instead");
+  verb->add_option("--compute-threads", *compute_threads,
+                   "with --compute: threads measuring at once (the run's workers; default 1)");
+  verb->add_option("--compute-dims", *compute_dims,
+                   "with --compute: only these grid sizes (5 x 2^j; default 20..1280, m to 2560)")
+      ->delimiter(',');
+  verb->callback([args, json, compute, compute_threads, compute_dims] {
+    if (!compute->empty()) {
+      std::cout << study::run_compute_calibrate(*compute, *compute_threads, *compute_dims);
+      return;
+    }
+    if (*compute_threads != 1 || !compute_dims->empty())
+      throw InputError("command line",
+                       compute_dims->empty() ? "--compute-threads" : "--compute-dims",
+                       "only with --compute", "without it");
     const study::CalibrateOutcome outcome = study::run_calibrate(*args);
     for (const std::string& w : outcome.warnings)
       std::cerr << "calibrate: " << w << "\n";

@@ -1,7 +1,9 @@
 // verb_validate.cpp: `tauplan validate JOB.yaml [--set KEY=V1,V2 ...] [--slow-worker F1,F2]
 // [--out DIR] [--calibration DIR] [--json]`, every prediction checked against a measurement
-// (study/validate.hpp). Exit codes: 0; 2 bad input; 3 when --max-round-error is given and a
-// median round-time error exceeds it.
+// (study/validate.hpp); a job whose workload is a transformer goes to
+// study/validate_transformer.hpp (`--profile FILE`, `--calibration DIR` of profile-K<K>.json). Exit
+// codes: 0; 2 bad input; 3 when --max-round-error is given and a median round-time error exceeds
+// it.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -11,6 +13,7 @@
 #include "model/error.hpp"
 #include "study/validate.hpp"
 #include "study/validate_testbed.hpp"
+#include "study/validate_transformer.hpp"
 
 namespace tauplan::cli {
 namespace {
@@ -32,6 +35,7 @@ void register_validate(CLI::App& app) {
   auto job = std::make_shared<JobArgs>();
   auto args = std::make_shared<study::ValidateRequest>();
   auto testbed = std::make_shared<study::TestbedValidateRequest>();
+  auto profile = std::make_shared<std::string>();
   CLI::App* verb = app.add_subcommand(
       "validate",
       "calibrate this machine, then measure, predict and simulate the job and show the errors");
@@ -60,9 +64,33 @@ void register_validate(CLI::App& app) {
   verb->add_option(
       "--testbed-prefix", testbed->prefix,
       "name prefix of the testbed validate brings up (default " + testbed->prefix + ")");
-  verb->callback([job, args, testbed] {
+  verb->add_option("--profile", *profile,
+                   "transformer jobs: one compute profile FILE for every worker count instead "
+                   "of calibrating");
+  verb->callback([job, args, testbed, profile] {
     args->job_file = job->job_file;
     args->overrides = job->overrides();
+    if (testbed->matrix_file.empty() &&
+        study::is_transformer_job(args->job_file, args->overrides)) {
+      if (!args->sets.empty() || args->slow != std::vector<double>{1.0})
+        throw InputError("command line", args->sets.empty() ? "--slow-worker" : "--set",
+                         "nothing with a transformer job (its configurations come from its "
+                         "strategies)",
+                         "a value");
+      study::TransformerValidateRequest t;
+      t.job_file = args->job_file;
+      t.overrides = args->overrides;
+      if (args->out != study::ValidateRequest{}.out) t.out = args->out;
+      t.calibration_dir = args->calibration_dir;
+      t.profile = *profile;
+      t.max_round_error = args->max_round_error;
+      const study::TransformerValidateOutcome outcome = study::run_transformer_validate(t);
+      finish(job->json ? outcome.report.dump(2) + "\n" : outcome.text, outcome.notes,
+             outcome.exceeded);
+      return;
+    }
+    if (!profile->empty())
+      throw InputError("command line", "--profile", "only with a transformer job", *profile);
     if (!testbed->matrix_file.empty()) {
       if (!args->sets.empty() || args->slow != std::vector<double>{1.0} ||
           !args->calibration_dir.empty())

@@ -1,0 +1,48 @@
+// transformer_validate_cli_test.cpp: `tauplan calibrate --compute` writes a profile and refuses
+// bad flags naming them (exit 2, one line); `tauplan validate` of a transformer job with a tiny
+// profile and two steps prints the measured-against-predicted table and writes its CSV.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "tests/cli/expect_bad_input.hpp"
+#include "tests/cli/run_command.hpp"
+
+using tauplan::test::expect_bad_input;
+using tauplan::test::read_text_file;
+using tauplan::test::run_tauplan;
+using tauplan::test::write_temp_file;
+
+TEST_CASE("calibrate --compute: bad flags are refused naming the flag") {
+  const std::string out = write_temp_file("profile.json", "");
+  expect_bad_input({"calibrate", "--compute", out, "--compute-dims", "16,20"}, "--compute-dims");
+  expect_bad_input({"calibrate", "--compute", out, "--compute-threads", "0"}, "--compute-threads");
+  expect_bad_input({"calibrate", "--compute-threads", "2"}, "--compute-threads");
+  expect_bad_input({"calibrate", "--compute", "/nonexistent-folder/p.json", "--compute-dims", "20"},
+                   "--compute");
+}
+
+TEST_CASE("validate: a transformer job prints measured against predicted round and layer") {
+  const std::string profile = write_temp_file("profile.json", "");
+  const auto c = run_tauplan(
+      {"calibrate", "--compute", profile, "--compute-dims", "20,80,320", "--compute-threads", "2"});
+  INFO("calibrate stderr: " << c.err);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.out.find("compute profile") != std::string::npos);
+  const std::string out = std::filesystem::path(profile).parent_path().string() + "/validation";
+  const auto r =
+      run_tauplan({"validate", TAUPLAN_SOURCE_DIR "/experiments/transformer/validate-small.yaml",
+                   "--profile", profile, "--max_steps", "2", "--out", out},
+                  "", 120);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const std::string row : {"single", "sync-2", "tensor-2", "pipeline-2", "median |error|"})
+    CHECK(r.out.find(row) != std::string::npos);
+  const std::string csv = read_text_file(out + "/validate-small.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
+  expect_bad_input({"validate", TAUPLAN_SOURCE_DIR "/experiments/transformer/validate-small.yaml",
+                    "--profile", profile, "--calibration", out},
+                   "--profile");
+}
