@@ -4,8 +4,9 @@
 #   bash .ci/cuda_only.sh [BUILD_DIR]          (default BUILD_DIR: build-cuda-only)
 #
 # Configures a separate folder with -DTAUPLAN_CUDA_ONLY=ON, as exec/cuda/gpu_check.sh does on a
-# GPU machine, and builds what gpu_check.sh builds (tauplan_cuda_grad_check and
-# tauplan_cuda_bench_step), with warnings as errors. OpenBLAS is left out
+# GPU machine, and builds what gpu_check.sh builds (tauplan_cuda_grad_check,
+# tauplan_cuda_bench_step, tauplan_cuda_profile and tauplan_cuda_transformer_check), with
+# warnings as errors. OpenBLAS is left out
 # (-DTAUPLAN_WITH_OPENBLAS=OFF) because a bare GPU machine has CUDA and Eigen headers only, so
 # the CPU reference compiles on its Eigen fallback here too. Then it runs the gradient check,
 # which must load (no link to the CUDA driver) and exit 0 (a GPU passed) or 77 (no GPU).
@@ -29,7 +30,8 @@ start=$(date +%s)
 echo "cuda_only: $("$nvcc" --version | tail -1), build folder $build"
 cmake -S "$root" -B "$build" -DTAUPLAN_CUDA_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_COMPILER="$nvcc" -DTAUPLAN_WERROR=ON -DTAUPLAN_WITH_OPENBLAS=OFF
-cmake --build "$build" -j2 --target tauplan_cuda_grad_check tauplan_cuda_bench_step
+cmake --build "$build" -j2 --target tauplan_cuda_grad_check tauplan_cuda_bench_step \
+  tauplan_cuda_profile tauplan_cuda_transformer_check
 
 set +e
 "$build/exec/tauplan_cuda_grad_check" > "$build/grad_check.txt" 2>&1
