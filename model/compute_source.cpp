@@ -1,7 +1,10 @@
 // compute_source.cpp: compute profiles of hosts and stage times from them (compute_source.hpp).
 #include "model/compute_source.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +33,12 @@ std::map<std::string, std::unique_ptr<ComputeProfile>>& profiles() {
   return loaded;
 }
 
+/// Where each loaded profile came from, for errors.
+std::map<const ComputeProfile*, std::string>& origins() {
+  static std::map<const ComputeProfile*, std::string> where;
+  return where;
+}
+
 const ComputeProfile* find_catalog_profile(const std::string& name) {
   std::lock_guard<std::mutex> lock(profiles_mutex());
   auto& loaded = profiles();
@@ -39,6 +48,7 @@ const ComputeProfile* find_catalog_profile(const std::string& name) {
     if (name == catalog::kProfiles[i].name) {
       auto profile = std::make_unique<ComputeProfile>(parse_compute_profile(
           catalog::kProfiles[i].text, "model/catalog/profiles/" + name + ".json"));
+      origins()[profile.get()] = "model/catalog/profiles/" + name + ".json";
       return (loaded["catalog:" + name] = std::move(profile)).get();
     }
   return nullptr;
@@ -52,6 +62,7 @@ const ComputeProfile& file_profile(const std::string& path) {
   const auto it = loaded.find(key);
   if (it != loaded.end()) return *it->second;
   auto profile = std::make_unique<ComputeProfile>(read_compute_profile(path));
+  origins()[profile.get()] = path;
   return *(loaded[key] = std::move(profile));
 }
 
@@ -119,6 +130,49 @@ std::string host_compute_source(const Host& host, const Platform& platform) {
   return line;
 }
 
+void check_profile_covers(const ComputeProfile& profile, const std::vector<ComputeOp>& ops) {
+  const double limit = std::log(kMaxProfileExtrapolation);
+  auto distance = [](double a1, double a2, double a3, double b1, double b2, double b3) {
+    const double d1 = std::log(a1 / b1), d2 = std::log(a2 / b2), d3 = std::log(a3 / b3);
+    return std::sqrt(d1 * d1 + d2 * d2 + d3 * d3);
+  };
+  std::string origin;
+  {
+    std::lock_guard<std::mutex> lock(profiles_mutex());
+    const auto it = origins().find(&profile);
+    origin = it != origins().end() ? it->second : profile.device + " profile";
+  }
+  for (const ComputeOp& op : ops) {
+    if (op.kind == ComputeOpKind::Gemm && !profile.gemms.empty()) {
+      const double m = op.m * op.count;  // the stacked shape a batched GEMM is looked up as
+      double nearest = std::numeric_limits<double>::infinity();
+      for (const GemmSample& g : profile.gemms)
+        nearest = std::min(nearest, distance(m, op.n, op.k, g.m, g.n, g.k));
+      if (nearest > limit)
+        throw InputError(origin, "gemms",
+                         fmt::format("a measured GEMM within a factor {:g} of {} [{:g} x {:g}] x "
+                                     "[{:g} x {:g}] (measure it: exec/cuda/gpu_check.sh, or "
+                                     "tauplan calibrate --compute)",
+                                     kMaxProfileExtrapolation, op.name, m, op.k, op.k, op.n),
+                         fmt::format("the nearest a factor {:.3g} away", std::exp(nearest)));
+    }
+    if (op.kind == ComputeOpKind::Attention) {
+      double nearest = std::numeric_limits<double>::infinity();
+      for (const AttentionSample& a : profile.attention)
+        if (a.kernel == AttentionKernel::Flash)
+          nearest =
+              std::min(nearest, distance(op.count, op.m, op.k, a.heads, a.sequence, a.head_dim));
+      if (profile.default_attention_efficiency > 0 && profile.attention.empty()) continue;
+      if (nearest > limit)
+        throw InputError(origin, "attention",
+                         fmt::format("a flash attention sample within a factor {:g} of {:g} heads "
+                                     "x sequence {:g} x head width {:g}",
+                                     kMaxProfileExtrapolation, op.count, op.m, op.k),
+                         fmt::format("the nearest a factor {:.3g} away", std::exp(nearest)));
+    }
+  }
+}
+
 PassSeconds stage_pass_seconds(const Workload& workload, const Layout& layout, double batch,
                                int stage, const ComputeProfile& profile) {
   const Transformer& shape = *workload.transformer;
@@ -139,8 +193,14 @@ PassSeconds stage_pass_seconds(const Workload& workload, const Layout& layout, d
     seconds.split.memory_s += split.memory_s * times;
     seconds.split.launch_s += split.launch_s * times;
   };
-  add(layer_ops(layer, layout.recompute), n);
-  if (stage == layout.pipeline - 1) add(logits_ops(layer, shape.vocabulary), 1);
+  const std::vector<ComputeOp> ops = layer_ops(layer, layout.recompute);
+  check_profile_covers(profile, ops);
+  add(ops, n);
+  if (stage == layout.pipeline - 1) {
+    const std::vector<ComputeOp> logits = logits_ops(layer, shape.vocabulary);
+    check_profile_covers(profile, logits);
+    add(logits, 1);
+  }
   return seconds;
 }
 

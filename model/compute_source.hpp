@@ -31,6 +31,15 @@ const ComputeProfile* host_compute_profile(const Host& host, const Platform& pla
 /// One line naming where the host's compute time comes from.
 std::string host_compute_source(const Host& host, const Platform& platform);
 
+/// How far (a factor in the GEMM's m, n, k together: the Euclidean distance of their logs) a
+/// profile's efficiency may be carried from its nearest measured shape. Beyond it the profile
+/// says nothing about the shape, and timing it is refused.
+inline constexpr double kMaxProfileExtrapolation = 8;
+/// InputError naming the profile's file and `gemms` (or `attention`) when an op of `ops` lies
+/// farther than kMaxProfileExtrapolation from every measured sample of its kind (profiles
+/// without samples of a kind, timed by their default efficiency, are not checked for it).
+void check_profile_covers(const ComputeProfile& profile, const std::vector<ComputeOp>& ops);
+
 /// Seconds of one micro-batch's forward and backward (recomputation included) on one tensor
 /// rank of pipeline stage `stage`, from the profile: the stage's layers, the logits on the
 /// last stage. The embedding lookups are left out (a gather of b s h values).

@@ -292,7 +292,9 @@ StageTime layer_time(const Workload& workload, const Layout& layout, double batc
   ProfiledSeconds profiled([&](const ComputeProfile& profile) {
     LayerShape layer = layer_shape(shape, b, layout.tensor, layout.sequence_parallel);
     layer.element_bytes = workload.bytes_per_parameter;
-    return ops_seconds(layer_ops(layer, layout.recompute), profile).total();
+    const std::vector<ComputeOp> ops = layer_ops(layer, layout.recompute);
+    check_profile_covers(profile, ops);
+    return ops_seconds(ops, profile).total();
   });
   return stage_time(0, shape.layer_training_flop(b, layout.recompute),
                     layer_traffic_bytes(shape, layout, b), allreduces,

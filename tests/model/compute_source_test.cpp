@@ -10,8 +10,11 @@
 #include <string>
 
 #include "model/compute/profile_file.hpp"
+#include "model/compute_shapes.hpp"
 #include "model/compute_source.hpp"
 #include "model/error.hpp"
+#include "model/layout.hpp"
+#include "model/workload.hpp"
 
 using namespace tauplan;
 using namespace tauplan::model;
@@ -87,4 +90,33 @@ TEST_CASE("every catalog profile reads back and can time a layer") {
     CHECK_FALSE(profile.peak_flops_source.empty());
   }
   CHECK(catalog_profile_names().size() >= 2);
+}
+
+TEST_CASE("a profile whose measured shapes are far from a layer's is refused, not extrapolated") {
+  ComputeProfile small;
+  small.device = "tiny-gpu";
+  small.precision = "bf16";
+  small.source = "test";
+  small.peak_flops = 1e15;
+  small.memory_bandwidth_Bps = 1e12;
+  small.default_attention_efficiency = 0.5;
+  small.gemms = {{64, 64, 64, 1e-6}, {128, 128, 128, 4e-6}};
+  const Workload gpt3 = load_workload("gpt3-175b");
+  Layout layout;
+  layout.tensor = 8;
+  layout.pipeline = 1;
+  layout.data = 1;
+  layout.micro_batches = 1;
+  CHECK_THROWS_WITH(stage_pass_seconds(gpt3, layout, 1, 0, small),
+                    Catch::StartsWith("tiny-gpu profile: gemms: expected a measured GEMM within a "
+                                      "factor 8 of qkv"));
+  // Samples near every shape of the layer: accepted.
+  ComputeProfile near = small;
+  const LayerShape shape = layer_shape(*gpt3.transformer, 1, 8, false);
+  near.gemms.clear();
+  for (const ComputeOp& op : layer_ops(shape, Recompute::None))
+    if (op.kind == ComputeOpKind::Gemm) near.gemms.push_back({op.m * op.count, op.n, op.k, 1e-3});
+  for (const ComputeOp& op : logits_ops(shape, gpt3.transformer->vocabulary))
+    if (op.kind == ComputeOpKind::Gemm) near.gemms.push_back({op.m * op.count, op.n, op.k, 1e-3});
+  CHECK(stage_pass_seconds(gpt3, layout, 1, 0, near).forward > 0);
 }
