@@ -16,7 +16,8 @@ void register_published(CLI::App& app) {
   verb->add_option("--runs", request->runs,
                    "runs file [default: experiments/parallelism/megatron.yaml of the tree]")
       ->type_name("FILE");
-  verb->add_option("--out", request->out, "write table.md, table.csv and published.json here")
+  verb->add_option("--out", request->out,
+                   "write table.md, table.csv, published.json and profile.json (the fit) here")
       ->type_name("DIR");
   verb->add_flag("--json", *json, "print the JSON document instead of the table");
   verb->callback([request, json] {

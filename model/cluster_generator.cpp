@@ -65,8 +65,10 @@ ClusterSpec dgx_a100() {
   s.efficiency = 0.633;
   s.efficiency_source =
       "fraction of the bf16 peak Megatron's GEMMs reach, fitted on Korthikanti et al. 2022 "
-      "(arXiv 2205.05198) Table 4, as platforms/selene-a100.xml (`tauplan published` prints the "
-      "fit)";
+      "(arXiv 2205.05198) Table 4 by the flop / speed model before issue 23; transformer layers "
+      "are timed by the A100's fitted compute profile (model/catalog/profiles/"
+      "a100-sxm-bf16-fitted.json, `tauplan published` prints the fit), this speed only times "
+      "work without a profile";
   s.nvlink_bandwidth_Bps = 300e9;
   s.nvlink_source =
       "NVIDIA A100 datasheet: NVLink 3 600 GB/s per GPU, both directions together (12 links x "

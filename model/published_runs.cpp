@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "model/compute/layer_ops.hpp"
+#include "model/compute_shapes.hpp"
 #include "model/error.hpp"
 #include "model/layout_cost.hpp"
 #include "model/workload.hpp"
@@ -212,44 +214,100 @@ double fabric_peak(const NodeFabric& fabric, std::string& precision) {
 HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric) {
   HardwareFit fit;
   fit.peak_flops = fabric_peak(fabric, fit.precision);
-  // One node at peak speed with one element-wise pass: each layer time's parts, per unit of
-  // 1/eta and of passes.
-  NodeFabric at_peak = fabric;
-  at_peak.gpu.speed_flops = fit.peak_flops;
-  at_peak.gpu.properties["elementwise_passes"] = "1";
-  const Platform node = make_node_fabric_platform(at_peak, 1);
+  const Workload& workload = runs.calibration_workload;
+  const Transformer& shape = *workload.transformer;
+  // One node for the tensor all-reduces (layer_time's tensor_s, whatever times the compute).
+  const Platform node = make_node_fabric_platform(fabric, 1);
+  // Each layer time is x1 a + x2 b + c: a the GEMM (and attention) flop over the peak, x1 =
+  // 1 / efficiency; b the memory-bound bytes, x2 = 1 / bandwidth; c the all-reduces. Relative
+  // least squares: minimise sum ((x1 a + x2 b + c - y) / y)^2.
   double saa = 0, sab = 0, sbb = 0, say = 0, sby = 0;
-  std::vector<double> a, b, c;
+  std::vector<double> a, b;
   for (const CalibrationPoint& point : runs.calibration) {
     Layout layout = runs.calibration_layout;
     layout.recompute = point.recompute;
     layout.sequence_parallel = point.sequence_parallel;
-    const StageTime layer = layer_time(runs.calibration_workload, layout, runs.calibration_batch,
-                                       node, place_mesh(layout, node, {}, runs.file));
-    // Relative least squares: minimise sum ((x1 a + x2 b + c - y) / y)^2.
+    const double micro_batch = layout.micro_batch(runs.calibration_batch);
+    LayerShape layer = layer_shape(shape, micro_batch, layout.tensor, layout.sequence_parallel);
+    layer.element_bytes = workload.bytes_per_parameter;
+    double flop = 0, bytes = 0;
+    for (const ComputeOp& op : layer_ops(layer, layout.recompute))
+      (op.kind == ComputeOpKind::Memory ? bytes : flop) +=
+          op.kind == ComputeOpKind::Memory ? op.bytes : op.flop;
+    const StageTime time = layer_time(workload, layout, runs.calibration_batch, node,
+                                      place_mesh(layout, node, {}, runs.file));
     const double w = 1 / point.layer_s;
-    const double ai = layer.compute_s * w, bi = layer.elementwise_s * w;
-    const double yi = (point.layer_s - layer.tensor_s) * w;
+    const double ai = flop / fit.peak_flops * w, bi = bytes * w;
+    const double yi = (point.layer_s - time.tensor_s) * w;
     saa += ai * ai, sab += ai * bi, sbb += bi * bi, say += ai * yi, sby += bi * yi;
-    a.push_back(layer.compute_s), b.push_back(layer.elementwise_s), c.push_back(layer.tensor_s);
+    a.push_back(flop / fit.peak_flops), b.push_back(bytes), fit.tensor_s.push_back(time.tensor_s);
   }
   const double det = saa * sbb - sab * sab;
   if (!(det > 1e-12 * saa * sbb))
     throw InputError(runs.file, "calibration.layer_s",
-                     "layer times that separate compute from element-wise traffic (settings "
+                     "layer times that separate GEMMs from memory-bound traffic (settings "
                      "with different recomputation or sequence parallelism)");
   const double inverse_efficiency = (say * sbb - sby * sab) / det;
-  const double passes = (saa * sby - sab * say) / det;
-  if (!(inverse_efficiency > 1) || passes < 0)
-    throw InputError(
-        runs.file, "calibration.layer_s",
-        "times a GEMM efficiency below 1 and non-negative element-wise traffic fit",
-        fmt::format("efficiency {:.3g}, passes {:.3g}", 1 / inverse_efficiency, passes));
+  const double inverse_bandwidth = (saa * sby - sab * say) / det;
+  if (!(inverse_efficiency > 1) || !(inverse_bandwidth > 0))
+    throw InputError(runs.file, "calibration.layer_s",
+                     "times a GEMM efficiency below 1 and a positive memory bandwidth fit",
+                     fmt::format("efficiency {:.3g}, bandwidth {:.3g} B/s", 1 / inverse_efficiency,
+                                 1 / inverse_bandwidth));
   fit.efficiency = 1 / inverse_efficiency;
-  fit.elementwise_passes = passes;
+  fit.memory_bandwidth_Bps = 1 / inverse_bandwidth;
+
+  const GpuSpec& gpu = gpu_spec(fabric.gpu.gpu_model);
+  ComputeProfile& profile = fit.profile;
+  profile.device = "NVIDIA " + gpu.model + " (fitted)";
+  profile.precision = fit.precision;
+  profile.source = fmt::format(
+      "FITTED by tauplan published on {} (experiments/parallelism/megatron.yaml): the "
+      "forward + backward time of one layer of {} heads, hidden {}, sequence {}, micro-batch "
+      "{:g}, tensor-parallel {}, under {} settings of recomputation and sequence parallelism; "
+      "each time = the layer's operations on one tensor rank (model/compute/layer_ops.hpp, math "
+      "attention, {:g}-byte elements) under this profile + its tensor all-reduces over the "
+      "platform's NVLink route (model/layout_cost.hpp), least squares on relative errors. One "
+      "efficiency for every GEMM (the weight GEMMs and the math path's attention GEMMs; five "
+      "times cannot separate them, and flash attention, which default_attention_efficiency "
+      "times, did not run: it is set equal); memory_bandwidth_Bps is what the memory-bound "
+      "operations reach as layer_ops counts their bytes; launch_overhead_s 0 (not separable "
+      "from five times of multi-millisecond layers). Measure an A100 with exec/cuda/"
+      "gpu_check.sh to replace it",
+      runs.calibration_source, shape.heads, shape.hidden, shape.sequence,
+      runs.calibration_layout.micro_batch(runs.calibration_batch), runs.calibration_layout.tensor,
+      runs.calibration.size(), workload.bytes_per_parameter);
+  profile.peak_flops = fit.peak_flops;
+  profile.peak_flops_source = gpu.source + " (model/catalog/gpus.yaml)";
+  profile.memory_bandwidth_Bps = fit.memory_bandwidth_Bps;
+  profile.launch_overhead_s = 0;
+  profile.default_gemm_efficiency = profile.default_attention_efficiency = fit.efficiency;
   for (size_t i = 0; i < a.size(); ++i)
-    fit.fitted_layer_s.push_back(inverse_efficiency * a[i] + passes * b[i] + c[i]);
+    fit.fitted_layer_s.push_back(inverse_efficiency * a[i] + inverse_bandwidth * b[i] +
+                                 fit.tensor_s[i]);
   return fit;
+}
+
+std::string profile_difference(const ComputeProfile& profile, const HardwareFit& fit,
+                               double tolerance) {
+  std::string differences;
+  auto compare = [&](const char* key, double value, double fitted) {
+    if (!(std::abs(value - fitted) <= tolerance * std::abs(fitted)))
+      differences += fmt::format("{}{} {:.6g} (fit {:.6g})", differences.empty() ? "" : ", ", key,
+                                 value, fitted);
+  };
+  compare("peak_flops", profile.peak_flops, fit.peak_flops);
+  compare("default_gemm_efficiency", profile.default_gemm_efficiency, fit.efficiency);
+  compare("default_attention_efficiency", profile.default_attention_efficiency, fit.efficiency);
+  compare("memory_bandwidth_Bps", profile.memory_bandwidth_Bps, fit.memory_bandwidth_Bps);
+  if (profile.launch_overhead_s != 0)
+    differences += std::string(differences.empty() ? "" : ", ") + "a launch overhead (fit 0)";
+  if (!profile.gemms.empty() || !profile.attention.empty())
+    differences += std::string(differences.empty() ? "" : ", ") + "samples (fit none)";
+  if (profile.precision != fit.precision)
+    differences += std::string(differences.empty() ? "" : ", ") + "precision " + profile.precision +
+                   " (fit " + fit.precision + ")";
+  return differences;
 }
 
 RunPrediction predict_run(const PublishedRun& run, const NodeFabric& fabric) {

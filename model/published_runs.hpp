@@ -5,22 +5,28 @@
 // recomputation, sequence parallelism, interleaving) with the number each paper reports (TFLOP/s
 // per GPU, or seconds per iteration) and its source, plus one calibration table: measured
 // forward + backward times of a single layer under several recomputation settings (Korthikanti
-// et al. 2022, arXiv 2205.05198, Table 4). The calibration fixes the two numbers the hardware
-// description cannot: the fraction of peak the GEMMs reach (eta, the host speed is peak x eta)
-// and the memory-bound element-wise traffic per stored activation byte (the `elementwise_passes`
-// host prop), by least squares on the layer times (relative errors), with the tensor
-// all-reduces costed over the platform's routes. The runs are then predicted with
-// layout_time() on a node fabric of as many nodes as they use, and each prediction is set
-// beside its published number. The calibration is a fit; the runs it is checked on are other
-// tables (Narayanan et al. 2021 Table 1, Korthikanti et al. 2022 Table 5), except the 22B run
-// of Table 5, which is the configuration the calibration layer comes from (flagged).
+// et al. 2022, arXiv 2205.05198, Table 4). The calibration fits the GPU's compute profile
+// (model/compute/compute_profile.hpp) where no measurement of the GPU exists: the fraction of
+// peak its GEMMs reach (one efficiency, for the weight GEMMs and the math path's attention
+// GEMMs alike) and the memory bandwidth its memory-bound operations reach, by least squares on
+// the layer times (relative errors), each time being the layer's operations (layer_ops, math
+// attention, as Megatron ran it in 2022) under the profile plus the tensor all-reduces costed
+// over the platform's routes as layout_cost does. The runs are then predicted with
+// layout_time() on a node fabric of as many nodes as they use, its GPUs timed by the profile
+// the platform names, and each prediction is set beside its published number. The calibration
+// is a fit; the runs it is checked on are other tables (Narayanan et al. 2021 Table 1,
+// Korthikanti et al. 2022 Table 5), except the 22B run of Table 5, which is the configuration
+// the calibration layer comes from (flagged).
 // What it leaves out: anything a runs file does not say (each run lists what it assumes), and
-// everything layout_time leaves out (model/layout_cost.hpp).
+// everything layout_time and the compute model leave out (model/layout_cost.hpp,
+// model/compute/layer_ops.hpp); the fitted profile has no launch overhead (five layer times
+// cannot tell it apart) and no GEMM or attention samples (one efficiency for every shape).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "model/compute/compute_profile.hpp"
 #include "model/layout.hpp"
 #include "model/node_fabric.hpp"
 #include "model/transformer.hpp"
@@ -65,20 +71,30 @@ struct PublishedRuns {
 PublishedRuns parse_published_runs(const std::string& text, const std::string& origin);
 PublishedRuns load_published_runs(const std::string& path);
 
-/// The calibration: eta (fraction of the GPU's peak) and the element-wise passes, with the
-/// fitted layer times beside the measured ones.
+/// The calibration: the fitted compute profile of the GPU (peak from the catalog, one
+/// efficiency as default_gemm_efficiency = default_attention_efficiency, the memory-bound
+/// bandwidth, no launch overhead, no samples), with the fitted layer times beside the
+/// measured ones.
 struct HardwareFit {
-  double efficiency = 0;
-  double elementwise_passes = 0;
+  ComputeProfile profile;
+  double efficiency = 0;            ///< profile.default_gemm_efficiency
+  double memory_bandwidth_Bps = 0;  ///< profile.memory_bandwidth_Bps
   double peak_flops = 0;
   std::string precision;
   std::vector<double> fitted_layer_s;  ///< per calibration point
+  std::vector<double> tensor_s;        ///< per calibration point: its tensor all-reduces
 };
 
-/// Fits eta and the element-wise passes on the calibration points over one node of `fabric`
-/// (its GPU's peak at its `precision` prop, its memory bandwidth, its intra-node route).
-/// InputError when the fabric's GPU has no catalog peak or bandwidth, or the fit is degenerate.
+/// Fits the profile on the calibration points over one node of `fabric` (its GPU's catalog
+/// peak at its `precision` prop, its intra-node route for the all-reduces). InputError when the
+/// fabric's GPU has no catalog peak, or the fit is degenerate (settings that do not separate
+/// GEMMs from memory-bound traffic) or unphysical (an efficiency above 1, a bandwidth <= 0).
 HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric);
+
+/// Empty when `profile` is the fit (peak, efficiencies and bandwidth within `tolerance`
+/// relative, no launch overhead, no samples), else what differs.
+std::string profile_difference(const ComputeProfile& profile, const HardwareFit& fit,
+                               double tolerance = 5e-3);
 
 struct RunPrediction {
   double iteration_s = 0;
@@ -88,8 +104,8 @@ struct RunPrediction {
   double bubble_s = 0, tensor_s = 0, data_s = 0, pipeline_send_s = 0;
 };
 
-/// Predicts a run on `fabric` (its GPUs' speed and props as they are) with as many nodes as
-/// the run needs.
+/// Predicts a run on `fabric` (its GPUs' speed, props and compute profile as they are) with as
+/// many nodes as the run needs.
 RunPrediction predict_run(const PublishedRun& run, const NodeFabric& fabric);
 
 }  // namespace tauplan::model

@@ -8,10 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "model/compute/profile_file.hpp"
+#include "model/compute_source.hpp"
 #include "model/error.hpp"
 #include "model/published_runs.hpp"
 #include "model/result.hpp"
 #include "model/validation.hpp"
+#include "model/workload.hpp"
 #include "sim/platform_loader.hpp"
 #include "study/files.hpp"
 
@@ -34,14 +37,6 @@ std::string resolve_platform(const std::string& name, const std::string& runs_fi
     if (fs::is_regular_file(candidate)) return candidate.lexically_normal().string();
   throw InputError(runs_file, "platform", "a platform XML file, or the name of one in platforms/",
                    "'" + name + "' (not found)");
-}
-
-/// A host prop as a number, or NaN when absent or not a number.
-double prop_number(const model::Host& host, const std::string& prop) {
-  double value = std::nan("");
-  const auto it = host.properties.find(prop);
-  if (it != host.properties.end()) model::parse_prop_number(it->second, value);
-  return value;
 }
 
 std::string quantity_label(const std::string& quantity) {
@@ -67,26 +62,32 @@ PublishedOutcome run_published(const PublishedRequest& request) {
   const model::HardwareFit fit = model::fit_hardware(runs, fabric);
 
   PublishedOutcome outcome;
-  const double efficiency = prop_number(fabric.gpu, "efficiency");
-  const double passes = prop_number(fabric.gpu, "elementwise_passes");
-  // The platform writes the fit to 3 significant digits.
-  auto agrees = [](double written, double fitted) {
-    return std::isfinite(written) && std::abs(written - fitted) <= 5e-3 * std::abs(fitted);
-  };
-  if (!agrees(efficiency, fit.efficiency) || !agrees(passes, fit.elementwise_passes))
+  // The platform's GPUs must be timed by the fitted profile (the committed file is the fit,
+  // written with full digits; 0.5% leaves room for a different compiler's rounding).
+  const model::ComputeProfile* profile = model::host_compute_profile(fabric.gpu, platform);
+  const std::string profile_name = model::host_compute_source(fabric.gpu, platform);
+  const std::string difference = profile ? model::profile_difference(*profile, fit)
+                                         : std::string("no compute profile (flop / host speed)");
+  if (!difference.empty())
     outcome.notes.push_back(fmt::format(
-        "{} has efficiency {:g} and elementwise_passes {:g}; the calibration fits {:.3g} and "
-        "{:.3g}: update the platform file",
-        platform_file, efficiency, passes, fit.efficiency, fit.elementwise_passes));
+        "{}: the GPU hosts' compute ({}) is not the calibration's fit: {}; rewrite the profile "
+        "with profile.json of `tauplan published --out DIR` (fit: default_gemm_efficiency = "
+        "default_attention_efficiency = {:.6g}, memory_bandwidth_Bps = {:.6g}, peak_flops = "
+        "{:.6g}, "
+        "launch_overhead_s = 0)",
+        platform_file, profile_name.substr(0, profile_name.find(':')), difference, fit.efficiency,
+        fit.memory_bandwidth_Bps, fit.peak_flops));
 
   std::string& md = outcome.table;
   md += fmt::format("Platform {} ({} GPUs per node, {} at {:.4g} TFLOP/s {} peak).\n\n",
                     fs::path(platform_file).filename().string(), fabric.gpus_per_node,
                     fabric.gpu.gpu_model, fit.peak_flops / 1e12, fit.precision);
   md += fmt::format(
-      "Calibration ({}): GEMMs at {:.3f} of peak, element-wise traffic {:.3f} passes over the "
-      "stored activations.\n\n",
-      runs.calibration_source, fit.efficiency, fit.elementwise_passes);
+      "Calibration ({}): a compute profile, GEMMs (and math attention) at {:.3f} of peak, "
+      "memory-bound operations at {:.0f} GB/s ({:.2f} of the datasheet's {:.0f} GB/s).\n\n",
+      runs.calibration_source, fit.efficiency, fit.memory_bandwidth_Bps / 1e9,
+      fit.memory_bandwidth_Bps / model::gpu_spec(fabric.gpu.gpu_model).memory_bandwidth_Bps,
+      model::gpu_spec(fabric.gpu.gpu_model).memory_bandwidth_Bps / 1e9);
   md += "| layer setting | measured ms | fitted ms | error |\n|---|---:|---:|---:|\n";
   nlohmann::json calibration = nlohmann::json::array();
   for (size_t i = 0; i < runs.calibration.size(); ++i) {
@@ -176,7 +177,8 @@ PublishedOutcome run_published(const PublishedRequest& request) {
                       {"fit",
                        {{"source", runs.calibration_source},
                         {"efficiency", fit.efficiency},
-                        {"elementwise_passes", fit.elementwise_passes},
+                        {"memory_bandwidth_Bps", fit.memory_bandwidth_Bps},
+                        {"compute_source", profile_name},
                         {"peak_flops", fit.peak_flops},
                         {"precision", fit.precision},
                         {"points", calibration}}},
@@ -189,6 +191,8 @@ PublishedOutcome run_published(const PublishedRequest& request) {
     write_text((fs::path(request.out) / "table.csv").string(), outcome.csv);
     write_text((fs::path(request.out) / "published.json").string(),
                outcome.document.dump(2) + "\n");
+    write_text((fs::path(request.out) / "profile.json").string(),
+               model::compute_profile_json(fit.profile));
   }
   return outcome;
 }

@@ -3,15 +3,17 @@
 //
 // Reads a runs file (default: the source tree's experiments/parallelism/megatron.yaml), loads
 // the platform it names through sim/'s loader and reads its node fabric off it (model/
-// node_fabric.hpp), fits the calibration (model/published_runs.hpp: the GEMMs' fraction of peak
-// and the element-wise passes, on Korthikanti et al. 2022 Table 4) and checks that the
-// platform's `efficiency` and `elementwise_passes` props are that fit (a note otherwise: the
-// platform file is then out of date), predicts every run with the platform as it is, and prints
+// node_fabric.hpp), fits the calibration (model/published_runs.hpp: the GPU's compute profile,
+// one GEMM efficiency and the memory-bound bandwidth, on Korthikanti et al. 2022 Table 4) and
+// checks that the platform's GPU hosts are timed by a profile equal to that fit (a note
+// otherwise, with the fitted values: the profile file is then out of date; --out writes the
+// fit as profile.json to replace it), predicts every run with the platform as it is, and prints
 // a Markdown table (run, our prediction, the published number, the error) with the median
 // absolute error over all runs, over the runs other than the calibration's own configuration,
-// and per published table. --out writes table.md, table.csv and published.json (with the
-// provenance: commit, platform file and hash). What it leaves out: anything the runs file does
-// not state (each run lists its assumptions in the CSV and JSON).
+// and per published table. --out writes table.md, table.csv, published.json (with the
+// provenance: commit, platform file and hash) and profile.json (the fitted profile). What it
+// leaves out: anything the runs file does not state (each run lists its assumptions in the CSV
+// and JSON).
 #pragma once
 
 #include <string>
@@ -23,14 +25,14 @@ namespace tauplan::study {
 
 struct PublishedRequest {
   std::string runs;  ///< runs file; empty: experiments/parallelism/megatron.yaml of the tree
-  std::string out;   ///< folder for table.md, table.csv, published.json; empty: none
+  std::string out;   ///< folder for table.md, table.csv, published.json, profile.json; empty: none
 };
 
 struct PublishedOutcome {
   std::string table;  ///< Markdown: the fit, the runs, the medians (table.md)
   std::string csv;
   nlohmann::json document;
-  std::vector<std::string> notes;  ///< the platform disagreeing with the fit
+  std::vector<std::string> notes;  ///< the platform's compute profile disagreeing with the fit
   double median_abs_error = 0;
   double median_abs_error_independent = 0;  ///< without the calibration's own configuration
 };

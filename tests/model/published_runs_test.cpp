@@ -1,9 +1,17 @@
-// published_runs_test.cpp: the runs file reader, the calibration fit (it recovers the GEMM
-// efficiency and element-wise passes that made a set of layer times), and its refusals.
+// published_runs_test.cpp: the runs file reader, the calibration fit (it recovers the compute
+// profile that made a set of layer times through layout_cost's own timing; the committed A100
+// profile is the fit of megatron.yaml's Table 4 points, which it reproduces), and its refusals.
 #include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include "model/compute/profile_file.hpp"
+#include "model/compute_source.hpp"
 #include "model/error.hpp"
 #include "model/layout_cost.hpp"
 #include "model/published_runs.hpp"
@@ -12,15 +20,15 @@ using namespace tauplan;
 
 namespace {
 
-/// One node of 8 A100s (catalog peak bf16 312e12, 2.039e12 B/s) at `efficiency` with `passes`.
-model::NodeFabric a100_node(double efficiency, double passes) {
+/// One node of 8 A100s (catalog peak bf16 312e12) at peak, timed by the A100's catalog
+/// profile, with Selene's NVLink route (platforms/selene-a100.xml).
+model::NodeFabric a100_node() {
   model::NodeFabric fabric;
   fabric.source_file = "<fixture>";
   fabric.gpus_per_node = 8;
   fabric.gpu.gpu_model = "A100-SXM4-80GB";
-  fabric.gpu.speed_flops = 312e12 * efficiency;
+  fabric.gpu.speed_flops = 312e12;
   fabric.gpu.properties["precision"] = "bf16";
-  fabric.gpu.properties["elementwise_passes"] = fmt::format("{}", passes);
   fabric.intra_node = {{}, 2.8e-6, 3e11};
   fabric.inter_node = {{}, 4e-6, 2.5e10};
   return fabric;
@@ -47,10 +55,22 @@ const std::vector<std::string> kSettings = {
 
 }  // namespace
 
-TEST_CASE("the calibration fit recovers the efficiency and passes that made the layer times") {
-  const model::NodeFabric truth = a100_node(0.55, 3.0);
+TEST_CASE("the calibration fit recovers the compute profile that made the layer times") {
+  // The truth: an A100 timed by a profile file of efficiency 0.55 and 1.5e12 B/s.
+  model::ComputeProfile truth_profile;
+  truth_profile.device = "truth";
+  truth_profile.precision = "bf16";
+  truth_profile.source = truth_profile.peak_flops_source = "test";
+  truth_profile.peak_flops = 312e12;
+  truth_profile.memory_bandwidth_Bps = 1.5e12;
+  truth_profile.default_gemm_efficiency = truth_profile.default_attention_efficiency = 0.55;
+  const auto file = std::filesystem::temp_directory_path() /
+                    fmt::format("tauplan-published-truth-{}.json", ::getpid());
+  std::ofstream(file) << model::compute_profile_json(truth_profile);
+  model::NodeFabric truth = a100_node();
+  truth.gpu.properties["compute_profile"] = file.string();
   const model::Platform node = model::make_node_fabric_platform(truth, 1);
-  // Layer times of the 22B layer (t 8, micro-batch 4) made by the model itself.
+  // Layer times of the 22B layer (t 8, micro-batch 4) as layout_cost times them.
   const model::PublishedRuns shape =
       model::parse_published_runs(runs_yaml({{kSettings[0], 1}, {kSettings[2], 1}}), "runs.yaml");
   std::vector<std::pair<std::string, double>> points;
@@ -63,33 +83,63 @@ TEST_CASE("the calibration fit recovers the efficiency and passes that made the 
     layout.sequence_parallel = setting.find("true") != std::string::npos;
     const model::StageTime layer = model::layer_time(shape.calibration_workload, layout, 4, node,
                                                      model::place_mesh(layout, node, {}, "<t>"));
+    CHECK(layer.tensor_s > 0);
     points.push_back({setting, layer.busy_s});
   }
   const model::PublishedRuns runs = model::parse_published_runs(runs_yaml(points), "runs.yaml");
-  const model::HardwareFit fit = model::fit_hardware(runs, a100_node(0.9, 0));
+  const model::HardwareFit fit = model::fit_hardware(runs, a100_node());
   CHECK(fit.efficiency == Approx(0.55).epsilon(1e-6));
-  CHECK(fit.elementwise_passes == Approx(3.0).epsilon(1e-6));
+  CHECK(fit.memory_bandwidth_Bps == Approx(1.5e12).epsilon(1e-6));
   CHECK(fit.peak_flops == 312e12);
+  CHECK(fit.profile.problem().empty());
+  CHECK(fit.profile.default_gemm_efficiency == fit.efficiency);
+  CHECK(fit.profile.default_attention_efficiency == fit.efficiency);
+  CHECK(fit.profile.memory_bandwidth_Bps == fit.memory_bandwidth_Bps);
+  CHECK(fit.profile.launch_overhead_s == 0);
+  CHECK(model::profile_difference(truth_profile, fit).empty());
   for (size_t i = 0; i < points.size(); ++i)
     CHECK(fit.fitted_layer_s[i] == Approx(points[i].second).epsilon(1e-9));
-  // Predicting the run uses the fabric as given (its speed and passes), not the fit.
+  // A profile off by 1% in bandwidth is not the fit.
+  model::ComputeProfile off = fit.profile;
+  off.memory_bandwidth_Bps *= 1.01;
+  CHECK_THAT(model::profile_difference(off, fit), Catch::Contains("memory_bandwidth_Bps"));
+  // Predicting the run uses the fabric as given (its GPU's profile), not the fit.
   const model::RunPrediction p = model::predict_run(runs.runs[0], truth);
   CHECK(p.predicted == Approx(p.tflops_per_gpu));
   CHECK(p.error == Approx((p.tflops_per_gpu - 137) / 137));
+  std::filesystem::remove(file);
 }
 
-TEST_CASE("a calibration that cannot separate compute from element-wise traffic is refused") {
-  // Two times of one setting, or of settings that scale compute and traffic alike (full
-  // recomputation repeats both by 4/3): the two unknowns are not determined.
+TEST_CASE("the committed A100 profile is the fit of Korthikanti et al. 2022 Table 4") {
+  const model::PublishedRuns runs =
+      model::load_published_runs(TAUPLAN_SOURCE_DIR "/experiments/parallelism/megatron.yaml");
+  const model::HardwareFit fit = model::fit_hardware(runs, a100_node());
+  const model::ComputeProfile& committed =
+      model::catalog_compute_profile("a100-sxm-bf16-fitted", "test", "profile");
+  INFO(model::compute_profile_json(fit.profile));
+  CHECK(model::profile_difference(committed, fit).empty());
+  CHECK(model::gpu_spec("A100-SXM4-80GB").compute_profile == "a100-sxm-bf16-fitted");
+  CHECK(committed.source.rfind("FITTED by tauplan published", 0) == 0);
+  // The fit reproduces the five measured layer times within 5% each (two parameters, five
+  // points: a fit that cannot is the wrong model).
+  REQUIRE(fit.fitted_layer_s.size() == runs.calibration.size());
+  for (size_t i = 0; i < runs.calibration.size(); ++i) {
+    CAPTURE(i);
+    CHECK(fit.fitted_layer_s[i] == Approx(runs.calibration[i].layer_s).epsilon(0.05));
+  }
+}
+
+TEST_CASE("a calibration that cannot separate GEMMs from memory-bound traffic is refused") {
+  // Two times of one setting: the two unknowns are not determined.
   const model::PublishedRuns runs = model::parse_published_runs(
       runs_yaml({{kSettings[0], 0.02}, {kSettings[0], 0.021}}), "runs.yaml");
-  CHECK_THROWS_WITH(model::fit_hardware(runs, a100_node(0.5, 1)),
+  CHECK_THROWS_WITH(model::fit_hardware(runs, a100_node()),
                     Catch::Contains("runs.yaml: calibration.layer_s: expected layer times that "
-                                    "separate compute"));
+                                    "separate GEMMs"));
   // Times faster than the peak allows.
   const model::PublishedRuns fast = model::parse_published_runs(
       runs_yaml({{kSettings[0], 1e-5}, {kSettings[1], 0.9e-5}}), "runs.yaml");
-  CHECK_THROWS_WITH(model::fit_hardware(fast, a100_node(0.5, 1)),
+  CHECK_THROWS_WITH(model::fit_hardware(fast, a100_node()),
                     Catch::Contains("expected times a GEMM efficiency below 1"));
 }
 

@@ -31,7 +31,7 @@ TEST_CASE("selene-a100: NVLink inside a node, one HDR rail per GPU across, rebui
                           {"large_inside_bandwidth", large.route(3000, 3007).bandwidth_Bps},
                           {"large_across_latency", large.route(5, 3071).latency_s},
                           {"large_across_bandwidth", large.route(5, 3071).bandwidth_Bps},
-                          {"passes", fabric.gpu.properties.at("elementwise_passes")}};
+                          {"profile", fabric.gpu.properties.at("compute_profile")}};
     return out.dump();
   });
   INFO(result.kind << " " << result.text);
@@ -50,5 +50,5 @@ TEST_CASE("selene-a100: NVLink inside a node, one HDR rail per GPU across, rebui
   CHECK(j["large_inside_bandwidth"].get<double>() == Approx(3e11));
   CHECK(j["large_across_latency"].get<double>() == Approx(4e-6));
   CHECK(j["large_across_bandwidth"].get<double>() == Approx(2.5e10));
-  CHECK(j["passes"] == "4.10");
+  CHECK(j["profile"] == "a100-sxm-bf16-fitted");
 }
