@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -78,6 +79,184 @@ void time_gemms(const std::vector<Shape>& shapes, Barrier& barrier, std::vector<
       times.push_back(since(start));
     }
     out[i] = median(times);
+  }
+}
+
+/// Every thread's median seconds of each batched shape: `count` products, each on its own
+/// operands (contiguous, untransposed), one after another, as a CPU runs a batched GEMM.
+void time_batched_gemms(const std::vector<Shape>& shapes, const std::vector<int>& counts,
+                        Barrier& barrier, std::vector<double>& out) {
+  size_t most = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    most = std::max(most, static_cast<size_t>(counts[i]) *
+                              static_cast<size_t>(std::max({s.m * s.k, s.k * s.n, s.m * s.n})));
+  }
+  std::vector<float> a(most, 0.5f), b(a), c(a);
+  out.assign(shapes.size(), 0);
+  std::vector<double> times;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    const size_t sa = static_cast<size_t>(s.m) * s.k, sb = static_cast<size_t>(s.k) * s.n,
+                 sc = static_cast<size_t>(s.m) * s.n;
+    auto batch = [&] {
+      for (int j = 0; j < counts[i]; ++j)
+        gemm(false, false, s.m, s.n, s.k, 1.0f, a.data() + j * sa, s.k, b.data() + j * sb, s.n,
+             0.0f, c.data() + j * sc, s.n);
+    };
+    barrier.wait();
+    batch();
+    times.clear();
+    for (int r = 0; r < s.calls; ++r) {
+      const auto start = Clock::now();
+      batch();
+      times.push_back(since(start));
+    }
+    out[i] = median(times);
+  }
+}
+
+/// Memory-bound kernels of each kind (layer_ops.hpp's MemoryKernel), written as exec's CPU block
+/// writes them (exec/transformer_block.cpp), each returning the bytes layer_ops counts for it.
+struct MemoryKernels {
+  std::vector<float> x, y, z, w, u, gain, dgain;
+  std::vector<float> stats;
+  explicit MemoryKernels(size_t floats)
+      : x(floats, 0.3f),
+        y(floats, 0.2f),
+        z(floats, 0.1f),
+        w(floats, 0.4f),
+        u(floats, 0.5f),
+        gain(4096, 1.0f),
+        dgain(4096, 0.0f),
+        stats(floats, 1.0f) {
+    for (size_t i = 0; i < floats; ++i)
+      x[i] = 0.5f * std::sin(0.37f * static_cast<float>(i % 1000));
+  }
+  /// `tiles` causal [n x n] score tiles: softmax forward (exp of the unmasked part, zeros
+  /// above the diagonal) and backward (the full rows); 2 + 3 elements counted per score.
+  double softmax(int n, int tiles) {
+    const size_t sn = static_cast<size_t>(n);
+    for (int t = 0; t < tiles; ++t) {
+      float* p = x.data() + static_cast<size_t>(t) * sn * sn;
+      for (size_t i = 0; i < sn; ++i) {
+        float* row = p + i * sn;
+        const float largest = *std::max_element(row, row + i + 1);
+        float total = 0.0f;
+        for (size_t l = 0; l <= i; ++l) {
+          row[l] = std::exp(row[l] - largest);
+          total += row[l];
+        }
+        const float inverse = 1.0f / total;
+        for (size_t l = 0; l <= i; ++l)
+          row[l] *= inverse;
+        std::fill(row + i + 1, row + sn, 0.0f);
+      }
+      // Out of place (the block's is in place on a fresh dP): repeated in place, the
+      // gradient would shrink into denormals.
+      const float* d = y.data() + static_cast<size_t>(t) * sn * sn;
+      float* ds = u.data() + static_cast<size_t>(t) * sn * sn;
+      for (size_t i = 0; i < sn; ++i) {
+        const float* p_row = p + i * sn;
+        const float* d_row = d + i * sn;
+        float* ds_row = ds + i * sn;
+        float weighted = 0.0f;
+        for (size_t l = 0; l < sn; ++l)
+          weighted += p_row[l] * d_row[l];
+        for (size_t l = 0; l < sn; ++l)
+          ds_row[l] = p_row[l] * (d_row[l] - weighted);
+      }
+    }
+    return 5.0 * 4 * static_cast<double>(tiles) * n * n;
+  }
+  /// RMSNorm forward and backward over `rows` rows of `width`; 2 + 3 elements counted.
+  double norm(int rows, int width) {
+    const size_t h = static_cast<size_t>(width);
+    const float inverse_width = 1.0f / static_cast<float>(width);
+    for (size_t r = 0; r < static_cast<size_t>(rows); ++r) {
+      const float* in = x.data() + r * h;
+      float* normalized = y.data() + r * h;
+      float* out = z.data() + r * h;
+      float second = 0.0f;
+      for (size_t c = 0; c < h; ++c)
+        second += in[c] * in[c];
+      const float inverse_std = 1.0f / std::sqrt(second * inverse_width + 1e-5f);
+      stats[r] = inverse_std;
+      for (size_t c = 0; c < h; ++c)
+        normalized[c] = in[c] * inverse_std;
+      for (size_t c = 0; c < h; ++c)
+        out[c] = normalized[c] * gain[c];
+    }
+    for (size_t r = 0; r < static_cast<size_t>(rows); ++r) {
+      const float* dy = w.data() + r * h;
+      const float* normalized = y.data() + r * h;
+      float* dx = u.data() + r * h;
+      float dot = 0.0f;
+      for (size_t c = 0; c < h; ++c) {
+        const float dn = dy[c] * gain[c];
+        dot += dn * normalized[c];
+        dgain[c] += dy[c] * normalized[c];
+      }
+      dot *= inverse_width;
+      for (size_t c = 0; c < h; ++c)
+        dx[c] = stats[r] * (dy[c] * gain[c] - normalized[c] * dot);
+    }
+    return 5.0 * 4 * static_cast<double>(rows) * width;
+  }
+  /// SwiGLU forward and backward over n elements; 3 + 5 elements counted.
+  double activation(size_t n) {
+    auto sigmoid = [](float g) { return 1.0f / (1.0f + std::exp(-g)); };
+    for (size_t e = 0; e < n; ++e)
+      z[e] = x[e] * sigmoid(x[e]) * y[e];
+    for (size_t e = 0; e < n; ++e) {
+      const float g = x[e], s = sigmoid(g);
+      u[e] = w[e] * g * s;
+      stats[e] = w[e] * y[e] * s * (1.0f + g * (1.0f - s));
+    }
+    return 8.0 * 4 * static_cast<double>(n);
+  }
+  /// A residual add over n elements: 3 elements counted.
+  double elementwise(size_t n) {
+    for (size_t e = 0; e < n; ++e)
+      z[e] += y[e];
+    return 3.0 * 4 * static_cast<double>(n);
+  }
+};
+
+/// One thread's bytes per second of each MemoryKernel, in MemoryKernel order: the geometric
+/// mean over the kind's sizes of counted bytes over median seconds (sizes from in-cache to
+/// about the last-level cache, weighted alike).
+void time_memory_kernels(int repeats, Barrier& barrier, std::vector<double>& out) {
+  MemoryKernels k(1 << 20);
+  std::vector<std::function<double()>> sizes[4];
+  using model::MemoryKernel;
+  for (int n : {80 * 1280, 320 * 1280, 1280 * 640})
+    sizes[static_cast<int>(MemoryKernel::Elementwise)].push_back(
+        [&k, n] { return k.elementwise(static_cast<size_t>(n)); });
+  for (auto [n, tiles] : {std::pair<int, int>{40, 640}, {80, 160}, {160, 40}})
+    sizes[static_cast<int>(MemoryKernel::Softmax)].push_back(
+        [&k, n = n, tiles = tiles] { return k.softmax(n, tiles); });
+  for (auto [rows, width] : {std::pair<int, int>{5120, 160}, {2560, 320}, {1280, 640}})
+    sizes[static_cast<int>(MemoryKernel::Norm)].push_back(
+        [&k, rows = rows, width = width] { return k.norm(rows, width); });
+  for (int n : {80 * 1280, 320 * 1280, 1280 * 640})
+    sizes[static_cast<int>(MemoryKernel::Activation)].push_back(
+        [&k, n] { return k.activation(static_cast<size_t>(n)); });
+  out.assign(4, 0);
+  for (int kind = 0; kind < 4; ++kind) {
+    double log_sum = 0;
+    for (const auto& run : sizes[kind]) {
+      barrier.wait();
+      double counted = run();  // warm-up
+      std::vector<double> times;
+      for (int r = 0; r < repeats; ++r) {
+        const auto start = Clock::now();
+        counted = run();
+        times.push_back(since(start));
+      }
+      log_sum += std::log(counted / median(times));
+    }
+    out[static_cast<size_t>(kind)] = std::exp(log_sum / static_cast<double>(sizes[kind].size()));
   }
 }
 
@@ -188,6 +367,10 @@ std::string cpu_model_name() {
 ComputeCalibration measure_compute_calibration(const ComputeCalibrationRequest& request) {
   check_dims(request.m_dims, "m_dims");
   check_dims(request.nk_dims, "nk_dims");
+  if (!request.batched_counts.empty()) {
+    check_dims(request.batched_counts, "batched_counts");
+    check_dims(request.batched_dims, "batched_dims");
+  }
   if (request.threads < 1 || request.threads > 64)
     throw InputError(kOrigin, "threads", "1 to 64", std::to_string(request.threads));
   if (request.stream_floats < 1024)
@@ -205,15 +388,32 @@ ComputeCalibration measure_compute_calibration(const ComputeCalibrationRequest& 
             static_cast<int>(std::clamp(std::ceil(request.flop_per_shape / flop), 3.0, 40.0));
         shapes.push_back({m, n, k, calls});
       }
+  std::vector<Shape> batched;
+  std::vector<int> batched_counts;
+  for (int count : request.batched_counts)
+    for (int m : request.batched_dims)
+      for (int n : request.batched_dims)
+        for (int k : request.batched_dims) {
+          const double flop = 2.0 * m * n * k * count;
+          batched.push_back(
+              {m, n, k,
+               static_cast<int>(std::clamp(std::ceil(request.flop_per_shape / flop), 3.0, 40.0))});
+          batched_counts.push_back(count);
+        }
   const int t = request.threads;
   Barrier barrier(t);
   std::vector<std::vector<double>> gemm_times(static_cast<size_t>(t));
+  std::vector<std::vector<double>> batched_times(static_cast<size_t>(t));
+  std::vector<std::vector<double>> kernel_Bps(static_cast<size_t>(t));
   std::vector<double> stream_s(static_cast<size_t>(t));
   {
     std::vector<std::thread> workers;
     for (int i = 0; i < t; ++i)
       workers.emplace_back([&, i] {
         time_gemms(shapes, barrier, gemm_times[static_cast<size_t>(i)]);
+        time_batched_gemms(batched, batched_counts, barrier, batched_times[static_cast<size_t>(i)]);
+        if (request.memory_kernels)
+          time_memory_kernels(request.stream_passes, barrier, kernel_Bps[static_cast<size_t>(i)]);
         stream_s[static_cast<size_t>(i)] =
             time_stream(request.stream_floats, request.stream_passes, barrier);
       });
@@ -234,6 +434,21 @@ ComputeCalibration measure_compute_calibration(const ComputeCalibrationRequest& 
     p.gemms.push_back({double(shape.m), double(shape.n), double(shape.k), seconds});
     best = std::max(best, 2.0 * shape.m * shape.n * shape.k / seconds);
   }
+  for (size_t s = 0; s < batched.size(); ++s) {
+    double sum = 0;
+    for (const auto& times : batched_times)
+      sum += times[s];
+    const Shape& shape = batched[s];
+    p.batched_gemms.push_back(
+        {double(batched_counts[s]), double(shape.m), double(shape.n), double(shape.k), sum / t});
+  }
+  if (request.memory_kernels)
+    for (int kind = 0; kind < 4; ++kind) {
+      double sum = 0;
+      for (const auto& bps : kernel_Bps)
+        sum += bps[static_cast<size_t>(kind)];
+      p.memory_kernel_Bps[kind] = sum / t;
+    }
   p.peak_flops = best;
   p.peak_flops_source = fmt::format(
       "no datasheet figure for this (virtual) CPU: the best fp32 GEMM rate measured here, one "
@@ -253,8 +468,10 @@ ComputeCalibration measure_compute_calibration(const ComputeCalibrationRequest& 
   p.source = fmt::format(
       "measured by tauplan calibrate --compute (exec/compute_calibration.cpp) on {}, {}; {} "
       "thread(s) at once, {} GEMM shapes (dimensions 5 x 2^j), stream of 3 x {} floats per "
-      "thread; {:.1f} s",
+      "thread; {} batched GEMM shapes (loops of count products); memory kernels {}; {:.1f} s",
       utc_date(), compute_backend_description(), t, shapes.size(), request.stream_floats,
+      batched.size(),
+      request.memory_kernels ? "softmax, norm, activation, elementwise (exec's loops)" : "none",
       out.seconds);
   if (const std::string problem = p.problem(); !problem.empty())
     throw std::logic_error("compute calibration made a bad profile: " + problem);

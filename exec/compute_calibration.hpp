@@ -16,7 +16,15 @@
 // thread (at the default, 3 x 32 MiB per thread, above the 32 MiB last-level cache of the
 // machines we run on), bytes counted as 12 per element (the write-allocate read not counted,
 // as memory-bound kernels' bytes are counted in layer_ops.hpp). Per-op overhead: the median time
-// of a 1 x 1 x 1 product. Peak: no datasheet figure exists for a virtual machine's vCPU, so
+// of a 1 x 1 x 1 product. Batched GEMMs: `count` products of [m x k] x [k x n], each on its
+// own contiguous operands, called one after another (a CPU has no batched kernel: exec's block
+// loops over b x heads), at counts and dims of the same 5 x 2^j rule (the profile's
+// batched_gemms). Memory-bound kernels (the profile's memory_kernels, one figure per
+// layer_ops.hpp MemoryKernel kind): exec's own loops for a causal softmax over [n x n] score
+// tiles forward and backward (n 40, 80, 160), an RMSNorm forward and backward (width 160, 320,
+// 640), SwiGLU forward and backward and a residual add (0.1 to 0.8 M elements), each as counted
+// bytes (layer_ops.hpp's count for the kind) over the median time, the geometric mean over the
+// kind's sizes. Peak: no datasheet figure exists for a virtual machine's vCPU, so
 // peak_flops is the best GEMM rate measured here (said in peak_flops_source); efficiencies
 // are relative to it. Device: the CPU model of /proc/cpuinfo. What it leaves out: attention
 // kernels (the CPU block runs the math path as GEMMs, which the profile times by shape), other
@@ -46,6 +54,11 @@ struct ComputeCalibrationRequest {
   double flop_per_shape = 3e8;        ///< calls per shape: about this many flop, 3 to 40 calls
   long long stream_floats = 8 << 20;  ///< per array, per thread
   int stream_passes = 5;
+  /// Batched GEMMs (the math path's attention on a CPU: a loop of `count` small products),
+  /// every count here by every [m x k] x [k x n] of these dims; an empty count list: none.
+  std::vector<int> batched_counts = {10, 80};
+  std::vector<int> batched_dims = {20, 40, 80, 160, 320};
+  bool memory_kernels = true;  ///< time softmax, norm, activation and element-wise kernels
 };
 
 struct ComputeCalibration {

@@ -143,7 +143,25 @@ void check_profile_covers(const ComputeProfile& profile, const std::vector<Compu
     origin = it != origins().end() ? it->second : profile.device + " profile";
   }
   for (const ComputeOp& op : ops) {
-    if (op.kind == ComputeOpKind::Gemm && !profile.gemms.empty()) {
+    const bool batched =
+        op.kind == ComputeOpKind::Gemm && op.count > 1 && !profile.batched_gemms.empty();
+    if (batched) {
+      // Looked up per member among the batched samples (compute_profile.hpp), in log(count)
+      // too.
+      double nearest = std::numeric_limits<double>::infinity();
+      for (const BatchedGemmSample& g : profile.batched_gemms) {
+        const double dc = std::log(op.count / g.count);
+        const double d = distance(op.m, op.n, op.k, g.m, g.n, g.k);
+        nearest = std::min(nearest, std::sqrt(d * d + dc * dc));
+      }
+      if (nearest > limit)
+        throw InputError(
+            origin, "batched_gemms",
+            fmt::format("a measured batched GEMM within a factor {:g} of {} ({:g} x "
+                        "[{:g} x {:g}] x [{:g} x {:g}])",
+                        kMaxProfileExtrapolation, op.name, op.count, op.m, op.k, op.k, op.n),
+            fmt::format("the nearest a factor {:.3g} away", std::exp(nearest)));
+    } else if (op.kind == ComputeOpKind::Gemm && !profile.gemms.empty()) {
       const double m = op.m * op.count;  // the stacked shape a batched GEMM is looked up as
       double nearest = std::numeric_limits<double>::infinity();
       for (const GemmSample& g : profile.gemms)

@@ -4,7 +4,9 @@
 // (flop / seconds / peak) is carried to nearby shapes, weighted by the inverse square of the
 // distance in log-size space, over the nearest kNeighbours samples; an exact match takes the
 // measured time. A batched GEMM (count > 1, the math path's attention) is looked up as the
-// stacked GEMM [count m x k] x [k x n] of the same flop, the shape the profiler measures for it.
+// stacked GEMM [count m x k] x [k x n] of the same flop, the shape the GPU profiler measures for
+// it, unless the profile measured the batched form (batched_gemms): then the per-member
+// efficiency of the nearest batched samples in log(count, m, n, k), times count.
 // A kernel never runs faster than the host launches it: each op takes at least the profile's
 // launch overhead (launches overlap with the previous kernel's run, so the overhead is not
 // added to kernels longer than it).
@@ -37,9 +39,11 @@ double interpolate(std::vector<std::pair<double, double>> distance_and_efficienc
   return std::exp(weighted / weights);
 }
 
-double log_distance(double a1, double a2, double a3, double b1, double b2, double b3) {
-  const double d1 = std::log(a1 / b1), d2 = std::log(a2 / b2), d3 = std::log(a3 / b3);
-  return std::sqrt(d1 * d1 + d2 * d2 + d3 * d3);
+double log_distance(double a1, double a2, double a3, double b1, double b2, double b3, double a4 = 1,
+                    double b4 = 1) {
+  const double d1 = std::log(a1 / b1), d2 = std::log(a2 / b2), d3 = std::log(a3 / b3),
+               d4 = std::log(a4 / b4);
+  return std::sqrt(d1 * d1 + d2 * d2 + d3 * d3 + d4 * d4);
 }
 
 double attention_flop(const AttentionSample& sample) {
@@ -74,6 +78,11 @@ std::string ComputeProfile::problem() const {
   for (const GemmSample& g : gemms)
     if (!(g.m > 0 && g.n > 0 && g.k > 0 && g.seconds > 0))
       return "every gemm needs positive m, n, k and seconds";
+  for (const BatchedGemmSample& g : batched_gemms)
+    if (!(g.count > 0 && g.m > 0 && g.n > 0 && g.k > 0 && g.seconds > 0))
+      return "every batched gemm needs positive count, m, n, k and seconds";
+  for (double bps : memory_kernel_Bps)
+    if (!(bps >= 0)) return "memory_kernels must be positive";
   for (const AttentionSample& a : attention)
     if (!(a.heads > 0 && a.sequence > 0 && a.head_dim > 0 && a.seconds > 0))
       return "every attention sample needs positive heads, sequence, head_dim and seconds";
@@ -101,18 +110,36 @@ double gemm_efficiency(const ComputeProfile& profile, double m, double n, double
   return interpolate(std::move(candidates));
 }
 
+double batched_gemm_efficiency(const ComputeProfile& profile, double count, double m, double n,
+                               double k) {
+  if (profile.batched_gemms.empty()) return gemm_efficiency(profile, count * m, n, k);
+  std::vector<std::pair<double, double>> candidates;
+  candidates.reserve(profile.batched_gemms.size());
+  for (const BatchedGemmSample& g : profile.batched_gemms)
+    candidates.emplace_back(log_distance(m, n, k, g.m, g.n, g.k, count, g.count),
+                            2 * g.count * g.m * g.n * g.k / g.seconds / profile.peak_flops);
+  return interpolate(std::move(candidates));
+}
+
+double memory_kernel_bandwidth(const ComputeProfile& profile, MemoryKernel kernel) {
+  const double measured = profile.memory_kernel_Bps[static_cast<int>(kernel)];
+  return measured > 0 ? measured : profile.memory_bandwidth_Bps;
+}
+
 namespace {
 
 /// The kernel's own time, without the launch floor.
 double kernel_seconds(const ComputeOp& op, const ComputeProfile& profile) {
   switch (op.kind) {
     case ComputeOpKind::Gemm:
-      return op.flop / (profile.peak_flops * gemm_efficiency(profile, op.m * op.count, op.n, op.k));
+      return op.flop / (profile.peak_flops *
+                        (op.count > 1 ? batched_gemm_efficiency(profile, op.count, op.m, op.n, op.k)
+                                      : gemm_efficiency(profile, op.m, op.n, op.k)));
     case ComputeOpKind::Attention:
       return op.flop / (profile.peak_flops * attention_efficiency(profile, AttentionKernel::Flash,
                                                                   op.phase, op.count, op.m, op.k));
     case ComputeOpKind::Memory:
-      return op.bytes / profile.memory_bandwidth_Bps;
+      return op.bytes / memory_kernel_bandwidth(profile, op.memory_kernel);
   }
   return 0;
 }

@@ -6,7 +6,15 @@
 // bandwidth memory-bound kernels reach, and a per-kernel launch overhead. A GEMM at an
 // unmeasured shape takes the efficiency (flop / time / peak) of the measured shapes nearest it
 // in log(m), log(n), log(k), weighted by inverse distance; attention likewise in log(b heads),
-// log(s), log(d). A profile without measurements of a kind says so, and the time of that kind
+// log(s), log(d). A batched GEMM (count > 1: the math path's attention products) is looked up as
+// the one stacked GEMM [count m x k] x [k x n] (one batched kernel, as a GPU library runs it),
+// unless the profile carries `batched_gemms`: timings of the batched form as the device's code
+// runs it (on a CPU, a loop of `count` small products), whose per-member efficiency is then
+// interpolated in log(count), log(m), log(n), log(k). A memory-bound op takes the bandwidth its
+// kernel kind reached (`memory_kernels`, layer_ops.hpp's MemoryKernel: softmax, norm,
+// activation, elementwise) when the profile measured that kind, else `memory_bandwidth_Bps`
+// (a streaming pass, which on a CPU core overstates kernels with exp, tanh or sqrt in them).
+// A profile without measurements of a kind says so, and the time of that kind
 // then uses its `default_*_efficiency` with the source written beside it in the file. Every
 // time says where it came from (the profile's `source`). Dependency-free: built on the GPU
 // machine too. What it leaves out: clocks falling under sustained power (measured profiles
@@ -24,6 +32,12 @@ namespace tauplan::model {
 struct GemmSample {
   double m = 0, n = 0, k = 0;
   double seconds = 0;  ///< one GEMM
+};
+
+/// `count` products [m x k] x [k x n] run as the batched form (all of them: `seconds`).
+struct BatchedGemmSample {
+  double count = 0, m = 0, n = 0, k = 0;
+  double seconds = 0;  ///< all `count` of them
 };
 
 struct AttentionSample {
@@ -48,6 +62,10 @@ struct ComputeProfile {
   double default_attention_efficiency = 0;  ///< used only when `attention` is empty
   std::vector<GemmSample> gemms;
   std::vector<AttentionSample> attention;
+  std::vector<BatchedGemmSample> batched_gemms;  ///< optional: empty = the stacked rule
+  /// Optional bytes per second (bytes as layer_ops counts them) reached by memory-bound kernels
+  /// of each kind, indexed by MemoryKernel; 0 = not measured (memory_bandwidth_Bps is used).
+  double memory_kernel_Bps[4] = {0, 0, 0, 0};
   /// Empty when usable, else what is missing.
   std::string problem() const;
 };
@@ -56,6 +74,12 @@ struct ComputeProfile {
 double op_seconds(const ComputeOp& op, const ComputeProfile& profile);
 /// Efficiency (flop / time / peak) of one [m x k] x [k x n] GEMM.
 double gemm_efficiency(const ComputeProfile& profile, double m, double n, double k);
+/// Efficiency of one member of `count` [m x k] x [k x n] products run as the batched form
+/// (from batched_gemms; the stacked GEMM's when the profile has none).
+double batched_gemm_efficiency(const ComputeProfile& profile, double count, double m, double n,
+                               double k);
+/// Bytes per second a memory-bound op of this kind reaches on the profiled device.
+double memory_kernel_bandwidth(const ComputeProfile& profile, MemoryKernel kernel);
 
 /// The time of a list of ops, split by kind.
 struct OpsTime {

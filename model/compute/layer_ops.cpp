@@ -53,6 +53,20 @@ const char* to_string(ComputePhase phase) {
   return "?";
 }
 
+const char* to_string(MemoryKernel kernel) {
+  switch (kernel) {
+    case MemoryKernel::Elementwise:
+      return "elementwise";
+    case MemoryKernel::Softmax:
+      return "softmax";
+    case MemoryKernel::Norm:
+      return "norm";
+    case MemoryKernel::Activation:
+      return "activation";
+  }
+  return "?";
+}
+
 std::string LayerShape::problem() const {
   if (hidden < 1 || heads < 1 || kv_heads < 1 || ffn_hidden < 1 || sequence < 1 ||
       !(micro_batch > 0) || tensor < 1 || !(element_bytes > 0))
@@ -109,12 +123,14 @@ ComputeOp gemm(const std::string& name, ComputePhase phase, double m, double n, 
   return op;
 }
 
-ComputeOp memory(const std::string& name, ComputePhase phase, double bytes) {
+ComputeOp memory(const std::string& name, ComputePhase phase, double bytes,
+                 MemoryKernel kernel = MemoryKernel::Elementwise) {
   ComputeOp op;
   op.name = name;
   op.kind = ComputeOpKind::Memory;
   op.phase = phase;
   op.bytes = bytes;
+  op.memory_kernel = kernel;
   return op;
 }
 
@@ -150,7 +166,8 @@ void add_attention_forward(std::vector<ComputeOp>& ops, const LayerShape& s, con
   }
   ops.push_back(gemm("attention.scores", phase, seq, seq, w.head_dim, w.head_batch, e));
   // The scale, causal mask and softmax read the scores and write the probabilities.
-  ops.push_back(memory("attention.softmax", phase, 2 * w.head_batch * seq * seq * e));
+  ops.push_back(
+      memory("attention.softmax", phase, 2 * w.head_batch * seq * seq * e, MemoryKernel::Softmax));
   ops.push_back(gemm("attention.context", phase, seq, w.head_dim, seq, w.head_batch, e));
 }
 
@@ -178,7 +195,7 @@ void add_attention_backward(std::vector<ComputeOp>& ops, const LayerShape& s, co
                      w.head_batch, e));
   // The softmax backward reads P and dP and writes dS.
   ops.push_back(memory("attention.softmax.backward", ComputePhase::Backward,
-                       3 * w.head_batch * seq * seq * e));
+                       3 * w.head_batch * seq * seq * e, MemoryKernel::Softmax));
   ops.push_back(gemm("attention.scores.dqueries", ComputePhase::Backward, seq, w.head_dim, seq,
                      w.head_batch, e));
   ops.push_back(gemm("attention.scores.dkeys", ComputePhase::Backward, seq, w.head_dim, seq,
@@ -191,18 +208,18 @@ std::vector<ComputeOp> forward_ops(const LayerShape& s, const RankWidths& w, Com
   // A norm (LayerNorm or RMSNorm alike) reads its row once and writes it once; its statistics
   // are h times smaller.
   std::vector<ComputeOp> ops;
-  ops.push_back(memory("norm1", phase, 2 * w.norm_tokens * h * e));
+  ops.push_back(memory("norm1", phase, 2 * w.norm_tokens * h * e, MemoryKernel::Norm));
   ops.push_back(gemm("qkv", phase, w.tokens, w.query_width + 2 * w.kv_width, h, 1, e));
   add_attention_forward(ops, s, w, phase);
   ops.push_back(gemm("attention.output", phase, w.tokens, h, w.query_width, 1, e));
   ops.push_back(memory("residual1", phase, 3 * w.norm_tokens * h * e));
-  ops.push_back(memory("norm2", phase, 2 * w.norm_tokens * h * e));
+  ops.push_back(memory("norm2", phase, 2 * w.norm_tokens * h * e, MemoryKernel::Norm));
   if (s.swiglu) {
     ops.push_back(gemm("ffn.gate_up", phase, w.tokens, 2 * w.ffn, h, 1, e));
-    ops.push_back(memory("ffn.swiglu", phase, 3 * w.tokens * w.ffn * e));
+    ops.push_back(memory("ffn.swiglu", phase, 3 * w.tokens * w.ffn * e, MemoryKernel::Activation));
   } else {
     ops.push_back(gemm("ffn.up", phase, w.tokens, w.ffn, h, 1, e));
-    ops.push_back(memory("ffn.gelu", phase, 2 * w.tokens * w.ffn * e));
+    ops.push_back(memory("ffn.gelu", phase, 2 * w.tokens * w.ffn * e, MemoryKernel::Activation));
   }
   ops.push_back(gemm("ffn.down", phase, w.tokens, h, w.ffn, 1, e));
   ops.push_back(memory("residual2", phase, 3 * w.norm_tokens * h * e));
@@ -237,14 +254,15 @@ std::vector<ComputeOp> layer_ops(const LayerShape& shape, Recompute recompute) {
       add_weight_gemm_backward(ops, op, e);
     } else if (op.name == "ffn.swiglu") {
       // Reads the gate, the up projection and dY; writes both input gradients.
-      ops.push_back(
-          memory("ffn.swiglu.backward", ComputePhase::Backward, 5 * w.tokens * w.ffn * e));
+      ops.push_back(memory("ffn.swiglu.backward", ComputePhase::Backward, 5 * w.tokens * w.ffn * e,
+                           MemoryKernel::Activation));
     } else if (op.name == "ffn.gelu") {
-      ops.push_back(memory("ffn.gelu.backward", ComputePhase::Backward, 3 * w.tokens * w.ffn * e));
+      ops.push_back(memory("ffn.gelu.backward", ComputePhase::Backward, 3 * w.tokens * w.ffn * e,
+                           MemoryKernel::Activation));
     } else if (op.name == "norm1" || op.name == "norm2") {
       // Reads the input and dY, writes dX (the gain's gradient is a reduction of the same).
-      ops.push_back(
-          memory(op.name + ".backward", ComputePhase::Backward, 3 * w.norm_tokens * h * e));
+      ops.push_back(memory(op.name + ".backward", ComputePhase::Backward, 3 * w.norm_tokens * h * e,
+                           MemoryKernel::Norm));
     } else if (op.name == "residual1" || op.name == "residual2") {
       // The branch's gradient joins the stream's: read two, write one.
       ops.push_back(
@@ -261,7 +279,8 @@ std::vector<ComputeOp> logits_ops(const LayerShape& shape, int vocabulary) {
   const double e = shape.element_bytes;
   const double local_vocabulary = static_cast<double>(vocabulary) / shape.tensor;
   std::vector<ComputeOp> ops;
-  ops.push_back(memory("final_norm", ComputePhase::Forward, 2 * w.norm_tokens * shape.hidden * e));
+  ops.push_back(memory("final_norm", ComputePhase::Forward, 2 * w.norm_tokens * shape.hidden * e,
+                       MemoryKernel::Norm));
   const ComputeOp logits =
       gemm("logits", ComputePhase::Forward, w.tokens, local_vocabulary, shape.hidden, 1, e);
   ops.push_back(logits);
@@ -271,8 +290,8 @@ std::vector<ComputeOp> logits_ops(const LayerShape& shape, int vocabulary) {
   ops.push_back(memory("cross_entropy.backward", ComputePhase::Backward,
                        2 * w.tokens * local_vocabulary * 4));
   add_weight_gemm_backward(ops, logits, e);
-  ops.push_back(
-      memory("final_norm.backward", ComputePhase::Backward, 3 * w.norm_tokens * shape.hidden * e));
+  ops.push_back(memory("final_norm.backward", ComputePhase::Backward,
+                       3 * w.norm_tokens * shape.hidden * e, MemoryKernel::Norm));
   return ops;
 }
 

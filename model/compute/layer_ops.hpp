@@ -11,7 +11,8 @@
 // 2022, arXiv 2205.14135: the same 4 b s^2 h flop forward, causal half of it done, no s x s
 // matrix in memory; backward 2.5x the forward's flop, counting the recomputed scores, Dao 2023,
 // arXiv 2307.08691, Section 3). The memory-bound operations (norms, activation function,
-// residual adds, softmax and its mask on the math path) are counted in bytes read plus written.
+// residual adds, softmax and its mask on the math path) are counted in bytes read plus written,
+// each tagged with its kernel kind (MemoryKernel), which a profile may time at its own rate.
 // Recomputation adds the forward again (full) or the attention core's (selective). Element
 // bytes e are the activations' (2 for bf16). Dependency-free: built on the GPU machine too.
 // What it leaves out: dropout (the models of today train without it), biases (added to the
@@ -38,8 +39,16 @@ const char* to_string(AttentionKernel kernel);
 
 enum class ComputeOpKind { Gemm, Attention, Memory };
 enum class ComputePhase { Forward, Backward, Recompute };
+/// The kind of kernel a memory-bound op is, for a profile that measured what each kind reaches
+/// (compute_profile.hpp's memory_kernels): a masked row softmax over attention scores and its
+/// backward (Softmax), a row norm and its backward (Norm), the feed-forward's activation function
+/// and its backward (Activation), or a plain element-wise pass: residual adds, the
+/// cross-entropy (Elementwise). A profile without the class's figure times it at its
+/// memory_bandwidth_Bps.
+enum class MemoryKernel { Elementwise, Softmax, Norm, Activation };
 const char* to_string(ComputeOpKind kind);
 const char* to_string(ComputePhase phase);
+const char* to_string(MemoryKernel kernel);
 
 /// One layer on one tensor rank, as the compute model needs it.
 struct LayerShape {
@@ -61,7 +70,7 @@ struct LayerShape {
 
 /// One operation: `count` identical GEMMs of [m x k] x [k x n] (Gemm; a batched GEMM has
 /// count = batch), an attention kernel over `count` = b x heads/t heads of sequence m = n and
-/// head width k (Attention), or `bytes` of memory traffic (Memory).
+/// head width k (Attention), or `bytes` of memory traffic (Memory) of a `memory_kernel` kind.
 struct ComputeOp {
   std::string name;
   ComputeOpKind kind = ComputeOpKind::Memory;
@@ -71,6 +80,7 @@ struct ComputeOp {
   double flop = 0;   ///< all `count` of them
   double bytes = 0;  ///< memory traffic of all of them (Memory: the whole cost)
   bool causal = false;
+  MemoryKernel memory_kernel = MemoryKernel::Elementwise;  ///< Memory ops only
 };
 
 /// The operations of one layer's forward, backward and recomputation on one tensor rank.

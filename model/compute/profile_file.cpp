@@ -75,6 +75,23 @@ GemmSample read_gemm(const json& row, const std::string& origin, size_t index) {
   return GemmSample{values[0], values[1], values[2], values[3]};
 }
 
+BatchedGemmSample read_batched_gemm(const json& row, const std::string& origin, size_t index) {
+  const std::string where = "batched_gemms[" + std::to_string(index) + "]";
+  const char* expected = "[count, m, n, k, seconds]";
+  if (!row.is_array() || row.size() != 5) throw InputError(origin, where, expected, shown(row));
+  double values[5];
+  for (size_t i = 0; i < 5; ++i) {
+    if (!row[i].is_number()) throw InputError(origin, where, expected, shown(row));
+    values[i] = row[i].get<double>();
+    if (!std::isfinite(values[i]) || !(values[i] > 0))
+      throw InputError(origin, where, "five numbers > 0", shown(row));
+  }
+  return BatchedGemmSample{values[0], values[1], values[2], values[3], values[4]};
+}
+
+constexpr MemoryKernel kMemoryKernels[] = {MemoryKernel::Elementwise, MemoryKernel::Softmax,
+                                           MemoryKernel::Norm, MemoryKernel::Activation};
+
 AttentionSample read_attention(const json& row, const std::string& origin, size_t index) {
   const std::string where = "attention[" + std::to_string(index) + "]";
   if (!row.is_object()) throw InputError(origin, where, "an object", shown(row));
@@ -122,7 +139,7 @@ ComputeProfile parse_compute_profile(const std::string& text_in, const std::stri
       root,
       {"format", "device", "precision", "source", "date", "commit", "peak_flops",
        "peak_flops_source", "memory_bandwidth_Bps", "launch_overhead_s", "default_gemm_efficiency",
-       "default_attention_efficiency", "gemms", "attention"},
+       "default_attention_efficiency", "gemms", "attention", "batched_gemms", "memory_kernels"},
       origin, "");
   if (text(root, "format", origin, true) != kComputeProfileFormat)
     throw InputError(origin, "format", kComputeProfileFormat, shown(root["format"]));
@@ -154,6 +171,29 @@ ComputeProfile parse_compute_profile(const std::string& text_in, const std::stri
                        shown(root["attention"]));
     for (size_t i = 0; i < root["attention"].size(); ++i)
       profile.attention.push_back(read_attention(root["attention"][i], origin, i));
+  }
+  if (root.contains("batched_gemms")) {
+    if (!root["batched_gemms"].is_array())
+      throw InputError(origin, "batched_gemms", "a list of [count, m, n, k, seconds]",
+                       shown(root["batched_gemms"]));
+    for (size_t i = 0; i < root["batched_gemms"].size(); ++i)
+      profile.batched_gemms.push_back(read_batched_gemm(root["batched_gemms"][i], origin, i));
+  }
+  if (root.contains("memory_kernels")) {
+    const json& kernels = root["memory_kernels"];
+    if (!kernels.is_object())
+      throw InputError(origin, "memory_kernels",
+                       "an object of bytes per second by kernel kind (softmax, norm, activation, "
+                       "elementwise)",
+                       shown(kernels));
+    std::set<std::string> known;
+    for (MemoryKernel kind : kMemoryKernels)
+      known.insert(to_string(kind));
+    refuse_unknown_keys(kernels, known, origin, "memory_kernels");
+    for (MemoryKernel kind : kMemoryKernels)
+      if (kernels.contains(to_string(kind)))
+        profile.memory_kernel_Bps[static_cast<int>(kind)] =
+            number(kernels, to_string(kind), origin, "memory_kernels", true);
   }
   const std::string problem = profile.problem();
   if (!problem.empty()) throw InputError(origin, "gemms, attention", problem, "a profile without");
@@ -194,6 +234,16 @@ std::string compute_profile_json(const ComputeProfile& profile) {
                                  {"head_dim", a.head_dim},
                                  {"causal", a.causal},
                                  {"seconds", a.seconds}});
+  if (!profile.batched_gemms.empty()) {
+    root["batched_gemms"] = json::array();
+    for (const BatchedGemmSample& g : profile.batched_gemms)
+      root["batched_gemms"].push_back({g.count, g.m, g.n, g.k, g.seconds});
+  }
+  json kernels = json::object();
+  for (MemoryKernel kind : kMemoryKernels)
+    if (profile.memory_kernel_Bps[static_cast<int>(kind)] > 0)
+      kernels[to_string(kind)] = profile.memory_kernel_Bps[static_cast<int>(kind)];
+  if (!kernels.empty()) root["memory_kernels"] = kernels;
   return root.dump(1) + "\n";
 }
 

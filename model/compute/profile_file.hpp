@@ -11,7 +11,15 @@
 //   "default_attention_efficiency": 0.5,       (only when "attention" is empty or absent)
 //   "gemms": [[m, n, k, seconds], ...],        (one bf16 GEMM [m x k] x [k x n] each)
 //   "attention": [{"kernel": "flash"|"math", "phase": "forward"|"backward", "heads": B*H,
-//                  "sequence": s, "head_dim": d, "causal": true, "seconds": t}, ...]
+//                  "sequence": s, "head_dim": d, "causal": true, "seconds": t}, ...],
+//   "batched_gemms": [[count, m, n, k, seconds], ...],   (optional: `count` products
+//                    [m x k] x [k x n] run as the device runs a batched GEMM, seconds for all
+//                    of them; when present, batched ops are timed from these, else as the
+//                    stacked GEMM [count m x k] x [k x n])
+//   "memory_kernels": {"softmax": Bps, "norm": Bps, "activation": Bps, "elementwise": Bps}
+//                    (optional, each key optional: bytes per second, bytes as layer_ops.hpp
+//                    counts them, that memory-bound kernels of that kind reach; a kind absent
+//                    takes memory_bandwidth_Bps)
 // }
 // Any other key is refused (a misspelt key must not be silently ignored). Errors are
 // InputError: the file, the key and what was expected.

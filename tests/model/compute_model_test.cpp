@@ -130,6 +130,69 @@ TEST_CASE("a layer's time from a flat profile is flop over peak x efficiency plu
   CHECK(time.attention_s == 0);
 }
 
+TEST_CASE("layer_ops tags each memory-bound op with its kernel kind") {
+  const Transformer llama = *load_workload("llama2-7b").transformer;
+  LayerShape s = layer_shape(llama, 1, 1, false);
+  s.attention = AttentionKernel::Math;
+  std::vector<ComputeOp> ops = layer_ops(s, Recompute::None);
+  const std::vector<ComputeOp> logits = logits_ops(s, llama.vocabulary);
+  ops.insert(ops.end(), logits.begin(), logits.end());
+  int memory_ops = 0;
+  for (const ComputeOp& op : ops) {
+    if (op.kind != ComputeOpKind::Memory) continue;
+    ++memory_ops;
+    CAPTURE(op.name);
+    const MemoryKernel expected = op.name.find("softmax") != std::string::npos
+                                      ? MemoryKernel::Softmax
+                                  : op.name.find("norm") != std::string::npos ? MemoryKernel::Norm
+                                  : op.name.find("ffn.") == 0 ? MemoryKernel::Activation
+                                                              : MemoryKernel::Elementwise;
+    CHECK(to_string(op.memory_kernel) == std::string(to_string(expected)));
+  }
+  CHECK(memory_ops == 16);  // 6 forward, 6 backward in the layer; 2 + 2 in the head
+}
+
+TEST_CASE("a profile times batched GEMMs from batched samples and memory ops by kernel kind") {
+  ComputeProfile p = flat_profile(0.5);
+  p.gemms = {{640, 64, 32, 2.0 * 640 * 64 * 32 / (0.8 * 1e15)}};
+  ComputeOp batched;
+  batched.kind = ComputeOpKind::Gemm;
+  batched.m = 64, batched.n = 64, batched.k = 32, batched.count = 10;
+  batched.flop = 2 * 64 * 64 * 32 * 10.0;
+  // Without batched samples: the stacked GEMM [640 x 32] x [32 x 64], measured at 0.8.
+  CHECK(op_seconds(batched, p) == Approx(batched.flop / (0.8 * 1e15)));
+  CHECK(batched_gemm_efficiency(p, 10, 64, 64, 32) == Approx(0.8));
+  // With them: the batched form's own time (here a loop of 10 at 0.2 each).
+  p.batched_gemms = {{10, 64, 64, 32, batched.flop / (0.2 * 1e15)},
+                     {80, 64, 64, 32, 8 * batched.flop / (0.4 * 1e15)}};
+  REQUIRE(p.problem().empty());
+  CHECK(op_seconds(batched, p) == Approx(batched.flop / (0.2 * 1e15)));
+  // Between the two counts (geometric middle), the geometric mean of their efficiencies.
+  CHECK(batched_gemm_efficiency(p, std::sqrt(800.0), 64, 64, 32) ==
+        Approx(std::sqrt(0.08)).epsilon(1e-9));
+  // A single GEMM is not affected by batched samples.
+  batched.count = 1;
+  batched.m = 640;
+  CHECK(op_seconds(batched, p) == Approx(batched.flop / (0.8 * 1e15)));
+
+  ComputeOp softmax;
+  softmax.kind = ComputeOpKind::Memory;
+  softmax.memory_kernel = MemoryKernel::Softmax;
+  softmax.bytes = 1e9;
+  ComputeOp norm = softmax;
+  norm.memory_kernel = MemoryKernel::Norm;
+  CHECK(op_seconds(softmax, p) == Approx(1e9 / 2e12));
+  p.memory_kernel_Bps[static_cast<int>(MemoryKernel::Softmax)] = 1e11;
+  CHECK(op_seconds(softmax, p) == Approx(1e9 / 1e11));
+  CHECK(op_seconds(norm, p) == Approx(1e9 / 2e12));  // not measured: the stream's bandwidth
+  CHECK(ops_seconds({softmax, norm}, p).memory_s == Approx(1e9 / 1e11 + 1e9 / 2e12));
+  p.memory_kernel_Bps[static_cast<int>(MemoryKernel::Norm)] = -1;
+  CHECK(p.problem() == "memory_kernels must be positive");
+  p.memory_kernel_Bps[static_cast<int>(MemoryKernel::Norm)] = 0;
+  p.batched_gemms[1].count = 0;
+  CHECK(p.problem().find("batched gemm") != std::string::npos);
+}
+
 TEST_CASE("a compute profile file is read strictly") {
   const std::string good = R"({"format": "tauplan-compute-profile-1", "device": "X",
     "precision": "bf16", "source": "test", "peak_flops": 1e15, "peak_flops_source": "sheet",
@@ -178,6 +241,42 @@ TEST_CASE("a compute profile file is read strictly") {
   CHECK(error_of(replaced("\"memory_bandwidth_Bps\": 3e12", "\"memory_bandwidth_Bps\": -3"))
             .find("memory_bandwidth_Bps: expected a number > 0") != std::string::npos);
   CHECK_THROWS_AS(read_compute_profile("/nonexistent/profile.json"), InputError);
+
+  // The optional batched_gemms and memory_kernels: absent above, read and written back here.
+  CHECK(p.batched_gemms.empty());
+  CHECK(p.memory_kernel_Bps[static_cast<int>(MemoryKernel::Softmax)] == 0);
+  CHECK(compute_profile_json(p).find("memory_kernels") == std::string::npos);
+  const std::string extra = replaced("\"gemms\":", R"("batched_gemms": [[10, 64, 64, 32, 2e-5]],
+      "memory_kernels": {"softmax": 2e9, "norm": 1.5e10}, "gemms":)");
+  const ComputeProfile q = parse_compute_profile(extra, "p.json");
+  REQUIRE(q.batched_gemms.size() == 1);
+  CHECK(q.batched_gemms[0].count == 10);
+  CHECK(q.batched_gemms[0].seconds == 2e-5);
+  CHECK(q.memory_kernel_Bps[static_cast<int>(MemoryKernel::Softmax)] == 2e9);
+  CHECK(q.memory_kernel_Bps[static_cast<int>(MemoryKernel::Norm)] == 1.5e10);
+  CHECK(q.memory_kernel_Bps[static_cast<int>(MemoryKernel::Activation)] == 0);
+  const ComputeProfile q2 = parse_compute_profile(compute_profile_json(q), "again.json");
+  CHECK(q2.batched_gemms[0].m == 64);
+  CHECK(q2.memory_kernel_Bps[static_cast<int>(MemoryKernel::Norm)] == 1.5e10);
+  auto extra_error = [&](const std::string& from, const std::string& to) {
+    std::string text = extra;
+    text.replace(text.find(from), from.size(), to);
+    return error_of(text);
+  };
+  CHECK(extra_error("[[10, 64, 64, 32, 2e-5]]", "[[10, 64, 64, 2e-5]]")
+            .find("batched_gemms[0]: expected [count, m, n, k, seconds]") != std::string::npos);
+  CHECK(extra_error("[[10, 64, 64, 32, 2e-5]]", "[[0, 64, 64, 32, 2e-5]]")
+            .find("batched_gemms[0]: expected five numbers > 0") != std::string::npos);
+  CHECK(extra_error("[[10, 64, 64, 32, 2e-5]]", "7").find("batched_gemms: expected a list") !=
+        std::string::npos);
+  CHECK(extra_error("\"softmax\": 2e9", "\"softmx\": 2e9").find("memory_kernels.softmx") !=
+        std::string::npos);
+  CHECK(extra_error("\"norm\": 1.5e10", "\"norm\": -1")
+            .find("memory_kernels.norm: expected a number > 0") != std::string::npos);
+  CHECK(extra_error("{\"softmax\": 2e9, \"norm\": 1.5e10}", "[2e9]")
+            .find("memory_kernels: expected an object") != std::string::npos);
+  // Errors are one line.
+  CHECK(extra_error("\"softmax\": 2e9", "\"softmx\": 2e9").find('\n') == std::string::npos);
 }
 
 TEST_CASE("the committed GPU shapes list is the catalog's", "[profile_shapes]") {

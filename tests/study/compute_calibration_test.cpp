@@ -23,8 +23,18 @@ TEST_CASE("compute calibration: a tiny request writes a profile read_compute_pro
   r.threads = 2;
   r.stream_floats = 1 << 16;
   r.stream_passes = 2;
+  r.batched_counts = {10};
+  r.batched_dims = {20, 40};
   const exec::ComputeCalibration c = exec::measure_compute_calibration(r);
   CHECK(c.profile.gemms.size() == 8);
+  CHECK(c.profile.batched_gemms.size() == 8);
+  for (const model::BatchedGemmSample& g : c.profile.batched_gemms) {
+    CHECK(g.count == 10);
+    CHECK(exec::is_calibration_dimension(static_cast<long long>(g.m)));
+    CHECK(g.seconds > 0);
+  }
+  for (double bps : c.profile.memory_kernel_Bps)
+    CHECK(bps > 0);
   CHECK(c.profile.precision == "fp32");
   CHECK(c.profile.peak_flops > 0);
   CHECK(c.profile.memory_bandwidth_Bps > 0);
@@ -42,6 +52,9 @@ TEST_CASE("compute calibration: a tiny request writes a profile read_compute_pro
   const model::ComputeProfile back = model::read_compute_profile(path);
   CHECK(back.gemms.size() == c.profile.gemms.size());
   CHECK(back.device == c.profile.device);
+  CHECK(back.batched_gemms.size() == 8);
+  CHECK(back.memory_kernel_Bps[static_cast<int>(model::MemoryKernel::Softmax)] ==
+        c.profile.memory_kernel_Bps[static_cast<int>(model::MemoryKernel::Softmax)]);
   std::filesystem::remove(path);
 }
 
@@ -57,6 +70,12 @@ TEST_CASE("compute calibration: sizes outside the hold-out rule are refused") {
   r.nk_dims = {20, 64};
   CHECK_THROWS_AS(exec::measure_compute_calibration(r), InputError);
   r.nk_dims = {};
+  CHECK_THROWS_AS(exec::measure_compute_calibration(r), InputError);
+  r.nk_dims = {20};
+  r.batched_dims = {32};
+  CHECK_THROWS_AS(exec::measure_compute_calibration(r), InputError);
+  r.batched_dims = {20};
+  r.batched_counts = {64};
   CHECK_THROWS_AS(exec::measure_compute_calibration(r), InputError);
 }
 
@@ -79,8 +98,12 @@ TEST_CASE("compute calibration: the validation jobs' GEMM shapes are held out") 
         for (const model::ComputeOp& op : ops) {
           if (op.kind != model::ComputeOpKind::Gemm) continue;
           INFO(job << " " << op.name << " " << op.m << " " << op.n << " " << op.k);
-          // As the profile looks a GEMM up: the stacked [count m x k] x [k x n].
+          // As the profile looks a GEMM up: the stacked [count m x k] x [k x n], or the batched
+          // form's count and member [m x k] x [k x n].
           CHECK_FALSE(exec::is_calibration_dimension(static_cast<long long>(op.m * op.count)));
+          CHECK_FALSE(exec::is_calibration_dimension(static_cast<long long>(op.m)));
+          if (op.count > 1)
+            CHECK_FALSE(exec::is_calibration_dimension(static_cast<long long>(op.count)));
           CHECK_FALSE(exec::is_calibration_dimension(static_cast<long long>(op.n)));
           CHECK_FALSE(exec::is_calibration_dimension(static_cast<long long>(op.k)));
         }
