@@ -377,8 +377,12 @@ std::vector<Case> validation_cases(const std::string& only) {
   wide.vocabulary = 512, wide.hidden = 256, wide.heads = 8, wide.kv_heads = 4;
   wide.ffn_hidden = 768, wide.sequence = 128, wide.layers = 1;
   std::vector<Case> out;
-  for (const auto& [name, block, batch] :
+  for (const auto& [shape_name, shape_block, shape_batch] :
        {std::tuple<std::string, BlockConfig, int>{"small", small, 16}, {"wide", wide, 8}}) {
+    // Copies: C++17 lambdas cannot capture structured bindings.
+    const std::string name = shape_name;
+    const BlockConfig block = shape_block;
+    const int batch = shape_batch;
     if (!only.empty() && only != name) continue;
     auto with = [&](std::string label, int micro, int tensor, int threads) {
       BlockConfig c = block;
@@ -486,7 +490,8 @@ int main(int argc, char** argv) {
     std::printf("%-28s %10s %10s %8s\n", "op", "measured", "model", "ratio");
     double measured_total = 0, model_total = 0;
     std::map<std::string, double> group_measured, group_model;
-    for (const auto& [name, run] : replica_ops()) {
+    for (const auto& [name, op] : replica_ops()) {
+      const auto& run = op;  // C++17 lambdas cannot capture structured bindings
       const double m = time_concurrent(c.threads, repeats, [&](int t) { run(replicas[sz(t)]); });
       const double p = model_s.count(name) ? model_s.at(name) : 0.0;
       measured_total += m;

@@ -308,8 +308,8 @@ class TransformerRank {
       add_tensor_sum(hidden);
     }
     if (last_stage())
-      return block.head_loss_and_gradients(p, tokens, hidden.data(), hidden_gradient.data(),
-                                           grads_.data());
+      return static_cast<double>(block.head_loss_and_gradients(
+          p, tokens, hidden.data(), hidden_gradient.data(), grads_.data()));
     send(rank_of(d_i_, t_i_, p_i_ + 1), hidden, kTagForward);
     return 0;
   }

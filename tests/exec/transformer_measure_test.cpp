@@ -75,7 +75,8 @@ TransformerStepGradients unsplit(const TransformerTrainOptions& o,
   const std::vector<int> tokens = synthetic_tokens(whole, o.seed, static_cast<long>(step));
   TransformerStepGradients out;
   out.gradients.assign(block.parameter_count(), 0.0f);
-  out.loss = block.loss_and_gradients(parameters.data(), tokens.data(), out.gradients.data());
+  out.loss = static_cast<double>(
+      block.loss_and_gradients(parameters.data(), tokens.data(), out.gradients.data()));
   return out;
 }
 
