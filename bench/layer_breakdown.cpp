@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "exec/cpu_blas.hpp"
+#include "exec/thread_barrier.hpp"
 #include "exec/transformer_block.hpp"
 #include "model/compute/compute_profile.hpp"
 #include "model/compute/layer_ops.hpp"
@@ -41,29 +42,8 @@ namespace {
 
 using tauplan::exec::BlockConfig;
 using tauplan::exec::gemm;
+using tauplan::exec::ThreadBarrier;
 using Clock = std::chrono::steady_clock;
-
-class Barrier {
- public:
-  explicit Barrier(int n) : n_(n) {}
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const long g = generation_;
-    if (++arrived_ == n_) {
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait(lock, [&] { return g != generation_; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int n_, arrived_ = 0;
-  long generation_ = 0;
-};
 
 size_t sz(long long a) {
   return static_cast<size_t>(a);
@@ -339,7 +319,7 @@ std::vector<std::pair<std::string, std::function<void(Replica&)>>> replica_ops()
 /// Mean over `threads` threads (started together) of each thread's median of `repeats` calls.
 double time_concurrent(int threads, int repeats, const std::function<void(int)>& call,
                        const std::function<void(int)>& prepare = nullptr) {
-  Barrier barrier(threads);
+  ThreadBarrier barrier(threads);
   std::vector<double> medians(sz(threads));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "exec/cpu_blas.hpp"
+#include "exec/thread_barrier.hpp"
 #include "model/error.hpp"
 
 namespace tauplan::exec {
@@ -33,35 +34,13 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/// A reusable barrier for `count` threads.
-class Barrier {
- public:
-  explicit Barrier(int count) : count_(count) {}
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const long generation = generation_;
-    if (++arrived_ == count_) {
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait(lock, [&] { return generation != generation_; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int count_, arrived_ = 0;
-  long generation_ = 0;
-};
-
 struct Shape {
   int m, n, k, calls;
 };
 
 /// Every thread's median seconds of each shape (calls after one warm-up call).
-void time_gemms(const std::vector<Shape>& shapes, Barrier& barrier, std::vector<double>& out) {
+void time_gemms(const std::vector<Shape>& shapes, ThreadBarrier& barrier,
+                std::vector<double>& out) {
   int most = 0;
   for (const Shape& s : shapes)
     most = std::max({most, s.m * s.k, s.k * s.n, s.m * s.n});
@@ -85,7 +64,7 @@ void time_gemms(const std::vector<Shape>& shapes, Barrier& barrier, std::vector<
 /// Every thread's median seconds of each batched shape: `count` products, each on its own
 /// operands (contiguous, untransposed), one after another, as a CPU runs a batched GEMM.
 void time_batched_gemms(const std::vector<Shape>& shapes, const std::vector<int>& counts,
-                        Barrier& barrier, std::vector<double>& out) {
+                        ThreadBarrier& barrier, std::vector<double>& out) {
   size_t most = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = shapes[i];
@@ -226,7 +205,7 @@ struct MemoryKernels {
 /// One thread's bytes per second of each MemoryKernel, in MemoryKernel order: the geometric
 /// mean over the kind's sizes of counted bytes over median seconds (sizes from in-cache to
 /// about the last-level cache, weighted alike).
-void time_memory_kernels(int repeats, Barrier& barrier, std::vector<double>& out) {
+void time_memory_kernels(int repeats, ThreadBarrier& barrier, std::vector<double>& out) {
   MemoryKernels k(1 << 20);
   std::vector<std::function<double()>> sizes[4];
   using model::MemoryKernel;
@@ -261,7 +240,7 @@ void time_memory_kernels(int repeats, Barrier& barrier, std::vector<double>& out
 }
 
 /// One thread's median seconds of a read-2-write-1 pass.
-double time_stream(long long floats, int passes, Barrier& barrier) {
+double time_stream(long long floats, int passes, ThreadBarrier& barrier) {
   const size_t n = static_cast<size_t>(floats);
   std::vector<float> a(n, 0.0f), b(n, 1.0f), c(n, 2.0f);
   std::vector<double> times;
@@ -401,7 +380,7 @@ ComputeCalibration measure_compute_calibration(const ComputeCalibrationRequest& 
           batched_counts.push_back(count);
         }
   const int t = request.threads;
-  Barrier barrier(t);
+  ThreadBarrier barrier(t);
   std::vector<std::vector<double>> gemm_times(static_cast<size_t>(t));
   std::vector<std::vector<double>> batched_times(static_cast<size_t>(t));
   std::vector<std::vector<double>> kernel_Bps(static_cast<size_t>(t));

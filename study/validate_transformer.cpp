@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "exec/compute_calibration.hpp"
+#include "exec/thread_barrier.hpp"
 #include "exec/transformer_block.hpp"
 #include "exec/transformer_measure.hpp"
 #include "exec/transformer_trainer.hpp"
@@ -131,36 +132,13 @@ struct Profiles;
 /// hosts k<K>h0 .. k<K>h<K-1> timed by the profile of K threads at once.
 void write_platform(const fs::path& file, const Profiles& profiles);
 
-/// A small barrier for the layer timing threads.
-class Barrier {
- public:
-  explicit Barrier(int n) : n_(n) {}
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const long g = generation_;
-    if (++arrived_ == n_) {
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait(lock, [&] { return g != generation_; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int n_, arrived_ = 0;
-  long generation_ = 0;
-};
-
 /// Forward + backward of one layer on `threads` threads at once: mean of their medians.
 double measure_layer(exec::BlockConfig block, int micro_batch, int tensor, int threads,
                      int repeats) {
   block.layers = 1;
   block.micro_batch = micro_batch;
   block.tensor = tensor;
-  Barrier barrier(threads);
+  exec::ThreadBarrier barrier(threads);
   std::vector<double> medians(static_cast<size_t>(threads));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
@@ -353,6 +331,45 @@ bool is_transformer_job(const std::string& job_file,
   }
 }
 
+/// One configuration: predicted first (from the job, the profile and the platform; nothing
+/// measured), then measured (the layer alone, then the whole job on threads).
+Row validate_configuration(const Config& c, const TransformerValidateRequest& request,
+                           const model::JobInputs& base, const exec::BlockConfig& block,
+                           const model::ComputeProfile& profile, const std::string& platform,
+                           unsigned long long& seed, std::ostream& log) {
+  const double batch = static_cast<double>(base.job.integer("batch"));
+  Row row;
+  row.config = c;
+  // Prediction first: it reads the job, the profile and the platform, nothing measured.
+  const EngineOutput predicted = run_engine("analytic", request.job_file,
+                                            merged(request.overrides, predict_keys(c, platform)));
+  row.round_analytic = predicted.rows.front().round_s;
+  row.comm_predicted = predicted.rows.front().comm_s;
+  const int micro_batch = static_cast<int>(batch / (c.data * c.micro_batches));
+  model::LayerShape shape =
+      model::layer_shape(*base.workload.transformer, micro_batch, c.tensor, false);
+  shape.element_bytes = base.workload.bytes_per_parameter;
+  row.layer_predicted =
+      model::ops_seconds(model::layer_ops(shape, model::Recompute::None), profile).total();
+  row.terms = cpu_terms(c, block, batch, profile);
+  row.round_terms = row.round_analytic + row.terms.adam_s + row.terms.embedding_s;
+  // Then the measurements.
+  row.layer_measured =
+      measure_layer(block, micro_batch, c.tensor, c.workers, request.layer_repeats);
+  const model::JobInputs inputs =
+      load_inputs(request.job_file, merged(request.overrides, measure_keys(c, platform)));
+  seed = inputs.job.has("seed") ? static_cast<unsigned long long>(inputs.job.integer("seed")) : 0;
+  const std::vector<exec::Measurement> measured = exec::measure_transformer(
+      inputs.job, inputs.workload, inputs.platform, {c.strategy}, nullptr, &log);
+  row.round_measured = measured.front().round_median_s;
+  row.compute_measured = measured.front().compute_median_s;
+  row.comm_measured = measured.front().sync_s;
+  log << fmt::format(
+      "validate: {}: round measured {:.2f} ms, predicted {:.2f} ms (+terms {:.2f})\n", c.label,
+      row.round_measured * 1e3, row.round_analytic * 1e3, row.round_terms * 1e3);
+  return row;
+}
+
 TransformerValidateOutcome run_transformer_validate(const TransformerValidateRequest& request) {
   if (!request.profile.empty() && !request.calibration_dir.empty())
     throw InputError("command line", "--profile", "not beside --calibration", "both");
@@ -374,44 +391,13 @@ TransformerValidateOutcome run_transformer_validate(const TransformerValidateReq
   const model::JobInputs base =
       load_inputs(request.job_file, merged(request.overrides, {{"platform", platform}}));
   const exec::BlockConfig block = exec::transformer_block_config(base.workload);
-  const double batch = static_cast<double>(base.job.integer("batch"));
 
   std::vector<Row> rows;
   std::vector<std::string> notes;
   unsigned long long seed = 0;
-  for (const Config& c : configs) {
-    Row row;
-    row.config = c;
-    const model::ComputeProfile& profile = profiles.profile.at(c.workers);
-    // Prediction first: it reads the job, the profile and the platform, nothing measured.
-    const EngineOutput predicted = run_engine("analytic", request.job_file,
-                                              merged(request.overrides, predict_keys(c, platform)));
-    row.round_analytic = predicted.rows.front().round_s;
-    row.comm_predicted = predicted.rows.front().comm_s;
-    const int micro_batch = static_cast<int>(batch / (c.data * c.micro_batches));
-    model::LayerShape shape =
-        model::layer_shape(*base.workload.transformer, micro_batch, c.tensor, false);
-    shape.element_bytes = base.workload.bytes_per_parameter;
-    row.layer_predicted =
-        model::ops_seconds(model::layer_ops(shape, model::Recompute::None), profile).total();
-    row.terms = cpu_terms(c, block, batch, profile);
-    row.round_terms = row.round_analytic + row.terms.adam_s + row.terms.embedding_s;
-    // Then the measurements.
-    row.layer_measured =
-        measure_layer(block, micro_batch, c.tensor, c.workers, request.layer_repeats);
-    const model::JobInputs inputs =
-        load_inputs(request.job_file, merged(request.overrides, measure_keys(c, platform)));
-    seed = inputs.job.has("seed") ? static_cast<unsigned long long>(inputs.job.integer("seed")) : 0;
-    const std::vector<exec::Measurement> measured = exec::measure_transformer(
-        inputs.job, inputs.workload, inputs.platform, {c.strategy}, nullptr, &log);
-    row.round_measured = measured.front().round_median_s;
-    row.compute_measured = measured.front().compute_median_s;
-    row.comm_measured = measured.front().sync_s;
-    log << fmt::format(
-        "validate: {}: round measured {:.2f} ms, predicted {:.2f} ms (+terms {:.2f})\n", c.label,
-        row.round_measured * 1e3, row.round_analytic * 1e3, row.round_terms * 1e3);
-    rows.push_back(row);
-  }
+  for (const Config& c : configs)
+    rows.push_back(validate_configuration(c, request, base, block, profiles.profile.at(c.workers),
+                                          platform, seed, log));
 
   std::vector<double> round_a, round_t, layer;
   for (const Row& r : rows) {

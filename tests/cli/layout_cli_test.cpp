@@ -143,7 +143,8 @@ TEST_CASE("layout: memory per GPU with the reserve, and MFU, in text and JSON") 
   CHECK(fit.out.find("MFU") != std::string::npos);
   const auto fit_json = run_tauplan({"layout", f, "--fit", "--count", "2", "--json"});
   REQUIRE(fit_json.exit_code == 0);
-  for (const auto& row : nlohmann::json::parse(fit_json.out)["fitting_layouts"]) {
+  const nlohmann::json fitted = nlohmann::json::parse(fit_json.out);
+  for (const auto& row : fitted["fitting_layouts"]) {
     CHECK(row["memory_per_gpu_bytes"].get<double>() > 0);
     CHECK(row["mfu"].get<double>() > 0);
   }
