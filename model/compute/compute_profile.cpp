@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,11 +27,15 @@ constexpr double kExactDistance = 1e-9;
 
 /// Inverse-distance weighting of log-efficiency over the nearest samples.
 double interpolate(std::vector<std::pair<double, double>> distance_and_efficiency) {
-  std::sort(distance_and_efficiency.begin(), distance_and_efficiency.end());
+  // Only the nearest kNeighbours are used: order those, not all the samples (a profile holds
+  // about a thousand, and every op of every layout searched looks them up).
+  const size_t n = std::min(kNeighbours, distance_and_efficiency.size());
+  std::partial_sort(distance_and_efficiency.begin(),
+                    distance_and_efficiency.begin() + static_cast<std::ptrdiff_t>(n),
+                    distance_and_efficiency.end());
   if (distance_and_efficiency.front().first < kExactDistance)
     return distance_and_efficiency.front().second;
   double weighted = 0, weights = 0;
-  const size_t n = std::min(kNeighbours, distance_and_efficiency.size());
   for (size_t i = 0; i < n; ++i) {
     const double weight = 1 / (distance_and_efficiency[i].first * distance_and_efficiency[i].first);
     weighted += weight * std::log(distance_and_efficiency[i].second);
