@@ -25,8 +25,10 @@
 #              give their cross product instead;
 #  profile     attention timings (exec/cuda/pytorch_attention.py) then the compute profile
 #              (tauplan_cuda_profile) of the shapes in exec/cuda/profile_shapes.txt
-#              (TAUPLAN_PROFILE_SHAPES) to $OUT/gpu-profile.json; peak flops by device name
-#              (H100, H200: 989.5e12; another GPU: the profile is skipped, said so);
+#              (TAUPLAN_PROFILE_SHAPES) to $OUT/gpu-profile.json: the GEMMs (--budget-s), the
+#              attention products as the CUDA block runs them (batched_gemms, --batched-budget-s)
+#              and the block's own memory-bound kernels per kind (memory_kernels); peak flops by
+#              device name (H100, H200: 989.5e12; another GPU: the profile is skipped, said so);
 #  transformer tauplan_cuda_transformer_check --grad; --train --steps 200; --layer-times
 #              --profile $OUT/gpu-profile.json --tensors 1,2,4,8; --step-times;
 #  layertimes  tauplan_cuda_transformer_check --layer-times alone (no --grad, --train,
@@ -44,8 +46,8 @@
 # Intermediate files: BUILD_DIR/gpu-check-work/.
 # Exit status: 77 without a GPU; 2 when configure fails or the MLP checks do not build; 1 when
 # a check fails or does not run (MLP gradients, graph replays vs plain steps, transformer
-# gradients, the profile's GEMM checks and read-back); else 0. Nothing here changes the GPU's
-# settings.
+# gradients, the profile's GEMM and batched GEMM checks, its memory-kernel layers and its
+# read-back); else 0. Nothing here changes the GPU's settings.
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$root/build-cuda}
@@ -236,13 +238,18 @@ else:
 tg = rc_of("transformer --grad")
 checks.append(("transformer gradient check (--grad)", verdict(tg), ""))
 prof = [j for j in of("profile") if "reads_back" in j]
+prof_label = "profile: GEMM and batched GEMM results checked, memory kernels timed, file reads back"
 if prof:
     j = prof[-1]
-    ok = j["reads_back"] and j.get("failed_checks", 1) == 0
-    checks.append(("profile: GEMM results checked, file reads back", "PASS" if ok else "FAIL",
-                   f"{j.get('gemms_written')} GEMM shapes, {j.get('failed_checks')} failed; {j.get('problem', '')}"))
+    ok = (j["reads_back"] and j.get("failed_checks", 1) == 0 and "batched_error" not in j
+          and j.get("batched_failed_checks", 0) == 0 and j.get("memory_kernel_errors", 0) == 0)
+    checks.append((prof_label, "PASS" if ok else "FAIL",
+                   f"{j.get('gemms_written')} GEMM shapes, {j.get('failed_checks')} failed; "
+                   f"{j.get('batched_written', '-')} batched, {j.get('batched_failed_checks', '-')} failed; "
+                   f"memory-kernel layers {len(j.get('memory_kernel_layers') or [])}, "
+                   f"{j.get('memory_kernel_errors', '-')} failed; {j.get('batched_error', '')}{j.get('problem', '')}"))
 else:
-    checks.append(("profile: GEMM results checked, file reads back", "NOT RUN", next((r[3] for r in status if r[0].startswith("profile")), "")))
+    checks.append((prof_label, "NOT RUN", next((r[3] for r in status if r[0].startswith("profile")), "")))
 att = [j for j in of("attention") if "check" in j]
 if att:
     checks.append(("attention kernels vs float64 (pytorch_attention.py)",
@@ -283,6 +290,30 @@ if pj.exists() and prof:
         p(f"- {len(eff)} GEMM shapes: efficiency min {eff[0]:.3f}, median {eff[len(eff) // 2]:.3f}, max {eff[-1]:.3f}")
     a = prof_json.get("attention", [])
     p(f"- {len(a)} attention samples" + (f"; default_attention_efficiency {prof_json['default_attention_efficiency']:.3f}" if "default_attention_efficiency" in prof_json else ""))
+    bl = [j for j in of("profile") if "batched_gemm" in j]
+    over = sorted(j["over_stacked"] for j in bl if isinstance(j.get("over_stacked"), (int, float)))
+    s_ = prof[-1]
+    p(f"- {len(prof_json.get('batched_gemms', []))} batched GEMM samples (attention products as the block runs them; "
+      f"{s_.get('batched_shapes', '-')} shapes, {s_.get('batched_failed_checks', '-')} failed the check, "
+      f"{s_.get('batched_not_measured', '-')} not measured)"
+      + (f"; time over the stacked GEMM's: min {over[0]:.2f}, median {over[len(over) // 2]:.2f}, max {over[-1]:.2f}" if over else ""))
+    mk = prof_json.get("memory_kernels") or {}
+    stream = prof_json.get("memory_bandwidth_Bps") or 0
+    if mk:
+        p("- memory kernels (the block's own, bytes as layer_ops counts them; "
+          + ", ".join(s_.get("memory_kernel_layers") or []) + "): "
+          + ", ".join(f"{k} {fmt(v / 1e9)} GB/s" + (f" ({v / stream:.2f} of streaming)" if stream else "") for k, v in mk.items()))
+    else:
+        p("- memory kernels: not measured (every kind at memory_bandwidth_Bps)")
+    for j in of("profile"):
+        if "memory_kernels_layer" in j and ("error" in j or "skipped" in j):
+            p(f"- memory kernels, {j['memory_kernels_layer']} t={j.get('tensor')}: {j.get('error') or j.get('skipped')}")
+        if "memory_kernels_layer" in j and any(not f.get("subtracted", True) for f in (j.get("fused") or {}).values()):
+            p(f"- memory kernels, {j['memory_kernels_layer']} t={j.get('tensor')}: a fused residual charge over 3/4 of its norm backward, not subtracted")
+        inb, alone = j.get("attention_products_in_block_s") or {}, j.get("attention_products_profiled_s") or {}
+        ratios = [f"{k.replace('attention.', '')} {inb[k] / alone[k]:.2f}" for k in inb if alone.get(k)]
+        if ratios:
+            p(f"- attention products timed in the block over the batched sweep's, {j['memory_kernels_layer']} t={j.get('tensor')}: " + ", ".join(ratios))
     p(f"- profile stage {prof[-1].get('seconds')} s")
 else:
     why = [f"{r[0]}: {r[1]} {r[3]}".strip() for r in status if r[0].startswith(("profile", "attention"))]
@@ -604,11 +635,12 @@ if want profile; then
         --budget-s $((left < 200 ? left / 3 : 70))
       grep '^{' "$work/last.out" > "$work/attention.jsonl"
       left=$((budget - SECONDS - reserve))
-      if ! run_stage profile "profile (tauplan_cuda_profile)" 150 \
+      if ! run_stage profile "profile (tauplan_cuda_profile)" 200 \
         "$bin/tauplan_cuda_profile" --shapes "$shapes_file" --out "$profile" \
         --peak-flops "$peak" --peak-source "$peak_source" \
         --source "measured by exec/cuda/gpu_check.sh, commit $commit, $date_utc" \
-        --attention "$work/attention.jsonl" --budget-s $((left < 200 ? left / 3 : 80)); then
+        --attention "$work/attention.jsonl" --budget-s $((left < 200 ? left / 3 : 80)) \
+        --batched-budget-s $((left < 200 ? left / 6 : 40)); then
         failed=1
       fi
     fi

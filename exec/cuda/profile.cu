@@ -1,13 +1,16 @@
 // profile.cu: tauplan_cuda_profile, the GPU's compute profile (model/compute/profile_file.hpp):
-// bf16 GEMMs at the shapes the compute model asks for, the memory bandwidth memory-bound
-// kernels reach, the per-kernel launch overhead, and attention samples measured by
-// exec/cuda/pytorch_attention.py.
+// bf16 GEMMs at the shapes the compute model asks for, the math path's attention products as
+// the CUDA block runs them (batched_gemms), the memory bandwidth memory-bound kernels reach (a
+// streaming pass, and the block's own kernels of each kind: memory_kernels), the per-kernel
+// launch overhead, and attention samples measured by exec/cuda/pytorch_attention.py.
 //
 //   tauplan_cuda_profile --shapes FILE --out PROFILE.json --peak-flops F --peak-source TEXT
 //                        --source TEXT [--attention ATTN.jsonl] [--reps R] [--budget-s S]
+//                        [--batched-budget-s S]
 //   tauplan_cuda_profile --device-name          (prints the device's name)
-//   ... --synthetic: no GPU; made-up timings (60% of peak) through the same writing and
-//       reading-back path, to test the file on a machine without a GPU (never a profile)
+//   ... --synthetic: no GPU; made-up timings (60% of peak, 50% for batched products, made-up
+//       kernel bandwidths) through the same writing and reading-back path, to test the file on
+//       a machine without a GPU (never a profile)
 //
 // FILE: one shape a line, `gemm M N K` (one bf16 GEMM C[M x N] = A[M x K] B[K x N], row-major)
 // or `attention HEADS SEQ HEAD_DIM [causal|full]` (timed by pytorch_attention.py; skipped
@@ -25,25 +28,66 @@
 // timing, 8 entries of C (corners and random) are checked against a double-precision dot product on
 // the device: |C - ref| <= 2^-7 |ref| + 2^-12 sum |a b| (bf16 output rounding and fp32
 // accumulation; a wrong layout misses by O(|ref|)). The sweep stops after --budget-s seconds
-// (default 80), the rest named on stderr. Memory: a copy kernel (16-byte loads and stores, 1 GiB to
-// 1 GiB) and a read-2-write-1 kernel (c = a + 1.5 b over three 1 GiB arrays of float4), bytes read
-// plus written over the median time of 10; memory_bandwidth_Bps is the lower of the two (cudaMemcpy
-// D2D's figure is reported in `source` only). Launch overhead: empty kernels launched back to back,
-// 1000 per trial, host clock from the first launch to the stream's completion, median of 11 trials
-// over 1000 (the host submit time alone is reported in `source`).
+// (default 80), the rest named on stderr.
+//
+// Batched GEMMs (the math path's attention products, which the compute model looks up in
+// batched_gemms instead of as one stacked GEMM once the profile has them): the shapes file
+// holds only their stacked form, so the cases come from the catalog's transformers (kCatalog
+// below: one layer at t = 1, 2, 4, 8 and micro-batch 1, 2, 4, as model/compute_shapes.cpp
+// enumerates them), and each case's (count, m, n, k) is taken from layer_ops' op of that name
+// (attention.scores, .context, .context.dvalues, .context.dprobs, .scores.dqueries,
+// .scores.dkeys), checked against the product the block runs; a case is measured when its stacked
+// GEMM [count m x k] x [k x n] is a line of the shapes file (so a smaller shapes file measures
+// fewer). Each product is run exactly as exec/cuda/device_transformer.cu runs it: per sample and
+// position within a K/V group one cublasGemmStridedBatchedEx over the K/V heads (cublasGemmEx when
+// there is one), the block's transposes, leading dimensions, strides, scale, output type (bf16;
+// fp32 for dP and, with grouped heads, dK and dV, which accumulate over the group with beta = 1).
+// A sample's seconds are the mean over the layer's products of that shape (scores and dP share
+// [s x s x d]; P V, dV, dQ and dK share [s x d x s]), each product timed over all its calls as
+// the GEMMs above are (reps, L2 rotation, median). Every product is checked first: C poisoned,
+// the first call run, 8 entries of its batch members checked as above. Shapes that several cases
+// share are measured once (the first case: micro-batch 1 first, GPT-3 175B and Llama-3-70B
+// first). The sweep stops after --batched-budget-s seconds (default 40).
+//
+// Memory: a copy kernel (16-byte loads and stores, 1 GiB to 1 GiB) and a read-2-write-1 kernel
+// (c = a + 1.5 b over three 1 GiB arrays of float4), bytes read plus written over the median time
+// of 10; memory_bandwidth_Bps is the lower of the two (cudaMemcpy D2D's figure is reported in
+// `source` only). memory_kernels: the block's own memory-bound launches (norm forward and
+// backward, causal softmax and its backward, GELU or SwiGLU and its backward, the residual
+// copies), timed inside its layer pass (DeviceTransformerBlock::time_layer_stack_ops: CUDA events
+// between consecutive launches, median of 5 passes after 2) in one layer of GPT-3 175B and of
+// Llama-3-70B at t = 1 and 8, micro-batch 1. Each launch's bytes are those layer_ops counts for
+// the op it runs (found by name), its kind the MemoryKernel layer_ops tags that op with (the
+// variants: layer_norm and gelu in GPT-3's layer, rms_norm and swiglu in Llama's; the families
+// norm and activation are not written); a kind's figure is its bytes over its seconds in a
+// layer, the median over the layers that run it. The norm backward also adds the residual
+// gradient (layer_ops' residualN.backward, an elementwise op with no launch of its own): that op
+// is charged at the elementwise rate the residual copies reached in the same layer, as the
+// compute model will charge it, and the rest of the launch is the norm's (not subtracted where
+// the charge would exceed 3/4 of the launch, said so on stdout). The same passes' attention
+// products are printed beside the batched sweep's (a check, not written to the profile).
+// Launch overhead: empty kernels launched back to back, 1000 per trial, host clock from the first
+// launch to the stream's completion, median of 11 trials over 1000 (the host submit time alone
+// is reported in `source`).
 // Attention: the JSON lines of --attention with kernel, phase, heads, sequence, head_dim,
 // causal and seconds; other lines (notes, skips) are ignored. Without flash samples forward and
 // backward, default_attention_efficiency is written too: the median efficiency of the measured
 // GEMMs with M, N, K >= 1024, an assumption that `source` states.
 // The profile is written with exactly the keys of profile_file.hpp and read back with
 // read_compute_profile, which must accept it. Prints one JSON line per measurement on stdout.
+// What it leaves out: the in-block cache state of the GEMMs (operands rotate past L2 instead),
+// the block's interleaving of dV with dP and of dQ with dK (each product is timed in a loop of
+// its own), memory-bound kernels outside those two models' layers (the median is carried to
+// every shape), launches the compute model has no op for (bf16 casts: not counted).
 // Exit 0 on success, 77 without a GPU, 2 on a bad argument or shapes file, 1 on a CUDA or
-// cuBLAS error, a failed GEMM check or a profile that does not read back.
+// cuBLAS error, a failed GEMM or batched GEMM check, a memory-kernel layer that fails, a
+// kCatalog case layer_ops disagrees with, or a profile that does not read back (as written).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -56,13 +100,19 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "exec/cuda/cuda_backend.hpp"
+#include "exec/cuda/device_transformer.hpp"
+#include "exec/transformer_config.hpp"
+#include "model/compute/compute_profile.hpp"
+#include "model/compute/layer_ops.hpp"
 #include "model/compute/profile_file.hpp"
 
 namespace {
@@ -188,6 +238,51 @@ __global__ void reference_entries(const __nv_bfloat16* a, const __nv_bfloat16* b
   }
 }
 
+// The same check for one call of a (strided batched) product as device_transformer.cu writes
+// them: row-major C_g [M x N] = alpha op(A_g) op(B_g), member g at A + g sa (B, C likewise),
+// op(A)(i, p) = ta ? A[p lda + i] : A[i lda + p], op(B)(p, j) = tb ? B[j ldb + p] : B[p ldb + j];
+// C in bf16 or fp32. One block per checked entry (member, row, col).
+struct StridedOperand {
+  const __nv_bfloat16* base;
+  long long ld, stride;
+  bool trans;
+};
+
+__global__ void reference_strided_entries(StridedOperand a, StridedOperand b, const void* c,
+                                          bool c_fp32, long long ldc, long long sc, int k,
+                                          double alpha, const int* members, const int* rows,
+                                          const int* cols, double* ref, double* abs_sum,
+                                          float* got) {
+  __shared__ double s_dot[kThreads], s_abs[kThreads];
+  const long long g = members[blockIdx.x], i = rows[blockIdx.x], j = cols[blockIdx.x];
+  const __nv_bfloat16* ag = a.base + g * a.stride;
+  const __nv_bfloat16* bg = b.base + g * b.stride;
+  double dot = 0, abs = 0;
+  for (long long p = threadIdx.x; p < k; p += blockDim.x) {
+    const double x = __bfloat162float(a.trans ? ag[p * a.ld + i] : ag[i * a.ld + p]);
+    const double y = __bfloat162float(b.trans ? bg[j * b.ld + p] : bg[p * b.ld + j]);
+    dot += x * y;
+    abs += fabs(x * y);
+  }
+  s_dot[threadIdx.x] = dot;
+  s_abs[threadIdx.x] = abs;
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      s_dot[threadIdx.x] += s_dot[threadIdx.x + stride];
+      s_abs[threadIdx.x] += s_abs[threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    ref[blockIdx.x] = alpha * s_dot[0];
+    abs_sum[blockIdx.x] = fabs(alpha) * s_abs[0];
+    const long long at = g * sc + i * ldc + j;
+    got[blockIdx.x] = c_fp32 ? static_cast<const float*>(c)[at]
+                             : __bfloat162float(static_cast<const __nv_bfloat16*>(c)[at]);
+  }
+}
+
 unsigned grid_for(std::size_t count, int sms) {
   const std::size_t blocks = (count + kThreads - 1) / kThreads;
   return static_cast<unsigned>(
@@ -202,21 +297,46 @@ struct Gemm {
 
 struct Shapes {
   std::vector<Gemm> gemms;  ///< deduplicated, in first-seen order
+  std::set<std::tuple<int, int, int>> gemm_set;
   int gemm_lines = 0;
   int attention_lines = 0;
+  /// The models the header of a generated shapes file names (`... of the catalog's
+  /// transformers: a, b, c.`); empty for a file without that header.
+  std::vector<std::string> catalog_models;
 };
+
+/// The comma-separated names after `transformers:` up to the closing full stop.
+std::vector<std::string> header_models(const std::string& comment) {
+  const std::string tag = "catalog's transformers:";
+  std::vector<std::string> names;
+  const auto at = comment.find(tag);
+  if (at == std::string::npos) return names;
+  std::string list = comment.substr(at + tag.size());
+  const auto stop = list.rfind('.');
+  if (stop != std::string::npos) list.resize(stop);
+  std::istringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const auto first = item.find_first_not_of(" \t");
+    const auto last = item.find_last_not_of(" \t\r");
+    if (first != std::string::npos) names.push_back(item.substr(first, last - first + 1));
+  }
+  return names;
+}
 
 Shapes read_shapes(const std::string& path) {
   std::ifstream in(path);
   if (!in) usage("--shapes: cannot read " + path);
   Shapes shapes;
-  std::map<std::tuple<int, int, int>, bool> seen;
   std::string line;
   int number = 0;
   while (std::getline(in, line)) {
     ++number;
     const auto hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
+    if (hash != std::string::npos) {
+      if (shapes.catalog_models.empty()) shapes.catalog_models = header_models(line.substr(hash));
+      line.resize(hash);
+    }
     std::istringstream words(line);
     std::string kind;
     if (!(words >> kind)) continue;
@@ -233,7 +353,7 @@ Shapes read_shapes(const std::string& path) {
       usage(where + "expected `gemm M N K` with three positive integers");
     ++shapes.gemm_lines;
     const auto key = std::make_tuple(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
-    if (seen.emplace(key, true).second)
+    if (shapes.gemm_set.insert(key).second)
       shapes.gemms.push_back({static_cast<int>(m), static_cast<int>(n), static_cast<int>(k)});
   }
   return shapes;
@@ -603,6 +723,734 @@ class GemmBench {
   float* got_ = nullptr;
 };
 
+// ------------------------------------------------------------------------------- catalog
+
+namespace tm = tauplan::model;
+using tauplan::exec::BlockConfig;
+
+// The catalog's transformers (model/catalog/workloads/*.yaml: the models whose shapes
+// exec/cuda/profile_shapes.txt lists, its header names them), as far as their attention core and
+// memory-bound kernels go. The GPU machine builds no YAML reader, hence this copy; it is checked
+// against the shapes file at run time (the header's names, and every derived case's stacked
+// GEMM being a line of the file). GPT-3 175B and Llama-3-70B first: the layers the block's
+// timings are compared on.
+struct CatalogModel {
+  const char* name;
+  int hidden, heads, kv_heads, ffn_hidden, sequence;
+  bool swiglu, layer_norm;
+};
+
+constexpr CatalogModel kCatalog[] = {
+    {"gpt3-175b", 12288, 96, 96, 49152, 2048, false, true},
+    {"llama3-70b", 8192, 64, 8, 28672, 8192, true, false},
+    {"bert-large", 1024, 16, 16, 4096, 128, false, true},
+    {"gpt2-large", 1280, 20, 20, 5120, 1024, false, true},
+    {"gpt2-medium", 1024, 16, 16, 4096, 1024, false, true},
+    {"gpt2-small", 768, 12, 12, 3072, 1024, false, true},
+    {"gpt2-xl", 1600, 25, 25, 6400, 1024, false, true},
+    {"llama2-70b", 8192, 64, 8, 28672, 4096, true, false},
+    {"llama2-7b", 4096, 32, 32, 11008, 4096, true, false},
+};
+
+const CatalogModel& catalog_model(const std::string& name) {
+  for (const CatalogModel& m : kCatalog)
+    if (name == m.name) return m;
+  throw std::logic_error("profile.cu: no catalog model " + name);
+}
+
+/// One layer of `model` on one of `tensor` ranks, `micro_batch` sequences (no head: vocabulary 8).
+BlockConfig block_config(const CatalogModel& model, int tensor, int micro_batch) {
+  BlockConfig c;
+  c.vocabulary = 8;
+  c.hidden = model.hidden;
+  c.heads = model.heads;
+  c.kv_heads = model.kv_heads;
+  c.ffn_hidden = model.ffn_hidden;
+  c.layers = 1;
+  c.sequence = model.sequence;
+  c.micro_batch = micro_batch;
+  c.tensor = tensor;
+  c.norm =
+      model.layer_norm ? tauplan::exec::BlockNorm::LayerNorm : tauplan::exec::BlockNorm::RmsNorm;
+  c.feed_forward = model.swiglu ? tauplan::exec::BlockFeedForward::SwiGlu
+                                : tauplan::exec::BlockFeedForward::Gelu;
+  return c;
+}
+
+/// The compute model's shape of that layer (math attention, bf16 activations).
+tm::LayerShape layer_shape(const BlockConfig& c) {
+  tm::LayerShape s;
+  s.hidden = c.hidden;
+  s.heads = c.heads;
+  s.kv_heads = c.kv_heads;
+  s.ffn_hidden = c.ffn_hidden;
+  s.swiglu = c.feed_forward == tauplan::exec::BlockFeedForward::SwiGlu;
+  s.layer_norm = c.norm == tauplan::exec::BlockNorm::LayerNorm;
+  s.sequence = c.sequence;
+  s.micro_batch = c.micro_batch;
+  s.tensor = c.tensor;
+  s.sequence_parallel = false;
+  s.attention = tm::AttentionKernel::Math;
+  s.element_bytes = 2;
+  return s;
+}
+
+/// The op of layer_ops (Recompute::None: every name once) called `name`, or null.
+const tm::ComputeOp* find_op(const std::vector<tm::ComputeOp>& ops, const std::string& name) {
+  for (const tm::ComputeOp& op : ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+// ------------------------------------------------------------------------------- batched GEMMs
+
+// The math path's six attention products, each with the layer_ops op it is and the label
+// device_transformer.cu gives its launches.
+enum class Form { Scores, Context, DValues, DProbs, DQueries, DKeys };
+
+struct FormInfo {
+  Form form;
+  const char* model_op;
+  const char* block_label;
+};
+
+constexpr FormInfo kForms[] = {
+    {Form::Scores, "attention.scores", "attention scores Q K^T"},
+    {Form::Context, "attention.context", "attention P V"},
+    {Form::DValues, "attention.context.dvalues", "attention dV = P^T dO"},
+    {Form::DProbs, "attention.context.dprobs", "attention dP = dO V^T"},
+    {Form::DQueries, "attention.scores.dqueries", "attention dQ = dS K"},
+    {Form::DKeys, "attention.scores.dkeys", "attention dK = dS^T Q"},
+};
+
+const FormInfo& form_info(Form f) {
+  for (const FormInfo& info : kForms)
+    if (info.form == f) return info;
+  return kForms[0];
+}
+
+// The block's buffers the products read and write (device_transformer.cu's names): Q, K, V,
+// G = dO (its dattn), P (scores, probabilities, dS: bf16 [b lh x s x s]), D = dP (fp32, same
+// shape), O (attention output, and dQ), KV (dV or dK: bf16 with one query head per K/V head,
+// else fp32).
+enum Buffer { kQ, kK, kV, kG, kP, kD, kO, kKV, kBuffers };
+
+/// One product in the block's row-major terms: C [M x N] = alpha op(A) [M x K] op(B) [K x N]
+/// (+ C for the group's later query heads where `accumulate`); M = s, and N = s, K = d
+/// (`square`) or N = d, K = s.
+struct FormSpec {
+  bool ta, tb;
+  Buffer a, b, c;
+  bool scaled;      ///< alpha = 1 / sqrt(d), else 1
+  bool accumulate;  ///< beta = 1 for r > 0 (dV, dK over a K/V group)
+  bool square;
+};
+
+FormSpec spec(Form f) {
+  switch (f) {
+    case Form::Scores:  // S = Q K^T / sqrt(d)
+      return {false, true, kQ, kK, kP, true, false, true};
+    case Form::Context:  // O = P V
+      return {false, false, kP, kV, kO, false, false, false};
+    case Form::DValues:  // dV (+)= P^T dO
+      return {true, false, kP, kG, kKV, false, true, false};
+    case Form::DProbs:  // dP = dO V^T, fp32
+      return {false, true, kG, kV, kD, false, false, true};
+    case Form::DQueries:  // dQ = dS K / sqrt(d)
+      return {false, false, kP, kK, kO, true, false, false};
+    case Form::DKeys:  // dK (+)= dS^T Q / sqrt(d)
+      return {true, false, kP, kQ, kKV, true, true, false};
+  }
+  return {};
+}
+
+/// One rank's attention core as the block holds it: b samples, lh query heads, lkv K/V heads,
+/// sequence s, head width d.
+struct AttentionCore {
+  int b = 0, lh = 0, lkv = 0, s = 0, d = 0;
+  int group() const { return lh / lkv; }
+  long long qw() const { return static_cast<long long>(lh) * d; }
+  long long kvw() const { return static_cast<long long>(lkv) * d; }
+
+  // device_transformer.cu's layout: leading dimension, member stride and the element offset
+  // of call (sample bi, position r within the group) of each buffer.
+  long long ld(Buffer x) const {
+    switch (x) {
+      case kQ:
+      case kG:
+      case kO:
+        return qw();
+      case kK:
+      case kV:
+      case kKV:
+        return kvw();
+      default:
+        return s;
+    }
+  }
+  long long stride(Buffer x) const {
+    switch (x) {
+      case kQ:
+      case kG:
+      case kO:
+        return static_cast<long long>(group()) * d;
+      case kK:
+      case kV:
+      case kKV:
+        return d;
+      default:
+        return static_cast<long long>(group()) * s * s;
+    }
+  }
+  std::size_t offset(Buffer x, int bi, int r) const {
+    const auto S = static_cast<std::size_t>(s);
+    switch (x) {
+      case kQ:
+      case kG:
+      case kO:
+        return static_cast<std::size_t>(bi) * S * static_cast<std::size_t>(qw()) +
+               static_cast<std::size_t>(r) * static_cast<std::size_t>(d);
+      case kK:
+      case kV:
+      case kKV:
+        return static_cast<std::size_t>(bi) * S * static_cast<std::size_t>(kvw());
+      default:
+        return (static_cast<std::size_t>(bi) * static_cast<std::size_t>(lh) +
+                static_cast<std::size_t>(r)) *
+               S * S;
+    }
+  }
+  std::size_t elements(Buffer x) const {
+    const auto S = static_cast<std::size_t>(s), B = static_cast<std::size_t>(b);
+    switch (x) {
+      case kQ:
+      case kG:
+      case kO:
+        return B * S * static_cast<std::size_t>(qw());
+      case kK:
+      case kV:
+      case kKV:
+        return B * S * static_cast<std::size_t>(kvw());
+      default:
+        return B * static_cast<std::size_t>(lh) * S * S;
+    }
+  }
+  bool fp32(Buffer x) const { return x == kD || (x == kKV && group() > 1); }
+  std::size_t element_bytes(Buffer x) const { return fp32(x) ? 4 : 2; }
+};
+
+/// The layer_ops ops of one layer that share one batched shape (count, m, n, k), and the
+/// block's attention core that runs them.
+struct BatchedCase {
+  std::string model;
+  int tensor = 0, micro_batch = 0;
+  AttentionCore core;
+  int count = 0, m = 0, n = 0, k = 0;
+  std::vector<Form> forms;
+  bool in_shapes = false;  ///< its stacked GEMM [count m x k] x [k x n] is a line of the file
+  double flop() const { return 2.0 * count * static_cast<double>(m) * n * k; }
+};
+
+struct BatchedCases {
+  std::vector<BatchedCase> cases;  ///< every distinct shape, first case kept
+  int layers = 0;                  ///< (model, t, b) layers enumerated
+  int shared = 0;                  ///< cases whose shape an earlier case has
+};
+
+/// The batched cases of the catalog's layers, t = 1, 2, 4, 8, micro-batch 1, 2, 4 (micro-batch
+/// outermost). Throws where layer_ops' op is not the product the block runs (the two drifted).
+BatchedCases batched_cases(const Shapes& shapes) {
+  BatchedCases out;
+  std::set<std::tuple<int, int, int, int>> seen;
+  for (int b : {1, 2, 4})
+    for (const CatalogModel& model : kCatalog)
+      for (int t : {1, 2, 4, 8}) {
+        const BlockConfig c = block_config(model, t, b);
+        if (!c.problem().empty()) continue;
+        const tm::LayerShape shape = layer_shape(c);
+        if (!shape.problem().empty()) continue;
+        ++out.layers;
+        AttentionCore core;
+        core.b = b;
+        core.lh = c.local_heads();
+        core.lkv = c.local_kv_heads();
+        core.s = c.sequence;
+        core.d = c.head_dim();
+        const std::vector<tm::ComputeOp> ops = tm::layer_ops(shape, tm::Recompute::None);
+        std::vector<BatchedCase> here;
+        for (const FormInfo& f : kForms) {
+          const FormSpec sp = spec(f.form);
+          const int M = core.s, N = sp.square ? core.s : core.d, K = sp.square ? core.d : core.s;
+          const tm::ComputeOp* op = find_op(ops, f.model_op);
+          if (!op || op->kind != tm::ComputeOpKind::Gemm ||
+              op->count != static_cast<double>(b) * core.lh || op->m != M || op->n != N ||
+              op->k != K)
+            throw std::runtime_error(
+                std::string("layer_ops' ") + f.model_op + " of " + model.name +
+                " (t = " + std::to_string(t) + ", micro-batch " + std::to_string(b) +
+                ") is not the product the block runs (" + std::to_string(b * core.lh) + " x [" +
+                std::to_string(M) + " x " + std::to_string(K) + "] x [" + std::to_string(K) +
+                " x " + std::to_string(N) + "]): profile.cu and layer_ops.hpp disagree");
+          auto it = std::find_if(here.begin(), here.end(), [&](const BatchedCase& x) {
+            return x.m == M && x.n == N && x.k == K;
+          });
+          if (it == here.end()) {
+            BatchedCase x;
+            x.model = model.name;
+            x.tensor = t;
+            x.micro_batch = b;
+            x.core = core;
+            x.count = b * core.lh;
+            x.m = M;
+            x.n = N;
+            x.k = K;
+            here.push_back(x);
+            it = here.end() - 1;
+          }
+          it->forms.push_back(f.form);
+        }
+        for (BatchedCase& x : here) {
+          if (x.count < 2) continue;  // the compute model times a count of 1 as one GEMM
+          if (!seen.insert({x.count, x.m, x.n, x.k}).second) {
+            ++out.shared;
+            continue;
+          }
+          x.in_shapes = shapes.gemm_set.count({x.count * x.m, x.n, x.k}) > 0;
+          out.cases.push_back(x);
+        }
+      }
+  return out;
+}
+
+struct BatchedResult {
+  std::vector<double> form_seconds;  ///< per case.forms entry: all the block's calls of it
+  double seconds = 0;                ///< the mean of form_seconds
+  int reps = 0, sets = 0, calls = 0;
+  double max_error_ratio = 0;
+};
+
+class BatchedBench {
+ public:
+  BatchedBench(const Device& dev, const std::vector<const BatchedCase*>& cases) : dev_(dev) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    const std::size_t margin = std::size_t{2} << 30;
+    const std::size_t limit = free_bytes > margin ? free_bytes - margin : 0;
+    for (const BatchedCase* c : cases)
+      arena_bytes_ =
+          std::max(arena_bytes_, layout(*c).set_bytes * static_cast<std::size_t>(ideal_sets(*c)));
+    arena_bytes_ = std::min(arena_bytes_, limit);
+    arena_ = device_alloc<char>(arena_bytes_, "cudaMalloc (batched GEMM operands)");
+    members_ = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check members)");
+    rows_ = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check rows)");
+    cols_ = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check cols)");
+    ref_ = device_alloc<double>(kChecks * sizeof(double), "cudaMalloc (check ref)");
+    abs_ = device_alloc<double>(kChecks * sizeof(double), "cudaMalloc (check abs)");
+    got_ = device_alloc<float>(kChecks * sizeof(float), "cudaMalloc (check got)");
+    dev.sync();
+  }
+  ~BatchedBench() {
+    cudaStreamSynchronize(dev_.stream);
+    for (void* p : {static_cast<void*>(arena_), static_cast<void*>(members_),
+                    static_cast<void*>(rows_), static_cast<void*>(cols_), static_cast<void*>(ref_),
+                    static_cast<void*>(abs_), static_cast<void*>(got_)})
+      cudaFree(p);
+  }
+  BatchedBench(const BatchedBench&) = delete;
+  BatchedBench& operator=(const BatchedBench&) = delete;
+
+  std::size_t arena_bytes() const { return arena_bytes_; }
+  bool fits(const BatchedCase& c) const { return layout(c).set_bytes <= arena_bytes_; }
+
+  /// Fresh random operands; per product: C poisoned, the first call checked, one full run
+  /// (warm-up), one timed to size the repetitions, the timed repetitions.
+  BatchedResult run(const BatchedCase& c, int max_reps, std::uint64_t seed) {
+    const Layout lay = layout(c);
+    BatchedResult r;
+    r.sets = sets_for(c);
+    r.calls = c.core.b * c.core.group();
+    const std::size_t elements = lay.set_bytes * static_cast<std::size_t>(r.sets) / 2;
+    fill_random_bf16<<<grid_for(elements, dev_.sms), kThreads, 0, dev_.stream>>>(
+        reinterpret_cast<__nv_bfloat16*>(arena_), elements, seed);
+    check_launch("fill (batched GEMM operands)");
+    int reps_min = INT_MAX;
+    for (Form f : c.forms) {
+      r.max_error_ratio = std::max(r.max_error_ratio, verify(c, lay, f));
+      run_form(c, lay, f, 0);  // warm-up; overwrites the poison left outside the first call
+      const double estimate =
+          time_events(dev_, 1, 1e-5, [&](int) { run_form(c, lay, f, 1 % r.sets); });
+      const int reps =
+          static_cast<int>(std::clamp(std::floor(kShapeBudgetS / std::max(estimate, 1e-7)), 3.0,
+                                      static_cast<double>(std::max(3, max_reps))));
+      const double spin_s = std::min(2e-2, 2e-4 + 1.5e-5 * reps * r.calls);
+      r.form_seconds.push_back(
+          time_events(dev_, reps, spin_s, [&](int rep) { run_form(c, lay, f, rep % r.sets); }));
+      reps_min = std::min(reps_min, reps);
+    }
+    r.reps = reps_min;
+    double sum = 0;
+    for (double s : r.form_seconds)
+      sum += s;
+    r.seconds = sum / static_cast<double>(r.form_seconds.size());
+    return r;
+  }
+
+ private:
+  struct Layout {
+    std::size_t offset[kBuffers] = {};
+    std::size_t bytes[kBuffers] = {};
+    std::size_t set_bytes = 0;
+  };
+  // The buffers c's products use, one after another (256-byte aligned), as one set.
+  static Layout layout(const BatchedCase& c) {
+    bool used[kBuffers] = {};
+    for (Form f : c.forms) {
+      const FormSpec sp = spec(f);
+      used[sp.a] = used[sp.b] = used[sp.c] = true;
+    }
+    Layout lay;
+    for (int x = 0; x < kBuffers; ++x) {
+      if (!used[x]) continue;
+      const auto buffer = static_cast<Buffer>(x);
+      lay.offset[x] = lay.set_bytes;
+      lay.bytes[x] = c.core.elements(buffer) * c.core.element_bytes(buffer);
+      lay.set_bytes += align_up(lay.bytes[x]);
+    }
+    return lay;
+  }
+  int ideal_sets(const BatchedCase& c) const {
+    const std::size_t bytes = layout(c).set_bytes;
+    const std::size_t span = 3 * dev_.l2_bytes;
+    if (bytes >= span) return 1;
+    return static_cast<int>(std::clamp<std::size_t>((span + bytes - 1) / bytes, 2, kMaxSets));
+  }
+  int sets_for(const BatchedCase& c) const {
+    const std::size_t room = arena_bytes_ / layout(c).set_bytes;
+    return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(room, ideal_sets(c))));
+  }
+  char* at(const Layout& lay, const BatchedCase& c, Buffer x, int set, int bi, int r) const {
+    return arena_ + lay.set_bytes * static_cast<std::size_t>(set) + lay.offset[x] +
+           c.core.offset(x, bi, r) * c.core.element_bytes(x);
+  }
+  cudaDataType type(const BatchedCase& c, Buffer x) const {
+    return c.core.fp32(x) ? CUDA_R_32F : CUDA_R_16BF;
+  }
+  // Call (bi, r) of product f, as device_transformer.cu's gemm() issues it: row-major C =
+  // op(A) op(B) is column-major C^T = op(B)^T op(A)^T, batched over the K/V heads.
+  void enqueue(const BatchedCase& c, const Layout& lay, Form f, int set, int bi, int r) const {
+    const FormSpec sp = spec(f);
+    const AttentionCore& x = c.core;
+    const int M = x.s, N = sp.square ? x.s : x.d, K = sp.square ? x.d : x.s;
+    const float alpha = sp.scaled ? 1.f / std::sqrt(static_cast<float>(x.d)) : 1.f;
+    const float beta = sp.accumulate && r > 0 ? 1.f : 0.f;
+    const cublasOperation_t opa = sp.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t opb = sp.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const void* A = at(lay, c, sp.a, set, bi, r);
+    const void* B = at(lay, c, sp.b, set, bi, r);
+    void* C = at(lay, c, sp.c, set, bi, r);
+    const auto lda = static_cast<int>(x.ld(sp.a)), ldb = static_cast<int>(x.ld(sp.b)),
+               ldc = static_cast<int>(x.ld(sp.c));
+    if (x.lkv == 1) {
+      check_blas(cublasGemmEx(dev_.blas, opb, opa, N, M, K, &alpha, B, type(c, sp.b), ldb, A,
+                              type(c, sp.a), lda, &beta, C, type(c, sp.c), ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx (attention product)");
+    } else {
+      check_blas(cublasGemmStridedBatchedEx(
+                     dev_.blas, opb, opa, N, M, K, &alpha, B, type(c, sp.b), ldb, x.stride(sp.b), A,
+                     type(c, sp.a), lda, x.stride(sp.a), &beta, C, type(c, sp.c), ldc,
+                     x.stride(sp.c), x.lkv, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmStridedBatchedEx (attention product)");
+    }
+  }
+  // Every call of product f over one operand set, in the block's order.
+  void run_form(const BatchedCase& c, const Layout& lay, Form f, int set) const {
+    for (int bi = 0; bi < c.core.b; ++bi)
+      for (int r = 0; r < c.core.group(); ++r)
+        enqueue(c, lay, f, set, bi, r);
+  }
+  // Set 0's C poisoned, call (0, 0) run, the largest |C - ref| / bound over kChecks entries of
+  // its members.
+  double verify(const BatchedCase& c, const Layout& lay, Form f) {
+    const FormSpec sp = spec(f);
+    const AttentionCore& x = c.core;
+    const int M = x.s, N = sp.square ? x.s : x.d, K = sp.square ? x.d : x.s;
+    std::vector<int> members{0, x.lkv - 1, 0, x.lkv - 1}, rows{0, M - 1, 0, M - 1},
+        cols{0, 0, N - 1, N - 1};
+    std::mt19937 rng(static_cast<unsigned>(c.count * 131 + c.m * 31 + c.n * 17 + c.k) +
+                     static_cast<unsigned>(f));
+    while (rows.size() < kChecks) {
+      members.push_back(static_cast<int>(rng() % static_cast<unsigned>(x.lkv)));
+      rows.push_back(static_cast<int>(rng() % static_cast<unsigned>(M)));
+      cols.push_back(static_cast<int>(rng() % static_cast<unsigned>(N)));
+    }
+    // 0xff bytes: a NaN in bf16 and in fp32, so an entry the call does not write fails.
+    check(cudaMemsetAsync(arena_ + lay.offset[sp.c], 0xff, lay.bytes[sp.c], dev_.stream),
+          "cudaMemset (poison C)");
+    enqueue(c, lay, f, 0, 0, 0);
+    for (auto [dst, src] : {std::make_pair(members_, &members), std::make_pair(rows_, &rows),
+                            std::make_pair(cols_, &cols)})
+      check(cudaMemcpyAsync(dst, src->data(), kChecks * sizeof(int), cudaMemcpyHostToDevice,
+                            dev_.stream),
+            "upload check entries");
+    const StridedOperand a{reinterpret_cast<const __nv_bfloat16*>(arena_ + lay.offset[sp.a]),
+                           x.ld(sp.a), x.stride(sp.a), sp.ta};
+    const StridedOperand b{reinterpret_cast<const __nv_bfloat16*>(arena_ + lay.offset[sp.b]),
+                           x.ld(sp.b), x.stride(sp.b), sp.tb};
+    const double alpha =
+        sp.scaled ? static_cast<double>(1.f / std::sqrt(static_cast<float>(x.d))) : 1.0;
+    reference_strided_entries<<<kChecks, kThreads, 0, dev_.stream>>>(
+        a, b, arena_ + lay.offset[sp.c], x.fp32(sp.c), x.ld(sp.c), x.stride(sp.c), K, alpha,
+        members_, rows_, cols_, ref_, abs_, got_);
+    check_launch("reference entries (batched)");
+    double ref[kChecks], abs_sum[kChecks];
+    float got[kChecks];
+    check(cudaMemcpyAsync(ref, ref_, sizeof ref, cudaMemcpyDeviceToHost, dev_.stream),
+          "download ref");
+    check(cudaMemcpyAsync(abs_sum, abs_, sizeof abs_sum, cudaMemcpyDeviceToHost, dev_.stream),
+          "download abs");
+    check(cudaMemcpyAsync(got, got_, sizeof got, cudaMemcpyDeviceToHost, dev_.stream),
+          "download got");
+    dev_.sync();
+    double worst = 0;
+    for (int i = 0; i < kChecks; ++i) {
+      const double bound = std::ldexp(std::fabs(ref[i]), -7) + std::ldexp(abs_sum[i], -12) + 1e-6;
+      const double error = std::fabs(static_cast<double>(got[i]) - ref[i]);
+      worst = std::isfinite(error) ? std::max(worst, error / bound)
+                                   : std::numeric_limits<double>::infinity();
+    }
+    return worst;
+  }
+
+  const Device& dev_;
+  std::size_t arena_bytes_ = 0;
+  char* arena_ = nullptr;
+  int *members_ = nullptr, *rows_ = nullptr, *cols_ = nullptr;
+  double *ref_ = nullptr, *abs_ = nullptr;
+  float* got_ = nullptr;
+};
+
+// ------------------------------------------------------------------------------- memory kernels
+
+constexpr int kKinds =
+    static_cast<int>(std::extent<decltype(tm::ComputeProfile::memory_kernel_Bps)>::value);
+
+// The block's memory-bound launches (device_transformer.cu's labels; `occurrence` counts the
+// label's launches within one layer pass, -1: every one) and the layer_ops op each runs, with
+// the op it also runs fused into it (the norm backward adds the residual gradient). The scalar
+// norm backward's second kernel (the gain gradient) belongs to its norm backward. Launches not
+// here (bf16 casts) have no layer_ops op.
+struct MemoryLaunch {
+  const char* label;
+  int occurrence;
+  const char* op;
+  const char* fused;  ///< nullptr: none
+};
+
+constexpr MemoryLaunch kMemoryLaunches[] = {
+    {"norm forward", 0, "norm1", nullptr},
+    {"norm forward", 1, "norm2", nullptr},
+    {"norm backward", 0, "norm2.backward", "residual2.backward"},
+    {"norm gain gradient", 0, "norm2.backward", nullptr},
+    {"norm backward", 1, "norm1.backward", "residual1.backward"},
+    {"norm gain gradient", 1, "norm1.backward", nullptr},
+    {"causal softmax", -1, "attention.softmax", nullptr},
+    {"softmax backward", -1, "attention.softmax.backward", nullptr},
+    {"gelu forward", -1, "ffn.gelu", nullptr},
+    {"gelu backward", -1, "ffn.gelu.backward", nullptr},
+    {"swiglu forward", -1, "ffn.swiglu", nullptr},
+    {"swiglu backward", -1, "ffn.swiglu.backward", nullptr},
+    {"x1 = x (residual copy)", -1, "residual1", nullptr},
+    {"x2 = x1 (residual copy)", -1, "residual2", nullptr},
+};
+
+const MemoryLaunch* memory_launch(const std::string& label, int occurrence) {
+  for (const MemoryLaunch& m : kMemoryLaunches)
+    if (label == m.label && (m.occurrence < 0 || m.occurrence == occurrence)) return &m;
+  return nullptr;
+}
+
+/// One size's figures: bytes (as layer_ops counts them) and seconds of each kind.
+struct MemorySize {
+  std::array<double, kKinds> bytes{}, seconds{};
+  double Bps(int kind) const {
+    return bytes[static_cast<std::size_t>(kind)] > 0 && seconds[static_cast<std::size_t>(kind)] > 0
+               ? bytes[static_cast<std::size_t>(kind)] / seconds[static_cast<std::size_t>(kind)]
+               : 0;
+  }
+};
+
+int kind_index(const tm::ComputeOp& op) {
+  const int kind = static_cast<int>(op.memory_kernel);
+  if (kind < 0 || kind >= kKinds)
+    throw std::runtime_error("layer_ops' " + op.name + " has a MemoryKernel kind beyond the " +
+                             std::to_string(kKinds) + " of ComputeProfile::memory_kernel_Bps");
+  return kind;
+}
+
+using Passes = std::vector<std::vector<tauplan::exec::cuda::OpTime>>;
+
+/// Per kind, bytes as layer_ops (`ops`) counts them over seconds, from the block's per-launch
+/// timings of one layer (`passes`: time_layer_stack_ops); `fallback_Bps` charges a fused op
+/// whose kind has no launch of its own. Fills `line` (the JSON of the layer) with the details
+/// and the attention products' seconds in the block. Host-only: --synthetic runs it too.
+MemorySize memory_figures(const std::vector<tm::ComputeOp>& ops, const Passes& passes,
+                          double fallback_Bps, nlohmann::ordered_json& line) {
+  // Per pass: the seconds of each launch group (by its op) and of each attention product.
+  std::map<std::string, std::vector<double>> group_s, product_s;
+  std::map<std::string, const MemoryLaunch*> groups;
+  for (const auto& pass : passes) {
+    std::map<std::string, int> occurrences;
+    std::map<std::string, double> g, p;
+    for (const auto& launch : pass) {
+      const std::string label = launch.what;
+      const double s = static_cast<double>(launch.ms) * 1e-3;
+      const MemoryLaunch* m = memory_launch(label, occurrences[label]++);
+      if (m) {
+        g[m->op] += s;
+        if (!groups.count(m->op) || m->fused) groups[m->op] = m;
+      }
+      for (const FormInfo& f : kForms)
+        if (label == f.block_label) p[f.model_op] += s;
+    }
+    for (const auto& [name, s] : g)
+      group_s[name].push_back(s);
+    for (const auto& [name, s] : p)
+      product_s[name].push_back(s);
+  }
+  // Launches of one op alone first (their kinds' rates), then the fused ones: the fused op
+  // charged at its kind's rate from the first step (fallback_Bps where that kind has no
+  // launch of its own), the rest of the launch the op's own.
+  MemorySize size;
+  nlohmann::ordered_json kinds = nlohmann::ordered_json::object(),
+                         fused = nlohmann::ordered_json::object(),
+                         launches = nlohmann::ordered_json::object();
+  std::set<std::string> covered;
+  for (int step = 0; step < 2; ++step) {
+    const MemorySize alone = size;
+    for (const auto& [name, m] : groups) {
+      const tm::ComputeOp* op = find_op(ops, name);
+      if (!op || op->kind != tm::ComputeOpKind::Memory)
+        throw std::runtime_error("the block's launch `" + std::string(m->label) +
+                                 "` runs layer_ops' " + name +
+                                 ", which layer_ops does not have as a memory-bound op: "
+                                 "profile.cu and layer_ops.hpp disagree");
+      const tm::ComputeOp* extra = m->fused ? find_op(ops, m->fused) : nullptr;
+      if (extra && extra->kind != tm::ComputeOpKind::Memory) extra = nullptr;
+      if ((extra != nullptr) != (step == 1)) continue;
+      const double launch_s = median(group_s[name]);
+      double own_s = launch_s;
+      covered.insert(name);
+      if (extra) {
+        covered.insert(extra->name);
+        const double rate = alone.Bps(kind_index(*extra));
+        const double charged_s = extra->bytes / (rate > 0 ? rate : fallback_Bps);
+        const bool subtracted = charged_s <= 0.75 * launch_s;
+        if (subtracted) own_s = launch_s - charged_s;
+        fused[name] = {{"launch_s", launch_s},
+                       {"fused_op", extra->name},
+                       {"charged_s", charged_s},
+                       {"charged_at_Bps", rate > 0 ? rate : fallback_Bps},
+                       {"subtracted", subtracted}};
+      }
+      const auto kind = static_cast<std::size_t>(kind_index(*op));
+      size.bytes[kind] += op->bytes;
+      size.seconds[kind] += own_s;
+      launches[name] = {
+          {"kind", tm::to_string(op->memory_kernel)}, {"bytes", op->bytes}, {"seconds", own_s}};
+    }
+  }
+  nlohmann::ordered_json without = nlohmann::ordered_json::array();
+  for (const tm::ComputeOp& op : ops)
+    if (op.kind == tm::ComputeOpKind::Memory && !covered.count(op.name)) without.push_back(op.name);
+  for (int k = 0; k < kKinds; ++k)
+    if (size.Bps(k) > 0)
+      kinds[tm::to_string(static_cast<tm::MemoryKernel>(k))] = {
+          {"bytes", size.bytes[static_cast<std::size_t>(k)]},
+          {"seconds", size.seconds[static_cast<std::size_t>(k)]},
+          {"Bps", size.Bps(k)}};
+  nlohmann::ordered_json in_block = nlohmann::ordered_json::object();
+  for (const auto& [name, s] : product_s)
+    in_block[name] = median(s);
+  line["passes"] = passes.size();
+  line["kinds"] = kinds;
+  line["launches"] = launches;
+  line["fused"] = fused;
+  line["ops_without_launch"] = without;
+  line["attention_products_in_block_s"] = in_block;
+  return size;
+}
+
+/// The block's memory-bound kernels in one layer of `model` at tensor shard t, micro-batch 1
+/// (memory_figures of 5 passes after 2). `standalone` gives the batched sweep's seconds of this
+/// layer's attention products (by layer_ops name), printed beside the same products timed in
+/// the block. One JSON line.
+MemorySize measure_memory_kernels(const CatalogModel& model, int t, double fallback_Bps,
+                                  const std::map<std::string, double>& standalone) {
+  const BlockConfig c = block_config(model, t, 1);
+  const std::vector<tm::ComputeOp> ops = tm::layer_ops(layer_shape(c), tm::Recompute::None);
+  Passes passes;
+  {
+    tauplan::exec::cuda::DeviceTransformerBlock block(c, 0);
+    block.randomize_parameters(1, 0.02f);
+    block.randomize_layer_io(2);
+    passes = block.time_layer_stack_ops(2, 5);
+  }
+  nlohmann::ordered_json line;
+  line["memory_kernels_layer"] = model.name;
+  line["tensor"] = t;
+  line["micro_batch"] = 1;
+  const MemorySize size = memory_figures(ops, passes, fallback_Bps, line);
+  nlohmann::ordered_json alone_s = nlohmann::ordered_json::object();
+  for (const auto& [name, s] : standalone)
+    alone_s[name] = s;
+  line["attention_products_profiled_s"] = alone_s;
+  std::printf("%s\n", line.dump().c_str());
+  std::fflush(stdout);
+  return size;
+}
+
+/// --synthetic: one made-up pass of the block's memory-bound launches in one layer of `model`
+/// at shard t (in the block's order; each launch's time its ops' bytes over made-up rates per
+/// kind, `rate`), through memory_figures, which must give those rates back.
+MemorySize synthetic_memory_kernels(const CatalogModel& model, int t,
+                                    const std::vector<double>& rate) {
+  const BlockConfig c = block_config(model, t, 1);
+  const std::vector<tm::ComputeOp> ops = tm::layer_ops(layer_shape(c), tm::Recompute::None);
+  const char* act_forward = model.swiglu ? "swiglu forward" : "gelu forward";
+  const char* act_backward = model.swiglu ? "swiglu backward" : "gelu backward";
+  const std::vector<const char*> order = {
+      "norm forward",     "attention scores Q K^T",  "causal softmax",
+      "attention P V",    "x1 = x (residual copy)",  "norm forward",
+      act_forward,        "x2 = x1 (residual copy)", act_backward,
+      "norm backward",    "attention dV = P^T dO",   "attention dP = dO V^T",
+      "softmax backward", "attention dQ = dS K",     "attention dK = dS^T Q",
+      "norm backward"};
+  std::vector<tauplan::exec::cuda::OpTime> pass;
+  std::map<std::string, int> occurrences;
+  for (const char* label : order) {
+    const MemoryLaunch* m = memory_launch(label, occurrences[label]++);
+    double seconds = 1e-4;  // an attention product
+    if (m) {
+      const tm::ComputeOp* op = find_op(ops, m->op);
+      const tm::ComputeOp* extra = m->fused ? find_op(ops, m->fused) : nullptr;
+      if (!op) throw std::runtime_error(std::string("--synthetic: layer_ops has no ") + m->op);
+      seconds = op->bytes / rate[static_cast<std::size_t>(kind_index(*op))] +
+                (extra ? extra->bytes / rate[static_cast<std::size_t>(kind_index(*extra))] : 0);
+    }
+    pass.push_back({label, static_cast<float>(seconds * 1e3)});
+  }
+  nlohmann::ordered_json line;
+  const MemorySize size = memory_figures(ops, Passes{pass}, rate[0], line);
+  for (int k = 0; k < kKinds; ++k)
+    if (size.Bps(k) > 0 && std::fabs(size.Bps(k) / rate[static_cast<std::size_t>(k)] - 1) > 1e-4)
+      throw std::runtime_error(std::string("--synthetic: memory_figures gives ") +
+                               tm::to_string(static_cast<tm::MemoryKernel>(k)) + " " +
+                               std::to_string(size.Bps(k)) + " B/s for the made-up " +
+                               std::to_string(rate[static_cast<std::size_t>(k)]));
+  return size;
+}
+
 std::string format(const char* fmt, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, fmt, value);
@@ -634,7 +1482,7 @@ std::string json_string(const std::string& s) {
 
 int run(int argc, char** argv) {
   std::string shapes_path, out_path, peak_source, source_text, attention_path;
-  double peak_flops = 0, budget_s = 80;
+  double peak_flops = 0, budget_s = 80, batched_budget_s = 40;
   int reps = 20;
   bool device_name = false, synthetic = false;
   for (int i = 1; i < argc; ++i) {
@@ -667,6 +1515,8 @@ int run(int argc, char** argv) {
       reps = static_cast<int>(number());
     } else if (a == "--budget-s") {
       budget_s = number();
+    } else if (a == "--batched-budget-s") {
+      batched_budget_s = number();
     } else if (a == "--synthetic") {
       synthetic = true;
     } else if (a == "--device-name") {
@@ -684,6 +1534,42 @@ int run(int argc, char** argv) {
     shapes = read_shapes(shapes_path);
     if (shapes.gemms.empty()) usage("--shapes: no `gemm M N K` line in " + shapes_path);
   }
+  // The batched cases: the catalog's layers (kCatalog) whose stacked attention GEMMs the shapes
+  // file lists; kCatalog checked against the header of a generated file.
+  BatchedCases batched_all;
+  std::vector<const BatchedCase*> batched_todo;
+  // Set when kCatalog and layer_ops disagree (no batched cases) or the batched sweep fails
+  // (the samples so far kept); the exit status is then 1.
+  std::string batched_error;
+  if (!device_name) {
+    try {
+      batched_all = batched_cases(shapes);
+    } catch (const std::exception& e) {
+      batched_error = e.what();
+      std::printf("{\"batched_gemms\": \"not measured\", \"error\": %s}\n",
+                  json_string(batched_error).c_str());
+      std::fprintf(stderr, "tauplan_cuda_profile: error: %s\n", batched_error.c_str());
+    }
+    for (const BatchedCase& c : batched_all.cases)
+      if (c.in_shapes) batched_todo.push_back(&c);
+    if (!shapes.catalog_models.empty()) {
+      std::set<std::string> ours,
+          theirs(shapes.catalog_models.begin(), shapes.catalog_models.end());
+      for (const CatalogModel& m : kCatalog)
+        ours.insert(m.name);
+      if (ours != theirs)
+        std::fprintf(stderr,
+                     "tauplan_cuda_profile: warning: %s names other catalog transformers than "
+                     "profile.cu's kCatalog: the batched GEMM cases may miss some\n",
+                     shapes_path.c_str());
+      if (batched_todo.size() != batched_all.cases.size())
+        std::fprintf(stderr,
+                     "tauplan_cuda_profile: warning: %zu of %zu batched attention shapes have no "
+                     "stacked GEMM line in %s (kCatalog and the catalog differ?): not measured\n",
+                     batched_all.cases.size() - batched_todo.size(), batched_all.cases.size(),
+                     shapes_path.c_str());
+    }
+  }
 
   std::string device_label;
   std::size_t l2_bytes = 0;
@@ -692,6 +1578,14 @@ int run(int argc, char** argv) {
   std::vector<GemmResult> results;
   int failed_checks = 0, unfit = 0;
   std::size_t arena = 0;
+  // Batched samples measured (case, result), checks failed, cases not measured for memory or
+  // time; per kind the figure of each layer measured; errors of the memory-kernel layers.
+  std::vector<std::pair<const BatchedCase*, BatchedResult>> batched;
+  int batched_failed = 0, batched_unfit = 0, batched_unrun = 0;
+  std::size_t batched_arena = 0;
+  std::vector<std::vector<double>> kind_Bps(static_cast<std::size_t>(kKinds));
+  std::vector<std::string> memory_layers;
+  int memory_errors = 0;
   const auto t_start = Clock::now();
   if (synthetic) {
     // Made-up numbers through the same writing and reading-back path, without a GPU.
@@ -707,6 +1601,26 @@ int run(int argc, char** argv) {
       r.sets = 1;
       results.push_back(r);
     }
+    for (const BatchedCase* c : batched_todo) {
+      BatchedResult r;
+      r.seconds = c->flop() / (0.5 * peak_flops) + 5e-6;
+      r.form_seconds.assign(c->forms.size(), r.seconds);
+      r.reps = reps;
+      r.sets = 1;
+      r.calls = c->core.b * c->core.group();
+      batched.emplace_back(c, r);
+    }
+    // Made-up rates per kind, through the same bookkeeping as the block's timings.
+    std::vector<double> rate(static_cast<std::size_t>(kKinds));
+    for (int k = 0; k < kKinds; ++k)
+      rate[static_cast<std::size_t>(k)] = (0.9 - 0.05 * k) * bw.copy_Bps;
+    for (const char* name : {"gpt3-175b", "llama3-70b"})
+      for (int t : {1, 8}) {
+        const MemorySize size = synthetic_memory_kernels(catalog_model(name), t, rate);
+        for (int k = 0; k < kKinds; ++k)
+          if (size.Bps(k) > 0) kind_Bps[static_cast<std::size_t>(k)].push_back(size.Bps(k));
+        memory_layers.push_back(std::string(name) + " t=" + std::to_string(t) + " (synthetic)");
+      }
   } else {
     std::string why;
     if (tauplan::exec::cuda::usable_devices(&why) == 0) {
@@ -775,6 +1689,114 @@ int run(int argc, char** argv) {
       }
     }
     std::fflush(stdout);
+
+    // The attention products as the block runs them, beside their stacked GEMM's time. An
+    // error here (a CUDA or cuBLAS one) ends the sweep, not the profile: the samples so far and
+    // the GEMMs are still written, and the exit status says it.
+    if (!batched_todo.empty()) {
+      try {
+        std::map<std::tuple<int, int, int>, double> gemm_s;
+        for (const GemmResult& r : results)
+          if (r.max_error_ratio <= 1) gemm_s[{r.shape.m, r.shape.n, r.shape.k}] = r.seconds;
+        BatchedBench bench(dev, batched_todo);
+        batched_arena = bench.arena_bytes();
+        const auto t_sweep = Clock::now();
+        for (std::size_t i = 0; i < batched_todo.size(); ++i) {
+          const BatchedCase& c = *batched_todo[i];
+          const double elapsed = std::chrono::duration<double>(Clock::now() - t_sweep).count();
+          if (elapsed > batched_budget_s) {
+            batched_unrun = static_cast<int>(batched_todo.size() - i);
+            std::fprintf(
+                stderr,
+                "tauplan_cuda_profile: warning: batched GEMM sweep over its %.0f s budget: "
+                "%d of %zu shapes not measured\n",
+                batched_budget_s, batched_unrun, batched_todo.size());
+            break;
+          }
+          nlohmann::ordered_json line;
+          line["batched_gemm"] = {c.count, c.m, c.n, c.k};
+          line["layer"] = c.model;
+          line["tensor"] = c.tensor;
+          line["micro_batch"] = c.micro_batch;
+          line["kv_group"] = c.core.group();
+          if (!bench.fits(c)) {
+            ++batched_unfit;
+            line["skipped"] = "operands over the free memory";
+            std::printf("%s\n", line.dump().c_str());
+            continue;
+          }
+          const BatchedResult r = bench.run(c, reps, 5000 + i);
+          const bool ok = r.max_error_ratio <= 1;
+          if (!ok) ++batched_failed;
+          nlohmann::ordered_json products = nlohmann::ordered_json::object();
+          for (std::size_t j = 0; j < c.forms.size(); ++j)
+            products[form_info(c.forms[j]).model_op] = r.form_seconds[j];
+          line["calls"] = r.calls;
+          line["products_s"] = products;
+          line["seconds"] = r.seconds;
+          line["efficiency"] = c.flop() / r.seconds / peak_flops;
+          const auto stacked = gemm_s.find({c.count * c.m, c.n, c.k});
+          if (stacked != gemm_s.end()) {
+            line["stacked_seconds"] = stacked->second;
+            line["over_stacked"] = r.seconds / stacked->second;
+          }
+          line["reps"] = r.reps;
+          line["sets"] = r.sets;
+          line["check_error_over_bound"] = r.max_error_ratio;
+          line["check_ok"] = ok;
+          std::printf("%s\n", line.dump().c_str());
+          batched.emplace_back(&c, r);
+        }
+        std::fflush(stdout);
+      } catch (const std::exception& e) {
+        batched_error = std::string("batched GEMM sweep: ") + e.what();
+        std::printf("{\"batched_gemms\": \"stopped\", \"error\": %s}\n",
+                    json_string(batched_error).c_str());
+        std::fprintf(stderr, "tauplan_cuda_profile: error: %s\n", batched_error.c_str());
+      }
+    }
+
+    // The block's own memory-bound kernels, in one layer of the two models the block is timed
+    // on, at t = 1 and 8.
+    const double streaming_Bps = std::min(bw.copy_Bps, bw.triad_Bps);
+    for (const char* name : {"gpt3-175b", "llama3-70b"})
+      for (int t : {1, 8}) {
+        const CatalogModel& model = catalog_model(name);
+        const BlockConfig c = block_config(model, t, 1);
+        const std::string layer = std::string(name) + " t=" + std::to_string(t);
+        nlohmann::ordered_json line;  // only when skipped or failed
+        line["memory_kernels_layer"] = name;
+        line["tensor"] = t;
+        line["micro_batch"] = 1;
+        try {
+          const std::size_t need =
+              tauplan::exec::cuda::DeviceTransformerBlock::device_bytes(c, false);
+          const std::size_t free_bytes = tauplan::exec::cuda::free_device_memory(0);
+          if (static_cast<double>(need) > 0.95 * static_cast<double>(free_bytes)) {
+            line["skipped"] =
+                "needs " + format("%.1f", static_cast<double>(need) / (1 << 30)) + " GiB, " +
+                format("%.1f", static_cast<double>(free_bytes) / (1 << 30)) + " GiB free";
+            std::printf("%s\n", line.dump().c_str());
+            continue;
+          }
+          std::map<std::string, double> standalone;
+          for (const auto& [bc, r] : batched)
+            if (bc->model == name && bc->tensor == t && bc->micro_batch == 1)
+              for (std::size_t j = 0; j < bc->forms.size(); ++j)
+                standalone[form_info(bc->forms[j]).model_op] = r.form_seconds[j];
+          const MemorySize size = measure_memory_kernels(model, t, streaming_Bps, standalone);
+          for (int k = 0; k < kKinds; ++k)
+            if (size.Bps(k) > 0) kind_Bps[static_cast<std::size_t>(k)].push_back(size.Bps(k));
+          memory_layers.push_back(layer);
+        } catch (const std::exception& e) {
+          ++memory_errors;
+          line["error"] = e.what();
+          std::printf("%s\n", line.dump().c_str());
+          std::fprintf(stderr, "tauplan_cuda_profile: error: memory kernels of %s: %s\n",
+                       layer.c_str(), e.what());
+        }
+        std::fflush(stdout);
+      }
   }
 
   AttentionLines attention;
@@ -790,6 +1812,22 @@ int run(int argc, char** argv) {
                                  r.seconds / peak_flops);
   }
   const double memory_Bps = std::min(bw.copy_Bps, bw.triad_Bps);
+  nlohmann::ordered_json batched_rows = nlohmann::ordered_json::array();
+  for (const auto& [c, r] : batched)
+    if (r.max_error_ratio <= 1) batched_rows.push_back({c->count, c->m, c->n, c->k, r.seconds});
+  // Per kind (MemoryKernel order), the median over the layers measured; 0: not measured.
+  std::vector<double> kernel_Bps(static_cast<std::size_t>(kKinds), 0.0);
+  nlohmann::ordered_json memory_kernels = nlohmann::ordered_json::object();
+  std::string kernels_text;
+  for (int k = 0; k < kKinds; ++k) {
+    const std::vector<double>& v = kind_Bps[static_cast<std::size_t>(k)];
+    if (v.empty()) continue;
+    kernel_Bps[static_cast<std::size_t>(k)] = median(v);
+    const char* key = tauplan::model::to_string(static_cast<tauplan::model::MemoryKernel>(k));
+    memory_kernels[key] = kernel_Bps[static_cast<std::size_t>(k)];
+    kernels_text += std::string(kernels_text.empty() ? "" : ", ") + key + " " +
+                    format("%.4g", kernel_Bps[static_cast<std::size_t>(k)] / 1e9) + " GB/s";
+  }
 
   std::ostringstream source;
   source << source_text << "; tauplan_cuda_profile on " << device_label << ": " << results.size()
@@ -810,6 +1848,39 @@ int run(int argc, char** argv) {
          << "; launch_overhead_s = empty kernels back to back to completion, median of 11 x "
             "1000 (host submit alone "
          << format("%.3g", launch.submit_s * 1e6) << " us)";
+  if (synthetic)
+    source << "; batched_gemms and memory_kernels: made up (--synthetic: 50% of peak; "
+              "fractions of the made-up copy bandwidth through the memory-kernel bookkeeping)";
+  else
+    source
+        << "; batched_gemms: " << batched_rows.size() << " of " << batched_todo.size()
+        << " attention-product shapes of the catalog's layers (t = 1, 2, 4, 8, micro-batch 1, 2, "
+           "4; those whose stacked GEMM the shapes file lists) as exec/cuda/device_transformer.cu "
+           "runs them (per sample and K/V group position one cublasGemmStridedBatchedEx over "
+           "the K/V heads, its transposes, strides and output types: fp32 dP, and dK, dV with "
+           "grouped heads); seconds = the mean over the layer's products of that shape (Q K^T "
+           "and dP; P V, dV, dQ, dK), each the median of its repetitions as for the GEMMs; "
+           "checked against double dot products";
+  if (batched_failed) source << ", " << batched_failed << " left out for failing the check";
+  if (batched_unfit)
+    source << ", " << batched_unfit << " not measured (operands over the free memory)";
+  if (batched_unrun) source << ", " << batched_unrun << " not measured (time budget)";
+  if (!batched_error.empty()) source << " (stopped: " << batched_error << ")";
+  if (!memory_kernels.empty() && !synthetic) {
+    std::string layers;
+    for (const std::string& l : memory_layers)
+      layers += (layers.empty() ? "" : ", ") + l;
+    source << "; memory_kernels: the block's own memory-bound launches (device_transformer.cu: "
+              "norms, causal softmax, activation, residual copies, and their backward) timed "
+              "inside its layer pass (CUDA events between launches, median of 5 passes) in one "
+              "layer of "
+           << layers
+           << " (micro-batch 1), bytes as layer_ops counts them over seconds, per kind layer_ops "
+              "tags the ops with, the median over the layers that run it ("
+           << kernels_text
+           << "); the residual gradient the norm backward adds is charged at the elementwise "
+              "rate and left out of the norm's seconds";
+  }
   // The compute model times attention from flash samples forward and backward; without both,
   // default_attention_efficiency is written (and said so).
   bool flash_forward = false, flash_backward = false;
@@ -848,6 +1919,8 @@ int run(int argc, char** argv) {
   if (default_attention > 0) profile["default_attention_efficiency"] = default_attention;
   profile["gemms"] = gemms;
   profile["attention"] = attention.samples;
+  if (!batched_rows.empty()) profile["batched_gemms"] = batched_rows;
+  if (!memory_kernels.empty()) profile["memory_kernels"] = memory_kernels;
   {
     std::ofstream out(out_path);
     if (!out) usage("--out: cannot write " + out_path);
@@ -860,26 +1933,60 @@ int run(int argc, char** argv) {
   try {
     const tauplan::model::ComputeProfile back = tauplan::model::read_compute_profile(out_path);
     problem = back.problem();
+    // What was written is what the compute model reads.
+    if (problem.empty() && back.batched_gemms.size() != batched_rows.size())
+      problem = "batched_gemms read back with " + std::to_string(back.batched_gemms.size()) +
+                " samples, " + std::to_string(batched_rows.size()) + " written";
+    for (int k = 0; k < kKinds && problem.empty(); ++k)
+      if (std::fabs(back.memory_kernel_Bps[k] - kernel_Bps[static_cast<std::size_t>(k)]) >
+          1e-9 * kernel_Bps[static_cast<std::size_t>(k)])
+        problem = std::string("memory_kernels.") +
+                  tauplan::model::to_string(static_cast<tauplan::model::MemoryKernel>(k)) +
+                  " does not read back as written";
   } catch (const std::exception& e) {
     problem = e.what();
   }
-  std::printf(
-      "{\"profile\": %s, \"device\": %s, \"gemm_shapes\": %zu, \"gemms_written\": %zu, "
-      "\"failed_checks\": %d, \"attention_samples\": %zu, \"attention_lines_ignored\": %d, "
-      "\"memory_bandwidth_Bps\": %.9g, \"launch_overhead_s\": %.9g, \"operand_arena_bytes\": "
-      "%zu, \"seconds\": %.1f, \"reads_back\": %s%s%s}\n",
-      json_string(out_path).c_str(), json_string(device_label).c_str(), shapes.gemms.size(),
-      gemms.size(), failed_checks, attention.samples.size(), attention.ignored, memory_Bps,
-      launch.per_kernel_s, arena, total_s, problem.empty() ? "true" : "false",
-      problem.empty() ? "" : ", \"problem\": ",
-      problem.empty() ? "" : json_string(problem).c_str());
+  nlohmann::ordered_json summary;
+  summary["profile"] = out_path;
+  summary["device"] = device_label;
+  summary["gemm_shapes"] = shapes.gemms.size();
+  summary["gemms_written"] = gemms.size();
+  summary["failed_checks"] = failed_checks;
+  summary["batched_layers"] = batched_all.layers;  // (model, t, micro-batch) layers enumerated
+  summary["batched_shapes_shared"] = batched_all.shared;
+  summary["batched_shapes"] = batched_todo.size();
+  summary["batched_written"] = batched_rows.size();
+  summary["batched_failed_checks"] = batched_failed;
+  summary["batched_not_measured"] = batched_unfit + batched_unrun;
+  if (!batched_error.empty()) summary["batched_error"] = batched_error;
+  summary["attention_samples"] = attention.samples.size();
+  summary["attention_lines_ignored"] = attention.ignored;
+  summary["memory_bandwidth_Bps"] = memory_Bps;
+  summary["memory_kernels"] = memory_kernels;
+  summary["memory_kernel_layers"] = memory_layers;
+  summary["memory_kernel_errors"] = memory_errors;
+  summary["launch_overhead_s"] = launch.per_kernel_s;
+  summary["operand_arena_bytes"] = arena;
+  summary["batched_arena_bytes"] = batched_arena;
+  summary["seconds"] = std::round(total_s * 10) / 10;
+  summary["reads_back"] = problem.empty();
+  if (!problem.empty()) summary["problem"] = problem;
+  std::printf("%s\n", summary.dump().c_str());
   if (!problem.empty())
     std::fprintf(stderr, "tauplan_cuda_profile: error: %s does not read back: %s\n",
                  out_path.c_str(), problem.c_str());
   if (failed_checks)
     std::fprintf(stderr, "tauplan_cuda_profile: error: %d GEMM shapes failed the check\n",
                  failed_checks);
-  return problem.empty() && failed_checks == 0 ? 0 : 1;
+  if (batched_failed)
+    std::fprintf(stderr, "tauplan_cuda_profile: error: %d batched GEMM shapes failed the check\n",
+                 batched_failed);
+  if (memory_errors)
+    std::fprintf(stderr, "tauplan_cuda_profile: error: %d memory-kernel layers failed\n",
+                 memory_errors);
+  const bool ok = problem.empty() && failed_checks == 0 && batched_failed == 0 &&
+                  batched_error.empty() && memory_errors == 0;
+  return ok ? 0 : 1;
 }
 
 }  // namespace
