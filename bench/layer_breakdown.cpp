@@ -3,9 +3,10 @@
 // profile, model/compute/compute_profile.hpp). A diagnostic, not a speed target.
 //
 // CpuTransformerBlock runs a layer as one call and keeps its passes private, so each op here is
-// a replica of the block's code for it: the same cpu_blas.hpp products with the same operands,
-// strides and transposes (the per-head attention products as the block's loop over b x heads),
-// the same loops for the norms, softmax, SwiGLU and residual adds. Each op is timed alone,
+// the block's code for it: the same cpu_blas.hpp products with the same operands, strides and
+// transposes (the per-head attention products as the block's loop over b x heads), and the
+// block's own memory-bound kernels (exec/block_kernels.hpp) for the norms, softmax, SwiGLU and
+// residual adds. Each op is timed alone,
 // `repeats` times after a warm-up (median), on `threads` threads at once (the run's workers,
 // started together by a barrier; the mean of their medians), and the whole layer is timed
 // through CpuTransformerBlock::layer_forward + layer_backward the same way, so the sum of the
@@ -31,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/block_kernels.hpp"
 #include "exec/cpu_blas.hpp"
 #include "exec/thread_barrier.hpp"
 #include "exec/transformer_block.hpp"
@@ -40,6 +42,7 @@
 
 namespace {
 
+namespace kernels = tauplan::exec::kernels;
 using tauplan::exec::BlockConfig;
 using tauplan::exec::gemm;
 using tauplan::exec::ThreadBarrier;
@@ -93,48 +96,15 @@ struct Replica {
       fill(*buf, sz(T) * sz(F), 0.3f);
   }
 
-  void rms_forward() {  // transformer_block.cpp norm_forward, RMSNorm
-    const size_t h = sz(H);
-    const float inverse_width = 1.0f / static_cast<float>(H), eps = 1e-5f;
-    for (size_t r = 0; r < sz(T); ++r) {
-      const float* xi = x.data() + r * h;
-      float* nz = normalized.data() + r * h;
-      float* yo = normed.data() + r * h;
-      float second = 0.0f;
-      for (size_t e = 0; e < h; ++e)
-        second += xi[e] * xi[e];
-      const float is = 1.0f / std::sqrt(second * inverse_width + eps);
-      inv_std[r] = is;
-      for (size_t e = 0; e < h; ++e)
-        nz[e] = xi[e] * is;
-      for (size_t e = 0; e < h; ++e)
-        yo[e] = nz[e] * gain[e];
-    }
+  void rms_forward() {  // the block's norm_forward, RMSNorm
+    kernels::norm_forward(false, sz(T), sz(H), 1e-5f, x.data(), gain.data(), nullptr,
+                          normalized.data(), inv_std.data(), normed.data());
   }
   void rms_backward() {  // norm_backward, RMSNorm
-    const size_t h = sz(H);
-    const float inverse_width = 1.0f / static_cast<float>(H);
-    for (size_t r = 0; r < sz(T); ++r) {
-      const float* dy = dnormed.data() + r * h;
-      const float* nz = normalized.data() + r * h;
-      float* dxo = dx.data() + r * h;
-      float mdn = 0.0f, mdnn = 0.0f;
-      for (size_t e = 0; e < h; ++e) {
-        const float dn = dy[e] * gain[e];
-        mdn += dn;
-        mdnn += dn * nz[e];
-        dgain[e] += dy[e] * nz[e];
-      }
-      mdn = 0.0f;
-      mdnn *= inverse_width;
-      for (size_t e = 0; e < h; ++e)
-        dxo[e] = inv_std[r] * (dy[e] * gain[e] - mdn - nz[e] * mdnn);
-    }
+    kernels::norm_backward(false, sz(T), sz(H), normalized.data(), inv_std.data(), gain.data(),
+                           dnormed.data(), dx.data(), dgain.data(), nullptr);
   }
-  void residual() {
-    for (size_t e = 0; e < sz(T) * sz(H); ++e)
-      y[e] += out[e];
-  }
+  void residual() { kernels::add_into(y.data(), out.data(), sz(T) * sz(H)); }
   void qkv() {
     gemm(false, false, T, qw, H, 1.0f, normed.data(), H, wq.data(), qw, 0.0f, q.data(), qw);
     gemm(false, false, T, kvw, H, 1.0f, normed.data(), H, wk.data(), kvw, 0.0f, k.data(), kvw);
@@ -159,21 +129,7 @@ struct Replica {
     });
   }
   void softmax() {
-    per_head([&](size_t, size_t, float* pp) {
-      for (size_t i = 0; i < sz(s); ++i) {
-        float* sc = pp + i * sz(s);
-        const float largest = *std::max_element(sc, sc + i + 1);
-        float total = 0.0f;
-        for (size_t l = 0; l <= i; ++l) {
-          sc[l] = std::exp(sc[l] - largest);
-          total += sc[l];
-        }
-        const float it = 1.0f / total;
-        for (size_t l = 0; l <= i; ++l)
-          sc[l] *= it;
-        std::fill(sc + i + 1, sc + s, 0.0f);
-      }
-    });
+    per_head([&](size_t, size_t, float* pp) { kernels::causal_softmax_forward(pp, sz(s)); });
   }
   void context() {
     per_head([&](size_t q_at, size_t kv_at, float* pp) {
@@ -187,11 +143,7 @@ struct Replica {
     gemm(false, false, T, F, H, 1.0f, normed.data(), H, wu.data(), F, 0.0f, up.data(), F);
     gemm(false, false, T, F, H, 1.0f, normed.data(), H, wg.data(), F, 0.0f, gate.data(), F);
   }
-  static float sigmoid(float g) { return 1.0f / (1.0f + std::exp(-g)); }
-  void swiglu() {
-    for (size_t e = 0; e < sz(T) * sz(F); ++e)
-      act[e] = gate[e] * sigmoid(gate[e]) * up[e];
-  }
+  void swiglu() { kernels::swiglu_forward(gate.data(), up.data(), act.data(), sz(T) * sz(F)); }
   void down() {
     gemm(false, false, T, H, F, 1.0f, act.data(), F, w2.data(), H, 0.0f, out.data(), H);
   }
@@ -203,11 +155,8 @@ struct Replica {
     gemm(false, true, T, F, H, 1.0f, dnormed.data(), H, w2.data(), H, 0.0f, dact.data(), F);
   }
   void swiglu_backward() {
-    for (size_t e = 0; e < sz(T) * sz(F); ++e) {
-      const float g = gate[e], sg = sigmoid(g);
-      dup[e] = dact[e] * g * sg;
-      dgate[e] = dact[e] * up[e] * sg * (1.0f + g * (1.0f - sg));
-    }
+    kernels::swiglu_backward(gate.data(), up.data(), dact.data(), dgate.data(), dup.data(),
+                             sz(T) * sz(F));
   }
   void gate_up_wgrad() {
     gemm(true, false, H, F, T, 1.0f, normed.data(), H, dgate.data(), F, 1.0f, dwg.data(), F);
@@ -240,15 +189,7 @@ struct Replica {
   }
   void softmax_backward() {
     per_head([&](size_t, size_t, float* pp) {
-      for (size_t i = 0; i < sz(s); ++i) {
-        const float* pr = pp + i * sz(s);
-        float* dr = dscores.data() + i * sz(s);
-        float weighted = 0.0f;
-        for (size_t l = 0; l < sz(s); ++l)
-          weighted += pr[l] * dr[l];
-        for (size_t l = 0; l < sz(s); ++l)
-          dr[l] = pr[l] * (dr[l] - weighted);
-      }
+      kernels::softmax_backward(pp, dscores.data(), dscores.data(), sz(s));
     });
   }
   void dqueries() {

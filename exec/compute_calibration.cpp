@@ -14,8 +14,11 @@
 
 #include <fmt/format.h>
 
+#include "exec/block_kernels.hpp"
 #include "exec/cpu_blas.hpp"
+#include "exec/peer_group.hpp"
 #include "exec/thread_barrier.hpp"
+#include "exec/transformer_block.hpp"
 #include "model/error.hpp"
 
 namespace tauplan::exec {
@@ -95,134 +98,109 @@ void time_batched_gemms(const std::vector<Shape>& shapes, const std::vector<int>
   }
 }
 
-/// Memory-bound kernels of each kind (layer_ops.hpp's MemoryKernel), written as exec's CPU block
-/// writes them (exec/transformer_block.cpp), each returning the bytes layer_ops counts for it.
+/// Memory-bound kernels of each kind (layer_ops.hpp's MemoryKernel): exec's CPU block's own
+/// loops (block_kernels.hpp), each returning the bytes layer_ops counts for the op.
 struct MemoryKernels {
-  std::vector<float> x, y, z, w, u, gain, dgain;
+  std::vector<float> x, y, z, w, u, gain, dgain, bias, dbias;
   std::vector<float> stats;
+  AdamSettings adam;
+  AdamState adam_state;
   explicit MemoryKernels(size_t floats)
-      : x(floats, 0.3f),
+      : x(floats),
         y(floats, 0.2f),
-        z(floats, 0.1f),
-        w(floats, 0.4f),
+        z(floats),
+        w(floats),
         u(floats, 0.5f),
         gain(4096, 1.0f),
         dgain(4096, 0.0f),
+        bias(4096, 0.1f),
+        dbias(4096, 0.0f),
         stats(floats, 1.0f) {
-    for (size_t i = 0; i < floats; ++i)
-      x[i] = 0.5f * std::sin(0.37f * static_cast<float>(i % 1000));
+    // Values of the size a trained layer's activations have (order 1, both signs).
+    for (size_t i = 0; i < floats; ++i) {
+      x[i] = 1.5f * std::sin(0.37f * static_cast<float>(i % 1000));
+      z[i] = 2.0f * std::cos(0.23f * static_cast<float>(i % 1009));
+      w[i] = 0.01f * std::cos(0.11f * static_cast<float>(i % 997));
+    }
   }
-  /// `tiles` causal [n x n] score tiles: softmax forward (exp of the unmasked part, zeros
-  /// above the diagonal) and backward (the full rows); 2 + 3 elements counted per score.
+  /// `tiles` causal [n x n] score tiles: softmax forward and backward; 2 + 3 elements counted
+  /// per score.
   double softmax(int n, int tiles) {
-    const size_t sn = static_cast<size_t>(n);
-    for (int t = 0; t < tiles; ++t) {
-      float* p = x.data() + static_cast<size_t>(t) * sn * sn;
-      for (size_t i = 0; i < sn; ++i) {
-        float* row = p + i * sn;
-        const float largest = *std::max_element(row, row + i + 1);
-        float total = 0.0f;
-        for (size_t l = 0; l <= i; ++l) {
-          row[l] = std::exp(row[l] - largest);
-          total += row[l];
-        }
-        const float inverse = 1.0f / total;
-        for (size_t l = 0; l <= i; ++l)
-          row[l] *= inverse;
-        std::fill(row + i + 1, row + sn, 0.0f);
-      }
-      // Out of place (the block's is in place on a fresh dP): repeated in place, the
-      // gradient would shrink into denormals.
-      const float* d = y.data() + static_cast<size_t>(t) * sn * sn;
-      float* ds = u.data() + static_cast<size_t>(t) * sn * sn;
-      for (size_t i = 0; i < sn; ++i) {
-        const float* p_row = p + i * sn;
-        const float* d_row = d + i * sn;
-        float* ds_row = ds + i * sn;
-        float weighted = 0.0f;
-        for (size_t l = 0; l < sn; ++l)
-          weighted += p_row[l] * d_row[l];
-        for (size_t l = 0; l < sn; ++l)
-          ds_row[l] = p_row[l] * (d_row[l] - weighted);
-      }
+    const size_t sn = static_cast<size_t>(n), tile = sn * sn;
+    for (size_t t = 0; t < static_cast<size_t>(tiles); ++t) {
+      // In place, as the block runs it (after the first call the scores are probabilities,
+      // which stay in [0, 1]); the backward out of place (repeated in place, the gradient would
+      // shrink into denormals).
+      kernels::causal_softmax_forward(z.data() + t * tile, sn);
+      kernels::softmax_backward(z.data() + t * tile, w.data() + t * tile, u.data() + t * tile, sn);
     }
     return 5.0 * 4 * static_cast<double>(tiles) * n * n;
   }
-  /// RMSNorm forward and backward over `rows` rows of `width`; 2 + 3 elements counted.
-  double norm(int rows, int width) {
-    const size_t h = static_cast<size_t>(width);
-    const float inverse_width = 1.0f / static_cast<float>(width);
-    for (size_t r = 0; r < static_cast<size_t>(rows); ++r) {
-      const float* in = x.data() + r * h;
-      float* normalized = y.data() + r * h;
-      float* out = z.data() + r * h;
-      float second = 0.0f;
-      for (size_t c = 0; c < h; ++c)
-        second += in[c] * in[c];
-      const float inverse_std = 1.0f / std::sqrt(second * inverse_width + 1e-5f);
-      stats[r] = inverse_std;
-      for (size_t c = 0; c < h; ++c)
-        normalized[c] = in[c] * inverse_std;
-      for (size_t c = 0; c < h; ++c)
-        out[c] = normalized[c] * gain[c];
-    }
-    for (size_t r = 0; r < static_cast<size_t>(rows); ++r) {
-      const float* dy = w.data() + r * h;
-      const float* normalized = y.data() + r * h;
-      float* dx = u.data() + r * h;
-      float dot = 0.0f;
-      for (size_t c = 0; c < h; ++c) {
-        const float dn = dy[c] * gain[c];
-        dot += dn * normalized[c];
-        dgain[c] += dy[c] * normalized[c];
-      }
-      dot *= inverse_width;
-      for (size_t c = 0; c < h; ++c)
-        dx[c] = stats[r] * (dy[c] * gain[c] - normalized[c] * dot);
-    }
+  /// A norm forward and backward over `rows` rows of `width`; 2 + 3 elements counted.
+  double norm(bool layer_norm, int rows, int width) {
+    const size_t r = static_cast<size_t>(rows), h = static_cast<size_t>(width);
+    kernels::norm_forward(layer_norm, r, h, 1e-5f, x.data(), gain.data(),
+                          layer_norm ? bias.data() : nullptr, y.data(), stats.data(), z.data());
+    kernels::norm_backward(layer_norm, r, h, y.data(), stats.data(), gain.data(), w.data(),
+                           u.data(), dgain.data(), layer_norm ? dbias.data() : nullptr);
     return 5.0 * 4 * static_cast<double>(rows) * width;
   }
+  /// GELU forward and backward over n elements; 2 + 3 elements counted.
+  double gelu(size_t n) {
+    kernels::gelu_forward(x.data(), z.data(), n);
+    kernels::gelu_backward(x.data(), w.data(), u.data(), n);
+    return 5.0 * 4 * static_cast<double>(n);
+  }
   /// SwiGLU forward and backward over n elements; 3 + 5 elements counted.
-  double activation(size_t n) {
-    auto sigmoid = [](float g) { return 1.0f / (1.0f + std::exp(-g)); };
-    for (size_t e = 0; e < n; ++e)
-      z[e] = x[e] * sigmoid(x[e]) * y[e];
-    for (size_t e = 0; e < n; ++e) {
-      const float g = x[e], s = sigmoid(g);
-      u[e] = w[e] * g * s;
-      stats[e] = w[e] * y[e] * s * (1.0f + g * (1.0f - s));
-    }
+  double swiglu(size_t n) {
+    kernels::swiglu_forward(x.data(), y.data(), z.data(), n);
+    kernels::swiglu_backward(x.data(), y.data(), w.data(), stats.data(), u.data(), n);
     return 8.0 * 4 * static_cast<double>(n);
+  }
+  /// The block's Adam update of n parameters: 7 elements counted (read p, g, m, v; write p, m,
+  /// v), as an optimizer step's bytes are counted (4-byte values here).
+  double optimizer(size_t n) {
+    adam_step(adam, adam_state, y.data(), w.data(), n);
+    return 7.0 * 4 * static_cast<double>(n);
   }
   /// A residual add over n elements: 3 elements counted.
   double elementwise(size_t n) {
-    for (size_t e = 0; e < n; ++e)
-      z[e] += y[e];
+    kernels::add_into(z.data(), y.data(), n);
     return 3.0 * 4 * static_cast<double>(n);
   }
 };
 
-/// One thread's bytes per second of each MemoryKernel, in MemoryKernel order: the geometric
+/// One thread's bytes per second of each measured MemoryKernel kind (indexed by MemoryKernel;
+/// the families Norm and Activation are left 0: their variants are measured): the geometric
 /// mean over the kind's sizes of counted bytes over median seconds (sizes from in-cache to
 /// about the last-level cache, weighted alike).
 void time_memory_kernels(int repeats, ThreadBarrier& barrier, std::vector<double>& out) {
   MemoryKernels k(1 << 20);
-  std::vector<std::function<double()>> sizes[4];
   using model::MemoryKernel;
-  for (int n : {80 * 1280, 320 * 1280, 1280 * 640})
-    sizes[static_cast<int>(MemoryKernel::Elementwise)].push_back(
-        [&k, n] { return k.elementwise(static_cast<size_t>(n)); });
+  std::vector<std::function<double()>> sizes[model::kMemoryKernelKinds];
+  auto at = [&](MemoryKernel kind) -> std::vector<std::function<double()>>& {
+    return sizes[static_cast<int>(kind)];
+  };
+  for (int n : {80 * 1280, 320 * 1280, 1280 * 640}) {
+    const size_t elements = static_cast<size_t>(n);
+    at(MemoryKernel::Elementwise).push_back([&k, elements] { return k.elementwise(elements); });
+    at(MemoryKernel::Gelu).push_back([&k, elements] { return k.gelu(elements); });
+    at(MemoryKernel::SwiGlu).push_back([&k, elements] { return k.swiglu(elements); });
+    at(MemoryKernel::Optimizer).push_back([&k, elements] { return k.optimizer(elements); });
+  }
   for (auto [n, tiles] : {std::pair<int, int>{40, 640}, {80, 160}, {160, 40}})
-    sizes[static_cast<int>(MemoryKernel::Softmax)].push_back(
-        [&k, n = n, tiles = tiles] { return k.softmax(n, tiles); });
-  for (auto [rows, width] : {std::pair<int, int>{5120, 160}, {2560, 320}, {1280, 640}})
-    sizes[static_cast<int>(MemoryKernel::Norm)].push_back(
-        [&k, rows = rows, width = width] { return k.norm(rows, width); });
-  for (int n : {80 * 1280, 320 * 1280, 1280 * 640})
-    sizes[static_cast<int>(MemoryKernel::Activation)].push_back(
-        [&k, n] { return k.activation(static_cast<size_t>(n)); });
-  out.assign(4, 0);
-  for (int kind = 0; kind < 4; ++kind) {
+    at(MemoryKernel::Softmax).push_back([&k, n = n, tiles = tiles] { return k.softmax(n, tiles); });
+  for (auto [rows, width] : {std::pair<int, int>{5120, 160}, {2560, 320}, {1280, 640}}) {
+    at(MemoryKernel::RmsNorm).push_back([&k, rows = rows, width = width] {
+      return k.norm(false, rows, width);
+    });
+    at(MemoryKernel::LayerNorm).push_back([&k, rows = rows, width = width] {
+      return k.norm(true, rows, width);
+    });
+  }
+  out.assign(model::kMemoryKernelKinds, 0);
+  for (int kind = 0; kind < model::kMemoryKernelKinds; ++kind) {
+    if (sizes[kind].empty()) continue;
     double log_sum = 0;
     for (const auto& run : sizes[kind]) {
       barrier.wait();
@@ -267,6 +245,60 @@ double time_tiny_call() {
     times.push_back(since(start));
   }
   return median(times);
+}
+
+/// The thread transport's all-reduce (peer_group.hpp's allreduce_sum over `threads` threads at
+/// once, as the trainer's data and tensor groups run it) at message sizes of the hold-out rule,
+/// each the median over repeats of the slowest thread; fit as seconds = latency + bytes /
+/// bandwidth (least squares). The fit is written as the validation platform's links (the
+/// all-reduce of two ranks over a ring moves each member's whole buffer once: bytes / bandwidth).
+ThreadTransport time_transport(int threads) {
+  ThreadTransport out;
+  if (threads < 2) return out;
+  const std::vector<size_t> sizes = {5u << 12, 5u << 15, 5u << 18};  // 80 KB, 640 KB, 5 MB
+  constexpr int kRepeats = 9;
+  ThreadPeerHub hub(threads);
+  std::vector<int> members(static_cast<size_t>(threads));
+  for (int r = 0; r < threads; ++r)
+    members[static_cast<size_t>(r)] = r;
+  std::vector<std::vector<double>> times(sizes.size(),
+                                         std::vector<double>(kRepeats * threads, 0.0));
+  std::vector<std::thread> pool;
+  for (int r = 0; r < threads; ++r)
+    pool.emplace_back([&, r] {
+      PeerGroup& peers = hub.peer(r);
+      for (size_t s = 0; s < sizes.size(); ++s) {
+        std::vector<float> data(sizes[s], 1.0f);
+        for (int repeat = -1; repeat < kRepeats; ++repeat) {  // -1: warm-up
+          peers.barrier();
+          const auto start = Clock::now();
+          allreduce_sum(peers, members, data.data(), data.size(), 1);
+          if (repeat >= 0) times[s][static_cast<size_t>(repeat * threads + r)] = since(start);
+        }
+      }
+    });
+  for (std::thread& t : pool)
+    t.join();
+  std::vector<double> bytes, seconds;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    std::vector<double> slowest;
+    for (int repeat = 0; repeat < kRepeats; ++repeat)
+      slowest.push_back(*std::max_element(times[s].begin() + repeat * threads,
+                                          times[s].begin() + (repeat + 1) * threads));
+    bytes.push_back(4.0 * static_cast<double>(sizes[s]));
+    seconds.push_back(median(slowest));
+  }
+  const double n = static_cast<double>(bytes.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < bytes.size(); ++i)
+    sx += bytes[i], sy += seconds[i], sxx += bytes[i] * bytes[i], sxy += bytes[i] * seconds[i];
+  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  const double intercept = (sy - slope * sx) / n;
+  if (slope > 0) {
+    out.bandwidth_Bps = 1 / slope;
+    out.latency_s = std::max(intercept, 0.0);
+  }
+  return out;
 }
 
 /// One way: half the median round trip of a ping-pong through a condition variable.
@@ -422,7 +454,7 @@ ComputeCalibration measure_compute_calibration(const ComputeCalibrationRequest& 
         {double(batched_counts[s]), double(shape.m), double(shape.n), double(shape.k), sum / t});
   }
   if (request.memory_kernels)
-    for (int kind = 0; kind < 4; ++kind) {
+    for (int kind = 0; kind < model::kMemoryKernelKinds; ++kind) {
       double sum = 0;
       for (const auto& bps : kernel_Bps)
         sum += bps[static_cast<size_t>(kind)];
@@ -442,6 +474,7 @@ ComputeCalibration measure_compute_calibration(const ComputeCalibrationRequest& 
   // a flash kernel (which the CPU block has not) would take this stated default.
   p.default_attention_efficiency = 0.5;
   out.handoff_latency_s = time_handoff();
+  out.transport = time_transport(t);
   set_compute_threads(previous_threads);
   out.seconds = since(started);
   p.source = fmt::format(

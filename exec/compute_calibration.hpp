@@ -20,17 +20,20 @@
 // own contiguous operands, called one after another (a CPU has no batched kernel: exec's block
 // loops over b x heads), at counts and dims of the same 5 x 2^j rule (the profile's
 // batched_gemms). Memory-bound kernels (the profile's memory_kernels, one figure per
-// layer_ops.hpp MemoryKernel kind): exec's own loops for a causal softmax over [n x n] score
-// tiles forward and backward (n 40, 80, 160), an RMSNorm forward and backward (width 160, 320,
-// 640), SwiGLU forward and backward and a residual add (0.1 to 0.8 M elements), each as counted
-// bytes (layer_ops.hpp's count for the kind) over the median time, the geometric mean over the
-// kind's sizes. Peak: no datasheet figure exists for a virtual machine's vCPU, so
-// peak_flops is the best GEMM rate measured here (said in peak_flops_source); efficiencies
-// are relative to it. Device: the CPU model of /proc/cpuinfo. What it leaves out: attention
-// kernels (the CPU block runs the math path as GEMMs, which the profile times by shape), other
-// precisions, clock changes under sustained load beyond what the measurement saw, and the
-// thread communicator (the hand-over latency is for the validation's platform links, not in the
-// profile).
+// layer_ops.hpp MemoryKernel variant): the CPU block's own loops (block_kernels.hpp) for a
+// causal softmax over [n x n] score tiles forward and backward (n 40, 80, 160), RMSNorm and
+// LayerNorm forward and backward (width 160, 320, 640), GELU and SwiGLU forward and backward and
+// a residual add (0.1 to 0.8 M elements), on values of order 1, each as counted bytes
+// (layer_ops.hpp's count for the op) over the median time, the geometric mean over the kind's
+// sizes; the block's Adam update as the optimizer kind. The thread transport: the trainer's
+// all-reduce (peer_group.hpp) over the `threads` threads at 80 KB, 640 KB and 5 MB, fit as
+// latency + bytes / bandwidth (for the validation platform's links). Peak: no datasheet figure
+// exists for a virtual machine's vCPU, so peak_flops is the best GEMM rate measured here (said in
+// peak_flops_source); efficiencies are relative to it. Device: the CPU model of /proc/cpuinfo. What
+// it leaves out: attention kernels (the CPU block runs the math path as GEMMs, which the profile
+// times by shape), other precisions, clock changes under sustained load beyond what the measurement
+// saw, and the thread communicator (the hand-over latency is for the validation's platform links,
+// not in the profile).
 #pragma once
 
 #include <string>
@@ -61,9 +64,16 @@ struct ComputeCalibrationRequest {
   bool memory_kernels = true;  ///< time softmax, norm, activation and element-wise kernels
 };
 
+/// The thread transport's all-reduce, fit as latency + bytes / bandwidth (0, 0: one thread).
+struct ThreadTransport {
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
+};
+
 struct ComputeCalibration {
   model::ComputeProfile profile;
   double handoff_latency_s = 0;  ///< one thread waking another (condition variable), one way
+  ThreadTransport transport;     ///< peer_group.hpp's allreduce_sum over the threads
   double seconds = 0;            ///< how long the calibration took
 };
 

@@ -1,4 +1,4 @@
-// peer_group.cpp: the member-order all-reduce and the in-process mailboxes.
+// peer_group.cpp: the member-order all-reduces and the in-process mailboxes.
 #include "exec/peer_group.hpp"
 
 #include <algorithm>
@@ -26,6 +26,23 @@ void allreduce_sum(PeerGroup& peers, const std::vector<int>& members, float* dat
       sum[i] += part[i];
   }
   std::copy(sum.begin(), sum.end(), data);
+}
+
+void allreduce_max(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
+                   int tag) {
+  if (members.size() < 2) return;
+  const int me = peers.rank();
+  assert(std::find(members.begin(), members.end(), me) != members.end());
+  for (int member : members)
+    if (member != me) peers.send(member, data, n, tag);
+  std::vector<float> largest(data, data + n), other(n);
+  for (int member : members) {
+    if (member == me) continue;
+    peers.recv(member, other.data(), n, tag);
+    for (std::size_t i = 0; i < n; ++i)
+      largest[i] = std::max(largest[i], other[i]);
+  }
+  std::copy(largest.begin(), largest.end(), data);
 }
 
 class ThreadPeer final : public PeerGroup {

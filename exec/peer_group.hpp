@@ -8,7 +8,8 @@
 // message from that rank with that tag arrives; messages between two ranks with one tag arrive
 // in the order they were sent. allreduce_sum() sums a buffer over a list of member ranks on top
 // of them: every member sends its buffer to every other and adds the members' buffers in member
-// order, so every member holds the same bits (no reduction tree whose order differs by rank).
+// order, so every member holds the same bits (no reduction tree whose order differs by rank);
+// allreduce_max() takes the element-wise maximum the same way (a vocabulary-parallel softmax).
 // Implementations: ThreadPeers (ranks are threads of one process, messages are copies into
 // mailboxes) and MpiPeers (exec/mpi_peers.hpp: ranks are MPI processes, MPI_Isend/MPI_Recv).
 // What it leaves out: bandwidth-optimal collectives (the all-gather-and-add moves (g - 1) x the
@@ -50,6 +51,10 @@ class PeerGroup {
 /// Sums `data` (n floats) over `members` (ranks, the caller among them) into every member's
 /// buffer, adding the members' buffers in the order of `members`.
 void allreduce_sum(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
+                   int tag);
+/// The element-wise maximum of `data` over `members`, into every member's buffer (the same way:
+/// every member sends its buffer to every other).
+void allreduce_max(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
                    int tag);
 
 /// Ranks that are threads of this process: one mailbox per (sender, receiver, tag).

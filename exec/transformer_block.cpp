@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/block_kernels.hpp"
 #include "exec/cpu_blas.hpp"
 
 namespace tauplan::exec {
@@ -31,18 +32,6 @@ void linear_weight_gradient(int rows, int in, int out, const float* x, const flo
   gemm(true, false, in, out, rows, 1.0f, x, in, dy, out, 1.0f, dw, out);
 }
 
-void add_into(float* target, const float* source, size_t n) {
-  for (size_t e = 0; e < n; ++e)
-    target[e] += source[e];
-}
-
-const float kGeluScale = 0.7978845608f;  // sqrt(2 / pi)
-const float kGeluCubic = 0.044715f;
-
-float sigmoid(float g) {
-  return 1.0f / (1.0f + std::exp(-g));
-}
-
 }  // namespace
 
 CpuTransformerBlock::CpuTransformerBlock(const BlockConfig& config) : config_(config) {
@@ -58,6 +47,7 @@ CpuTransformerBlock::CpuTransformerBlock(const BlockConfig& config) : config_(co
   kv_width_ = config.local_kv_width();
   ffn_ = config.local_ffn();
   vocabulary_ = config.vocabulary;
+  local_vocabulary_ = config.local_vocabulary();
 
   const size_t stream = count(tokens_, hidden_);
   auto size_norm = [&](NormActivations& n) {
@@ -90,7 +80,9 @@ CpuTransformerBlock::CpuTransformerBlock(const BlockConfig& config) : config_(co
   score_gradient_.assign(count(config.sequence, config.sequence), 0.0f);
   for (std::vector<float>* w : {&gate_gradient_, &up_gradient_, &activation_gradient_})
     w->assign(count(tokens_, ffn_), 0.0f);
-  logits_.assign(count(tokens_, vocabulary_), 0.0f);
+  logits_.assign(count(tokens_, local_vocabulary_), 0.0f);
+  token_max_.assign(static_cast<size_t>(tokens_), 0.0f);
+  token_sums_.assign(2 * static_cast<size_t>(tokens_), 0.0f);
 }
 
 float CpuTransformerBlock::loss_and_gradients(const float* parameters, const int* tokens,
@@ -159,68 +151,22 @@ void CpuTransformerBlock::embed_backward(const int* tokens, const float* hidden_
 void CpuTransformerBlock::norm_forward(const float* input, const ParameterSlot& gain,
                                        const ParameterSlot& bias, const float* parameters,
                                        NormActivations& saved) const {
-  const size_t h = static_cast<size_t>(hidden_);
   const bool layer_norm = config_.norm == BlockNorm::LayerNorm;
-  const float epsilon = static_cast<float>(config_.norm_epsilon);
-  const float inverse_width = 1.0f / static_cast<float>(hidden_);
-  const float* g = parameters + gain.offset;
-  const float* b = layer_norm ? parameters + bias.offset : nullptr;
-  for (size_t r = 0; r < static_cast<size_t>(tokens_); ++r) {
-    const float* x = input + r * h;
-    float* normalized = saved.normalized.data() + r * h;
-    float* y = saved.output.data() + r * h;
-    float mean = 0.0f;
-    if (layer_norm) {
-      for (size_t c = 0; c < h; ++c)
-        mean += x[c];
-      mean *= inverse_width;
-    }
-    float second_moment = 0.0f;
-    for (size_t c = 0; c < h; ++c)
-      second_moment += (x[c] - mean) * (x[c] - mean);
-    const float inverse_std = 1.0f / std::sqrt(second_moment * inverse_width + epsilon);
-    saved.inverse_std[r] = inverse_std;
-    for (size_t c = 0; c < h; ++c)
-      normalized[c] = (x[c] - mean) * inverse_std;
-    if (b != nullptr) {
-      for (size_t c = 0; c < h; ++c)
-        y[c] = normalized[c] * g[c] + b[c];
-    } else {
-      for (size_t c = 0; c < h; ++c)
-        y[c] = normalized[c] * g[c];
-    }
-  }
+  kernels::norm_forward(layer_norm, static_cast<size_t>(tokens_), static_cast<size_t>(hidden_),
+                        static_cast<float>(config_.norm_epsilon), input, parameters + gain.offset,
+                        layer_norm ? parameters + bias.offset : nullptr, saved.normalized.data(),
+                        saved.inverse_std.data(), saved.output.data());
 }
 
 void CpuTransformerBlock::norm_backward(const NormActivations& saved, const ParameterSlot& gain,
                                         const ParameterSlot& bias, const float* parameters,
                                         const float* output_gradient, float* input_gradient,
                                         float* gradients) const {
-  const size_t h = static_cast<size_t>(hidden_);
   const bool layer_norm = config_.norm == BlockNorm::LayerNorm;
-  const float inverse_width = 1.0f / static_cast<float>(hidden_);
-  const float* g = parameters + gain.offset;
-  float* dgain = gradients + gain.offset;
-  float* dbias = layer_norm ? gradients + bias.offset : nullptr;
-  for (size_t r = 0; r < static_cast<size_t>(tokens_); ++r) {
-    const float* dy = output_gradient + r * h;
-    const float* normalized = saved.normalized.data() + r * h;
-    float* dx = input_gradient + r * h;
-    float mean_dnormalized = 0.0f, mean_dnormalized_normalized = 0.0f;
-    for (size_t c = 0; c < h; ++c) {
-      const float dnormalized = dy[c] * g[c];
-      mean_dnormalized += dnormalized;
-      mean_dnormalized_normalized += dnormalized * normalized[c];
-      dgain[c] += dy[c] * normalized[c];
-    }
-    if (dbias != nullptr) add_into(dbias, dy, h);
-    mean_dnormalized = layer_norm ? mean_dnormalized * inverse_width : 0.0f;
-    mean_dnormalized_normalized *= inverse_width;
-    const float inverse_std = saved.inverse_std[r];
-    for (size_t c = 0; c < h; ++c)
-      dx[c] = inverse_std *
-              (dy[c] * g[c] - mean_dnormalized - normalized[c] * mean_dnormalized_normalized);
-  }
+  kernels::norm_backward(layer_norm, static_cast<size_t>(tokens_), static_cast<size_t>(hidden_),
+                         saved.normalized.data(), saved.inverse_std.data(),
+                         parameters + gain.offset, output_gradient, input_gradient,
+                         gradients + gain.offset, layer_norm ? gradients + bias.offset : nullptr);
 }
 
 // ------------------------------------------------------------------ layers
@@ -228,18 +174,18 @@ void CpuTransformerBlock::norm_backward(const NormActivations& saved, const Para
 void CpuTransformerBlock::layer_forward(int layer, const float* parameters, float* hidden) {
   const size_t n = count(tokens_, hidden_);
   attention_forward(layer, parameters, hidden, sublayer_.data());
-  add_into(hidden, sublayer_.data(), n);
+  kernels::add_into(hidden, sublayer_.data(), n);
   feed_forward_forward(layer, parameters, hidden, sublayer_.data());
-  add_into(hidden, sublayer_.data(), n);
+  kernels::add_into(hidden, sublayer_.data(), n);
 }
 
 void CpuTransformerBlock::layer_backward(int layer, const float* parameters, float* hidden_gradient,
                                          float* gradients) {
   const size_t n = count(tokens_, hidden_);
   feed_forward_backward(layer, parameters, hidden_gradient, sublayer_gradient_.data(), gradients);
-  add_into(hidden_gradient, sublayer_gradient_.data(), n);
+  kernels::add_into(hidden_gradient, sublayer_gradient_.data(), n);
   attention_backward(layer, parameters, hidden_gradient, sublayer_gradient_.data(), gradients);
-  add_into(hidden_gradient, sublayer_gradient_.data(), n);
+  kernels::add_into(hidden_gradient, sublayer_gradient_.data(), n);
 }
 
 // ------------------------------------------------------------------ attention
@@ -266,19 +212,7 @@ void CpuTransformerBlock::attention_forward(int layer, const float* parameters, 
       const float* v = a.v.data() + first * static_cast<size_t>(kv_width_) + count(kv_head, d);
       float* p = a.probabilities.data() + count(row * heads_ + head, s) * s_size;
       gemm(false, true, s, s, d, scale, q, q_width_, k, kv_width_, 0.0f, p, s);
-      for (size_t i = 0; i < s_size; ++i) {  // causal softmax of row i over keys 0..i
-        float* scores = p + i * s_size;
-        const float largest = *std::max_element(scores, scores + i + 1);
-        float total = 0.0f;
-        for (size_t l = 0; l <= i; ++l) {
-          scores[l] = std::exp(scores[l] - largest);
-          total += scores[l];
-        }
-        const float inverse_total = 1.0f / total;
-        for (size_t l = 0; l <= i; ++l)
-          scores[l] *= inverse_total;
-        std::fill(scores + i + 1, scores + s_size, 0.0f);
-      }
+      kernels::causal_softmax_forward(p, s_size);
       float* out = a.attention.data() + first * static_cast<size_t>(q_width_) + count(head, d);
       gemm(false, false, s, d, s, 1.0f, p, s, v, kv_width_, 0.0f, out, q_width_);
     }
@@ -315,15 +249,7 @@ void CpuTransformerBlock::attention_backward(int layer, const float* parameters,
       gemm(true, false, s, d, s, 1.0f, p, s, dout, q_width_, 1.0f, v_gradient_.data() + kv_at,
            kv_width_);
       // dScores = P * (dP - sum_l P dP), zero above the diagonal because P is.
-      for (size_t i = 0; i < s_size; ++i) {
-        const float* p_row = p + i * s_size;
-        float* d_row = dscores + i * s_size;
-        float weighted = 0.0f;
-        for (size_t l = 0; l < s_size; ++l)
-          weighted += p_row[l] * d_row[l];
-        for (size_t l = 0; l < s_size; ++l)
-          d_row[l] = p_row[l] * (d_row[l] - weighted);
-      }
+      kernels::softmax_backward(p, dscores, dscores, s_size);
       // dQ = scale dScores K; dK += scale dScores^T Q.
       gemm(false, false, s, d, s, scale, dscores, s, a.k.data() + kv_at, kv_width_, 0.0f,
            q_gradient_.data() + q_at, q_width_);
@@ -361,13 +287,9 @@ void CpuTransformerBlock::feed_forward_forward(int layer, const float* parameter
   linear(tokens_, hidden_, ffn_, normed, parameters + slots.w_up.offset, a.up.data());
   if (config_.feed_forward == BlockFeedForward::SwiGlu) {
     linear(tokens_, hidden_, ffn_, normed, parameters + slots.w_gate.offset, a.gate.data());
-    for (size_t e = 0; e < n; ++e)
-      a.activation[e] = a.gate[e] * sigmoid(a.gate[e]) * a.up[e];
+    kernels::swiglu_forward(a.gate.data(), a.up.data(), a.activation.data(), n);
   } else {
-    for (size_t e = 0; e < n; ++e) {
-      const float u = a.up[e];
-      a.activation[e] = 0.5f * u * (1.0f + std::tanh(kGeluScale * (u + kGeluCubic * u * u * u)));
-    }
+    kernels::gelu_forward(a.up.data(), a.activation.data(), n);
   }
   linear(tokens_, ffn_, hidden_, a.activation.data(), parameters + slots.w2.offset, output);
 }
@@ -388,21 +310,12 @@ void CpuTransformerBlock::feed_forward_backward(int layer, const float* paramete
   float* dup = up_gradient_.data();
   if (config_.feed_forward == BlockFeedForward::SwiGlu) {
     float* dgate = gate_gradient_.data();
-    for (size_t e = 0; e < n; ++e) {
-      const float g = a.gate[e], s = sigmoid(g);
-      dup[e] = dactivation[e] * g * s;
-      dgate[e] = dactivation[e] * a.up[e] * s * (1.0f + g * (1.0f - s));
-    }
+    kernels::swiglu_backward(a.gate.data(), a.up.data(), dactivation, dgate, dup, n);
     linear_weight_gradient(tokens_, hidden_, ffn_, normed, dgate, gradients + slots.w_gate.offset);
     linear_input_gradient(tokens_, hidden_, ffn_, dgate, parameters + slots.w_gate.offset, dnormed,
                           0.0f);
   } else {
-    for (size_t e = 0; e < n; ++e) {
-      const float u = a.up[e];
-      const float t = std::tanh(kGeluScale * (u + kGeluCubic * u * u * u));
-      dup[e] = dactivation[e] * (0.5f * (1.0f + t) + 0.5f * u * (1.0f - t * t) * kGeluScale *
-                                                         (1.0f + 3.0f * kGeluCubic * u * u));
-    }
+    kernels::gelu_backward(a.up.data(), dactivation, dup, n);
   }
   linear_weight_gradient(tokens_, hidden_, ffn_, normed, dup, gradients + slots.w_up.offset);
   linear_input_gradient(tokens_, hidden_, ffn_, dup, parameters + slots.w_up.offset, dnormed,
@@ -415,36 +328,64 @@ void CpuTransformerBlock::feed_forward_backward(int layer, const float* paramete
 
 float CpuTransformerBlock::head_loss_and_gradients(const float* parameters, const int* tokens,
                                                    const float* hidden, float* hidden_gradient,
-                                                   float* gradients) {
+                                                   float* gradients, TensorReduce* reduce) {
   norm_forward(hidden, layout_.final_gain, layout_.final_bias, parameters, final_norm_);
-  linear(tokens_, hidden_, vocabulary_, final_norm_.output.data(), parameters + layout_.head.offset,
-         logits_.data());
-  const size_t v = static_cast<size_t>(vocabulary_);
+  linear(tokens_, hidden_, local_vocabulary_, final_norm_.output.data(),
+         parameters + layout_.head.offset, logits_.data());
+  // Megatron's vocabulary-parallel cross-entropy: this rank holds columns [first, first + v).
+  const size_t v = static_cast<size_t>(local_vocabulary_);
+  const size_t n = static_cast<size_t>(tokens_);
+  const int first = (reduce != nullptr ? reduce->rank() : 0) * local_vocabulary_;
   const int s = config_.sequence;
-  const float inverse_tokens = 1.0f / static_cast<float>(tokens_);
-  double loss = 0.0;
-  for (int t = 0; t < tokens_; ++t) {
-    const int row = t / s, position = t % s;
-    const size_t target = static_cast<size_t>(tokens[row * (s + 1) + position + 1]);
-    float* logits = logits_.data() + static_cast<size_t>(t) * v;
-    const float largest = *std::max_element(logits, logits + v);
-    const float target_logit = logits[target] - largest;
+  auto local_target = [&](size_t t) {  // the target's column here, or -1 if another rank's
+    const int row = static_cast<int>(t) / s, position = static_cast<int>(t) % s;
+    const int target = tokens[row * (s + 1) + position + 1] - first;
+    return target >= 0 && target < local_vocabulary_ ? target : -1;
+  };
+  // The largest logit of each token, over the group.
+  for (size_t t = 0; t < n; ++t) {
+    const float* logits = logits_.data() + t * v;
+    token_max_[t] = *std::max_element(logits, logits + v);
+  }
+  if (reduce != nullptr) reduce->max(token_max_.data(), n);
+  // The sum of exp(logit - max) and the target's logit (0 where another rank holds it), over
+  // the group in one call.
+  float* totals = token_sums_.data();
+  float* target_logits = token_sums_.data() + n;
+  for (size_t t = 0; t < n; ++t) {
+    float* logits = logits_.data() + t * v;
+    const float largest = token_max_[t];
+    const int target = local_target(t);
+    target_logits[t] = target >= 0 ? logits[target] : 0.0f;
     float total = 0.0f;
     for (size_t c = 0; c < v; ++c) {
       logits[c] = std::exp(logits[c] - largest);  // now unnormalised probabilities
       total += logits[c];
     }
-    loss += static_cast<double>(std::log(total) - target_logit);
-    const float scale = inverse_tokens / total;  // d(loss)/d(logits) = (softmax - onehot) / T
+    totals[t] = total;
+  }
+  if (reduce != nullptr) reduce->sum(token_sums_.data(), 2 * n);
+  // loss = log(total) - (target - max), the same on every rank; d(loss)/d(logits) = (softmax -
+  // onehot) / T on this rank's columns.
+  const float inverse_tokens = 1.0f / static_cast<float>(tokens_);
+  double loss = 0.0;
+  for (size_t t = 0; t < n; ++t) {
+    loss += static_cast<double>(std::log(totals[t]) - (target_logits[t] - token_max_[t]));
+    float* logits = logits_.data() + t * v;
+    const float scale = inverse_tokens / totals[t];
     for (size_t c = 0; c < v; ++c)
       logits[c] *= scale;
-    logits[target] -= inverse_tokens;
+    const int target = local_target(t);
+    if (target >= 0) logits[target] -= inverse_tokens;
   }
   if (hidden_gradient != nullptr) {
-    linear_weight_gradient(tokens_, hidden_, vocabulary_, final_norm_.output.data(), logits_.data(),
-                           gradients + layout_.head.offset);
-    linear_input_gradient(tokens_, hidden_, vocabulary_, logits_.data(),
+    linear_weight_gradient(tokens_, hidden_, local_vocabulary_, final_norm_.output.data(),
+                           logits_.data(), gradients + layout_.head.offset);
+    // This rank's part of d(loss)/d(final norm output), summed over the group (Megatron's f
+    // before a column-parallel layer), so the final norm's backward is the same on every rank.
+    linear_input_gradient(tokens_, hidden_, local_vocabulary_, logits_.data(),
                           parameters + layout_.head.offset, norm_gradient_.data(), 0.0f);
+    if (reduce != nullptr) reduce->sum(norm_gradient_.data(), count(tokens_, hidden_));
     norm_backward(final_norm_, layout_.final_gain, layout_.final_bias, parameters,
                   norm_gradient_.data(), hidden_gradient, gradients);
   }

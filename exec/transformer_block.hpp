@@ -8,8 +8,15 @@
 // The stack is exposed in pieces — embedding, each layer, each sublayer, the head — so that a
 // pipeline stage can run a range of layers and a tensor-parallel wrapper can put its all-reduce
 // between a sublayer's partial output and the residual add. A block built with config.tensor > 1
-// is one Megatron rank's shard: fewer heads and feed-forward columns, no communication here.
-// GELU is the tanh approximation. Checked against the double reference
+// is one Megatron rank's shard: fewer heads and feed-forward columns, V / tensor columns of the
+// vocabulary head, no communication here. The head's softmax cross-entropy is Megatron's
+// vocabulary-parallel one: per token the maximum logit, the sum of exponentials and the target's
+// logit are combined over the tensor group through a TensorReduce the caller gives (its
+// all-reduces), and the gradient of the final norm's output is summed over the group before the
+// norm's backward; without one (a lone shard, or tensor 1) the block's columns are the whole
+// softmax and it is tensor rank 0 (a target outside its columns adds no target logit).
+// GELU is the tanh approximation. The memory-bound loops are block_kernels.hpp's (the ones the
+// calibration times). Checked against the double reference
 // (transformer_reference.hpp). What it leaves out: mixed precision, dropout, KV caches,
 // fused attention (the causal scores are computed in full and masked), more than one set of
 // saved activations per layer (a pipeline with several micro-batches in flight keeps one block
@@ -22,6 +29,19 @@
 #include "exec/transformer_config.hpp"
 
 namespace tauplan::exec {
+
+/// The tensor group's reductions of a vocabulary-parallel head (Megatron's
+/// vocab_parallel_cross_entropy), which the block asks for and does not do itself. Every rank
+/// of the group calls them in the same order with the same n; each replaces values[0..n) by
+/// the element-wise maximum or sum over the group, the same bits on every rank.
+class TensorReduce {
+ public:
+  virtual ~TensorReduce() = default;
+  /// This block's tensor rank r: it holds vocabulary columns [r V/t, (r+1) V/t).
+  virtual int rank() const = 0;
+  virtual void max(float* values, size_t n) = 0;
+  virtual void sum(float* values, size_t n) = 0;
+};
 
 class CpuTransformerBlock {
  public:
@@ -52,9 +72,14 @@ class CpuTransformerBlock {
   void layer_backward(int layer, const float* parameters, float* hidden_gradient, float* gradients);
   /// Final norm, head and mean cross-entropy against the targets of `tokens`; when
   /// hidden_gradient is not null, writes the gradient of `hidden` there and adds the head's
-  /// and final norm's gradients to `gradients`.
+  /// and final norm's gradients to `gradients`. With config.tensor > 1, `reduce` combines the
+  /// tensor group's ranks: three calls (a max of `tokens` floats, a sum of 2 x tokens, and
+  /// with gradients a sum of tokens x hidden), the loss and the final norm's gradients then the
+  /// same on every rank, the head's gradient the rank's own columns. Null: no reductions, the
+  /// block is tensor rank 0 and its columns the whole softmax.
   float head_loss_and_gradients(const float* parameters, const int* tokens, const float* hidden,
-                                float* hidden_gradient, float* gradients);
+                                float* hidden_gradient, float* gradients,
+                                TensorReduce* reduce = nullptr);
 
   /// output = Attn(Norm1(input)) Wo, this block's heads only (a tensor rank's partial sum);
   /// the residual add is the caller's.
@@ -92,6 +117,7 @@ class CpuTransformerBlock {
   BlockConfig config_;
   BlockParameters layout_;
   int tokens_, hidden_, head_dim_, heads_, kv_heads_, q_width_, kv_width_, ffn_, vocabulary_;
+  int local_vocabulary_;  ///< the head's columns here
   std::vector<LayerActivations> layers_;
   NormActivations final_norm_;
   // Workspaces, sized at construction.
@@ -99,7 +125,11 @@ class CpuTransformerBlock {
   std::vector<float> q_gradient_, k_gradient_, v_gradient_, attention_gradient_;
   std::vector<float> score_gradient_;  ///< [sequence x sequence], one head at a time
   std::vector<float> gate_gradient_, up_gradient_, activation_gradient_;
-  std::vector<float> logits_;  ///< [tokens x vocabulary]; becomes d(loss)/d(logits)
+  std::vector<float> logits_;     ///< [tokens x local vocabulary]; becomes d(loss)/d(logits)
+  std::vector<float> token_max_;  ///< [tokens]: the largest logit of each token
+  /// [2 x tokens]: each token's sum of exp(logit - max), then its target's logit (0 where
+  /// another tensor rank holds the target's column)
+  std::vector<float> token_sums_;
 };
 
 /// Adam (Kingma and Ba) with bias correction, no weight decay, in fp32.

@@ -7,7 +7,11 @@
 // norm and an untied vocabulary head, mean cross-entropy of the next token. No biases in the
 // linear layers (Llama), no dropout. Matrices are row-major and applied as y = x W with W of
 // [in x out]. The same layout is used by the fp32 CPU block, the double reference and the CUDA
-// block, so a parameter vector moves between them unchanged. Header-only, no dependencies.
+// block, so a parameter vector moves between them unchanged. With tensor > 1 the layout is one
+// Megatron rank's shard: its query and K/V heads, its feed-forward columns and its V / tensor
+// columns of the vocabulary head (the vocabulary-parallel head, Shoeybi et al. 2019); the
+// embeddings and norms stay whole (what it leaves out: a vocabulary-parallel token embedding).
+// Header-only, no dependencies.
 #pragma once
 
 #include <cstddef>
@@ -29,8 +33,10 @@ struct BlockConfig {
   int sequence = 32;    ///< tokens per sample
   int micro_batch = 4;  ///< samples per step
   /// Tensor shard: this block holds heads / tensor query heads, max(1, kv_heads / tensor) K/V
-  /// heads (Megatron replicates K/V heads when tensor > kv_heads) and ffn_hidden / tensor
-  /// feed-forward columns, as one of `tensor` Megatron ranks does (its all-reduces are not here).
+  /// heads (Megatron replicates K/V heads when tensor > kv_heads), ffn_hidden / tensor
+  /// feed-forward columns and vocabulary / tensor columns of the head (Megatron's
+  /// vocabulary-parallel head), as one of `tensor` Megatron ranks does (its all-reduces are not
+  /// here). Embeddings and norms are whole on every rank.
   int tensor = 1;
   BlockNorm norm = BlockNorm::RmsNorm;
   BlockFeedForward feed_forward = BlockFeedForward::SwiGlu;
@@ -43,9 +49,11 @@ struct BlockConfig {
   int local_width() const { return local_heads() * head_dim(); }        ///< Q and attention out
   int local_kv_width() const { return local_kv_heads() * head_dim(); }  ///< K and V
   int local_ffn() const { return ffn_hidden / tensor; }
+  int local_vocabulary() const { return vocabulary / tensor; }  ///< the head's columns
   int tokens() const { return sequence * micro_batch; }
   /// Empty when the shape is valid, else what is wrong (heads must divide hidden, kv_heads
-  /// must divide heads, every size positive).
+  /// must divide heads, every size positive, tensor must divide heads, ffn_hidden and
+  /// vocabulary).
   std::string problem() const {
     if (vocabulary < 2 || hidden < 1 || heads < 1 || kv_heads < 1 || ffn_hidden < 1 || layers < 1 ||
         sequence < 1 || micro_batch < 1)
@@ -56,6 +64,7 @@ struct BlockConfig {
     if (kv_heads % tensor != 0 && tensor % kv_heads != 0)
       return "tensor must divide kv_heads or be a multiple of it";
     if (ffn_hidden % tensor != 0) return "tensor must divide ffn_hidden";
+    if (vocabulary % tensor != 0) return "tensor must divide vocabulary";
     return {};
   }
 };
@@ -85,7 +94,8 @@ struct BlockParameters {
   ParameterSlot position_embedding;  ///< [s x h]
   std::vector<LayerSlots> layers;
   ParameterSlot final_gain, final_bias;  ///< [1 x h]; bias only with LayerNorm
-  ParameterSlot head;                    ///< [h x V]
+  /// [h x V / tensor]: columns [r V/t, (r+1) V/t) of the unsplit [h x V] head on tensor rank r
+  ParameterSlot head;
   size_t total = 0;
   std::vector<ParameterSlot> all() const {
     std::vector<ParameterSlot> out{token_embedding, position_embedding};
@@ -131,7 +141,7 @@ inline BlockParameters block_parameters(const BlockConfig& c) {
   }
   p.final_gain = slot("final.gain", 1, c.hidden);
   if (layer_norm) p.final_bias = slot("final.bias", 1, c.hidden);
-  p.head = slot("head", c.hidden, c.vocabulary);
+  p.head = slot("head", c.hidden, c.local_vocabulary());
   p.total = at;
   return p;
 }

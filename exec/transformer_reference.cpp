@@ -41,7 +41,8 @@ void require_valid(const BlockConfig& config) {
 
 // ------------------------------------------------------------------ shapes
 
-/// The sizes of one forward pass, as size_t for indexing.
+/// The sizes of one forward pass, as size_t for indexing (heads, widths, ffn and vocabulary are
+/// the tensor shard's: the vocabulary is the head's columns).
 struct Dims {
   size_t batch, sequence, tokens, hidden, head_dim, heads, kv_heads, q_width, kv_width, ffn,
       vocabulary;
@@ -59,7 +60,7 @@ struct Dims {
         q_width(static_cast<size_t>(c.local_width())),
         kv_width(static_cast<size_t>(c.local_kv_width())),
         ffn(static_cast<size_t>(c.local_ffn())),
-        vocabulary(static_cast<size_t>(c.vocabulary)),
+        vocabulary(static_cast<size_t>(c.local_vocabulary())),
         layer_norm(c.norm == BlockNorm::LayerNorm),
         swiglu(c.feed_forward == BlockFeedForward::SwiGlu),
         epsilon(c.norm_epsilon) {}
@@ -443,7 +444,9 @@ double reference_loss_and_gradients(const BlockConfig& config,
     double total = 0.0;
     for (size_t c = 0; c < n.vocabulary; ++c)
       total += std::exp(row[c] - largest);
-    loss += largest + std::log(total) - row[target];
+    // A shard's columns alone (tensor rank 0's): a target outside them adds no target logit.
+    const bool here = target < n.vocabulary;
+    loss += largest + std::log(total) - (here ? row[target] : 0.0);
     for (size_t c = 0; c < n.vocabulary; ++c)
       dlogits[t * n.vocabulary + c] =
           (std::exp(row[c] - largest) / total - (c == target ? 1.0 : 0.0)) /

@@ -7,7 +7,9 @@
 // are checked against central finite differences (tests/exec/transformer_block_test.cpp). GELU is
 // the tanh approximation (GPT-2's). What it leaves out: speed, mixed precision, dropout, the
 // all-reduces of a tensor-parallel shard (a shard is computed as a block with fewer heads and
-// feed-forward columns).
+// feed-forward columns and V / tensor head columns whose softmax is taken alone, as tensor rank
+// 0's: a target outside its columns adds no target logit, as transformer_block.hpp's block does
+// without a TensorReduce).
 #pragma once
 
 #include <cstdint>

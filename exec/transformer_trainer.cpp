@@ -80,7 +80,8 @@ BlockShard::BlockShard(const BlockConfig& full, int first_layer, int layers, int
   }
   add_piece(l.final_gain, f.final_gain, 0, 0, last_stage && lead);
   if (l.final_bias.size() > 0) add_piece(l.final_bias, f.final_bias, 0, 0, last_stage && lead);
-  add_piece(l.head, f.head, 0, 0, last_stage && lead);
+  // The vocabulary-parallel head: this rank's V / t columns, its own on every tensor rank.
+  add_piece(l.head, f.head, 0, rank_ * local_.local_vocabulary(), last_stage);
 }
 
 void BlockShard::add_piece(const ParameterSlot& local, const ParameterSlot& full, int row_begin,
@@ -158,11 +159,12 @@ void check_transformer_layout(const TransformerTrainOptions& o) {
   BlockConfig shard = o.block;
   shard.tensor = o.tensor;
   if (const std::string problem = shard.problem(); !problem.empty())
-    throw InputError(o.file, "tensor_parallel",
-                     fmt::format("a divisor of the {} heads and the feed-forward width {} (and a "
-                                 "divisor or multiple of the {} key/value heads)",
-                                 o.block.heads, o.block.ffn_hidden, o.block.kv_heads),
-                     fmt::format("{} ({})", o.tensor, problem));
+    throw InputError(
+        o.file, "tensor_parallel",
+        fmt::format("a divisor of the {} heads, the feed-forward width {} and the vocabulary {} "
+                    "(and a divisor or multiple of the {} key/value heads)",
+                    o.block.heads, o.block.ffn_hidden, o.block.vocabulary, o.block.kv_heads),
+        fmt::format("{} ({})", o.tensor, problem));
   if (o.pipeline > o.block.layers)
     throw InputError(o.file, "pipeline_parallel",
                      fmt::format("at most the {} layers of the block", o.block.layers),
@@ -185,7 +187,7 @@ void check_transformer_layout(const TransformerTrainOptions& o) {
 namespace {
 
 constexpr int kTagTensor = 1, kTagForward = 2, kTagBackward = 3, kTagData = 4, kTagNorms = 5,
-              kTagKv = 6;
+              kTagKv = 6, kTagVocabulary = 7;
 
 using Clock = std::chrono::steady_clock;
 
@@ -210,7 +212,8 @@ class TransformerRank {
         t_i_(peers.rank() % o.tensor),
         d_i_((peers.rank() / o.tensor) % o.data),
         p_i_(peers.rank() / (o.tensor * o.data)),
-        shard_(make_shard(o, p_i_, t_i_)) {
+        shard_(make_shard(o, p_i_, t_i_)),
+        vocabulary_reduce_(*this) {
     BlockConfig local = shard_.config();
     local.micro_batch = o.micro_batch();
     const int m = o.micro_batches;
@@ -309,7 +312,7 @@ class TransformerRank {
     }
     if (last_stage())
       return static_cast<double>(block.head_loss_and_gradients(
-          p, tokens, hidden.data(), hidden_gradient.data(), grads_.data()));
+          p, tokens, hidden.data(), hidden_gradient.data(), grads_.data(), &vocabulary_reduce_));
     send(rank_of(d_i_, t_i_, p_i_ + 1), hidden, kTagForward);
     return 0;
   }
@@ -337,13 +340,34 @@ class TransformerRank {
       target[e] += partial_[e];
   }
 
-  void timed_allreduce(const std::vector<int>& members, float* data, std::size_t n, int tag) {
+  void timed_allreduce(const std::vector<int>& members, float* data, std::size_t n, int tag,
+                       bool maximum = false) {
     if (members.size() < 2) return;
     const auto start = Clock::now();
-    allreduce_sum(peers_, members, data, n, tag);
+    if (maximum)
+      allreduce_max(peers_, members, data, n, tag);
+    else
+      allreduce_sum(peers_, members, data, n, tag);
     comm_s_ += seconds_since(start);
-    if (tag == kTagTensor) ++allreduces_;
+    if (tag == kTagTensor || tag == kTagVocabulary) ++allreduces_;
   }
+
+  /// The vocabulary-parallel head's reductions (CpuTransformerBlock::head_loss_and_gradients)
+  /// over the tensor group, timed into the communication like the layers' all-reduces.
+  class VocabularyReduce final : public TensorReduce {
+   public:
+    explicit VocabularyReduce(TransformerRank& owner) : owner_(owner) {}
+    int rank() const override { return owner_.t_i_; }
+    void max(float* values, std::size_t n) override {
+      owner_.timed_allreduce(owner_.tensor_members_, values, n, kTagVocabulary, true);
+    }
+    void sum(float* values, std::size_t n) override {
+      owner_.timed_allreduce(owner_.tensor_members_, values, n, kTagVocabulary);
+    }
+
+   private:
+    TransformerRank& owner_;
+  };
 
   /// Sums the ranges' values over `members` in one message each way.
   void allreduce_ranges(const std::vector<std::pair<std::size_t, std::size_t>>& ranges,
@@ -408,6 +432,7 @@ class TransformerRank {
   SharedState& shared_;
   int t_i_, d_i_, p_i_;
   BlockShard shard_;
+  VocabularyReduce vocabulary_reduce_;
   std::vector<std::unique_ptr<CpuTransformerBlock>> blocks_;
   std::vector<std::vector<float>> hidden_, hidden_gradient_;
   std::vector<float> partial_, params_, grads_;

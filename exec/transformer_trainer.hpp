@@ -7,13 +7,18 @@
 // layers / p each, the first ones one more); the first stage also holds the embeddings, the last
 // one the final norm and the vocabulary head. Tensor rank t_i holds a Megatron shard of each of
 // those layers (BlockConfig::tensor = t: heads / t query heads and their K/V heads, ffn_hidden / t
-// feed-forward columns, the matching rows of Wo and W2); norms, embeddings and the head are
-// replicated. Per layer, the attention and feed-forward partial outputs are summed over the tensor
-// group forward (Megatron's g) and the partial gradients of their inputs backward (its f): four
-// all-reduces per layer and micro-batch. Every tensor rank then computes the replicated parts on
-// the same bits, so the embedding and head gradients come out identical on every rank; the norm
-// gains' gradients are partial (each rank's heads and columns only) and are summed over the
-// tensor group once per step, and so are Wk and Wv's when t > kv_heads (ranks sharing a K/V head).
+// feed-forward columns, the matching rows of Wo and W2) and of the vocabulary head (V / t of its
+// columns: Megatron's vocabulary-parallel head); norms and embeddings are replicated. Per layer,
+// the attention and feed-forward partial outputs are summed over the tensor group forward
+// (Megatron's g) and the partial gradients of their inputs backward (its f): four all-reduces per
+// layer and micro-batch. The last stage's head adds three per micro-batch (Megatron's
+// vocab_parallel_cross_entropy): each token's largest logit (a maximum), its sum of exponentials
+// and target logit (one sum), and the gradient of the final norm's output (a sum, before the
+// norm's backward); the loss is then the same on every tensor rank, each rank keeps its columns'
+// head gradient. Every tensor rank computes the replicated parts on the same bits, so the
+// embedding and final norm gradients come out identical on every rank; the layers' norm gains'
+// gradients are partial (each rank's heads and columns only) and are summed over the tensor group
+// once per step, and so are Wk and Wv's when t > kv_heads (ranks sharing a K/V head).
 // Data replica d_i takes rows [d_i b/d, (d_i+1) b/d) of the step's global batch of b sequences
 // (synthetic_tokens(seed, step), so a step sees the same sequences whatever the layout), cut
 // into m micro-batches run in the schedule's order, GPipe or 1F1B as exec/pipeline_parallel.hpp
@@ -28,8 +33,9 @@
 // Measured per rank on the wall clock, every rank running at once: each step's time, its
 // communication (pipeline receives, tensor and data all-reduces, the combine and its barriers)
 // and the rest. What it leaves out: MPI ranks (threads only), sequence parallelism, ZeRO,
-// recomputation, interleaved schedules, a vocabulary-parallel head, overlap of communication with
-// compute; on fewer cores than ranks the ranks share cores (the times say so by being longer).
+// recomputation, interleaved schedules, a vocabulary-parallel token embedding (each rank holds
+// the whole table), overlap of communication with compute; on fewer cores than ranks the ranks
+// share cores (the times say so by being longer).
 #pragma once
 
 #include <cstddef>
@@ -60,8 +66,8 @@ class BlockShard {
   std::vector<float> take(const std::vector<float>& full) const;
   /// Adds this rank's local vector into the unsplit one, only the parts it owns: split parts
   /// always, a replicated part from tensor rank 0 (a shared K/V head from the first rank that
-  /// holds it), embeddings from the first stage, the final norm and head from the last; summing
-  /// every rank's contribution gives each value once.
+  /// holds it), embeddings from the first stage, the final norm and the head's columns from the
+  /// last; summing every rank's contribution gives each value once.
   void add_to(const float* local, float* full) const;
   /// Local (offset, count) ranges whose gradients are partial sums over the tensor group: the
   /// layers' norm gains and biases.
@@ -122,7 +128,7 @@ struct TransformerTrainOptions {
 };
 
 /// InputError (file, key) unless the mesh fits the block: the shape valid, tensor dividing its
-/// heads and feed-forward width (tensor_parallel), pipeline at most its layers
+/// heads, feed-forward width and vocabulary (tensor_parallel), pipeline at most its layers
 /// (pipeline_parallel), batch divisible by data x micro-batches (batch, micro_batches), and the
 /// Communicator reduction only without a tensor or pipeline split.
 void check_transformer_layout(const TransformerTrainOptions& options);
@@ -132,7 +138,7 @@ struct TransformerRankTimes {
   double step_s = 0;     ///< median over steps
   double compute_s = 0;  ///< median of step - communication
   double comm_s = 0;     ///< median of receives + all-reduces (+ combine and its barriers)
-  long long tensor_allreduces = 0;  ///< per step
+  long long tensor_allreduces = 0;  ///< per step (the layers' and the head's)
   long long messages = 0;           ///< pipeline sends per step
 };
 

@@ -27,6 +27,7 @@ LayerShape layer_shape(const Transformer& shape, double micro_batch, int tensor,
   s.sequence_parallel = sequence_parallel;
   s.attention = shape.attention;
   s.element_bytes = shape.element_bytes;
+  s.dropout = shape.dropout;
   return s;
 }
 

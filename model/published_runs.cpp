@@ -46,6 +46,7 @@ struct ModelDefaults {
   int vocabulary = 51200;
   double bytes_per_parameter = 2;
   double optimizer_bytes_per_parameter = 12;
+  bool dropout = false;
 };
 
 /// A Megatron GPT (GELU 4h, tied embeddings, biases, LayerNorm, learned positions) as a
@@ -64,6 +65,7 @@ Workload gpt_workload(const YAML::Node& node, const ModelDefaults& defaults,
   t.sequence = t.max_positions = defaults.sequence;
   t.vocabulary = defaults.vocabulary;
   t.element_bytes = defaults.bytes_per_parameter;
+  t.dropout = defaults.dropout;
   Workload w;
   w.name = fmt::format("gpt-l{}-h{}", t.layers, t.hidden);
   w.source = origin;
@@ -136,9 +138,11 @@ PublishedRuns parse_published_runs(const std::string& text, const std::string& o
   runs.platform = yu::text(root["platform"], origin, "platform");
   ModelDefaults defaults;
   if (const YAML::Node d = root["model_defaults"]) {
-    yu::reject_unknown_keys(
-        d, {"sequence", "vocabulary", "bytes_per_parameter", "optimizer_bytes_per_parameter"},
-        origin, "model_defaults.");
+    yu::reject_unknown_keys(d,
+                            {"sequence", "vocabulary", "bytes_per_parameter",
+                             "optimizer_bytes_per_parameter", "dropout"},
+                            origin, "model_defaults.");
+    defaults.dropout = flag(d["dropout"], origin, "model_defaults.dropout");
     if (d["sequence"]) defaults.sequence = whole(d["sequence"], origin, "model_defaults.sequence");
     if (d["vocabulary"])
       defaults.vocabulary = whole(d["vocabulary"], origin, "model_defaults.vocabulary");
@@ -247,15 +251,27 @@ HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric) {
     throw InputError(runs.file, "calibration.layer_s",
                      "layer times that separate GEMMs from memory-bound traffic (settings "
                      "with different recomputation or sequence parallelism)");
-  const double inverse_efficiency = (say * sbb - sby * sab) / det;
-  const double inverse_bandwidth = (saa * sby - sab * say) / det;
+  double inverse_efficiency = (say * sbb - sby * sab) / det;
+  double inverse_bandwidth = (saa * sby - sab * say) / det;
+  // No memory-bound kernel streams faster than the memory: the bandwidth is bounded by the
+  // datasheet's (the GPU catalog's memory_bandwidth_Bps). Where the two-parameter optimum lies
+  // beyond it, the constrained optimum is on the bound (the objective is a convex quadratic):
+  // the bandwidth is the datasheet's and the efficiency the least-squares one given it.
+  const double datasheet_Bps = gpu_spec(fabric.gpu.gpu_model).memory_bandwidth_Bps;
+  fit.datasheet_bandwidth_Bps = datasheet_Bps;
+  fit.unconstrained_bandwidth_Bps = 1 / inverse_bandwidth;
+  if (datasheet_Bps > 0 && inverse_bandwidth > 0 && inverse_bandwidth < 1 / datasheet_Bps) {
+    inverse_bandwidth = 1 / datasheet_Bps;
+    inverse_efficiency = (say - sab * inverse_bandwidth) / saa;
+    fit.bandwidth_at_datasheet = true;
+  }
   if (!(inverse_efficiency > 1) || !(inverse_bandwidth > 0))
     throw InputError(runs.file, "calibration.layer_s",
                      "times a GEMM efficiency below 1 and a positive memory bandwidth fit",
                      fmt::format("efficiency {:.3g}, bandwidth {:.3g} B/s", 1 / inverse_efficiency,
                                  1 / inverse_bandwidth));
   fit.efficiency = 1 / inverse_efficiency;
-  fit.memory_bandwidth_Bps = 1 / inverse_bandwidth;
+  fit.memory_bandwidth_Bps = fit.bandwidth_at_datasheet ? datasheet_Bps : 1 / inverse_bandwidth;
 
   const GpuSpec& gpu = gpu_spec(fabric.gpu.gpu_model);
   ComputeProfile& profile = fit.profile;
@@ -266,17 +282,24 @@ HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric) {
       "forward + backward time of one layer of {} heads, hidden {}, sequence {}, micro-batch "
       "{:g}, tensor-parallel {}, under {} settings of recomputation and sequence parallelism; "
       "each time = the layer's operations on one tensor rank (model/compute/layer_ops.hpp, math "
-      "attention, {:g}-byte elements) under this profile + its tensor all-reduces over the "
+      "attention, {:g}-byte elements, {}) under this profile + its tensor all-reduces over the "
       "platform's NVLink route (model/layout_cost.hpp), least squares on relative errors. One "
       "efficiency for every GEMM (the weight GEMMs and the math path's attention GEMMs; five "
       "times cannot separate them, and flash attention, which default_attention_efficiency "
       "times, did not run: it is set equal); memory_bandwidth_Bps is what the memory-bound "
-      "operations reach as layer_ops counts their bytes; launch_overhead_s 0 (not separable "
-      "from five times of multi-millisecond layers). Measure an A100 with exec/cuda/"
-      "gpu_check.sh to replace it",
+      "operations reach as layer_ops counts their bytes, bounded by the datasheet's {:.6g} B/s "
+      "({}); launch_overhead_s 0 (not separable from five times of multi-millisecond layers). "
+      "Measure an A100 with exec/cuda/gpu_check.sh to replace it",
       runs.calibration_source, shape.heads, shape.hidden, shape.sequence,
       runs.calibration_layout.micro_batch(runs.calibration_batch), runs.calibration_layout.tensor,
-      runs.calibration.size(), workload.bytes_per_parameter);
+      runs.calibration.size(), workload.bytes_per_parameter,
+      shape.dropout ? "with the traffic of dropout, as Megatron-LM trained" : "without dropout",
+      fit.datasheet_bandwidth_Bps,
+      fit.bandwidth_at_datasheet
+          ? fmt::format("the unconstrained fit, {:.4g} B/s, lies beyond it: the fit is on the "
+                        "bound and the efficiency the least-squares one given it",
+                        fit.unconstrained_bandwidth_Bps)
+          : std::string("not reached"));
   profile.peak_flops = fit.peak_flops;
   profile.peak_flops_source = gpu.source + " (model/catalog/gpus.yaml)";
   profile.memory_bandwidth_Bps = fit.memory_bandwidth_Bps;

@@ -10,8 +10,11 @@
 // peak its GEMMs reach (one efficiency, for the weight GEMMs and the math path's attention
 // GEMMs alike) and the memory bandwidth its memory-bound operations reach, by least squares on
 // the layer times (relative errors), each time being the layer's operations (layer_ops, math
-// attention, as Megatron ran it in 2022) under the profile plus the tensor all-reduces costed
-// over the platform's routes as layout_cost does. The runs are then predicted with
+// attention, as Megatron ran it in 2022, with dropout's traffic when the runs file's
+// model_defaults say `dropout: true`) under the profile plus the tensor all-reduces costed
+// over the platform's routes as layout_cost does; the bandwidth is bounded by the GPU's
+// datasheet memory bandwidth (no kernel streams faster than the memory), the fit held at the
+// bound when the two-parameter optimum lies beyond it. The runs are then predicted with
 // layout_time() on a node fabric of as many nodes as they use, its GPUs timed by the profile
 // the platform names, and each prediction is set beside its published number. The calibration
 // is a fit; the runs it is checked on are other tables (Narayanan et al. 2021 Table 1,
@@ -79,6 +82,12 @@ struct HardwareFit {
   ComputeProfile profile;
   double efficiency = 0;            ///< profile.default_gemm_efficiency
   double memory_bandwidth_Bps = 0;  ///< profile.memory_bandwidth_Bps
+  /// The GPU's datasheet memory bandwidth (catalog), the bound of memory_bandwidth_Bps, and the
+  /// bandwidth the fit gives without the bound; bandwidth_at_datasheet when that exceeds it and
+  /// the fit is held at the bound.
+  double datasheet_bandwidth_Bps = 0;
+  double unconstrained_bandwidth_Bps = 0;
+  bool bandwidth_at_datasheet = false;
   double peak_flops = 0;
   std::string precision;
   std::vector<double> fitted_layer_s;  ///< per calibration point
@@ -86,7 +95,9 @@ struct HardwareFit {
 };
 
 /// Fits the profile on the calibration points over one node of `fabric` (its GPU's catalog
-/// peak at its `precision` prop, its intra-node route for the all-reduces). InputError when the
+/// peak at its `precision` prop, its intra-node route for the all-reduces), the bandwidth at
+/// most the GPU's datasheet memory bandwidth (a fit beyond it is held at it, the efficiency then
+/// fitted alone). InputError when the
 /// fabric's GPU has no catalog peak, or the fit is degenerate (settings that do not separate
 /// GEMMs from memory-bound traffic) or unphysical (an efficiency above 1, a bandwidth <= 0).
 HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric);

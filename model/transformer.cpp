@@ -215,8 +215,8 @@ Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
       map,
       {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "feed_forward", "sequence",
        "vocabulary", "tied_embeddings", "linear_bias", "normalization", "positions",
-       "max_positions", "token_types", "head_parameters", "attention", "published_parameters",
-       "published_source"},
+       "max_positions", "token_types", "head_parameters", "attention", "dropout",
+       "published_parameters", "published_source"},
       origin, p);
   for (const char* key : {"layers", "hidden", "heads", "sequence", "vocabulary"})
     if (!map[key]) throw InputError(origin, p + key, "a whole number > 0 (required)");
@@ -274,6 +274,7 @@ Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
       throw InputError(origin, p + "attention", "flash or math", "'" + kernel + "'");
     t.attention = kernel == "flash" ? AttentionKernel::Flash : AttentionKernel::Math;
   }
+  if (map["dropout"]) t.dropout = boolean(map["dropout"], origin, p + "dropout");
   if (map["token_types"])
     t.token_types = whole_positive(map["token_types"], origin, p + "token_types", true);
   if (map["head_parameters"])

@@ -66,6 +66,12 @@ struct Transformer {
   /// 2022, arXiv 2205.14135) that stores no s x s matrix, only the softmax log-sum-exp
   /// statistics (a s b fp32 values) beside the attention output. Workload key `attention`.
   AttentionKernel attention = AttentionKernel::Math;
+  /// Trains with dropout on the attention probabilities and the blocks' outputs, as Megatron-LM's
+  /// GPT runs of 2021-22 did (its --attention-dropout and --hidden-dropout default 0.1): the
+  /// compute model then counts dropout's memory traffic (model/compute/layer_ops.hpp). Workload
+  /// key `dropout: true|false`, default false (the models of today train without it). The
+  /// activation bytes count the dropout masks either way (Korthikanti's accounting).
+  bool dropout = false;
   double published_parameters = 0;  ///< 0 when none is published
   std::string published_source;
 
@@ -123,7 +129,8 @@ struct Transformer {
 /// Reads a workload whose YAML has a `transformer:` map (its keys: layers, hidden, heads,
 /// kv_heads, ffn_hidden, feed_forward gelu|swiglu, sequence, vocabulary, tied_embeddings,
 /// linear_bias, normalization layernorm|rmsnorm, positions learned|rotary, max_positions,
-/// token_types, head_parameters, attention flash|math (default math), published_parameters,
+/// token_types, head_parameters, attention flash|math (default math), dropout true|false
+/// (default false), published_parameters,
 /// published_source): name, description, bytes and
 /// optimizer bytes per parameter, update flop and sample unit as any workload; parameters,
 /// flop per sample, activation bytes and layers derived (giving them too is an error).

@@ -11,7 +11,11 @@
 #include <iostream>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -19,6 +23,7 @@
 #include "exec/thread_barrier.hpp"
 #include "exec/transformer_block.hpp"
 #include "exec/transformer_measure.hpp"
+#include "exec/transformer_reference.hpp"
 #include "exec/transformer_trainer.hpp"
 #include "model/compute/layer_ops.hpp"
 #include "model/compute/profile_file.hpp"
@@ -133,8 +138,8 @@ struct Profiles;
 void write_platform(const fs::path& file, const Profiles& profiles);
 
 /// Forward + backward of one layer on `threads` threads at once: mean of their medians.
-double measure_layer(exec::BlockConfig block, int micro_batch, int tensor, int threads,
-                     int repeats) {
+double measure_layer(exec::BlockConfig block, int micro_batch, int tensor, int threads, int repeats,
+                     std::uint64_t seed) {
   block.layers = 1;
   block.micro_batch = micro_batch;
   block.tensor = tensor;
@@ -144,12 +149,11 @@ double measure_layer(exec::BlockConfig block, int micro_batch, int tensor, int t
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       exec::CpuTransformerBlock layer(block);
-      std::vector<float> parameters(layer.parameter_count()), gradients(parameters.size());
-      for (size_t i = 0; i < parameters.size(); ++i)
-        parameters[i] = 0.05f * static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
-      for (const exec::ParameterSlot& s :
-           {layer.layout().layers[0].norm1_gain, layer.layout().layers[0].norm2_gain})
-        std::fill_n(parameters.begin() + static_cast<long>(s.offset), s.size(), 1.0f);
+      // The trainer's initial parameters (a kernel's time may depend on the values it meets).
+      const std::vector<float> parameters = exec::init_block_parameters(layer.config(), seed);
+      if (parameters.size() != layer.parameter_count())
+        throw std::logic_error("validate: initial parameters do not fit the layer");
+      std::vector<float> gradients(parameters.size());
       const size_t stream = static_cast<size_t>(block.tokens()) * static_cast<size_t>(block.hidden);
       std::vector<float> hidden(stream), gradient(stream);
       std::vector<double> times;
@@ -194,7 +198,8 @@ Terms cpu_terms(const Config& c, const exec::BlockConfig& block, double batch,
     first += n;
   }
   Terms t;
-  t.adam_s = most * kAdamBytesPerParameter / profile.memory_bandwidth_Bps;
+  t.adam_s = most * kAdamBytesPerParameter /
+             model::memory_kernel_bandwidth(profile, model::MemoryKernel::Optimizer);
   const double tokens = batch / c.data * block.sequence;
   t.embedding_s = tokens * block.hidden * kEmbeddingBytes / profile.memory_bandwidth_Bps;
   return t;
@@ -217,7 +222,8 @@ double median_abs(const std::vector<double>& v) {
 struct Profiles {
   std::map<int, std::string> path;  // absolute
   std::map<int, model::ComputeProfile> profile;
-  std::map<int, double> latency_s;
+  std::map<int, double> latency_s;  ///< thread hand-over, one way
+  std::map<int, exec::ThreadTransport> transport;
   std::string how;
 };
 
@@ -240,20 +246,44 @@ Profiles obtain_profiles(const TransformerValidateRequest& request, const std::v
       file = fs::absolute(dir / fmt::format("profile-K{}.json", k));
       std::ofstream(file) << model::compute_profile_json(c.profile);
       std::ofstream(dir / fmt::format("profile-K{}.latency", k))
-          << num(c.handoff_latency_s) << "\n";
+          << num(c.handoff_latency_s) << " " << num(c.transport.latency_s) << " "
+          << num(c.transport.bandwidth_Bps) << "\n";
       p.how = "measured now";
       log << fmt::format("validate: K={}: peak {:.3g} flop/s, memory {:.3g} B/s, {:.1f} s\n", k,
                          c.profile.peak_flops, c.profile.memory_bandwidth_Bps, c.seconds);
     }
     p.path[k] = file.string();
     p.profile[k] = model::read_compute_profile(file.string());
-    // The hand-over latency beside the profile (the profile's format has no key for it).
+    // Beside the profile (its format has no key for them): the hand-over latency and the
+    // thread transport's fit (absent in files written before it was measured: the links then
+    // take the profile's memory bandwidth and the hand-over latency).
     double latency = 10e-6;
+    exec::ThreadTransport transport;
     std::ifstream lat(file.parent_path() / fmt::format("profile-K{}.latency", k));
     if (!(lat >> latency)) latency = 10e-6;
+    if (!(lat >> transport.latency_s >> transport.bandwidth_Bps) ||
+        !(transport.bandwidth_Bps > 0 && transport.latency_s >= 0))
+      transport = {};
     p.latency_s[k] = latency;
+    p.transport[k] = transport;
   }
   return p;
+}
+
+/// Host i's link of the K-thread platform. With the transport measured: the all-reduce over K
+/// threads took latency + bytes / bandwidth; a ring all-reduce over the platform takes 2 (K - 1)
+/// steps of the route's latency and moves 2 (K - 1) / K of the buffer through each host's link,
+/// so the link gets bandwidth x 2 (K - 1) / K and each of a route's two links half a step's
+/// latency, latency / (2 (K - 1)) / 2: the ring then takes the measured time. Without it: the
+/// profile's memory bandwidth (a thread's copy) and half the hand-over latency.
+model::simgrid_xml::Link link_of(const std::string& name, int k,
+                                 const model::ComputeProfile& profile, const Profiles& profiles) {
+  const exec::ThreadTransport& t = profiles.transport.at(k);
+  if (k >= 2 && t.bandwidth_Bps > 0) {
+    const double steps = 2.0 * (k - 1);
+    return {name, t.bandwidth_Bps * steps / k, t.latency_s / steps / 2, "SPLITDUPLEX"};
+  }
+  return {name, profile.memory_bandwidth_Bps, profiles.latency_s.at(k) / 2, "SPLITDUPLEX"};
 }
 
 void write_platform(const fs::path& file, const Profiles& profiles) {
@@ -266,9 +296,10 @@ void write_platform(const fs::path& file, const Profiles& profiles) {
       " Written by tauplan validate (study/validate_transformer.cpp): this machine's worker\n"
       " threads; hosts k<K>h<i> (i < K) are timed by the compute profile of K threads at once\n"
       " (compute_profile prop), each on a private link of that profile's memory bandwidth (a\n"
-      " thread's copy) and the measured thread hand-over latency. Speed (one for all, so that no\n"
-      " host is emulated slower) is the best peak, used only where no profile times an op (the\n"
-      " optimizer update).\n";
+      " thread's copy) and the measured thread hand-over latency, or, where the calibration\n"
+      " measured it, the fit of the thread transport's all-reduce (link_of in\n"
+      " study/validate_transformer.cpp). Speed (one for all, so that no host is emulated slower)\n"
+      " is the best peak, used only where no profile times an op (the optimizer update).\n";
   sx::Zone& world = xml.root;
   world.routers.push_back("xbar");
   for (const auto& [k, profile] : profiles.profile) {
@@ -282,8 +313,7 @@ void write_platform(const fs::path& file, const Profiles& profiles) {
                               {"node", "this-machine"},
                               {"role", "worker"},
                               {"precision", "fp32"}}});
-      world.links.push_back({name + "-link", profile.memory_bandwidth_Bps,
-                             profiles.latency_s.at(k) / 2, "SPLITDUPLEX"});
+      world.links.push_back(link_of(name + "-link", k, profile, profiles));
       world.routes.push_back({name, "xbar", {{name + "-link", "UP"}}});
     }
   }
@@ -296,21 +326,52 @@ struct Row {
   double round_measured = 0, round_analytic = 0, round_terms = 0;
   double compute_measured = 0, comm_measured = 0, comm_predicted = 0;
   Terms terms;
+  /// CPU time that OTHER processes used while the row was measured, as a share of the whole
+  /// machine's (all cores x wall time): near 0 on an idle machine; above kContendedShare the row
+  /// is marked contended (its workers shared the cores, the measurement is not of this machine
+  /// alone). A pipeline's ranks idle in their bubbles, so this process's own share says nothing.
+  double other_share = 0;
 };
+
+/// Busy CPU seconds of the whole machine (every process) from /proc/stat; -1 when unreadable.
+double machine_busy_seconds() {
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (!(stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) ||
+      cpu != "cpu")
+    return -1;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return (user + nice + system + irq + softirq) / (ticks > 0 ? ticks : 100);
+}
+
+/// CPU seconds (user + system) this process has used.
+double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+/// Rows during which other processes used more than this share of the machine are contended.
+constexpr double kContendedShare = 0.1;
 
 std::string table(const std::vector<Row>& rows) {
   std::ostringstream s;
-  s << fmt::format("{:<12} {:>9} {:>9} {:>7} | {:>9} {:>9} {:>7} {:>9} {:>7}\n", "config",
+  s << fmt::format("{:<12} {:>9} {:>9} {:>7} | {:>9} {:>9} {:>7} {:>9} {:>7} | {:>5}\n", "config",
                    "layer ms", "pred ms", "err %", "round ms", "analytic", "err %", "+terms",
-                   "err %");
+                   "err %", "other");
   for (const Row& r : rows)
     s << fmt::format(
         "{:<12} {:>9.3f} {:>9.3f} {:>+7.1f} | {:>9.2f} {:>9.2f} {:>+7.1f} {:>9.2f} "
-        "{:>+7.1f}\n",
+        "{:>+7.1f} | {:>5.2f}{}\n",
         r.config.label, r.layer_measured * 1e3, r.layer_predicted * 1e3,
         100 * relative(r.layer_predicted, r.layer_measured), r.round_measured * 1e3,
         r.round_analytic * 1e3, 100 * relative(r.round_analytic, r.round_measured),
-        r.round_terms * 1e3, 100 * relative(r.round_terms, r.round_measured));
+        r.round_terms * 1e3, 100 * relative(r.round_terms, r.round_measured), r.other_share,
+        r.other_share > kContendedShare ? " contended" : "");
   return s.str();
 }
 
@@ -354,16 +415,25 @@ Row validate_configuration(const Config& c, const TransformerValidateRequest& re
   row.terms = cpu_terms(c, block, batch, profile);
   row.round_terms = row.round_analytic + row.terms.adam_s + row.terms.embedding_s;
   // Then the measurements.
-  row.layer_measured =
-      measure_layer(block, micro_batch, c.tensor, c.workers, request.layer_repeats);
   const model::JobInputs inputs =
       load_inputs(request.job_file, merged(request.overrides, measure_keys(c, platform)));
   seed = inputs.job.has("seed") ? static_cast<unsigned long long>(inputs.job.integer("seed")) : 0;
+  const double own_before = process_cpu_seconds(), machine_before = machine_busy_seconds();
+  const auto wall_before = Clock::now();
+  row.layer_measured =
+      measure_layer(block, micro_batch, c.tensor, c.workers, request.layer_repeats, seed);
   const std::vector<exec::Measurement> measured = exec::measure_transformer(
       inputs.job, inputs.workload, inputs.platform, {c.strategy}, nullptr, &log);
   row.round_measured = measured.front().round_median_s;
   row.compute_measured = measured.front().compute_median_s;
   row.comm_measured = measured.front().sync_s;
+  const double wall = std::chrono::duration<double>(Clock::now() - wall_before).count();
+  const double machine_after = machine_busy_seconds();
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  if (machine_before >= 0 && machine_after >= 0)
+    row.other_share =
+        std::max(0.0, (machine_after - machine_before) - (process_cpu_seconds() - own_before)) /
+        (wall * cores);
   log << fmt::format(
       "validate: {}: round measured {:.2f} ms, predicted {:.2f} ms (+terms {:.2f})\n", c.label,
       row.round_measured * 1e3, row.round_analytic * 1e3, row.round_terms * 1e3);
@@ -418,6 +488,14 @@ TransformerValidateOutcome run_transformer_validate(const TransformerValidateReq
       "median |error|: round {:.1f}% (analytic), {:.1f}% (analytic + Adam and embedding "
       "traffic); layer {:.1f}%\n",
       100 * median_abs(round_a), 100 * median_abs(round_t), 100 * median_abs(layer));
+  if (std::any_of(rows.begin(), rows.end(),
+                  [](const Row& r) { return r.other_share > kContendedShare; }))
+    text << fmt::format(
+        "contended: while rows marked so were measured, other processes used more than {:.0f}% "
+        "of the machine's CPU time (other = their CPU time / (wall time x cores), from "
+        "/proc/stat): those measurements are not of this machine alone; rerun on an idle "
+        "machine\n",
+        100 * kContendedShare);
   text << fmt::format(
       "profiles: {} ({}); engine analytic; commit {}; timing concurrent (wall "
       "clock); seed {}; {:.0f} s\n",
@@ -427,16 +505,17 @@ TransformerValidateOutcome run_transformer_validate(const TransformerValidateReq
   std::ofstream c(csv);
   c << "workload,config,workers,layer_measured_s,layer_predicted_s,round_measured_s,"
        "round_analytic_s,round_terms_s,compute_measured_s,comm_measured_s,comm_predicted_s,"
-       "adam_s,embedding_s\n";
+       "adam_s,embedding_s,other_cpu_share\n";
   nlohmann::json j_rows = nlohmann::json::array();
   for (const Row& r : rows) {
-    c << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", base.workload.name, r.config.label,
-                     r.config.workers, num(r.layer_measured), num(r.layer_predicted),
-                     num(r.round_measured), num(r.round_analytic), num(r.round_terms),
-                     num(r.compute_measured), num(r.comm_measured), num(r.comm_predicted),
-                     num(r.terms.adam_s), num(r.terms.embedding_s));
+    c << fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", base.workload.name, r.config.label,
+        r.config.workers, num(r.layer_measured), num(r.layer_predicted), num(r.round_measured),
+        num(r.round_analytic), num(r.round_terms), num(r.compute_measured), num(r.comm_measured),
+        num(r.comm_predicted), num(r.terms.adam_s), num(r.terms.embedding_s), num(r.other_share));
     j_rows.push_back({{"config", r.config.label},
                       {"workers", r.config.workers},
+                      {"other_cpu_share", r.other_share},
                       {"layer_measured_s", r.layer_measured},
                       {"layer_predicted_s", r.layer_predicted},
                       {"round_measured_s", r.round_measured},

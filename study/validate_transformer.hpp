@@ -8,18 +8,26 @@
 // at once (DIR/profile-K<K>.json), or read from --calibration DIR (its profile-K<K>.json) or one
 // --profile FILE for every K. The platform (DIR/platform-K<K>.xml) is this machine's K worker
 // threads: hosts h0..h{K-1} whose `compute_profile` prop names the profile, each on a private
-// link of the profile's memory bandwidth (a thread's copy) and the measured thread hand-over
+// link: where the calibration measured the thread transport (the trainer's all-reduce over K
+// threads, fit as latency + bytes / bandwidth), the link that makes a ring all-reduce take that
+// time; else the profile's memory bandwidth (a thread's copy) and the measured thread hand-over
 // latency. Predicted per configuration: the analytic engine's round of strategy mesh with the
 // configuration's layout (single = d1, sync = dK: the engine's single and sync strategies time
 // compute as flop / speed, the mesh Plan from the profile), and beside it the same plus the
-// terms the model leaves out, written before any validation run: the Adam step as memory traffic
-// (28 bytes per local parameter: parameter, gradient and two moments read, parameter and moments
-// written, fp32) and the embedding gather and its gradient scatter (20 bytes per token and hidden
-// unit), each over the profile's memory bandwidth. The layer (forward + backward of one layer,
-// one micro-batch, one tensor rank) is predicted from layer_ops.hpp and the profile, and measured
-// directly: CpuTransformerBlock::layer_forward and layer_backward on K threads at once, medians.
+// terms the model leaves out: the Adam step (28 bytes per local parameter: parameter, gradient
+// and two moments read, parameter and moments written, fp32) at the profile's optimizer
+// bandwidth (the block's own Adam update, timed by the calibration; the memory bandwidth when a
+// profile has none), and the embedding gather and its gradient scatter (20 bytes per token and
+// hidden unit) at the memory bandwidth. The layer (forward + backward of one layer, one
+// micro-batch, one tensor rank) is predicted from layer_ops.hpp and the profile, and measured
+// directly: CpuTransformerBlock::layer_forward and layer_backward on K threads at once, from the
+// trainer's initial parameters (init_block_parameters, the job's seed), medians.
 // Measured: exec::measure_transformer (threads, wall clock, median step of the slowest rank).
-// No prediction reads a measurement of the validation runs. Output: a table, medians of
+// Each row also says what share of the machine's CPU time other processes used while it was
+// measured (/proc/stat's busy time less this process's, over wall time x cores): above 0.1 the
+// row is marked contended (its workers shared the cores; such a measurement is not of this
+// machine alone). No prediction
+// reads a measurement of the validation runs. Output: a table, medians of
 // |round error| and |layer error|, DIR/<job>.csv and DIR/<job>.json, with provenance (engine,
 // profiles, commit, timing, seed). What it leaves out: SimGrid (not run here), the closed form
 // (layout_time; the engine's Plan is the prediction), MPI and CUDA, and repeated measurements.

@@ -368,7 +368,10 @@ __global__ void cross_entropy_kernel(const float* logits, const int* targets, bf
     sum += expf(z[c] - m);
   sum = block_sum(sum);
   const int target = targets[row];
-  if (threadIdx.x == 0) losses[row] = logf(sum) + m - z[target];
+  // A lone tensor shard (no reductions) holds the first v columns: a target beyond them adds no
+  // logit, as the CPU block and the reference compute it.
+  const float target_logit = target < v ? z[target] : 0.f;
+  if (threadIdx.x == 0) losses[row] = logf(sum) + m - target_logit;
   const float inv = 1.f / sum;
   for (int c = static_cast<int>(threadIdx.x); c < v; c += blockDim.x)
     d[c] = __float2bfloat16((expf(z[c] - m) * inv - (c == target ? 1.f : 0.f)) * scale);
@@ -844,7 +847,8 @@ struct DeviceTransformerBlock::Impl {
 
   // Shapes.
   int T = 0, h = 0, s = 0, b = 0, d = 0, lh = 0, lkv = 0, group = 0, qw = 0, kvw = 0, f = 0;
-  int V = 0;
+  int V = 0;           // the head's columns on this rank
+  int vocabulary = 0;  // the token embedding's rows (never split)
   std::size_t BH = 0;
   bool swiglu = false, layer_norm = false;
   float eps = 1e-5f;
@@ -898,7 +902,12 @@ struct DeviceTransformerBlock::Impl {
     qw = c.local_width();
     kvw = c.local_kv_width();
     f = c.local_ffn();
-    V = c.vocabulary;
+    // The head's columns on this rank (block_parameters sizes the head slot so): the whole
+    // vocabulary at tensor 1, which is how this block trains; a lone tensor shard (the gradient
+    // check's, the layer timings') holds the first V / t columns and no reductions, as the CPU
+    // block without a TensorReduce.
+    V = c.local_vocabulary();
+    vocabulary = c.vocabulary;
     BH = static_cast<std::size_t>(b) * static_cast<std::size_t>(lh);
     swiglu = c.feed_forward == BlockFeedForward::SwiGlu;
     layer_norm = c.norm == BlockNorm::LayerNorm;
@@ -1483,7 +1492,7 @@ struct DeviceTransformerBlock::Impl {
         const std::size_t dst = static_cast<std::size_t>(bi) * s + t;
         in[dst] = host_tokens[src];
         out[dst] = host_tokens[src + 1];
-        if (in[dst] < 0 || in[dst] >= V || out[dst] < 0 || out[dst] >= V)
+        if (in[dst] < 0 || in[dst] >= vocabulary || out[dst] < 0 || out[dst] >= vocabulary)
           throw std::invalid_argument("DeviceTransformerBlock: token outside [0, vocabulary)");
       }
     check(

@@ -128,7 +128,9 @@ double batched_gemm_efficiency(const ComputeProfile& profile, double count, doub
 
 double memory_kernel_bandwidth(const ComputeProfile& profile, MemoryKernel kernel) {
   const double measured = profile.memory_kernel_Bps[static_cast<int>(kernel)];
-  return measured > 0 ? measured : profile.memory_bandwidth_Bps;
+  if (measured > 0) return measured;
+  const double family = profile.memory_kernel_Bps[static_cast<int>(memory_kernel_family(kernel))];
+  return family > 0 ? family : profile.memory_bandwidth_Bps;
 }
 
 namespace {

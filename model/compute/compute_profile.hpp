@@ -13,7 +13,9 @@
 // interpolated in log(count), log(m), log(n), log(k). A memory-bound op takes the bandwidth its
 // kernel kind reached (`memory_kernels`, layer_ops.hpp's MemoryKernel: softmax, norm,
 // activation, elementwise) when the profile measured that kind, else `memory_bandwidth_Bps`
-// (a streaming pass, which on a CPU core overstates kernels with exp, tanh or sqrt in them).
+// (a streaming pass, which on a CPU core overstates kernels with exp, tanh or sqrt in them); a
+// variant (rms_norm, layer_norm, gelu, swiglu) the profile did not measure takes its family's
+// figure (norm, activation) when that was measured.
 // A profile without measurements of a kind says so, and the time of that kind
 // then uses its `default_*_efficiency` with the source written beside it in the file. Every
 // time says where it came from (the profile's `source`). Dependency-free: built on the GPU
@@ -64,8 +66,9 @@ struct ComputeProfile {
   std::vector<AttentionSample> attention;
   std::vector<BatchedGemmSample> batched_gemms;  ///< optional: empty = the stacked rule
   /// Optional bytes per second (bytes as layer_ops counts them) reached by memory-bound kernels
-  /// of each kind, indexed by MemoryKernel; 0 = not measured (memory_bandwidth_Bps is used).
-  double memory_kernel_Bps[4] = {0, 0, 0, 0};
+  /// of each kind, indexed by MemoryKernel; 0 = not measured (the kind's family, else
+  /// memory_bandwidth_Bps, is used).
+  double memory_kernel_Bps[kMemoryKernelKinds] = {};
   /// Empty when usable, else what is missing.
   std::string problem() const;
 };
@@ -78,7 +81,8 @@ double gemm_efficiency(const ComputeProfile& profile, double m, double n, double
 /// (from batched_gemms; the stacked GEMM's when the profile has none).
 double batched_gemm_efficiency(const ComputeProfile& profile, double count, double m, double n,
                                double k);
-/// Bytes per second a memory-bound op of this kind reaches on the profiled device.
+/// Bytes per second a memory-bound op of this kind reaches on the profiled device: the kind's
+/// measured figure, else its family's (memory_kernel_family), else memory_bandwidth_Bps.
 double memory_kernel_bandwidth(const ComputeProfile& profile, MemoryKernel kernel);
 
 /// The time of a list of ops, split by kind.

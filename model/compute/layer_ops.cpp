@@ -63,8 +63,31 @@ const char* to_string(MemoryKernel kernel) {
       return "norm";
     case MemoryKernel::Activation:
       return "activation";
+    case MemoryKernel::RmsNorm:
+      return "rms_norm";
+    case MemoryKernel::LayerNorm:
+      return "layer_norm";
+    case MemoryKernel::Gelu:
+      return "gelu";
+    case MemoryKernel::SwiGlu:
+      return "swiglu";
+    case MemoryKernel::Optimizer:
+      return "optimizer";
   }
   return "?";
+}
+
+MemoryKernel memory_kernel_family(MemoryKernel kernel) {
+  switch (kernel) {
+    case MemoryKernel::RmsNorm:
+    case MemoryKernel::LayerNorm:
+      return MemoryKernel::Norm;
+    case MemoryKernel::Gelu:
+    case MemoryKernel::SwiGlu:
+      return MemoryKernel::Activation;
+    default:
+      return kernel;
+  }
 }
 
 std::string LayerShape::problem() const {
@@ -123,6 +146,10 @@ ComputeOp gemm(const std::string& name, ComputePhase phase, double m, double n, 
   return op;
 }
 
+MemoryKernel norm_kernel(const LayerShape& shape) {
+  return shape.layer_norm ? MemoryKernel::LayerNorm : MemoryKernel::RmsNorm;
+}
+
 ComputeOp memory(const std::string& name, ComputePhase phase, double bytes,
                  MemoryKernel kernel = MemoryKernel::Elementwise) {
   ComputeOp op;
@@ -168,6 +195,10 @@ void add_attention_forward(std::vector<ComputeOp>& ops, const LayerShape& s, con
   // The scale, causal mask and softmax read the scores and write the probabilities.
   ops.push_back(
       memory("attention.softmax", phase, 2 * w.head_batch * seq * seq * e, MemoryKernel::Softmax));
+  // Dropout on the probabilities (torch.nn.Dropout after Megatron's fused softmax): reads them,
+  // writes its output and a 1-byte mask.
+  if (s.dropout)
+    ops.push_back(memory("attention.dropout", phase, (2 * e + 1) * w.head_batch * seq * seq));
   ops.push_back(gemm("attention.context", phase, seq, w.head_dim, seq, w.head_batch, e));
 }
 
@@ -193,6 +224,10 @@ void add_attention_backward(std::vector<ComputeOp>& ops, const LayerShape& s, co
                      w.head_batch, e));
   ops.push_back(gemm("attention.context.dvalues", ComputePhase::Backward, seq, w.head_dim, seq,
                      w.head_batch, e));
+  // The dropout's backward reads the gradient and the mask and writes the probabilities'.
+  if (s.dropout)
+    ops.push_back(memory("attention.dropout.backward", ComputePhase::Backward,
+                         (2 * e + 1) * w.head_batch * seq * seq));
   // The softmax backward reads P and dP and writes dS.
   ops.push_back(memory("attention.softmax.backward", ComputePhase::Backward,
                        3 * w.head_batch * seq * seq * e, MemoryKernel::Softmax));
@@ -207,22 +242,26 @@ std::vector<ComputeOp> forward_ops(const LayerShape& s, const RankWidths& w, Com
   const double e = s.element_bytes, h = s.hidden;
   // A norm (LayerNorm or RMSNorm alike) reads its row once and writes it once; its statistics
   // are h times smaller.
+  const MemoryKernel norm = norm_kernel(s);
   std::vector<ComputeOp> ops;
-  ops.push_back(memory("norm1", phase, 2 * w.norm_tokens * h * e, MemoryKernel::Norm));
+  ops.push_back(memory("norm1", phase, 2 * w.norm_tokens * h * e, norm));
   ops.push_back(gemm("qkv", phase, w.tokens, w.query_width + 2 * w.kv_width, h, 1, e));
   add_attention_forward(ops, s, w, phase);
   ops.push_back(gemm("attention.output", phase, w.tokens, h, w.query_width, 1, e));
-  ops.push_back(memory("residual1", phase, 3 * w.norm_tokens * h * e));
-  ops.push_back(memory("norm2", phase, 2 * w.norm_tokens * h * e, MemoryKernel::Norm));
+  // The residual add reads the stream and the branch and writes the sum; with dropout (Megatron's
+  // fused bias-dropout-add) it also writes the branch's 1-byte mask.
+  const double residual_bytes = 3 * w.norm_tokens * h * e + (s.dropout ? w.norm_tokens * h : 0);
+  ops.push_back(memory("residual1", phase, residual_bytes));
+  ops.push_back(memory("norm2", phase, 2 * w.norm_tokens * h * e, norm));
   if (s.swiglu) {
     ops.push_back(gemm("ffn.gate_up", phase, w.tokens, 2 * w.ffn, h, 1, e));
-    ops.push_back(memory("ffn.swiglu", phase, 3 * w.tokens * w.ffn * e, MemoryKernel::Activation));
+    ops.push_back(memory("ffn.swiglu", phase, 3 * w.tokens * w.ffn * e, MemoryKernel::SwiGlu));
   } else {
     ops.push_back(gemm("ffn.up", phase, w.tokens, w.ffn, h, 1, e));
-    ops.push_back(memory("ffn.gelu", phase, 2 * w.tokens * w.ffn * e, MemoryKernel::Activation));
+    ops.push_back(memory("ffn.gelu", phase, 2 * w.tokens * w.ffn * e, MemoryKernel::Gelu));
   }
   ops.push_back(gemm("ffn.down", phase, w.tokens, h, w.ffn, 1, e));
-  ops.push_back(memory("residual2", phase, 3 * w.norm_tokens * h * e));
+  ops.push_back(memory("residual2", phase, residual_bytes));
   return ops;
 }
 
@@ -255,18 +294,22 @@ std::vector<ComputeOp> layer_ops(const LayerShape& shape, Recompute recompute) {
     } else if (op.name == "ffn.swiglu") {
       // Reads the gate, the up projection and dY; writes both input gradients.
       ops.push_back(memory("ffn.swiglu.backward", ComputePhase::Backward, 5 * w.tokens * w.ffn * e,
-                           MemoryKernel::Activation));
+                           MemoryKernel::SwiGlu));
     } else if (op.name == "ffn.gelu") {
       ops.push_back(memory("ffn.gelu.backward", ComputePhase::Backward, 3 * w.tokens * w.ffn * e,
-                           MemoryKernel::Activation));
+                           MemoryKernel::Gelu));
     } else if (op.name == "norm1" || op.name == "norm2") {
       // Reads the input and dY, writes dX (the gain's gradient is a reduction of the same).
       ops.push_back(memory(op.name + ".backward", ComputePhase::Backward, 3 * w.norm_tokens * h * e,
-                           MemoryKernel::Norm));
+                           norm_kernel(shape)));
     } else if (op.name == "residual1" || op.name == "residual2") {
       // The branch's gradient joins the stream's: read two, write one.
       ops.push_back(
           memory(op.name + ".backward", ComputePhase::Backward, 3 * w.norm_tokens * h * e));
+      // The branch's dropout: its gradient times the mask, read both, write one.
+      if (shape.dropout)
+        ops.push_back(memory(op.name + ".dropout.backward", ComputePhase::Backward,
+                             (2 * e + 1) * w.norm_tokens * h));
     } else if (op.name == "attention.context" || op.kind == ComputeOpKind::Attention) {
       add_attention_backward(ops, shape, w);
     }
@@ -280,18 +323,19 @@ std::vector<ComputeOp> logits_ops(const LayerShape& shape, int vocabulary) {
   const double local_vocabulary = static_cast<double>(vocabulary) / shape.tensor;
   std::vector<ComputeOp> ops;
   ops.push_back(memory("final_norm", ComputePhase::Forward, 2 * w.norm_tokens * shape.hidden * e,
-                       MemoryKernel::Norm));
+                       norm_kernel(shape)));
   const ComputeOp logits =
       gemm("logits", ComputePhase::Forward, w.tokens, local_vocabulary, shape.hidden, 1, e);
   ops.push_back(logits);
   // Softmax cross-entropy in fp32 (Megatron's vocab-parallel cross-entropy): the logits read
   // forward, read again and their gradient written backward.
-  ops.push_back(memory("cross_entropy", ComputePhase::Forward, w.tokens * local_vocabulary * 4));
+  ops.push_back(memory("cross_entropy", ComputePhase::Forward, w.tokens * local_vocabulary * 4,
+                       MemoryKernel::Softmax));
   ops.push_back(memory("cross_entropy.backward", ComputePhase::Backward,
-                       2 * w.tokens * local_vocabulary * 4));
+                       2 * w.tokens * local_vocabulary * 4, MemoryKernel::Softmax));
   add_weight_gemm_backward(ops, logits, e);
   ops.push_back(memory("final_norm.backward", ComputePhase::Backward,
-                       3 * w.norm_tokens * shape.hidden * e, MemoryKernel::Norm));
+                       3 * w.norm_tokens * shape.hidden * e, norm_kernel(shape)));
   return ops;
 }
 

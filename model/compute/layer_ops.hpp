@@ -15,10 +15,20 @@
 // each tagged with its kernel kind (MemoryKernel), which a profile may time at its own rate.
 // Recomputation adds the forward again (full) or the attention core's (selective). Element
 // bytes e are the activations' (2 for bf16). Dependency-free: built on the GPU machine too.
-// What it leaves out: dropout (the models of today train without it), biases (added to the
-// GEMM's epilogue, free), rotary embeddings (a memory-bound pass, counted as one), the
-// optimizer step (per parameter, not per layer), and the tensor-parallel communication (the
-// layout cost's).
+// Dropout (LayerShape::dropout, off by default: the models of today train without it) adds the
+// traffic of PyTorch's dropout as Megatron-LM ran it in 2021-22 (--attention-dropout and
+// --hidden-dropout both default 0.1 in its megatron/arguments.py; Korthikanti et al. 2022,
+// arXiv 2205.05198, Section 4.1, counts their 1-byte masks): on the math path, the softmax
+// output's dropout, an unfused pass over the s x s probabilities that reads them and writes its
+// output and its mask, (2e + 1) bytes per score, and its backward, which reads the gradient and
+// the mask and writes the input gradient, (2e + 1) again (a flash kernel applies dropout inside,
+// no extra traffic); after the attention and the feed-forward blocks, the fused bias-dropout-add
+// writes the mask beside the residual sum (+1 byte per value) and its backward multiplies the
+// gradient by the mask in a pass of its own ((2e + 1) bytes per value). Recomputation repeats
+// the dropout with the forward it repeats.
+// What it leaves out: biases (added to the GEMM's epilogue, free), rotary embeddings (a
+// memory-bound pass, counted as one), the optimizer step (per parameter, not per layer), and the
+// tensor-parallel communication (the layout cost's).
 #pragma once
 
 #include <string>
@@ -40,12 +50,31 @@ const char* to_string(AttentionKernel kernel);
 enum class ComputeOpKind { Gemm, Attention, Memory };
 enum class ComputePhase { Forward, Backward, Recompute };
 /// The kind of kernel a memory-bound op is, for a profile that measured what each kind reaches
-/// (compute_profile.hpp's memory_kernels): a masked row softmax over attention scores and its
-/// backward (Softmax), a row norm and its backward (Norm), the feed-forward's activation function
-/// and its backward (Activation), or a plain element-wise pass: residual adds, the
-/// cross-entropy (Elementwise). A profile without the class's figure times it at its
+/// (compute_profile.hpp's memory_kernels): a masked row softmax over attention scores, or the
+/// cross-entropy's over the vocabulary, and its backward (Softmax); a row norm and its backward,
+/// RMSNorm or LayerNorm (two reductions per row instead of one); the feed-forward's activation
+/// function and its backward, GELU (tanh form) or SwiGLU; or a plain element-wise pass, the
+/// residual adds (Elementwise); or the optimizer's update of each parameter (Optimizer: Adam reads
+/// the parameter, its gradient and two moments and writes three, with a square root and a
+/// division per element; not a layer op: the caller times a step's update with it). layer_ops
+/// tags each op with its variant (RmsNorm, LayerNorm, Gelu, SwiGlu); Norm and Activation are the
+/// families, which a profile may have measured as a whole (one figure for every norm, every
+/// activation). A profile times an op at its variant's figure, else its family's, else its
 /// memory_bandwidth_Bps.
-enum class MemoryKernel { Elementwise, Softmax, Norm, Activation };
+enum class MemoryKernel {
+  Elementwise,
+  Softmax,
+  Norm,
+  Activation,
+  RmsNorm,
+  LayerNorm,
+  Gelu,
+  SwiGlu,
+  Optimizer
+};
+constexpr int kMemoryKernelKinds = 9;
+/// Norm for RmsNorm and LayerNorm, Activation for Gelu and SwiGlu, else the kind itself.
+MemoryKernel memory_kernel_family(MemoryKernel kernel);
 const char* to_string(ComputeOpKind kind);
 const char* to_string(ComputePhase phase);
 const char* to_string(MemoryKernel kernel);
@@ -64,6 +93,9 @@ struct LayerShape {
   bool sequence_parallel = false;
   AttentionKernel attention = AttentionKernel::Math;
   double element_bytes = 2;
+  /// Trains with dropout on the attention probabilities and on both blocks' outputs (the
+  /// memory-bound passes the header describes); false adds none.
+  bool dropout = false;
   /// Empty when the shape can be split this way, else what is wrong.
   std::string problem() const;
 };

@@ -89,8 +89,12 @@ BatchedGemmSample read_batched_gemm(const json& row, const std::string& origin, 
   return BatchedGemmSample{values[0], values[1], values[2], values[3], values[4]};
 }
 
-constexpr MemoryKernel kMemoryKernels[] = {MemoryKernel::Elementwise, MemoryKernel::Softmax,
-                                           MemoryKernel::Norm, MemoryKernel::Activation};
+constexpr MemoryKernel kMemoryKernels[] = {
+    MemoryKernel::Elementwise, MemoryKernel::Softmax, MemoryKernel::Norm,
+    MemoryKernel::Activation,  MemoryKernel::RmsNorm, MemoryKernel::LayerNorm,
+    MemoryKernel::Gelu,        MemoryKernel::SwiGlu,  MemoryKernel::Optimizer};
+static_assert(sizeof kMemoryKernels / sizeof kMemoryKernels[0] == kMemoryKernelKinds,
+              "every MemoryKernel kind is a memory_kernels key");
 
 AttentionSample read_attention(const json& row, const std::string& origin, size_t index) {
   const std::string where = "attention[" + std::to_string(index) + "]";
@@ -183,8 +187,8 @@ ComputeProfile parse_compute_profile(const std::string& text_in, const std::stri
     const json& kernels = root["memory_kernels"];
     if (!kernels.is_object())
       throw InputError(origin, "memory_kernels",
-                       "an object of bytes per second by kernel kind (softmax, norm, activation, "
-                       "elementwise)",
+                       "an object of bytes per second by kernel kind (elementwise, softmax, norm, "
+                       "activation, rms_norm, layer_norm, gelu, swiglu, optimizer)",
                        shown(kernels));
     std::set<std::string> known;
     for (MemoryKernel kind : kMemoryKernels)

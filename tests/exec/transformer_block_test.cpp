@@ -44,7 +44,8 @@ BlockConfig layernorm_gelu_mha(int vocabulary, int hidden, int ffn, int sequence
   return c;
 }
 
-/// Rank 0 of 2 tensor ranks: 2 query heads sharing 1 K/V head, half the feed-forward columns.
+/// Rank 0 of 2 tensor ranks: 2 query heads sharing 1 K/V head, half the feed-forward columns,
+/// the first half of the head's columns (its softmax taken alone: no TensorReduce).
 BlockConfig tensor_shard(int vocabulary, int hidden, int ffn, int sequence, int batch) {
   BlockConfig c = swiglu_gqa(vocabulary, hidden, ffn, sequence, batch);
   c.tensor = 2;
@@ -305,8 +306,11 @@ TEST_CASE("invalid block shapes are refused") {
   kv_not_dividing_heads.kv_heads = 3;
   BlockConfig tensor_not_dividing_heads = swiglu_gqa(32, 32, 64, 8, 2);
   tensor_not_dividing_heads.tensor = 3;
-  for (const BlockConfig& bad :
-       {heads_not_dividing_hidden, kv_not_dividing_heads, tensor_not_dividing_heads}) {
+  BlockConfig tensor_not_dividing_vocabulary = swiglu_gqa(30, 32, 64, 8, 2);
+  tensor_not_dividing_vocabulary.tensor = 4;  // divides the 4 heads and 64 columns, not 30
+  CHECK(tensor_not_dividing_vocabulary.problem() == "tensor must divide vocabulary");
+  for (const BlockConfig& bad : {heads_not_dividing_hidden, kv_not_dividing_heads,
+                                 tensor_not_dividing_heads, tensor_not_dividing_vocabulary}) {
     const std::string problem = bad.problem();
     REQUIRE_FALSE(problem.empty());
     INFO(problem);

@@ -1,11 +1,14 @@
 // transformer_measure_test.cpp: the decoder block trained over layouts
-// (exec/transformer_trainer.hpp). Shards put back together give the unsplit vector; tensor,
-// pipeline, data (sync, through the Communicator) and mixed layouts give the unsplit block's loss
-// and gradients on the same tokens; a few Adam steps in each layout end at the single worker's
-// parameters; the loss falls in every layout; and what the block cannot do is refused.
+// (exec/transformer_trainer.hpp). Shards put back together give the unsplit vector, and a
+// rank's head slot holds its columns of the vocabulary-parallel head; tensor, pipeline, data
+// (sync, through the Communicator) and mixed layouts give the unsplit block's loss and gradients
+// on the same tokens; a few Adam steps in each layout end at the single worker's parameters; the
+// loss falls in every layout; and what the block cannot do is refused.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,7 +25,8 @@ using namespace tauplan::exec;
 
 namespace {
 
-/// 3 layers (so that 2 stages split them unevenly, 2 + 1), 4 heads sharing 2 K/V heads.
+/// 3 layers (so that 2 stages split them unevenly, 2 + 1), 4 heads sharing 2 K/V heads, a
+/// vocabulary of 32 (so that 2 and 4 tensor ranks each hold 16 or 8 columns of the head).
 BlockConfig small_block() {
   BlockConfig c;
   c.vocabulary = 32;
@@ -114,13 +118,65 @@ TEST_CASE("tensor shards put back together give the unsplit parameters") {
   CHECK(last.config().local_heads() == 2);
 }
 
+TEST_CASE("a rank's head slot holds exactly its columns of the vocabulary-parallel head") {
+  const BlockConfig config = small_block();
+  const std::vector<float> full = perturbed(config);
+  const ParameterSlot whole = block_parameters(config).head;
+  REQUIRE(whole.cols == config.vocabulary);
+  for (int tensor : {1, 2, 4}) {
+    const int columns = config.vocabulary / tensor;
+    for (int rank = 0; rank < tensor; ++rank) {
+      INFO("tensor " << tensor << ", rank " << rank);
+      // The last stage (layer 2 of 3) and a whole-stack shard hold it; an earlier stage holds
+      // the slot but does not own it.
+      const BlockShard last(config, 2, 1, rank, tensor), earlier(config, 0, 2, rank, tensor);
+      const ParameterSlot head = block_parameters(last.config()).head;
+      REQUIRE(last.config().local_vocabulary() == columns);
+      REQUIRE(head.rows == config.hidden);
+      REQUIRE(head.cols == columns);
+      // take: row r of the slot is row r of the unsplit head, columns [rank V/t, (rank+1) V/t).
+      const std::vector<float> local = last.take(full);
+      bool same = true;
+      for (int r = 0; r < config.hidden; ++r)
+        for (int c = 0; c < columns; ++c)
+          same = same && local[head.offset + static_cast<std::size_t>(r * columns + c)] ==
+                             full[whole.offset + static_cast<std::size_t>(r * config.vocabulary +
+                                                                          rank * columns + c)];
+      CHECK(same);
+      // add_to: ones in the head slot alone land on exactly those columns, once.
+      std::vector<float> ones(last.size(), 0.0f);
+      std::fill(ones.begin() + static_cast<std::ptrdiff_t>(head.offset),
+                ones.begin() + static_cast<std::ptrdiff_t>(head.offset + head.size()), 1.0f);
+      std::vector<float> back(full.size(), 0.0f);
+      last.add_to(ones.data(), back.data());
+      std::vector<float> expected(full.size(), 0.0f);
+      for (int r = 0; r < config.hidden; ++r)
+        for (int c = 0; c < columns; ++c)
+          expected[whole.offset +
+                   static_cast<std::size_t>(r * config.vocabulary + rank * columns + c)] = 1.0f;
+      CHECK(back == expected);
+      std::vector<float> none(full.size(), 0.0f);
+      std::vector<float> earlier_ones(earlier.size(), 0.0f);
+      const ParameterSlot earlier_head = block_parameters(earlier.config()).head;
+      std::fill(earlier_ones.begin() + static_cast<std::ptrdiff_t>(earlier_head.offset),
+                earlier_ones.begin() +
+                    static_cast<std::ptrdiff_t>(earlier_head.offset + earlier_head.size()),
+                1.0f);
+      earlier.add_to(earlier_ones.data(), none.data());
+      CHECK(none == std::vector<float>(full.size(), 0.0f));
+    }
+  }
+}
+
 TEST_CASE("every layout gives the unsplit block's loss and gradients on the same tokens") {
   using tauplan::model::PipelineSchedule;
+  // t = 2 and t = 4 split the head's 32 columns (16 and 8 a rank) as well as the layers.
   std::vector<TransformerTrainOptions> layouts = {
       layout(1, 2, 1, 1), layout(1, 4, 1, 1),
       layout(1, 1, 2, 2), layout(1, 1, 2, 4, PipelineSchedule::GPipe),
       layout(1, 1, 3, 2), layout(2, 1, 1, 1),
-      layout(2, 2, 2, 2), layout(1, 1, 1, 4)};
+      layout(2, 2, 2, 2), layout(1, 4, 2, 2),
+      layout(1, 1, 1, 4)};
   TransformerTrainOptions sync = layout(2, 1, 1, 1);
   sync.reduction = DataReduction::Communicator;
   layouts.push_back(sync);
@@ -200,8 +256,17 @@ TEST_CASE("layouts the block cannot take are refused naming the key") {
     }
     FAIL("accepted " << o.label());
   };
-  refused(layout(1, 3, 1, 1), "tensor_parallel");    // 4 heads
-  refused(layout(1, 8, 1, 1), "tensor_parallel");    // more ranks than heads
+  refused(layout(1, 3, 1, 1), "tensor_parallel");  // 4 heads
+  refused(layout(1, 8, 1, 1), "tensor_parallel");  // more ranks than heads
+  TransformerTrainOptions odd_vocabulary = layout(1, 4, 1, 1);
+  odd_vocabulary.block.vocabulary = 30;  // 4 ranks divide the heads and ffn, not the vocabulary
+  refused(odd_vocabulary, "tensor_parallel");
+  odd_vocabulary.file = "job.yaml";
+  CHECK_THROWS_WITH(check_transformer_layout(odd_vocabulary),
+                    Catch::Contains("job.yaml") && Catch::Contains("vocabulary 30") &&
+                        Catch::Contains("tensor must divide vocabulary"));
+  odd_vocabulary.tensor = 2;  // 15 columns each
+  CHECK_NOTHROW(check_transformer_layout(odd_vocabulary));
   refused(layout(1, 1, 4, 1), "pipeline_parallel");  // 3 layers
   refused(layout(3, 1, 1, 1), "micro_batches");      // 8 sequences over 3 replicas
   refused(layout(1, 1, 1, 3), "micro_batches");

@@ -142,14 +142,35 @@ TEST_CASE("layer_ops tags each memory-bound op with its kernel kind") {
     if (op.kind != ComputeOpKind::Memory) continue;
     ++memory_ops;
     CAPTURE(op.name);
-    const MemoryKernel expected = op.name.find("softmax") != std::string::npos
+    // Llama: RMSNorm and SwiGLU; the cross-entropy is a row softmax over the vocabulary.
+    const MemoryKernel expected = op.name.find("softmax") != std::string::npos ||
+                                          op.name.find("cross_entropy") != std::string::npos
                                       ? MemoryKernel::Softmax
-                                  : op.name.find("norm") != std::string::npos ? MemoryKernel::Norm
-                                  : op.name.find("ffn.") == 0 ? MemoryKernel::Activation
+                                  : op.name.find("norm") != std::string::npos
+                                      ? MemoryKernel::RmsNorm
+                                  : op.name.find("ffn.") == 0 ? MemoryKernel::SwiGlu
                                                               : MemoryKernel::Elementwise;
     CHECK(to_string(op.memory_kernel) == std::string(to_string(expected)));
+    CHECK(to_string(memory_kernel_family(op.memory_kernel)) ==
+          std::string(to_string(expected == MemoryKernel::RmsNorm  ? MemoryKernel::Norm
+                                : expected == MemoryKernel::SwiGlu ? MemoryKernel::Activation
+                                                                   : expected)));
   }
   CHECK(memory_ops == 16);  // 6 forward, 6 backward in the layer; 2 + 2 in the head
+  // GPT-3: LayerNorm and GELU.
+  const Transformer gpt3 = *load_workload("gpt3-175b").transformer;
+  int layer_norms = 0, gelus = 0;
+  for (const ComputeOp& op : layer_ops(layer_shape(gpt3, 1, 8, false), Recompute::Full)) {
+    layer_norms += op.memory_kernel == MemoryKernel::LayerNorm;
+    gelus += op.memory_kernel == MemoryKernel::Gelu;
+    if (op.kind == ComputeOpKind::Memory) {
+      CAPTURE(op.name);
+      CHECK(op.memory_kernel != MemoryKernel::RmsNorm);
+      CHECK(op.memory_kernel != MemoryKernel::SwiGlu);
+    }
+  }
+  CHECK(layer_norms == 6);  // norm1, norm2 forward and recomputed, and their backward
+  CHECK(gelus == 3);
 }
 
 TEST_CASE("a profile times batched GEMMs from batched samples and memory ops by kernel kind") {
@@ -186,6 +207,17 @@ TEST_CASE("a profile times batched GEMMs from batched samples and memory ops by 
   CHECK(op_seconds(softmax, p) == Approx(1e9 / 1e11));
   CHECK(op_seconds(norm, p) == Approx(1e9 / 2e12));  // not measured: the stream's bandwidth
   CHECK(ops_seconds({softmax, norm}, p).memory_s == Approx(1e9 / 1e11 + 1e9 / 2e12));
+  // A variant not measured takes its family's figure when the family was measured, its own
+  // when it was.
+  ComputeOp layer_norm = softmax;
+  layer_norm.memory_kernel = MemoryKernel::LayerNorm;
+  CHECK(op_seconds(layer_norm, p) == Approx(1e9 / 2e12));
+  p.memory_kernel_Bps[static_cast<int>(MemoryKernel::Norm)] = 4e11;
+  CHECK(op_seconds(layer_norm, p) == Approx(1e9 / 4e11));
+  p.memory_kernel_Bps[static_cast<int>(MemoryKernel::LayerNorm)] = 5e11;
+  CHECK(op_seconds(layer_norm, p) == Approx(1e9 / 5e11));
+  CHECK(op_seconds(norm, p) == Approx(1e9 / 4e11));
+  p.memory_kernel_Bps[static_cast<int>(MemoryKernel::LayerNorm)] = 0;
   p.memory_kernel_Bps[static_cast<int>(MemoryKernel::Norm)] = -1;
   CHECK(p.problem() == "memory_kernels must be positive");
   p.memory_kernel_Bps[static_cast<int>(MemoryKernel::Norm)] = 0;
@@ -247,7 +279,7 @@ TEST_CASE("a compute profile file is read strictly") {
   CHECK(p.memory_kernel_Bps[static_cast<int>(MemoryKernel::Softmax)] == 0);
   CHECK(compute_profile_json(p).find("memory_kernels") == std::string::npos);
   const std::string extra = replaced("\"gemms\":", R"("batched_gemms": [[10, 64, 64, 32, 2e-5]],
-      "memory_kernels": {"softmax": 2e9, "norm": 1.5e10}, "gemms":)");
+      "memory_kernels": {"softmax": 2e9, "norm": 1.5e10, "gelu": 3e9}, "gemms":)");
   const ComputeProfile q = parse_compute_profile(extra, "p.json");
   REQUIRE(q.batched_gemms.size() == 1);
   CHECK(q.batched_gemms[0].count == 10);
@@ -258,6 +290,9 @@ TEST_CASE("a compute profile file is read strictly") {
   const ComputeProfile q2 = parse_compute_profile(compute_profile_json(q), "again.json");
   CHECK(q2.batched_gemms[0].m == 64);
   CHECK(q2.memory_kernel_Bps[static_cast<int>(MemoryKernel::Norm)] == 1.5e10);
+  CHECK(q2.memory_kernel_Bps[static_cast<int>(MemoryKernel::Gelu)] == 3e9);
+  CHECK(memory_kernel_bandwidth(q2, MemoryKernel::LayerNorm) == 1.5e10);  // the family's
+  CHECK(memory_kernel_bandwidth(q2, MemoryKernel::SwiGlu) == q2.memory_bandwidth_Bps);
   auto extra_error = [&](const std::string& from, const std::string& to) {
     std::string text = extra;
     text.replace(text.find(from), from.size(), to);
@@ -273,7 +308,7 @@ TEST_CASE("a compute profile file is read strictly") {
         std::string::npos);
   CHECK(extra_error("\"norm\": 1.5e10", "\"norm\": -1")
             .find("memory_kernels.norm: expected a number > 0") != std::string::npos);
-  CHECK(extra_error("{\"softmax\": 2e9, \"norm\": 1.5e10}", "[2e9]")
+  CHECK(extra_error("{\"softmax\": 2e9, \"norm\": 1.5e10, \"gelu\": 3e9}", "[2e9]")
             .find("memory_kernels: expected an object") != std::string::npos);
   // Errors are one line.
   CHECK(extra_error("\"softmax\": 2e9", "\"softmx\": 2e9").find('\n') == std::string::npos);

@@ -129,6 +129,67 @@ TEST_CASE("the committed A100 profile is the fit of Korthikanti et al. 2022 Tabl
   }
 }
 
+TEST_CASE("the calibration's bandwidth is at most the GPU's datasheet bandwidth") {
+  // Layer times made by a profile streaming at 3e12 B/s, beyond the A100's 2.039e12: the fit
+  // is held at the datasheet's, the efficiency fitted alone (higher than the truth's, the
+  // memory-bound operations now taking longer).
+  model::ComputeProfile truth_profile;
+  truth_profile.device = "truth";
+  truth_profile.precision = "bf16";
+  truth_profile.source = truth_profile.peak_flops_source = "test";
+  truth_profile.peak_flops = 312e12;
+  truth_profile.memory_bandwidth_Bps = 3e12;
+  truth_profile.default_gemm_efficiency = truth_profile.default_attention_efficiency = 0.55;
+  const auto file = std::filesystem::temp_directory_path() /
+                    fmt::format("tauplan-published-fast-{}.json", ::getpid());
+  std::ofstream(file) << model::compute_profile_json(truth_profile);
+  model::NodeFabric truth = a100_node();
+  truth.gpu.properties["compute_profile"] = file.string();
+  const model::Platform node = model::make_node_fabric_platform(truth, 1);
+  const model::PublishedRuns shape =
+      model::parse_published_runs(runs_yaml({{kSettings[0], 1}, {kSettings[2], 1}}), "runs.yaml");
+  std::vector<std::pair<std::string, double>> points;
+  for (const std::string& setting : kSettings) {
+    model::Layout layout = shape.calibration_layout;
+    layout.recompute = setting.find("full") != std::string::npos ? model::Recompute::Full
+                       : setting.find("selective") != std::string::npos
+                           ? model::Recompute::Selective
+                           : model::Recompute::None;
+    layout.sequence_parallel = setting.find("true") != std::string::npos;
+    points.push_back({setting, model::layer_time(shape.calibration_workload, layout, 4, node,
+                                                 model::place_mesh(layout, node, {}, "<t>"))
+                                   .busy_s});
+  }
+  const model::HardwareFit fit =
+      model::fit_hardware(model::parse_published_runs(runs_yaml(points), "runs.yaml"), a100_node());
+  CHECK(fit.bandwidth_at_datasheet);
+  CHECK(fit.datasheet_bandwidth_Bps == model::gpu_spec("A100-SXM4-80GB").memory_bandwidth_Bps);
+  CHECK(fit.memory_bandwidth_Bps == fit.datasheet_bandwidth_Bps);
+  CHECK(fit.unconstrained_bandwidth_Bps == Approx(3e12).epsilon(1e-6));
+  CHECK(fit.efficiency > 0.55);
+  CHECK(fit.efficiency < 0.65);
+  CHECK_THAT(fit.profile.source, Catch::Contains("lies beyond it"));
+  for (size_t i = 0; i < points.size(); ++i)
+    CHECK(fit.fitted_layer_s[i] == Approx(points[i].second).epsilon(0.05));
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("the runs file's model_defaults.dropout reaches every workload it builds") {
+  std::string yaml = runs_yaml({{kSettings[0], 0.02}, {kSettings[2], 0.027}});
+  CHECK_FALSE(
+      model::parse_published_runs(yaml, "r.yaml").calibration_workload.transformer->dropout);
+  yaml.replace(yaml.find("platform: x\n"), 12, "platform: x\nmodel_defaults: {dropout: true}\n");
+  const model::PublishedRuns runs = model::parse_published_runs(yaml, "r.yaml");
+  CHECK(runs.calibration_workload.transformer->dropout);
+  CHECK(runs.runs[0].workload.transformer->dropout);
+  yaml.replace(yaml.find("dropout: true"), 13, "dropout: 0.1");
+  CHECK_THROWS_WITH(model::parse_published_runs(yaml, "r.yaml"),
+                    Catch::Contains("r.yaml: model_defaults.dropout: expected true or false"));
+  // Megatron's runs trained with dropout, and the committed runs file says so.
+  CHECK(model::load_published_runs(TAUPLAN_SOURCE_DIR "/experiments/parallelism/megatron.yaml")
+            .calibration_workload.transformer->dropout);
+}
+
 TEST_CASE("a calibration that cannot separate GEMMs from memory-bound traffic is refused") {
   // Two times of one setting: the two unknowns are not determined.
   const model::PublishedRuns runs = model::parse_published_runs(
