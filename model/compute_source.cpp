@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -191,6 +192,73 @@ void check_profile_covers(const ComputeProfile& profile, const std::vector<Compu
   }
 }
 
+namespace {
+
+/// What a profile's times depend on, cheaply: the same address may later hold another profile
+/// (a test's local), so the key holds the profile's scalars and sample counts beside it.
+std::string profile_fingerprint(const ComputeProfile& p) {
+  std::string f = fmt::format(
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<const void*>(&p), p.device, p.precision,
+      p.peak_flops, p.memory_bandwidth_Bps, p.launch_overhead_s, p.default_gemm_efficiency,
+      p.default_attention_efficiency, p.gemms.size(), p.batched_gemms.size());
+  f += fmt::format("|{}|{}|{}", p.attention.size(), p.gemms.empty() ? 0.0 : p.gemms.front().seconds,
+                   p.gemms.empty() ? 0.0 : p.gemms.back().seconds);
+  for (double bps : p.memory_kernel_Bps)
+    f += fmt::format("|{}", bps);
+  return f;
+}
+
+std::string shape_key(const LayerShape& s) {
+  return fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {}", s.hidden, s.heads, s.kv_heads,
+                     s.ffn_hidden, s.swiglu, s.layer_norm, s.sequence, s.micro_batch, s.tensor,
+                     s.sequence_parallel, static_cast<int>(s.attention), s.element_bytes,
+                     s.dropout);
+}
+
+/// One pass of `ops` on `profile` (each op timed once), after the coverage check.
+PassSeconds pass_seconds(const std::vector<ComputeOp>& ops, const ComputeProfile& profile) {
+  check_profile_covers(profile, ops);
+  PassSeconds seconds;
+  for (const ComputeOp& op : ops) {
+    const OpsTime one = ops_seconds({op}, profile);
+    (op.phase == ComputePhase::Forward ? seconds.forward : seconds.backward) += one.total();
+    seconds.split.gemm_s += one.gemm_s;
+    seconds.split.attention_s += one.attention_s;
+    seconds.split.memory_s += one.memory_s;
+    seconds.split.launch_s += one.launch_s;
+  }
+  return seconds;
+}
+
+/// A layer's (or the logits') pass, memoised: a planner times the same layer shape on the same
+/// profile for many layouts. Refusals (check_profile_covers) are not memoised: they throw again.
+PassSeconds memoised_pass(const std::string& key,
+                          const std::function<std::vector<ComputeOp>()>& make_ops,
+                          const ComputeProfile& profile) {
+  static std::mutex mutex;
+  static std::map<std::string, PassSeconds> passes;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = passes.find(key);
+    if (it != passes.end()) return it->second;
+  }
+  const PassSeconds seconds = pass_seconds(make_ops(), profile);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (passes.size() > 100000) passes.clear();  // a bound, far above any search's shapes
+  return passes[key] = seconds;
+}
+
+void add_scaled(PassSeconds& to, const PassSeconds& pass, double times) {
+  to.forward += pass.forward * times;
+  to.backward += pass.backward * times;
+  to.split.gemm_s += pass.split.gemm_s * times;
+  to.split.attention_s += pass.split.attention_s * times;
+  to.split.memory_s += pass.split.memory_s * times;
+  to.split.launch_s += pass.split.launch_s * times;
+}
+
+}  // namespace
+
 PassSeconds stage_pass_seconds(const Workload& workload, const Layout& layout, double batch,
                                int stage, const ComputeProfile& profile) {
   const Transformer& shape = *workload.transformer;
@@ -199,26 +267,19 @@ PassSeconds stage_pass_seconds(const Workload& workload, const Layout& layout, d
   layer.element_bytes = workload.bytes_per_parameter;
   const std::vector<int> layers = stage_layers(shape.layers, layout.pipeline);
   const double n = layers[static_cast<std::size_t>(stage)];
+  const std::string key = profile_fingerprint(profile) + "|" + shape_key(layer);
   PassSeconds seconds;
-  auto add = [&seconds, &profile](const std::vector<ComputeOp>& ops, double times) {
-    for (const ComputeOp& op : ops) {
-      const double s = op_seconds(op, profile) * times;
-      (op.phase == ComputePhase::Forward ? seconds.forward : seconds.backward) += s;
-    }
-    OpsTime split = ops_seconds(ops, profile);
-    seconds.split.gemm_s += split.gemm_s * times;
-    seconds.split.attention_s += split.attention_s * times;
-    seconds.split.memory_s += split.memory_s * times;
-    seconds.split.launch_s += split.launch_s * times;
-  };
-  const std::vector<ComputeOp> ops = layer_ops(layer, layout.recompute);
-  check_profile_covers(profile, ops);
-  add(ops, n);
-  if (stage == layout.pipeline - 1) {
-    const std::vector<ComputeOp> logits = logits_ops(layer, shape.vocabulary);
-    check_profile_covers(profile, logits);
-    add(logits, 1);
-  }
+  add_scaled(seconds,
+             memoised_pass(
+                 key + fmt::format("|layer {}", static_cast<int>(layout.recompute)),
+                 [&] { return layer_ops(layer, layout.recompute); }, profile),
+             n);
+  if (stage == layout.pipeline - 1)
+    add_scaled(seconds,
+               memoised_pass(
+                   key + fmt::format("|logits {}", shape.vocabulary),
+                   [&] { return logits_ops(layer, shape.vocabulary); }, profile),
+               1);
   return seconds;
 }
 
