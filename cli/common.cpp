@@ -80,7 +80,16 @@ void add_engine_verb(CLI::App& app, const std::string& engine_name) {
   CLI::App* verb = app.add_subcommand(engine.verb(), engine.description());
   add_job_options(*verb, *args);
   add_simgrid_options(*verb, *args);
-  verb->callback([args, engine_name] {
+  verb->callback([args, engine_name, verb_name = std::string(engine.verb())] {
+    // The closed form writes no trace: a --trace given to predict is refused, not ignored (a
+    // job file's `trace` key is simulate's and measure's, and predict leaves it to them).
+    const std::map<std::string, std::string> given = args->overrides();
+    if (engine_name == "analytic" && given.count("trace") > 0)
+      throw InputError("command line", "--trace",
+                       "no --trace for " + verb_name +
+                           " (the closed form has no events to trace: simulate or measure "
+                           "the job with --trace)",
+                       given.at("trace"));
     if (!args->simgrid_cfg.empty() || !args->simgrid_log.empty())
       sim::set_simgrid_arguments({args->simgrid_cfg, args->simgrid_log});
     const study::EngineOutput out =

@@ -1,10 +1,15 @@
-// verb_help_keys.cpp: `tauplan help-keys`, the table of job keys (name, type, default, help).
+// verb_help_keys.cpp: `tauplan help-keys`, the table of job keys (name, type, default, help),
+// then the config.json fields a HuggingFace config given as the workload may hold.
 #include <iostream>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cli/verb.hpp"
+#include "model/hf_config.hpp"
 #include "model/job.hpp"
+#include "model/token_target.hpp"
 #include "study/inputs.hpp"
 
 namespace tauplan::cli {
@@ -35,13 +40,21 @@ const char* type_word(model::KeyType type) {
 void register_help_keys(CLI::App& app) {
   CLI::App* verb = app.add_subcommand("help-keys", "list every job key with its type and default");
   verb->callback([] {
-    for (const auto& spec : study::all_job_keys()) {
+    std::vector<model::KeySpec> keys = study::all_job_keys();
+    for (model::KeySpec& key : model::inventory_token_keys())
+      keys.push_back(std::move(key));
+    for (const auto& spec : keys) {
       std::string line =
           fmt::format("{:<22} {:<8} {:<24} {}", spec.name, type_word(spec.type),
                       spec.default_value.empty() ? "-" : spec.default_value, spec.help);
       if (!spec.choices.empty()) line += fmt::format(" ({})", fmt::join(spec.choices, "|"));
       std::cout << line << "\n";
     }
+    // A HuggingFace config.json given as the workload: the fields read, those known not to change
+    // the cost (ignored) and those refused; any other field is refused (model/hf_config.hpp).
+    std::cout << "\nconfig.json fields (a HuggingFace config.json as --workload / workload):\n";
+    for (const auto& field : model::hf_config_fields())
+      std::cout << fmt::format("{:<32} {:<20} {}\n", field.name, field.model_types, field.meaning);
   });
 }
 

@@ -8,6 +8,7 @@
 #include "exec/exec_engine.hpp"
 
 #include <fstream>
+#include <iostream>
 #include <memory>
 
 #include "exec/cpu_blas.hpp"
@@ -38,7 +39,7 @@ class ExecEngine : public model::Engine {
     std::ofstream trace;
     const bool reporter = !mpi || mpi->rank() == 0;
     if (reporter && inputs.job.has("trace") && !inputs.job.text("trace").empty()) {
-      const std::string path = inputs.job.path("trace");
+      const std::string path = inputs.job.output_path("trace");
       trace.open(path);
       if (!trace) throw InputError(inputs.job.file, "trace", "a writable file", path);
     }
@@ -67,7 +68,10 @@ class ExecEngine : public model::Engine {
       context.extra["mlp"] = m.mlp;
     }
     if (mpi) context.extra["mpi_ranks"] = std::to_string(mpi->size());
-    if (trace.is_open()) write_chrome_trace(run.measurements, trace);
+    if (trace.is_open()) {
+      write_chrome_trace(run.measurements, trace);
+      std::cerr << "measure: wrote the Chrome trace " << inputs.job.output_path("trace") << "\n";
+    }
     return rows;
   }
 };

@@ -17,6 +17,7 @@
 #include "model/simgrid_xml.hpp"
 #include "model/simgrid_xml_check.hpp"
 #include "model/strategy.hpp"
+#include "model/token_target.hpp"
 #include "model/yaml_util.hpp"
 
 namespace tauplan::model {
@@ -108,10 +109,21 @@ void parse_network(const YAML::Node& node, const std::string& origin, const std:
   std::vector<std::string> known = {"bandwidth", "latency"};
   if (with_gpu_link) known.insert(known.end(), {"gpu_bandwidth", "gpu_latency"});
   yaml_util::reject_unknown_keys(node, known, origin, prefix + ".");
+  // Units are explicit in an inventory, as in a platform file: `bandwidth: 400` could mean
+  // bytes or bits per second, Gbps or GBps, and `latency: 2` seconds or microseconds, so a bare
+  // number (other than a latency of 0) is refused rather than read in the base unit.
+  auto require_unit = [&](const std::string& text, const std::string& k, const char* example) {
+    double bare = 0;
+    if (parse_number(text, bare) && bare != 0)
+      throw InputError(origin, k, fmt::format("a number with its unit ({})", example),
+                       "'" + text + "' (no unit)");
+  };
   auto bandwidth = [&](const char* key, double& out) {
     if (!node[key]) return;
     const std::string k = prefix + "." + key;
-    out = parse_bandwidth(yaml_util::text(node[key], origin, k), origin, k);
+    const std::string text = yaml_util::text(node[key], origin, k);
+    require_unit(text, k, "e.g. 25Gbps, 3.125GBps");
+    out = parse_bandwidth(text, origin, k);
     if (!(out >= kMinBandwidthBps && out <= kMaxBandwidthBps))
       throw InputError(
           origin, k,
@@ -121,7 +133,9 @@ void parse_network(const YAML::Node& node, const std::string& origin, const std:
   auto latency = [&](const char* key, double& out) {
     if (!node[key]) return;
     const std::string k = prefix + "." + key;
-    out = parse_seconds(yaml_util::text(node[key], origin, k), origin, k);
+    const std::string text = yaml_util::text(node[key], origin, k);
+    require_unit(text, k, "e.g. 18us, 2ms");
+    out = parse_seconds(text, origin, k);
     if (!(out >= 0 && out <= kMaxLatencySeconds))
       throw InputError(origin, k, fmt::format("a latency in [0, {:g}] s", kMaxLatencySeconds),
                        quoted(node[key]));
@@ -295,12 +309,47 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
   yaml_util::reject_unknown_keys(
       node,
       {"accuracy", "convergence", "min_steps", "critical_batch", "drift", "convergence_table",
-       "epochs", "dataset_samples", "staleness_cost"},
+       "epochs", "dataset_samples", "staleness_cost", "tokens", "dataset_tokens"},
       origin, "target.");
   if (node["accuracy"])
     target.accuracy = yaml_util::text(node["accuracy"], origin, "target.accuracy");
   if (node["staleness_cost"])
     target.staleness_cost = non_negative(node["staleness_cost"], origin, "target.staleness_cost");
+  // A target in tokens: `tokens` alone (no other target key), or `dataset_tokens` in place of
+  // `dataset_samples` beside `epochs`. Either needs a workload with a sequence length.
+  if (node["tokens"]) {
+    for (const char* k : {"convergence", "epochs", "dataset_samples", "dataset_tokens", "min_steps",
+                          "critical_batch", "drift", "convergence_table"})
+      if (node[k])
+        throw InputError(origin, "target.tokens",
+                         fmt::format("target.tokens or target.{}, not both (a token target "
+                                     "replaces the convergence model)",
+                                     k),
+                         fmt::format("both, target.{}: {}", k, quoted(node[k])));
+    target.tokens = parse_tokens(yaml_util::text(node["tokens"], origin, "target.tokens"), origin,
+                                 "target.tokens");
+    target.sequence = token_sequence(inventory.workload, origin, "target.tokens");
+    target.convergence = "tokens";
+    return;
+  }
+  if (node["dataset_tokens"]) {
+    if (node["dataset_samples"])
+      throw InputError(origin, "target.dataset_tokens",
+                       "target.dataset_tokens or target.dataset_samples, not both",
+                       "both, target.dataset_samples: " + quoted(node["dataset_samples"]));
+    if (node["convergence"] &&
+        yaml_util::text(node["convergence"], origin, "target.convergence") != "epochs")
+      throw InputError(origin, "target.dataset_tokens",
+                       "target.dataset_tokens only with convergence: epochs",
+                       "convergence: " + quoted(node["convergence"]));
+    if (!node["epochs"])
+      throw InputError(origin, "target.epochs", "a number > 0 (needed by target.dataset_tokens)",
+                       "nothing");
+    target.dataset_tokens =
+        parse_tokens(yaml_util::text(node["dataset_tokens"], origin, "target.dataset_tokens"),
+                     origin, "target.dataset_tokens");
+    target.sequence = token_sequence(inventory.workload, origin, "target.dataset_tokens");
+  }
   target.convergence = node["convergence"]
                            ? yaml_util::text(node["convergence"], origin, "target.convergence")
                            : (node["epochs"] ? "epochs" : "critical-batch");
@@ -337,13 +386,18 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
                             : (fs::path(inventory.folder) / raw).lexically_normal().string();
   } else if (target.convergence == "epochs") {
     for (const char* k : {"epochs", "dataset_samples"})
-      if (!node[k])
+      if (!node[k] && !(target.dataset_tokens > 0 && std::string(k) == "dataset_samples"))
         throw InputError(origin, std::string("target.") + k,
                          "a number > 0 (needed by convergence: epochs)", "nothing");
     target.epochs =
         yaml_util::in_range(node["epochs"], origin, "target.epochs", 0, kMaxConvergenceSteps, true);
-    target.dataset_samples = yaml_util::in_range(node["dataset_samples"], origin,
-                                                 "target.dataset_samples", 0, kMaxParameters, true);
+    if (target.dataset_tokens > 0) {
+      target.dataset_samples = target.dataset_tokens / target.sequence;
+      target.tokens = target.epochs * target.dataset_tokens;
+    } else {
+      target.dataset_samples = yaml_util::in_range(
+          node["dataset_samples"], origin, "target.dataset_samples", 0, kMaxParameters, true);
+    }
     // Na(b) = epochs x samples / b <= epochs x samples for every batch b >= 1.
     if (target.epochs * target.dataset_samples > kMaxConvergenceSteps)
       throw InputError(
@@ -606,6 +660,12 @@ std::string EpochsConvergence::describe() const {
 
 std::unique_ptr<ConvergenceModel> target_convergence(const Inventory& inventory) {
   const Target& t = inventory.target;
+  if (t.convergence == "tokens") {
+    auto model =
+        std::make_unique<TokenConvergence>(t.tokens, t.sequence, inventory.file, "target.tokens");
+    model->set_staleness_cost(t.staleness_cost);
+    return model;
+  }
   if (t.convergence == "epochs") {
     auto model = std::make_unique<EpochsConvergence>(t.epochs, t.dataset_samples, inventory.file);
     model->set_staleness_cost(t.staleness_cost);

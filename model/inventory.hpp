@@ -78,6 +78,13 @@ struct Target {
   double epochs = 0;       ///< epochs
   double dataset_samples = 0;
   double staleness_cost = 1;  ///< async-ps: kappa of Na(b) (1 + kappa tau_bar)
+  /// A target in tokens (model/token_target.hpp): `tokens: 15T` (convergence "tokens"), or
+  /// `epochs` over `dataset_tokens` (convergence "epochs", dataset_samples = dataset_tokens /
+  /// sequence). tokens = the tokens trained on (epochs x dataset_tokens); 0 when the target is
+  /// not in tokens. sequence: the workload's sequence length then.
+  double tokens = 0;
+  double dataset_tokens = 0;
+  int sequence = 0;
 };
 
 /// Strategies searched when an inventory lists none: every registered strategy that runs on

@@ -12,6 +12,8 @@
 #include "model/error.hpp"
 #include "model/layout.hpp"
 #include "model/notice.hpp"
+#include "model/token_target.hpp"
+#include "model/workload.hpp"
 #include "model/yaml_util.hpp"
 
 namespace tauplan::model {
@@ -103,6 +105,10 @@ std::vector<KeySpec> model_job_keys() {
             true);
   add_range("rounds", KeyType::Real, "", "fixed: Ma, rounds of local-sgd (default iterations/tau)",
             0, kMaxSteps, true);
+  add("tokens", KeyType::Text, "",
+      "target in tokens instead of convergence: 15T, 2.5B, 300G, 3e11 (suffix K, M, G or B, T); "
+      "transformer workloads only: steps = ceil(tokens / (sequence x batch)); the output adds "
+      "steps, tokens/s, days and GPU-hours");
   add_range("min_steps", KeyType::Real, "", "critical-batch: Smin", 0, kMaxSteps, true);
   add_range("critical_batch", KeyType::Real, "", "critical-batch: Bcrit (samples)", 0,
             kMaxCriticalBatch, true);
@@ -334,6 +340,17 @@ std::string Job::path(const std::string& key) const {
   return (std::filesystem::path(folder) / raw).lexically_normal().string();
 }
 
+std::pair<std::string, std::string> Job::origin_of(const std::string& key) const {
+  if (from_flag(key)) return {"command line", "--" + key};
+  return {file, key};
+}
+
+std::string Job::output_path(const std::string& key) const {
+  const std::string raw = text(key);
+  if (raw.empty() || std::filesystem::path(raw).is_absolute()) return raw;
+  return (std::filesystem::current_path() / raw).lexically_normal().string();
+}
+
 std::vector<std::string> Job::list(const std::string& key) const {
   std::vector<std::string> items;
   const std::string raw = text(key);
@@ -390,6 +407,7 @@ Job parse_job_yaml(const std::string& text, const std::string& origin, const std
     if (!find_spec(specs, key)) unknown_key(specs, key, "command line");
     raw[key] = value;
     job.mark_given(key);
+    job.mark_flagged(key);
   }
   for (const auto& spec : specs) {
     auto it = raw.find(spec.name);
@@ -503,6 +521,24 @@ std::unique_ptr<ConvergenceModel> convergence_model_of_kind(const Job& job) {
 
 std::unique_ptr<ConvergenceModel> convergence_model(const Job& job) {
   std::unique_ptr<ConvergenceModel> model = convergence_model_of_kind(job);
+  model->set_staleness_cost(job.real("staleness_cost"));
+  return model;
+}
+
+std::unique_ptr<ConvergenceModel> convergence_model(const Job& job, const Workload& workload) {
+  if (!job.has("tokens")) return convergence_model(job);
+  // A token target is the whole target: another target key beside it is a contradiction.
+  for (const char* key : {"convergence", "iterations", "rounds", "min_steps", "critical_batch",
+                          "drift", "convergence_table"})
+    if (job.given(key) && job.has(key))
+      throw InputError(job.file, "tokens",
+                       fmt::format("tokens or {}, not both (a token target replaces the "
+                                   "convergence model)",
+                                   key),
+                       fmt::format("both, {}: '{}'", key, job.text(key)));
+  const double tokens = parse_tokens(job.text("tokens"), job.file, "tokens");
+  const int sequence = token_sequence(workload, job.file, "tokens");
+  auto model = std::make_unique<TokenConvergence>(tokens, sequence, job.file);
   model->set_staleness_cost(job.real("staleness_cost"));
   return model;
 }

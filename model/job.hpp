@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/limits.hpp"
@@ -61,12 +62,22 @@ class Job {
   bool boolean(const std::string& key) const;
   std::string text(const std::string& key) const;
   std::string path(const std::string& key) const;  ///< resolved against `folder`
+  /// A file the run writes (a trace): as given, relative to the current folder, the same whether
+  /// the key came from the job file or a flag (an input is found beside the file naming it; an
+  /// output lands where the user runs the command).
+  std::string output_path(const std::string& key) const;
   std::vector<std::string> list(const std::string& key) const;
 
   /// Raw validated values (strings), for provenance and sweeps.
   const std::map<std::string, std::string>& values() const { return values_; }
   void set_raw(const std::string& key, const std::string& value) { values_[key] = value; }
   void mark_given(const std::string& key) { given_.insert(key); }
+  /// True when a flag (not the job file) gave `key`.
+  bool from_flag(const std::string& key) const { return flagged_.count(key) != 0; }
+  void mark_flagged(const std::string& key) { flagged_.insert(key); }
+  /// Where an error about `key`'s value points: {"command line", "--key"} when a flag gave it,
+  /// else {the job file, key}.
+  std::pair<std::string, std::string> origin_of(const std::string& key) const;
   const KeySpec& spec(const std::string& key) const;
 
   std::vector<KeySpec> specs;
@@ -74,6 +85,7 @@ class Job {
  private:
   std::map<std::string, std::string> values_;
   std::set<std::string> given_;
+  std::set<std::string> flagged_;
 };
 
 /// Loads `path` (may be empty: only flags and defaults), applies `overrides` (key -> value as
@@ -92,5 +104,11 @@ StrategyOptions strategy_options(const Job& job);
 /// job's staleness cost. Keys given for another model (`iterations` under critical-batch ...)
 /// are named once on stderr.
 std::unique_ptr<ConvergenceModel> convergence_model(const Job& job);
+struct Workload;
+/// The same, with a target in tokens (`tokens: 15T`, model/token_target.hpp): the token count
+/// over the workload's sequence length, Na(b) = tokens / (sequence x b). Refuses (InputError
+/// naming the file and `tokens`) a token target beside another target key (iterations, rounds,
+/// convergence and its keys), a bad count, or a workload without a sequence.
+std::unique_ptr<ConvergenceModel> convergence_model(const Job& job, const Workload& workload);
 
 }  // namespace tauplan::model

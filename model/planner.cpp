@@ -109,14 +109,21 @@ Evaluation finish_evaluation(const Inventory& inventory, const PlanConfig& confi
   e.expected_revocations = expected.expected_revocations;
   e.cost = e.price_per_hour * e.time_s / 3600.0;
 
-  // Parts of the time: the mean worker's compute, the wait for the slowest, exposed comm.
+  // Parts of the time: the mean worker's compute, the wait for the slowest, exposed comm. The
+  // wait is the share of the critical compute by which the mean worker's step (samples x flop
+  // per sample / speed, the same formula for every worker) falls short of the slowest's: zero
+  // on identical workers, whatever the critical compute holds besides model flop
+  // (recomputation, a profile's per-op times).
   const double steps = std::max(o.steps_per_round, 1);
   const std::vector<int>& hosts = *o.hosts;
-  double sum = 0;
+  double sum = 0, slowest_step = 0;
   for (size_t w = 0; w < hosts.size(); ++w) {
     const double speed = platform.hosts[static_cast<size_t>(hosts[w])].speed_flops;
     const double samples = o.samples->empty() ? 0 : (*o.samples)[w];
-    sum += inventory.search.step_overhead_s + samples * inventory.workload.flop_per_sample / speed;
+    const double step =
+        inventory.search.step_overhead_s + samples * inventory.workload.flop_per_sample / speed;
+    sum += step;
+    slowest_step = std::max(slowest_step, step);
   }
   const double mean_step = hosts.empty() ? 0 : sum / static_cast<double>(hosts.size());
   double round_samples = 0, largest_samples = 0;
@@ -129,7 +136,9 @@ Evaluation finish_evaluation(const Inventory& inventory, const PlanConfig& confi
   e.peak_flops = costs.peak_flops;
   e.memory_per_gpu_bytes = inventory.workload.memory_bytes(largest_samples);
   const double critical_compute = timing.compute_s * steps;
-  const double straggler = std::max(0.0, critical_compute - mean_step * steps);
+  // (A shortfall below 1e-9 is the rounding of the mean's sum: identical workers.)
+  const double shortfall = slowest_step > 0 ? 1.0 - mean_step / slowest_step : 0.0;
+  const double straggler = shortfall > 1e-9 ? critical_compute * shortfall : 0.0;
   const auto rounds = static_cast<double>(o.rounds);
   e.compute_part_s = rounds * (critical_compute - straggler);
   e.straggler_part_s = rounds * straggler;

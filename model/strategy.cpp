@@ -153,8 +153,11 @@ std::vector<int> choose_worker_hosts(const StrategyOptions& options, const Platf
   if (!options.hosts.empty()) {
     if (static_cast<int>(options.hosts.size()) != options.workers)
       throw InputError(options.file, "hosts",
-                       fmt::format("exactly workers={} host names", options.workers),
-                       std::to_string(options.hosts.size()));
+                       fmt::format("exactly workers={} host names (give --hosts with {} names of "
+                                   "the platform, or --hosts '' to let tauplan pick its worker "
+                                   "hosts)",
+                                   options.workers, options.workers),
+                       fmt::format("{} names", options.hosts.size()));
     return host_indices(options.hosts, platform, options.file, "hosts");
   }
   const std::vector<int> workers = platform.worker_hosts();

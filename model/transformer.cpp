@@ -24,7 +24,7 @@ double Transformer::attention_parameters() const {
   const double h = hidden, kv = kv_width();
   // Q and O are h x h; K and V are h x (kv_heads head_dim).
   const double weights = 2 * h * h + 2 * h * kv;
-  const double biases = linear_bias ? 2 * h + 2 * kv : 0;
+  const double biases = linear_bias ? 2 * h + 2 * kv : qkv_bias ? h + 2 * kv : 0;
   return weights + biases;
 }
 
@@ -54,8 +54,9 @@ double Transformer::layer_parameters_per_rank(int tensor) const {
   const double kv_per_rank = tensor > kv_heads ? head_dim() : kv_width() / t;
   // Column-parallel: Q, K, V and the first feed-forward GEMM(s), with their biases; row-parallel:
   // the attention output and feed-forward down projections (weights split, biases whole).
-  const double q_o = 2 * h * h / t + (linear_bias ? h / t : 0);
-  const double k_v = 2 * h * kv_per_rank + (linear_bias ? 2 * kv_per_rank : 0);
+  const bool column_bias = linear_bias || qkv_bias;  // Q, K and V biases split with their heads
+  const double q_o = 2 * h * h / t + (column_bias ? h / t : 0);
+  const double k_v = 2 * h * kv_per_rank + (column_bias ? 2 * kv_per_rank : 0);
   const double ffn_matrices = feed_forward == FeedForward::SwiGlu ? 3 : 2;
   const double ffn_column_biases = linear_bias ? (ffn_matrices - 1) * f / t : 0;
   const double ffn = ffn_matrices * h * f / t + ffn_column_biases;

@@ -50,6 +50,9 @@ struct Transformer {
   int vocabulary = 0;
   bool tied_embeddings = true;  ///< the output projection is the token embedding
   bool linear_bias = true;      ///< every linear layer has a bias (GPT-2, BERT; not Llama)
+  /// Only the Q, K and V projections have biases (Qwen2); ignored when linear_bias is set. Set
+  /// by a Qwen2 config.json (model/hf_config.hpp); no workload YAML key.
+  bool qkv_bias = false;
   Normalization normalization = Normalization::LayerNorm;
   PositionEmbedding positions = PositionEmbedding::Learned;
   int max_positions = 0;  ///< rows of a learned position table

@@ -8,6 +8,7 @@
 
 #include "model/catalog.hpp"
 #include "model/error.hpp"
+#include "model/hf_config.hpp"
 #include "model/limits.hpp"
 #include "model/yaml_util.hpp"
 
@@ -163,7 +164,14 @@ Workload load_workload(const std::string& name_or_path) {
     throw InputError(name_or_path, "workload",
                      "a catalog name (" + names + ") or a readable YAML file", "neither");
   }
-  return parse_workload_yaml(yaml_util::read_file(name_or_path, "workload"), name_or_path);
+  const std::string text = yaml_util::read_file(name_or_path, "workload");
+  // A HuggingFace config.json (model_type or architectures) is a transformer (hf_config.hpp);
+  // other JSON is read as workload YAML, of which JSON is a subset.
+  const std::string suffix = ".json";
+  if (name_or_path.size() > suffix.size() &&
+      name_or_path.compare(name_or_path.size() - suffix.size(), suffix.size(), suffix) == 0)
+    if (std::optional<Workload> config = parse_hf_config(text, name_or_path)) return *config;
+  return parse_workload_yaml(text, name_or_path);
 }
 
 double GpuSpec::peak_flops(const std::string& precision) const {

@@ -48,7 +48,8 @@ struct Workload {
   double memory_bytes(double samples) const;
 };
 
-/// Loads a workload: a name of the built-in catalog ("resnet-50") or a path to a YAML file.
+/// Loads a workload: a name of the built-in catalog ("resnet-50"), a path to a YAML file, or a
+/// path ending in .json to a HuggingFace config.json (model/hf_config.hpp).
 /// Throws InputError naming the file and key on any problem.
 Workload load_workload(const std::string& name_or_path);
 /// Parses workload YAML text; `origin` names it in errors.

@@ -83,8 +83,10 @@ std::vector<model::KeySpec> sim_job_keys() {
           "simulate: offsets (evenly spaced over one round) at which the copy starts; the row "
           "is the mean over them"));
   phases.min_value = 1;
-  keys.push_back(key("trace", KeyType::Path, "",
-                     "simulate: write a Chrome trace (one track per worker; open in Perfetto)"));
+  keys.push_back(
+      key("trace", KeyType::Path, "",
+          "simulate, measure: write a Chrome trace here (relative to the current folder; one "
+          "track per worker; open in Perfetto)"));
   return keys;
 }
 

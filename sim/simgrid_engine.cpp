@@ -7,6 +7,8 @@
 // strategies in parallel (SimGrid: one engine per process; sweeps run one process per point).
 #include "sim/simgrid_engine.hpp"
 
+#include <iostream>
+
 #include "model/error.hpp"
 #include "sim/chrome_trace.hpp"
 #include "sim/platform_loader.hpp"
@@ -28,7 +30,7 @@ class SimgridEngine : public model::Engine {
     const model::Job& job = inputs.job;
     const SimOptions options = sim_options(job);
     const std::string trace_path =
-        job.has("trace") && !job.text("trace").empty() ? job.path("trace") : "";
+        job.has("trace") && !job.text("trace").empty() ? job.output_path("trace") : "";
     ChromeTrace trace;
     std::vector<model::ResultRow> rows;
     int pid = 0;
@@ -41,7 +43,10 @@ class SimgridEngine : public model::Engine {
       throw InputError(job.file, "simulate", "a simulation that ends with every actor done",
                        e.what());
     }
-    if (!trace_path.empty()) trace.write(trace_path);
+    if (!trace_path.empty()) {
+      trace.write(trace_path);
+      std::cerr << "simulate: wrote the Chrome trace " << trace_path << "\n";
+    }
     context.network_model = network_model();
     for (const auto& [key, value] : context_extra(options))
       context.extra[key] = value;

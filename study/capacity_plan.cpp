@@ -14,6 +14,7 @@
 #include "model/planner.hpp"
 #include "model/revocation.hpp"
 #include "model/strategy.hpp"
+#include "model/token_target.hpp"
 #include "study/child_process.hpp"
 #include "study/engines.hpp"
 #include "study/files.hpp"
@@ -48,6 +49,15 @@ std::string with_commas(std::size_t n) {
     out += digits[i];
   }
   return out;
+}
+
+// A target in tokens: what a configuration comes to (steps, tokens/s, days, GPU-hours).
+model::TokenSummary token_summary(const model::Inventory& inv, const model::Evaluation& e) {
+  // Local SGD counts rounds of tau local steps; the others count steps.
+  const model::Strategy* strategy = model::find_strategy(e.config.strategy);
+  const long long steps =
+      strategy && strategy->counts_rounds() ? e.rounds * e.config.tau : e.rounds;
+  return model::summarise_tokens(inv.target.tokens, steps, e.time_s, e.config.gpus);
 }
 
 json to_json(const model::Inventory& inv, const model::Evaluation& e) {
@@ -97,6 +107,7 @@ json to_json(const model::Inventory& inv, const model::Evaluation& e) {
                      {"micro_batches", c.layout.micro_batches},
                      {"zero_stage", c.layout.zero_stage},
                      {"recompute", model::to_string(c.layout.recompute)}};
+  if (inv.target.tokens > 0) row["tokens"] = model::to_json(token_summary(inv, e));
   return row;
 }
 
@@ -462,6 +473,15 @@ PlanOutcome run_plan(const PlanRequest& args) {
         "CUDA context, NCCL buffers and fragmentation; data-parallel: model state and "
         "activations); MFU: model flop/s over the GPUs' dense peak at their precision\n";
     out += answer + "\n";
+    if (inv.target.tokens > 0 && (search.best >= 0 || search.nearest >= 0)) {
+      const long index = search.best >= 0 ? search.best : search.nearest;
+      const model::Evaluation& e = ev[static_cast<size_t>(index)];
+      out +=
+          fmt::format("{} {:g} tokens ({:g} sequences of {}, batch {:g}, steps rounded up): {}\n",
+                      search.best >= 0 ? "best" : "nearest", inv.target.tokens,
+                      inv.target.tokens / inv.target.sequence, inv.target.sequence,
+                      e.config.job_batch(), model::to_text(token_summary(inv, e)));
+    }
     if (!checks.empty()) {
       out += fmt::format(
           "Re-check in simgrid of the top {} (sim_rounds {}, {}; revocations {}): DIR = {}\n",

@@ -5,6 +5,8 @@
 
 #include "exec/exec_engine.hpp"
 #include "model/registry.hpp"
+#include "model/strategy.hpp"
+#include "model/token_target.hpp"
 #include "sim/simgrid_engine.hpp"
 #include "study/inputs.hpp"
 
@@ -39,6 +41,21 @@ EngineOutput run_engine(const std::string& engine_name, const std::string& job_f
   out.context = make_context(inputs, chosen.verb(), chosen.name());
   out.rows = chosen.run(inputs, out.context);
   model::fill_speedups(out.rows);
+  // A target in tokens: each predicted row says what it comes to (steps, tokens per second,
+  // days, GPU-hours), in the table after the row and in JSON as "tokens". A measured row
+  // (exec) ran its own steps, not the target's: it is left as it is.
+  if (const auto* tokens = dynamic_cast<const model::TokenConvergence*>(inputs.convergence.get()))
+    for (model::ResultRow& row : out.rows) {
+      if (row.engine != "analytic" && row.engine != "simgrid") continue;
+      // Local SGD counts rounds of tau local steps; the others count steps.
+      const model::Strategy* strategy = model::find_strategy(row.strategy);
+      const long long steps =
+          strategy && strategy->counts_rounds() ? row.rounds * row.tau : row.rounds;
+      const model::TokenSummary summary =
+          model::summarise_tokens(tokens->tokens(), steps, row.total_s, row.workers);
+      row.extra["tokens"] = model::to_json(summary);
+      row.note += (row.note.empty() ? "" : "; ") + model::to_text(summary);
+    }
   return out;
 }
 

@@ -46,10 +46,27 @@ std::string resolve_platform_path(const model::Job& job) {
   }
   for (const auto& candidate : candidates)
     if (fs::is_regular_file(candidate)) return candidate.lexically_normal().string();
-  throw InputError(job.file, "platform",
+  const auto [origin, key] = job.origin_of("platform");
+  throw InputError(origin, key,
                    "a platform XML file or cluster spec (.yaml), or the name of one in " +
                        std::string(TAUPLAN_PLATFORM_DIR) + " or its clusters/",
                    "'" + value + "' (not found)");
+}
+
+model::Workload load_job_workload(const model::Job& job) {
+  std::string workload = job.text("workload");
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!job.folder.empty() && !fs::path(workload).is_absolute() &&
+      fs::is_regular_file(fs::path(job.folder) / workload, error))
+    workload = (fs::path(job.folder) / workload).lexically_normal().string();
+  try {
+    return model::load_workload(workload);
+  } catch (const InputError& e) {
+    // Name the job file and key (or the flag); keep the loader's detail.
+    const auto [origin, key] = job.origin_of("workload");
+    throw InputError(origin, key, e.what());
+  }
 }
 
 model::JobInputs load_inputs(const std::string& job_file,
@@ -57,25 +74,12 @@ model::JobInputs load_inputs(const std::string& job_file,
   model::JobInputs inputs;
   inputs.job = model::load_job(job_file, all_job_keys(), overrides);
   const model::Job& job = inputs.job;
-  try {
-    // A workload file named relative to the job file is found there (as the platform and the
-    // convergence table are); a catalog name or another path is taken as given.
-    std::string workload = job.text("workload");
-    namespace fs = std::filesystem;
-    std::error_code error;
-    if (!job.folder.empty() && !fs::path(workload).is_absolute() &&
-        fs::is_regular_file(fs::path(job.folder) / workload, error))
-      workload = (fs::path(job.folder) / workload).lexically_normal().string();
-    inputs.workload = model::load_workload(workload);
-  } catch (const InputError& e) {
-    // Name the job file and key; keep the loader's detail.
-    throw InputError(job.file, "workload", e.what());
-  }
+  inputs.workload = load_job_workload(job);
   inputs.platform_path = resolve_platform_path(job);
   sim::NetworkOptions network = sim::network_options(job);
   network.origin = job.file;
   inputs.platform = load_user_platform(inputs.platform_path, network);
-  inputs.convergence = model::convergence_model(job);
+  inputs.convergence = model::convergence_model(job, inputs.workload);
   inputs.options = model::strategy_options(job);
   inputs.strategies = job.list("strategies");
   inputs.log = &std::cerr;

@@ -25,6 +25,12 @@ std::vector<model::KeySpec> all_job_keys();
 /// (study/platform_file.hpp loads it).
 std::string resolve_platform_path(const model::Job& job);
 
+/// The job's `workload`: a file named relative to the job file is found there (as the platform
+/// and the convergence table are), a catalog name or another path is taken as given; errors
+/// name the job file and key `workload` with the loader's detail. Every verb loads a job's
+/// workload through this.
+model::Workload load_job_workload(const model::Job& job);
+
 /// Loads the job (file + overrides, key -> value), the workload, the platform and the
 /// convergence model. InputError on any bad input.
 model::JobInputs load_inputs(const std::string& job_file,

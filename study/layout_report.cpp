@@ -147,12 +147,7 @@ nlohmann::json layout_context(const model::Job& job, const model::Workload& work
 
 LayoutOutcome run_layout(const LayoutRequest& request) {
   const model::Job job = model::load_job(request.job_file, all_job_keys(), request.overrides);
-  model::Workload workload;
-  try {
-    workload = model::load_workload(job.text("workload"));
-  } catch (const InputError& e) {
-    throw InputError(job.file, "workload", e.what());
-  }
+  const model::Workload workload = load_job_workload(job);
   const std::string platform_path = resolve_platform_path(job);
   sim::NetworkOptions network = sim::network_options(job);
   network.origin = job.file;

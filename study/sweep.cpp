@@ -103,13 +103,8 @@ class InProcessAnalytic {
     const model::Job& job = inputs.job;
     const std::string workload_name = job.text("workload");
     auto it = workloads_.find(workload_name);
-    if (it == workloads_.end()) {
-      try {
-        it = workloads_.emplace(workload_name, model::load_workload(workload_name)).first;
-      } catch (const InputError& e) {
-        throw InputError(job.file, "workload", e.what());
-      }
-    }
+    if (it == workloads_.end())
+      it = workloads_.emplace(workload_name, load_job_workload(job)).first;
     inputs.workload = it->second;
     if (!platform_) {
       platform_path_ = resolve_platform_path(job);
@@ -119,7 +114,7 @@ class InProcessAnalytic {
     }
     inputs.platform_path = platform_path_;
     inputs.platform = *platform_;
-    inputs.convergence = model::convergence_model(job);
+    inputs.convergence = model::convergence_model(job, inputs.workload);
     inputs.options = model::strategy_options(job);
     inputs.strategies = job.list("strategies");
     const model::Engine& analytic = engine("analytic");

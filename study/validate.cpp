@@ -210,7 +210,7 @@ struct Machine {
 Machine machine_of(const model::Job& job) {
   const exec::ExecSettings settings = exec::exec_settings(job);
   Machine m;
-  m.workload = model::load_workload(job.text("workload"));
+  m.workload = load_job_workload(job);
   static const exec::Dataset data = exec::load_dataset(settings.data);
   m.data = &data;
   m.shape = exec::mlp_shape(settings.hidden, data);

@@ -577,7 +577,7 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   if (a.calibration_rounds < 1 || a.calibration_rounds > 1000)
     throw InputError("command line", "--calibration-rounds", "a whole number from 1 to 1000",
                      std::to_string(a.calibration_rounds));
-  const model::Workload workload = model::load_workload(job.text("workload"));
+  const model::Workload workload = load_job_workload(job);
   const exec::Dataset data = exec::load_dataset(settings.data);
   const exec::MlpShape shape = exec::mlp_shape(settings.hidden, data);
   if (std::fabs(workload.parameters - static_cast<double>(shape.parameters())) >

@@ -381,12 +381,8 @@ bool is_transformer_job(const std::string& job_file,
                         const std::map<std::string, std::string>& overrides) {
   // The job and its workload only: loading the platform here would fix this process's platform.
   const model::Job job = model::load_job(job_file, all_job_keys(), overrides);
-  std::string workload = job.text("workload");
-  if (!job.folder.empty() && !fs::path(workload).is_absolute() &&
-      fs::is_regular_file(fs::path(job.folder) / workload))
-    workload = (fs::path(job.folder) / workload).lexically_normal().string();
   try {
-    return model::load_workload(workload).transformer.has_value();
+    return load_job_workload(job).transformer.has_value();
   } catch (const std::exception&) {
     return false;  // the MLP validation reports it, naming the job's key
   }

@@ -77,7 +77,7 @@ Case job(const std::string& file, const std::string& fragment) {
 Case workload(const std::string& file, const std::string& fragment) {
   return {"workload " + file,
           {"predict", "--platform", "test-crossbar-4", "--workload", "@/" + file},
-          "<command line>: workload: expected " + kBad + file + ": " + fragment};
+          "command line: --workload: expected " + kBad + file + ": " + fragment};
 }
 
 Case inventory(const std::string& file, const std::string& fragment) {
@@ -470,7 +470,7 @@ TEST_CASE("bad input: platforms, read before SimGrid") {
       platform("p-route-reverse.xml", "line 12: <route> src: expected one route between two ends"),
       {"platform is a folder",
        {"predict", "--platform", "@/", "--workload", "fashion-mlp"},
-       "<command line>: platform: expected a platform XML file"},
+       "command line: --platform: expected a platform XML file"},
   });
 }
 
@@ -497,6 +497,10 @@ TEST_CASE("bad input: inventories") {
       inventory("i-nodes-zero.yaml", "node_types[0].nodes: expected a whole number >= 1"),
       inventory("i-bandwidth-zero.yaml", "node_types[0].network.bandwidth: expected a bandwidth"),
       inventory("i-bandwidth-bits.yaml", "node_types[0].network.bandwidth: expected a bandwidth"),
+      inventory("i-bandwidth-no-unit.yaml",
+                "node_types[0].network.bandwidth: expected a number with its unit (e.g. 25Gbps"),
+      inventory("i-latency-no-unit.yaml",
+                "node_types[0].network.latency: expected a number with its unit (e.g. 18us"),
       inventory("i-latency-negative.yaml", "node_types[0].network.latency: expected a latency in"),
       inventory("i-deadline-zero.yaml", "deadline: expected a duration in (0, 1e+12] s"),
       inventory("i-min-steps-huge.yaml", "target.min_steps: expected a number in (0, 1e+15]"),

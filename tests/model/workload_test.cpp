@@ -11,8 +11,9 @@ using namespace tauplan;
 
 TEST_CASE("the workload catalog holds the models the issue lists, each consistent") {
   const auto names = model::catalog_workload_names();
-  for (const char* expected : {"alexnet", "googlenet", "vgg-16", "resnet-50", "bert-base",
-                               "bert-large", "transformer-base", "gpt2-small", "fashion-mlp"})
+  for (const char* expected :
+       {"alexnet", "googlenet", "vgg-16", "resnet-50", "bert-base", "bert-large",
+        "transformer-base", "gpt2-small", "fashion-mlp", "llama3-8b", "llama3-70b", "llama3-405b"})
     CHECK(std::find(names.begin(), names.end(), expected) != names.end());
   for (const auto& name : names) {
     INFO(name);

@@ -1,0 +1,112 @@
+// newcomer_test.cpp: what a new user ran into (issue 25, "Tried as a new user would"), each as a
+// test that now passes: relative workload paths resolved against the job file by every verb,
+// trace files written where the user runs the command and said so, a flag a verb cannot use
+// refused, errors from flags naming the flag, a host list that no longer matches --workers
+// saying what to do, and plan's straggler part zero on identical GPUs.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/expect_bad_input.hpp"
+#include "tests/cli/run_command.hpp"
+
+using tauplan::test::expect_bad_input;
+using tauplan::test::run_tauplan;
+using tauplan::test::write_temp_file;
+
+namespace {
+
+// A job whose workload is a file beside it, named relatively (block-small.yaml).
+const std::string kTransformerJob = TAUPLAN_SOURCE_DIR "/experiments/transformer/single.yaml";
+
+/// A fresh empty folder to run the command in (not the job's).
+std::string elsewhere() {
+  const std::string marker = write_temp_file("elsewhere.txt", "");
+  return std::filesystem::path(marker).parent_path().string();
+}
+
+}  // namespace
+
+TEST_CASE("newcomer: layout and sweep find a relative workload beside the job, as predict does") {
+  const std::string folder = elsewhere();
+  const auto predict = run_tauplan({"predict", kTransformerJob}, folder);
+  INFO(predict.err);
+  CHECK(predict.exit_code == 0);
+  const auto layout = run_tauplan({"layout", kTransformerJob}, folder);
+  INFO(layout.err);
+  CHECK(layout.exit_code == 0);
+  CHECK(layout.out.find("block-small") != std::string::npos);
+  const auto sweep = run_tauplan(
+      {"sweep", kTransformerJob, "--set", "batch=8,16", "--out", folder + "/sweep"}, folder);
+  INFO(sweep.err);
+  CHECK(sweep.exit_code == 0);
+}
+
+TEST_CASE("newcomer: simulate --trace writes where the command runs and says so") {
+  const std::string folder = elsewhere();
+  const auto r = run_tauplan({"simulate", kTransformerJob, "--trace", "t.json"}, folder);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string written = folder + "/t.json";
+  CHECK(std::filesystem::is_regular_file(written));
+  CHECK_FALSE(std::filesystem::exists(TAUPLAN_SOURCE_DIR "/experiments/transformer/t.json"));
+  CHECK(r.err.find("wrote the Chrome trace " +
+                   std::filesystem::path(written).lexically_normal().string()) !=
+        std::string::npos);
+}
+
+TEST_CASE("newcomer: predict refuses --trace instead of ignoring it") {
+  expect_bad_input({"predict", kTransformerJob, "--trace", "x.json"},
+                   "command line: --trace: expected no --trace for predict");
+}
+
+TEST_CASE("newcomer: an error in a flag's value names the flag, not the job file") {
+  expect_bad_input({"predict", kTransformerJob, "--platform", "no-such-platform"},
+                   "command line: --platform: expected a platform XML file");
+  expect_bad_input({"predict", kTransformerJob, "--workload", "no-such-workload"},
+                   "command line: --workload: expected");
+  // From the file, the file and key are named, as before.
+  const std::string job = write_temp_file("job.yaml", "workload: fashion-mlp\nplatform: nowhere\n");
+  expect_bad_input({"predict", job}, job + ": platform: expected");
+}
+
+TEST_CASE("newcomer: --workers that no longer matches a shipped host list says what to do") {
+  expect_bad_input({"predict", TAUPLAN_SOURCE_DIR "/experiments/examples/sparknet-alexnet.yaml",
+                    "--workers", "3"},
+                   "or --hosts '' to let tauplan pick its worker hosts");
+  const auto r =
+      run_tauplan({"predict", TAUPLAN_SOURCE_DIR "/experiments/examples/sparknet-alexnet.yaml",
+                   "--workers", "3", "--hosts", ""});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("newcomer: plan puts no straggler time on identical GPUs") {
+  const auto r =
+      run_tauplan({"plan", TAUPLAN_SOURCE_DIR "/experiments/planning/inventories/gpt3-h200.yaml",
+                   "--recheck", "0", "--json", "--out", elsewhere() + "/plan"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  int parts = 0;
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& x) {
+    if (x.is_object()) {
+      for (auto it = x.begin(); it != x.end(); ++it) {
+        if (it.key() == "straggler" && it.value().is_number()) {
+          ++parts;
+          CHECK(it.value().get<double>() == 0.0);
+        }
+        walk(it.value());
+      }
+    } else if (x.is_array()) {
+      for (const auto& v : x)
+        walk(v);
+    }
+  };
+  walk(j);
+  CHECK(parts > 0);
+}
