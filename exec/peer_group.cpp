@@ -3,19 +3,25 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
 namespace tauplan::exec {
 
-void allreduce_sum(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
-                   int tag) {
+namespace {
+
+/// Every member sends its buffer to every other and folds the members' buffers with `combine`
+/// in member order, from `identity`: every member holds the same bits.
+template <class Combine>
+void allreduce_in_member_order(PeerGroup& peers, const std::vector<int>& members, float* data,
+                               std::size_t n, int tag, float identity, Combine combine) {
   if (members.size() < 2) return;
   const int me = peers.rank();
   assert(std::find(members.begin(), members.end(), me) != members.end());
   for (int member : members)
     if (member != me) peers.send(member, data, n, tag);
-  std::vector<float> sum(n, 0.0f), other(n);
+  std::vector<float> folded(n, identity), other(n);
   for (int member : members) {
     const float* part = data;
     if (member != me) {
@@ -23,26 +29,23 @@ void allreduce_sum(PeerGroup& peers, const std::vector<int>& members, float* dat
       part = other.data();
     }
     for (std::size_t i = 0; i < n; ++i)
-      sum[i] += part[i];
+      folded[i] = combine(folded[i], part[i]);
   }
-  std::copy(sum.begin(), sum.end(), data);
+  std::copy(folded.begin(), folded.end(), data);
+}
+
+}  // namespace
+
+void allreduce_sum(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
+                   int tag) {
+  allreduce_in_member_order(peers, members, data, n, tag, 0.0f,
+                            [](float a, float b) { return a + b; });
 }
 
 void allreduce_max(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
                    int tag) {
-  if (members.size() < 2) return;
-  const int me = peers.rank();
-  assert(std::find(members.begin(), members.end(), me) != members.end());
-  for (int member : members)
-    if (member != me) peers.send(member, data, n, tag);
-  std::vector<float> largest(data, data + n), other(n);
-  for (int member : members) {
-    if (member == me) continue;
-    peers.recv(member, other.data(), n, tag);
-    for (std::size_t i = 0; i < n; ++i)
-      largest[i] = std::max(largest[i], other[i]);
-  }
-  std::copy(largest.begin(), largest.end(), data);
+  allreduce_in_member_order(peers, members, data, n, tag, -std::numeric_limits<float>::infinity(),
+                            [](float a, float b) { return std::max(a, b); });
 }
 
 class ThreadPeer final : public PeerGroup {
