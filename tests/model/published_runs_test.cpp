@@ -53,27 +53,33 @@ const std::vector<std::string> kSettings = {
     "recompute: full, sequence_parallel: false", "recompute: selective, sequence_parallel: false",
     "recompute: selective, sequence_parallel: true"};
 
-}  // namespace
+/// A profile file streaming memory-bound ops at `bandwidth_Bps` with GEMMs at 0.55 of the
+/// A100's peak (the truth a fit should recover), and the 22B layer's times (t 8, micro-batch 4)
+/// under every setting of kSettings as layout_cost times them on an A100 node with that profile.
+struct TruthLayers {
+  model::ComputeProfile profile;
+  std::filesystem::path file;
+  model::NodeFabric fabric;                            ///< an A100 node naming `file`
+  std::vector<std::pair<std::string, double>> points;  ///< setting, layer seconds
+  std::vector<double> tensor_s;                        ///< each setting's all-reduce seconds
+};
 
-TEST_CASE("the calibration fit recovers the compute profile that made the layer times") {
-  // The truth: an A100 timed by a profile file of efficiency 0.55 and 1.5e12 B/s.
-  model::ComputeProfile truth_profile;
-  truth_profile.device = "truth";
-  truth_profile.precision = "bf16";
-  truth_profile.source = truth_profile.peak_flops_source = "test";
-  truth_profile.peak_flops = 312e12;
-  truth_profile.memory_bandwidth_Bps = 1.5e12;
-  truth_profile.default_gemm_efficiency = truth_profile.default_attention_efficiency = 0.55;
-  const auto file = std::filesystem::temp_directory_path() /
-                    fmt::format("tauplan-published-truth-{}.json", ::getpid());
-  std::ofstream(file) << model::compute_profile_json(truth_profile);
-  model::NodeFabric truth = a100_node();
-  truth.gpu.properties["compute_profile"] = file.string();
-  const model::Platform node = model::make_node_fabric_platform(truth, 1);
-  // Layer times of the 22B layer (t 8, micro-batch 4) as layout_cost times them.
+TruthLayers truth_layers(const std::string& tag, double bandwidth_Bps) {
+  TruthLayers t;
+  t.profile.device = "truth";
+  t.profile.precision = "bf16";
+  t.profile.source = t.profile.peak_flops_source = "test";
+  t.profile.peak_flops = 312e12;
+  t.profile.memory_bandwidth_Bps = bandwidth_Bps;
+  t.profile.default_gemm_efficiency = t.profile.default_attention_efficiency = 0.55;
+  t.file = std::filesystem::temp_directory_path() /
+           fmt::format("tauplan-published-{}-{}.json", tag, ::getpid());
+  std::ofstream(t.file) << model::compute_profile_json(t.profile);
+  t.fabric = a100_node();
+  t.fabric.gpu.properties["compute_profile"] = t.file.string();
+  const model::Platform node = model::make_node_fabric_platform(t.fabric, 1);
   const model::PublishedRuns shape =
       model::parse_published_runs(runs_yaml({{kSettings[0], 1}, {kSettings[2], 1}}), "runs.yaml");
-  std::vector<std::pair<std::string, double>> points;
   for (const std::string& setting : kSettings) {
     model::Layout layout = shape.calibration_layout;
     layout.recompute = setting.find("full") != std::string::npos ? model::Recompute::Full
@@ -83,9 +89,21 @@ TEST_CASE("the calibration fit recovers the compute profile that made the layer 
     layout.sequence_parallel = setting.find("true") != std::string::npos;
     const model::StageTime layer = model::layer_time(shape.calibration_workload, layout, 4, node,
                                                      model::place_mesh(layout, node, {}, "<t>"));
-    CHECK(layer.tensor_s > 0);
-    points.push_back({setting, layer.busy_s});
+    t.points.push_back({setting, layer.busy_s});
+    t.tensor_s.push_back(layer.tensor_s);
   }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("the calibration fit recovers the compute profile that made the layer times") {
+  // The truth: an A100 timed by a profile file of efficiency 0.55 and 1.5e12 B/s.
+  const TruthLayers truth = truth_layers("truth", 1.5e12);
+  const model::ComputeProfile& truth_profile = truth.profile;
+  const auto& points = truth.points;
+  for (double tensor_s : truth.tensor_s)
+    CHECK(tensor_s > 0);
   const model::PublishedRuns runs = model::parse_published_runs(runs_yaml(points), "runs.yaml");
   const model::HardwareFit fit = model::fit_hardware(runs, a100_node());
   CHECK(fit.efficiency == Approx(0.55).epsilon(1e-6));
@@ -104,10 +122,10 @@ TEST_CASE("the calibration fit recovers the compute profile that made the layer 
   off.memory_bandwidth_Bps *= 1.01;
   CHECK_THAT(model::profile_difference(off, fit), Catch::Contains("memory_bandwidth_Bps"));
   // Predicting the run uses the fabric as given (its GPU's profile), not the fit.
-  const model::RunPrediction p = model::predict_run(runs.runs[0], truth);
+  const model::RunPrediction p = model::predict_run(runs.runs[0], truth.fabric);
   CHECK(p.predicted == Approx(p.tflops_per_gpu));
   CHECK(p.error == Approx((p.tflops_per_gpu - 137) / 137));
-  std::filesystem::remove(file);
+  std::filesystem::remove(truth.file);
 }
 
 TEST_CASE("the committed A100 profile is the fit of Korthikanti et al. 2022 Table 4") {
@@ -133,33 +151,8 @@ TEST_CASE("the calibration's bandwidth is at most the GPU's datasheet bandwidth"
   // Layer times made by a profile streaming at 3e12 B/s, beyond the A100's 2.039e12: the fit
   // is held at the datasheet's, the efficiency fitted alone (higher than the truth's, the
   // memory-bound operations now taking longer).
-  model::ComputeProfile truth_profile;
-  truth_profile.device = "truth";
-  truth_profile.precision = "bf16";
-  truth_profile.source = truth_profile.peak_flops_source = "test";
-  truth_profile.peak_flops = 312e12;
-  truth_profile.memory_bandwidth_Bps = 3e12;
-  truth_profile.default_gemm_efficiency = truth_profile.default_attention_efficiency = 0.55;
-  const auto file = std::filesystem::temp_directory_path() /
-                    fmt::format("tauplan-published-fast-{}.json", ::getpid());
-  std::ofstream(file) << model::compute_profile_json(truth_profile);
-  model::NodeFabric truth = a100_node();
-  truth.gpu.properties["compute_profile"] = file.string();
-  const model::Platform node = model::make_node_fabric_platform(truth, 1);
-  const model::PublishedRuns shape =
-      model::parse_published_runs(runs_yaml({{kSettings[0], 1}, {kSettings[2], 1}}), "runs.yaml");
-  std::vector<std::pair<std::string, double>> points;
-  for (const std::string& setting : kSettings) {
-    model::Layout layout = shape.calibration_layout;
-    layout.recompute = setting.find("full") != std::string::npos ? model::Recompute::Full
-                       : setting.find("selective") != std::string::npos
-                           ? model::Recompute::Selective
-                           : model::Recompute::None;
-    layout.sequence_parallel = setting.find("true") != std::string::npos;
-    points.push_back({setting, model::layer_time(shape.calibration_workload, layout, 4, node,
-                                                 model::place_mesh(layout, node, {}, "<t>"))
-                                   .busy_s});
-  }
+  const TruthLayers truth = truth_layers("fast", 3e12);
+  const auto& points = truth.points;
   const model::HardwareFit fit =
       model::fit_hardware(model::parse_published_runs(runs_yaml(points), "runs.yaml"), a100_node());
   CHECK(fit.bandwidth_at_datasheet);
@@ -171,7 +164,7 @@ TEST_CASE("the calibration's bandwidth is at most the GPU's datasheet bandwidth"
   CHECK_THAT(fit.profile.source, Catch::Contains("lies beyond it"));
   for (size_t i = 0; i < points.size(); ++i)
     CHECK(fit.fitted_layer_s[i] == Approx(points[i].second).epsilon(0.05));
-  std::filesystem::remove(file);
+  std::filesystem::remove(truth.file);
 }
 
 TEST_CASE("the runs file's model_defaults.dropout reaches every workload it builds") {
