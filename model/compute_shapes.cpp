@@ -13,7 +13,7 @@
 namespace tauplan::model {
 
 LayerShape layer_shape(const Transformer& shape, double micro_batch, int tensor,
-                       bool sequence_parallel) {
+                       bool sequence_parallel, LayerKind kind, int context, int expert) {
   LayerShape s;
   s.hidden = shape.hidden;
   s.heads = shape.heads;
@@ -28,40 +28,70 @@ LayerShape layer_shape(const Transformer& shape, double micro_batch, int tensor,
   s.attention = shape.attention;
   s.element_bytes = shape.element_bytes;
   s.dropout = shape.dropout;
+  s.context = context;
+  s.expert_parallel = expert;
+  s.moe_layer = kind == LayerKind::Moe && shape.is_moe();
+  if (s.moe_layer) {
+    s.experts = shape.moe.experts;
+    s.experts_per_token = shape.moe.experts_per_token;
+    s.expert_ffn_hidden = shape.moe.expert_ffn_hidden;
+    s.shared_experts = shape.moe.shared_experts;
+    s.capacity_factor = shape.moe.capacity_factor;
+  }
+  if (shape.mla.enabled()) {
+    s.q_lora_rank = shape.mla.q_lora_rank;
+    s.kv_lora_rank = shape.mla.kv_lora_rank;
+    s.qk_nope_head_dim = shape.mla.qk_nope_head_dim;
+    s.qk_rope_head_dim = shape.mla.qk_rope_head_dim;
+    s.v_head_dim = shape.mla.v_head_dim;
+  }
   return s;
 }
 
+namespace {
+
+using ShapeSet = std::set<std::tuple<long long, long long, long long>>;
+
+/// The GEMM (m x count, n, k) and attention (heads, sequence, head width) shapes of one layer,
+/// with either attention kernel, and of the logits (math only: they are the same).
+void add_shapes(LayerShape s, int vocabulary, ShapeSet& gemms, ShapeSet& attention) {
+  for (AttentionKernel kernel : {AttentionKernel::Math, AttentionKernel::Flash}) {
+    s.attention = kernel;
+    std::vector<ComputeOp> ops = layer_ops(s, Recompute::None);
+    if (kernel == AttentionKernel::Math) {
+      const std::vector<ComputeOp> logits = logits_ops(s, vocabulary);
+      ops.insert(ops.end(), logits.begin(), logits.end());
+    }
+    for (const ComputeOp& op : ops) {
+      if (op.kind == ComputeOpKind::Gemm)
+        gemms.emplace(static_cast<long long>(op.m * op.count), static_cast<long long>(op.n),
+                      static_cast<long long>(op.k));
+      if (op.kind == ComputeOpKind::Attention)
+        attention.emplace(static_cast<long long>(op.count), static_cast<long long>(op.m),
+                          static_cast<long long>(op.k));
+    }
+  }
+}
+
+}  // namespace
+
 std::string profile_shapes_text() {
-  std::set<std::tuple<long long, long long, long long>> gemms;
-  std::set<std::tuple<long long, long long, long long>> attention;
+  ShapeSet gemms, attention;
   std::string models;
   for (const std::string& name : catalog_workload_names()) {
     const Workload workload = load_workload(name);
     if (!workload.transformer) continue;
     models += (models.empty() ? "" : ", ") + name;
-    for (int tensor : {1, 2, 4, 8}) {
-      for (int micro_batch : {1, 2, 4}) {
-        Transformer shape = *workload.transformer;
-        LayerShape s = layer_shape(shape, micro_batch, tensor, false);
-        if (!s.problem().empty()) continue;
-        for (AttentionKernel kernel : {AttentionKernel::Math, AttentionKernel::Flash}) {
-          s.attention = kernel;
-          std::vector<ComputeOp> ops = layer_ops(s, Recompute::None);
-          if (kernel == AttentionKernel::Math) {
-            const std::vector<ComputeOp> logits = logits_ops(s, shape.vocabulary);
-            ops.insert(ops.end(), logits.begin(), logits.end());
-          }
-          for (const ComputeOp& op : ops) {
-            if (op.kind == ComputeOpKind::Gemm)
-              gemms.emplace(static_cast<long long>(op.m * op.count), static_cast<long long>(op.n),
-                            static_cast<long long>(op.k));
-            if (op.kind == ComputeOpKind::Attention)
-              attention.emplace(static_cast<long long>(op.count), static_cast<long long>(op.m),
-                                static_cast<long long>(op.k));
-          }
+    const Transformer& shape = *workload.transformer;
+    for (int tensor : {1, 2, 4, 8})
+      for (int micro_batch : {1, 2, 4})
+        for (LayerKind kind : {LayerKind::Dense, LayerKind::Moe}) {
+          if (shape.layers_of_kind(kind, 0, shape.layers) == 0) continue;
+          // A MoE layer under tensor parallelism runs with sequence parallelism (layer_ops.hpp).
+          const bool sequence_parallel = kind == LayerKind::Moe && tensor > 1;
+          const LayerShape s = layer_shape(shape, micro_batch, tensor, sequence_parallel, kind);
+          if (s.problem().empty()) add_shapes(s, shape.vocabulary, gemms, attention);
         }
-      }
-    }
   }
   std::string text =
       "# GEMM and attention shapes of one layer on one tensor rank (t = 1, 2, 4, 8; micro-batch\n"

@@ -1,4 +1,8 @@
 // transformer.cpp: parameter, flop and activation counts of a transformer, and its YAML reader.
+//
+// Mixture-of-experts layers and multi-head latent attention follow transformer.hpp; what each
+// count assumes beyond the papers is written beside it (activation bytes of the MoE and MLA
+// tensors, how tensor and expert parallelism split them).
 #include "model/transformer.hpp"
 
 #include <algorithm>
@@ -16,11 +20,106 @@ const char* to_string(FeedForward kind) {
   return kind == FeedForward::SwiGlu ? "swiglu" : "gelu";
 }
 
+const char* to_string(LayerKind kind) {
+  return kind == LayerKind::Moe ? "moe" : "dense";
+}
+
+namespace {
+
+/// Parameters of one feed-forward of inner width f: SwiGLU gate and up (h x f) and down (f x h),
+/// GELU up and down; with biases, f per column GEMM and h for the down projection.
+double ffn_parameters(const Transformer& t, double f) {
+  const double h = t.hidden;
+  if (t.feed_forward == FeedForward::SwiGlu) return 3 * h * f + (t.linear_bias ? 2 * f + h : 0);
+  return 2 * h * f + (t.linear_bias ? f + h : 0);
+}
+
+/// Multiply-adds per token of one feed-forward of inner width f.
+double ffn_macs(const Transformer& t, double f) {
+  return (t.feed_forward == FeedForward::SwiGlu ? 3 : 2) * static_cast<double>(t.hidden) * f;
+}
+
+/// Parameters of a norm over `width` values (the gain, and the bias of a LayerNorm).
+double norm_over(const Transformer& t, double width) {
+  return t.normalization == Normalization::LayerNorm ? 2 * width : width;
+}
+
+/// MLA's weights split over tensor ranks by heads: q_b (q_lora_rank x a (nope + rope)), or q_proj
+/// (h x a (nope + rope)) without a query bottleneck; kv_b (kv_lora_rank x a (nope + v)); o_proj
+/// (a v x h). DeepSeek-V2, arXiv 2405.04434, Sections 2.1.2-2.1.3 (W^UQ, W^QR; W^UK, W^UV;
+/// W^O); the shapes of DeepSeek-V3's modeling_deepseek.py on Hugging Face (no biases).
+double mla_head_parameters(const Transformer& t) {
+  const LatentAttention& m = t.mla;
+  const double h = t.hidden, a = t.heads, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  const double q = (m.q_lora_rank > 0 ? m.q_lora_rank : h) * a * qk;
+  return q + static_cast<double>(m.kv_lora_rank) * a * (m.qk_nope_head_dim + m.v_head_dim) +
+         a * m.v_head_dim * h;
+}
+
+/// MLA's low-rank down-projections and their norms, which every tensor rank holds whole:
+/// q_a_proj (h x q_lora_rank) and q_a_layernorm (q_lora_rank) when q_lora_rank > 0 (W^DQ), and
+/// kv_a_proj_with_mqa (h x (kv_lora_rank + rope): W^DKV and the shared rotary key W^KR) and
+/// kv_a_layernorm (kv_lora_rank).
+double mla_replicated_parameters(const Transformer& t) {
+  const LatentAttention& m = t.mla;
+  const double h = t.hidden;
+  const double q = m.q_lora_rank > 0 ? h * m.q_lora_rank + norm_over(t, m.q_lora_rank) : 0;
+  return q + h * (m.kv_lora_rank + m.qk_rope_head_dim) + norm_over(t, m.kv_lora_rank);
+}
+
+/// Multiply-adds per token of MLA's projections (every weight once).
+double mla_macs(const Transformer& t) {
+  const LatentAttention& m = t.mla;
+  const double h = t.hidden;
+  const double q_down = m.q_lora_rank > 0 ? h * m.q_lora_rank : 0;
+  return q_down + h * (m.kv_lora_rank + m.qk_rope_head_dim) + mla_head_parameters(t);
+}
+
+}  // namespace
+
+LayerKind Transformer::layer_kind(int layer) const {
+  return is_moe() && layer >= moe.first_dense_layers ? LayerKind::Moe : LayerKind::Dense;
+}
+
+int Transformer::layers_of_kind(LayerKind kind, int first, int count) const {
+  const int end = first + std::max(count, 0);
+  const int boundary = is_moe() ? std::clamp(moe.first_dense_layers, first, end) : end;
+  return kind == LayerKind::Dense ? boundary - first : end - boundary;
+}
+
+double Transformer::expert_parameters() const {
+  return is_moe() ? ffn_parameters(*this, moe.expert_ffn_hidden) : 0;
+}
+
+double Transformer::routed_expert_parameters() const {
+  return moe.experts * expert_parameters();
+}
+
+double Transformer::active_parameters() const {
+  // Each token skips experts - k routed experts of every MoE layer.
+  const double skipped = static_cast<double>(moe.experts - moe.experts_per_token) *
+                         expert_parameters() * layers_of_kind(LayerKind::Moe, 0, layers);
+  return parameters() - skipped;
+}
+
+double Transformer::moe_dispatch_values(double tokens) const {
+  const double padding = moe.capacity_factor > 0 ? moe.capacity_factor : 1;
+  return tokens * moe.experts_per_token * hidden * padding;
+}
+
+double Transformer::kv_values_per_token() const {
+  if (mla.enabled())
+    return static_cast<double>(heads) *
+           (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim);
+  return 2 * kv_width();
+}
+
 double Transformer::kv_width() const {
   return static_cast<double>(kv_heads) * head_dim();
 }
 
 double Transformer::attention_parameters() const {
+  if (mla.enabled()) return mla_head_parameters(*this) + mla_replicated_parameters(*this);
   const double h = hidden, kv = kv_width();
   // Q and O are h x h; K and V are h x (kv_heads head_dim).
   const double weights = 2 * h * h + 2 * h * kv;
@@ -28,39 +127,67 @@ double Transformer::attention_parameters() const {
   return weights + biases;
 }
 
-double Transformer::feed_forward_parameters() const {
-  const double h = hidden, f = ffn_hidden;
-  if (feed_forward == FeedForward::SwiGlu)  // gate and up (h x f), down (f x h)
-    return 3 * h * f + (linear_bias ? 2 * f + h : 0);
-  return 2 * h * f + (linear_bias ? f + h : 0);
+double Transformer::feed_forward_parameters(LayerKind kind) const {
+  if (kind == LayerKind::Dense || !is_moe()) return ffn_parameters(*this, ffn_hidden);
+  // The router (h x experts, no bias: Mixtral's `gate`, DeepSeek-V3's MoEGate weight; V3's
+  // e_score_correction_bias, 256 values per layer set by its balancing rule, not by gradients,
+  // is left out), the routed experts and the shared ones.
+  const double router = static_cast<double>(hidden) * moe.experts;
+  return router + (moe.experts + moe.shared_experts) * expert_parameters();
 }
 
 double Transformer::norm_parameters() const {
   return normalization == Normalization::LayerNorm ? 2.0 * hidden : 1.0 * hidden;
 }
 
-double Transformer::layer_parameters() const {
-  return attention_parameters() + feed_forward_parameters() + 2 * norm_parameters();
+double Transformer::layer_parameters(LayerKind kind) const {
+  return attention_parameters() + feed_forward_parameters(kind) + 2 * norm_parameters();
 }
 
-double Transformer::layer_replicated_parameters() const {
+double Transformer::layer_replicated_parameters(LayerKind kind) const {
   // Megatron: the norms, and the biases of the row-parallel projections (attention output,
-  // feed-forward down), are whole on every tensor rank.
-  return 2 * norm_parameters() + (linear_bias ? 2.0 * hidden : 0.0);
+  // feed-forward down), are whole on every tensor rank. MLA: its down-projections and their
+  // norms (no biases). A MoE layer: the router, and the shared experts' down biases; its routed
+  // experts are split over expert ranks, not tensor ranks (layer_parameters_per_rank).
+  const double h = hidden;
+  const double attention_part =
+      mla.enabled() ? mla_replicated_parameters(*this) : (linear_bias ? h : 0.0);
+  const double ffn = kind == LayerKind::Moe && is_moe()
+                         ? h * moe.experts + (linear_bias ? h * moe.shared_experts : 0.0)
+                         : (linear_bias ? h : 0.0);
+  return 2 * norm_parameters() + attention_part + ffn;
 }
 
-double Transformer::layer_parameters_per_rank(int tensor) const {
-  const double h = hidden, f = ffn_hidden, t = tensor;
-  const double kv_per_rank = tensor > kv_heads ? head_dim() : kv_width() / t;
-  // Column-parallel: Q, K, V and the first feed-forward GEMM(s), with their biases; row-parallel:
-  // the attention output and feed-forward down projections (weights split, biases whole).
-  const bool column_bias = linear_bias || qkv_bias;  // Q, K and V biases split with their heads
-  const double q_o = 2 * h * h / t + (column_bias ? h / t : 0);
-  const double k_v = 2 * h * kv_per_rank + (column_bias ? 2 * kv_per_rank : 0);
+double Transformer::layer_parameters_per_rank(int tensor, LayerKind kind, int expert) const {
+  const double h = hidden, t = tensor;
+  double attention_part = 0;
+  if (mla.enabled()) {
+    attention_part = mla_head_parameters(*this) / t;  // split by heads (the rest is replicated)
+  } else {
+    const double kv_per_rank = tensor > kv_heads ? head_dim() : kv_width() / t;
+    // Column-parallel: Q, K, V, with their biases; row-parallel: the attention output (weights
+    // split, bias whole).
+    const bool column_bias = linear_bias || qkv_bias;  // Q, K and V biases split with their heads
+    const double q_o = 2 * h * h / t + (column_bias ? h / t : 0);
+    const double k_v = 2 * h * kv_per_rank + (column_bias ? 2 * kv_per_rank : 0);
+    attention_part = q_o + k_v;
+  }
+  // A feed-forward of width f split by Megatron's rules: the first GEMM(s) column-parallel with
+  // their biases, the down projection row-parallel (its bias replicated, counted there).
   const double ffn_matrices = feed_forward == FeedForward::SwiGlu ? 3 : 2;
-  const double ffn_column_biases = linear_bias ? (ffn_matrices - 1) * f / t : 0;
-  const double ffn = ffn_matrices * h * f / t + ffn_column_biases;
-  return q_o + k_v + ffn + layer_replicated_parameters();
+  auto split_ffn = [&](double f) {
+    return ffn_matrices * h * f / t + (linear_bias ? (ffn_matrices - 1) * f / t : 0);
+  };
+  double ffn = 0;
+  if (kind == LayerKind::Moe && is_moe()) {
+    // Shared experts as one dense feed-forward of shared x f_e; routed experts / e, each whole
+    // on its rank (expert tensor parallelism 1), with its biases.
+    ffn = split_ffn(static_cast<double>(moe.shared_experts) * moe.expert_ffn_hidden) +
+          routed_expert_parameters() / expert;
+  } else {
+    ffn = split_ffn(ffn_hidden);
+  }
+  return attention_part + ffn + layer_replicated_parameters(kind);
 }
 
 double Transformer::token_embedding_parameters() const {
@@ -79,28 +206,45 @@ double Transformer::output_parameters() const {
 
 double Transformer::parameters() const {
   // One final norm: GPT-2's ln_f, Llama's norm, BERT's embedding LayerNorm (the same count).
-  return token_embedding_parameters() + other_embedding_parameters() + layers * layer_parameters() +
-         norm_parameters() + output_parameters() + head_parameters;
+  const double stack =
+      layers_of_kind(LayerKind::Dense, 0, layers) * layer_parameters(LayerKind::Dense) +
+      layers_of_kind(LayerKind::Moe, 0, layers) * layer_parameters(LayerKind::Moe);
+  return token_embedding_parameters() + other_embedding_parameters() + stack + norm_parameters() +
+         output_parameters() + head_parameters;
 }
 
 double Transformer::attention_core_forward_flop(double sequences) const {
   const double s = sequence;
+  // The scores Q K^T (2 s^2 per head and query/key width) and their product with V (2 s^2 per
+  // head and value width): 4 s^2 h when both widths are h / a; MLA's queries and keys are
+  // nope + rope wide, its values v_head_dim.
+  if (mla.enabled())
+    return 2 * sequences * s * s * heads *
+           (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim);
   return 4 * sequences * s * s * hidden;
 }
 
-double Transformer::layer_forward_flop(double sequences) const {
-  const double h = hidden, f = ffn_hidden, s = sequence;
-  const double attention_macs = 2 * h * h + 2 * h * kv_width();
-  const double ffn_macs = (feed_forward == FeedForward::SwiGlu ? 3 : 2) * h * f;
-  return 2 * sequences * s * (attention_macs + ffn_macs) + attention_core_forward_flop(sequences);
+double Transformer::layer_forward_flop(double sequences, LayerKind kind) const {
+  const double h = hidden, s = sequence;
+  const double attention_macs = mla.enabled() ? mla_macs(*this) : 2 * h * h + 2 * h * kv_width();
+  // A MoE layer: the router (h x experts) and the feed-forwards of the k routed experts and the
+  // shared ones each token passes through; no capacity padding (model flop).
+  const double feed_forward_macs =
+      kind == LayerKind::Moe && is_moe()
+          ? h * moe.experts + (moe.experts_per_token + moe.shared_experts) *
+                                  ffn_macs(*this, moe.expert_ffn_hidden)
+          : ffn_macs(*this, ffn_hidden);
+  return 2 * sequences * s * (attention_macs + feed_forward_macs) +
+         attention_core_forward_flop(sequences);
 }
 
 double Transformer::logits_forward_flop(double sequences) const {
   return 2 * sequences * sequence * static_cast<double>(hidden) * vocabulary;
 }
 
-double Transformer::layer_training_flop(double sequences, Recompute recompute) const {
-  const double forward = layer_forward_flop(sequences);
+double Transformer::layer_training_flop(double sequences, Recompute recompute,
+                                        LayerKind kind) const {
+  const double forward = layer_forward_flop(sequences, kind);
   switch (recompute) {
     case Recompute::None:
       return 3 * forward;
@@ -117,29 +261,73 @@ double Transformer::logits_training_flop(double sequences) const {
 }
 
 double Transformer::model_flop(double sequences) const {
-  return layers * layer_training_flop(sequences, Recompute::None) + logits_training_flop(sequences);
+  const double stack = layers_of_kind(LayerKind::Dense, 0, layers) *
+                           layer_training_flop(sequences, Recompute::None, LayerKind::Dense) +
+                       layers_of_kind(LayerKind::Moe, 0, layers) *
+                           layer_training_flop(sequences, Recompute::None, LayerKind::Moe);
+  return stack + logits_training_flop(sequences);
 }
 
 double Transformer::layer_activation_bytes(double micro_batch, int tensor, bool sequence_parallel,
-                                           Recompute recompute) const {
+                                           Recompute recompute, LayerKind kind) const {
   const double e = element_bytes, t = tensor;
   const double sbh = static_cast<double>(sequence) * micro_batch * hidden;
   const double sb = static_cast<double>(sequence) * micro_batch;
+  const double sp_split = sequence_parallel ? t : 1;
   if (recompute == Recompute::Full)  // only the layer's input
-    return e * sbh / (sequence_parallel ? t : 1);
+    return e * sbh / sp_split;
   // Kept whole on every tensor rank unless sequence parallelism splits them: the inputs of the
-  // two norms, of the QKV projection and of the first feed-forward GEMM (e each), and the two
-  // dropout masks after the attention and feed-forward blocks (1 byte each).
-  const double replicated = (4 * e + 2) * sbh;
-  // Split by heads or feed-forward columns: Q, K, V, the output projection's input, the
-  // feed-forward inner activations (GELU: its input and output, 2 e f; SwiGLU [assumed]: gate,
-  // up, SiLU output and product, 4 e f). K and V of grouped-query attention are narrower; a
-  // rank holds at least one K/V head when t > kv_heads.
-  const double kv_per_rank = tensor > kv_heads ? head_dim() : kv_width() / t;
-  const double inner = (feed_forward == FeedForward::SwiGlu ? 4 : 2) * e * ffn_hidden;
-  const double split = e * sb * (2.0 * hidden / t + 2 * kv_per_rank) + sb * inner / t;
+  // two norms, of the QKV projection and of the first feed-forward GEMM (e each; in a MoE layer
+  // the router's and the shared experts' input), and the two dropout masks after the attention
+  // and feed-forward blocks (1 byte each).
+  double replicated = (4 * e + 2) * sbh;
+  // Split by heads: Q, K, V and the output projection's input. K and V of grouped-query
+  // attention are narrower; a rank holds at least one K/V head when t > kv_heads.
+  double attention_split = 0;
+  if (mla.enabled()) {
+    // MLA [assumed, by analogy with Korthikanti's accounting]: Q and K of a (nope + rope) per
+    // token (the shared rotary key counted per head, as the attention kernel reads it), V and
+    // the output projection's input of a v each, split by heads; and, whole on every rank unless
+    // sequence parallelism splits them (each rank projects its own shard down and gathers the
+    // latent, as it gathers the norm's output for a column-parallel GEMM), the latents the
+    // up-projections and latent norms need: the query latent before and after its norm (2
+    // q_lora_rank), the key/value latent before and after its norm (2 kv_lora_rank) and the
+    // rotary key (rope).
+    const double qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim, v = mla.v_head_dim;
+    attention_split = e * sb * heads * (2 * qk + 2 * v) / t;
+    replicated += e * sb * (2.0 * mla.q_lora_rank + 2.0 * mla.kv_lora_rank + mla.qk_rope_head_dim);
+  } else {
+    const double kv_per_rank = tensor > kv_heads ? head_dim() : kv_width() / t;
+    attention_split = e * sb * (2.0 * hidden / t + 2 * kv_per_rank);
+  }
+  // A feed-forward's inner activations per token: GELU its input and output, 2 e f; SwiGLU
+  // [assumed]: gate, up, SiLU output and product, 4 e f.
+  const double inner_per_width = (feed_forward == FeedForward::SwiGlu ? 4 : 2) * e;
+  double ffn = 0;
+  if (kind == LayerKind::Moe && is_moe()) {
+    // A MoE layer [assumed; Korthikanti's accounting extended term by term]:
+    //  - the router's softmax output, fp32 (its backward needs only that), s b E x 4 bytes;
+    //  - the permuted expert inputs (the expert GEMMs' input) and the experts' outputs (the
+    //    gate's gradient in the weighted unpermute needs them), k' s b h e each, with
+    //    k' = k x the capacity factor (the padded buffers) or k when dropless;
+    //  - the routed experts' inner activations, k' s b x inner(f_e);
+    //  These are never split by tensor parallelism (each expert whole: expert tensor parallel 1);
+    //  under sequence parallelism each tensor rank routes its own sequence shard, so they split
+    //  by t; without it every tensor rank routes every token. With balanced routing a rank
+    //  receives as many token-expert pairs as it sends, so expert parallelism does not change
+    //  them.
+    //  - the shared experts' inner activations, as a dense feed-forward of shared x f_e split by
+    //    tensor parallelism.
+    const double padding = moe.capacity_factor > 0 ? moe.capacity_factor : 1;
+    const double pairs = sb * moe.experts_per_token * padding;  // k' s b
+    replicated += 4 * sb * moe.experts + 2 * e * pairs * hidden +
+                  pairs * inner_per_width * moe.expert_ffn_hidden;
+    ffn = sb * (inner_per_width * moe.shared_experts * moe.expert_ffn_hidden) / t;
+  } else {
+    ffn = sb * (inner_per_width * ffn_hidden) / t;
+  }
   // What the attention core keeps beyond Q, K, V and its output (the output projection's input,
-  // counted in `split`), per layer and rank, heads split over t:
+  // counted in `attention_split`), per layer and rank, heads split over t:
   //  - math path (Korthikanti et al. 2022, arXiv 2205.05198, Section 4.1 and Table 2): the
   //    softmax output (e), its dropout mask (1) and the dropout output (e), (2e + 1) a s^2 b / t
   //    (5 a s^2 b / t at e = 2); none of it with selective recomputation, which recomputes it;
@@ -154,7 +342,8 @@ double Transformer::layer_activation_bytes(double micro_batch, int tensor, bool 
   if (recompute == Recompute::None)
     core = attention == AttentionKernel::Flash ? 4 * per_head_row
                                                : (2 * e + 1) * per_head_row * sequence;
-  return replicated / (sequence_parallel ? t : 1) + split + core;
+  const double split = attention_split + ffn;  // Korthikanti's 24 s b h / t at GPT's shape
+  return replicated / sp_split + split + core;
 }
 
 double Transformer::embedding_activation_bytes(double micro_batch, int tensor,
@@ -176,8 +365,11 @@ double Transformer::output_activation_bytes(double micro_batch, int tensor,
 }
 
 double Transformer::activation_bytes_per_sample() const {
-  return layers * layer_activation_bytes(1, 1, false, Recompute::None) +
-         embedding_activation_bytes(1, 1, false) + output_activation_bytes(1, 1, false);
+  double stack = 0;
+  for (LayerKind kind : {LayerKind::Dense, LayerKind::Moe})
+    stack += layers_of_kind(kind, 0, layers) *
+             layer_activation_bytes(1, 1, false, Recompute::None, kind);
+  return stack + embedding_activation_bytes(1, 1, false) + output_activation_bytes(1, 1, false);
 }
 
 namespace {
@@ -209,16 +401,93 @@ std::string word(const YAML::Node& node, const std::string& origin, const std::s
   return value;
 }
 
+MixtureOfExperts parse_moe(const YAML::Node& map, const std::string& origin, int layers) {
+  const std::string p = "transformer.moe.";
+  if (!map.IsMap())
+    throw InputError(origin, "transformer.moe",
+                     "a map of the mixture of experts (experts, experts_per_token, "
+                     "expert_ffn_hidden, shared_experts, first_dense_layers, capacity_factor)");
+  yu::reject_unknown_keys(map,
+                          {"experts", "experts_per_token", "expert_ffn_hidden", "shared_experts",
+                           "first_dense_layers", "capacity_factor"},
+                          origin, p);
+  for (const char* key : {"experts", "experts_per_token", "expert_ffn_hidden"})
+    if (!map[key]) throw InputError(origin, p + key, "a whole number > 0 (required)");
+  MixtureOfExperts m;
+  m.experts = whole_positive(map["experts"], origin, p + "experts");
+  m.experts_per_token = whole_positive(map["experts_per_token"], origin, p + "experts_per_token");
+  if (m.experts_per_token > m.experts)
+    throw InputError(origin, p + "experts_per_token",
+                     fmt::format("at most the experts ({})", m.experts),
+                     std::to_string(m.experts_per_token));
+  m.expert_ffn_hidden = whole_positive(map["expert_ffn_hidden"], origin, p + "expert_ffn_hidden");
+  if (map["shared_experts"])
+    m.shared_experts = whole_positive(map["shared_experts"], origin, p + "shared_experts", true);
+  if (map["first_dense_layers"]) {
+    m.first_dense_layers =
+        whole_positive(map["first_dense_layers"], origin, p + "first_dense_layers", true);
+    if (m.first_dense_layers >= layers)
+      throw InputError(origin, p + "first_dense_layers",
+                       fmt::format("fewer than the layers ({})", layers),
+                       std::to_string(m.first_dense_layers));
+  }
+  // 0: dropless; else the padded share (a factor below 1 drops tokens, as GShard's may).
+  if (map["capacity_factor"])
+    m.capacity_factor = yu::positive(map["capacity_factor"], origin, p + "capacity_factor", true);
+  return m;
+}
+
+LatentAttention parse_mla(const YAML::Node& map, const std::string& origin) {
+  const std::string p = "transformer.mla.";
+  if (!map.IsMap())
+    throw InputError(origin, "transformer.mla",
+                     "a map of the latent attention (q_lora_rank, kv_lora_rank, "
+                     "qk_nope_head_dim, qk_rope_head_dim, v_head_dim)");
+  yu::reject_unknown_keys(
+      map, {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
+      origin, p);
+  for (const char* key : {"kv_lora_rank", "qk_nope_head_dim", "v_head_dim"})
+    if (!map[key]) throw InputError(origin, p + key, "a whole number > 0 (required)");
+  if (!map["qk_rope_head_dim"])
+    throw InputError(origin, p + "qk_rope_head_dim", "a whole number >= 0 (required)");
+  LatentAttention m;
+  if (map["q_lora_rank"])
+    m.q_lora_rank = whole_positive(map["q_lora_rank"], origin, p + "q_lora_rank", true);
+  m.kv_lora_rank = whole_positive(map["kv_lora_rank"], origin, p + "kv_lora_rank");
+  m.qk_nope_head_dim = whole_positive(map["qk_nope_head_dim"], origin, p + "qk_nope_head_dim");
+  m.qk_rope_head_dim =
+      whole_positive(map["qk_rope_head_dim"], origin, p + "qk_rope_head_dim", true);
+  m.v_head_dim = whole_positive(map["v_head_dim"], origin, p + "v_head_dim");
+  return m;
+}
+
 Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
   const std::string p = "transformer.";
   if (!map.IsMap()) throw InputError(origin, "transformer", "a map of the transformer's shape");
-  yu::reject_unknown_keys(
-      map,
-      {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "feed_forward", "sequence",
-       "vocabulary", "tied_embeddings", "linear_bias", "normalization", "positions",
-       "max_positions", "token_types", "head_parameters", "attention", "dropout",
-       "published_parameters", "published_source"},
-      origin, p);
+  yu::reject_unknown_keys(map,
+                          {"layers",
+                           "hidden",
+                           "heads",
+                           "kv_heads",
+                           "ffn_hidden",
+                           "feed_forward",
+                           "sequence",
+                           "vocabulary",
+                           "tied_embeddings",
+                           "linear_bias",
+                           "normalization",
+                           "positions",
+                           "max_positions",
+                           "token_types",
+                           "head_parameters",
+                           "attention",
+                           "dropout",
+                           "moe",
+                           "mla",
+                           "published_parameters",
+                           "published_active_parameters",
+                           "published_source"},
+                          origin, p);
   for (const char* key : {"layers", "hidden", "heads", "sequence", "vocabulary"})
     if (!map[key]) throw InputError(origin, p + key, "a whole number > 0 (required)");
   Transformer t;
@@ -230,6 +499,14 @@ Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
   if (t.hidden % t.heads != 0)
     throw InputError(origin, p + "heads", fmt::format("a divisor of hidden ({})", t.hidden),
                      std::to_string(t.heads));
+  if (map["mla"]) {
+    t.mla = parse_mla(map["mla"], origin);
+    if (map["kv_heads"])
+      throw InputError(origin, p + "kv_heads",
+                       "no value with transformer.mla (its K and V are one per head, from the "
+                       "latent)",
+                       "a value");
+  }
   t.kv_heads = map["kv_heads"] ? whole_positive(map["kv_heads"], origin, p + "kv_heads") : t.heads;
   if (t.heads % t.kv_heads != 0)
     throw InputError(origin, p + "kv_heads", fmt::format("a divisor of heads ({})", t.heads),
@@ -239,8 +516,11 @@ Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
         word(map["feed_forward"], origin, p + "feed_forward", {"gelu", "swiglu"}) == "swiglu"
             ? FeedForward::SwiGlu
             : FeedForward::Gelu;
+  if (map["moe"]) t.moe = parse_moe(map["moe"], origin, t.layers);
   if (map["ffn_hidden"])
     t.ffn_hidden = whole_positive(map["ffn_hidden"], origin, p + "ffn_hidden");
+  else if (t.is_moe() && t.moe.first_dense_layers == 0)
+    t.ffn_hidden = t.moe.expert_ffn_hidden;  // no dense layer uses it
   else if (t.feed_forward == FeedForward::Gelu)
     t.ffn_hidden = 4 * t.hidden;
   else
@@ -248,6 +528,10 @@ Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
   if (map["tied_embeddings"])
     t.tied_embeddings = boolean(map["tied_embeddings"], origin, p + "tied_embeddings");
   if (map["linear_bias"]) t.linear_bias = boolean(map["linear_bias"], origin, p + "linear_bias");
+  if (t.mla.enabled() && t.linear_bias)
+    throw InputError(origin, p + "linear_bias",
+                     "false with transformer.mla (its projections have no biases)",
+                     map["linear_bias"] ? "true" : "true (the default)");
   if (map["normalization"])
     t.normalization = word(map["normalization"], origin, p + "normalization",
                            {"layernorm", "rmsnorm"}) == "rmsnorm"
@@ -288,6 +572,16 @@ Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
                        "where the published parameter count comes from (required with it)");
     t.published_source = yu::text(map["published_source"], origin, p + "published_source");
   }
+  if (map["published_active_parameters"]) {
+    const std::string key = p + "published_active_parameters";
+    if (!t.is_moe())
+      throw InputError(origin, key, "no value without transformer.moe (every weight is active)",
+                       "a value");
+    if (!map["published_parameters"])
+      throw InputError(origin, key, "published_parameters (and its source) beside it",
+                       "no published_parameters");
+    t.published_active_parameters = yu::positive(map["published_active_parameters"], origin, key);
+  }
   return t;
 }
 
@@ -302,8 +596,8 @@ void derive_workload_fields(Workload& w) {
   w.layers.push_back(
       {"embeddings", t.token_embedding_parameters() + t.other_embedding_parameters(), 0});
   for (int i = 0; i < t.layers; ++i)
-    w.layers.push_back({fmt::format("layer.{}", i), t.layer_parameters(),
-                        t.layer_training_flop(1, Recompute::None)});
+    w.layers.push_back({fmt::format("layer.{}", i), t.layer_parameters(t.layer_kind(i)),
+                        t.layer_training_flop(1, Recompute::None, t.layer_kind(i))});
   w.layers.push_back({"final norm + output + heads",
                       t.norm_parameters() + t.output_parameters() + t.head_parameters,
                       t.logits_training_flop(1)});

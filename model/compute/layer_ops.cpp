@@ -92,14 +92,31 @@ MemoryKernel memory_kernel_family(MemoryKernel kernel) {
 
 std::string LayerShape::problem() const {
   if (hidden < 1 || heads < 1 || kv_heads < 1 || ffn_hidden < 1 || sequence < 1 ||
-      !(micro_batch > 0) || tensor < 1 || !(element_bytes > 0))
+      !(micro_batch > 0) || tensor < 1 || !(element_bytes > 0) || context < 1)
     return "every size must be positive";
-  if (hidden % heads != 0) return "heads must divide hidden";
+  const bool mla = kv_lora_rank > 0;
+  if (!mla && hidden % heads != 0) return "heads must divide hidden";
   if (heads % kv_heads != 0) return "kv_heads must divide heads";
   if (heads % tensor != 0) return "the tensor shard must divide heads";
   if (kv_heads % tensor != 0 && tensor % kv_heads != 0)
     return "the tensor shard must divide kv_heads or be a multiple of it";
-  if (ffn_hidden % tensor != 0) return "the tensor shard must divide ffn_hidden";
+  if (!moe_layer && ffn_hidden % tensor != 0) return "the tensor shard must divide ffn_hidden";
+  if (sequence % context != 0) return "the context shard must divide the sequence";
+  if (mla && (q_lora_rank < 0 || qk_nope_head_dim < 0 || qk_rope_head_dim < 0 ||
+              qk_nope_head_dim + qk_rope_head_dim < 1 || v_head_dim < 1))
+    return "latent attention's head widths must be positive";
+  if (moe_layer) {
+    if (experts < 1 || expert_ffn_hidden < 1 || shared_experts < 0 || !(capacity_factor >= 0) ||
+        expert_parallel < 1)
+      return "every expert size must be positive";
+    if (experts_per_token < 1 || experts_per_token > experts)
+      return "experts_per_token must be between 1 and the experts";
+    if (experts % expert_parallel != 0) return "the expert shard must divide the experts";
+    if (static_cast<long long>(shared_experts) * expert_ffn_hidden % tensor != 0)
+      return "the tensor shard must divide the shared experts' width";
+    if (tensor > 1 && !sequence_parallel)
+      return "a MoE layer split over tensor ranks needs sequence parallelism";
+  }
   return {};
 }
 
@@ -107,27 +124,51 @@ namespace {
 
 /// Widths on one tensor rank.
 struct RankWidths {
-  double tokens;       ///< M = b s: rows of every GEMM
-  double norm_tokens;  ///< rows of the norms and residuals: M / t with sequence parallelism
-  double head_dim;     ///< d = h / a
-  double local_heads;  ///< a / t
-  double query_width;  ///< a d / t
-  double kv_width;     ///< max(1, kv/t) d: K/V heads are replicated when t > kv_heads
-  double ffn;          ///< f / t
-  double head_batch;   ///< b a / t: (sample, head) pairs of the attention core
+  double tokens;          ///< M = b s / c: rows of every GEMM on the rank's context shard
+  double norm_tokens;     ///< rows of the norms and residuals: M / t with sequence parallelism
+  double queries;         ///< s / c: query rows of the attention core per sequence
+  double keys;            ///< s: key rows the queries attend to
+  double qk_dim;          ///< query/key head width: d = h / a, or MLA's nope + rope
+  double v_dim;           ///< value head width: d, or MLA's v_head_dim
+  double local_heads;     ///< a / t
+  double local_kv_heads;  ///< max(1, kv/t): K/V heads are replicated when t > kv_heads; MLA a/t
+  double query_width;     ///< a d / t (the QKV GEMM's query columns)
+  double kv_width;        ///< max(1, kv/t) d
+  double value_width;     ///< a / t x v_dim: the attention output's width
+  double ffn;             ///< f / t
+  double head_batch;      ///< b a / t: (sample, head) pairs of the attention core
+  // A MoE layer:
+  double routed_tokens;  ///< M': the rank's tokens the router routes (norm_tokens)
+  double copies;         ///< k': token copies per routed token, k x the capacity factor (or k)
+  double local_experts;  ///< E / expert_parallel
+  double expert_rows;    ///< M' k' / local_experts: rows of each local expert's GEMMs
 };
 
 RankWidths widths(const LayerShape& s) {
   RankWidths w{};
-  w.tokens = s.micro_batch * s.sequence;
+  w.tokens = s.micro_batch * s.sequence / s.context;
   w.norm_tokens = s.sequence_parallel ? w.tokens / s.tensor : w.tokens;
-  w.head_dim = static_cast<double>(s.hidden) / s.heads;
+  w.queries = static_cast<double>(s.sequence) / s.context;
+  w.keys = s.sequence;
+  const double head_dim = static_cast<double>(s.hidden) / s.heads;
+  const bool mla = s.kv_lora_rank > 0;
+  w.qk_dim = mla ? s.qk_nope_head_dim + s.qk_rope_head_dim : head_dim;
+  w.v_dim = mla ? s.v_head_dim : head_dim;
   w.local_heads = static_cast<double>(s.heads) / s.tensor;
-  w.query_width = w.local_heads * w.head_dim;
-  const double local_kv = s.kv_heads >= s.tensor ? static_cast<double>(s.kv_heads) / s.tensor : 1.0;
-  w.kv_width = local_kv * w.head_dim;
+  w.query_width = w.local_heads * head_dim;
+  w.local_kv_heads = mla                      ? w.local_heads
+                     : s.kv_heads >= s.tensor ? static_cast<double>(s.kv_heads) / s.tensor
+                                              : 1.0;
+  w.kv_width = w.local_kv_heads * head_dim;
+  w.value_width = w.local_heads * w.v_dim;
   w.ffn = static_cast<double>(s.ffn_hidden) / s.tensor;
   w.head_batch = s.micro_batch * w.local_heads;
+  if (s.moe_layer) {
+    w.routed_tokens = w.norm_tokens;
+    w.copies = s.experts_per_token * (s.capacity_factor > 0 ? s.capacity_factor : 1);
+    w.local_experts = static_cast<double>(s.experts) / s.expert_parallel;
+    w.expert_rows = w.routed_tokens * w.copies / w.local_experts;
+  }
   return w;
 }
 
@@ -172,69 +213,167 @@ void add_weight_gemm_backward(std::vector<ComputeOp>& ops, const ComputeOp& forw
 }
 
 /// The attention core's forward: flash (one kernel) or math (Q K^T, the scaled, masked softmax
-/// over the stored scores, P V), in `phase` (Forward, or Recompute).
+/// over the stored scores, P V), in `phase` (Forward, or Recompute). Per (sample, head): the
+/// rank's queries against the sequence's keys, scores of the query/key width, values of v_dim.
 void add_attention_forward(std::vector<ComputeOp>& ops, const LayerShape& s, const RankWidths& w,
                            ComputePhase phase) {
-  const double seq = s.sequence, e = s.element_bytes;
+  const double e = s.element_bytes, q = w.queries, k = w.keys;
   if (s.attention == AttentionKernel::Flash) {
     ComputeOp op;
     op.name = "attention.flash";
     op.kind = ComputeOpKind::Attention;
     op.phase = phase;
-    op.m = op.n = seq;
-    op.k = w.head_dim;
+    op.m = q;
+    op.n = k;
+    op.k = w.qk_dim;
     op.count = w.head_batch;
     op.causal = true;
-    op.flop = 4 * seq * seq * w.head_dim * w.head_batch;
-    // Q, K, V read once (K and V of the rank's K/V heads), the output written once.
-    op.bytes = (2 * w.tokens * w.query_width + 2 * w.tokens * w.kv_width) * e;
+    op.flop = 2 * q * k * (w.qk_dim + w.v_dim) * w.head_batch;
+    // Q read and the output written once, K and V of the rank's K/V heads read once (with
+    // context parallelism, the whole sequence's as its blocks pass).
+    const double key_tokens = w.tokens * s.context;
+    op.bytes = (w.tokens * w.local_heads * (w.qk_dim + w.v_dim) +
+                key_tokens * w.local_kv_heads * (w.qk_dim + w.v_dim)) *
+               e;
     ops.push_back(op);
     return;
   }
-  ops.push_back(gemm("attention.scores", phase, seq, seq, w.head_dim, w.head_batch, e));
+  ops.push_back(gemm("attention.scores", phase, q, k, w.qk_dim, w.head_batch, e));
   // The scale, causal mask and softmax read the scores and write the probabilities.
   ops.push_back(
-      memory("attention.softmax", phase, 2 * w.head_batch * seq * seq * e, MemoryKernel::Softmax));
+      memory("attention.softmax", phase, 2 * w.head_batch * q * k * e, MemoryKernel::Softmax));
   // Dropout on the probabilities (torch.nn.Dropout after Megatron's fused softmax): reads them,
   // writes its output and a 1-byte mask.
   if (s.dropout)
-    ops.push_back(memory("attention.dropout", phase, (2 * e + 1) * w.head_batch * seq * seq));
-  ops.push_back(gemm("attention.context", phase, seq, w.head_dim, seq, w.head_batch, e));
+    ops.push_back(memory("attention.dropout", phase, (2 * e + 1) * w.head_batch * q * k));
+  ops.push_back(gemm("attention.context", phase, q, w.v_dim, k, w.head_batch, e));
 }
 
 void add_attention_backward(std::vector<ComputeOp>& ops, const LayerShape& s, const RankWidths& w) {
-  const double seq = s.sequence, e = s.element_bytes;
+  const double e = s.element_bytes, q = w.queries, k = w.keys;
   if (s.attention == AttentionKernel::Flash) {
     ComputeOp op;
     op.name = "attention.flash.backward";
     op.kind = ComputeOpKind::Attention;
     op.phase = ComputePhase::Backward;
-    op.m = op.n = seq;
-    op.k = w.head_dim;
+    op.m = q;
+    op.n = k;
+    op.k = w.qk_dim;
     op.count = w.head_batch;
     op.causal = true;
-    op.flop = 8 * seq * seq * w.head_dim * w.head_batch;
+    op.flop = 4 * q * k * (w.qk_dim + w.v_dim) * w.head_batch;
     // Q, K, V, O, dO read; dQ, dK, dV written.
-    op.bytes = (4 * w.tokens * w.query_width + 4 * w.tokens * w.kv_width) * e;
+    const double key_tokens = w.tokens * s.context;
+    op.bytes = (2 * w.tokens * w.local_heads * (w.qk_dim + w.v_dim) +
+                2 * key_tokens * w.local_kv_heads * (w.qk_dim + w.v_dim)) *
+               e;
     ops.push_back(op);
     return;
   }
   // O = P V: dP = dO V^T, dV = P^T dO; S = Q K^T: dQ = dS K, dK = dS^T Q.
-  ops.push_back(gemm("attention.context.dprobs", ComputePhase::Backward, seq, seq, w.head_dim,
-                     w.head_batch, e));
-  ops.push_back(gemm("attention.context.dvalues", ComputePhase::Backward, seq, w.head_dim, seq,
-                     w.head_batch, e));
+  ops.push_back(
+      gemm("attention.context.dprobs", ComputePhase::Backward, q, k, w.v_dim, w.head_batch, e));
+  ops.push_back(
+      gemm("attention.context.dvalues", ComputePhase::Backward, k, w.v_dim, q, w.head_batch, e));
   // The dropout's backward reads the gradient and the mask and writes the probabilities'.
   if (s.dropout)
     ops.push_back(memory("attention.dropout.backward", ComputePhase::Backward,
-                         (2 * e + 1) * w.head_batch * seq * seq));
+                         (2 * e + 1) * w.head_batch * q * k));
   // The softmax backward reads P and dP and writes dS.
   ops.push_back(memory("attention.softmax.backward", ComputePhase::Backward,
-                       3 * w.head_batch * seq * seq * e, MemoryKernel::Softmax));
-  ops.push_back(gemm("attention.scores.dqueries", ComputePhase::Backward, seq, w.head_dim, seq,
-                     w.head_batch, e));
-  ops.push_back(gemm("attention.scores.dkeys", ComputePhase::Backward, seq, w.head_dim, seq,
-                     w.head_batch, e));
+                       3 * w.head_batch * q * k * e, MemoryKernel::Softmax));
+  ops.push_back(
+      gemm("attention.scores.dqueries", ComputePhase::Backward, q, w.qk_dim, k, w.head_batch, e));
+  ops.push_back(
+      gemm("attention.scores.dkeys", ComputePhase::Backward, k, w.qk_dim, q, w.head_batch, e));
+}
+
+/// A feed-forward's rows, inner width and count of identical GEMMs, by its name's prefix: the
+/// dense "ffn", a MoE layer's local routed experts "moe.experts" and its shared ones
+/// "moe.shared".
+struct FfnDims {
+  double rows, width, count;
+};
+
+FfnDims ffn_dims(const std::string& prefix, const LayerShape& s, const RankWidths& w) {
+  if (prefix == "moe.experts")
+    return {w.expert_rows, static_cast<double>(s.expert_ffn_hidden), w.local_experts};
+  if (prefix == "moe.shared")
+    return {w.tokens, static_cast<double>(s.shared_experts) * s.expert_ffn_hidden / s.tensor, 1};
+  return {w.tokens, w.ffn, 1};
+}
+
+/// A feed-forward of the model's kind: SwiGLU's gate and up GEMM, its activation (reads the gate
+/// and up, writes the product) and the down GEMM; GELU's up, activation, down.
+void add_ffn(std::vector<ComputeOp>& ops, const std::string& prefix, const LayerShape& s,
+             const RankWidths& w, ComputePhase phase) {
+  const double e = s.element_bytes, h = s.hidden;
+  const FfnDims d = ffn_dims(prefix, s, w);
+  if (s.swiglu) {
+    ops.push_back(gemm(prefix + ".gate_up", phase, d.rows, 2 * d.width, h, d.count, e));
+    ops.push_back(memory(prefix + ".swiglu", phase, 3 * d.rows * d.width * e * d.count,
+                         MemoryKernel::SwiGlu));
+  } else {
+    ops.push_back(gemm(prefix + ".up", phase, d.rows, d.width, h, d.count, e));
+    ops.push_back(
+        memory(prefix + ".gelu", phase, 2 * d.rows * d.width * e * d.count, MemoryKernel::Gelu));
+  }
+  ops.push_back(gemm(prefix + ".down", phase, d.rows, h, d.width, d.count, e));
+}
+
+/// The activation's backward: SwiGLU reads the gate, the up projection and dY and writes both
+/// input gradients (5 per element); GELU reads its input and dY and writes dX (3).
+ComputeOp activation_backward(const ComputeOp& forward, const LayerShape& s, const RankWidths& w) {
+  const bool swiglu = forward.memory_kernel == MemoryKernel::SwiGlu;
+  const std::string prefix = forward.name.substr(0, forward.name.rfind('.'));
+  const FfnDims d = ffn_dims(prefix, s, w);
+  return memory(forward.name + ".backward", ComputePhase::Backward,
+                (swiglu ? 5 : 3) * d.rows * d.width * s.element_bytes * d.count,
+                forward.memory_kernel);
+}
+
+/// MLA's projections before the attention core: Q through its latent (or directly), K and V
+/// through theirs.
+void add_mla_projections(std::vector<ComputeOp>& ops, const LayerShape& s, const RankWidths& w,
+                         ComputePhase phase) {
+  const double e = s.element_bytes, h = s.hidden, ql = s.q_lora_rank, kvl = s.kv_lora_rank;
+  const MemoryKernel norm = norm_kernel(s);
+  if (s.q_lora_rank > 0) {
+    ops.push_back(gemm("attention.q_down", phase, w.norm_tokens, ql, h, 1, e));
+    ops.push_back(memory("attention.q_norm", phase, 2 * w.norm_tokens * ql * e, norm));
+    ops.push_back(gemm("attention.q_up", phase, w.tokens, w.local_heads * w.qk_dim, ql, 1, e));
+  } else {
+    ops.push_back(gemm("attention.q", phase, w.tokens, w.local_heads * w.qk_dim, h, 1, e));
+  }
+  ops.push_back(gemm("attention.kv_down", phase, w.norm_tokens, kvl + s.qk_rope_head_dim, h, 1, e));
+  ops.push_back(memory("attention.kv_norm", phase, 2 * w.norm_tokens * kvl * e, norm));
+  ops.push_back(gemm("attention.kv_up", phase, w.tokens,
+                     w.local_heads * (s.qk_nope_head_dim + s.v_head_dim), kvl, 1, e));
+}
+
+/// Bytes of the router's softmax and top-k over the E logits (fp32): the softmax reads the
+/// logits and writes the probabilities, the top-k reads them; its backward reads the
+/// probabilities and their gradient and writes the logits'.
+double router_bytes(const LayerShape& s, const RankWidths& w) {
+  return 3 * w.routed_tokens * s.experts * 4.0;
+}
+
+/// Bytes of moving the k' token copies to their experts' order (or back): read and written.
+double permute_bytes(const LayerShape& s, const RankWidths& w) {
+  return 2 * w.routed_tokens * w.copies * s.hidden * s.element_bytes;
+}
+
+/// A MoE feed-forward: router, softmax and top-k, permutation, local experts, unpermutation
+/// (the gate-weighted sum), shared experts.
+void add_moe(std::vector<ComputeOp>& ops, const LayerShape& s, const RankWidths& w,
+             ComputePhase phase) {
+  ops.push_back(
+      gemm("moe.router", phase, w.routed_tokens, s.experts, s.hidden, 1, s.element_bytes));
+  ops.push_back(memory("moe.router.softmax", phase, router_bytes(s, w), MemoryKernel::Softmax));
+  ops.push_back(memory("moe.permute", phase, permute_bytes(s, w)));
+  add_ffn(ops, "moe.experts", s, w, phase);
+  ops.push_back(memory("moe.unpermute", phase, permute_bytes(s, w)));
+  if (s.shared_experts > 0) add_ffn(ops, "moe.shared", s, w, phase);
 }
 
 /// The layer's forward in `phase` (the caller adds each op's backward).
@@ -245,22 +384,21 @@ std::vector<ComputeOp> forward_ops(const LayerShape& s, const RankWidths& w, Com
   const MemoryKernel norm = norm_kernel(s);
   std::vector<ComputeOp> ops;
   ops.push_back(memory("norm1", phase, 2 * w.norm_tokens * h * e, norm));
-  ops.push_back(gemm("qkv", phase, w.tokens, w.query_width + 2 * w.kv_width, h, 1, e));
+  if (s.kv_lora_rank > 0)
+    add_mla_projections(ops, s, w, phase);
+  else
+    ops.push_back(gemm("qkv", phase, w.tokens, w.query_width + 2 * w.kv_width, h, 1, e));
   add_attention_forward(ops, s, w, phase);
-  ops.push_back(gemm("attention.output", phase, w.tokens, h, w.query_width, 1, e));
+  ops.push_back(gemm("attention.output", phase, w.tokens, h, w.value_width, 1, e));
   // The residual add reads the stream and the branch and writes the sum; with dropout (Megatron's
   // fused bias-dropout-add) it also writes the branch's 1-byte mask.
   const double residual_bytes = 3 * w.norm_tokens * h * e + (s.dropout ? w.norm_tokens * h : 0);
   ops.push_back(memory("residual1", phase, residual_bytes));
   ops.push_back(memory("norm2", phase, 2 * w.norm_tokens * h * e, norm));
-  if (s.swiglu) {
-    ops.push_back(gemm("ffn.gate_up", phase, w.tokens, 2 * w.ffn, h, 1, e));
-    ops.push_back(memory("ffn.swiglu", phase, 3 * w.tokens * w.ffn * e, MemoryKernel::SwiGlu));
-  } else {
-    ops.push_back(gemm("ffn.up", phase, w.tokens, w.ffn, h, 1, e));
-    ops.push_back(memory("ffn.gelu", phase, 2 * w.tokens * w.ffn * e, MemoryKernel::Gelu));
-  }
-  ops.push_back(gemm("ffn.down", phase, w.tokens, h, w.ffn, 1, e));
+  if (s.moe_layer)
+    add_moe(ops, s, w, phase);
+  else
+    add_ffn(ops, "ffn", s, w, phase);
   ops.push_back(memory("residual2", phase, residual_bytes));
   return ops;
 }
@@ -270,11 +408,52 @@ bool is_weight_gemm(const ComputeOp& op) {
          op.name.rfind("attention.context", 0) != 0;
 }
 
+/// The width of a norm op's rows: the layer's two over h, MLA's latent norms over their ranks.
+double norm_width(const ComputeOp& op, const LayerShape& s) {
+  if (op.name == "attention.q_norm") return s.q_lora_rank;
+  if (op.name == "attention.kv_norm") return s.kv_lora_rank;
+  return s.hidden;
+}
+
+/// The backward of one forward op (GEMMs, memory-bound passes, the attention core).
+void add_backward(std::vector<ComputeOp>& ops, const ComputeOp& op, const LayerShape& shape,
+                  const RankWidths& w) {
+  const double e = shape.element_bytes, h = shape.hidden;
+  if (is_weight_gemm(op)) {
+    add_weight_gemm_backward(ops, op, e);
+  } else if (op.memory_kernel == MemoryKernel::SwiGlu || op.memory_kernel == MemoryKernel::Gelu) {
+    ops.push_back(activation_backward(op, shape, w));
+  } else if (op.memory_kernel == norm_kernel(shape) && op.kind == ComputeOpKind::Memory) {
+    // Reads the input and dY, writes dX (the gain's gradient is a reduction of the same).
+    ops.push_back(memory(op.name + ".backward", ComputePhase::Backward,
+                         3 * w.norm_tokens * norm_width(op, shape) * e, norm_kernel(shape)));
+  } else if (op.name == "residual1" || op.name == "residual2") {
+    // The branch's gradient joins the stream's: read two, write one.
+    ops.push_back(memory(op.name + ".backward", ComputePhase::Backward, 3 * w.norm_tokens * h * e));
+    // The branch's dropout: its gradient times the mask, read both, write one.
+    if (shape.dropout)
+      ops.push_back(memory(op.name + ".dropout.backward", ComputePhase::Backward,
+                           (2 * e + 1) * w.norm_tokens * h));
+  } else if (op.name == "moe.router.softmax") {
+    ops.push_back(memory(op.name + ".backward", ComputePhase::Backward, router_bytes(shape, w),
+                         MemoryKernel::Softmax));
+  } else if (op.name == "moe.unpermute") {
+    // Scatters the gradient back to the k' copies and reads the experts' outputs for the gates'
+    // gradient: the forward's traffic and one more read of the copies.
+    ops.push_back(
+        memory(op.name + ".backward", ComputePhase::Backward, 1.5 * permute_bytes(shape, w)));
+  } else if (op.name == "moe.permute") {
+    // Gathers the copies' gradients back into token order (summed per token).
+    ops.push_back(memory(op.name + ".backward", ComputePhase::Backward, permute_bytes(shape, w)));
+  } else if (op.name == "attention.context" || op.kind == ComputeOpKind::Attention) {
+    add_attention_backward(ops, shape, w);
+  }
+}
+
 }  // namespace
 
 std::vector<ComputeOp> layer_ops(const LayerShape& shape, Recompute recompute) {
   const RankWidths w = widths(shape);
-  const double e = shape.element_bytes, h = shape.hidden;
   std::vector<ComputeOp> ops = forward_ops(shape, w, ComputePhase::Forward);
   const std::vector<ComputeOp> forward = ops;
 
@@ -287,33 +466,8 @@ std::vector<ComputeOp> layer_ops(const LayerShape& shape, Recompute recompute) {
 
   // Backward, last sublayer first: each weight GEMM's two GEMMs, each memory-bound op's
   // gradient pass, the attention core's backward.
-  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
-    const ComputeOp& op = *it;
-    if (is_weight_gemm(op)) {
-      add_weight_gemm_backward(ops, op, e);
-    } else if (op.name == "ffn.swiglu") {
-      // Reads the gate, the up projection and dY; writes both input gradients.
-      ops.push_back(memory("ffn.swiglu.backward", ComputePhase::Backward, 5 * w.tokens * w.ffn * e,
-                           MemoryKernel::SwiGlu));
-    } else if (op.name == "ffn.gelu") {
-      ops.push_back(memory("ffn.gelu.backward", ComputePhase::Backward, 3 * w.tokens * w.ffn * e,
-                           MemoryKernel::Gelu));
-    } else if (op.name == "norm1" || op.name == "norm2") {
-      // Reads the input and dY, writes dX (the gain's gradient is a reduction of the same).
-      ops.push_back(memory(op.name + ".backward", ComputePhase::Backward, 3 * w.norm_tokens * h * e,
-                           norm_kernel(shape)));
-    } else if (op.name == "residual1" || op.name == "residual2") {
-      // The branch's gradient joins the stream's: read two, write one.
-      ops.push_back(
-          memory(op.name + ".backward", ComputePhase::Backward, 3 * w.norm_tokens * h * e));
-      // The branch's dropout: its gradient times the mask, read both, write one.
-      if (shape.dropout)
-        ops.push_back(memory(op.name + ".dropout.backward", ComputePhase::Backward,
-                             (2 * e + 1) * w.norm_tokens * h));
-    } else if (op.name == "attention.context" || op.kind == ComputeOpKind::Attention) {
-      add_attention_backward(ops, shape, w);
-    }
-  }
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it)
+    add_backward(ops, *it, shape, w);
   return ops;
 }
 

@@ -26,9 +26,29 @@
 // writes the mask beside the residual sum (+1 byte per value) and its backward multiplies the
 // gradient by the mask in a pass of its own ((2e + 1) bytes per value). Recomputation repeats
 // the dropout with the forward it repeats.
+// A mixture-of-experts layer (LayerShape::moe_layer; transformer.hpp's MixtureOfExperts) runs,
+// in place of the dense feed-forward: the router GEMM [M' x h] x [h x E] on the rank's M'
+// tokens (M' = M / t under sequence parallelism, which a MoE layer split over tensor ranks
+// needs: each tensor rank routes its own sequence shard; weights replicated), its softmax and
+// top-k over the E logits (fp32, a Softmax kernel); the permutation of the token copies to their
+// experts and back (read and written, k' M' h e bytes each way, k' = k x the capacity factor,
+// or k when dropless); the E / expert_parallel local experts as `count` GEMMs of the whole expert
+// width (expert tensor parallelism 1), each of m = M' k' / (E / expert_parallel) rows: with
+// balanced routing a rank receives as many token copies as it sends; the experts' activation;
+// and the shared experts as a dense feed-forward of shared x f_e split over t. The all-to-alls
+// are the layout cost's. Multi-head latent attention (kv_lora_rank > 0; DeepSeek-V2, arXiv
+// 2405.04434, Section 2.1) replaces the QKV GEMM by the down-projections q_a [M' x q_lora_rank]
+// and kv_a [M' x (kv_lora_rank + rope)] on the rank's M' tokens (weights replicated; the latent
+// is then gathered, so only the latent crosses ranks), their norms, and the up-projections
+// q_b [M x a/t (nope + rope)] and kv_b [M x a/t (nope + v)] split by heads (q_proj from h when
+// q_lora_rank is 0); the attention core's scores have the query/key head width nope + rope, its
+// values v_head_dim. Context parallelism (LayerShape::context = c, ring attention with a
+// load-balanced causal split): every GEMM and memory-bound op sees M = b s / c tokens, the
+// attention kernel s / c queries against all s keys (the full-matrix flop convention above,
+// 1 / c of it per rank; the K/V blocks of the other ranks read as they pass).
 // What it leaves out: biases (added to the GEMM's epilogue, free), rotary embeddings (a
 // memory-bound pass, counted as one), the optimizer step (per parameter, not per layer), and the
-// tensor-parallel communication (the layout cost's).
+// tensor-parallel, expert-parallel and context-parallel communication (the layout cost's).
 #pragma once
 
 #include <string>
@@ -96,6 +116,26 @@ struct LayerShape {
   /// Trains with dropout on the attention probabilities and on both blocks' outputs (the
   /// memory-bound passes the header describes); false adds none.
   bool dropout = false;
+  /// A mixture-of-experts feed-forward in place of the dense one (the header's MoE ops):
+  /// `experts` routed experts of `expert_ffn_hidden` (the model's activation, SwiGLU or GELU),
+  /// `experts_per_token` of them per token, `shared_experts` every token passes through;
+  /// capacity_factor > 0 pads each expert's rows to that multiple of its balanced share (0:
+  /// dropless); the experts split over `expert_parallel` ranks, each whole.
+  bool moe_layer = false;
+  int experts = 0;
+  int experts_per_token = 0;
+  int expert_ffn_hidden = 0;
+  int shared_experts = 0;
+  double capacity_factor = 0;
+  int expert_parallel = 1;
+  /// Context-parallel ranks the sequence is split over (1: none).
+  int context = 1;
+  /// Multi-head latent attention when kv_lora_rank > 0 (q_lora_rank 0: Q projected from h).
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
   /// Empty when the shape can be split this way, else what is wrong.
   std::string problem() const;
 };

@@ -326,3 +326,141 @@ TEST_CASE("the committed GPU shapes list is the catalog's", "[profile_shapes]") 
   committed << in.rdbuf();
   CHECK(committed.str() == generated);
 }
+
+namespace {
+
+const ComputeOp* find_op(const std::vector<ComputeOp>& ops, const std::string& name) {
+  for (const ComputeOp& op : ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("MoE and MLA layers' operations add up to the closed-form training flop", "[moe]") {
+  // The identity of dense layers, per layer kind: with dropless routing (capacity factor 0) the
+  // router, the k routed experts' and the shared experts' GEMMs are the closed form's MACs; with
+  // sequence parallelism (a MoE layer under t > 1 needs it) every tensor rank routes and
+  // projects MLA's latents for 1/t of the tokens; a context rank computes 1/c of everything;
+  // expert parallelism changes which experts a rank runs, not how many token copies (balanced).
+  for (const char* name : {"mixtral-8x7b", "deepseek-v3"}) {
+    const Transformer shape = *load_workload(name).transformer;
+    for (LayerKind kind : {LayerKind::Dense, LayerKind::Moe}) {
+      if (shape.layers_of_kind(kind, 0, shape.layers) == 0) continue;
+      for (int t : {1, 2, 8})
+        for (int c : {1, 2})
+          for (int e : {1, 8})
+            for (AttentionKernel kernel : {AttentionKernel::Math, AttentionKernel::Flash})
+              for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+                CAPTURE(name, to_string(kind), t, c, e, to_string(kernel), to_string(r));
+                LayerShape s = layer_shape(shape, 2, t, t > 1, kind, c, e);
+                s.attention = kernel;
+                REQUIRE(s.problem().empty());
+                const std::vector<ComputeOp> ops = layer_ops(s, r);
+                CHECK(total_flop(ops) * t * c ==
+                      Approx(shape.layer_training_flop(2, r, kind)).epsilon(1e-12));
+                CHECK(phase_flop(ops, ComputePhase::Forward) * t * c ==
+                      Approx(shape.layer_forward_flop(2, kind)).epsilon(1e-12));
+                CHECK(phase_flop(ops, ComputePhase::Backward) ==
+                      Approx(2 * phase_flop(ops, ComputePhase::Forward)).epsilon(1e-12));
+              }
+    }
+  }
+}
+
+TEST_CASE("a MoE layer's expert GEMMs: local experts, rows per expert, capacity padding", "[moe]") {
+  const Transformer mixtral = *load_workload("mixtral-8x7b").transformer;
+  const double s = 4096, h = 4096, f = 14336;
+  // t = 1, e = 1, one sequence: 8 experts of 4096 x 2 / 8 rows each, the whole expert width.
+  std::vector<ComputeOp> ops =
+      layer_ops(layer_shape(mixtral, 1, 1, false, LayerKind::Moe), Recompute::None);
+  const ComputeOp* gate_up = find_op(ops, "moe.experts.gate_up");
+  REQUIRE(gate_up);
+  CHECK(gate_up->count == 8);
+  CHECK(gate_up->m == s * 2 / 8);
+  CHECK(gate_up->n == 2 * f);
+  CHECK(gate_up->k == h);
+  const ComputeOp* router = find_op(ops, "moe.router");
+  REQUIRE(router);
+  CHECK(router->m == s);
+  CHECK(router->n == 8);
+  CHECK(find_op(ops, "moe.shared.gate_up") == nullptr);  // Mixtral has no shared expert
+  // e = 4: 2 local experts, each taking 4 ranks' share; t = 2 with sequence parallelism: each
+  // rank routes half the sequence.
+  ops = layer_ops(layer_shape(mixtral, 1, 2, true, LayerKind::Moe, 1, 4), Recompute::None);
+  gate_up = find_op(ops, "moe.experts.gate_up");
+  REQUIRE(gate_up);
+  CHECK(gate_up->count == 2);
+  CHECK(gate_up->m == s / 2 * 2 / 2);
+  CHECK(gate_up->n == 2 * f);  // expert tensor parallelism 1: never split over t
+  CHECK(find_op(ops, "moe.router")->m == s / 2);
+  // The permutation moves k' tokens x h each way (e bytes per value).
+  CHECK(find_op(ops, "moe.permute")->bytes == 2 * (s / 2) * 2 * h * 2);
+  // A capacity factor pads every expert's rows: the routed experts' flop grows by it.
+  Transformer padded = mixtral;
+  padded.moe.capacity_factor = 1.25;
+  const double dropless =
+      total_flop(layer_ops(layer_shape(mixtral, 1, 1, false, LayerKind::Moe), Recompute::None));
+  const double with_padding =
+      total_flop(layer_ops(layer_shape(padded, 1, 1, false, LayerKind::Moe), Recompute::None));
+  CHECK(with_padding - dropless == Approx(0.25 * 3 * 2 * s * 2 * 3 * h * f).epsilon(1e-12));
+  // Memory-bound ops of the MoE layer by kernel kind.
+  for (const ComputeOp& op : ops) {
+    if (op.kind != ComputeOpKind::Memory) continue;
+    CAPTURE(op.name);
+    if (op.name.rfind("moe.router.softmax", 0) == 0)
+      CHECK(op.memory_kernel == MemoryKernel::Softmax);
+    if (op.name.rfind("moe.experts.swiglu", 0) == 0)
+      CHECK(op.memory_kernel == MemoryKernel::SwiGlu);
+    if (op.name.rfind("moe.permute", 0) == 0 || op.name.rfind("moe.unpermute", 0) == 0)
+      CHECK(op.memory_kernel == MemoryKernel::Elementwise);
+  }
+  // A MoE layer split over tensor ranks needs sequence parallelism; the expert shard must divide
+  // the experts; the context shard the sequence.
+  CHECK(layer_shape(mixtral, 1, 2, false, LayerKind::Moe).problem() ==
+        "a MoE layer split over tensor ranks needs sequence parallelism");
+  CHECK(layer_shape(mixtral, 1, 1, false, LayerKind::Moe, 1, 3).problem() ==
+        "the expert shard must divide the experts");
+  CHECK(layer_shape(mixtral, 1, 1, false, LayerKind::Moe, 3).problem() ==
+        "the context shard must divide the sequence");
+  // The dense layer of a model with no dense layers is still its ffn_hidden feed-forward.
+  CHECK(find_op(layer_ops(layer_shape(mixtral, 1, 1, false), Recompute::None), "ffn.gate_up"));
+}
+
+TEST_CASE("MLA's projections and attention widths; context parallelism's attention", "[mla]") {
+  const Transformer deepseek = *load_workload("deepseek-v3").transformer;
+  const double s = 4096, h = 7168;
+  // t = 2 with sequence parallelism: the down-projections on the rank's half of the tokens, the
+  // up-projections split by heads (64 of 128 per rank) over every token.
+  LayerShape shape = layer_shape(deepseek, 1, 2, true, LayerKind::Dense, 2);
+  shape.attention = AttentionKernel::Flash;
+  const std::vector<ComputeOp> ops = layer_ops(shape, Recompute::None);
+  const double tokens = s / 2;  // context 2
+  const ComputeOp* q_down = find_op(ops, "attention.q_down");
+  REQUIRE(q_down);
+  CHECK(q_down->m == tokens / 2);
+  CHECK(q_down->n == 1536);
+  CHECK(q_down->k == h);
+  CHECK(find_op(ops, "attention.kv_down")->n == 512 + 64);
+  CHECK(find_op(ops, "attention.q_up")->n == 64 * (128 + 64));
+  CHECK(find_op(ops, "attention.q_up")->m == tokens);
+  CHECK(find_op(ops, "attention.kv_up")->n == 64 * (128 + 128));
+  CHECK(find_op(ops, "attention.output")->k == 64 * 128);
+  CHECK(find_op(ops, "attention.q_norm")->memory_kernel == MemoryKernel::RmsNorm);
+  // The attention kernel: s / c queries against s keys, the query/key head width 192, flop
+  // 2 (s/c) s (192 + 128) per (sample, head).
+  const ComputeOp* flash = find_op(ops, "attention.flash");
+  REQUIRE(flash);
+  CHECK(flash->m == s / 2);
+  CHECK(flash->n == s);
+  CHECK(flash->k == 192);
+  CHECK(flash->count == 64);
+  CHECK(flash->flop == 2 * (s / 2) * s * (192 + 128) * 64);
+  // Without a query latent, one q projection from h.
+  Transformer direct = deepseek;
+  direct.mla.q_lora_rank = 0;
+  const std::vector<ComputeOp> direct_ops =
+      layer_ops(layer_shape(direct, 1, 1, false), Recompute::None);
+  CHECK(find_op(direct_ops, "attention.q_down") == nullptr);
+  CHECK(find_op(direct_ops, "attention.q")->k == h);
+}
