@@ -39,7 +39,8 @@ double op_duration_s(const Op& op, const Plan& plan, const Platform& platform) {
       const int src = plan.host_of(op.source), dst = plan.host_of(op.destination);
       if (src == dst || op.bytes <= 0) return 0;
       const Route& route = platform.route(src, dst);
-      return platform.message_latency_s(route.latency_s, op.bytes) + op.bytes / route.bandwidth_Bps;
+      return op.repeat * (platform.message_latency_s(route.latency_s, op.bytes) +
+                          op.bytes / route.bandwidth_Bps);
     }
     case OpKind::Apply: {
       const int host = plan.server_hosts.at(static_cast<size_t>(op.server));

@@ -19,6 +19,7 @@
 #include "model/compute_shapes.hpp"
 #include "model/error.hpp"
 #include "model/layout_cost.hpp"
+#include "model/layout_memory.hpp"
 
 namespace tauplan::model {
 namespace {
@@ -209,10 +210,16 @@ std::string profile_fingerprint(const ComputeProfile& p) {
 }
 
 std::string shape_key(const LayerShape& s) {
-  return fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {}", s.hidden, s.heads, s.kv_heads,
-                     s.ffn_hidden, s.swiglu, s.layer_norm, s.sequence, s.micro_batch, s.tensor,
-                     s.sequence_parallel, static_cast<int>(s.attention), s.element_bytes,
-                     s.dropout);
+  std::string key =
+      fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {}", s.hidden, s.heads, s.kv_heads,
+                  s.ffn_hidden, s.swiglu, s.layer_norm, s.sequence, s.micro_batch, s.tensor,
+                  s.sequence_parallel, static_cast<int>(s.attention), s.element_bytes, s.dropout);
+  key += fmt::format(" moe {} {} {} {} {} {} {} c{}", s.moe_layer, s.experts, s.experts_per_token,
+                     s.expert_ffn_hidden, s.shared_experts, s.capacity_factor, s.expert_parallel,
+                     s.context);
+  key += fmt::format(" mla {} {} {} {} {}", s.q_lora_rank, s.kv_lora_rank, s.qk_nope_head_dim,
+                     s.qk_rope_head_dim, s.v_head_dim);
+  return key;
 }
 
 /// One pass of `ops` on `profile` (each op timed once), after the coverage check.
@@ -263,23 +270,33 @@ PassSeconds stage_pass_seconds(const Workload& workload, const Layout& layout, d
                                int stage, const ComputeProfile& profile) {
   const Transformer& shape = *workload.transformer;
   const double b = layout.micro_batch(batch);
-  LayerShape layer = layer_shape(shape, b, layout.tensor, layout.sequence_parallel);
-  layer.element_bytes = workload.bytes_per_parameter;
-  const std::vector<int> layers = stage_layers(shape.layers, layout.pipeline);
-  const double n = layers[static_cast<std::size_t>(stage)];
-  const std::string key = profile_fingerprint(profile) + "|" + shape_key(layer);
+  const StageLayerKinds kinds = stage_layer_kinds(shape, layout.pipeline, stage);
   PassSeconds seconds;
-  add_scaled(seconds,
-             memoised_pass(
-                 key + fmt::format("|layer {}", static_cast<int>(layout.recompute)),
-                 [&] { return layer_ops(layer, layout.recompute); }, profile),
-             n);
-  if (stage == layout.pipeline - 1)
+  std::string key;
+  for (LayerKind kind : {LayerKind::Dense, LayerKind::Moe}) {
+    const int n = kind == LayerKind::Dense ? kinds.dense : kinds.moe;
+    if (n == 0) continue;
+    LayerShape layer = layer_shape(shape, b, layout.tensor, layout.sequence_parallel, kind,
+                                   layout.context, layout.expert);
+    layer.element_bytes = workload.bytes_per_parameter;
+    key = profile_fingerprint(profile) + "|" + shape_key(layer);
+    add_scaled(seconds,
+               memoised_pass(
+                   key + fmt::format("|layer {}", static_cast<int>(layout.recompute)),
+                   [&] { return layer_ops(layer, layout.recompute); }, profile),
+               n);
+  }
+  if (stage == layout.pipeline - 1) {
+    LayerShape layer = layer_shape(shape, b, layout.tensor, layout.sequence_parallel,
+                                   LayerKind::Dense, layout.context, layout.expert);
+    layer.element_bytes = workload.bytes_per_parameter;
+    key = profile_fingerprint(profile) + "|" + shape_key(layer);
     add_scaled(seconds,
                memoised_pass(
                    key + fmt::format("|logits {}", shape.vocabulary),
                    [&] { return logits_ops(layer, shape.vocabulary); }, profile),
                1);
+  }
   return seconds;
 }
 

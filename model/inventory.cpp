@@ -231,7 +231,8 @@ void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace
       node,
       {"strategies", "collectives", "batch_per_worker", "tau", "split", "servers", "max_gpus",
        "step_overhead_s", "round_budget_s", "staleness_bound", "tensor_parallel",
-       "pipeline_parallel", "micro_batch_size", "zero_stage", "recompute"},
+       "pipeline_parallel", "context_parallel", "expert_parallel", "micro_batch_size", "zero_stage",
+       "recompute"},
       origin, "search.");
   if (node["strategies"]) {
     search.strategies = words(node["strategies"], origin, "search.strategies");
@@ -273,6 +274,12 @@ void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace
   if (node["pipeline_parallel"])
     search.pipeline_parallel =
         whole_numbers(node["pipeline_parallel"], origin, "search.pipeline_parallel", 1);
+  if (node["context_parallel"])
+    search.context_parallel =
+        whole_numbers(node["context_parallel"], origin, "search.context_parallel", 1);
+  if (node["expert_parallel"])
+    search.expert_parallel =
+        whole_numbers(node["expert_parallel"], origin, "search.expert_parallel", 1);
   if (node["micro_batch_size"])
     search.micro_batch_size =
         whole_numbers(node["micro_batch_size"], origin, "search.micro_batch_size", 1);

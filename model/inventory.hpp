@@ -110,6 +110,11 @@ struct SearchSpace {
   // each micro-batch size. Defaults: tensor up to the GPUs of a node.
   std::vector<int> tensor_parallel = {1, 2, 4, 8};
   std::vector<int> pipeline_parallel = {1, 2, 4, 8};
+  /// Context parallelism (ring attention): not searched unless listed (1).
+  std::vector<int> context_parallel = {1};
+  /// Expert parallelism, for a mixture of experts only (a dense model keeps 1); a MoE model
+  /// under tensor parallelism is searched with sequence parallelism (model/layout.hpp).
+  std::vector<int> expert_parallel = {1, 2, 4, 8, 16, 32, 64};
   std::vector<int> micro_batch_size = {1, 2, 4};
   std::vector<int> zero_stage = {0, 1};
   std::vector<Recompute> recompute = {Recompute::None, Recompute::Selective, Recompute::Full};

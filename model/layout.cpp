@@ -14,9 +14,12 @@ const char* to_string(PipelineSchedule schedule) {
 }
 
 std::vector<MeshDimension> Layout::mesh() const {
-  return {{"data", data, "data_parallel"},
-          {"tensor", tensor, "tensor_parallel"},
-          {"pipeline", pipeline, "pipeline_parallel"}};
+  std::vector<MeshDimension> dimensions = {{"data", data, "data_parallel"},
+                                           {"tensor", tensor, "tensor_parallel"},
+                                           {"pipeline", pipeline, "pipeline_parallel"}};
+  if (context > 1) dimensions.push_back({"context", context, "context_parallel"});
+  if (expert > 1) dimensions.push_back({"expert", expert, "expert_parallel"});
+  return dimensions;
 }
 
 std::vector<LayoutRule> Layout::rules() const {
@@ -26,6 +29,8 @@ std::vector<LayoutRule> Layout::rules() const {
                                    {"vocabulary", "tensor"},
                                    {"layers", "pipeline"}};
   if (sequence_parallel) rules.push_back({"sequence (outside attention and MLP)", "tensor"});
+  if (context > 1) rules.push_back({"sequence", "context"});
+  if (expert > 1) rules.push_back({"experts", "expert"});
   return rules;
 }
 
@@ -33,6 +38,8 @@ std::string Layout::label() const {
   std::string label = fmt::format("d{}", data);
   if (tensor > 1) label += fmt::format(" t{}", tensor);
   if (pipeline > 1) label += fmt::format(" p{}", pipeline);
+  if (context > 1) label += fmt::format(" c{}", context);
+  if (expert > 1) label += fmt::format(" e{}", expert);
   if (micro_batches > 1) label += fmt::format(" m{}", micro_batches);
   if (pipeline > 1) label += std::string(" ") + to_string(schedule);
   if (virtual_stages > 1) label += fmt::format(" v{}", virtual_stages);
@@ -67,6 +74,14 @@ std::vector<KeySpec> layout_job_keys() {
       ->min_value = 1;
   add("data_parallel", KeyType::Integer, "",
       "layout: d, replicas on slices of the batch (default workers / (t p))")
+      ->min_value = 1;
+  add("context_parallel", KeyType::Integer, "1",
+      "layout: c, ranks that split every sequence (ring attention; weights replicated, gradients "
+      "reduced over data x context)")
+      ->min_value = 1;
+  add("expert_parallel", KeyType::Integer, "1",
+      "layout: e, ranks the routed experts of each MoE layer are split over (a divisor of t x c x "
+      "d; two all-to-alls per MoE layer each way)")
       ->min_value = 1;
   add("micro_batches", KeyType::Integer, "1", "layout: m, micro-batches per replica and step")
       ->min_value = 1;
@@ -120,30 +135,83 @@ Layout layout_from_job(const Job& job) {
                      : recompute == "selective" ? Recompute::Selective
                                                 : Recompute::None;
   layout.sequence_parallel = job.boolean("sequence_parallel");
+  layout.context = static_cast<int>(job.integer("context_parallel"));
+  layout.expert = static_cast<int>(job.integer("expert_parallel"));
   layout.rank_order = job.text("rank_order") == "tp-pp-dp" ? RankOrder::TensorPipelineData
                                                            : RankOrder::TensorDataPipeline;
   const long long workers = job.integer("workers");
-  const long long model_parallel = static_cast<long long>(layout.tensor) * layout.pipeline;
+  const long long model_parallel =
+      static_cast<long long>(layout.tensor) * layout.pipeline * layout.context;
   if (job.has("data_parallel")) {
     layout.data = static_cast<int>(job.integer("data_parallel"));
-    if (layout.data * model_parallel != workers)
-      throw InputError(job.file, "data_parallel",
-                       fmt::format("data_parallel x tensor_parallel x pipeline_parallel = workers "
-                                   "({})",
-                                   workers),
-                       fmt::format("{} x {} x {} = {}", layout.data, layout.tensor, layout.pipeline,
-                                   layout.data * model_parallel));
+    if (layout.data * model_parallel != workers) {
+      Layout shown = layout;
+      check_layout_workers(shown, static_cast<int>(workers), job.file);
+    }
   } else {
-    if (workers % model_parallel != 0)
+    if (workers % model_parallel != 0 && layout.context == 1)
       throw InputError(job.file, "workers",
                        fmt::format("a multiple of tensor_parallel x pipeline_parallel ({} x {} = "
                                    "{}), the data-parallel size being workers / (t p)",
                                    layout.tensor, layout.pipeline, model_parallel),
                        std::to_string(workers));
+    if (workers % model_parallel != 0)
+      throw InputError(job.file, "workers",
+                       fmt::format("a multiple of tensor_parallel x pipeline_parallel x "
+                                   "context_parallel ({} x {} x {} = {}), the data-parallel size "
+                                   "being workers / (t p c)",
+                                   layout.tensor, layout.pipeline, layout.context, model_parallel),
+                       std::to_string(workers));
     layout.data = static_cast<int>(workers / model_parallel);
   }
   return layout;
 }
+
+namespace {
+
+/// Context parallelism splits each sequence into 2c chunks (Megatron-Core's load-balanced causal
+/// split, two chunks per rank); expert parallelism splits a MoE layer's routed experts over ranks
+/// of the data x context dimension, and with tensor parallelism each tensor rank dispatches its
+/// own sequence shard (Megatron-Core requires sequence parallelism with MoE and t > 1); the
+/// expert ranks are carved out of a stage's tensor x context x data ranks (Megatron-Core's MoE
+/// parallel folding with expert tensor parallelism 1).
+void check_context_and_experts(const Layout& layout, const Transformer& shape,
+                               const std::string& name, const std::string& file) {
+  const int c = layout.context, e = layout.expert;
+  if (c > 1 && shape.sequence % (2 * c) != 0)
+    throw InputError(file, "context_parallel",
+                     fmt::format("a size whose 2 x context_parallel chunks split the sequence of "
+                                 "{} tokens of {} evenly (load-balanced causal split)",
+                                 shape.sequence, name),
+                     std::to_string(c));
+  if (shape.is_moe() && layout.tensor > 1 && !layout.sequence_parallel)
+    throw InputError(file, "sequence_parallel",
+                     fmt::format("true for {}, a mixture of experts with tensor_parallel {} (each "
+                                 "tensor rank dispatches its own sequence shard to the experts, "
+                                 "as Megatron-Core requires)",
+                                 name, layout.tensor),
+                     "false");
+  if (e == 1) return;
+  if (!shape.is_moe())
+    throw InputError(file, "expert_parallel",
+                     fmt::format("1 for {}, a model without experts (its transformer has no moe "
+                                 "map)",
+                                 name),
+                     std::to_string(e));
+  if (shape.moe.experts % e != 0)
+    throw InputError(
+        file, "expert_parallel",
+        fmt::format("a divisor of the {} routed experts of {}", shape.moe.experts, name),
+        std::to_string(e));
+  if ((static_cast<long long>(layout.tensor) * c * layout.data) % e != 0)
+    throw InputError(file, "expert_parallel",
+                     fmt::format("a divisor of tensor_parallel x context_parallel x data_parallel "
+                                 "({} x {} x {}): expert groups are carved out of a stage's ranks",
+                                 layout.tensor, c, layout.data),
+                     std::to_string(e));
+}
+
+}  // namespace
 
 void check_layout(const Layout& layout, const Workload& workload, double batch, int workers,
                   const std::string& file) {
@@ -205,6 +273,7 @@ void check_layout(const Layout& layout, const Workload& workload, double batch, 
                                  "(batch {:g} / data_parallel {})",
                                  replica_batch, batch, d),
                      std::to_string(layout.micro_batches));
+  check_context_and_experts(layout, shape, name, file);
   const int v = layout.virtual_stages;
   if (v > 1) {
     if (p == 1)
@@ -227,13 +296,20 @@ void check_layout(const Layout& layout, const Workload& workload, double batch, 
 }
 
 void check_layout_workers(const Layout& layout, int workers, const std::string& file) {
-  if (layout.workers() != workers)
+  if (layout.workers() == workers) return;
+  if (layout.context == 1)
     throw InputError(file, "data_parallel",
                      fmt::format("data_parallel x tensor_parallel x pipeline_parallel = workers "
                                  "({})",
                                  workers),
                      fmt::format("{} x {} x {} = {}", layout.data, layout.tensor, layout.pipeline,
                                  layout.workers()));
+  throw InputError(file, "data_parallel",
+                   fmt::format("data_parallel x tensor_parallel x pipeline_parallel x "
+                               "context_parallel = workers ({})",
+                               workers),
+                   fmt::format("{} x {} x {} x {} = {}", layout.data, layout.tensor,
+                               layout.pipeline, layout.context, layout.workers()));
 }
 
 std::vector<int> stage_layers(int layers, int pipeline) {

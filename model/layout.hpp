@@ -8,16 +8,23 @@
 // the ZeRO stage (0-3, Rajbhandari et al. 2019, arXiv 1910.02054: optimizer state, then
 // gradients, then parameters sharded over the data dimension; stage 3 is FSDP's FULL_SHARD),
 // activation recomputation (none, selective, full) and sequence parallelism (Korthikanti et
-// al. 2022, arXiv 2205.05198). The job keys that set a layout are declared here
-// (layout_job_keys); data_parallel defaults to workers / (tensor x pipeline).
+// al. 2022, arXiv 2205.05198). Two more dimensions: context (sequence -> context, ring attention
+// over sequence shards, Liu et al. 2023, arXiv 2310.01889, as Megatron-Core's context_parallel_size
+// runs it) and expert (the routed experts of a mixture of experts -> expert ranks carved out of
+// data x context, Lepikhin et al. 2020 GShard, arXiv 2006.16668; Megatron-Core's
+// expert_model_parallel_size with expert tensor parallelism 1). The job keys that set a layout are
+// declared here (layout_job_keys); data_parallel defaults to workers / (tensor x pipeline x
+// context).
 // check_layout refuses impossible layouts with one line naming the job key: mesh sizes whose
 // product is not the workers, a dimension split more ways than it has elements, heads (or the
 // feed-forward width) not divisible by the tensor size, key/value heads neither divisible by
 // the tensor size nor dividing it (whole K/V heads per rank), more stages than layers,
-// micro-batches that do not divide a replica's batch. Interleaving (virtual stages, Narayanan et
-// al. 2021, arXiv 2104.04473, Section 2.2.2) is an option of 1F1B. What it leaves out: context and
-// expert parallelism, and layouts other than this standard one (the rules are fixed; a user cannot
-// write their own yet).
+// micro-batches that do not divide a replica's batch, a context size whose 2c chunks do not split
+// the sequence, an expert size that divides neither the experts nor data x context, experts on a
+// dense model, a MoE model under tensor parallelism without sequence parallelism. Interleaving
+// (virtual stages, Narayanan et al. 2021, arXiv 2104.04473, Section 2.2.2) is an option of 1F1B.
+// What it leaves out: expert tensor parallelism above 1, layouts other than this standard one
+// (the rules are fixed; a user cannot write their own yet).
 #pragma once
 
 #include <string>
@@ -30,8 +37,9 @@
 
 namespace tauplan::model {
 
-/// Job keys of a layout: tensor_parallel, pipeline_parallel, data_parallel, micro_batches,
-/// pipeline_schedule, virtual_stages, zero_stage, recompute, sequence_parallel.
+/// Job keys of a layout: tensor_parallel, pipeline_parallel, data_parallel, context_parallel,
+/// expert_parallel, micro_batches, pipeline_schedule, virtual_stages, zero_stage, recompute,
+/// sequence_parallel, rank_order.
 std::vector<KeySpec> layout_job_keys();
 
 /// The first layout-only key the job sets away from its default (a tensor or pipeline size

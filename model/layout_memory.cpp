@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -26,10 +27,41 @@ double memory_reserve_bytes(double activation_bytes) {
          MemoryReserve::kFragmentationOfActivations * activation_bytes;
 }
 
+namespace {
+
+/// The first layer of pipeline stage `stage` and how many it holds.
+std::pair<int, int> stage_layer_range(const Transformer& shape, int pipeline, int stage) {
+  const std::vector<int> layers = stage_layers(shape.layers, pipeline);
+  int first = 0;
+  for (int r = 0; r < stage; ++r)
+    first += layers[static_cast<size_t>(r)];
+  return {first, layers[static_cast<size_t>(stage)]};
+}
+
+}  // namespace
+
+StageLayerKinds stage_layer_kinds(const Transformer& shape, int pipeline, int stage) {
+  const auto [first, count] = stage_layer_range(shape, pipeline, stage);
+  StageLayerKinds kinds;
+  kinds.dense = shape.layers_of_kind(LayerKind::Dense, first, count);
+  kinds.moe = shape.layers_of_kind(LayerKind::Moe, first, count);
+  return kinds;
+}
+
+double stage_expert_parameters(const Transformer& shape, const Layout& layout, int stage) {
+  const StageLayerKinds kinds = stage_layer_kinds(shape, layout.pipeline, stage);
+  return kinds.moe * shape.routed_expert_parameters() / layout.expert;
+}
+
+int expert_data_size(const Layout& layout) {
+  return layout.tensor * layout.context * layout.data / layout.expert;
+}
+
 double stage_parameters(const Transformer& shape, const Layout& layout, int stage) {
   const int t = layout.tensor, p = layout.pipeline;
-  const std::vector<int> layers = stage_layers(shape.layers, p);
-  double parameters = layers[static_cast<size_t>(stage)] * shape.layer_parameters_per_rank(t);
+  const StageLayerKinds kinds = stage_layer_kinds(shape, p, stage);
+  double parameters = kinds.dense * shape.layer_parameters_per_rank(t, LayerKind::Dense) +
+                      kinds.moe * shape.layer_parameters_per_rank(t, LayerKind::Moe, layout.expert);
   if (stage == 0)  // vocabulary-parallel token embedding; positions and token types whole
     parameters += shape.token_embedding_parameters() / t + shape.other_embedding_parameters();
   if (stage == p - 1) {
@@ -46,26 +78,41 @@ LayoutMemory layout_memory(const Workload& workload, const Layout& layout, doubl
   const int t = layout.tensor, p = layout.pipeline, m = layout.micro_batches;
   const bool sp = layout.sequence_parallel;
   const double b = layout.micro_batch(batch);
-  const std::vector<int> layers = stage_layers(shape.layers, p);
+  // Context parallelism splits every activation by sequence over its c ranks (the s x s scores
+  // of the math path into s/c x s blocks): all of a rank's activation bytes / c.
+  const double c = layout.context;
+  const double e = workload.bytes_per_parameter, optimizer = workload.optimizer_bytes_per_parameter;
   LayoutMemory memory;
   for (int r = 0; r < p; ++r) {
     StageMemory stage;
     stage.stage = r;
-    stage.layers = layers[static_cast<size_t>(r)];
+    const StageLayerKinds kinds = stage_layer_kinds(shape, p, r);
+    stage.layers = kinds.dense + kinds.moe;
     stage.parameters = stage_parameters(shape, layout, r);
-    stage.state =
-        model_state_bytes(stage.parameters, workload.bytes_per_parameter,
-                          workload.optimizer_bytes_per_parameter, layout.zero_stage, layout.data);
+    // Dense weights are sharded by ZeRO over data x context; routed experts over the ranks that
+    // hold the same experts (t c d / e).
+    const double experts = stage_expert_parameters(shape, layout, r);
+    const ModelStateBytes dense_state = model_state_bytes(
+        stage.parameters - experts, e, optimizer, layout.zero_stage, layout.data * layout.context);
+    const ModelStateBytes expert_state =
+        model_state_bytes(experts, e, optimizer, layout.zero_stage, expert_data_size(layout));
+    stage.state.weights = dense_state.weights + expert_state.weights;
+    stage.state.gradients = dense_state.gradients + expert_state.gradients;
+    stage.state.optimizer = dense_state.optimizer + expert_state.optimizer;
     stage.in_flight = layout.schedule == PipelineSchedule::GPipe ? m : std::min(p - r, m);
     if (layout.virtual_stages > 1)  // Korthikanti et al. 2022 Section 4.2.3
       stage.in_flight *= 1 + (p - 1.0) / (p * layout.virtual_stages);
     double per_micro_batch =
-        stage.layers * shape.layer_activation_bytes(b, t, sp, layout.recompute);
+        kinds.dense * shape.layer_activation_bytes(b, t, sp, layout.recompute, LayerKind::Dense) +
+        kinds.moe * shape.layer_activation_bytes(b, t, sp, layout.recompute, LayerKind::Moe);
     if (r == 0) per_micro_batch += shape.embedding_activation_bytes(b, t, sp);
     if (r == p - 1) per_micro_batch += shape.output_activation_bytes(b, t, sp);
-    stage.activation_bytes = stage.in_flight * per_micro_batch;
+    stage.activation_bytes = stage.in_flight * per_micro_batch / c;
     if (layout.recompute == Recompute::Full)  // the layer being recomputed, whole
-      stage.activation_bytes += shape.layer_activation_bytes(b, t, sp, Recompute::None);
+      stage.activation_bytes +=
+          shape.layer_activation_bytes(b, t, sp, Recompute::None,
+                                       kinds.moe > 0 ? LayerKind::Moe : LayerKind::Dense) /
+          c;
     stage.reserve_bytes = memory_reserve_bytes(stage.activation_bytes);
     if (stage.total_bytes() > memory.peak_bytes) {
       memory.peak_bytes = stage.total_bytes();
@@ -104,6 +151,7 @@ std::vector<FittingLayout> smallest_fitting_layouts(const Workload& workload,
     const long long ma = 1LL * a.tensor * a.pipeline, mb = 1LL * b.tensor * b.pipeline;
     return ma != mb ? ma < mb : a.tensor < b.tensor;
   });
+  const bool moe = workload.transformer->is_moe();
   std::vector<FittingLayout> found;
   for (const Split& split : splits) {
     if (found.size() >= count) break;
@@ -112,31 +160,42 @@ std::vector<FittingLayout> smallest_fitting_layouts(const Workload& workload,
     base.pipeline = split.pipeline;
     base.data = search.workers / (split.tensor * split.pipeline);
     base.schedule = search.schedule;
+    base.sequence_parallel = moe && base.tensor > 1;  // checked with it; searched below
     try {
       check_layout(base, workload, search.batch, search.workers, "<search>");
     } catch (const InputError&) {
       continue;  // heads, layers or batch do not allow this split
     }
     const long long replica_batch = std::llround(search.batch / base.data);
+    // A mixture of experts: its experts split over the fewest ranks that fit (1 first).
+    std::vector<int> expert_sizes = {1};
+    if (moe)
+      for (int e : divisors(workload.transformer->moe.experts))
+        if (e > 1 && (1LL * base.tensor * base.data) % e == 0) expert_sizes.push_back(e);
     bool placed = false;
-    for (Recompute recompute : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-      for (int zero = 0; zero <= 3 && !placed; ++zero) {
-        for (bool sp : {false, true}) {
-          if (sp && base.tensor == 1) continue;
-          for (int m : divisors(replica_batch)) {
-            Layout layout = base;
-            layout.recompute = recompute;
-            layout.zero_stage = zero;
-            layout.sequence_parallel = sp;
-            layout.micro_batches = m;
-            const LayoutMemory memory = layout_memory(workload, layout, search.batch);
-            if (!memory.fits(search.memory_bytes)) continue;
-            found.push_back({layout, memory});
-            placed = true;
-            break;
+    for (int e : expert_sizes) {
+      for (Recompute recompute : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+        for (int zero = 0; zero <= 3 && !placed; ++zero) {
+          for (bool sp : {false, true}) {
+            if (sp && base.tensor == 1) continue;
+            if (!sp && moe && base.tensor > 1) continue;  // check_layout's rule
+            for (int m : divisors(replica_batch)) {
+              Layout layout = base;
+              layout.expert = e;
+              layout.recompute = recompute;
+              layout.zero_stage = zero;
+              layout.sequence_parallel = sp;
+              layout.micro_batches = m;
+              const LayoutMemory memory = layout_memory(workload, layout, search.batch);
+              if (!memory.fits(search.memory_bytes)) continue;
+              found.push_back({layout, memory});
+              placed = true;
+              break;
+            }
+            if (placed) break;
           }
-          if (placed) break;
         }
+        if (placed) break;
       }
       if (placed) break;
     }

@@ -7,12 +7,15 @@
 // token embedding split by vocabulary on the first stage, the final norm, output projection (or,
 // tied and p > 1, Megatron's copy of the embedding) and task heads on the last. ZeRO shards over
 // the data dimension: stage 1 the optimizer state, stage 2 also the gradients, stage 3 also the
-// weights (16 Psi / N_d). Activations (Korthikanti et al. 2022, arXiv 2205.05198, Table 2 and
-// Section 4.2.3; Transformer::layer_activation_bytes) per layer and micro-batch, times the
-// micro-batches a stage holds at its peak: all m with GPipe, min(p - r, m) on stage r with 1F1B
-// (Megatron's warm-up of p - r - 1 forwards plus the one in flight; x (1 + (p-1)/(p v)) with v
-// interleaved chunks, Korthikanti Section 4.2.3), plus the embedding's on the
-// first stage and the logits' on the last; with full recomputation, each layer's input per
+// weights (16 Psi / N_d); with context parallelism over data x context (the ranks that reduce the
+// gradients); a mixture of experts' routed experts are split over the expert ranks, each whole,
+// and sharded by ZeRO over the t c d / e ranks that hold the same ones. Activations (Korthikanti et
+// al. 2022, arXiv 2205.05198, Table 2 and Section 4.2.3; Transformer::layer_activation_bytes) per
+// layer and micro-batch, times the micro-batches a stage holds at its peak: all m with GPipe, min(p
+// - r, m) on stage r with 1F1B (Megatron's warm-up of p - r - 1 forwards plus the one in flight; x
+// (1 + (p-1)/(p v)) with v interleaved chunks, Korthikanti Section 4.2.3), plus the embedding's on
+// the first stage and the logits' on the last, all / c under context parallelism (each rank holds
+// s / c of every sequence); with full recomputation, each layer's input per
 // micro-batch plus one layer's full activations being recomputed. A stated reserve is added to
 // every stage (memory_reserve_bytes): the CUDA context, NCCL's buffers and the caching
 // allocator's fragmentation, so that a layout fits when its tensors fit in capacity - reserve.
@@ -85,8 +88,20 @@ struct LayoutMemory {
   bool fits(double capacity) const { return peak_bytes <= capacity; }
 };
 
-/// Parameters one worker of pipeline stage `stage` holds.
+/// Parameters one worker of pipeline stage `stage` holds: its dense share and its routed experts.
 double stage_parameters(const Transformer& shape, const Layout& layout, int stage);
+/// Of those, the routed experts: the stage's MoE layers x the routed experts / e.
+double stage_expert_parameters(const Transformer& shape, const Layout& layout, int stage);
+/// Ranks that hold the same routed experts and reduce their gradients: t c d / e (expert tensor
+/// parallelism 1: experts are carved out of the tensor x context x data ranks of a stage).
+int expert_data_size(const Layout& layout);
+
+/// How many of a stage's layers have a dense feed-forward and how many a mixture of experts.
+struct StageLayerKinds {
+  int dense = 0;
+  int moe = 0;
+};
+StageLayerKinds stage_layer_kinds(const Transformer& shape, int pipeline, int stage);
 
 /// Memory per worker of every stage for a global batch of `batch` sequences. The workload
 /// must be a transformer (asserted; check_layout refuses others first).
@@ -109,9 +124,11 @@ struct FittingLayout {
 /// The layouts of `search.workers` workers that fit in `search.memory_bytes` (with the reserve
 /// of each: LayoutMemory::fits), smallest first:
 /// for each tensor x pipeline split (fewest model-parallel workers first, then the smaller
-/// tensor size), the least intrusive options that fit, tried in this order: recomputation
-/// none, selective, full; ZeRO stage 0 to 3; sequence parallelism off, on; the fewest
-/// micro-batches. At most `count` of them. Empty when nothing fits.
+/// tensor size), the least intrusive options that fit, tried in this order: for a mixture of
+/// experts the fewest expert ranks (1, then each divisor of the experts that divides t d);
+/// recomputation none, selective, full; ZeRO stage 0 to 3; sequence parallelism off, on (on
+/// only for a mixture of experts with t > 1); the fewest micro-batches. At most `count` of
+/// them. Empty when nothing fits.
 std::vector<FittingLayout> smallest_fitting_layouts(const Workload& workload,
                                                     const FitSearch& search, size_t count);
 

@@ -36,9 +36,18 @@ struct LayoutRule {
 };
 
 struct Layout {
-  int data = 1;           ///< d: replicas, each on a slice of the batch
-  int tensor = 1;         ///< t: ranks sharing every layer (heads and feed-forward columns)
-  int pipeline = 1;       ///< p: stages, each a run of consecutive layers
+  int data = 1;      ///< d: replicas, each on a slice of the batch
+  int tensor = 1;    ///< t: ranks sharing every layer (heads and feed-forward columns)
+  int pipeline = 1;  ///< p: stages, each a run of consecutive layers
+  /// c: ranks sharing each sequence (context parallelism, ring attention over sequence shards:
+  /// Liu et al. 2023, arXiv 2310.01889; Megatron-Core's context_parallel_size). Weights are
+  /// replicated over it; gradients are reduced over data x context.
+  int context = 1;
+  /// e: ranks the routed experts of each MoE layer are split over (expert parallelism), carved
+  /// out of the tensor x context x data ranks of a stage, tensor fastest (Megatron-Core's
+  /// expert_model_parallel_size with MoE parallel folding and expert tensor parallelism 1: each
+  /// expert whole on its rank).
+  int expert = 1;
   int micro_batches = 1;  ///< m: micro-batches per replica per step
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// v: chunks of layers per stage (Narayanan et al. 2021's interleaved 1F1B; 1 = plain).
@@ -48,7 +57,7 @@ struct Layout {
   bool sequence_parallel = false;  ///< norms and dropout split by sequence over the tensor ranks
   RankOrder rank_order = RankOrder::TensorDataPipeline;
 
-  int workers() const { return data * tensor * pipeline; }
+  int workers() const { return data * tensor * pipeline * context; }
   /// Sequences of one micro-batch: batch / (data x micro_batches).
   double micro_batch(double batch) const { return batch / (data * micro_batches); }
   /// The mesh: data, tensor and pipeline, with their job keys.

@@ -79,6 +79,8 @@ struct Op {
   std::vector<int> group;  ///< workers taking part, in ring order (indices into worker_hosts)
   /// Collective: calls of the same size over the same group, back to back (a layout's tensor
   /// all-reduces of one micro-batch on one stage); the op takes `repeat` times one call.
+  /// Transfer: the same message sent `repeat` times back to back (a step of a layout's MoE
+  /// all-to-alls or context-parallel ring, once per layer).
   int repeat = 1;
   /// What-if override: when >= 0 the collective (or transfer) takes exactly this long (the
   /// job's S).

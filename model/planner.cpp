@@ -352,33 +352,45 @@ bool homogeneous(const Inventory& inventory, const Selection& selection) {
   return true;
 }
 
-/// Every layout of the search whose mesh has `base.gpus` workers, for each batch per worker.
-std::vector<PlanConfig> mesh_configs(const SearchSpace& space, const PlanConfig& base) {
+/// Every layout of the search whose mesh has `base.gpus` workers, for each batch per worker:
+/// data = K / (t p c); expert sizes only for a mixture of experts (with sequence parallelism
+/// when t > 1, as check_layout requires).
+std::vector<PlanConfig> mesh_configs(const SearchSpace& space, const PlanConfig& base,
+                                     const Workload& workload) {
+  const bool moe = workload.transformer && workload.transformer->is_moe();
+  const std::vector<int> no_experts = {1};
   std::vector<PlanConfig> out;
   for (int b : space.batch_per_worker)
     for (int t : space.tensor_parallel)
-      for (int p : space.pipeline_parallel) {
-        if (base.gpus % (t * p) != 0) continue;
-        const int d = base.gpus / (t * p);
-        const long long replica_batch = static_cast<long long>(b) * base.gpus / d;
-        for (int size : space.micro_batch_size) {
-          if (replica_batch % size != 0) continue;
-          for (int zero : space.zero_stage) {
-            if (zero > 0 && d == 1) continue;  // nothing to shard over: ZeRO 0's layout
-            for (Recompute recompute : space.recompute) {
-              PlanConfig c = base;
-              c.batch_per_worker = b;
-              c.layout.data = d;
-              c.layout.tensor = t;
-              c.layout.pipeline = p;
-              c.layout.micro_batches = static_cast<int>(replica_batch / size);
-              c.layout.zero_stage = zero;
-              c.layout.recompute = recompute;
-              out.push_back(c);
+      for (int p : space.pipeline_parallel)
+        for (int c : space.context_parallel) {
+          if (base.gpus % (t * p * c) != 0) continue;
+          const int d = base.gpus / (t * p * c);
+          const long long replica_batch = static_cast<long long>(b) * base.gpus / d;
+          for (int e : moe ? space.expert_parallel : no_experts) {
+            if ((static_cast<long long>(t) * c * d) % e != 0) continue;
+            for (int size : space.micro_batch_size) {
+              if (replica_batch % size != 0) continue;
+              for (int zero : space.zero_stage) {
+                if (zero > 0 && d * c == 1) continue;  // nothing to shard over: ZeRO 0's layout
+                for (Recompute recompute : space.recompute) {
+                  PlanConfig config = base;
+                  config.batch_per_worker = b;
+                  config.layout.data = d;
+                  config.layout.tensor = t;
+                  config.layout.pipeline = p;
+                  config.layout.context = c;
+                  config.layout.expert = e;
+                  config.layout.sequence_parallel = moe && t > 1;
+                  config.layout.micro_batches = static_cast<int>(replica_batch / size);
+                  config.layout.zero_stage = zero;
+                  config.layout.recompute = recompute;
+                  out.push_back(config);
+                }
+              }
             }
           }
         }
-      }
   return out;
 }
 
@@ -486,7 +498,7 @@ PlanSearch search_plans(const Inventory& inventory, std::size_t ranking_size, bo
       if (s.uses("tensor_parallel")) {  // mesh: every layout of the K GPUs (see planner.hpp)
         PlanConfig mesh = config;
         mesh.strategy = name;
-        for (const PlanConfig& c : mesh_configs(space, mesh)) {
+        for (const PlanConfig& c : mesh_configs(space, mesh, inventory.workload)) {
           ++result.stats.configurations;
           try {
             result.evaluations.push_back(
@@ -660,6 +672,12 @@ std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& eva
         "pipeline_schedule: {}\nzero_stage: {}\nrecompute: {}\n",
         c.layout.tensor, c.layout.pipeline, c.layout.data, c.layout.micro_batches,
         to_string(c.layout.schedule), c.layout.zero_stage, to_string(c.layout.recompute));
+  if (strategy(c.strategy).uses("tensor_parallel") && c.layout.context > 1)
+    yaml += fmt::format("context_parallel: {}\n", c.layout.context);
+  if (strategy(c.strategy).uses("tensor_parallel") && c.layout.expert > 1)
+    yaml += fmt::format("expert_parallel: {}\n", c.layout.expert);
+  if (strategy(c.strategy).uses("tensor_parallel") && c.layout.sequence_parallel)
+    yaml += "sequence_parallel: true\n";
   else if (!c.collective.empty())
     yaml += fmt::format("collective: {}\n", c.collective);
   if (c.servers > 0) yaml += fmt::format("servers: {}\n", c.servers);

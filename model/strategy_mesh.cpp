@@ -5,31 +5,39 @@
 // differ pair by pair), whole-width sends from each tensor rank to the same rank of the next
 // stage (no all-gather), no element-wise traffic, and no memory check.
 //
-// Workers are placed as model/layout_cost.hpp places them (tensor first, then data, then
-// pipeline; or tensor, pipeline, data with rank_order tp-pp-dp). Per replica, stage and
-// micro-batch, in the stage's schedule order (GPipe: every forward, then every backward; 1F1B: p -
-// r - 1 forwards of warm-up on stage r, then one forward and one backward alternately, then the
-// remaining backwards), each tensor rank runs one Compute op (its 1/t of the stage's forward or
-// backward flop, plus its element-wise memory time and, on the forward, the step overhead), then
-// the tensor group runs its all-reduces of that pass as one ring Collective op repeated `count`
-// times (2 per layer forward and backward, 2 more backward with full recomputation, the embedding's
-// on the first stage forward and the output projection's on the last stage backward;
-// model/layout_cost.hpp). Between stages, each rank sends its 1/t slice of the b s h activations
-// (forward) or gradients (backward) to the matching rank of the next (previous) stage as a
-// Transfer, and without sequence parallelism the receiving tensor group all-gathers the slices: a
-// ring of Transfers, t - 1 steps each ended by a Barrier. The receiver's pass waits for its input;
-// a sender does not wait for its send (the network carries it while the stage computes:
+// Workers are placed as model/layout_cost.hpp places them (tensor first, then context, then data,
+// then pipeline; or tensor, context, pipeline, data with rank_order tp-pp-dp). A lane is one
+// (replica, context index): per lane, stage and micro-batch, in the stage's schedule order (GPipe:
+// every forward, then every backward; 1F1B: p - r - 1 forwards of warm-up on stage r, then one
+// forward and one backward alternately, then the remaining backwards), each tensor rank runs one
+// Compute op (its 1/t of the stage's forward or backward flop, plus its element-wise memory time
+// and, on the forward, the step overhead), then the tensor group runs its all-reduces of that pass
+// as one ring Collective op repeated `count` times (with context parallelism, after the K/V ring:
+// per replica and tensor rank, c - 1 steps of Transfers between the c lanes, each repeated once per
+// layer and direction of the data, beside an Attention compute op that holds the attention core's
+// share of the pass: the ring costs what the attention does not hide, as model/layout_cost.hpp
+// says; with expert parallelism, after the tensor all-reduces, each expert group's all-to-alls of
+// the pass as a pairwise exchange of e - 1 steps of Transfers, each repeated once per all-to-all,
+// every step ended by a Barrier) (2 per layer forward and backward, 2 more backward with full
+// recomputation, the embedding's on the first stage forward and the output projection's on the last
+// stage backward; model/layout_cost.hpp). Between stages, each rank sends its 1/t slice of the b s
+// h activations (forward) or gradients (backward) to the matching rank of the next (previous) stage
+// as a Transfer, and without sequence parallelism the receiving tensor group all-gathers the
+// slices: a ring of Transfers, t - 1 steps each ended by a Barrier. The receiver's pass waits for
+// its input; a sender does not wait for its send (the network carries it while the stage computes:
 // non-blocking point-to-point). After its last backward, each data group (same tensor rank and
-// stage, one per replica) all-reduces its stage's gradients with a ring Collective (ZeRO 0-2:
-// reduce-scatter + all-gather), and under ZeRO 3 all-gathers the parameters once more (a ring of
-// Transfers as above: three ring halves in all, model/layout_cost.hpp's 1.5 all-reduces); then
-// every rank updates its parameters (its 1/d shard from ZeRO 1). With uniform stages and free sends
-// the longest path is (m + p - 1)(forward + backward) [identity of the schedules: the bubble (p -
-// 1)/(m + p - 1)]. What it leaves out: interleaved 1F1B (virtual_stages > 1 is refused here;
-// `tauplan layout` evaluates it in closed form), ZeRO 3's per-micro-batch parameter gathers (one
-// gather per step is charged, as the closed form does), overlap of tensor all-reduces with compute,
-// the tied embedding's all-reduce between first and last stage, and the what-if C(b) and S
-// overrides. `tauplan measure` trains an MLP's layout for real (exec/pipeline_parallel.hpp).
+// stage, one per lane) all-reduces its stage's dense gradients, then each group of ranks holding
+// the same experts (every e-th of the stage's t c d) its routed experts' gradients with a ring
+// Collective (ZeRO 0-2: reduce-scatter + all-gather), and under ZeRO 3 all-gathers the parameters
+// once more (a ring of Transfers as above: three ring halves in all, model/layout_cost.hpp's 1.5
+// all-reduces); then every rank updates its parameters (its 1/d shard from ZeRO 1). With uniform
+// stages and free sends the longest path is (m + p - 1)(forward + backward) [identity of the
+// schedules: the bubble (p - 1)/(m + p - 1)]. What it leaves out: interleaved 1F1B (virtual_stages
+// > 1 is refused here; `tauplan layout` evaluates it in closed form), ZeRO 3's per-micro-batch
+// parameter gathers (one gather per step is charged, as the closed form does), overlap of tensor
+// all-reduces with compute, the tied embedding's all-reduce between first and last stage, and the
+// what-if C(b) and S overrides. `tauplan measure` trains an MLP's layout for real
+// (exec/pipeline_parallel.hpp).
 #include <algorithm>
 #include <map>
 #include <string>
@@ -58,12 +66,19 @@ namespace {
 /// per tensor rank and stage, the data group's all-reduce (d > 1), ZeRO 3's ring all-gather, and
 /// d updates.
 double mesh_plan_ops(const Layout& layout) {
-  const double d = layout.data, t = layout.tensor, p = layout.pipeline, m = layout.micro_batches;
+  const double t = layout.tensor, p = layout.pipeline, m = layout.micro_batches;
+  const double c = layout.context, e = layout.expert, d = layout.data * c;  // lanes
   const double passes = 2 * d * p * m;
   const double crossings = 2 * d * (p - 1) * m;
   const double arrival = layout.sequence_parallel ? 1 : 1 + (t - 1) * (t + 1);
   const double data_group = d > 1 ? 1 + (layout.zero_stage >= 3 ? 1 + (d - 1) * (d + 1) : 0) : 0;
-  return passes * (t + (t > 1 ? 1 : 0)) + crossings * (t + arrival) + p * t * (data_group + d);
+  // Per pass of a lane's tensor rank: its attention op and its share of the K/V ring (c - 1
+  // steps of c transfers and a barrier per replica and tensor rank, plus two barriers); per
+  // pass of a stage: each expert group's e - 1 steps of e transfers and a barrier.
+  const double ring = c > 1 ? passes * t * (1 + ((c - 1) * (c + 1) + 2) / c) : 0;
+  const double alltoall = e > 1 ? 2 * p * m * (d * t / e) * ((e - 1) * (e + 1) + 1) : 0;
+  return passes * (t + (t > 1 ? 1 : 0)) + crossings * (t + arrival) + p * t * (data_group + d) +
+         ring + alltoall + (e > 1 ? p * d * t * 2 : 0);
 }
 
 /// Refuses a layout whose Plan exceeds kMaxMeshPlanOps or this machine's available memory at
@@ -125,8 +140,24 @@ struct StageCosts {
   /// Transformers send 1/t slices that the receivers all-gather (unless sequence parallel); an
   /// MLP stage sends its whole output from every tensor rank to the same rank of the next.
   bool sliced_messages = true;
-  double parameters = 0;  ///< held by one tensor rank
+  double parameters = 0;         ///< held by one tensor rank (its routed experts included)
+  double expert_parameters = 0;  ///< of those, the routed experts
+  /// The attention core's flop of a pass (what hides context parallelism's ring).
+  double attention_forward_flop = 0, attention_backward_flop = 0;
+  /// Context parallelism: K/V blocks of `context_block_bytes` sent per ring step of a pass
+  /// (the ring has c - 1 steps; one block per layer and direction of the data).
+  long long context_forward_repeat = 0, context_backward_repeat = 0;
+  double context_block_bytes = 0;
+  /// Expert parallelism: the pass's all-to-alls, each `expert_alltoall_bytes` per rank.
+  long long expert_forward_alltoalls = 0, expert_backward_alltoalls = 0;
+  double expert_alltoall_bytes = 0;
 };
+
+/// The forward pass's share of a pass pair's attention core: 1/3 (backward is twice the
+/// forward), 1/4 when recomputation repeats the forward in backward.
+double attention_forward_share(Recompute recompute) {
+  return recompute == Recompute::None ? 1.0 / 3 : 1.0 / 4;
+}
 
 StageCosts stage_costs(const Workload& workload, const Layout& layout, double batch, int stage) {
   StageCosts costs;
@@ -141,8 +172,27 @@ StageCosts stage_costs(const Workload& workload, const Layout& layout, double ba
     if (work.backward_allreduces > 0)
       costs.backward_allreduces.emplace_back(work.allreduce_bytes, work.backward_allreduces);
     costs.forward_message_bytes = costs.backward_message_bytes =
-        pipeline_message_values(*workload.transformer, layout.micro_batch(batch)) * e;
+        pipeline_message_values(*workload.transformer, layout.micro_batch(batch)) * e /
+        layout.context;
     costs.parameters = stage_parameters(*workload.transformer, layout, stage);
+    costs.expert_parameters = stage_expert_parameters(*workload.transformer, layout, stage);
+    const double forward_share = attention_forward_share(layout.recompute);
+    costs.attention_forward_flop = work.attention_flop * forward_share;
+    costs.attention_backward_flop = work.attention_flop - costs.attention_forward_flop;
+    if (work.context_messages > 0) {
+      const long long per_step = work.context_messages / (layout.context - 1);
+      const long long layers = per_step / (layout.recompute == Recompute::None ? 3 : 4);
+      costs.context_forward_repeat = layers;
+      costs.context_backward_repeat = per_step - layers;
+      costs.context_block_bytes = work.context_message_bytes;
+    }
+    if (work.expert_alltoalls > 0) {
+      const long long forward =
+          work.expert_alltoalls / (layout.recompute == Recompute::Full ? 3 : 2);
+      costs.expert_forward_alltoalls = forward;
+      costs.expert_backward_alltoalls = work.expert_alltoalls - forward;
+      costs.expert_alltoall_bytes = work.expert_alltoall_bytes;
+    }
     return costs;
   }
   const MlpStageWork work = mlp_stage_work(workload, layout, batch, stage);
@@ -159,7 +209,9 @@ StageCosts stage_costs(const Workload& workload, const Layout& layout, double ba
   return costs;
 }
 
-/// Builds the layout's Plan: the ops of every rank, chained in schedule order.
+/// Builds the layout's Plan: the ops of every rank, chained in schedule order. A lane is one
+/// (replica, context index) pair: its tensor ranks run one stage's passes together; the c lanes
+/// of a replica exchange K/V blocks, and a stage's expert groups span lanes.
 class LayoutLowering {
  public:
   LayoutLowering(const StrategyOptions& options, const Workload& workload, const Platform& platform,
@@ -173,12 +225,12 @@ class LayoutLowering {
         last_(static_cast<size_t>(layout_.workers()), kNone) {}
 
   void build() {
-    const int d = layout_.data, t = layout_.tensor, p = layout_.pipeline;
-    const int m = layout_.micro_batches;
-    // Arrival of micro-batch j's input at stage r of replica i: forward_in_[i][r][j] (from
-    // r - 1) and backward_in_[i][r][j] (from r + 1).
+    const int t = layout_.tensor, p = layout_.pipeline;
+    const int m = layout_.micro_batches, lanes = layout_.data * layout_.context;
+    // Arrival of micro-batch j's input at stage r of lane l: forward_in_[l][r][j] (from r - 1)
+    // and backward_in_[l][r][j] (from r + 1).
     forward_in_.assign(
-        static_cast<size_t>(d),
+        static_cast<size_t>(lanes),
         std::vector<std::vector<OpId>>(static_cast<size_t>(p),
                                        std::vector<OpId>(static_cast<size_t>(m), kNone)));
     backward_in_ = forward_in_;
@@ -191,41 +243,45 @@ class LayoutLowering {
     // A pass waits for its input (a neighbouring stage's send), so the ops are emitted stage by
     // stage, each stage as far as its inputs exist, sweeping the stages again until every pass
     // is placed; a schedule that deadlocked would stop the sweeps early (logic_error below).
+    // Every lane follows the same schedule, so a pass is emitted for all lanes at once (the
+    // context ring and the expert all-to-alls couple them).
     std::vector<size_t> next(static_cast<size_t>(p), 0);
-    for (int i = 0; i < d; ++i) {
-      std::fill(next.begin(), next.end(), 0);
-      bool progress = true;
-      while (progress) {
-        progress = false;
-        for (int r = 0; r < p; ++r) {
-          auto& cursor = next[static_cast<size_t>(r)];
-          while (cursor < order[static_cast<size_t>(r)].size()) {
-            const auto [forward, j] = order[static_cast<size_t>(r)][cursor];
-            const bool first_in = forward ? r == 0 : r == p - 1;
-            const OpId input = first_in
-                                   ? kNone
-                                   : (forward ? forward_in_ : backward_in_)[static_cast<size_t>(
-                                         i)][static_cast<size_t>(r)][static_cast<size_t>(j)];
-            if (!first_in && input == kNone) break;  // its input is not built yet
-            add_pass(i, r, j, forward, input, work[static_cast<size_t>(r)]);
-            ++cursor;
-            progress = true;
-          }
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (int r = 0; r < p; ++r) {
+        auto& cursor = next[static_cast<size_t>(r)];
+        while (cursor < order[static_cast<size_t>(r)].size()) {
+          const auto [forward, j] = order[static_cast<size_t>(r)][cursor];
+          const bool first_in = forward ? r == 0 : r == p - 1;
+          if (!first_in && input_of(0, r, j, forward) == kNone) break;  // not built yet
+          add_pass(r, j, forward, work[static_cast<size_t>(r)]);
+          ++cursor;
+          progress = true;
         }
       }
-      for (int r = 0; r < p; ++r)
-        if (next[static_cast<size_t>(r)] != order[static_cast<size_t>(r)].size())
-          throw std::logic_error("layout lowering: a pipeline schedule waits on itself");
     }
     for (int r = 0; r < p; ++r)
+      if (next[static_cast<size_t>(r)] != order[static_cast<size_t>(r)].size())
+        throw std::logic_error("layout lowering: a pipeline schedule waits on itself");
+    for (int r = 0; r < p; ++r) {
       for (int k = 0; k < t; ++k)
-        add_data_parallel(k, r, work[static_cast<size_t>(r)].parameters);
+        add_dense_reduction(k, r, work[static_cast<size_t>(r)]);
+      add_expert_reductions_and_updates(r, work[static_cast<size_t>(r)]);
+    }
   }
 
  private:
   static constexpr OpId kNone = static_cast<OpId>(-1);
 
-  int worker(int i, int k, int r) const { return placement_.worker(i, k, r); }
+  int lanes() const { return layout_.data * layout_.context; }
+  int worker(int lane, int k, int r) const {
+    return placement_.worker(lane / layout_.context, k, r, lane % layout_.context);
+  }
+  OpId input_of(int lane, int r, int j, bool forward) const {
+    return (forward ? forward_in_ : backward_in_)[static_cast<size_t>(lane)][static_cast<size_t>(r)]
+                                                 [static_cast<size_t>(j)];
+  }
 
   /// A stage's pass times on hosts of one compute profile, computed once.
   const PassSeconds& profiled_pass(int stage, const ComputeProfile& profile) {
@@ -243,61 +299,215 @@ class LayoutLowering {
     return id;
   }
 
-  /// One forward or backward pass of micro-batch j on stage r of replica i, then its sends.
-  void add_pass(int i, int r, int j, bool forward, OpId input, const StageCosts& work) {
-    const int t = layout_.tensor;
+  /// The compute of worker w's pass: its flop (or its profile's time), element-wise memory time
+  /// and, on the forward, the step overhead. With context parallelism the attention core is
+  /// split off (`attention` receives its flop or seconds) to run beside the K/V ring.
+  Op compute_op(int w, int r, int j, bool forward, const StageCosts& work, Op& attention) {
+    const Host& h = platform_.hosts[static_cast<size_t>(host(w))];
     const char* pass = forward ? "forward" : "backward";
-    std::vector<OpId> computes;
-    for (int k = 0; k < t; ++k) {
-      const int w = worker(i, k, r);
-      const Host& h = platform_.hosts[static_cast<size_t>(host(w))];
-      const double elementwise = elementwise_seconds(h, platform_, work.traffic_bytes);
-      Op op;
-      op.kind = OpKind::Compute;
-      op.label = fmt::format("w{} stage {} {} mb {}", w, r, pass, j);
-      op.worker = w;
-      op.samples = layout_.micro_batch(options_.batch);
-      op.flop = forward ? work.forward_flop : work.backward_flop;
-      // Element-wise traffic split as the flop are (a third forward); the step overhead is
-      // paid once per micro-batch, on its forward.
-      op.overhead_s = forward ? step_overhead_on(options_, platform_, host(w)) + elementwise / 3
-                              : elementwise * 2 / 3;
-      // A host with a compute profile: the profile's time of the stage's operations, a fixed
-      // time whatever the host's speed (the op's flop then count nothing).
-      if (const ComputeProfile* profile =
-              workload_.transformer ? host_compute_profile(h, platform_) : nullptr) {
-        const PassSeconds& seconds = profiled_pass(r, *profile);
-        op.flop = 0;
-        op.overhead_s = forward ? step_overhead_on(options_, platform_, host(w)) + seconds.forward
-                                : seconds.backward;
-      }
-      // A training step ends with the last micro-batch's backward on the first stage.
-      op.step_fraction = 0;
-      computes.push_back(add(op, {last_[static_cast<size_t>(w)], input}));
+    const double elementwise = elementwise_seconds(h, platform_, work.traffic_bytes);
+    const bool split = layout_.context > 1;
+    Op op;
+    op.kind = OpKind::Compute;
+    op.label = fmt::format("w{} stage {} {} mb {}", w, r, pass, j);
+    op.worker = w;
+    op.samples = layout_.micro_batch(options_.batch);
+    const double attention_flop =
+        split ? (forward ? work.attention_forward_flop : work.attention_backward_flop) : 0;
+    op.flop = (forward ? work.forward_flop : work.backward_flop) - attention_flop;
+    // Element-wise traffic split as the flop are (a third forward); the step overhead is
+    // paid once per micro-batch, on its forward.
+    op.overhead_s = forward ? step_overhead_on(options_, platform_, host(w)) + elementwise / 3
+                            : elementwise * 2 / 3;
+    attention = Op{};
+    attention.kind = OpKind::Compute;
+    attention.label = fmt::format("w{} stage {} {} mb {} attention", w, r, pass, j);
+    attention.worker = w;
+    attention.samples = 0;
+    attention.flop = attention_flop;
+    attention.step_fraction = 0;
+    // A host with a compute profile: the profile's time of the stage's operations, a fixed
+    // time whatever the host's speed (the op's flop then count nothing).
+    if (const ComputeProfile* profile =
+            workload_.transformer ? host_compute_profile(h, platform_) : nullptr) {
+      const PassSeconds& seconds = profiled_pass(r, *profile);
+      const double share = attention_forward_share(layout_.recompute);
+      const double attention_s =
+          split ? seconds.split.attention_s * (forward ? share : 1 - share) : 0;
+      op.flop = 0;
+      op.overhead_s = forward ? step_overhead_on(options_, platform_, host(w)) + seconds.forward
+                              : seconds.backward;
+      op.overhead_s = std::max(0.0, op.overhead_s - attention_s);
+      attention.flop = 0;
+      attention.overhead_s = attention_s;
     }
-    std::vector<OpId> done = computes;
-    // One ring Collective per size of all-reduce, in the pass's order (a transformer's are all
-    // one size, repeated; an MLP's pairs each have their own width).
+    // A training step ends with the last micro-batch's backward on the first stage.
+    op.step_fraction = 0;
+    return op;
+  }
+
+  /// One forward or backward pass of micro-batch j on stage r of every lane, then its sends.
+  void add_pass(int r, int j, bool forward, const StageCosts& work) {
+    const int t = layout_.tensor, c = layout_.context;
+    const char* pass = forward ? "forward" : "backward";
+    // done[lane][k]: the op after which worker (lane, k) has finished this pass so far.
+    std::vector<std::vector<OpId>> done(static_cast<size_t>(lanes()));
+    std::vector<std::vector<OpId>> attention(static_cast<size_t>(lanes()));
+    for (int l = 0; l < lanes(); ++l) {
+      const bool first_in = forward ? r == 0 : r == layout_.pipeline - 1;
+      const OpId input = first_in ? kNone : input_of(l, r, j, forward);
+      for (int k = 0; k < t; ++k) {
+        const int w = worker(l, k, r);
+        Op core;
+        const OpId computed =
+            add(compute_op(w, r, j, forward, work, core), {last_[static_cast<size_t>(w)], input});
+        done[static_cast<size_t>(l)].push_back(computed);
+        if (c > 1) attention[static_cast<size_t>(l)].push_back(add(core, {computed}));
+      }
+    }
+    if (c > 1) add_context_ring(r, j, forward, work, done, attention);
+    for (int l = 0; l < lanes(); ++l)
+      add_tensor_collectives(l, r, j, forward, work, done[static_cast<size_t>(l)]);
+    const long long alltoalls =
+        forward ? work.expert_forward_alltoalls : work.expert_backward_alltoalls;
+    if (alltoalls > 0) add_expert_alltoalls(r, j, pass, alltoalls, work, done);
+    for (int l = 0; l < lanes(); ++l) {
+      for (int k = 0; k < t; ++k)
+        last_[static_cast<size_t>(worker(l, k, r))] =
+            done[static_cast<size_t>(l)][static_cast<size_t>(k)];
+      add_sends(l, r, j, forward, work, done[static_cast<size_t>(l)]);
+    }
+  }
+
+  /// Context parallelism: for each replica and tensor rank, the c - 1 ring steps passing K/V
+  /// blocks between the c lanes (each step `repeat` blocks, one per layer and direction),
+  /// beside the attention core's compute; both end before the pass's collectives.
+  void add_context_ring(int r, int j, bool forward, const StageCosts& work,
+                        std::vector<std::vector<OpId>>& done,
+                        const std::vector<std::vector<OpId>>& attention) {
+    const int c = layout_.context;
+    const long long repeat = forward ? work.context_forward_repeat : work.context_backward_repeat;
+    for (int i = 0; i < layout_.data; ++i)
+      for (int k = 0; k < layout_.tensor; ++k) {
+        std::vector<int> members;
+        std::vector<OpId> started, ends;
+        for (int q = 0; q < c; ++q) {
+          const size_t lane = static_cast<size_t>(i * c + q);
+          members.push_back(worker(static_cast<int>(lane), k, r));
+          started.push_back(done[lane][static_cast<size_t>(k)]);
+          ends.push_back(attention[lane][static_cast<size_t>(k)]);
+        }
+        const std::string label =
+            fmt::format("replica {} tensor rank {} stage {} {} mb {} K/V ring", i, k, r,
+                        forward ? "forward" : "backward", j);
+        OpId step_done = barrier(label + " start", started);
+        for (int step = 0; step + 1 < c; ++step) {
+          std::vector<OpId> transfers;
+          for (int q = 0; q < c; ++q) {
+            Op op;
+            op.kind = OpKind::Transfer;
+            op.label = fmt::format("{} step {} rank {}", label, step, q);
+            op.worker = members[static_cast<size_t>(q)];
+            op.source = Endpoint::worker(members[static_cast<size_t>(q)]);
+            op.destination = Endpoint::worker(members[static_cast<size_t>((q + 1) % c)]);
+            op.payload = CollectivePayload::Parameters;
+            op.bytes = work.context_block_bytes;
+            op.repeat = static_cast<int>(repeat);
+            transfers.push_back(add(op, {step_done}));
+          }
+          step_done = barrier(fmt::format("{} step {} done", label, step), transfers);
+        }
+        ends.push_back(step_done);
+        const OpId finished = barrier(label + " and attention done", ends);
+        for (int q = 0; q < c; ++q)
+          done[static_cast<size_t>(i * c + q)][static_cast<size_t>(k)] = finished;
+      }
+  }
+
+  /// The tensor group of lane l: one ring Collective per size of all-reduce, in the pass's order
+  /// (a transformer's are all one size, repeated; an MLP's pairs each have their own width).
+  void add_tensor_collectives(int l, int r, int j, bool forward, const StageCosts& work,
+                              std::vector<OpId>& done) {
+    const int t = layout_.tensor;
     for (const auto& [bytes, count] :
          forward ? work.forward_allreduces : work.backward_allreduces) {
       if (t == 1 || count == 0) continue;
       Op op;
       op.kind = OpKind::Collective;
-      op.label =
-          fmt::format("replica {} stage {} {} mb {} tensor all-reduce x{}", i, r, pass, j, count);
+      op.label = fmt::format("lane {} stage {} {} mb {} tensor all-reduce x{}", l, r,
+                             forward ? "forward" : "backward", j, count);
       op.algorithm = ring_collective();
       op.payload = CollectivePayload::Gradients;
       op.bytes = bytes;
       op.repeat = static_cast<int>(count);
       for (int k = 0; k < t; ++k)
-        op.group.push_back(worker(i, k, r));
+        op.group.push_back(worker(l, k, r));
       op.worker = op.group.front();
       const OpId collective = add(op, done);
       done.assign(static_cast<size_t>(t), collective);
     }
-    for (int k = 0; k < t; ++k)
-      last_[static_cast<size_t>(worker(i, k, r))] = done[static_cast<size_t>(k)];
+  }
 
+  /// The workers of stage r's expert groups: e consecutive ranks of its t c d, tensor fastest
+  /// (MeshPlacement::expert_groups), as (lane, tensor rank) pairs.
+  std::vector<std::vector<std::pair<int, int>>> expert_groups() const {
+    std::vector<std::pair<int, int>> ranks;
+    for (int l = 0; l < lanes(); ++l)
+      for (int k = 0; k < layout_.tensor; ++k)
+        ranks.emplace_back(l, k);
+    std::vector<std::vector<std::pair<int, int>>> groups;
+    const size_t e = static_cast<size_t>(layout_.expert);
+    for (size_t first = 0; first + e <= ranks.size(); first += e)
+      groups.emplace_back(ranks.begin() + static_cast<std::ptrdiff_t>(first),
+                          ranks.begin() + static_cast<std::ptrdiff_t>(first + e));
+    return groups;
+  }
+
+  /// Expert parallelism: each expert group's `count` all-to-alls of the pass as a pairwise
+  /// exchange (e - 1 steps; in step s rank q sends its 1/e share to rank q + s), every transfer
+  /// repeated `count` times, each step ended by a barrier.
+  void add_expert_alltoalls(int r, int j, const char* pass, long long count, const StageCosts& work,
+                            std::vector<std::vector<OpId>>& done) {
+    const int e = layout_.expert;
+    const double share = work.expert_alltoall_bytes / e;
+    int g = 0;
+    for (const auto& group : expert_groups()) {
+      std::vector<OpId> started;
+      std::vector<int> members;
+      for (const auto& [l, k] : group) {
+        started.push_back(done[static_cast<size_t>(l)][static_cast<size_t>(k)]);
+        members.push_back(worker(l, k, r));
+      }
+      const std::string label =
+          fmt::format("stage {} expert group {} {} mb {} all-to-all x{}", r, g++, pass, j, count);
+      OpId step_done = barrier(label + " start", started);
+      for (int step = 1; step < e; ++step) {
+        std::vector<OpId> transfers;
+        for (int q = 0; q < e; ++q) {
+          Op op;
+          op.kind = OpKind::Transfer;
+          op.label = fmt::format("{} step {} rank {}", label, step, q);
+          op.worker = members[static_cast<size_t>(q)];
+          op.source = Endpoint::worker(members[static_cast<size_t>(q)]);
+          op.destination = Endpoint::worker(members[static_cast<size_t>((q + step) % e)]);
+          op.payload = CollectivePayload::Gradients;
+          op.bytes = share;
+          op.repeat = static_cast<int>(count);
+          transfers.push_back(add(op, {step_done}));
+        }
+        step_done = barrier(fmt::format("{} step {} done", label, step), transfers);
+      }
+      for (const auto& [l, k] : group)
+        done[static_cast<size_t>(l)][static_cast<size_t>(k)] = step_done;
+    }
+  }
+
+  /// Lane l's sends of pass (r, j) to the next (previous) stage: each rank's 1/t slice, then
+  /// (without sequence parallelism) the receivers' ring all-gather.
+  void add_sends(int l, int r, int j, bool forward, const StageCosts& work,
+                 const std::vector<OpId>& done) {
+    const int t = layout_.tensor;
+    const char* pass = forward ? "forward" : "backward";
     const int to = forward ? r + 1 : r - 1;
     if (to < 0 || to >= layout_.pipeline) return;
     const double message = forward ? work.forward_message_bytes : work.backward_message_bytes;
@@ -306,25 +516,25 @@ class LayoutLowering {
     for (int k = 0; k < t; ++k) {
       Op op;
       op.kind = OpKind::Transfer;
-      op.label = fmt::format("stage {} -> {} {} mb {} slice {}", r, to, pass, j, k);
-      op.worker = worker(i, k, r);
-      op.source = Endpoint::worker(worker(i, k, r));
-      op.destination = Endpoint::worker(worker(i, k, to));
+      op.label = fmt::format("lane {} stage {} -> {} {} mb {} slice {}", l, r, to, pass, j, k);
+      op.worker = worker(l, k, r);
+      op.source = Endpoint::worker(worker(l, k, r));
+      op.destination = Endpoint::worker(worker(l, k, to));
       op.payload = forward ? CollectivePayload::Parameters : CollectivePayload::Gradients;
       op.bytes = slice;
       sends.push_back(add(op, {done[static_cast<size_t>(k)]}));
     }
     std::vector<int> receivers;
     for (int k = 0; k < t; ++k)
-      receivers.push_back(worker(i, k, to));
+      receivers.push_back(worker(l, k, to));
     const OpId arrived =
         layout_.sequence_parallel || !work.sliced_messages
-            ? barrier(fmt::format("stage {} {} mb {} arrived", to, pass, j), sends)
+            ? barrier(fmt::format("lane {} stage {} {} mb {} arrived", l, to, pass, j), sends)
             : ring_allgather(receivers, slice * t, sends,
-                             fmt::format("stage {} {} mb {} all-gather", to, pass, j));
+                             fmt::format("lane {} stage {} {} mb {} all-gather", l, to, pass, j));
     (forward
          ? forward_in_
-         : backward_in_)[static_cast<size_t>(i)][static_cast<size_t>(to)][static_cast<size_t>(j)] =
+         : backward_in_)[static_cast<size_t>(l)][static_cast<size_t>(to)][static_cast<size_t>(j)] =
         arrived;
   }
 
@@ -359,45 +569,68 @@ class LayoutLowering {
     return step_done;
   }
 
-  /// Tensor rank k of stage r: the gradient all-reduce over its data group, ZeRO 3's extra
-  /// parameter all-gather, then each member's update.
-  void add_data_parallel(int k, int r, double parameters) {
-    const int d = layout_.data;
-    std::vector<int> members;
+  /// A gradient all-reduce of `bytes` over `members` after their last ops, and under ZeRO 3 a
+  /// parameter all-gather after it; each member's last op becomes its end.
+  void reduce_over(const std::vector<int>& members, double bytes, const std::string& label) {
+    if (members.size() < 2 || bytes <= 0) return;
     std::vector<OpId> ends;
-    for (int i = 0; i < d; ++i) {
-      members.push_back(worker(i, k, r));
-      ends.push_back(last_[static_cast<size_t>(members.back())]);
-    }
-    std::vector<OpId> before_update = ends;
-    if (d > 1) {
-      Op op;
-      op.kind = OpKind::Collective;
-      op.label = fmt::format("stage {} tensor rank {} gradient all-reduce", r, k);
-      op.algorithm = ring_collective();
-      op.payload = CollectivePayload::Gradients;
-      op.bytes = parameters * workload_.bytes_per_parameter;
-      op.group = members;
-      op.worker = members.front();
-      const OpId allreduce = add(op, ends);
-      before_update.assign(static_cast<size_t>(d), allreduce);
-      if (layout_.zero_stage >= 3) {
-        const OpId gathered = ring_allgather(
-            members, parameters * workload_.bytes_per_parameter, {allreduce},
-            fmt::format("stage {} tensor rank {} ZeRO-3 parameter all-gather", r, k));
-        before_update.assign(static_cast<size_t>(d), gathered);
+    for (int w : members)
+      ends.push_back(last_[static_cast<size_t>(w)]);
+    Op op;
+    op.kind = OpKind::Collective;
+    op.label = label + " gradient all-reduce";
+    op.algorithm = ring_collective();
+    op.payload = CollectivePayload::Gradients;
+    op.bytes = bytes;
+    op.group = members;
+    op.worker = members.front();
+    OpId end = add(op, ends);
+    if (layout_.zero_stage >= 3)
+      end = ring_allgather(members, bytes, {end}, label + " ZeRO-3 parameter all-gather");
+    for (int w : members)
+      last_[static_cast<size_t>(w)] = end;
+  }
+
+  /// Tensor rank k of stage r: the dense gradients' all-reduce over its data x context group.
+  void add_dense_reduction(int k, int r, const StageCosts& work) {
+    std::vector<int> members;
+    for (int l = 0; l < lanes(); ++l)
+      members.push_back(worker(l, k, r));
+    reduce_over(members, (work.parameters - work.expert_parameters) * workload_.bytes_per_parameter,
+                fmt::format("stage {} tensor rank {}", r, k));
+  }
+
+  /// Stage r: the routed experts' gradients over each group of ranks that hold the same experts
+  /// (every e-th of the stage's t c d), then every rank's update of its (ZeRO) shard.
+  void add_expert_reductions_and_updates(int r, const StageCosts& work) {
+    const int e = layout_.expert;
+    std::vector<std::pair<int, int>> ranks;
+    for (int l = 0; l < lanes(); ++l)
+      for (int k = 0; k < layout_.tensor; ++k)
+        ranks.emplace_back(l, k);
+    if (work.expert_parameters > 0)
+      for (int position = 0; position < e; ++position) {
+        std::vector<int> members;
+        for (size_t q = static_cast<size_t>(position); q < ranks.size();
+             q += static_cast<size_t>(e))
+          members.push_back(worker(ranks[q].first, ranks[q].second, r));
+        reduce_over(members, work.expert_parameters * workload_.bytes_per_parameter,
+                    fmt::format("stage {} expert shard {}", r, position));
       }
-    }
-    const double updated = parameters / (layout_.zero_stage >= 1 ? d : 1);
-    for (int i = 0; i < d; ++i) {
+    const bool sharded = layout_.zero_stage >= 1;
+    const double updated =
+        (work.parameters - work.expert_parameters) / (sharded ? lanes() : 1) +
+        work.expert_parameters / (sharded ? std::max(1, expert_data_size(layout_)) : 1);
+    for (const auto& [l, k] : ranks) {
+      const int w = worker(l, k, r);
       Op op;
       op.kind = OpKind::Update;
-      op.label = fmt::format("w{} update", members[static_cast<size_t>(i)]);
-      op.worker = members[static_cast<size_t>(i)];
+      op.label = fmt::format("w{} update", w);
+      op.worker = w;
       op.flop = updated * workload_.update_flop_per_parameter;
-      // The step ends here for the first stage's ranks (one step per round).
-      op.step_fraction = r == 0 && k == 0 && i == 0 ? 1.0 : 0.0;
-      last_[static_cast<size_t>(op.worker)] = add(op, {before_update[static_cast<size_t>(i)]});
+      // The step ends here for the first stage's first rank (one step per round).
+      op.step_fraction = r == 0 && l == 0 && k == 0 ? 1.0 : 0.0;
+      last_[static_cast<size_t>(w)] = add(op, {last_[static_cast<size_t>(w)]});
     }
   }
 
@@ -417,13 +650,14 @@ class MeshStrategy : public Strategy {
   const char* name() const override { return "mesh"; }
   const char* description() const override {
     return "a transformer or an MLP over a data x tensor x pipeline mesh: Megatron tensor "
-           "parallelism, GPipe or 1F1B pipelines, ZeRO (the layout keys)";
+           "parallelism, GPipe or 1F1B pipelines, ZeRO, context and expert parallelism (the "
+           "layout keys)";
   }
   std::vector<std::string> keys() const override {
     return {"workers",           "hosts",         "tensor_parallel",
-            "pipeline_parallel", "data_parallel", "micro_batches",
-            "pipeline_schedule", "zero_stage",    "recompute",
-            "sequence_parallel"};
+            "pipeline_parallel", "data_parallel", "context_parallel",
+            "expert_parallel",   "micro_batches", "pipeline_schedule",
+            "zero_stage",        "recompute",     "sequence_parallel"};
   }
   bool splits_batch() const override { return true; }
   bool splits_model() const override { return true; }
@@ -462,10 +696,15 @@ class MeshStrategy : public Strategy {
                        "transformer's shape)",
                        "given");
     const Layout& layout = options.layout;
-    if (workload.transformer)
+    if (workload.transformer) {
       check_layout(layout, workload, options.batch, options.workers, options.file);
-    else
+    } else {
+      if (layout.context > 1 || layout.expert > 1)
+        throw InputError(options.file, layout.context > 1 ? "context_parallel" : "expert_parallel",
+                         "1 for an MLP (it has no sequence to split and no experts)",
+                         std::to_string(std::max(layout.context, layout.expert)));
       check_mlp_layout(layout, workload, options.batch, options.workers, options.file);
+    }
     if (layout.virtual_stages != 1)
       throw InputError(options.file, "virtual_stages",
                        "1 with strategy mesh (interleaved 1F1B is evaluated by `tauplan "
@@ -498,8 +737,9 @@ class MeshStrategy : public Strategy {
     for (int r = 0; r < layout.pipeline; ++r) {
       const double need = memory.stages[static_cast<size_t>(r)].total_bytes();
       for (int k = 0; k < layout.tensor; ++k)
-        for (int i = 0; i < layout.data; ++i) {
-          const int h = placement.hosts[static_cast<size_t>(placement.worker(i, k, r))];
+        for (int i = 0; i < layout.data * layout.context; ++i) {
+          const int h = placement.hosts[static_cast<size_t>(
+              placement.worker(i / layout.context, k, r, i % layout.context))];
           const Host& host = platform.hosts[static_cast<size_t>(h)];
           if (host.gpu_memory_bytes > 0 && need > host.gpu_memory_bytes)
             throw InputError(

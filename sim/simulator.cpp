@@ -322,7 +322,8 @@ void Simulation::build_ops() {
         sim.fixed_time_s = op.fixed_time_s;
         sim.program.coordinator_host = src;
         if (src != dst && op.bytes > 0)
-          sim.program.stages.push_back(FlowStage{"transfer", {Flow{src, dst, op.bytes}}, 1, 0});
+          sim.program.stages.push_back(
+              FlowStage{"transfer", {Flow{src, dst, op.bytes}}, op.repeat, 0});
         sim.host = src;
         break;
       }

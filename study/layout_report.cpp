@@ -110,6 +110,8 @@ nlohmann::json time_json(const model::LayoutTime& time) {
                       {"compute_s", s.compute_s},
                       {"elementwise_s", s.elementwise_s},
                       {"tensor_s", s.tensor_s},
+                      {"context_s", s.context_s},
+                      {"expert_s", s.expert_s},
                       {"busy_s", s.busy_s}});
   return {{"stages_per_micro_batch", stages},
           {"pipeline_send_s", time.pipeline_send_s},
@@ -276,12 +278,28 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
       "sent per rank\n",
       traffic.data_values / 1e9, layout.zero_stage >= 3 ? 3 : 2, traffic.data_parameters / 1e9,
       traffic.data_bytes_per_rank / kGiB);
+  if (layout.context > 1)
+    out += fmt::format(
+        "  context:  {} K/V blocks of {:.4g} MiB around the ring, {:.4g} GiB sent per rank\n",
+        traffic.context_messages, traffic.context_message_bytes / (1 << 20),
+        traffic.context_bytes_per_rank / kGiB);
+  if (layout.expert > 1)
+    out += fmt::format(
+        "  expert:   {} all-to-alls of {:.4g} MiB per rank, {:.4g} GiB sent per rank; expert "
+        "gradients {:.4g} G parameters over {} ranks, {:.4g} GiB sent per rank\n",
+        traffic.expert_alltoalls, traffic.expert_alltoall_bytes / (1 << 20),
+        traffic.expert_bytes_per_rank / kGiB, traffic.expert_data_parameters / 1e9,
+        model::expert_data_size(layout), traffic.expert_data_bytes_per_rank / kGiB);
   out += "\ntime per step, s\n";
-  for (const auto& s : time.stages)
+  for (const auto& s : time.stages) {
     out += fmt::format(
         "  stage {:>3} per micro-batch: compute {:.4g}, element-wise {:.4g}, "
-        "tensor all-reduces {:.4g}\n",
+        "tensor all-reduces {:.4g}",
         s.stage, s.compute_s, s.elementwise_s, s.tensor_s);
+    if (layout.context > 1) out += fmt::format(", K/V ring exposed {:.4g}", s.context_s);
+    if (layout.expert > 1) out += fmt::format(", all-to-alls {:.4g}", s.expert_s);
+    out += "\n";
+  }
   out += fmt::format(
       "  slot {:.4g} (with sends {:.4g}) x (m + (p-1)/v) = pipeline {:.4g}, of it "
       "bubble {:.4g} ({:.1f}%)\n",
@@ -315,7 +333,15 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
                         {"pipeline_messages", traffic.pipeline_messages},
                         {"pipeline_message_bytes", traffic.pipeline_message_bytes},
                         {"data_values", traffic.data_values},
-                        {"data_bytes_per_rank", traffic.data_bytes_per_rank}}},
+                        {"data_bytes_per_rank", traffic.data_bytes_per_rank},
+                        {"context_messages", traffic.context_messages},
+                        {"context_message_bytes", traffic.context_message_bytes},
+                        {"context_bytes_per_rank", traffic.context_bytes_per_rank},
+                        {"expert_alltoalls", traffic.expert_alltoalls},
+                        {"expert_alltoall_bytes", traffic.expert_alltoall_bytes},
+                        {"expert_bytes_per_rank", traffic.expert_bytes_per_rank},
+                        {"expert_data_parameters", traffic.expert_data_parameters},
+                        {"expert_data_bytes_per_rank", traffic.expert_data_bytes_per_rank}}},
                       {"time", time_json(time)}};
   outcome.document.update(mfu_json(utilisation, basis));
   return outcome;

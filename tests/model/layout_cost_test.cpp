@@ -283,3 +283,117 @@ TEST_CASE("a node fabric is read off a platform's routes and rebuilt at any size
   const model::Platform mixed = model::make_crossbar_platform({1e12, 2e12}, 1e9, 1e-6);
   CHECK_THROWS_WITH(model::node_fabric_of(mixed), Catch::Contains("node: expected identical GPUs"));
 }
+
+TEST_CASE(
+    "context parallelism: (c-1) K/V blocks forward, 2(c-1) backward per layer, of b s/c "
+    "tokens, hidden behind the attention where it can be") {
+  CHECK(model::context_messages_per_layer(1, model::Recompute::None) == 0);
+  CHECK(model::context_messages_per_layer(4, model::Recompute::None) == 9);
+  CHECK(model::context_messages_per_layer(4, model::Recompute::Selective) == 12);
+  CHECK(model::context_messages_per_layer(4, model::Recompute::Full) == 12);
+  const model::Workload w = model::load_workload("gpt2-small");  // 12 layers, h 768, s 1024, fp32
+  const model::Transformer& shape = *w.transformer;
+  // b 2, t 2, c 4: 2 x 256 tokens x (K and V: 2 x 768 values) / 2 tensor ranks.
+  CHECK(model::context_message_values(shape, 2, 2, 4) == 2.0 * 256 * 768);
+  model::Layout l = layout(1, 1, 1);
+  l.context = 4;  // the four GPUs of the first node
+  const double batch = 2;
+  const model::LayoutTraffic traffic = model::layout_traffic(w, l, batch);
+  const double block = 2.0 * 256 * 1536 * 4;
+  CHECK(traffic.context_messages == 12 * 9);
+  CHECK(traffic.context_message_bytes == block);
+  CHECK(traffic.context_bytes_per_rank == 12 * 9 * block);
+  CHECK(traffic.data_values == 2 * w.parameters);  // gradients reduced over d x c = 4
+  CHECK(traffic.data_bytes_per_rank == Approx(2 * w.parameters * 4 * 3 / 4));
+  const model::Platform platform = fixture();
+  const model::MeshPlacement placement = model::place_mesh(l, platform, {}, "<t>");
+  CHECK(model::dimension_span(placement, platform, "context") == "inside a node");
+  const model::LayoutTime time = model::layout_time(w, l, batch, platform, placement);
+  // Every rank does a quarter of the flop; the attention core (3 x forward) hides the ring.
+  const double flop = (12 * shape.layer_training_flop(batch, model::Recompute::None) +
+                       shape.logits_training_flop(batch)) /
+                      4;
+  CHECK(time.stages[0].compute_s == Approx(flop / kSpeed));
+  const double attention_s = 12 * 3 * shape.attention_core_forward_flop(batch) / 4 / kSpeed;
+  const double ring_s = 12 * 9 * (kIntraLatency + block / kIntraBandwidth);
+  REQUIRE(ring_s > attention_s);  // the case exposes part of the ring
+  CHECK(time.stages[0].context_s == Approx(ring_s - attention_s));
+  CHECK(time.stages[0].busy_s == Approx(time.stages[0].compute_s + ring_s - attention_s));
+  // Without context parallelism the same batch on one GPU: four times the compute, no ring.
+  const model::Layout one = layout(1, 1, 1);
+  const model::LayoutTime alone =
+      model::layout_time(w, one, batch, platform, model::place_mesh(one, platform, {}, "<t>"));
+  CHECK(alone.stages[0].compute_s == Approx(4 * time.stages[0].compute_s));
+  CHECK(alone.stages[0].context_s == 0);
+}
+
+TEST_CASE(
+    "an all-to-all is a pairwise exchange: n-1 steps of one share, each as slow as its "
+    "slowest route") {
+  const model::Platform platform = fixture();
+  const double bytes = 8e6;
+  // Inside a node: 3 steps of 2 MB at 100 GB/s.
+  CHECK(model::alltoall_s(bytes, {0, 1, 2, 3}, platform) ==
+        Approx(3 * (kIntraLatency + bytes / 4 / kIntraBandwidth)));
+  // Two ranks per node: step 1 and 3 cross nodes for some pair, step 2 (q -> q+2) always does.
+  CHECK(model::alltoall_s(bytes, {0, 1, 4, 5}, platform) ==
+        Approx(3 * (kInterLatency + bytes / 4 / kInterBandwidth)));
+  CHECK(model::alltoall_s(bytes, {0}, platform) == 0);
+  CHECK(model::alltoall_bytes_per_rank(bytes, 4) == 6e6);
+  CHECK(model::expert_alltoalls_per_layer(model::Recompute::None) == 4);
+  CHECK(model::expert_alltoalls_per_layer(model::Recompute::Selective) == 4);
+  CHECK(model::expert_alltoalls_per_layer(model::Recompute::Full) == 6);
+}
+
+TEST_CASE(
+    "expert parallelism: 4 all-to-alls per MoE layer of b s k h values, (e-1)/e sent; "
+    "expert gradients over t c d / e ranks") {
+  const model::Workload w = model::load_workload("mixtral-8x7b");  // 32 MoE layers, bf16
+  const model::Transformer& shape = *w.transformer;
+  const double e = w.bytes_per_parameter, s = shape.sequence, h = shape.hidden;
+  model::Layout l = layout(8, 1, 1);
+  l.expert = 8;
+  const double batch = 8;                                          // one sequence per replica
+  CHECK(model::expert_alltoall_values(shape, 1, l) == s * 2 * h);  // top-2
+  const model::LayoutTraffic traffic = model::layout_traffic(w, l, batch);
+  CHECK(traffic.expert_alltoalls == 32 * 4);
+  CHECK(traffic.expert_alltoall_bytes == s * 2 * h * e);
+  CHECK(traffic.expert_bytes_per_rank == Approx(32 * 4 * s * 2 * h * e * 7 / 8));
+  // Every rank holds one expert of each layer: no other rank shares its experts' gradients.
+  CHECK(traffic.expert_data_parameters == Approx(32 * shape.routed_expert_parameters() / 8));
+  CHECK(traffic.expert_data_bytes_per_rank == 0);
+  // The dense part (attention, norms, router, embeddings) is reduced over the 8 replicas.
+  const double dense = model::stage_parameters(shape, l, 0) - traffic.expert_data_parameters;
+  CHECK(traffic.data_parameters == Approx(dense));
+  CHECK(traffic.data_bytes_per_rank == Approx(2 * dense * e * 7 / 8));
+  // 16 replicas, experts over 8: each expert's gradients over 2 ranks.
+  model::Layout wide = layout(16, 1, 1);
+  wide.expert = 8;
+  const model::LayoutTraffic twice = model::layout_traffic(w, wide, 16);
+  CHECK(model::expert_data_size(wide) == 2);
+  CHECK(twice.expert_data_bytes_per_rank == Approx(2 * twice.expert_data_parameters * e * 1 / 2));
+  // Capacity factor 1.25 pads the dispatched buffers.
+  model::Transformer padded = shape;
+  padded.moe.capacity_factor = 1.25;
+  CHECK(model::expert_alltoall_values(padded, 1, l) == Approx(1.25 * s * 2 * h));
+  // With tensor parallelism (sequence parallel), each tensor rank dispatches its own shard.
+  model::Layout folded = layout(4, 2, 1);
+  folded.sequence_parallel = true;
+  folded.expert = 8;
+  CHECK(model::expert_alltoall_values(shape, 1, folded) == s / 2 * 2 * h);
+
+  // The time: the eight ranks span both fixture nodes, and every step of the pairwise exchange
+  // has a pair that crosses them.
+  const model::Platform platform = fixture();
+  const model::MeshPlacement placement = model::place_mesh(l, platform, {}, "<t>");
+  CHECK(model::dimension_span(placement, platform, "expert") == "across nodes");
+  const model::LayoutTime time = model::layout_time(w, l, batch, platform, placement);
+  const double share = s * 2 * h * e / 8;
+  CHECK(time.stages[0].expert_s == Approx(32 * 4 * 7 * (kInterLatency + share / kInterBandwidth)));
+  // Per-rank compute does not depend on e (balanced routing: each rank's tokens x k).
+  model::Layout no_experts = layout(8, 1, 1);
+  const model::LayoutTime plain = model::layout_time(
+      w, no_experts, batch, platform, model::place_mesh(no_experts, platform, {}, "<t>"));
+  CHECK(time.stages[0].compute_s == Approx(plain.stages[0].compute_s));
+  CHECK(plain.stages[0].expert_s == 0);
+}

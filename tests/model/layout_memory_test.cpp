@@ -229,3 +229,51 @@ TEST_CASE("the MFU's peak is the GPU catalog's at the training precision") {
   CHECK(model::training_peak("", "", 2).flops == 0);
   CHECK_FALSE(model::training_peak("", "", 2).missing.empty());
 }
+
+TEST_CASE("context parallelism divides a rank's activations by c; ZeRO shards over d x c") {
+  const model::Workload w = model::load_workload("llama3-8b");
+  model::Layout base;
+  base.data = 4;
+  base.micro_batches = 2;
+  base.zero_stage = 1;
+  model::Layout context = base;
+  context.context = 4;  // 16 workers, each sequence over four of them
+  const model::LayoutMemory one = model::layout_memory(w, base, 8);
+  const model::LayoutMemory four = model::layout_memory(w, context, 8);
+  // Identity of the accounting: every stored value is split by sequence.
+  CHECK(four.stages[0].activation_bytes == Approx(one.stages[0].activation_bytes / 4));
+  CHECK(four.stages[0].state.weights == Approx(one.stages[0].state.weights));
+  CHECK(four.stages[0].state.optimizer == Approx(one.stages[0].state.optimizer / 4));
+}
+
+TEST_CASE(
+    "expert parallelism: a rank holds experts / e of every MoE layer, sharded by ZeRO over "
+    "the t c d / e ranks that hold the same ones") {
+  const model::Workload w = model::load_workload("mixtral-8x7b");
+  const model::Transformer& shape = *w.transformer;
+  model::Layout l;
+  l.data = 16;
+  l.micro_batches = 1;
+  l.zero_stage = 1;
+  model::Layout split = l;
+  split.expert = 8;
+  const double routed = shape.routed_expert_parameters();
+  CHECK(model::stage_expert_parameters(shape, l, 0) == Approx(32 * routed));
+  CHECK(model::stage_expert_parameters(shape, split, 0) == Approx(32 * routed / 8));
+  CHECK(model::stage_parameters(shape, split, 0) ==
+        Approx(model::stage_parameters(shape, l, 0) - 32 * routed * 7 / 8));
+  const model::LayoutMemory memory = model::layout_memory(w, split, 16);
+  const double dense = model::stage_parameters(shape, split, 0) - 32 * routed / 8;
+  // Optimizer state: the dense part over 16 ranks, the experts over 16 / 8 = 2.
+  CHECK(memory.stages[0].state.optimizer == Approx(12 * (dense / 16 + 32 * routed / 8 / 2)));
+  CHECK(memory.stages[0].state.weights == Approx(2 * (dense + 32 * routed / 8)));
+  // Identity of the sharding: under ZeRO 3 a rank holds 1/16 of every expert either way (all
+  // experts over 16 ranks, or one of eight over the 2 that share it), so expert parallelism
+  // saves memory against ZeRO 0-2 only; its gain under ZeRO 3 is the gathers it avoids.
+  model::Layout zero3 = l, zero3_split = split;
+  zero3.zero_stage = zero3_split.zero_stage = 3;
+  CHECK(model::layout_memory(w, zero3, 16).stages[0].state.total() ==
+        Approx(model::layout_memory(w, zero3_split, 16).stages[0].state.total()));
+  CHECK(model::layout_memory(w, split, 16).stages[0].state.total() <
+        model::layout_memory(w, l, 16).stages[0].state.total() / 2);
+}

@@ -168,3 +168,43 @@ TEST_CASE("stages hold layers / p each, the first ones one more") {
   CHECK(model::stage_layers(10, 4) == std::vector<int>{3, 3, 2, 2});
   CHECK(model::stage_layers(5, 1) == std::vector<int>{5});
 }
+
+TEST_CASE("context and expert sizes the model cannot take are refused, naming the key") {
+  // 2 x 3 chunks do not split 1024 tokens.
+  CHECK_THAT(layout_error("workload: gpt2-small\nworkers: 3\nbatch: 3\ncontext_parallel: 3\n"),
+             Catch::StartsWith("job.yaml: context_parallel: expected a size whose 2 x "
+                               "context_parallel chunks split the sequence of 1024 tokens"));
+  CHECK(layout_error("workload: gpt2-small\nworkers: 8\nbatch: 4\ncontext_parallel: 2\n") == "");
+  // data x tensor x pipeline x context must be the workers.
+  CHECK_THAT(layout_error("workload: gpt2-small\nworkers: 8\nbatch: 8\ncontext_parallel: 4\n"
+                          "data_parallel: 4\n"),
+             Catch::StartsWith("job.yaml: data_parallel: expected data_parallel x tensor_parallel "
+                               "x pipeline_parallel x context_parallel = workers (8), got 4 x 1 x "
+                               "1 x 4 = 16"));
+  CHECK_THAT(layout_error("workload: gpt2-small\nworkers: 6\nbatch: 8\ncontext_parallel: 4\n"),
+             Catch::StartsWith("job.yaml: workers: expected a multiple of tensor_parallel x "
+                               "pipeline_parallel x context_parallel (1 x 1 x 4 = 4)"));
+  // Experts on a dense model.
+  CHECK_THAT(layout_error("workload: gpt2-small\nworkers: 4\nbatch: 8\nexpert_parallel: 2\n"),
+             Catch::StartsWith("job.yaml: expert_parallel: expected 1 for gpt2-small, a model "
+                               "without experts"));
+  CHECK_THAT(layout_error("workload: gpt2-small\nworkers: 4\nbatch: 8\ncontext_parallel: 0\n"),
+             Catch::Contains("context_parallel"));
+}
+
+TEST_CASE("a mixture of experts: expert sizes divide the experts and t c d; t > 1 needs sp") {
+  // Mixtral 8x7B: 8 experts.
+  CHECK(layout_error("workload: mixtral-8x7b\nworkers: 8\nbatch: 8\nexpert_parallel: 8\n") == "");
+  CHECK_THAT(layout_error("workload: mixtral-8x7b\nworkers: 12\nbatch: 12\nexpert_parallel: 3\n"),
+             Catch::StartsWith("job.yaml: expert_parallel: expected a divisor of the 8 routed "
+                               "experts of mixtral-8x7b"));
+  CHECK_THAT(layout_error("workload: mixtral-8x7b\nworkers: 4\nbatch: 8\nexpert_parallel: 8\n"),
+             Catch::StartsWith("job.yaml: expert_parallel: expected a divisor of tensor_parallel "
+                               "x context_parallel x data_parallel (1 x 1 x 4)"));
+  // Experts carved out of tensor ranks too (MoE parallel folding): t 2 x d 2 = 4 ranks.
+  CHECK(layout_error("workload: mixtral-8x7b\nworkers: 4\nbatch: 8\ntensor_parallel: 2\n"
+                     "sequence_parallel: true\nexpert_parallel: 4\n") == "");
+  CHECK_THAT(layout_error("workload: mixtral-8x7b\nworkers: 4\nbatch: 8\ntensor_parallel: 2\n"),
+             Catch::StartsWith("job.yaml: sequence_parallel: expected true for mixtral-8x7b, a "
+                               "mixture of experts with tensor_parallel 2"));
+}
