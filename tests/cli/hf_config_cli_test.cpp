@@ -1,5 +1,6 @@
 // hf_config_cli_test.cpp: a HuggingFace config.json as --workload: refused in one line, exit 2,
-// when it holds what tauplan does not model (model/hf_config.hpp), listed by help-keys.
+// when it holds what its model type does not have or tauplan does not model
+// (model/hf_config.hpp), listed by help-keys.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -11,17 +12,19 @@ using tauplan::test::expect_bad_input;
 using tauplan::test::run_tauplan;
 using tauplan::test::write_temp_file;
 
-TEST_CASE("config.json: a mixture-of-experts or unknown model is bad input naming the field") {
+TEST_CASE(
+    "config.json: experts in a dense model's config, or an unknown model, is bad input "
+    "naming the field") {
   const std::string moe =
-      write_temp_file("mixtral.json",
-                      R"({"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096,
+      write_temp_file("llama-experts.json",
+                      R"({"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
   "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
   "vocab_size": 32000, "max_position_embeddings": 32768, "num_local_experts": 8,
   "num_experts_per_tok": 2})");
   expect_bad_input({"predict", "--platform", "test-crossbar-4", "--workload", moe},
                    moe +
-                       ": num_local_experts: expected a dense model (mixture-of-experts / MLA "
-                       "not modelled yet), got 8");
+                       ": num_experts_per_tok: expected no mixture-of-experts / MLA field in a "
+                       "llama config.json");
   const std::string t5 =
       write_temp_file("t5.json", R"({"architectures": ["T5ForConditionalGeneration"]})");
   expect_bad_input({"predict", "--platform", "test-crossbar-4", "--workload", t5},
