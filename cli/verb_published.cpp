@@ -1,5 +1,6 @@
-// verb_published.cpp: `tauplan published [--runs FILE] [--out DIR] [--json]`, published training
-// runs (Megatron-LM's papers) beside tauplan's closed-form prediction (study/published.hpp).
+// verb_published.cpp: `tauplan published [FILE | --runs FILE] [--out DIR] [--json]`, published
+// training runs (Megatron-LM's papers; experiments/parallelism/h100.yaml: Llama 3 and
+// Megatron-Core on H100) beside tauplan's closed-form prediction (study/published.hpp).
 #include <iostream>
 
 #include "cli/verb.hpp"
@@ -12,10 +13,16 @@ void register_published(CLI::App& app) {
   auto request = std::make_shared<study::PublishedRequest>();
   auto json = std::make_shared<bool>(false);
   CLI::App* verb = app.add_subcommand(
-      "published", "published training runs (Megatron-LM) beside our predictions, with errors");
-  verb->add_option("--runs", request->runs,
-                   "runs file [default: experiments/parallelism/megatron.yaml of the tree]")
-      ->type_name("FILE");
+      "published",
+      "published training runs (Megatron-LM, Llama 3) beside our predictions, with errors");
+  CLI::Option* runs =
+      verb->add_option("--runs", request->runs,
+                       "runs file [default: experiments/parallelism/megatron.yaml of the tree]")
+          ->type_name("FILE");
+  verb->add_option("file", request->runs,
+                   "runs file, as --runs (e.g. experiments/parallelism/h100.yaml)")
+      ->type_name("FILE")
+      ->excludes(runs);
   verb->add_option("--out", request->out,
                    "write table.md, table.csv, published.json and profile.json (the fit) here")
       ->type_name("DIR");

@@ -2,6 +2,7 @@
 #include "model/published_runs.hpp"
 
 #include <cmath>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include "model/compute_shapes.hpp"
 #include "model/error.hpp"
 #include "model/layout_cost.hpp"
+#include "model/validation.hpp"
 #include "model/workload.hpp"
 #include "model/yaml_util.hpp"
 
@@ -16,6 +18,9 @@ namespace tauplan::model {
 namespace {
 
 namespace yu = yaml_util;
+
+/// Longest source, assumption or calibration text (a citation with its numbers).
+constexpr std::size_t kMaxText = 1000;
 
 int whole(const YAML::Node& node, const std::string& origin, const std::string& key) {
   if (!node) throw InputError(origin, key, "a whole number > 0 (required)");
@@ -41,12 +46,25 @@ Recompute recompute_of(const YAML::Node& node, const std::string& origin, const 
   throw InputError(origin, key, "none, selective or full", "'" + value + "'");
 }
 
+AttentionKernel attention_of(const YAML::Node& node, const std::string& origin,
+                             const std::string& key) {
+  const std::string value = yu::text(node, origin, key);
+  if (value == "flash") return AttentionKernel::Flash;
+  if (value == "math") return AttentionKernel::Math;
+  throw InputError(origin, key, "flash or math", "'" + value + "'");
+}
+
+/// model_defaults: what the GPT shapes ({layers, hidden, heads}) take beyond their three
+/// numbers. A named workload keeps its own (its run may replace the sequence, attention kernel
+/// and dropout).
 struct ModelDefaults {
   int sequence = 2048;
   int vocabulary = 51200;
   double bytes_per_parameter = 2;
   double optimizer_bytes_per_parameter = 12;
+  bool tied_embeddings = true;
   bool dropout = false;
+  AttentionKernel attention = AttentionKernel::Math;
 };
 
 /// A Megatron GPT (GELU 4h, tied embeddings, biases, LayerNorm, learned positions) as a
@@ -66,6 +84,8 @@ Workload gpt_workload(const YAML::Node& node, const ModelDefaults& defaults,
   t.vocabulary = defaults.vocabulary;
   t.element_bytes = defaults.bytes_per_parameter;
   t.dropout = defaults.dropout;
+  t.tied_embeddings = defaults.tied_embeddings;
+  t.attention = defaults.attention;
   Workload w;
   w.name = fmt::format("gpt-l{}-h{}", t.layers, t.hidden);
   w.source = origin;
@@ -77,23 +97,87 @@ Workload gpt_workload(const YAML::Node& node, const ModelDefaults& defaults,
   return w;
 }
 
+/// A workload of the catalog or a file (relative to the runs file's folder first), its sequence,
+/// attention kernel and dropout replaced where the run gives them.
+Workload named_workload(const YAML::Node& node, const std::string& origin, const std::string& key) {
+  yu::reject_unknown_keys(node, {"workload", "sequence", "attention", "dropout"}, origin,
+                          key + ".");
+  std::string name = yu::text(node["workload"], origin, key + ".workload");
+  std::error_code error;
+  const std::filesystem::path beside = std::filesystem::path(origin).parent_path() / name;
+  if (!std::filesystem::path(name).is_absolute() && std::filesystem::is_regular_file(beside, error))
+    name = beside.lexically_normal().string();
+  Workload w;
+  try {
+    w = load_workload(name);
+  } catch (const InputError& e) {
+    throw InputError(origin, key + ".workload", e.what());
+  }
+  if (!w.transformer)
+    throw InputError(origin, key + ".workload", "a transformer workload", "'" + name + "'");
+  Transformer& t = *w.transformer;
+  if (node["sequence"]) {
+    t.sequence = whole(node["sequence"], origin, key + ".sequence");
+    if (t.positions == PositionEmbedding::Learned && t.sequence > t.max_positions)
+      throw InputError(
+          origin, key + ".sequence",
+          fmt::format("at most the {} learned positions of {}", t.max_positions, w.name),
+          std::to_string(t.sequence));
+  }
+  if (node["attention"]) t.attention = attention_of(node["attention"], origin, key + ".attention");
+  if (node["dropout"]) t.dropout = flag(node["dropout"], origin, key + ".dropout");
+  derive_workload_fields(w);
+  return w;
+}
+
+/// A run's model: a GPT shape {layers, hidden, heads} or a named workload {workload, ...}.
+Workload run_workload(const YAML::Node& node, const ModelDefaults& defaults,
+                      const std::string& origin, const std::string& key) {
+  if (node && node.IsMap() && node["workload"]) return named_workload(node, origin, key);
+  return gpt_workload(node, defaults, origin, key);
+}
+
+int zero_stage_of(const YAML::Node& node, const std::string& origin, const std::string& key) {
+  if (!node) return 0;
+  const double value = yu::number(node, origin, key);
+  if (value != std::floor(value) || value < 0 || value > 3)
+    throw InputError(origin, key, "0, 1, 2 or 3", "'" + node.Scalar() + "'");
+  return static_cast<int>(value);
+}
+
 PublishedRun parse_run(const YAML::Node& node, const ModelDefaults& defaults,
                        const std::string& origin, const std::string& key) {
   if (!node.IsMap()) throw InputError(origin, key, "a map describing one published run");
-  yu::reject_unknown_keys(
-      node,
-      {"name", "table", "source", "assumed", "model", "workers", "tensor_parallel",
-       "pipeline_parallel", "batch", "micro_batch", "recompute", "sequence_parallel",
-       "virtual_stages", "calibration_configuration", "tflops_per_gpu", "iteration_s"},
-      origin, key + ".");
+  yu::reject_unknown_keys(node,
+                          {"name",
+                           "table",
+                           "source",
+                           "assumed",
+                           "model",
+                           "workers",
+                           "tensor_parallel",
+                           "pipeline_parallel",
+                           "context_parallel",
+                           "batch",
+                           "micro_batch",
+                           "recompute",
+                           "sequence_parallel",
+                           "virtual_stages",
+                           "zero_stage",
+                           "calibration_configuration",
+                           "tflops_per_gpu",
+                           "mfu",
+                           "iteration_s",
+                           "flop"},
+                          origin, key + ".");
   PublishedRun run;
   for (const char* required : {"name", "table", "source"})
     if (!node[required]) throw InputError(origin, key + "." + required, "a value (required)");
   run.name = yu::text(node["name"], origin, key + ".name");
   run.table = yu::text(node["table"], origin, key + ".table");
-  run.source = yu::text(node["source"], origin, key + ".source");
-  if (node["assumed"]) run.assumed = yu::text(node["assumed"], origin, key + ".assumed");
-  run.workload = gpt_workload(node["model"], defaults, origin, key + ".model");
+  run.source = yu::text(node["source"], origin, key + ".source", kMaxText);
+  if (node["assumed"]) run.assumed = yu::text(node["assumed"], origin, key + ".assumed", kMaxText);
+  run.workload = run_workload(node["model"], defaults, origin, key + ".model");
   run.workers = whole(node["workers"], origin, key + ".workers");
   run.batch = whole(node["batch"], origin, key + ".batch");
   Layout& l = run.layout;
@@ -103,11 +187,19 @@ PublishedRun parse_run(const YAML::Node& node, const ModelDefaults& defaults,
       node["virtual_stages"] ? whole(node["virtual_stages"], origin, key + ".virtual_stages") : 1;
   l.recompute = recompute_of(node["recompute"], origin, key + ".recompute");
   l.sequence_parallel = flag(node["sequence_parallel"], origin, key + ".sequence_parallel");
-  if (run.workers % (l.tensor * l.pipeline) != 0)
-    throw InputError(origin, key + ".workers",
-                     fmt::format("a multiple of tensor x pipeline ({})", l.tensor * l.pipeline),
-                     std::to_string(run.workers));
-  l.data = run.workers / (l.tensor * l.pipeline);
+  l.context = node["context_parallel"]
+                  ? whole(node["context_parallel"], origin, key + ".context_parallel")
+                  : 1;
+  l.zero_stage = zero_stage_of(node["zero_stage"], origin, key + ".zero_stage");
+  const long long model_parallel = static_cast<long long>(l.tensor) * l.pipeline * l.context;
+  if (run.workers % model_parallel != 0)
+    throw InputError(
+        origin, key + ".workers",
+        l.context > 1
+            ? fmt::format("a multiple of tensor x pipeline x context ({})", model_parallel)
+            : fmt::format("a multiple of tensor x pipeline ({})", model_parallel),
+        std::to_string(run.workers));
+  l.data = static_cast<int>(run.workers / model_parallel);
   const int micro_batch = whole(node["micro_batch"], origin, key + ".micro_batch");
   const double micro_batches = run.batch / (l.data * micro_batch);
   if (micro_batches != std::floor(micro_batches) || micro_batches < 1)
@@ -118,48 +210,32 @@ PublishedRun parse_run(const YAML::Node& node, const ModelDefaults& defaults,
   check_layout(l, run.workload, run.batch, run.workers, origin + " " + key);
   run.calibration_configuration =
       flag(node["calibration_configuration"], origin, key + ".calibration_configuration");
-  const bool tflops = static_cast<bool>(node["tflops_per_gpu"]);
-  if (tflops == static_cast<bool>(node["iteration_s"]))
-    throw InputError(origin, key, "one published number: tflops_per_gpu or iteration_s");
-  run.quantity = tflops ? "tflops_per_gpu" : "iteration_s";
+  int numbers = 0;
+  for (const char* quantity : {"tflops_per_gpu", "mfu", "iteration_s"})
+    if (node[quantity]) ++numbers, run.quantity = quantity;
+  if (numbers != 1)
+    throw InputError(origin, key, "one published number: tflops_per_gpu, mfu or iteration_s");
   run.published = yu::positive(node[run.quantity], origin, key + "." + run.quantity);
+  if (run.quantity == "mfu" && run.published > 1)
+    throw InputError(origin, key + ".mfu", "a fraction of the peak, at most 1",
+                     "'" + node["mfu"].Scalar() + "'");
+  if (node["flop"]) {
+    run.flop = yu::text(node["flop"], origin, key + ".flop");
+    if (run.quantity != "tflops_per_gpu")
+      throw InputError(origin, key + ".flop",
+                       "no flop beside " + run.quantity +
+                           " (only tflops_per_gpu counts one: hardware or model)");
+    if (run.flop != "hardware" && run.flop != "model")
+      throw InputError(origin, key + ".flop", "hardware or model", "'" + run.flop + "'");
+  } else {
+    run.flop = run.quantity == "tflops_per_gpu" ? "hardware" : run.quantity == "mfu" ? "model" : "";
+  }
   return run;
 }
 
-}  // namespace
-
-PublishedRuns parse_published_runs(const std::string& text, const std::string& origin) {
-  const YAML::Node root = yu::parse(text, origin);
-  if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of runs-file keys");
-  yu::reject_unknown_keys(root, {"platform", "model_defaults", "calibration", "runs"}, origin);
-  PublishedRuns runs;
-  runs.file = origin;
-  if (!root["platform"]) throw InputError(origin, "platform", "a platform name or file");
-  runs.platform = yu::text(root["platform"], origin, "platform");
-  ModelDefaults defaults;
-  if (const YAML::Node d = root["model_defaults"]) {
-    yu::reject_unknown_keys(d,
-                            {"sequence", "vocabulary", "bytes_per_parameter",
-                             "optimizer_bytes_per_parameter", "dropout"},
-                            origin, "model_defaults.");
-    defaults.dropout = flag(d["dropout"], origin, "model_defaults.dropout");
-    if (d["sequence"]) defaults.sequence = whole(d["sequence"], origin, "model_defaults.sequence");
-    if (d["vocabulary"])
-      defaults.vocabulary = whole(d["vocabulary"], origin, "model_defaults.vocabulary");
-    if (d["bytes_per_parameter"])
-      defaults.bytes_per_parameter =
-          yu::positive(d["bytes_per_parameter"], origin, "model_defaults.bytes_per_parameter");
-    if (d["optimizer_bytes_per_parameter"])
-      defaults.optimizer_bytes_per_parameter =
-          yu::positive(d["optimizer_bytes_per_parameter"], origin,
-                       "model_defaults.optimizer_bytes_per_parameter", true);
-  }
-  const YAML::Node c = root["calibration"];
-  if (!c || !c.IsMap()) throw InputError(origin, "calibration", "a map (the layer-time table)");
-  yu::reject_unknown_keys(c, {"source", "model", "tensor_parallel", "micro_batch", "layer_s"},
-                          origin, "calibration.");
-  if (!c["source"]) throw InputError(origin, "calibration.source", "a value (required)");
-  runs.calibration_source = yu::text(c["source"], origin, "calibration.source");
+/// The layer-time table of `calibration` (model, tensor_parallel, micro_batch, layer_s).
+void parse_layer_table(const YAML::Node& c, const ModelDefaults& defaults,
+                       const std::string& origin, PublishedRuns& runs) {
   runs.calibration_workload = gpt_workload(c["model"], defaults, origin, "calibration.model");
   runs.calibration_layout.tensor =
       whole(c["tensor_parallel"], origin, "calibration.tensor_parallel");
@@ -182,11 +258,75 @@ PublishedRuns parse_published_runs(const std::string& text, const std::string& o
     point.layer_s = yu::positive(points[i]["seconds"], origin, key + ".seconds");
     runs.calibration.push_back(point);
   }
+}
+
+}  // namespace
+
+PublishedRuns parse_published_runs(const std::string& text, const std::string& origin) {
+  const YAML::Node root = yu::parse(text, origin);
+  if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of runs-file keys");
+  yu::reject_unknown_keys(root, {"platform", "model_defaults", "calibration", "runs"}, origin);
+  PublishedRuns runs;
+  runs.file = origin;
+  if (!root["platform"]) throw InputError(origin, "platform", "a platform name or file");
+  runs.platform = yu::text(root["platform"], origin, "platform");
+  ModelDefaults defaults;
+  if (const YAML::Node d = root["model_defaults"]) {
+    yu::reject_unknown_keys(
+        d,
+        {"sequence", "vocabulary", "bytes_per_parameter", "optimizer_bytes_per_parameter",
+         "dropout", "tied_embeddings", "attention"},
+        origin, "model_defaults.");
+    defaults.dropout = flag(d["dropout"], origin, "model_defaults.dropout");
+    if (d["tied_embeddings"])
+      defaults.tied_embeddings =
+          flag(d["tied_embeddings"], origin, "model_defaults.tied_embeddings");
+    if (d["attention"])
+      defaults.attention = attention_of(d["attention"], origin, "model_defaults.attention");
+    if (d["sequence"]) defaults.sequence = whole(d["sequence"], origin, "model_defaults.sequence");
+    if (d["vocabulary"])
+      defaults.vocabulary = whole(d["vocabulary"], origin, "model_defaults.vocabulary");
+    if (d["bytes_per_parameter"])
+      defaults.bytes_per_parameter =
+          yu::positive(d["bytes_per_parameter"], origin, "model_defaults.bytes_per_parameter");
+    if (d["optimizer_bytes_per_parameter"])
+      defaults.optimizer_bytes_per_parameter =
+          yu::positive(d["optimizer_bytes_per_parameter"], origin,
+                       "model_defaults.optimizer_bytes_per_parameter", true);
+  }
+  const YAML::Node c = root["calibration"];
+  if (!c || !c.IsMap())
+    throw InputError(origin, "calibration",
+                     "a map (a layer-time table, or {profile: platform, source})");
+  if (c["profile"]) {
+    yu::reject_unknown_keys(c, {"source", "profile"}, origin, "calibration.");
+  } else {
+    yu::reject_unknown_keys(c, {"source", "model", "tensor_parallel", "micro_batch", "layer_s"},
+                            origin, "calibration.");
+  }
+  if (!c["source"]) throw InputError(origin, "calibration.source", "a value (required)");
+  runs.calibration_source = yu::text(c["source"], origin, "calibration.source", kMaxText);
+  if (c["profile"]) {
+    const std::string profile = yu::text(c["profile"], origin, "calibration.profile");
+    if (profile != "platform")
+      throw InputError(origin, "calibration.profile",
+                       "platform (the compute profile the platform's GPUs name, no fit)",
+                       "'" + profile + "'");
+    runs.calibration_from_platform = true;
+  } else {
+    parse_layer_table(c, defaults, origin, runs);
+  }
   const YAML::Node list = root["runs"];
   if (!list || !list.IsSequence() || list.size() == 0)
     throw InputError(origin, "runs", "a list of published runs");
-  for (size_t i = 0; i < list.size(); ++i)
-    runs.runs.push_back(parse_run(list[i], defaults, origin, fmt::format("runs[{}]", i)));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string key = fmt::format("runs[{}]", i);
+    runs.runs.push_back(parse_run(list[i], defaults, origin, key));
+    if (runs.calibration_from_platform && runs.runs.back().calibration_configuration)
+      throw InputError(origin, key + ".calibration_configuration",
+                       "false (calibration.profile platform fits nothing: every run is held out)",
+                       "true");
+  }
   return runs;
 }
 
@@ -216,6 +356,10 @@ double fabric_peak(const NodeFabric& fabric, std::string& precision) {
 }  // namespace
 
 HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric) {
+  if (runs.calibration_from_platform)
+    throw InputError(runs.file, "calibration",
+                     "a layer-time table to fit (this file's calibration is the platform's "
+                     "profile: nothing is fitted)");
   HardwareFit fit;
   fit.peak_flops = fabric_peak(fabric, fit.precision);
   const Workload& workload = runs.calibration_workload;
@@ -341,7 +485,15 @@ RunPrediction predict_run(const PublishedRun& run, const NodeFabric& fabric) {
   RunPrediction p;
   p.iteration_s = time.iteration_s;
   p.tflops_per_gpu = time.hardware_flops_per_worker / 1e12;
-  p.predicted = run.quantity == "iteration_s" ? p.iteration_s : p.tflops_per_gpu;
+  p.model_tflops_per_gpu = time.model_flops_per_worker / 1e12;
+  if (run.quantity == "mfu") {
+    std::string precision;
+    p.mfu = time.model_flops_per_worker / fabric_peak(fabric, precision);
+  }
+  p.predicted = run.quantity == "iteration_s" ? p.iteration_s
+                : run.quantity == "mfu"       ? p.mfu
+                : run.flop == "model"         ? p.model_tflops_per_gpu
+                                              : p.tflops_per_gpu;
   p.error = (p.predicted - run.published) / run.published;
   p.bubble_s = time.bubble_s;
   p.pipeline_send_s =
@@ -351,6 +503,14 @@ RunPrediction predict_run(const PublishedRun& run, const NodeFabric& fabric) {
     p.tensor_s = std::max(p.tensor_s, stage.tensor_s * run.layout.micro_batches);
   p.data_s = time.data_s;
   return p;
+}
+
+double median_abs_error(const std::vector<RunPrediction>& predictions,
+                        const std::vector<bool>& include) {
+  std::vector<double> errors;
+  for (size_t i = 0; i < predictions.size(); ++i)
+    if (i < include.size() && include[i]) errors.push_back(predictions[i].error);
+  return errors.empty() ? 0 : median_abs(errors);
 }
 
 }  // namespace tauplan::model
