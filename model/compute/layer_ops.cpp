@@ -202,6 +202,15 @@ ComputeOp memory(const std::string& name, ComputePhase phase, double bytes,
   return op;
 }
 
+/// A GEMM so narrow that it streams its operands rather than computing (the router's [M x h] x
+/// [h x E], E = 8 for Mixtral: 2E / e flop per byte read, far below any GPU's ridge point of
+/// hundreds): timed as memory traffic of its operands and result, its flop kept for the counts.
+ComputeOp streamed(ComputeOp gemm_op) {
+  gemm_op.kind = ComputeOpKind::Memory;
+  gemm_op.memory_kernel = MemoryKernel::Elementwise;
+  return gemm_op;
+}
+
 /// The backward of a forward GEMM [m x k] x [k x n]: the input gradient [m x n] x [n x k] and
 /// the weight gradient [k x m] x [m x n].
 void add_weight_gemm_backward(std::vector<ComputeOp>& ops, const ComputeOp& forward,
@@ -367,8 +376,8 @@ double permute_bytes(const LayerShape& s, const RankWidths& w) {
 /// (the gate-weighted sum), shared experts.
 void add_moe(std::vector<ComputeOp>& ops, const LayerShape& s, const RankWidths& w,
              ComputePhase phase) {
-  ops.push_back(
-      gemm("moe.router", phase, w.routed_tokens, s.experts, s.hidden, 1, s.element_bytes));
+  ops.push_back(streamed(
+      gemm("moe.router", phase, w.routed_tokens, s.experts, s.hidden, 1, s.element_bytes)));
   ops.push_back(memory("moe.router.softmax", phase, router_bytes(s, w), MemoryKernel::Softmax));
   ops.push_back(memory("moe.permute", phase, permute_bytes(s, w)));
   add_ffn(ops, "moe.experts", s, w, phase);
@@ -419,7 +428,12 @@ double norm_width(const ComputeOp& op, const LayerShape& s) {
 void add_backward(std::vector<ComputeOp>& ops, const ComputeOp& op, const LayerShape& shape,
                   const RankWidths& w) {
   const double e = shape.element_bytes, h = shape.hidden;
-  if (is_weight_gemm(op)) {
+  if (op.name == "moe.router") {  // its two backward GEMMs are as narrow: streamed too
+    std::vector<ComputeOp> backward;
+    add_weight_gemm_backward(backward, op, e);
+    for (const ComputeOp& gemm_op : backward)
+      ops.push_back(streamed(gemm_op));
+  } else if (is_weight_gemm(op)) {
     add_weight_gemm_backward(ops, op, e);
   } else if (op.memory_kernel == MemoryKernel::SwiGlu || op.memory_kernel == MemoryKernel::Gelu) {
     ops.push_back(activation_backward(op, shape, w));

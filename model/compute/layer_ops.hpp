@@ -28,7 +28,9 @@
 // the dropout with the forward it repeats.
 // A mixture-of-experts layer (LayerShape::moe_layer; transformer.hpp's MixtureOfExperts) runs,
 // in place of the dense feed-forward: the router GEMM [M' x h] x [h x E] on the rank's M'
-// tokens (M' = M / t under sequence parallelism, which a MoE layer split over tensor ranks
+// tokens, timed as the memory traffic of its operands (with E columns it streams: 2E / e flop
+// per byte, below any GPU's ridge point; its flop are kept in the counts), as are its two
+// backward GEMMs (M' = M / t under sequence parallelism, which a MoE layer split over tensor ranks
 // needs: each tensor rank routes its own sequence shard; weights replicated), its softmax and
 // top-k over the E logits (fp32, a Softmax kernel); the permutation of the token copies to their
 // experts and back (read and written, k' M' h e bytes each way, k' = k x the capacity factor,

@@ -384,6 +384,10 @@ TEST_CASE("a MoE layer's expert GEMMs: local experts, rows per expert, capacity 
   REQUIRE(router);
   CHECK(router->m == s);
   CHECK(router->n == 8);
+  // Streamed, not computed: a Memory op with the GEMM's operand traffic and its flop.
+  CHECK(router->kind == ComputeOpKind::Memory);
+  CHECK(router->flop == 2 * s * 8 * h);
+  CHECK(router->bytes == (s * h + h * 8 + s * 8) * 2);
   CHECK(find_op(ops, "moe.shared.gate_up") == nullptr);  // Mixtral has no shared expert
   // e = 4: 2 local experts, each taking 4 ranks' share; t = 2 with sequence parallelism: each
   // rank routes half the sequence.
