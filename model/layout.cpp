@@ -282,10 +282,16 @@ void check_layout(const Layout& layout, const Workload& workload, double batch, 
     if (layout.schedule != PipelineSchedule::OneFOneB)
       throw InputError(file, "pipeline_schedule", "1f1b with virtual_stages > 1 (interleaving)",
                        to_string(layout.schedule));
-    if (shape.layers % (p * v) != 0)
+    // Megatron-LM's equal chunks, or Llama 3's balanced schedule: the first and the last chunk
+    // one layer short, for the embedding and the output (Dubey et al. 2024, arXiv 2407.21783,
+    // Section 3.3.2: "we reduce one Transformer layer each from the first and the last stages").
+    const bool equal = shape.layers % (p * v) == 0;
+    const bool balanced = (shape.layers + 2) % (p * v) == 0 && shape.layers + 2 >= p * v;
+    if (!equal && !balanced)
       throw InputError(file, "virtual_stages",
                        fmt::format("a number that splits the {} layers of {} into "
-                                   "pipeline_parallel x virtual_stages equal chunks",
+                                   "pipeline_parallel x virtual_stages equal chunks (or such "
+                                   "chunks with the first and the last one layer short)",
                                    shape.layers, name),
                        fmt::format("{} ({} x {} chunks)", v, p, v));
     if (layout.micro_batches % p != 0)

@@ -22,7 +22,10 @@
 // micro-batches that do not divide a replica's batch, a context size whose 2c chunks do not split
 // the sequence, an expert size that divides neither the experts nor data x context, experts on a
 // dense model, a MoE model under tensor parallelism without sequence parallelism. Interleaving
-// (virtual stages, Narayanan et al. 2021, arXiv 2104.04473, Section 2.2.2) is an option of 1F1B.
+// (virtual stages, Narayanan et al. 2021, arXiv 2104.04473, Section 2.2.2) is an option of 1F1B,
+// over p x v equal chunks or, as Llama 3 balanced them (Dubey et al. 2024, arXiv 2407.21783,
+// Section 3.3.2), equal chunks with the first and the last one layer short; the bubble is then
+// (p - 1) / v slots of the slowest stage (an approximation when chunks differ).
 // What it leaves out: expert tensor parallelism above 1, layouts other than this standard one
 // (the rules are fixed; a user cannot write their own yet).
 #pragma once

@@ -153,6 +153,22 @@ TEST_CASE("interleaving needs stages, 1F1B and equal chunks") {
              Catch::StartsWith("job.yaml: virtual_stages: expected 1 without pipeline stages"));
 }
 
+TEST_CASE("interleaving with Llama 3's balanced chunks: the first and last one layer short") {
+  // Llama 3 405B: 126 layers, 16 stages x 8 chunks of one layer, the first chunk holding only the
+  // embedding and the last only the output (Dubey et al. 2024, Section 3.3.2).
+  const std::string llama =
+      "workload: llama3-405b\nworkers: 128\nbatch: 32\ntensor_parallel: 8\n"
+      "pipeline_parallel: 16\nmicro_batches: 32\n";
+  CHECK(layout_error(llama + "virtual_stages: 8\n") == "");
+  CHECK(layout_error(llama + "virtual_stages: 4\n") == "");  // 64 chunks of 2, two of 1
+  // 48 chunks: 126 layers are neither 48 equal chunks nor 48 chunks with two one short.
+  CHECK_THAT(layout_error(llama + "virtual_stages: 3\n"),
+             Catch::StartsWith("job.yaml: virtual_stages: expected a number that splits the 126 "
+                               "layers of llama3-405b into pipeline_parallel x virtual_stages "
+                               "equal chunks (or such chunks with the first and the last one "
+                               "layer short)"));
+}
+
 TEST_CASE("a layout needs a transformer workload, and bad key values are refused by the loader") {
   CHECK_THAT(layout_error("workload: fashion-mlp\nworkers: 2\nbatch: 8\ntensor_parallel: 2\n"),
              Catch::StartsWith("job.yaml: workload: expected a transformer workload"));
