@@ -32,8 +32,11 @@
 // once more (a ring of Transfers as above: three ring halves in all, model/layout_cost.hpp's 1.5
 // all-reduces); then every rank updates its parameters (its 1/d shard from ZeRO 1). With uniform
 // stages and free sends the longest path is (m + p - 1)(forward + backward) [identity of the
-// schedules: the bubble (p - 1)/(m + p - 1)]. What it leaves out: interleaved 1F1B (virtual_stages
-// > 1 is refused here; `tauplan layout` evaluates it in closed form), ZeRO 3's per-micro-batch
+// schedules: the bubble (p - 1)/(m + p - 1)]. Interleaved 1F1B (virtual_stages v > 1): stage r
+// runs model chunks r, r + p, ..., each the work of that stage of a pipeline of p v stages, in
+// Megatron-LM's order (stage_schedule below); a chunk's sends go to the next chunk's stage (the
+// last stage's to the first), and with uniform chunks and free sends the longest path is
+// (m + (p - 1)/v)(forward + backward). What it leaves out: ZeRO 3's per-micro-batch
 // parameter gathers (one gather per step is charged, as the closed form does), overlap of tensor
 // all-reduces with compute, the tied embedding's all-reduce between first and last stage, and the
 // what-if C(b) and S overrides. `tauplan measure` trains an MLP's layout for real
@@ -68,8 +71,9 @@ namespace {
 double mesh_plan_ops(const Layout& layout) {
   const double t = layout.tensor, p = layout.pipeline, m = layout.micro_batches;
   const double c = layout.context, e = layout.expert, d = layout.data * c;  // lanes
-  const double passes = 2 * d * p * m;
-  const double crossings = 2 * d * (p - 1) * m;
+  const double v = layout.virtual_stages;
+  const double passes = 2 * d * p * m * v;
+  const double crossings = 2 * d * (p * v - 1) * m;
   const double arrival = layout.sequence_parallel ? 1 : 1 + (t - 1) * (t + 1);
   const double data_group = d > 1 ? 1 + (layout.zero_stage >= 3 ? 1 + (d - 1) * (d + 1) : 0) : 0;
   // Per pass of a lane's tensor rank: its attention op and its share of the K/V ring (c - 1
@@ -105,26 +109,45 @@ void check_plan_fits(const Layout& layout, const std::string& file) {
                      what);
 }
 
-/// The passes of one stage in schedule order: (forward?, micro-batch).
-std::vector<std::pair<bool, int>> stage_schedule(PipelineSchedule schedule, int stage, int pipeline,
-                                                 int micro_batches) {
-  std::vector<std::pair<bool, int>> order;
-  if (schedule == PipelineSchedule::GPipe) {
-    for (int j = 0; j < micro_batches; ++j)
-      order.emplace_back(true, j);
-    for (int j = 0; j < micro_batches; ++j)
-      order.emplace_back(false, j);
+/// One pass of a stage's schedule: forward or backward of micro-batch `micro_batch` through the
+/// stage's model chunk `chunk` (0 without interleaving).
+struct Pass {
+  bool forward = true;
+  int micro_batch = 0;
+  int chunk = 0;
+};
+
+/// The passes of one stage in schedule order. GPipe: every forward, then every backward; 1F1B:
+/// p - r - 1 forwards of warm-up on stage r, then one forward and one backward alternately,
+/// then the remaining backwards; interleaved 1F1B (v chunks per stage; Narayanan et al. 2021,
+/// arXiv 2104.04473, Section 2.2.2, as Megatron-LM's schedules.py orders it): the k-th forward
+/// runs chunk (k mod p v) / p on micro-batch (k / p v) p + k mod p (the k-th backward the chunks
+/// in reverse), with 2 (p - r - 1) + (v - 1) p forwards of warm-up.
+std::vector<Pass> stage_schedule(const Layout& layout, int stage) {
+  const int p = layout.pipeline, m = layout.micro_batches, v = layout.virtual_stages;
+  std::vector<Pass> order;
+  if (layout.schedule == PipelineSchedule::GPipe) {
+    for (int j = 0; j < m; ++j)
+      order.push_back({true, j, 0});
+    for (int j = 0; j < m; ++j)
+      order.push_back({false, j, 0});
     return order;
   }
-  const int warmup = std::min(pipeline - stage - 1, micro_batches);
-  for (int j = 0; j < warmup; ++j)
-    order.emplace_back(true, j);
-  for (int j = warmup; j < micro_batches; ++j) {
-    order.emplace_back(true, j);
-    order.emplace_back(false, j - warmup);
+  const int total = m * v;
+  const auto pass = [&](int k, bool forward) {
+    const int chunk = (k % (p * v)) / p;
+    return Pass{forward, (k / (p * v)) * p + k % p, forward ? chunk : v - 1 - chunk};
+  };
+  const int warmup = std::min(v == 1 ? p - stage - 1 : 2 * (p - stage - 1) + (v - 1) * p, total);
+  int forwards = 0, backwards = 0;
+  while (forwards < warmup)
+    order.push_back(pass(forwards++, true));
+  while (forwards < total) {
+    order.push_back(pass(forwards++, true));
+    order.push_back(pass(backwards++, false));
   }
-  for (int j = micro_batches - warmup; j < micro_batches; ++j)
-    order.emplace_back(false, j);
+  while (backwards < total)
+    order.push_back(pass(backwards++, false));
   return order;
 }
 
@@ -225,21 +248,34 @@ class LayoutLowering {
         last_(static_cast<size_t>(layout_.workers()), kNone) {}
 
   void build() {
-    const int t = layout_.tensor, p = layout_.pipeline;
+    const int t = layout_.tensor, p = layout_.pipeline, v = layout_.virtual_stages;
     const int m = layout_.micro_batches, lanes = layout_.data * layout_.context;
-    // Arrival of micro-batch j's input at stage r of lane l: forward_in_[l][r][j] (from r - 1)
-    // and backward_in_[l][r][j] (from r + 1).
+    // Arrival of micro-batch j's input at chunk c of stage r of lane l:
+    // forward_in_[l][r][j v + c] (from the previous model chunk) and backward_in_ (from the next).
     forward_in_.assign(
         static_cast<size_t>(lanes),
         std::vector<std::vector<OpId>>(static_cast<size_t>(p),
-                                       std::vector<OpId>(static_cast<size_t>(m), kNone)));
+                                       std::vector<OpId>(static_cast<size_t>(m * v), kNone)));
     backward_in_ = forward_in_;
-    std::vector<StageCosts> work;
+    // Model chunk c of stage r is chunk c p + r of a pipeline of p v stages (Megatron's
+    // interleaving): its work is that stage's; a stage's parameters are its chunks'.
+    Layout chunked = layout_;
+    chunked.pipeline = p * v;
+    chunked.virtual_stages = 1;
+    std::vector<StageCosts> work(static_cast<size_t>(p));
+    chunk_work_.assign(static_cast<size_t>(p), {});
     for (int r = 0; r < p; ++r)
-      work.push_back(stage_costs(workload_, layout_, options_.batch, r));
-    std::vector<std::vector<std::pair<bool, int>>> order;
+      for (int c = 0; c < v; ++c) {
+        const StageCosts costs = v == 1
+                                     ? stage_costs(workload_, layout_, options_.batch, r)
+                                     : stage_costs(workload_, chunked, options_.batch, c * p + r);
+        chunk_work_[static_cast<size_t>(r)].push_back(costs);
+        work[static_cast<size_t>(r)].parameters += costs.parameters;
+        work[static_cast<size_t>(r)].expert_parameters += costs.expert_parameters;
+      }
+    std::vector<std::vector<Pass>> order;
     for (int r = 0; r < p; ++r)
-      order.push_back(stage_schedule(layout_.schedule, r, p, m));
+      order.push_back(stage_schedule(layout_, r));
     // A pass waits for its input (a neighbouring stage's send), so the ops are emitted stage by
     // stage, each stage as far as its inputs exist, sweeping the stages again until every pass
     // is placed; a schedule that deadlocked would stop the sweeps early (logic_error below).
@@ -252,10 +288,9 @@ class LayoutLowering {
       for (int r = 0; r < p; ++r) {
         auto& cursor = next[static_cast<size_t>(r)];
         while (cursor < order[static_cast<size_t>(r)].size()) {
-          const auto [forward, j] = order[static_cast<size_t>(r)][cursor];
-          const bool first_in = forward ? r == 0 : r == p - 1;
-          if (!first_in && input_of(0, r, j, forward) == kNone) break;  // not built yet
-          add_pass(r, j, forward, work[static_cast<size_t>(r)]);
+          const Pass pass = order[static_cast<size_t>(r)][cursor];
+          if (!first_in(r, pass) && input_of(0, r, pass) == kNone) break;  // not built yet
+          add_pass(r, pass, chunk_work_[static_cast<size_t>(r)][static_cast<size_t>(pass.chunk)]);
           ++cursor;
           progress = true;
         }
@@ -278,17 +313,33 @@ class LayoutLowering {
   int worker(int lane, int k, int r) const {
     return placement_.worker(lane / layout_.context, k, r, lane % layout_.context);
   }
-  OpId input_of(int lane, int r, int j, bool forward) const {
-    return (forward ? forward_in_ : backward_in_)[static_cast<size_t>(lane)][static_cast<size_t>(r)]
-                                                 [static_cast<size_t>(j)];
+  /// Whether a pass takes its input from no other stage: the first model chunk's forward, the
+  /// last model chunk's backward.
+  bool first_in(int r, const Pass& pass) const {
+    const int p = layout_.pipeline, v = layout_.virtual_stages;
+    return pass.forward ? r == 0 && pass.chunk == 0 : r == p - 1 && pass.chunk == v - 1;
   }
-
-  /// A stage's pass times on hosts of one compute profile, computed once.
-  const PassSeconds& profiled_pass(int stage, const ComputeProfile& profile) {
-    const auto key = std::make_pair(stage, &profile);
+  OpId& arrival(int lane, int r, int j, int chunk, bool forward) {
+    return (forward ? forward_in_ : backward_in_)[static_cast<size_t>(lane)][static_cast<size_t>(
+        r)][static_cast<size_t>(j * layout_.virtual_stages + chunk)];
+  }
+  OpId input_of(int lane, int r, const Pass& pass) {
+    return arrival(lane, r, pass.micro_batch, pass.chunk, pass.forward);
+  }
+  /// A stage's (or, interleaved, a chunk's) pass times on hosts of one compute profile,
+  /// computed once.
+  const PassSeconds& profiled_pass(int stage, int chunk, const ComputeProfile& profile) {
+    const auto key = std::make_pair(chunk * layout_.pipeline + stage, &profile);
     const auto it = profiled_.find(key);
     if (it != profiled_.end()) return it->second;
-    return profiled_[key] = stage_pass_seconds(workload_, layout_, options_.batch, stage, profile);
+    if (layout_.virtual_stages == 1)
+      return profiled_[key] =
+                 stage_pass_seconds(workload_, layout_, options_.batch, stage, profile);
+    Layout chunked = layout_;
+    chunked.pipeline = layout_.pipeline * layout_.virtual_stages;
+    chunked.virtual_stages = 1;
+    return profiled_[key] =
+               stage_pass_seconds(workload_, chunked, options_.batch, key.first, profile);
   }
   int host(int w) const { return placement_.hosts[static_cast<size_t>(w)]; }
 
@@ -302,9 +353,13 @@ class LayoutLowering {
   /// The compute of worker w's pass: its flop (or its profile's time), element-wise memory time
   /// and, on the forward, the step overhead. With context parallelism the attention core is
   /// split off (`attention` receives its flop or seconds) to run beside the K/V ring.
-  Op compute_op(int w, int r, int j, bool forward, const StageCosts& work, Op& attention) {
+  Op compute_op(int w, int r, const Pass& step, const StageCosts& work, Op& attention) {
     const Host& h = platform_.hosts[static_cast<size_t>(host(w))];
-    const char* pass = forward ? "forward" : "backward";
+    const int j = step.micro_batch;
+    const bool forward = step.forward;
+    const std::string pass =
+        std::string(forward ? "forward" : "backward") +
+        (layout_.virtual_stages > 1 ? fmt::format(" chunk {}", step.chunk) : std::string());
     const double elementwise = elementwise_seconds(h, platform_, work.traffic_bytes);
     const bool split = layout_.context > 1;
     Op op;
@@ -330,7 +385,7 @@ class LayoutLowering {
     // time whatever the host's speed (the op's flop then count nothing).
     if (const ComputeProfile* profile =
             workload_.transformer ? host_compute_profile(h, platform_) : nullptr) {
-      const PassSeconds& seconds = profiled_pass(r, *profile);
+      const PassSeconds& seconds = profiled_pass(r, step.chunk, *profile);
       const double share = attention_forward_share(layout_.recompute);
       const double attention_s =
           split ? seconds.split.attention_s * (forward ? share : 1 - share) : 0;
@@ -347,20 +402,21 @@ class LayoutLowering {
   }
 
   /// One forward or backward pass of micro-batch j on stage r of every lane, then its sends.
-  void add_pass(int r, int j, bool forward, const StageCosts& work) {
+  void add_pass(int r, const Pass& step, const StageCosts& work) {
     const int t = layout_.tensor, c = layout_.context;
+    const int j = step.micro_batch;
+    const bool forward = step.forward;
     const char* pass = forward ? "forward" : "backward";
     // done[lane][k]: the op after which worker (lane, k) has finished this pass so far.
     std::vector<std::vector<OpId>> done(static_cast<size_t>(lanes()));
     std::vector<std::vector<OpId>> attention(static_cast<size_t>(lanes()));
     for (int l = 0; l < lanes(); ++l) {
-      const bool first_in = forward ? r == 0 : r == layout_.pipeline - 1;
-      const OpId input = first_in ? kNone : input_of(l, r, j, forward);
+      const OpId input = first_in(r, step) ? kNone : input_of(l, r, step);
       for (int k = 0; k < t; ++k) {
         const int w = worker(l, k, r);
         Op core;
         const OpId computed =
-            add(compute_op(w, r, j, forward, work, core), {last_[static_cast<size_t>(w)], input});
+            add(compute_op(w, r, step, work, core), {last_[static_cast<size_t>(w)], input});
         done[static_cast<size_t>(l)].push_back(computed);
         if (c > 1) attention[static_cast<size_t>(l)].push_back(add(core, {computed}));
       }
@@ -375,7 +431,7 @@ class LayoutLowering {
       for (int k = 0; k < t; ++k)
         last_[static_cast<size_t>(worker(l, k, r))] =
             done[static_cast<size_t>(l)][static_cast<size_t>(k)];
-      add_sends(l, r, j, forward, work, done[static_cast<size_t>(l)]);
+      add_sends(l, r, step, work, done[static_cast<size_t>(l)]);
     }
   }
 
@@ -502,14 +558,18 @@ class LayoutLowering {
     }
   }
 
-  /// Lane l's sends of pass (r, j) to the next (previous) stage: each rank's 1/t slice, then
-  /// (without sequence parallelism) the receivers' ring all-gather.
-  void add_sends(int l, int r, int j, bool forward, const StageCosts& work,
+  /// Lane l's sends of pass (r, j) to the stage of the next (previous) model chunk: each rank's
+  /// 1/t slice, then (without sequence parallelism) the receivers' ring all-gather.
+  void add_sends(int l, int r, const Pass& step, const StageCosts& work,
                  const std::vector<OpId>& done) {
-    const int t = layout_.tensor;
+    const int t = layout_.tensor, p = layout_.pipeline, v = layout_.virtual_stages;
+    const int j = step.micro_batch;
+    const bool forward = step.forward;
     const char* pass = forward ? "forward" : "backward";
-    const int to = forward ? r + 1 : r - 1;
-    if (to < 0 || to >= layout_.pipeline) return;
+    // Model chunk q = c p + r: forward to q + 1, backward to q - 1.
+    const int q = step.chunk * p + r + (forward ? 1 : -1);
+    if (q < 0 || q >= p * v) return;
+    const int to = q % p, to_chunk = q / p;
     const double message = forward ? work.forward_message_bytes : work.backward_message_bytes;
     const double slice = work.sliced_messages ? message / t : message;
     std::vector<OpId> sends;
@@ -527,15 +587,11 @@ class LayoutLowering {
     std::vector<int> receivers;
     for (int k = 0; k < t; ++k)
       receivers.push_back(worker(l, k, to));
-    const OpId arrived =
+    arrival(l, to, j, to_chunk, forward) =
         layout_.sequence_parallel || !work.sliced_messages
             ? barrier(fmt::format("lane {} stage {} {} mb {} arrived", l, to, pass, j), sends)
             : ring_allgather(receivers, slice * t, sends,
                              fmt::format("lane {} stage {} {} mb {} all-gather", l, to, pass, j));
-    (forward
-         ? forward_in_
-         : backward_in_)[static_cast<size_t>(l)][static_cast<size_t>(to)][static_cast<size_t>(j)] =
-        arrived;
   }
 
   OpId barrier(const std::string& label, const std::vector<OpId>& after) {
@@ -643,6 +699,7 @@ class LayoutLowering {
   Plan& plan_;
   std::vector<OpId> last_;  ///< per worker: its last op so far
   std::vector<std::vector<std::vector<OpId>>> forward_in_, backward_in_;
+  std::vector<std::vector<StageCosts>> chunk_work_;  ///< [stage][chunk]
 };
 
 class MeshStrategy : public Strategy {
@@ -705,11 +762,6 @@ class MeshStrategy : public Strategy {
                          std::to_string(std::max(layout.context, layout.expert)));
       check_mlp_layout(layout, workload, options.batch, options.workers, options.file);
     }
-    if (layout.virtual_stages != 1)
-      throw InputError(options.file, "virtual_stages",
-                       "1 with strategy mesh (interleaved 1F1B is evaluated by `tauplan "
-                       "layout`)",
-                       std::to_string(layout.virtual_stages));
     check_plan_fits(layout, options.file);
     const std::vector<int> hosts = choose_worker_hosts(options, platform);
     MeshPlacement placement = place_mesh(layout, platform, hosts, options.file);

@@ -9,6 +9,7 @@
 // check is that the Plan, the longest path and the simulator implement them.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <boost/range/iterator_range.hpp>
 #include <set>
 
@@ -368,6 +369,47 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "layout plans: interleaved 1F1B takes (m + (p - 1)/v) passes with uniform chunks and free "
+    "sends, in both engines; with sends, at most the closed form") {
+  std::vector<model::StrategyOptions> cases;
+  for (const auto& [p, v, m] :
+       std::vector<std::array<int, 3>>{{2, 2, 4}, {2, 4, 4}, {4, 2, 4}, {4, 2, 8}, {2, 2, 8}}) {
+    cases.push_back(layout_options(1, 1, p, m, 8));
+    cases.back().layout.virtual_stages = v;
+  }
+  const auto free_sends = [] {
+    model::Workload w = uniform_transformer();
+    w.bytes_per_parameter = 0;
+    return w;
+  };
+  const auto rows = both_engines(cases, free_sends);
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const double speed = platform.hosts[static_cast<size_t>(platform.worker_hosts()[0])].speed_flops;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& l = cases[i].layout;
+    const model::StageWork work = model::stage_work(free_sends(), l, cases[i].batch, 0);
+    const double pass = (work.forward_flop + work.backward_flop) / speed;  // a stage's v chunks
+    INFO(rows[i].dump() << " p " << l.pipeline << " v " << l.virtual_stages << " m "
+                        << l.micro_batches);
+    const double round = rows[i]["analytic"].get<double>();
+    CHECK(round ==
+          Approx((l.micro_batches + (l.pipeline - 1.0) / l.virtual_stages) * pass).epsilon(1e-9));
+    CHECK(rows[i]["simgrid"].get<double>() == Approx(round).epsilon(1e-9));
+    CHECK(rows[i]["closed_form"].get<double>() == Approx(round).epsilon(1e-9));
+  }
+  // With real sends (2 v per micro-batch slot), the Plan overlaps them with other chunks'
+  // compute: at most the closed form, which charges every slot its sends.
+  const auto with_sends = both_engines(cases, uniform_transformer);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO(with_sends[i].dump());
+    const double round = with_sends[i]["analytic"].get<double>();
+    CHECK(round > rows[i]["analytic"].get<double>());
+    CHECK(round <= with_sends[i]["pipeline_s"].get<double>() * (1 + 1e-12));
+    CHECK(with_sends[i]["simgrid"].get<double>() == Approx(round).epsilon(1e-3));
+  }
+}
+
 TEST_CASE("layout plans: a layout of size 1 in every dimension is single") {
   const auto result = test::in_child([] {
     const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
@@ -397,7 +439,7 @@ TEST_CASE("layout plans: bad layouts and workloads are one InputError naming the
   auto expect = [&](const model::StrategyOptions& o, const model::Workload& w,
                     const std::string& key) { expect_input_error(o, w, platform, key); };
   auto interleaved = layout_options(1, 1, 2, 4, 8);
-  interleaved.layout.virtual_stages = 2;
+  interleaved.layout.virtual_stages = 5;  // 12 layers in 10 chunks
   expect(interleaved, gpt2, "virtual_stages");
   expect(layout_options(1, 5, 1, 1, 8), gpt2, "tensor_parallel");     // 12 heads over 5
   expect(layout_options(1, 1, 13, 1, 8), gpt2, "pipeline_parallel");  // 13 stages, 12 layers
