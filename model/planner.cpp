@@ -666,20 +666,18 @@ std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& eva
       describe_selection(inventory, c.selection), c.gpus, describe_strategy(c), inventory.file,
       platform_file, workload, c.strategy, options.workers, options.batch, options.tau,
       to_string(options.split));
-  if (strategy(c.strategy).uses("tensor_parallel"))
+  if (strategy(c.strategy).uses("tensor_parallel")) {
     yaml += fmt::format(
         "tensor_parallel: {}\npipeline_parallel: {}\ndata_parallel: {}\nmicro_batches: {}\n"
         "pipeline_schedule: {}\nzero_stage: {}\nrecompute: {}\n",
         c.layout.tensor, c.layout.pipeline, c.layout.data, c.layout.micro_batches,
         to_string(c.layout.schedule), c.layout.zero_stage, to_string(c.layout.recompute));
-  if (strategy(c.strategy).uses("tensor_parallel") && c.layout.context > 1)
-    yaml += fmt::format("context_parallel: {}\n", c.layout.context);
-  if (strategy(c.strategy).uses("tensor_parallel") && c.layout.expert > 1)
-    yaml += fmt::format("expert_parallel: {}\n", c.layout.expert);
-  if (strategy(c.strategy).uses("tensor_parallel") && c.layout.sequence_parallel)
-    yaml += "sequence_parallel: true\n";
-  else if (!c.collective.empty())
+    if (c.layout.context > 1) yaml += fmt::format("context_parallel: {}\n", c.layout.context);
+    if (c.layout.expert > 1) yaml += fmt::format("expert_parallel: {}\n", c.layout.expert);
+    if (c.layout.sequence_parallel) yaml += "sequence_parallel: true\n";
+  } else if (!c.collective.empty()) {
     yaml += fmt::format("collective: {}\n", c.collective);
+  }
   if (c.servers > 0) yaml += fmt::format("servers: {}\n", c.servers);
   if (c.round_budget_s > 0) yaml += fmt::format("round_budget_s: {:.17g}\n", c.round_budget_s);
   if (c.staleness_bound > 0) yaml += fmt::format("staleness_bound: {}\n", c.staleness_bound);

@@ -283,7 +283,7 @@ LayoutOutcome run_layout(const LayoutRequest& request) {
         "  context:  {} K/V blocks of {:.4g} MiB around the ring, {:.4g} GiB sent per rank\n",
         traffic.context_messages, traffic.context_message_bytes / (1 << 20),
         traffic.context_bytes_per_rank / kGiB);
-  if (layout.expert > 1)
+  if (workload.transformer->is_moe())
     out += fmt::format(
         "  expert:   {} all-to-alls of {:.4g} MiB per rank, {:.4g} GiB sent per rank; expert "
         "gradients {:.4g} G parameters over {} ranks, {:.4g} GiB sent per rank\n",

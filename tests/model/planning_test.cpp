@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 
@@ -511,4 +512,175 @@ TEST_CASE("inventory: bad layout search keys are one line naming the key") {
         "inv.yaml: search.recompute: expected none, selective or full, got 'partial'");
   CHECK(error_of(head + "search: {micro_batch_size: [x]}\n")
             .rfind("inv.yaml: search.micro_batch_size: expected", 0) == 0);
+}
+
+namespace {
+
+/// Up to `nodes` DGX H100 nodes (8 GPUs, NVLink 4 inside, 3.2 Tb/s out), as the inventories of
+/// experiments/planning/inventories/ describe them, with a 1T-token target.
+std::string h100_inventory(const std::string& workload, int nodes, const std::string& search) {
+  return "workload: " + workload +
+         "\n"
+         "target: {tokens: 1T}\n"
+         "objective: min-time\n"
+         "node_types:\n"
+         "  - {name: dgx-h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8, nodes: " +
+         std::to_string(nodes) +
+         ", price_per_hour: 24,\n"
+         "     precision: bf16, efficiency: 1,\n"
+         "     network: {bandwidth: 3.2Tbps, latency: 2us, gpu_bandwidth: 450GBps, gpu_latency: "
+         "1.4us}}\n"
+         "search: " +
+         search + "\n";
+}
+
+/// The layout without its expert (or context) split: the key pairing the same mesh otherwise.
+std::string layout_key(const model::Evaluation& e, bool drop_expert, bool drop_context) {
+  const model::Layout& l = e.config.layout;
+  return fmt::format("K{} b{} t{} p{} c{} e{} mbs{} z{} r{}", e.config.gpus,
+                     e.config.batch_per_worker, l.tensor, l.pipeline, drop_context ? 0 : l.context,
+                     drop_expert ? 0 : l.expert, e.config.job_batch() / l.data / l.micro_batches,
+                     l.zero_stage, static_cast<int>(l.recompute));
+}
+
+}  // namespace
+
+TEST_CASE("planner: Mixtral 8x7B on H100 nodes searches expert parallelism and picks it") {
+  // Up to 4 DGX H100 nodes (8 to 32 GPUs); e = 1 keeps all 8 experts of every layer on every
+  // rank of a stage (45.1B of the 46.7B parameters), so it fits only under ZeRO 3 or with t p
+  // large, and its data dimension reduces the gradients of all 45.1B expert parameters where
+  // e = 8 reduces 1/8 of them over 1/8 of the ranks; its all-to-alls (4 per layer of the
+  // rank's token copies) stay inside a node when e = 8 = t d spans one. On 32 GPUs the search
+  // gives 2.76 s a step at best with e = 8 (d16 t2 e8 zero1 selective sp) against 3.27 s with
+  // e = 1 (d4 t2 p4 zero3 selective sp): expert parallelism should win.
+  const auto inv = parse(
+      h100_inventory("mixtral-8x7b", 4,
+                     "{strategies: [mesh], batch_per_worker: [4], tensor_parallel: [1, 2, 4],\n"
+                     "         pipeline_parallel: [1, 2, 4], expert_parallel: [1, 2, 4, 8], "
+                     "micro_batch_size: [1],\n"
+                     "         zero_stage: [1, 3], recompute: [selective, full]}"));
+  const auto search = model::search_plans(inv);
+  CHECK(search.stats.feasible + search.stats.infeasible_memory + search.stats.infeasible_other ==
+        search.stats.configurations);
+  REQUIRE(search.best >= 0);
+  int expert_layouts = 0, dense_layouts = 0;
+  std::map<std::string, double> memory_without_experts_split;
+  for (const auto& e : search.evaluations) {
+    const model::Layout& l = e.config.layout;
+    INFO(model::describe_strategy(e.config));
+    CHECK(l.workers() == e.config.gpus);
+    // Expert groups are carved out of a stage's t c d ranks; a MoE model under tensor
+    // parallelism runs with sequence parallelism (as Megatron-Core requires).
+    CHECK(8 % l.expert == 0);
+    CHECK((l.tensor * l.context * l.data) % l.expert == 0);
+    CHECK(l.sequence_parallel == (l.tensor > 1));
+    ++(l.expert > 1 ? expert_layouts : dense_layouts);
+    if (l.expert == 1)
+      memory_without_experts_split[layout_key(e, true, false)] = e.memory_per_gpu_bytes;
+  }
+  CHECK(expert_layouts > 0);
+  CHECK(dense_layouts > 0);
+  // Splitting the experts only removes expert weights, gradients and optimizer state from a
+  // rank (balanced routing: a rank receives as many token copies as it sends). Under ZeRO 3 the
+  // state is sharded over the t c d ranks either way (expert state over t c d / e ranks, each
+  // holding 1/e of the experts), so the split saves memory only with ZeRO 0 to 2.
+  int compared = 0, compared_unsharded = 0;
+  for (const auto& e : search.evaluations) {
+    if (e.config.layout.expert == 1) continue;
+    const auto it = memory_without_experts_split.find(layout_key(e, true, false));
+    if (it == memory_without_experts_split.end()) continue;
+    INFO(model::describe_strategy(e.config));
+    if (e.config.layout.zero_stage < 3)
+      CHECK(e.memory_per_gpu_bytes < it->second);
+    else
+      CHECK(e.memory_per_gpu_bytes == Approx(it->second));
+    ++compared;
+    if (e.config.layout.zero_stage < 3) ++compared_unsharded;
+  }
+  CHECK(compared > 0);
+  CHECK(compared_unsharded > 0);
+  // The best layout splits the experts, and beats the best that does not.
+  const auto& best = search.evaluations[static_cast<size_t>(search.best)];
+  INFO(model::describe_strategy(best.config));
+  CHECK(best.config.layout.expert > 1);
+  double best_unsplit = 0;
+  for (const auto& e : search.evaluations)
+    if (e.config.layout.expert == 1 && (best_unsplit == 0 || e.time_s < best_unsplit))
+      best_unsplit = e.time_s;
+  REQUIRE(best_unsplit > 0);
+  CHECK(best.time_s < best_unsplit);
+  // The candidate job for the simulator carries the expert split and sequence parallelism.
+  const std::string job = model::candidate_job_yaml(inv, best, "/tmp/p.xml");
+  CHECK(job.find(fmt::format("expert_parallel: {}\n", best.config.layout.expert)) !=
+        std::string::npos);
+  CHECK((job.find("sequence_parallel: true\n") != std::string::npos) ==
+        (best.config.layout.tensor > 1));
+}
+
+TEST_CASE(
+    "planner: search.context_parallel [1, 2] adds ring-attention layouts; dense models "
+    "keep expert 1") {
+  const std::string search_keys =
+      "{strategies: [mesh], batch_per_worker: [4], tensor_parallel: [1, 2, 4],\n"
+      "         pipeline_parallel: [1, 2], context_parallel: [1, 2], expert_parallel: [1, 2],\n"
+      "         micro_batch_size: [1], zero_stage: [1], recompute: [selective]}";
+  const auto inv = parse(h100_inventory("llama3-8b", 2, search_keys));
+  const auto search = model::search_plans(inv);
+  // The same search without context parallelism: c = 2 adds the meshes with t p c | K.
+  std::string without = search_keys;
+  without.replace(without.find("context_parallel: [1, 2]"), 24, "context_parallel: [1]");
+  const auto base = model::search_plans(parse(h100_inventory("llama3-8b", 2, without)));
+  // (t, p) in {1, 2, 4} x {1, 2}, d = K / (t p c), ZeRO 1 only where d c > 1. K = 8: c = 1 has
+  // 6 meshes less (4, 2) (d = 1), 5; c = 2 needs t p | 4, 5 meshes. K = 16: 6 and 6. The
+  // expert sizes listed do not multiply a dense model's layouts.
+  CHECK(base.stats.configurations == 5 + 6);
+  CHECK(search.stats.configurations == 5 + 6 + 5 + 6);
+  std::map<std::string, double> memory_c1;
+  int context_layouts = 0;
+  for (const auto& e : search.evaluations) {
+    const model::Layout& l = e.config.layout;
+    INFO(model::describe_strategy(e.config));
+    CHECK(l.expert == 1);  // llama3-8b has no experts: search.expert_parallel does not apply
+    CHECK(l.workers() == e.config.gpus);
+    CHECK(l.data == e.config.gpus / (l.tensor * l.pipeline * l.context));
+    if (l.context == 2) ++context_layouts;
+    if (l.context == 1) memory_c1[layout_key(e, false, true)] = e.memory_per_gpu_bytes;
+  }
+  CHECK(context_layouts > 0);
+  // The same t, p, micro-batch size and K with c = 2: each rank keeps the activations of half of
+  // each sequence (weights replicated, ZeRO over d c alike), so less memory per GPU.
+  int compared = 0;
+  for (const auto& e : search.evaluations) {
+    if (e.config.layout.context != 2) continue;
+    const auto it = memory_c1.find(layout_key(e, false, true));
+    if (it == memory_c1.end()) continue;
+    INFO(model::describe_strategy(e.config));
+    CHECK(e.memory_per_gpu_bytes < it->second);
+    ++compared;
+  }
+  CHECK(compared > 0);
+  // Every c = 2 layout is priced at its closed form, as the others.
+  for (const auto& e : search.evaluations) {
+    if (e.config.layout.context != 2) continue;
+    const model::Platform platform = model::make_selection_platform(inv, e.config.selection);
+    const auto closed =
+        model::layout_time(inv.workload, e.config.layout, e.config.job_batch(), platform,
+                           model::place_mesh(e.config.layout, platform, {}, "<test>"), {});
+    CHECK(e.round_s == Approx(closed.iteration_s).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("inventory: bad context and expert search keys are one line naming the key") {
+  const std::string head =
+      "workload: mixtral-8x7b\ntarget: {tokens: 1T}\nnode_types:\n"
+      "  - {name: v, gpu_model: H100-SXM5-80GB, gpus_per_node: 8, nodes: 2, "
+      "price_per_hour: 24}\n";
+  const std::string zero = error_of(head + "search: {context_parallel: [0]}\n");
+  CHECK(zero == "inv.yaml: search.context_parallel: expected a whole number >= 1, got '0'");
+  const std::string fraction = error_of(head + "search: {expert_parallel: [1.5]}\n");
+  CHECK(fraction == "inv.yaml: search.expert_parallel: expected a whole number >= 1, got '1.5'");
+  const std::string word = error_of(head + "search: {context_parallel: x}\n");
+  CHECK(word == "inv.yaml: search.context_parallel: expected a number, got 'x'");
+  for (const auto& message : {zero, fraction, word})
+    CHECK(message.find('\n') == std::string::npos);
 }
