@@ -1,5 +1,6 @@
 // verb_help_keys.cpp: `tauplan help-keys`, the table of job keys (name, type, default, help),
-// then the config.json fields a HuggingFace config given as the workload may hold.
+// then the keys of a transformer workload YAML, then the config.json fields a HuggingFace config
+// given as the workload may hold.
 #include <iostream>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "model/hf_config.hpp"
 #include "model/job.hpp"
 #include "model/token_target.hpp"
+#include "model/transformer.hpp"
 #include "study/inputs.hpp"
 
 namespace tauplan::cli {
@@ -50,6 +52,10 @@ void register_help_keys(CLI::App& app) {
       if (!spec.choices.empty()) line += fmt::format(" ({})", fmt::join(spec.choices, "|"));
       std::cout << line << "\n";
     }
+    // A transformer workload YAML (model/transformer.hpp): every key the reader accepts.
+    std::cout << "\nworkload YAML keys (a transformer workload file):\n";
+    for (const auto& key : model::transformer_workload_keys())
+      std::cout << fmt::format("{:<42} {}\n", key.name, key.meaning);
     // A HuggingFace config.json given as the workload: the fields read, those known not to change
     // the cost (ignored) and those refused; any other field is refused (model/hf_config.hpp).
     std::cout << "\nconfig.json fields (a HuggingFace config.json as --workload / workload):\n";

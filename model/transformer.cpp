@@ -407,10 +407,7 @@ MixtureOfExperts parse_moe(const YAML::Node& map, const std::string& origin, int
     throw InputError(origin, "transformer.moe",
                      "a map of the mixture of experts (experts, experts_per_token, "
                      "expert_ffn_hidden, shared_experts, first_dense_layers, capacity_factor)");
-  yu::reject_unknown_keys(map,
-                          {"experts", "experts_per_token", "expert_ffn_hidden", "shared_experts",
-                           "first_dense_layers", "capacity_factor"},
-                          origin, p);
+  yu::reject_unknown_keys(map, transformer_keys_under("transformer.moe"), origin, p);
   for (const char* key : {"experts", "experts_per_token", "expert_ffn_hidden"})
     if (!map[key]) throw InputError(origin, p + key, "a whole number > 0 (required)");
   MixtureOfExperts m;
@@ -443,9 +440,7 @@ LatentAttention parse_mla(const YAML::Node& map, const std::string& origin) {
     throw InputError(origin, "transformer.mla",
                      "a map of the latent attention (q_lora_rank, kv_lora_rank, "
                      "qk_nope_head_dim, qk_rope_head_dim, v_head_dim)");
-  yu::reject_unknown_keys(
-      map, {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
-      origin, p);
+  yu::reject_unknown_keys(map, transformer_keys_under("transformer.mla"), origin, p);
   for (const char* key : {"kv_lora_rank", "qk_nope_head_dim", "v_head_dim"})
     if (!map[key]) throw InputError(origin, p + key, "a whole number > 0 (required)");
   if (!map["qk_rope_head_dim"])
@@ -464,30 +459,7 @@ LatentAttention parse_mla(const YAML::Node& map, const std::string& origin) {
 Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
   const std::string p = "transformer.";
   if (!map.IsMap()) throw InputError(origin, "transformer", "a map of the transformer's shape");
-  yu::reject_unknown_keys(map,
-                          {"layers",
-                           "hidden",
-                           "heads",
-                           "kv_heads",
-                           "ffn_hidden",
-                           "feed_forward",
-                           "sequence",
-                           "vocabulary",
-                           "tied_embeddings",
-                           "linear_bias",
-                           "normalization",
-                           "positions",
-                           "max_positions",
-                           "token_types",
-                           "head_parameters",
-                           "attention",
-                           "dropout",
-                           "moe",
-                           "mla",
-                           "published_parameters",
-                           "published_active_parameters",
-                           "published_source"},
-                          origin, p);
+  yu::reject_unknown_keys(map, transformer_keys_under("transformer"), origin, p);
   for (const char* key : {"layers", "hidden", "heads", "sequence", "vocabulary"})
     if (!map[key]) throw InputError(origin, p + key, "a whole number > 0 (required)");
   Transformer t;
@@ -587,6 +559,70 @@ Transformer parse_shape(const YAML::Node& map, const std::string& origin) {
 
 }  // namespace
 
+const std::vector<WorkloadKey>& transformer_workload_keys() {
+  static const std::vector<WorkloadKey> keys = {
+      {"name", "the workload's name (required)"},
+      {"description", "free text"},
+      {"bytes_per_parameter", "bytes of a weight, a gradient and a stored activation (2: bf16)"},
+      {"optimizer_bytes_per_parameter",
+       "optimizer state per parameter (12: Adam's fp32 copy "
+       "and moments)"},
+      {"update_flop_per_parameter", "flop of the optimizer step per parameter"},
+      {"sample_unit", "what one sample is (default sequence)"},
+      {"transformer", "the shape (a map; parameters, flop and activations are derived)"},
+      {"transformer.layers", "layers (required)"},
+      {"transformer.hidden", "hidden size h (required)"},
+      {"transformer.heads", "attention heads (required; divide h)"},
+      {"transformer.kv_heads", "key/value heads, grouped-query attention (default: heads)"},
+      {"transformer.ffn_hidden", "feed-forward width (default 4h for gelu; required for swiglu)"},
+      {"transformer.feed_forward", "gelu or swiglu"},
+      {"transformer.sequence", "tokens per sample (required)"},
+      {"transformer.vocabulary", "vocabulary size (required)"},
+      {"transformer.tied_embeddings", "true: the output projection is the token embedding"},
+      {"transformer.linear_bias", "every linear layer has a bias (default true)"},
+      {"transformer.normalization", "layernorm or rmsnorm"},
+      {"transformer.positions", "learned or rotary"},
+      {"transformer.max_positions", "rows of a learned position table (default: the sequence)"},
+      {"transformer.token_types", "segment embeddings (BERT)"},
+      {"transformer.head_parameters", "parameters of task heads outside the layers"},
+      {"transformer.attention", "flash or math (default math): what the layer stores"},
+      {"transformer.dropout", "true: count dropout's memory traffic (default false)"},
+      {"transformer.moe", "a mixture of experts in place of the dense feed-forward (a map)"},
+      {"transformer.moe.experts", "routed experts per MoE layer (required)"},
+      {"transformer.moe.experts_per_token", "k of top-k routing (required)"},
+      {"transformer.moe.expert_ffn_hidden", "each expert's feed-forward width (required)"},
+      {"transformer.moe.shared_experts", "experts every token passes through (default 0)"},
+      {"transformer.moe.first_dense_layers",
+       "leading layers with the dense feed-forward "
+       "(default 0)"},
+      {"transformer.moe.capacity_factor",
+       "an expert's tokens over its balanced share, padded "
+       "(default 0: dropless)"},
+      {"transformer.mla", "multi-head latent attention, DeepSeek-V2/V3 (a map)"},
+      {"transformer.mla.q_lora_rank", "rank of Q's bottleneck (default 0: Q projected directly)"},
+      {"transformer.mla.kv_lora_rank", "rank of the K/V latent (required)"},
+      {"transformer.mla.qk_nope_head_dim", "per-head query/key width without rotary (required)"},
+      {"transformer.mla.qk_rope_head_dim", "per-head rotary query/key width (required)"},
+      {"transformer.mla.v_head_dim", "per-head value width (required)"},
+      {"transformer.published_parameters", "the published parameter count, checked by a test"},
+      {"transformer.published_active_parameters", "a MoE's published active count"},
+      {"transformer.published_source", "where the published count comes from"},
+  };
+  return keys;
+}
+
+std::vector<std::string> transformer_keys_under(const std::string& map) {
+  const std::string prefix = map.empty() ? "" : map + ".";
+  std::vector<std::string> names;
+  for (const WorkloadKey& key : transformer_workload_keys()) {
+    const std::string name = key.name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    if (!rest.empty() && rest.find('.') == std::string::npos) names.push_back(rest);
+  }
+  return names;
+}
+
 void derive_workload_fields(Workload& w) {
   const Transformer& t = *w.transformer;
   w.parameters = t.parameters();
@@ -609,11 +645,7 @@ Workload parse_transformer_workload(const YAML::Node& root, const std::string& o
     if (root[derived])
       throw InputError(origin, derived, "no value: it is derived from the transformer's shape",
                        "a value");
-  yu::reject_unknown_keys(
-      root,
-      {"name", "description", "bytes_per_parameter", "optimizer_bytes_per_parameter",
-       "update_flop_per_parameter", "sample_unit", "transformer"},
-      origin);
+  yu::reject_unknown_keys(root, transformer_keys_under(""), origin);
   Workload w;
   w.source = origin;
   if (!root["name"]) throw InputError(origin, "name", "the workload's name");

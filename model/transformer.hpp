@@ -29,6 +29,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -211,6 +212,17 @@ struct Transformer {
 /// flop per sample, activation bytes and layers derived (giving them too is an error).
 /// InputError naming the file and key on any problem.
 Workload parse_transformer_workload(const YAML::Node& root, const std::string& origin);
+
+/// One key of a transformer workload YAML, for `tauplan help-keys` and the reader's check of
+/// unknown keys (the one list of them): its dotted name ("transformer.moe.experts") and meaning.
+struct WorkloadKey {
+  const char* name;
+  const char* meaning;
+};
+const std::vector<WorkloadKey>& transformer_workload_keys();
+/// The keys of the map `map` ("", "transformer", "transformer.moe", "transformer.mla") in
+/// transformer_workload_keys(): the names one level below it.
+std::vector<std::string> transformer_keys_under(const std::string& map);
 
 /// Fills a workload's derived fields from its transformer (used by the reader and by code that
 /// builds a workload from a shape, as the published-configuration comparison does).

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/transformer.hpp"
 #include "tests/cli/expect_bad_input.hpp"
 #include "tests/cli/run_command.hpp"
 
@@ -109,4 +110,24 @@ TEST_CASE("config.json: help-keys lists the mixture-of-experts and MLA fields", 
                             "seq_aux",
                             "ep_size"})
     CHECK(r.out.find(std::string("\n") + field + " ") != std::string::npos);
+}
+
+TEST_CASE("help-keys lists every key of a transformer workload YAML, the reader's own list") {
+  const auto r = run_tauplan({"help-keys"});
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find("\nworkload YAML keys") != std::string::npos);
+  for (const auto& key : tauplan::model::transformer_workload_keys())
+    CHECK(r.out.find(std::string("\n") + key.name + " ") != std::string::npos);
+  // The reader accepts exactly these: a key of the list under a map is known there, another
+  // is refused naming it.
+  CHECK(tauplan::model::transformer_keys_under("transformer.mla") ==
+        std::vector<std::string>{"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                 "qk_rope_head_dim", "v_head_dim"});
+  const std::string bad = write_temp_file(
+      "moe-typo.yaml",
+      "name: x\ntransformer: {layers: 2, hidden: 64, heads: 4, sequence: 16, vocabulary: 100,\n"
+      "  moe: {experts: 4, experts_per_token: 2, expert_ffn_hidden: 64, top_k: 2}}\n");
+  const auto refused = run_tauplan({"predict", "--platform", "test-crossbar-4", "--workload", bad});
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("transformer.moe.top_k") != std::string::npos);
 }
