@@ -481,6 +481,118 @@ class NodeStarRoutes : public RouteOracle {
   std::vector<HostLinks> hosts_;
 };
 
+/// `workload`: a catalog name, or a workload YAML file (relative to the inventory's folder when
+/// one is there).
+void parse_inventory_workload(const YAML::Node& root, const std::string& origin,
+                              const std::string& folder, Inventory& inventory) {
+  if (!root["workload"])
+    throw InputError(origin, "workload", "a catalog workload name or a workload YAML file",
+                     "nothing");
+  inventory.workload_name = yaml_util::text(root["workload"], origin, "workload", kMaxPathLength);
+  std::string name = inventory.workload_name;
+  namespace fs = std::filesystem;
+  const fs::path relative = fs::path(folder) / name;
+  if (!folder.empty() && !fs::path(name).is_absolute() && fs::is_regular_file(relative))
+    name = relative.lexically_normal().string();
+  try {
+    inventory.workload = load_workload(name);
+  } catch (const InputError& e) {
+    throw InputError(origin, "workload", e.what());
+  }
+}
+
+/// `objective`, `deadline` and `deadline_confidence` (min-cost-under-deadline needs a deadline).
+void parse_objective(const YAML::Node& root, const std::string& origin, Inventory& inventory) {
+  const std::string objective =
+      root["objective"] ? yaml_util::text(root["objective"], origin, "objective") : "min-time";
+  if (objective == "min-time")
+    inventory.objective = Objective::MinTime;
+  else if (objective == "min-cost")
+    inventory.objective = Objective::MinCost;
+  else if (objective == "min-cost-under-deadline")
+    inventory.objective = Objective::MinCostUnderDeadline;
+  else
+    throw InputError(origin, "objective", "min-time, min-cost or min-cost-under-deadline",
+                     "'" + objective + "'");
+  if (root["deadline"]) {
+    inventory.deadline_s =
+        parse_seconds(yaml_util::text(root["deadline"], origin, "deadline"), origin, "deadline");
+    if (!(inventory.deadline_s > 0 && inventory.deadline_s <= kMaxDeadlineSeconds))
+      throw InputError(origin, "deadline",
+                       fmt::format("a duration in (0, {:g}] s (e.g. 12h)", kMaxDeadlineSeconds),
+                       quoted(root["deadline"]));
+  }
+  if (root["deadline_confidence"]) {
+    inventory.deadline_confidence =
+        yaml_util::number(root["deadline_confidence"], origin, "deadline_confidence");
+    if (!(inventory.deadline_confidence >= 0.5 && inventory.deadline_confidence < 1))
+      throw InputError(origin, "deadline_confidence", "a probability in [0.5, 1) (e.g. 0.95)",
+                       quoted(root["deadline_confidence"]));
+  }
+  if (inventory.objective == Objective::MinCostUnderDeadline && inventory.deadline_s <= 0)
+    throw InputError(origin, "deadline", "a duration (e.g. 12h) for min-cost-under-deadline",
+                     "nothing");
+}
+
+/// `node_types`: a non-empty list, each name used once.
+void parse_node_types(const YAML::Node& root, const std::string& origin, Inventory& inventory) {
+  const YAML::Node types = root["node_types"];
+  if (!types || !types.IsSequence() || types.size() == 0)
+    throw InputError(origin, "node_types", "a non-empty list of node types",
+                     types ? quoted(types) : "nothing");
+  for (size_t i = 0; i < types.size(); ++i) {
+    NodeType type = parse_node_type(types[i], origin, fmt::format("node_types[{}]", i));
+    for (const auto& other : inventory.node_types)
+      if (other.name == type.name)
+        throw InputError(origin, fmt::format("node_types[{}].name", i), "a name used once",
+                         "'" + type.name + "' twice");
+    inventory.node_types.push_back(type);
+  }
+}
+
+/// `servers`: the pool of parameter servers (max, price, speed, network).
+void parse_servers(const YAML::Node& s, const std::string& origin, ServerPool& servers) {
+  if (!s.IsMap()) throw InputError(origin, "servers", "a map", quoted(s));
+  yaml_util::reject_unknown_keys(s, {"max", "price_per_hour", "speed_flops", "network"}, origin,
+                                 "servers.");
+  if (!s["max"]) throw InputError(origin, "servers.max", "a whole number >= 0", "nothing");
+  servers.max = whole_number(s["max"], origin, "servers.max", 0);
+  if (s["price_per_hour"])
+    servers.price_per_hour =
+        yaml_util::in_range(s["price_per_hour"], origin, "servers.price_per_hour", 0, kMaxPrice);
+  if (s["speed_flops"]) {
+    servers.speed_flops = yaml_util::in_range(s["speed_flops"], origin, "servers.speed_flops",
+                                              kMinSpeedFlops, kMaxSpeedFlops);
+    servers.speed_given = true;
+  }
+  if (s["network"]) {
+    NetworkSpec network;
+    network.bandwidth_Bps = servers.bandwidth_Bps;
+    network.latency_s = servers.latency_s;
+    parse_network(s["network"], origin, "servers.network", network, false);
+    servers.bandwidth_Bps = network.bandwidth_Bps;
+    servers.latency_s = network.latency_s;
+  }
+}
+
+/// A strategy whose servers do work of their own (no collective: async-ps applies updates on
+/// them) needs servers, and their speed: no silent default.
+void check_server_strategies(const Inventory& inventory, const std::string& origin) {
+  for (const auto& name : inventory.search.strategies) {
+    const Strategy& s = strategy(name, origin);
+    if (!s.uses("servers") || s.uses("collective")) continue;
+    if (inventory.search.servers.empty())
+      throw InputError(origin, "servers.max",
+                       "at least 1 parameter server (and search.servers within it) for " + name,
+                       std::to_string(inventory.servers.max));
+    if (!inventory.servers.speed_given)
+      throw InputError(origin, "servers.speed_flops",
+                       "the parameter servers' processing speed in flop/s (" + name +
+                           " applies every update on them)",
+                       "nothing");
+  }
+}
+
 }  // namespace
 
 const char* to_string(Objective objective) {
@@ -517,95 +629,14 @@ Inventory parse_inventory_yaml(const std::string& text, const std::string& origi
        "node_types", "servers", "search", "recheck"},
       origin);
 
-  if (!root["workload"])
-    throw InputError(origin, "workload", "a catalog workload name or a workload YAML file",
-                     "nothing");
-  inventory.workload_name = yaml_util::text(root["workload"], origin, "workload", kMaxPathLength);
-  {
-    std::string name = inventory.workload_name;
-    namespace fs = std::filesystem;
-    const fs::path relative = fs::path(folder) / name;
-    if (!folder.empty() && !fs::path(name).is_absolute() && fs::is_regular_file(relative))
-      name = relative.lexically_normal().string();
-    try {
-      inventory.workload = load_workload(name);
-    } catch (const InputError& e) {
-      throw InputError(origin, "workload", e.what());
-    }
-  }
-
+  parse_inventory_workload(root, origin, folder, inventory);
   if (!root["target"])
     throw InputError(origin, "target", "a target (convergence model or epochs)", "nothing");
   parse_target(root["target"], inventory, inventory.target);
-
-  const std::string objective =
-      root["objective"] ? yaml_util::text(root["objective"], origin, "objective") : "min-time";
-  if (objective == "min-time")
-    inventory.objective = Objective::MinTime;
-  else if (objective == "min-cost")
-    inventory.objective = Objective::MinCost;
-  else if (objective == "min-cost-under-deadline")
-    inventory.objective = Objective::MinCostUnderDeadline;
-  else
-    throw InputError(origin, "objective", "min-time, min-cost or min-cost-under-deadline",
-                     "'" + objective + "'");
-  if (root["deadline"]) {
-    inventory.deadline_s =
-        parse_seconds(yaml_util::text(root["deadline"], origin, "deadline"), origin, "deadline");
-    if (!(inventory.deadline_s > 0 && inventory.deadline_s <= kMaxDeadlineSeconds))
-      throw InputError(origin, "deadline",
-                       fmt::format("a duration in (0, {:g}] s (e.g. 12h)", kMaxDeadlineSeconds),
-                       quoted(root["deadline"]));
-  }
-  if (root["deadline_confidence"]) {
-    inventory.deadline_confidence =
-        yaml_util::number(root["deadline_confidence"], origin, "deadline_confidence");
-    if (!(inventory.deadline_confidence >= 0.5 && inventory.deadline_confidence < 1))
-      throw InputError(origin, "deadline_confidence", "a probability in [0.5, 1) (e.g. 0.95)",
-                       quoted(root["deadline_confidence"]));
-  }
-  if (inventory.objective == Objective::MinCostUnderDeadline && inventory.deadline_s <= 0)
-    throw InputError(origin, "deadline", "a duration (e.g. 12h) for min-cost-under-deadline",
-                     "nothing");
+  parse_objective(root, origin, inventory);
   if (root["currency"]) inventory.currency = yaml_util::text(root["currency"], origin, "currency");
-
-  const YAML::Node types = root["node_types"];
-  if (!types || !types.IsSequence() || types.size() == 0)
-    throw InputError(origin, "node_types", "a non-empty list of node types",
-                     types ? quoted(types) : "nothing");
-  for (size_t i = 0; i < types.size(); ++i) {
-    NodeType type = parse_node_type(types[i], origin, fmt::format("node_types[{}]", i));
-    for (const auto& other : inventory.node_types)
-      if (other.name == type.name)
-        throw InputError(origin, fmt::format("node_types[{}].name", i), "a name used once",
-                         "'" + type.name + "' twice");
-    inventory.node_types.push_back(type);
-  }
-
-  if (root["servers"]) {
-    const YAML::Node s = root["servers"];
-    if (!s.IsMap()) throw InputError(origin, "servers", "a map", quoted(s));
-    yaml_util::reject_unknown_keys(s, {"max", "price_per_hour", "speed_flops", "network"}, origin,
-                                   "servers.");
-    if (!s["max"]) throw InputError(origin, "servers.max", "a whole number >= 0", "nothing");
-    inventory.servers.max = whole_number(s["max"], origin, "servers.max", 0);
-    if (s["price_per_hour"])
-      inventory.servers.price_per_hour =
-          yaml_util::in_range(s["price_per_hour"], origin, "servers.price_per_hour", 0, kMaxPrice);
-    if (s["speed_flops"]) {
-      inventory.servers.speed_flops = yaml_util::in_range(
-          s["speed_flops"], origin, "servers.speed_flops", kMinSpeedFlops, kMaxSpeedFlops);
-      inventory.servers.speed_given = true;
-    }
-    if (s["network"]) {
-      NetworkSpec network;
-      network.bandwidth_Bps = inventory.servers.bandwidth_Bps;
-      network.latency_s = inventory.servers.latency_s;
-      parse_network(s["network"], origin, "servers.network", network, false);
-      inventory.servers.bandwidth_Bps = network.bandwidth_Bps;
-      inventory.servers.latency_s = network.latency_s;
-    }
-  }
+  parse_node_types(root, origin, inventory);
+  if (root["servers"]) parse_servers(root["servers"], origin, inventory.servers);
 
   if (root["search"]) parse_search(root["search"], origin, inventory.search);
   // Server counts beyond the pool are not searched; without servers, `ps` is not either.
@@ -614,21 +645,7 @@ Inventory parse_inventory_yaml(const std::string& text, const std::string& origi
                               [&](int c) { return c > inventory.servers.max; }),
                counts.end());
   if (root["recheck"]) parse_recheck(root["recheck"], origin, inventory.recheck);
-  // A strategy whose servers do work of their own (no collective: async-ps applies updates on
-  // them) needs servers, and their speed: no silent default.
-  for (const auto& name : inventory.search.strategies) {
-    const Strategy& s = strategy(name, origin);
-    if (!s.uses("servers") || s.uses("collective")) continue;
-    if (inventory.search.servers.empty())
-      throw InputError(origin, "servers.max",
-                       "at least 1 parameter server (and search.servers within it) for " + name,
-                       std::to_string(inventory.servers.max));
-    if (!inventory.servers.speed_given)
-      throw InputError(origin, "servers.speed_flops",
-                       "the parameter servers' processing speed in flop/s (" + name +
-                           " applies every update on them)",
-                       "nothing");
-  }
+  check_server_strategies(inventory, origin);
   return inventory;
 }
 

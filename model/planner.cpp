@@ -394,6 +394,249 @@ std::vector<PlanConfig> mesh_configs(const SearchSpace& space, const PlanConfig&
   return out;
 }
 
+/// One node selection of the search: its platform (with the largest server count searched) and
+/// what every configuration on it shares.
+struct SelectionSearch {
+  SelectionSearch(const Inventory& inv, const ConvergenceModel& model, const Selection& base,
+                  int max_servers)
+      : inventory(inv),
+        convergence(model),
+        platform(make_selection_platform(inv, with_servers(base, max_servers))),
+        gpus(base.gpus(inv)),
+        nodes(std::accumulate(base.nodes.begin(), base.nodes.end(), 0)),
+        same_speed(homogeneous(inv, base)),
+        costs(selection_costs(inv, base)),
+        largest_fitting(largest_fitting_batch(inv, costs)) {}
+
+  static Selection with_servers(Selection selection, int servers) {
+    selection.servers = servers;
+    return selection;
+  }
+
+  const Inventory& inventory;
+  const ConvergenceModel& convergence;
+  const Platform platform;
+  const int gpus;
+  const int nodes;
+  const bool same_speed;  ///< every GPU of the selection as fast
+  const SelectionCosts costs;
+  const int largest_fitting;
+};
+
+/// Evaluates the configurations of one (strategy, collective, servers), which share a Plan (see
+/// Family) with `shared_plans`, into `result`.
+void run_family(const SelectionSearch& sel, const std::vector<PlanConfig>& family,
+                bool shared_plans, PlanSearch& result) {
+  if (family.empty()) return;
+  std::unique_ptr<Family> shared;
+  if (shared_plans) try {
+      PlanConfig first = family.front();
+      for (const PlanConfig& c : family)
+        first.batch_per_worker = std::min(first.batch_per_worker, c.batch_per_worker);
+      shared = std::make_unique<Family>(sel.inventory, first, sel.platform, sel.convergence);
+    } catch (const InputError&) {
+      // The smallest batch does not fit, or the collective cannot run: evaluate one by one.
+    }
+  for (const PlanConfig& c : family) {
+    ++result.stats.configurations;
+    try {
+      Outcome o;
+      if (shared) {
+        const Family::Status status = shared->evaluate(c, o);
+        if (status != Family::Status::Ok) {
+          ++(status == Family::Status::Memory ? result.stats.infeasible_memory
+                                              : result.stats.infeasible_other);
+          continue;
+        }
+        result.evaluations.push_back(
+            finish_evaluation(sel.inventory, c, sel.platform, o, sel.costs, sel.largest_fitting));
+      } else
+        result.evaluations.push_back(
+            evaluate_config(sel.inventory, c, sel.platform, sel.convergence));
+    } catch (const InputError& e) {
+      if (e.key() == "batch")
+        ++result.stats.infeasible_memory;
+      else
+        ++result.stats.infeasible_other;
+    }
+  }
+}
+
+/// A mesh strategy: every layout of the selection's K GPUs (see planner.hpp), into `result`.
+void search_mesh(const SelectionSearch& sel, const PlanConfig& mesh, PlanSearch& result) {
+  for (const PlanConfig& c : mesh_configs(sel.inventory.search, mesh, sel.inventory.workload)) {
+    ++result.stats.configurations;
+    try {
+      result.evaluations.push_back(evaluate_mesh(sel.inventory, c, sel.platform, sel.convergence,
+                                                 sel.costs, sel.largest_fitting));
+    } catch (const InputError& e) {
+      ++(e.key() == "batch" ? result.stats.infeasible_memory : result.stats.infeasible_other);
+    }
+  }
+}
+
+/// Collectives with their server counts; one worker needs no collective (the first
+/// peer-to-peer one stands for all).
+std::vector<std::pair<std::string, int>> collective_choices(const Inventory& inventory, int gpus) {
+  const SearchSpace& space = inventory.search;
+  std::vector<std::pair<std::string, int>> collectives;
+  for (const auto& name : space.collectives) {
+    const int needed = collective_algorithm(name, inventory.file).servers_needed();
+    if (needed == 0) {
+      collectives.emplace_back(name, 0);
+      if (gpus == 1) break;
+    } else if (gpus > 1) {
+      for (int s : space.servers)
+        if (needed < 0 || s == needed) collectives.emplace_back(name, s);
+    }
+  }
+  return collectives;
+}
+
+/// Local steps of a strategy: each tau, then each time budget (tau ignored).
+std::vector<std::pair<int, double>> local_step_choices(const Strategy& s,
+                                                       const SearchSpace& space) {
+  const std::vector<int> one_tau{1};
+  std::vector<std::pair<int, double>> local_steps;
+  for (int tau : s.uses("tau") ? space.tau : one_tau)
+    local_steps.emplace_back(tau, 0.0);
+  if (s.uses("round_budget_s"))
+    for (double budget : space.round_budget_s)
+      local_steps.emplace_back(1, budget);
+  return local_steps;
+}
+
+/// A strategy other than a mesh on one selection: a family per (collective, servers), of every
+/// batch, local steps, staleness bound and split. `config` carries the selection and is left
+/// with the last configuration's values (as the next strategy finds it).
+void search_strategy(const SelectionSearch& sel, const std::string& name, const Strategy& s,
+                     const std::vector<std::pair<std::string, int>>& collectives, bool shared_plans,
+                     PlanConfig& config, PlanSearch& result) {
+  const SearchSpace& space = sel.inventory.search;
+  const bool even_listed =
+      std::find(space.splits.begin(), space.splits.end(), BatchSplit::Even) != space.splits.end();
+  const std::vector<BatchSplit> even_only{BatchSplit::Even};
+  const std::vector<std::pair<std::string, int>> one_worker{{"", 0}};
+  // A strategy with servers of its own and no collective (async-ps): each server count.
+  std::vector<std::pair<std::string, int>> own_servers;
+  if (sel.gpus > 1 || !s.uses("collective"))
+    for (int count : space.servers)
+      own_servers.emplace_back("", count);
+  const auto& server_choices = s.uses("collective") ? collectives
+                               : s.uses("servers")  ? own_servers
+                                                    : one_worker;
+  const std::vector<std::pair<int, double>> local_steps = local_step_choices(s, space);
+  const std::vector<int> unbounded{0};
+  config.strategy = name;
+  std::vector<PlanConfig> family;
+  for (const auto& [collective, servers] : server_choices) {
+    config.collective = collective;
+    config.servers = servers;
+    family.clear();
+    for (int b : space.batch_per_worker) {
+      config.batch_per_worker = b;
+      for (const auto& [tau, budget] : local_steps) {
+        config.tau = tau;
+        config.round_budget_s = budget;
+        for (int bound : s.uses("staleness_bound") ? space.staleness_bound : unbounded) {
+          config.staleness_bound = bound;
+          for (BatchSplit split : s.uses("split") ? space.splits : even_only) {
+            if (split == BatchSplit::Speed && sel.same_speed && even_listed)
+              continue;  // identical to the even split
+            config.split = split;
+            family.push_back(config);
+          }
+        }
+      }
+    }
+    run_family(sel, family, shared_plans, result);
+  }
+}
+
+/// Every configuration of one node selection, into `result`.
+void search_selection(const Inventory& inventory, const ConvergenceModel& convergence,
+                      const Selection& base, int max_servers, bool shared_plans,
+                      PlanSearch& result) {
+  const SelectionSearch sel(inventory, convergence, base, max_servers);
+  const std::vector<std::pair<std::string, int>> collectives =
+      collective_choices(inventory, sel.gpus);
+
+  PlanConfig config;
+  config.selection = base;
+  config.gpus = sel.gpus;
+  for (const auto& name : inventory.search.strategies) {
+    const Strategy& s = strategy(name, inventory.file);
+    if (s.uses("tensor_parallel")) {  // mesh: every layout of the K GPUs (see planner.hpp)
+      PlanConfig mesh = config;
+      mesh.strategy = name;
+      search_mesh(sel, mesh, result);
+      continue;
+    }
+    // A strategy without workers (the baseline) runs on one GPU: one-node selections only.
+    if (!s.uses("workers") && sel.nodes != 1) continue;
+    search_strategy(sel, name, s, collectives, shared_plans, config, result);
+  }
+}
+
+/// The evaluations' indices, best first for the inventory's objective; sets objective_met (and
+/// nearest when the deadline is missed).
+std::vector<size_t> objective_order(const Inventory& inventory, const std::vector<double>& time,
+                                    const std::vector<double>& cost, PlanSearch& result) {
+  const auto& ev = result.evaluations;
+  std::vector<size_t> order(ev.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto by_time = [&](size_t a, size_t b) {
+    return time[a] != time[b] ? time[a] < time[b] : cost[a] < cost[b];
+  };
+  auto by_cost = [&](size_t a, size_t b) {
+    return cost[a] != cost[b] ? cost[a] < cost[b] : time[a] < time[b];
+  };
+  if (inventory.objective == Objective::MinTime) {
+    std::stable_sort(order.begin(), order.end(), by_time);
+    result.objective_met = !order.empty();
+  } else if (inventory.objective == Objective::MinCost) {
+    std::stable_sort(order.begin(), order.end(), by_cost);
+    result.objective_met = !order.empty();
+  } else {
+    // Meets the deadline: in expectation, or with the inventory's confidence.
+    const double z = inventory.deadline_confidence > 0
+                         ? normal_quantile_two_sided(2 * inventory.deadline_confidence - 1)
+                         : 0.0;
+    const auto met_end = std::stable_partition(order.begin(), order.end(), [&](size_t i) {
+      return time[i] + z * ev[i].time_stddev_s <= inventory.deadline_s;
+    });
+    std::stable_sort(order.begin(), met_end, by_cost);
+    std::stable_sort(met_end, order.end(), by_time);
+    result.objective_met = met_end != order.begin();
+    if (!result.objective_met && !order.empty()) result.nearest = static_cast<long>(order.front());
+  }
+  return order;
+}
+
+/// The frontier, the ranking (the top `ranking_size` for the objective) and the best.
+void rank_evaluations(const Inventory& inventory, std::size_t ranking_size, PlanSearch& result) {
+  const auto& ev = result.evaluations;
+  std::vector<double> time(ev.size()), cost(ev.size());
+  for (size_t i = 0; i < ev.size(); ++i) {
+    time[i] = ev[i].time_s;
+    cost[i] = ev[i].cost;
+  }
+  result.frontier = pareto_frontier(time, cost);
+  const std::vector<size_t> order = objective_order(inventory, time, cost, result);
+  // The ranking skips configurations equivalent to a better-ranked one (same nodes, same time
+  // and cost: e.g. ring and hierarchical on single-GPU nodes), so that the re-check is not spent
+  // on duplicates.
+  for (size_t i : order) {
+    if (result.ranking.size() >= ranking_size) break;
+    const bool duplicate = std::any_of(result.ranking.begin(), result.ranking.end(), [&](size_t j) {
+      return time[i] == time[j] && cost[i] == cost[j] &&
+             ev[i].config.selection.nodes == ev[j].config.selection.nodes;
+    });
+    if (!duplicate) result.ranking.push_back(i);
+  }
+  if (result.objective_met) result.best = static_cast<long>(result.ranking.front());
+}
+
 }  // namespace
 
 bool dominates(double time_a, double cost_a, double time_b, double cost_b) {
@@ -424,184 +667,12 @@ PlanSearch search_plans(const Inventory& inventory, std::size_t ranking_size, bo
   const SearchSpace& space = inventory.search;
   const int max_servers =
       space.servers.empty() ? 0 : *std::max_element(space.servers.begin(), space.servers.end());
-
   for (const Selection& base : enumerate_selections(inventory)) {
     ++result.stats.subsets;
-    Selection selection = base;
-    selection.servers = max_servers;
-    const Platform platform = make_selection_platform(inventory, selection);
-    const int gpus = base.gpus(inventory);
-    const int nodes = std::accumulate(base.nodes.begin(), base.nodes.end(), 0);
-    const bool same_speed = homogeneous(inventory, base);
-
-    const SelectionCosts costs = selection_costs(inventory, base);
-    const int largest_fitting = largest_fitting_batch(inventory, costs);
-    // The configurations of one (strategy, collective, servers) share a Plan (see Family).
-    auto run_family = [&](const std::vector<PlanConfig>& family) {
-      if (family.empty()) return;
-      std::unique_ptr<Family> shared;
-      if (shared_plans) try {
-          PlanConfig first = family.front();
-          for (const PlanConfig& c : family)
-            first.batch_per_worker = std::min(first.batch_per_worker, c.batch_per_worker);
-          shared = std::make_unique<Family>(inventory, first, platform, *convergence);
-        } catch (const InputError&) {
-          // The smallest batch does not fit, or the collective cannot run: evaluate one by one.
-        }
-      for (const PlanConfig& c : family) {
-        ++result.stats.configurations;
-        try {
-          Outcome o;
-          if (shared) {
-            const Family::Status status = shared->evaluate(c, o);
-            if (status != Family::Status::Ok) {
-              ++(status == Family::Status::Memory ? result.stats.infeasible_memory
-                                                  : result.stats.infeasible_other);
-              continue;
-            }
-            result.evaluations.push_back(
-                finish_evaluation(inventory, c, platform, o, costs, largest_fitting));
-          } else
-            result.evaluations.push_back(evaluate_config(inventory, c, platform, *convergence));
-        } catch (const InputError& e) {
-          if (e.key() == "batch")
-            ++result.stats.infeasible_memory;
-          else
-            ++result.stats.infeasible_other;
-        }
-      }
-    };
-    // Collectives with their server counts; one worker needs no collective (the first
-    // peer-to-peer one stands for all).
-    std::vector<std::pair<std::string, int>> collectives;
-    for (const auto& name : space.collectives) {
-      const int needed = collective_algorithm(name, inventory.file).servers_needed();
-      if (needed == 0) {
-        collectives.emplace_back(name, 0);
-        if (gpus == 1) break;
-      } else if (gpus > 1) {
-        for (int s : space.servers)
-          if (needed < 0 || s == needed) collectives.emplace_back(name, s);
-      }
-    }
-    const bool even_listed =
-        std::find(space.splits.begin(), space.splits.end(), BatchSplit::Even) != space.splits.end();
-
-    PlanConfig config;
-    config.selection = base;
-    config.gpus = gpus;
-    std::vector<PlanConfig> family;
-    const std::vector<int> one_tau{1};
-    const std::vector<BatchSplit> even_only{BatchSplit::Even};
-    for (const auto& name : space.strategies) {
-      const Strategy& s = strategy(name, inventory.file);
-      if (s.uses("tensor_parallel")) {  // mesh: every layout of the K GPUs (see planner.hpp)
-        PlanConfig mesh = config;
-        mesh.strategy = name;
-        for (const PlanConfig& c : mesh_configs(space, mesh, inventory.workload)) {
-          ++result.stats.configurations;
-          try {
-            result.evaluations.push_back(
-                evaluate_mesh(inventory, c, platform, *convergence, costs, largest_fitting));
-          } catch (const InputError& e) {
-            ++(e.key() == "batch" ? result.stats.infeasible_memory : result.stats.infeasible_other);
-          }
-        }
-        continue;
-      }
-      // A strategy without workers (the baseline) runs on one GPU: one-node selections only.
-      if (!s.uses("workers") && nodes != 1) continue;
-      const std::vector<std::pair<std::string, int>> one_worker{{"", 0}};
-      // A strategy with servers of its own and no collective (async-ps): each server count.
-      std::vector<std::pair<std::string, int>> own_servers;
-      if (gpus > 1 || !s.uses("collective"))
-        for (int count : space.servers)
-          own_servers.emplace_back("", count);
-      const auto& server_choices = s.uses("collective") ? collectives
-                                   : s.uses("servers")  ? own_servers
-                                                        : one_worker;
-      // Local steps: each tau, then each time budget (tau ignored).
-      std::vector<std::pair<int, double>> local_steps;
-      for (int tau : s.uses("tau") ? space.tau : one_tau)
-        local_steps.emplace_back(tau, 0.0);
-      if (s.uses("round_budget_s"))
-        for (double budget : space.round_budget_s)
-          local_steps.emplace_back(1, budget);
-      const std::vector<int> unbounded{0};
-      config.strategy = name;
-      for (const auto& [collective, servers] : server_choices) {
-        config.collective = collective;
-        config.servers = servers;
-        family.clear();
-        for (int b : space.batch_per_worker) {
-          config.batch_per_worker = b;
-          for (const auto& [tau, budget] : local_steps) {
-            config.tau = tau;
-            config.round_budget_s = budget;
-            for (int bound : s.uses("staleness_bound") ? space.staleness_bound : unbounded) {
-              config.staleness_bound = bound;
-              for (BatchSplit split : s.uses("split") ? space.splits : even_only) {
-                if (split == BatchSplit::Speed && same_speed && even_listed)
-                  continue;  // identical to the even split
-                config.split = split;
-                family.push_back(config);
-              }
-            }
-          }
-        }
-        run_family(family);
-      }
-    }
+    search_selection(inventory, *convergence, base, max_servers, shared_plans, result);
   }
   result.stats.feasible = result.evaluations.size();
-
-  const auto& ev = result.evaluations;
-  std::vector<double> time(ev.size()), cost(ev.size());
-  for (size_t i = 0; i < ev.size(); ++i) {
-    time[i] = ev[i].time_s;
-    cost[i] = ev[i].cost;
-  }
-  result.frontier = pareto_frontier(time, cost);
-
-  std::vector<size_t> order(ev.size());
-  std::iota(order.begin(), order.end(), 0);
-  auto by_time = [&](size_t a, size_t b) {
-    return time[a] != time[b] ? time[a] < time[b] : cost[a] < cost[b];
-  };
-  auto by_cost = [&](size_t a, size_t b) {
-    return cost[a] != cost[b] ? cost[a] < cost[b] : time[a] < time[b];
-  };
-  if (inventory.objective == Objective::MinTime) {
-    std::stable_sort(order.begin(), order.end(), by_time);
-    result.objective_met = !order.empty();
-  } else if (inventory.objective == Objective::MinCost) {
-    std::stable_sort(order.begin(), order.end(), by_cost);
-    result.objective_met = !order.empty();
-  } else {
-    // Meets the deadline: in expectation, or with the inventory's confidence.
-    const double z = inventory.deadline_confidence > 0
-                         ? normal_quantile_two_sided(2 * inventory.deadline_confidence - 1)
-                         : 0.0;
-    const auto met_end = std::stable_partition(order.begin(), order.end(), [&](size_t i) {
-      return time[i] + z * ev[i].time_stddev_s <= inventory.deadline_s;
-    });
-    std::stable_sort(order.begin(), met_end, by_cost);
-    std::stable_sort(met_end, order.end(), by_time);
-    result.objective_met = met_end != order.begin();
-    if (!result.objective_met && !order.empty()) result.nearest = static_cast<long>(order.front());
-  }
-  // The ranking skips configurations equivalent to a better-ranked one (same nodes, same time
-  // and cost: e.g. ring and hierarchical on single-GPU nodes), so that the re-check is not spent
-  // on duplicates.
-  for (size_t i : order) {
-    if (result.ranking.size() >= ranking_size) break;
-    const bool duplicate = std::any_of(result.ranking.begin(), result.ranking.end(), [&](size_t j) {
-      return time[i] == time[j] && cost[i] == cost[j] &&
-             ev[i].config.selection.nodes == ev[j].config.selection.nodes;
-    });
-    if (!duplicate) result.ranking.push_back(i);
-  }
-  if (result.objective_met) result.best = static_cast<long>(result.ranking.front());
+  rank_evaluations(inventory, ranking_size, result);
   result.stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

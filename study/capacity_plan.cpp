@@ -285,13 +285,8 @@ double miss_probability(const model::Evaluation& e, double deadline_s) {
   return 0.5 * std::erfc((deadline_s - e.time_s) / (e.time_stddev_s * std::sqrt(2.0)));
 }
 
-}  // namespace
-
-PlanOutcome run_plan(const PlanRequest& args) {
-  const model::Inventory inv = load(args);
-  const size_t top =
-      args.recheck >= 0 ? static_cast<size_t>(args.recheck) : static_cast<size_t>(inv.recheck.top);
-  const model::PlanSearch search = model::search_plans(inv, std::max<size_t>(top, 10));
+/// DIR of --out (default: the inventory's name with .plan), created.
+fs::path make_plan_folder(const PlanRequest& args) {
   const fs::path out_dir = args.out.empty()
                                ? fs::path(fs::path(args.inventory).stem().string() + ".plan")
                                : fs::path(args.out);
@@ -300,25 +295,31 @@ PlanOutcome run_plan(const PlanRequest& args) {
   if (!fs::is_directory(out_dir))
     throw InputError("command line", "--out", "a folder that can be created",
                      "'" + out_dir.string() + "'");
+  return out_dir;
+}
 
+/// DIR/evaluated.csv (every feasible configuration), DIR/frontier.csv and DIR/best.csv.
+void write_plan_csvs(const model::Inventory& inv, const model::PlanSearch& search,
+                     const fs::path& out_dir) {
   const auto& ev = search.evaluations;
   std::vector<char> on_frontier(ev.size(), 0);
   for (size_t i : search.frontier)
     on_frontier[i] = 1;
-  {
-    std::string all = kCsvHeader, frontier = kCsvHeader, best = kCsvHeader;
-    for (size_t i = 0; i < ev.size(); ++i)
-      all += csv_line(inv, ev[i], on_frontier[i] != 0);
-    for (size_t i : search.frontier)
-      frontier += csv_line(inv, ev[i], true);
-    if (search.best >= 0)
-      best += csv_line(inv, ev[static_cast<size_t>(search.best)],
-                       on_frontier[static_cast<size_t>(search.best)] != 0);
-    write_text((out_dir / "evaluated.csv").string(), all);
-    write_text((out_dir / "frontier.csv").string(), frontier);
-    write_text((out_dir / "best.csv").string(), best);
-  }
+  std::string all = kCsvHeader, frontier = kCsvHeader, best = kCsvHeader;
+  for (size_t i = 0; i < ev.size(); ++i)
+    all += csv_line(inv, ev[i], on_frontier[i] != 0);
+  for (size_t i : search.frontier)
+    frontier += csv_line(inv, ev[i], true);
+  if (search.best >= 0)
+    best += csv_line(inv, ev[static_cast<size_t>(search.best)],
+                     on_frontier[static_cast<size_t>(search.best)] != 0);
+  write_text((out_dir / "evaluated.csv").string(), all);
+  write_text((out_dir / "frontier.csv").string(), frontier);
+  write_text((out_dir / "best.csv").string(), best);
+}
 
+/// The objective in words, with the deadline (and its probability) when it has one.
+std::string objective_text(const model::Inventory& inv) {
   std::string objective = model::to_string(inv.objective);
   if (inv.objective == model::Objective::MinCostUnderDeadline)
     objective += " (deadline " + duration(inv.deadline_s) +
@@ -326,43 +327,49 @@ PlanOutcome run_plan(const PlanRequest& args) {
                       ? fmt::format(" with probability {:g}", inv.deadline_confidence)
                       : std::string()) +
                  ")";
-  std::string answer;
-  if (ev.empty()) {
-    answer = fmt::format(
+  return objective;
+}
+
+/// The one-line answer: the best configuration, the nearest one when none meets the deadline,
+/// or why nothing fits.
+std::string plan_answer(const model::Inventory& inv, const model::PlanSearch& search,
+                        const std::string& objective) {
+  const auto& ev = search.evaluations;
+  if (ev.empty())
+    return fmt::format(
         "no configuration fits: {} configurations searched, {} do not fit in GPU memory, {} "
         "cannot run their collective",
         search.stats.configurations, search.stats.infeasible_memory, search.stats.infeasible_other);
-  } else if (!search.objective_met) {
+  if (!search.objective_met) {
     const model::Evaluation& n = ev[static_cast<size_t>(search.nearest)];
-    answer = fmt::format(
+    return fmt::format(
         "no configuration meets the deadline of {}; the nearest is {} (K={}), {}: {} "
         "expected{}, {}",
         duration(inv.deadline_s), model::describe_selection(inv, n.config.selection), n.config.gpus,
         model::describe_strategy(n.config), duration(n.time_s), spread(n), money(inv, n.cost));
-  } else {
-    const model::Evaluation& b = ev[static_cast<size_t>(search.best)];
-    const bool deadline = inv.objective == model::Objective::MinCostUnderDeadline;
-    answer = fmt::format(
-        "best for {}: {} (K={}), {}: {} expected{}, {} (bottleneck: {}){}", objective,
-        model::describe_selection(inv, b.config.selection), b.config.gpus,
-        model::describe_strategy(b.config), duration(b.time_s), spread(b), money(inv, b.cost),
-        model::to_string(b.bottleneck),
-        deadline && b.time_stddev_s > 0
-            ? fmt::format("; P(miss the deadline) = {:.2g}", miss_probability(b, inv.deadline_s))
-            : "");
   }
+  const model::Evaluation& b = ev[static_cast<size_t>(search.best)];
+  const bool deadline = inv.objective == model::Objective::MinCostUnderDeadline;
+  return fmt::format(
+      "best for {}: {} (K={}), {}: {} expected{}, {} (bottleneck: {}){}", objective,
+      model::describe_selection(inv, b.config.selection), b.config.gpus,
+      model::describe_strategy(b.config), duration(b.time_s), spread(b), money(inv, b.cost),
+      model::to_string(b.bottleneck),
+      deadline && b.time_stddev_s > 0
+          ? fmt::format("; P(miss the deadline) = {:.2g}", miss_probability(b, inv.deadline_s))
+          : "");
+}
 
-  const int jobs = args.jobs > 0
-                       ? args.jobs
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<Recheck> checks;
-  if (!ev.empty() && top > 0) checks = recheck_candidates(inv, search, top, out_dir, jobs);
-
+/// Writes DIR/frontier.gp and runs gnuplot on it (unless --no-plot or nothing was feasible);
+/// returns the line that says where the plot is, or why there is none.
+std::string plot_frontier(const PlanRequest& args, const model::Inventory& inv,
+                          const model::PlanSearch& search, const std::string& objective,
+                          const fs::path& out_dir) {
   const std::string title =
       fmt::format("{}: {} on {} node types, {}", fs::path(inv.file).filename().string(),
                   inv.workload.name, inv.node_types.size(), objective);
   std::string plot_note = "plot skipped (--no-plot)";
-  if (!args.no_plot && !ev.empty()) {
+  if (!args.no_plot && !search.evaluations.empty()) {
     write_text((out_dir / "frontier.gp").string(), gnuplot_script(inv, search, title));
     std::vector<std::string> notes;
     plot_note = run_gnuplot(out_dir, "frontier.gp", notes)
@@ -370,16 +377,15 @@ PlanOutcome run_plan(const PlanRequest& args) {
                                   (out_dir / "frontier.svg").string())
                     : "plot: " + notes.back();
   }
+  return plot_note;
+}
 
-  json frontier = json::array();
-  for (size_t i : search.frontier)
-    frontier.push_back(to_json(inv, ev[i]));
-  json ranking = json::array();
-  for (size_t i : search.ranking)
-    ranking.push_back(to_json(inv, ev[i]));
+/// The re-checks in JSON: each configuration with simgrid's time and cost, or its error.
+json recheck_json(const model::Inventory& inv, const model::PlanSearch& search,
+                  const std::vector<Recheck>& checks) {
   json rechecks = json::array();
   for (const Recheck& c : checks) {
-    const model::Evaluation& e = ev[c.evaluation];
+    const model::Evaluation& e = search.evaluations[c.evaluation];
     json r = {{"config", to_json(inv, e)}, {"folder", c.folder}, {"status", c.status}};
     if (c.status == 0) {
       r["simgrid_time_s"] = c.total_s;
@@ -394,6 +400,21 @@ PlanOutcome run_plan(const PlanRequest& args) {
     }
     rechecks.push_back(r);
   }
+  return rechecks;
+}
+
+/// The document of DIR/plan.json: context, search counts, answer, best, nearest, frontier,
+/// ranking and re-checks.
+json plan_document(const model::Inventory& inv, const model::PlanSearch& search,
+                   const std::vector<Recheck>& checks, const std::string& answer,
+                   const fs::path& out_dir) {
+  const auto& ev = search.evaluations;
+  json frontier = json::array();
+  for (size_t i : search.frontier)
+    frontier.push_back(to_json(inv, ev[i]));
+  json ranking = json::array();
+  for (size_t i : search.ranking)
+    ranking.push_back(to_json(inv, ev[i]));
   json best_json;
   if (search.best >= 0) {
     best_json = to_json(inv, ev[static_cast<size_t>(search.best)]);
@@ -401,119 +422,157 @@ PlanOutcome run_plan(const PlanRequest& args) {
       best_json["deadline_miss_probability"] =
           miss_probability(ev[static_cast<size_t>(search.best)], inv.deadline_s);
   }
-  const json document = {
-      {"context",
-       {{"tool", "tauplan"},
-        {"version", model::tauplan_version()},
-        {"commit", model::tauplan_git_commit()},
-        {"date", model::utc_now_iso8601()},
-        {"verb", "plan"},
-        {"engine", "analytic (search) + simgrid (re-check)"},
-        {"inventory", inv.file},
-        {"workload", inv.workload.name},
-        {"convergence", model::target_convergence(inv)->describe()},
-        {"target_accuracy", inv.target.accuracy},
-        {"objective", model::to_string(inv.objective)},
-        {"deadline_s", inv.deadline_s},
-        {"deadline_confidence", inv.deadline_confidence},
-        {"currency", inv.currency},
-        {"out_dir", out_dir.string()}}},
-      {"search",
-       {{"node_selections", search.stats.subsets},
-        {"configurations", search.stats.configurations},
-        {"feasible", search.stats.feasible},
-        {"infeasible_memory", search.stats.infeasible_memory},
-        {"infeasible_other", search.stats.infeasible_other},
-        {"seconds", search.stats.seconds}}},
-      {"objective_met", search.objective_met},
-      {"answer", answer},
-      {"best", best_json},
-      {"nearest",
-       search.nearest >= 0 ? to_json(inv, ev[static_cast<size_t>(search.nearest)]) : json()},
-      {"frontier", frontier},
-      {"ranking", ranking},
-      {"recheck", rechecks}};
+  return {{"context",
+           {{"tool", "tauplan"},
+            {"version", model::tauplan_version()},
+            {"commit", model::tauplan_git_commit()},
+            {"date", model::utc_now_iso8601()},
+            {"verb", "plan"},
+            {"engine", "analytic (search) + simgrid (re-check)"},
+            {"inventory", inv.file},
+            {"workload", inv.workload.name},
+            {"convergence", model::target_convergence(inv)->describe()},
+            {"target_accuracy", inv.target.accuracy},
+            {"objective", model::to_string(inv.objective)},
+            {"deadline_s", inv.deadline_s},
+            {"deadline_confidence", inv.deadline_confidence},
+            {"currency", inv.currency},
+            {"out_dir", out_dir.string()}}},
+          {"search",
+           {{"node_selections", search.stats.subsets},
+            {"configurations", search.stats.configurations},
+            {"feasible", search.stats.feasible},
+            {"infeasible_memory", search.stats.infeasible_memory},
+            {"infeasible_other", search.stats.infeasible_other},
+            {"seconds", search.stats.seconds}}},
+          {"objective_met", search.objective_met},
+          {"answer", answer},
+          {"best", best_json},
+          {"nearest",
+           search.nearest >= 0 ? to_json(inv, ev[static_cast<size_t>(search.nearest)]) : json()},
+          {"frontier", frontier},
+          {"ranking", ranking},
+          {"recheck", recheck_json(inv, search, checks)}};
+}
+
+/// The header lines: the inventory and the counts of the search.
+std::string search_header(const model::Inventory& inv, const model::PlanSearch& search,
+                          const std::string& objective) {
+  return fmt::format(
+      "# plan {}: {} node types, workload {}, {}; objective {}\n"
+      "# searched {} configurations ({} node selections, up to {} GPUs) in {:.2f} s: {} "
+      "feasible, {} do not fit in memory, {} cannot run their collective\n",
+      inv.file, inv.node_types.size(), inv.workload.name,
+      model::target_convergence(inv)->describe(), objective,
+      with_commas(search.stats.configurations), with_commas(search.stats.subsets),
+      inv.search.max_gpus, search.stats.seconds, with_commas(search.stats.feasible),
+      with_commas(search.stats.infeasible_memory), with_commas(search.stats.infeasible_other));
+}
+
+/// The Pareto frontier as a table, the best one marked, and what its columns mean.
+std::string frontier_table(const model::Inventory& inv, const model::PlanSearch& search) {
+  const auto& ev = search.evaluations;
+  std::string out =
+      fmt::format("Pareto frontier, expected time against expected cost ({} points):\n",
+                  search.frontier.size());
+  size_t width = 5;
+  for (size_t i : search.frontier)
+    width = std::max(width, model::describe_selection(inv, ev[i].config.selection).size());
+  out +=
+      fmt::format("  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8} {:>7} {:>8}  {}\n", "time", "cost",
+                  "nodes", width, "K", "strategy", "mem GiB", "MFU", "revoc/h", "bottleneck");
+  for (size_t i : search.frontier) {
+    const model::Evaluation& e = ev[i];
+    out += fmt::format("  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8.1f} {:>7} {:>8.3g}  {}{}\n",
+                       duration(e.time_s), money(inv, e.cost),
+                       model::describe_selection(inv, e.config.selection), width, e.config.gpus,
+                       model::describe_strategy(e.config),
+                       e.memory_per_gpu_bytes / (1024.0 * 1024 * 1024),
+                       e.mfu() >= 0 ? fmt::format("{:.1f}%", 100 * e.mfu()) : std::string("-"),
+                       e.revocations_per_hour, model::to_string(e.bottleneck),
+                       static_cast<long>(i) == search.best ? "  <- best" : "");
+  }
+  out +=
+      "  mem GiB: per GPU as its fit was checked (a mesh layout's with the reserve for the "
+      "CUDA context, NCCL buffers and fragmentation; data-parallel: model state and "
+      "activations); MFU: model flop/s over the GPUs' dense peak at their precision\n";
+  return out;
+}
+
+/// For a target in tokens: what the best (or nearest) configuration comes to; else nothing.
+std::string token_line(const model::Inventory& inv, const model::PlanSearch& search) {
+  if (!(inv.target.tokens > 0 && (search.best >= 0 || search.nearest >= 0))) return "";
+  const long index = search.best >= 0 ? search.best : search.nearest;
+  const model::Evaluation& e = search.evaluations[static_cast<size_t>(index)];
+  return fmt::format("{} {:g} tokens ({:g} sequences of {}, batch {:g}, steps rounded up): {}\n",
+                     search.best >= 0 ? "best" : "nearest", inv.target.tokens,
+                     inv.target.tokens / inv.target.sequence, inv.target.sequence,
+                     e.config.job_batch(), model::to_text(token_summary(inv, e)));
+}
+
+/// The re-checks as a table: analytic against simgrid time, cost and faults (empty without).
+std::string recheck_table(const model::Inventory& inv, const model::PlanSearch& search,
+                          const std::vector<Recheck>& checks, const fs::path& out_dir) {
+  if (checks.empty()) return "";
+  std::string out = fmt::format(
+      "Re-check in simgrid of the top {} (sim_rounds {}, {}; revocations {}): DIR = {}\n",
+      checks.size(), inv.recheck.sim_rounds, inv.recheck.network_model,
+      inv.recheck.faults && inv.recheck.sim_rounds == 0
+          ? "as simulated faults"
+          : "by the closed form over the simulated round",
+      (out_dir / "candidates").string());
+  out += fmt::format("  {:>2}  {:>10} {:>10} {:>7}  {:>11} {:>11}  {:>6}  {}\n", "#", "analytic",
+                     "simgrid", "diff", "cost", "sim cost", "faults", "configuration");
+  for (size_t r = 0; r < checks.size(); ++r) {
+    const Recheck& c = checks[r];
+    const model::Evaluation& e = search.evaluations[c.evaluation];
+    const std::string config =
+        fmt::format("{} (K={}), {}", model::describe_selection(inv, e.config.selection),
+                    e.config.gpus, model::describe_strategy(e.config));
+    if (c.status != 0) {
+      out += fmt::format("  {:>2}  {:>10} {:>10} {:>7}  {:>11} {:>11}  {:>6}  {}: {}\n", r + 1,
+                         duration(e.time_s), "failed", "-", money(inv, e.cost), "-", "-", config,
+                         c.error);
+      continue;
+    }
+    out += fmt::format("  {:>2}  {:>10} {:>10} {:>+6.1f}%  {:>11} {:>11}  {:>6}  {}\n", r + 1,
+                       duration(e.time_s), duration(c.total_s), 100 * (c.total_s / e.time_s - 1),
+                       money(inv, e.cost), money(inv, c.cost), c.failures, config);
+  }
+  return out;
+}
+
+}  // namespace
+
+PlanOutcome run_plan(const PlanRequest& args) {
+  const model::Inventory inv = load(args);
+  const size_t top =
+      args.recheck >= 0 ? static_cast<size_t>(args.recheck) : static_cast<size_t>(inv.recheck.top);
+  const model::PlanSearch search = model::search_plans(inv, std::max<size_t>(top, 10));
+  const fs::path out_dir = make_plan_folder(args);
+  write_plan_csvs(inv, search, out_dir);
+
+  const std::string objective = objective_text(inv);
+  const std::string answer = plan_answer(inv, search, objective);
+
+  const int jobs = args.jobs > 0
+                       ? args.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<Recheck> checks;
+  if (!search.evaluations.empty() && top > 0)
+    checks = recheck_candidates(inv, search, top, out_dir, jobs);
+  const std::string plot_note = plot_frontier(args, inv, search, objective, out_dir);
+
+  const json document = plan_document(inv, search, checks, answer, out_dir);
   write_text((out_dir / "plan.json").string(), document.dump(2) + "\n");
 
   PlanOutcome outcome;
   outcome.document = document;
   outcome.answer = answer;
   outcome.objective_met = search.objective_met;
-  {
-    std::string out = fmt::format(
-        "# plan {}: {} node types, workload {}, {}; objective {}\n"
-        "# searched {} configurations ({} node selections, up to {} GPUs) in {:.2f} s: {} "
-        "feasible, {} do not fit in memory, {} cannot run their collective\n",
-        inv.file, inv.node_types.size(), inv.workload.name,
-        model::target_convergence(inv)->describe(), objective,
-        with_commas(search.stats.configurations), with_commas(search.stats.subsets),
-        inv.search.max_gpus, search.stats.seconds, with_commas(search.stats.feasible),
-        with_commas(search.stats.infeasible_memory), with_commas(search.stats.infeasible_other));
-    out += fmt::format("Pareto frontier, expected time against expected cost ({} points):\n",
-                       search.frontier.size());
-    size_t width = 5;
-    for (size_t i : search.frontier)
-      width = std::max(width, model::describe_selection(inv, ev[i].config.selection).size());
-    out +=
-        fmt::format("  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8} {:>7} {:>8}  {}\n", "time", "cost",
-                    "nodes", width, "K", "strategy", "mem GiB", "MFU", "revoc/h", "bottleneck");
-    for (size_t i : search.frontier) {
-      const model::Evaluation& e = ev[i];
-      out += fmt::format("  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8.1f} {:>7} {:>8.3g}  {}{}\n",
-                         duration(e.time_s), money(inv, e.cost),
-                         model::describe_selection(inv, e.config.selection), width, e.config.gpus,
-                         model::describe_strategy(e.config),
-                         e.memory_per_gpu_bytes / (1024.0 * 1024 * 1024),
-                         e.mfu() >= 0 ? fmt::format("{:.1f}%", 100 * e.mfu()) : std::string("-"),
-                         e.revocations_per_hour, model::to_string(e.bottleneck),
-                         static_cast<long>(i) == search.best ? "  <- best" : "");
-    }
-    out +=
-        "  mem GiB: per GPU as its fit was checked (a mesh layout's with the reserve for the "
-        "CUDA context, NCCL buffers and fragmentation; data-parallel: model state and "
-        "activations); MFU: model flop/s over the GPUs' dense peak at their precision\n";
-    out += answer + "\n";
-    if (inv.target.tokens > 0 && (search.best >= 0 || search.nearest >= 0)) {
-      const long index = search.best >= 0 ? search.best : search.nearest;
-      const model::Evaluation& e = ev[static_cast<size_t>(index)];
-      out +=
-          fmt::format("{} {:g} tokens ({:g} sequences of {}, batch {:g}, steps rounded up): {}\n",
-                      search.best >= 0 ? "best" : "nearest", inv.target.tokens,
-                      inv.target.tokens / inv.target.sequence, inv.target.sequence,
-                      e.config.job_batch(), model::to_text(token_summary(inv, e)));
-    }
-    if (!checks.empty()) {
-      out += fmt::format(
-          "Re-check in simgrid of the top {} (sim_rounds {}, {}; revocations {}): DIR = {}\n",
-          checks.size(), inv.recheck.sim_rounds, inv.recheck.network_model,
-          inv.recheck.faults && inv.recheck.sim_rounds == 0
-              ? "as simulated faults"
-              : "by the closed form over the simulated round",
-          (out_dir / "candidates").string());
-      out +=
-          fmt::format("  {:>2}  {:>10} {:>10} {:>7}  {:>11} {:>11}  {:>6}  {}\n", "#", "analytic",
-                      "simgrid", "diff", "cost", "sim cost", "faults", "configuration");
-      for (size_t r = 0; r < checks.size(); ++r) {
-        const Recheck& c = checks[r];
-        const model::Evaluation& e = ev[c.evaluation];
-        const std::string config =
-            fmt::format("{} (K={}), {}", model::describe_selection(inv, e.config.selection),
-                        e.config.gpus, model::describe_strategy(e.config));
-        if (c.status != 0) {
-          out += fmt::format("  {:>2}  {:>10} {:>10} {:>7}  {:>11} {:>11}  {:>6}  {}: {}\n", r + 1,
-                             duration(e.time_s), "failed", "-", money(inv, e.cost), "-", "-",
-                             config, c.error);
-          continue;
-        }
-        out +=
-            fmt::format("  {:>2}  {:>10} {:>10} {:>+6.1f}%  {:>11} {:>11}  {:>6}  {}\n", r + 1,
-                        duration(e.time_s), duration(c.total_s), 100 * (c.total_s / e.time_s - 1),
-                        money(inv, e.cost), money(inv, c.cost), c.failures, config);
-      }
-    }
-    out += plot_note + "\n";
-    outcome.text = out;
-  }
+  outcome.text = search_header(inv, search, objective) + frontier_table(inv, search) + answer +
+                 "\n" + token_line(inv, search) + recheck_table(inv, search, checks, out_dir) +
+                 plot_note + "\n";
   return outcome;
 }
 

@@ -193,42 +193,50 @@ std::string default_out_dir(const std::string& job_file) {
   return fs::path(job_file).stem().string() + ".sweep";
 }
 
-}  // namespace
-
-SweepOutcome run_sweep(const SweepRequest& args) {
-  // Under mpirun: one MPI session for the whole sweep (rank 0 writes the result).
-  std::unique_ptr<exec::MpiSession> mpi;
-  Rank me;
-  if (exec::launched_by_mpi_launcher()) {
-    if (exec::mpi_compiled()) {
-      mpi = std::make_unique<exec::MpiSession>(nullptr, nullptr);
-      me.rank = mpi->rank();
-      me.size = mpi->size();
-    } else if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"); r && std::atoi(r) != 0) {
-      std::fprintf(stderr, "tauplan sweep: built without MPI; rank %s leaves the sweep to rank 0\n",
-                   r);
-      return {};
-    }
+/// Under mpirun: joins the one MPI session of the whole sweep (rank 0 writes the result) and
+/// fills `me`. False when this process is a rank other than 0 of a build without MPI: it
+/// leaves the sweep to rank 0.
+bool join_mpi(std::unique_ptr<exec::MpiSession>& mpi, Rank& me) {
+  if (!exec::launched_by_mpi_launcher()) return true;
+  if (exec::mpi_compiled()) {
+    mpi = std::make_unique<exec::MpiSession>(nullptr, nullptr);
+    me.rank = mpi->rank();
+    me.size = mpi->size();
+  } else if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"); r && std::atoi(r) != 0) {
+    std::fprintf(stderr, "tauplan sweep: built without MPI; rank %s leaves the sweep to rank 0\n",
+                 r);
+    return false;
   }
-  const bool reporter = me.rank == 0;
+  return true;
+}
 
-  const model::Engine& chosen = engine(args.engine);
+/// The engine of --engine, which must be analytic or simgrid.
+const model::Engine& sweep_engine(const std::string& name) {
+  const model::Engine& chosen = engine(name);
   if (chosen.name() != std::string("analytic") && chosen.name() != std::string("simgrid"))
     throw InputError("command line", "--engine",
-                     "analytic or simgrid (measurements would share the cores)",
-                     "'" + args.engine + "'");
+                     "analytic or simgrid (measurements would share the cores)", "'" + name + "'");
+  return chosen;
+}
+
+/// The --set axes; a key may not be both swept and given as a job flag.
+std::vector<Axis> sweep_axes(const SweepRequest& args, const std::vector<model::KeySpec>& specs) {
   if (args.sets.empty())
     throw InputError("command line", "--set", "at least one KEY=V1,V2,... to sweep", "nothing");
-  const std::vector<model::KeySpec> specs = all_job_keys();
-  const std::vector<Axis> axes = parse_sets(args.sets, specs);
-  const std::map<std::string, std::string> base = args.overrides;
+  std::vector<Axis> axes = parse_sets(args.sets, specs);
   for (const Axis& axis : axes)
-    if (base.count(axis.key))
+    if (args.overrides.count(axis.key))
       throw InputError("command line --set", axis.key,
                        "a key either swept or given as --" + axis.key, "both");
+  return axes;
+}
 
-  // The grid, checked point by point before any work.
-  const std::string job_file = args.job_file;
+/// The grid (the first axis varies slowest), each point checked before any work (a bad value
+/// is an InputError: exit 2) and named by the hash of the job file's content, the engine and
+/// the point's keys.
+std::vector<Point> grid_points(const SweepRequest& args, const std::vector<Axis>& axes,
+                               const std::vector<model::KeySpec>& specs) {
+  const std::string& job_file = args.job_file;
   const std::string job_text =
       job_file.empty() ? std::string() : model::yaml_util::read_file(job_file, "job");
   const std::string job_id =
@@ -240,7 +248,7 @@ SweepOutcome run_sweep(const SweepRequest& args) {
   for (size_t i = 0; i < total; ++i) {
     Point& p = points[i];
     p.index = i;
-    p.overrides = base;
+    p.overrides = args.overrides;
     size_t rest = i;
     std::vector<size_t> digit(axes.size());
     for (size_t a = axes.size(); a-- > 0;) {
@@ -259,67 +267,87 @@ SweepOutcome run_sweep(const SweepRequest& args) {
       canonical += k + "=" + v + "\n";
     p.hash = model::fnv1a_hex(canonical);
   }
+  return points;
+}
+
+/// Analytic points run in this process when no swept key changes the platform or the network
+/// model (they share one platform).
+bool evaluates_in_process(const std::string& engine_name, const std::vector<Axis>& axes) {
   static const std::set<std::string> platform_keys = {"platform", "network_model", "crosstraffic",
                                                       "tcp_gamma"};
-  const bool in_process = args.engine == "analytic" &&
-                          std::none_of(axes.begin(), axes.end(),
-                                       [](const Axis& a) { return platform_keys.count(a.key); });
+  return engine_name == "analytic" && std::none_of(axes.begin(), axes.end(), [](const Axis& a) {
+           return platform_keys.count(a.key);
+         });
+}
 
-  const fs::path out_dir =
-      args.out.empty() ? fs::path(default_out_dir(job_file)) : fs::path(args.out);
-  const fs::path points_dir = out_dir / "points";
-  const fs::path work_dir = out_dir / "work";
+/// DIR, DIR/points (a record per finished point) and DIR/work (the children's output).
+struct SweepFolders {
+  fs::path out;
+  fs::path points;
+  fs::path work;
+};
+
+SweepFolders make_sweep_folders(const SweepRequest& args) {
+  SweepFolders folders;
+  folders.out = args.out.empty() ? fs::path(default_out_dir(args.job_file)) : fs::path(args.out);
+  folders.points = folders.out / "points";
+  folders.work = folders.out / "work";
   std::error_code ec;
-  fs::create_directories(points_dir, ec);
-  fs::create_directories(work_dir, ec);
-  if (!fs::is_directory(points_dir))
+  fs::create_directories(folders.points, ec);
+  fs::create_directories(folders.work, ec);
+  if (!fs::is_directory(folders.points))
     throw InputError("command line", "--out", "a folder that can be created and written",
-                     "'" + out_dir.string() + "'");
+                     "'" + folders.out.string() + "'");
+  return folders;
+}
 
-  // Points already done (rank 0 decides, so that every rank shares the same list).
-  std::vector<char> done(total, 0);
-  std::map<size_t, json> records;  // point -> record (rank 0: all of them in the end)
-  if (reporter && !args.fresh) {
-    for (const Point& p : points) {
-      const fs::path file = points_dir / (p.hash + ".json");
-      if (!fs::is_regular_file(file)) continue;
-      try {
-        json record = json::parse(read_text(file.string()));
-        if (text_field(record, "hash") != p.hash) continue;
-        record["point"] = p.index;
-        records[p.index] = std::move(record);
-        done[p.index] = 1;
-      } catch (const std::exception&) {
-        // A damaged file is recomputed.
-      }
+/// Reads the records of the points already done (a damaged file or another hash is
+/// recomputed) into `records`, marking them in `done`.
+void resume_points(const std::vector<Point>& points, const fs::path& points_dir,
+                   std::vector<char>& done, std::map<size_t, json>& records) {
+  for (const Point& p : points) {
+    const fs::path file = points_dir / (p.hash + ".json");
+    if (!fs::is_regular_file(file)) continue;
+    try {
+      json record = json::parse(read_text(file.string()));
+      if (text_field(record, "hash") != p.hash) continue;
+      record["point"] = p.index;
+      records[p.index] = std::move(record);
+      done[p.index] = 1;
+    } catch (const std::exception&) {
+      // A damaged file is recomputed.
     }
   }
-  if (mpi) mpi->broadcast(done.data(), static_cast<int>(done.size()), 0);
-  const size_t resumed = static_cast<size_t>(std::count(done.begin(), done.end(), 1));
+}
+
+/// This rank's share of the points not done: round robin over them.
+std::vector<size_t> pending_points(const std::vector<char>& done, const Rank& me) {
   std::vector<size_t> pending;
-  for (size_t i = 0, k = 0; i < total; ++i)
+  for (size_t i = 0, k = 0; i < done.size(); ++i)
     if (!done[i]) {
       if (static_cast<int>(k % static_cast<size_t>(me.size)) == me.rank) pending.push_back(i);
       ++k;
     }
+  return pending;
+}
 
-  const int jobs = args.jobs > 0
-                       ? args.jobs
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  child::Progress progress(
-      fmt::format("sweep{} {}", me.size > 1 ? fmt::format(" (rank 0 of {})", me.size) : "",
-                  args.engine),
-      total, resumed, reporter && !args.quiet);
+/// Where finished points go: their record completed (point, hash, values, engine), written to
+/// DIR/points unless it says "keep": false, kept by point and in this rank's lines.
+struct PointRecorder {
+  const std::string& engine_name;
+  const fs::path& points_dir;
+  std::map<size_t, json>& records;  ///< point -> record (rank 0: all of them in the end)
+  child::Progress& progress;
+  std::string mine;  ///< this rank's new records, one JSON per line
 
-  std::string mine;  // this rank's new records, one JSON per line
-  auto finish_point = [&](const Point& p, json record) {
+  void finish(const Point& p, json record) {
     record["point"] = p.index;
     record["hash"] = p.hash;
     json values = json::object();
     for (const auto& [k, v] : p.values)
       values[k] = v;
     record["values"] = values;
-    record["engine"] = args.engine;
+    record["engine"] = engine_name;
     if (keep_record(record)) {
       record.erase("keep");
       write_atomically((points_dir / (p.hash + ".json")).string(), record.dump());
@@ -327,102 +355,125 @@ SweepOutcome run_sweep(const SweepRequest& args) {
     mine += record.dump() + "\n";
     records[p.index] = std::move(record);
     progress.advance();
-  };
+  }
+};
 
-  if (in_process) {
-    InProcessAnalytic analytic(job_file);
-    for (size_t i : pending) {
-      json record;
-      try {
-        record = analytic.evaluate(points[i]);
-        record["status"] = "ok";
-      } catch (const InputError& e) {
-        record = {{"status", "error"}, {"error", e.what()}};
+/// The pending points evaluated in this process by the analytic engine.
+void evaluate_in_process(const std::string& job_file, const std::vector<Point>& points,
+                         const std::vector<size_t>& pending, PointRecorder& recorder) {
+  InProcessAnalytic analytic(job_file);
+  for (size_t i : pending) {
+    json record;
+    try {
+      record = analytic.evaluate(points[i]);
+      record["status"] = "ok";
+    } catch (const InputError& e) {
+      record = {{"status", "error"}, {"error", e.what()}};
+    }
+    recorder.finish(points[i], std::move(record));
+  }
+}
+
+/// The record of a point from its child's output and exit status.
+json child_record(const model::Engine& chosen, const std::string& job_file,
+                  const std::vector<model::KeySpec>& specs, const Point& p, const std::string& out,
+                  const std::string& err, int status) {
+  json record;
+  if (status == 0) {
+    try {
+      const json j = json::parse(out);
+      std::vector<model::ResultRow> rows;
+      for (const auto& r : j.at("results"))
+        rows.push_back(row_from_json(r));
+      if (chosen.name() == std::string("analytic")) {
+        const model::Job job = model::load_job(job_file, specs, p.overrides);
+        for (auto& row : rows)
+          apply_expected_failures(row, job, {});
       }
-      finish_point(points[i], std::move(record));
+      model::fill_speedups(rows);
+      json results = json::array();
+      for (const auto& row : rows)
+        results.push_back(model::to_json(row));
+      record = {
+          {"status", "ok"}, {"results", results}, {"context", j.value("context", json::object())}};
+    } catch (const std::exception& e) {
+      record = {{"status", "error"},
+                {"error", std::string("unreadable output of the child: ") + e.what()},
+                {"keep", false}};
     }
   } else {
-    std::vector<child::Task> tasks;
-    for (size_t i : pending) {
-      const Point& p = points[i];
-      const std::string stem = fmt::format("{}.{}", p.hash, getpid());
-      tasks.push_back(engine_task(chosen, job_file, p.overrides,
-                                  (work_dir / (stem + ".out")).string(),
-                                  (work_dir / (stem + ".err")).string()));
-    }
-    child::run_all(tasks, jobs, [&](size_t t, int status) {
-      const Point& p = points[pending[t]];
-      const std::string out = read_text(tasks[t].out_path);
-      const std::string err = read_text(tasks[t].err_path);
-      fs::remove(tasks[t].out_path, ec);
-      fs::remove(tasks[t].err_path, ec);
-      json record;
-      if (status == 0) {
-        try {
-          const json j = json::parse(out);
-          std::vector<model::ResultRow> rows;
-          for (const auto& r : j.at("results"))
-            rows.push_back(row_from_json(r));
-          if (chosen.name() == std::string("analytic")) {
-            const model::Job job = model::load_job(job_file, specs, p.overrides);
-            for (auto& row : rows)
-              apply_expected_failures(row, job, {});
-          }
-          model::fill_speedups(rows);
-          json results = json::array();
-          for (const auto& row : rows)
-            results.push_back(model::to_json(row));
-          record = {{"status", "ok"},
-                    {"results", results},
-                    {"context", j.value("context", json::object())}};
-        } catch (const std::exception& e) {
-          record = {{"status", "error"},
-                    {"error", std::string("unreadable output of the child: ") + e.what()},
-                    {"keep", false}};
-        }
-      } else {
-        // Exit 2 (bad input, simulation error) is a property of the point: keep it. A crash
-        // or a kill is not: the next run retries the point.
-        record = {
-            {"status", "error"}, {"error", child_error(err, status)}, {"exit_status", status}};
-        if (status != kExitBadInput) record["keep"] = false;
-      }
-      finish_point(p, std::move(record));
-    });
+    // Exit 2 (bad input, simulation error) is a property of the point: keep it. A crash
+    // or a kill is not: the next run retries the point.
+    record = {{"status", "error"}, {"error", child_error(err, status)}, {"exit_status", status}};
+    if (status != kExitBadInput) record["keep"] = false;
   }
+  return record;
+}
+
+/// The pending points evaluated by one child process each, `jobs` at a time.
+void evaluate_in_children(const model::Engine& chosen, const std::string& job_file,
+                          const std::vector<model::KeySpec>& specs,
+                          const std::vector<Point>& points, const std::vector<size_t>& pending,
+                          int jobs, const fs::path& work_dir, PointRecorder& recorder) {
+  std::vector<child::Task> tasks;
+  for (size_t i : pending) {
+    const Point& p = points[i];
+    const std::string stem = fmt::format("{}.{}", p.hash, getpid());
+    tasks.push_back(engine_task(chosen, job_file, p.overrides,
+                                (work_dir / (stem + ".out")).string(),
+                                (work_dir / (stem + ".err")).string()));
+  }
+  child::run_all(tasks, jobs, [&](size_t t, int status) {
+    const Point& p = points[pending[t]];
+    const std::string out = read_text(tasks[t].out_path);
+    const std::string err = read_text(tasks[t].err_path);
+    std::error_code ec;
+    fs::remove(tasks[t].out_path, ec);
+    fs::remove(tasks[t].err_path, ec);
+    recorder.finish(p, child_record(chosen, job_file, specs, p, out, err, status));
+  });
+}
 
 #ifdef TAUPLAN_HAVE_MPI
-  if (mpi && me.size > 1) {
-    const std::vector<std::string> all = gather_strings(mine, me);
-    for (size_t r = 1; r < all.size(); ++r) {
-      std::istringstream lines(all[r]);
-      for (std::string line; std::getline(lines, line);) {
-        if (line.empty()) continue;
-        json record = json::parse(line);
-        const size_t index = record.at("point").get<size_t>();
-        // Keep it here too, in case the ranks do not share a file system.
-        if (keep_record(record))
-          write_atomically((points_dir / (text_field(record, "hash") + ".json")).string(),
-                           record.dump());
-        records[index] = std::move(record);
-        progress.advance();
-      }
+/// Rank 0 receives the other ranks' records (and keeps them in its DIR/points too, in case the
+/// ranks do not share a file system).
+void gather_rank_records(const Rank& me, const fs::path& points_dir, PointRecorder& recorder) {
+  const std::vector<std::string> all = gather_strings(recorder.mine, me);
+  for (size_t r = 1; r < all.size(); ++r) {
+    std::istringstream lines(all[r]);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty()) continue;
+      json record = json::parse(line);
+      const size_t index = record.at("point").get<size_t>();
+      // Keep it here too, in case the ranks do not share a file system.
+      if (keep_record(record))
+        write_atomically((points_dir / (text_field(record, "hash") + ".json")).string(),
+                         record.dump());
+      recorder.records[index] = std::move(record);
+      recorder.progress.advance();
     }
   }
+}
 #endif
-  progress.finish();
-  if (!reporter) return {};
 
-  // Merge, in point order.
-  std::string csv = "point";
+/// Every point's record merged in point order: the CSV, the flat results and the errors.
+struct MergedSweep {
+  std::string csv;
+  json results = json::array();
+  json errors = json::array();
+  size_t failed = 0;
+};
+
+MergedSweep merge_records(const std::vector<Point>& points, const std::vector<Axis>& axes,
+                          const std::map<size_t, json>& records) {
+  MergedSweep merged;
+  std::string& csv = merged.csv;
+  csv = "point";
   for (const Axis& axis : axes)
     csv += "," + csv_field("set." + axis.key);
   csv +=
       ",status,strategy,workers,tau,batch,collective,split,round_s,compute_s,comm_s,rounds,"
       "total_s,speedup,engine,timing\n";
-  json results = json::array();
-  json errors = json::array();
-  size_t failed = 0;
   for (const Point& p : points) {
     const auto it = records.find(p.index);
     if (it == records.end())
@@ -432,12 +483,12 @@ SweepOutcome run_sweep(const SweepRequest& args) {
     for (const auto& kv : p.values)
       prefix += "," + csv_field(kv.second);
     if (text_field(record, "status") != "ok") {
-      ++failed;
+      ++merged.failed;
       csv += prefix + ",error" + std::string(14, ',') + "\n";
       json e = {{"point", p.index}, {"error", text_field(record, "error")}};
       for (const auto& [k, v] : p.values)
         e[k] = v;
-      errors.push_back(e);
+      merged.errors.push_back(e);
       continue;
     }
     std::vector<model::ResultRow> rows;
@@ -451,9 +502,25 @@ SweepOutcome run_sweep(const SweepRequest& args) {
       for (const auto& [k, v] : p.values)
         flat[k] = v;
       flat.update(r);
-      results.push_back(flat);
+      merged.results.push_back(flat);
     }
   }
+  return merged;
+}
+
+/// How the sweep ran, for its JSON context and its summary line.
+struct SweepRun {
+  const SweepRequest& args;
+  const model::Engine& chosen;
+  Rank me;
+  size_t total = 0;
+  size_t resumed = 0;
+  int jobs = 1;
+  bool in_process = false;
+  fs::path out_dir;
+};
+
+json sweep_document(const SweepRun& run, const std::vector<Axis>& axes, const MergedSweep& merged) {
   json axes_json = json::array();
   for (const Axis& axis : axes)
     axes_json.push_back({{"key", axis.key}, {"values", axis.values}});
@@ -462,35 +529,93 @@ SweepOutcome run_sweep(const SweepRequest& args) {
                   {"commit", model::tauplan_git_commit()},
                   {"date", model::utc_now_iso8601()},
                   {"verb", "sweep"},
-                  {"engine", args.engine},
-                  {"job_file", job_file},
-                  {"points", total},
-                  {"resumed", resumed},
-                  {"failed", failed},
-                  {"mpi_ranks", me.size},
-                  {"evaluation", in_process ? "in process" : "one child process per point"},
-                  {"out_dir", out_dir.string()}};
-  if (chosen.name() == std::string("simgrid")) context["simgrid_version"] = sim::simgrid_version();
-  const json document = {
-      {"context", context}, {"axes", axes_json}, {"results", results}, {"errors", errors}};
-  write_atomically((out_dir / "sweep.csv").string(), csv);
-  write_atomically((out_dir / "sweep.json").string(), document.dump(2) + "\n");
-  fs::remove(work_dir, ec);  // only if empty
+                  {"engine", run.args.engine},
+                  {"job_file", run.args.job_file},
+                  {"points", run.total},
+                  {"resumed", run.resumed},
+                  {"failed", merged.failed},
+                  {"mpi_ranks", run.me.size},
+                  {"evaluation", run.in_process ? "in process" : "one child process per point"},
+                  {"out_dir", run.out_dir.string()}};
+  if (run.chosen.name() == std::string("simgrid"))
+    context["simgrid_version"] = sim::simgrid_version();
+  return {{"context", context},
+          {"axes", axes_json},
+          {"results", merged.results},
+          {"errors", merged.errors}};
+}
+
+/// For stderr: the counts, where the results are, each failed point.
+std::string sweep_summary(const SweepRun& run, const MergedSweep& merged) {
+  std::string summary = fmt::format(
+      "# sweep: {} points ({} resumed, {} computed, {} failed), engine {}, "
+      "{}; results in {}\n",
+      run.total, run.resumed, run.total - run.resumed, merged.failed, run.args.engine,
+      run.me.size > 1 ? fmt::format("{} MPI ranks", run.me.size)
+                      : (run.in_process ? "in process" : fmt::format("{} jobs", run.jobs)),
+      (run.out_dir / "sweep.csv").string());
+  for (const auto& e : merged.errors)
+    summary += fmt::format("# point {}: {}\n", e.at("point").get<size_t>(),
+                           e.at("error").get<std::string>());
+  return summary;
+}
+
+}  // namespace
+
+SweepOutcome run_sweep(const SweepRequest& args) {
+  std::unique_ptr<exec::MpiSession> mpi;
+  Rank me;
+  if (!join_mpi(mpi, me)) return {};
+  const bool reporter = me.rank == 0;
+
+  const model::Engine& chosen = sweep_engine(args.engine);
+  const std::vector<model::KeySpec> specs = all_job_keys();
+  const std::vector<Axis> axes = sweep_axes(args, specs);
+  const std::vector<Point> points = grid_points(args, axes, specs);
+  const size_t total = points.size();
+  const bool in_process = evaluates_in_process(args.engine, axes);
+  const SweepFolders folders = make_sweep_folders(args);
+
+  // Points already done (rank 0 decides, so that every rank shares the same list).
+  std::vector<char> done(total, 0);
+  std::map<size_t, json> records;  // point -> record (rank 0: all of them in the end)
+  if (reporter && !args.fresh) resume_points(points, folders.points, done, records);
+  if (mpi) mpi->broadcast(done.data(), static_cast<int>(done.size()), 0);
+  const size_t resumed = static_cast<size_t>(std::count(done.begin(), done.end(), 1));
+  const std::vector<size_t> pending = pending_points(done, me);
+
+  const int jobs = args.jobs > 0
+                       ? args.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  child::Progress progress(
+      fmt::format("sweep{} {}", me.size > 1 ? fmt::format(" (rank 0 of {})", me.size) : "",
+                  args.engine),
+      total, resumed, reporter && !args.quiet);
+  PointRecorder recorder{args.engine, folders.points, records, progress, {}};
+  if (in_process)
+    evaluate_in_process(args.job_file, points, pending, recorder);
+  else
+    evaluate_in_children(chosen, args.job_file, specs, points, pending, jobs, folders.work,
+                         recorder);
+#ifdef TAUPLAN_HAVE_MPI
+  if (mpi && me.size > 1) gather_rank_records(me, folders.points, recorder);
+#endif
+  progress.finish();
+  if (!reporter) return {};
+
+  const MergedSweep merged = merge_records(points, axes, records);
+  const SweepRun run{args, chosen, me, total, resumed, jobs, in_process, folders.out};
+  const json document = sweep_document(run, axes, merged);
+  write_atomically((folders.out / "sweep.csv").string(), merged.csv);
+  write_atomically((folders.out / "sweep.json").string(), document.dump(2) + "\n");
+  std::error_code ec;
+  fs::remove(folders.work, ec);  // only if empty
   SweepOutcome outcome;
   outcome.reporter = true;
   outcome.document = document;
-  outcome.csv = csv;
-  outcome.failed = failed;
-  outcome.summary = fmt::format(
-      "# sweep: {} points ({} resumed, {} computed, {} failed), engine {}, "
-      "{}; results in {}\n",
-      total, resumed, total - resumed, failed, args.engine,
-      me.size > 1 ? fmt::format("{} MPI ranks", me.size)
-                  : (in_process ? "in process" : fmt::format("{} jobs", jobs)),
-      (out_dir / "sweep.csv").string());
-  for (const auto& e : errors)
-    outcome.summary += fmt::format("# point {}: {}\n", e.at("point").get<size_t>(),
-                                   e.at("error").get<std::string>());
+  outcome.csv = merged.csv;
+  outcome.failed = merged.failed;
+  outcome.summary = sweep_summary(run, merged);
   return outcome;
 }
 
