@@ -456,23 +456,8 @@ class LayoutLowering {
         const std::string label =
             fmt::format("replica {} tensor rank {} stage {} {} mb {} K/V ring", i, k, r,
                         forward ? "forward" : "backward", j);
-        OpId step_done = barrier(label + " start", started);
-        for (int step = 0; step + 1 < c; ++step) {
-          std::vector<OpId> transfers;
-          for (int q = 0; q < c; ++q) {
-            Op op;
-            op.kind = OpKind::Transfer;
-            op.label = fmt::format("{} step {} rank {}", label, step, q);
-            op.worker = members[static_cast<size_t>(q)];
-            op.source = Endpoint::worker(members[static_cast<size_t>(q)]);
-            op.destination = Endpoint::worker(members[static_cast<size_t>((q + 1) % c)]);
-            op.payload = CollectivePayload::Parameters;
-            op.bytes = work.context_block_bytes;
-            op.repeat = static_cast<int>(repeat);
-            transfers.push_back(add(op, {step_done}));
-          }
-          step_done = barrier(fmt::format("{} step {} done", label, step), transfers);
-        }
+        const OpId step_done = exchange_steps(members, work.context_block_bytes, repeat, true,
+                                              CollectivePayload::Parameters, started, label);
         ends.push_back(step_done);
         const OpId finished = barrier(label + " and attention done", ends);
         for (int q = 0; q < c; ++q)
@@ -536,23 +521,8 @@ class LayoutLowering {
       }
       const std::string label =
           fmt::format("stage {} expert group {} {} mb {} all-to-all x{}", r, g++, pass, j, count);
-      OpId step_done = barrier(label + " start", started);
-      for (int step = 1; step < e; ++step) {
-        std::vector<OpId> transfers;
-        for (int q = 0; q < e; ++q) {
-          Op op;
-          op.kind = OpKind::Transfer;
-          op.label = fmt::format("{} step {} rank {}", label, step, q);
-          op.worker = members[static_cast<size_t>(q)];
-          op.source = Endpoint::worker(members[static_cast<size_t>(q)]);
-          op.destination = Endpoint::worker(members[static_cast<size_t>((q + step) % e)]);
-          op.payload = CollectivePayload::Gradients;
-          op.bytes = share;
-          op.repeat = static_cast<int>(count);
-          transfers.push_back(add(op, {step_done}));
-        }
-        step_done = barrier(fmt::format("{} step {} done", label, step), transfers);
-      }
+      const OpId step_done = exchange_steps(members, share, count, false,
+                                            CollectivePayload::Gradients, started, label);
       for (const auto& [l, k] : group)
         done[static_cast<size_t>(l)][static_cast<size_t>(k)] = step_done;
     }
@@ -601,28 +571,38 @@ class LayoutLowering {
     return add(op, after);
   }
 
-  /// A ring all-gather of `bytes` over `members` (worker indices) as t - 1 steps of Transfers,
-  /// each step ended by a Barrier; starts after `after`. Returns the last Barrier.
-  OpId ring_allgather(const std::vector<int>& members, double bytes, const std::vector<OpId>& after,
+  /// n - 1 steps of Transfers among `members` (worker indices), each step ended by a Barrier,
+  /// starting after `after`; in step s member q sends `bytes` (`repeat` times back to back) to
+  /// member q + 1 (a ring) or q + s (a pairwise exchange). Returns the last Barrier.
+  OpId exchange_steps(const std::vector<int>& members, double bytes, long long repeat, bool ring,
+                      CollectivePayload payload, const std::vector<OpId>& after,
                       const std::string& label) {
     OpId step_done = barrier(label + " start", after);
     const int n = static_cast<int>(members.size());
-    for (int s = 0; s + 1 < n; ++s) {
+    for (int s = 1; s < n; ++s) {
       std::vector<OpId> transfers;
-      for (int k = 0; k < n; ++k) {
+      for (int q = 0; q < n; ++q) {
         Op op;
         op.kind = OpKind::Transfer;
-        op.label = fmt::format("{} step {} rank {}", label, s, k);
-        op.worker = members[static_cast<size_t>(k)];
-        op.source = Endpoint::worker(members[static_cast<size_t>(k)]);
-        op.destination = Endpoint::worker(members[static_cast<size_t>((k + 1) % n)]);
-        op.payload = CollectivePayload::Parameters;
-        op.bytes = bytes / n;
+        op.label = fmt::format("{} step {} rank {}", label, s, q);
+        op.worker = members[static_cast<size_t>(q)];
+        op.source = Endpoint::worker(members[static_cast<size_t>(q)]);
+        op.destination = Endpoint::worker(members[static_cast<size_t>((q + (ring ? 1 : s)) % n)]);
+        op.payload = payload;
+        op.bytes = bytes;
+        op.repeat = static_cast<int>(repeat);
         transfers.push_back(add(op, {step_done}));
       }
       step_done = barrier(fmt::format("{} step {} done", label, s), transfers);
     }
     return step_done;
+  }
+
+  /// A ring all-gather of `bytes` over `members`: n - 1 ring steps of bytes / n.
+  OpId ring_allgather(const std::vector<int>& members, double bytes, const std::vector<OpId>& after,
+                      const std::string& label) {
+    return exchange_steps(members, bytes / static_cast<double>(members.size()), 1, true,
+                          CollectivePayload::Parameters, after, label);
   }
 
   /// A gradient all-reduce of `bytes` over `members` after their last ops, and under ZeRO 3 a
