@@ -314,12 +314,10 @@ std::string name_of(const std::string& origin) {
   return name;
 }
 
-Transformer llama_like(const Config& c, const std::string& type) {
-  Transformer t;
-  t.layers = c.whole("num_hidden_layers", type);
-  t.hidden = c.whole("hidden_size", type);
-  t.heads = c.whole("num_attention_heads", type);
-  t.kv_heads = c.whole_or("num_key_value_heads", t.heads);
+/// The fields a Llama-style decoder (Llama, Mistral, Qwen2, Mixtral, DeepSeek) reads alike: the
+/// feed-forward width, vocabulary, context, SwiGLU (hidden_act silu), RMSNorm, rotary positions,
+/// untied embeddings unless tie_word_embeddings, no linear biases.
+void read_swiglu_decoder(const Config& c, const std::string& type, Transformer& t) {
   t.ffn_hidden = c.whole("intermediate_size", type);
   t.vocabulary = c.whole("vocab_size", type);
   t.sequence = c.whole("max_position_embeddings", type);
@@ -330,6 +328,15 @@ Transformer llama_like(const Config& c, const std::string& type) {
   t.positions = PositionEmbedding::Rotary;
   t.tied_embeddings = c.flag("tie_word_embeddings", false);
   t.linear_bias = false;
+}
+
+Transformer llama_like(const Config& c, const std::string& type) {
+  Transformer t;
+  t.layers = c.whole("num_hidden_layers", type);
+  t.hidden = c.whole("hidden_size", type);
+  t.heads = c.whole("num_attention_heads", type);
+  t.kv_heads = c.whole_or("num_key_value_heads", t.heads);
+  read_swiglu_decoder(c, type, t);
   t.qkv_bias = type == "qwen2";  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
   if (c.flag("attention_bias", false))
     c.refuse("attention_bias", "false (biases on Q, K, V and O not modelled yet)", "true");
@@ -402,16 +409,7 @@ Transformer deepseek(const Config& c, const std::string& type) {
                          "grouped key/value heads)",
                          t.heads),
              std::to_string(c.whole("num_key_value_heads")));
-  t.ffn_hidden = c.whole("intermediate_size", type);
-  t.vocabulary = c.whole("vocab_size", type);
-  t.sequence = c.whole("max_position_embeddings", type);
-  if (c.has("hidden_act") && c.word("hidden_act") != "silu")
-    c.refuse("hidden_act", "silu (a SwiGLU feed-forward)", "'" + c.word("hidden_act") + "'");
-  t.feed_forward = FeedForward::SwiGlu;
-  t.normalization = Normalization::RmsNorm;
-  t.positions = PositionEmbedding::Rotary;
-  t.tied_embeddings = c.flag("tie_word_embeddings", false);
-  t.linear_bias = false;
+  read_swiglu_decoder(c, type, t);
   if (c.flag("attention_bias", false))
     c.refuse("attention_bias", "false (biases on the attention projections not modelled yet)",
              "true");
