@@ -86,12 +86,22 @@ LayoutTraffic layout_traffic(const Workload& workload, const Layout& layout, dou
   traffic.tensor_allreduce_bytes = tensor_allreduce_values(shape, b) * e;
   for (int r = 0; r < layout.pipeline; ++r) {
     const StageWork work = stage_work(workload, layout, batch, r);
+    const double experts = stage_expert_parameters(shape, layout, r);
     traffic.tensor_allreduces =
         std::max(traffic.tensor_allreduces,
                  layout.micro_batches * (work.forward_allreduces + work.backward_allreduces));
+    // Dense gradients are reduced over d c ranks; the routed experts' over t c d / e.
     traffic.data_parameters =
-        std::max(traffic.data_parameters,
-                 stage_parameters(shape, layout, r) - stage_expert_parameters(shape, layout, r));
+        std::max(traffic.data_parameters, stage_parameters(shape, layout, r) - experts);
+    traffic.expert_data_parameters = std::max(traffic.expert_data_parameters, experts);
+    traffic.context_messages =
+        std::max(traffic.context_messages, layout.micro_batches * work.context_messages);
+    traffic.context_message_bytes =
+        std::max(traffic.context_message_bytes, work.context_message_bytes);
+    traffic.expert_alltoalls =
+        std::max(traffic.expert_alltoalls, layout.micro_batches * work.expert_alltoalls);
+    traffic.expert_alltoall_bytes =
+        std::max(traffic.expert_alltoall_bytes, work.expert_alltoall_bytes);
   }
   traffic.tensor_bytes_per_rank =
       static_cast<double>(traffic.tensor_allreduces) *
@@ -105,18 +115,6 @@ LayoutTraffic layout_traffic(const Workload& workload, const Layout& layout, dou
     traffic.data_values = data_parallel_values(traffic.data_parameters, layout.zero_stage);
     traffic.data_bytes_per_rank = traffic.data_values * e * (reducers - 1.0) / reducers;
   }
-  for (int r = 0; r < layout.pipeline; ++r) {
-    const StageWork work = stage_work(workload, layout, batch, r);
-    traffic.context_messages =
-        std::max(traffic.context_messages, layout.micro_batches * work.context_messages);
-    traffic.context_message_bytes = work.context_message_bytes;
-    traffic.expert_alltoalls =
-        std::max(traffic.expert_alltoalls, layout.micro_batches * work.expert_alltoalls);
-    traffic.expert_alltoall_bytes = work.expert_alltoall_bytes;
-    traffic.expert_data_parameters =
-        std::max(traffic.expert_data_parameters, stage_expert_parameters(shape, layout, r));
-  }
-  // Dense gradients are reduced over d c ranks (above); the routed experts' over t c d / e.
   traffic.context_bytes_per_rank =
       static_cast<double>(traffic.context_messages) * traffic.context_message_bytes;
   traffic.expert_bytes_per_rank =
@@ -410,55 +408,83 @@ StageTime stage_time(int stage, const StageWork& work, const Layout& layout,
 
 }  // namespace
 
+namespace {
+
+/// The work of `n` layers of `kind` on one rank per micro-batch of `b` sequences, without the
+/// embedding or the logits: every rank of a tensor x context group does 1 / (t c) of it (the
+/// causal attention is balanced over the context ranks by the 2c-chunk split).
+StageWork layers_work(const Workload& workload, const Layout& layout, double b, LayerKind kind,
+                      int n) {
+  const Transformer& shape = *workload.transformer;
+  const int t = layout.tensor, c = layout.context;
+  const double e = workload.bytes_per_parameter, ranks = static_cast<double>(t) * c;
+  StageWork work;
+  if (n == 0) return work;
+  const double forward = n * shape.layer_forward_flop(b, kind);
+  work.forward_flop = forward / ranks;
+  work.backward_flop = (n * shape.layer_training_flop(b, layout.recompute, kind) - forward) / ranks;
+  // The attention core's training flop: forward, backward (2x) and what recomputation repeats.
+  work.attention_flop = n * shape.attention_core_forward_flop(b) *
+                        (layout.recompute == Recompute::None ? 3 : 4) / ranks;
+  work.traffic_bytes = n * layer_traffic_bytes(shape, layout, b, kind);
+  if (t > 1) {
+    const long long all = kind == LayerKind::Moe
+                              ? moe_tensor_allreduces_per_layer(shape, layout.recompute)
+                              : tensor_allreduces_per_layer(layout.recompute);
+    const long long forward_calls = all / (layout.recompute == Recompute::Full ? 3 : 2);
+    work.forward_allreduces = n * forward_calls;
+    work.backward_allreduces = n * (all - forward_calls);
+  }
+  work.allreduce_bytes = tensor_allreduce_values(shape, b) * e / c;
+  if (c > 1) {
+    work.context_messages = n * context_messages_per_layer(c, layout.recompute);
+    work.context_message_bytes = context_message_values(shape, b, t, c) * e;
+  }
+  if (layout.expert > 1 && kind == LayerKind::Moe && shape.is_moe()) {
+    work.expert_alltoalls =
+        static_cast<long long>(n) * expert_alltoalls_per_layer(layout.recompute);
+    work.expert_alltoall_bytes = expert_alltoall_values(shape, b, layout) * e;
+  }
+  return work;
+}
+
+/// `to` plus `more` (the sizes of one message stay: they are the same for every layer).
+void add_work(StageWork& to, const StageWork& more) {
+  to.forward_flop += more.forward_flop;
+  to.backward_flop += more.backward_flop;
+  to.attention_flop += more.attention_flop;
+  to.traffic_bytes += more.traffic_bytes;
+  to.forward_allreduces += more.forward_allreduces;
+  to.backward_allreduces += more.backward_allreduces;
+  to.allreduce_bytes = std::max(to.allreduce_bytes, more.allreduce_bytes);
+  to.context_messages += more.context_messages;
+  to.context_message_bytes = std::max(to.context_message_bytes, more.context_message_bytes);
+  to.expert_alltoalls += more.expert_alltoalls;
+  to.expert_alltoall_bytes = std::max(to.expert_alltoall_bytes, more.expert_alltoall_bytes);
+}
+
+}  // namespace
+
 StageWork stage_work(const Workload& workload, const Layout& layout, double batch, int stage) {
   assert(workload.transformer);
   const Transformer& shape = *workload.transformer;
   const int t = layout.tensor, p = layout.pipeline, c = layout.context;
   const bool sp = layout.sequence_parallel;
-  const double b = layout.micro_batch(batch);
+  const double b = layout.micro_batch(batch), ranks = static_cast<double>(t) * c;
   const StageLayerKinds kinds = stage_layer_kinds(shape, p, stage);
-  StageWork work;
-  double forward = 0, training = 0, attention = 0;
-  for (LayerKind kind : {LayerKind::Dense, LayerKind::Moe}) {
-    const int n = kind == LayerKind::Dense ? kinds.dense : kinds.moe;
-    forward += n * shape.layer_forward_flop(b, kind);
-    training += n * shape.layer_training_flop(b, layout.recompute, kind);
-    work.traffic_bytes += n * layer_traffic_bytes(shape, layout, b, kind);
-  }
-  const int layers = kinds.dense + kinds.moe;
-  // The attention core's training flop: forward, backward (2x) and what recomputation repeats.
-  attention =
-      layers * shape.attention_core_forward_flop(b) * (layout.recompute == Recompute::None ? 3 : 4);
-  if (stage == 0) work.traffic_bytes += shape.embedding_activation_bytes(b, t, sp) / c;
-  if (stage == p - 1) {
-    forward += shape.logits_forward_flop(b);
-    training += shape.logits_training_flop(b);
-    work.traffic_bytes += shape.output_activation_bytes(b, t, sp) / c;
-  }
-  // Every rank of a tensor x context group does 1 / (t c) of the work (the causal attention is
-  // balanced over the context ranks by the 2c-chunk split).
-  work.forward_flop = forward / (t * c);
-  work.backward_flop = (training - forward) / (t * c);
-  work.attention_flop = attention / (t * c);
-  if (t > 1) {
-    const long long moe_per_layer = moe_tensor_allreduces_per_layer(shape, layout.recompute);
-    const long long moe_forward = moe_per_layer / (layout.recompute == Recompute::Full ? 3 : 2);
-    work.forward_allreduces = 2LL * kinds.dense + moe_forward * kinds.moe + (stage == 0 ? 1 : 0);
-    work.backward_allreduces =
-        static_cast<long long>(kinds.dense) * (tensor_allreduces_per_layer(layout.recompute) - 2) +
-        (moe_per_layer - moe_forward) * kinds.moe + (stage == p - 1 ? 1 : 0);
-  }
+  StageWork work = layers_work(workload, layout, b, LayerKind::Dense, kinds.dense);
+  add_work(work, layers_work(workload, layout, b, LayerKind::Moe, kinds.moe));
   work.allreduce_bytes = tensor_allreduce_values(shape, b) * workload.bytes_per_parameter / c;
-  if (c > 1) {
-    work.context_messages = layers * context_messages_per_layer(c, layout.recompute);
-    work.context_message_bytes =
-        context_message_values(shape, b, t, c) * workload.bytes_per_parameter;
+  if (stage == 0) {
+    work.traffic_bytes += shape.embedding_activation_bytes(b, t, sp) / c;
+    if (t > 1) ++work.forward_allreduces;  // the vocabulary-parallel embedding's output
   }
-  if (layout.expert > 1 && kinds.moe > 0) {
-    work.expert_alltoalls =
-        static_cast<long long>(kinds.moe) * expert_alltoalls_per_layer(layout.recompute);
-    work.expert_alltoall_bytes =
-        expert_alltoall_values(shape, b, layout) * workload.bytes_per_parameter;
+  if (stage == p - 1) {
+    const double forward = shape.logits_forward_flop(b);
+    work.forward_flop += forward / ranks;
+    work.backward_flop += (shape.logits_training_flop(b) - forward) / ranks;
+    work.traffic_bytes += shape.output_activation_bytes(b, t, sp) / c;
+    if (t > 1) ++work.backward_allreduces;  // the output projection's input gradient
   }
   return work;
 }
@@ -469,46 +495,19 @@ StageTime layer_time(const Workload& workload, const Layout& layout, double batc
   const Transformer& shape = *workload.transformer;
   const double b = layout.micro_batch(batch);
   const LayerKind kind = shape.layer_kind(0);
+  LayerShape layer = layer_shape(shape, b, layout.tensor, layout.sequence_parallel, kind,
+                                 layout.context, layout.expert);
+  layer.element_bytes = workload.bytes_per_parameter;
   ProfiledSeconds profiled([&](const ComputeProfile& profile) {
-    LayerShape layer = layer_shape(shape, b, layout.tensor, layout.sequence_parallel, kind,
-                                   layout.context, layout.expert);
-    layer.element_bytes = workload.bytes_per_parameter;
     const std::vector<ComputeOp> ops = layer_ops(layer, layout.recompute);
     check_profile_covers(profile, ops);
     return ops_seconds(ops, profile).total();
   });
   ProfiledSeconds attention([&](const ComputeProfile& profile) {
-    LayerShape layer = layer_shape(shape, b, layout.tensor, layout.sequence_parallel, kind,
-                                   layout.context, layout.expert);
-    layer.element_bytes = workload.bytes_per_parameter;
     return ops_seconds(layer_ops(layer, layout.recompute), profile).attention_s;
   });
   // One layer of the first stage's kind, as stage_work counts it, without embedding or logits.
-  StageWork work;
-  const int t = layout.tensor, c = layout.context;
-  work.forward_flop = shape.layer_forward_flop(b, kind) / (t * c);
-  work.backward_flop =
-      shape.layer_training_flop(b, layout.recompute, kind) / (t * c) - work.forward_flop;
-  work.attention_flop = shape.attention_core_forward_flop(b) *
-                        (layout.recompute == Recompute::None ? 3 : 4) / (t * c);
-  work.traffic_bytes = layer_traffic_bytes(shape, layout, b, kind);
-  if (t > 1) {
-    const long long all = kind == LayerKind::Moe
-                              ? moe_tensor_allreduces_per_layer(shape, layout.recompute)
-                              : tensor_allreduces_per_layer(layout.recompute);
-    work.forward_allreduces = all;
-  }
-  work.allreduce_bytes = tensor_allreduce_values(shape, b) * workload.bytes_per_parameter / c;
-  if (c > 1) {
-    work.context_messages = context_messages_per_layer(c, layout.recompute);
-    work.context_message_bytes =
-        context_message_values(shape, b, t, c) * workload.bytes_per_parameter;
-  }
-  if (layout.expert > 1 && kind == LayerKind::Moe) {
-    work.expert_alltoalls = expert_alltoalls_per_layer(layout.recompute);
-    work.expert_alltoall_bytes =
-        expert_alltoall_values(shape, b, layout) * workload.bytes_per_parameter;
-  }
+  const StageWork work = layers_work(workload, layout, b, kind, 1);
   return stage_time(0, work, layout, platform, placement, profiled, attention);
 }
 
