@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
+#include <string>
 
 #include "model/error.hpp"
 #include "model/registry.hpp"
@@ -58,6 +60,89 @@ RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform
     hop.bandwidth_Bps = std::min(hop.bandwidth_Bps, route.bandwidth_Bps);
   }
   return hop;
+}
+
+namespace {
+
+/// `hosts` positions grouped by node, nodes in first-seen order.
+std::vector<std::vector<size_t>> positions_by_node(const std::vector<int>& hosts,
+                                                   const Platform& platform) {
+  std::vector<std::vector<size_t>> nodes;
+  std::map<std::string, size_t> node_index;
+  for (size_t q = 0; q < hosts.size(); ++q) {
+    const std::string& node = platform.hosts[static_cast<size_t>(hosts[q])].node;
+    auto [it, inserted] = node_index.emplace(node, nodes.size());
+    if (inserted) nodes.emplace_back();
+    nodes[it->second].push_back(q);
+  }
+  return nodes;
+}
+
+/// Whether the node-crossing hops of the channels use no shared (non-fat-pipe) link twice.
+bool crossings_disjoint(const std::vector<std::vector<size_t>>& channels,
+                        const std::vector<int>& hosts, size_t per_node, const Platform& platform) {
+  std::set<int> used;
+  for (const std::vector<size_t>& order : channels)
+    for (size_t q = per_node - 1; q < order.size(); q += per_node) {
+      const Route& route = platform.route(hosts[order[q]], hosts[order[(q + 1) % order.size()]]);
+      for (int link : route.links) {
+        if (platform.links[static_cast<size_t>(link)].sharing == LinkSharing::FatPipe) continue;
+        if (!used.insert(link).second) return false;
+      }
+    }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::vector<size_t>> ring_channel_orders(const std::vector<int>& hosts,
+                                                     const Platform& platform) {
+  std::vector<size_t> given(hosts.size());
+  for (size_t q = 0; q < given.size(); ++q)
+    given[q] = q;
+  const std::vector<std::vector<size_t>> nodes = positions_by_node(hosts, platform);
+  const size_t per_node = nodes.empty() ? 0 : nodes.front().size();
+  if (nodes.size() < 2 || per_node < 2) return {given};
+  for (const auto& node : nodes)
+    if (node.size() != per_node) return {given};
+  std::vector<std::vector<size_t>> channels(per_node);
+  for (size_t j = 0; j < per_node; ++j)
+    for (const auto& node : nodes)
+      for (size_t q = 0; q < per_node; ++q)
+        channels[j].push_back(node[(j + q) % per_node]);
+  if (!crossings_disjoint(channels, hosts, per_node, platform)) return {given};
+  return channels;
+}
+
+double ring_steps_s(double bytes, long long steps, const std::vector<int>& hosts,
+                    const Platform& platform) {
+  const size_t k = hosts.size();
+  if (k < 2 || steps <= 0) return 0;
+  const std::vector<std::vector<size_t>> channels = ring_channel_orders(hosts, platform);
+  const double chunk = bytes / static_cast<double>(k * channels.size());
+  if (channels.size() == 1) {
+    const RingHop hop = slowest_ring_hop(hosts, platform);
+    return static_cast<double>(steps) *
+           (platform.message_latency_s(hop.latency_s, chunk) + chunk / hop.bandwidth_Bps);
+  }
+  std::map<int, double> load;
+  double latency = 0;
+  for (const std::vector<size_t>& order : channels)
+    for (size_t q = 0; q < k; ++q) {
+      const Route& route = platform.route(hosts[order[q]], hosts[order[(q + 1) % k]]);
+      latency = std::max(latency, platform.message_latency_s(route.latency_s, chunk));
+      for (int link : route.links) {
+        double& bytes_on_link = load[link];
+        bytes_on_link = platform.links[static_cast<size_t>(link)].sharing == LinkSharing::FatPipe
+                            ? std::max(bytes_on_link, chunk)
+                            : bytes_on_link + chunk;
+      }
+    }
+  double slowest = 0;
+  for (const auto& [link, bytes_on_link] : load)
+    slowest =
+        std::max(slowest, bytes_on_link / platform.links[static_cast<size_t>(link)].bandwidth_Bps);
+  return static_cast<double>(steps) * (latency + slowest);
 }
 
 std::vector<std::vector<size_t>> heap_parents_by_depth(size_t members) {

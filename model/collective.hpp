@@ -61,6 +61,25 @@ struct RingHop {
 };
 RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform);
 
+/// The rings a ring collective over `hosts` runs at once, as NCCL's channels do: a group with the
+/// same number k > 1 of its hosts on each of two or more nodes is cut into k channels, channel j
+/// visiting every node's hosts from its j-th on (node order and the hosts' order within a node as
+/// in `hosts`), so that each channel leaves a node through a different host's links. Each channel
+/// carries 1/k of the bytes. One channel (the group as given) when the group sits on one node,
+/// has unequal counts per node, or when two channels' node-crossing hops would share a link that
+/// is not a fat pipe (one NIC for the node: the channels would only queue on it). Returned as
+/// positions into `hosts`. Leaves out: NCCL's channel count tuning, and the intra-node links the
+/// channels share (the analytic costs time each channel by its slowest hop; SimGrid sees them).
+std::vector<std::vector<size_t>> ring_channel_orders(const std::vector<int>& hosts,
+                                                     const Platform& platform);
+
+/// `steps` steps of a ring collective of `bytes` over `hosts`: in each, every channel's hosts
+/// send bytes / (K channels) to their right neighbour. One channel: the slowest hop decides
+/// (alpha + bytes/(K beta)). Several: every link carries its share of all channels' hops at once,
+/// the most loaded link decides, and the slowest route adds its latency.
+double ring_steps_s(double bytes, long long steps, const std::vector<int>& hosts,
+                    const Platform& platform);
+
 /// The parents of a binary heap over `members` (children of i are 2i+1 and 2i+2), grouped by
 /// depth, root first: the levels of the tree algorithm.
 std::vector<std::vector<size_t>> heap_parents_by_depth(size_t members);

@@ -2,8 +2,11 @@
 //
 // 2(K-1) steps; in each, every worker sends N/K bytes to its right neighbour. Analytic cost:
 // 2(K-1)(alpha + N/(K beta)) with alpha and beta of the ring's slowest hop (all hops of a step
-// run together, so the slowest decides). Leaves out: contention between hops that share a link
-// (the simulator sees it), pipelining inside a chunk, and the reduction arithmetic.
+// run together, so the slowest decides). Across nodes with the same number of workers on each,
+// NCCL runs one ring per channel, each leaving a node through another GPU's NIC
+// (model/collective.hpp's ring_channel_orders): N/C each, and a step takes the most loaded
+// link's time. Leaves out: contention between hops of one ring that share a link (the simulator
+// sees it), pipelining inside a chunk, and the reduction arithmetic.
 #include "model/collective.hpp"
 
 namespace tauplan::model {
@@ -16,12 +19,8 @@ class RingAllReduce : public CollectiveAlgorithm {
     return "ring all-reduce: reduce-scatter + all-gather, 2(K-1) steps of N/K bytes";
   }
   double time_s(const CollectiveCall& call, const Platform& platform) const override {
-    const double k = static_cast<double>(call.hosts.size());
-    if (k < 2) return 0;
-    const RingHop hop = slowest_ring_hop(call.hosts, platform);
-    const double chunk = call.bytes / k;
-    return 2 * (k - 1) *
-           (platform.message_latency_s(hop.latency_s, chunk) + chunk / hop.bandwidth_Bps);
+    const auto k = static_cast<long long>(call.hosts.size());
+    return ring_steps_s(call.bytes, 2 * (k - 1), call.hosts, platform);
   }
 };
 

@@ -280,8 +280,9 @@ double alltoall_s(double bytes, const std::vector<int>& group, const Platform& p
 
 namespace {
 
+/// The ring all-reduce of model/collective_ring.cpp (in channels across nodes).
 double ring_allreduce_s(double bytes, const std::vector<int>& group, const Platform& platform) {
-  return 2 * ring_half_s(bytes, group, platform);
+  return ring_steps_s(bytes, 2 * (static_cast<long long>(group.size()) - 1), group, platform);
 }
 
 /// A host's memory-bound element-wise traffic per stored activation byte, and the bandwidth

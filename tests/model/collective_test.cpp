@@ -107,3 +107,71 @@ TEST_CASE("a single participant costs nothing and unknown algorithms are input e
   CHECK_THROWS_WITH(model::collective_algorithm("butterfly", "job.yaml"),
                     Catch::Contains("job.yaml: collective"));
 }
+
+namespace {
+/// Four hosts h0..h3 on nodes a (h0, h1) and b (h2, h3), each with a private split-duplex link
+/// (links 2i up, 2i + 1 down) of 10 GB/s and 1 us.
+model::Platform two_nodes_of_two() {
+  model::Platform platform = model::make_crossbar_platform({1, 1, 1, 1}, 10e9, 1e-6);
+  for (size_t i = 0; i < platform.hosts.size(); ++i)
+    platform.hosts[i].node = i < 2 ? "a" : "b";
+  return platform;
+}
+}  // namespace
+
+TEST_CASE("ring channels: one per GPU of a node when every node holds as many, one otherwise") {
+  const model::Platform platform = two_nodes_of_two();
+  using Orders = std::vector<std::vector<size_t>>;
+  // Channel j starts every node's segment at its j-th host, so each channel leaves a node
+  // through another host's link.
+  CHECK(model::ring_channel_orders({0, 1, 2, 3}, platform) == Orders{{0, 1, 2, 3}, {1, 0, 3, 2}});
+  // Nodes in first-seen order, hosts in the group's order within a node.
+  CHECK(model::ring_channel_orders({0, 2, 1, 3}, platform) == Orders{{0, 2, 1, 3}, {2, 0, 3, 1}});
+  CHECK(model::ring_channel_orders({0, 1}, platform) == Orders{{0, 1}});        // one node
+  CHECK(model::ring_channel_orders({0, 2}, platform) == Orders{{0, 1}});        // one per node
+  CHECK(model::ring_channel_orders({0, 1, 2}, platform) == Orders{{0, 1, 2}});  // 2 and 1
+  // Both hosts of node a leave it through one shared link (one NIC): one channel.
+  model::Platform shared_nic = two_nodes_of_two();  // a copy would keep the cached routes
+  shared_nic.routes = std::make_shared<model::CrossbarRoutes>(
+      shared_nic.links, std::vector<int>{0, 0, 4, 6}, std::vector<int>{1, 3, 5, 7});
+  CHECK(model::ring_channel_orders({0, 1, 2, 3}, shared_nic) == Orders{{0, 1, 2, 3}});
+}
+
+TEST_CASE("ring channels: the most loaded link of a step decides the ring's time") {
+  const model::Platform platform = two_nodes_of_two();
+  const double n = 8e6;
+  // Two channels of n/2; every host's up and down link carries one chunk of n/(4 * 2) from
+  // each channel per step: n/4 per link per step, as one ring would.
+  const double expected = 2.0 * 3 * (2e-6 + n / (4 * 10e9));
+  CHECK(model::collective_algorithm("ring").time_s(call({0, 1, 2, 3}, n), platform) ==
+        Approx(expected).epsilon(1e-12));
+  CHECK(model::ring_steps_s(n, 6, {0, 1, 2, 3}, platform) == Approx(expected).epsilon(1e-12));
+  // Each node's hops inside it also cross a shared 1 GB/s switch link: both channels' hops
+  // inside node a (h0 -> h1 in channel 0, h1 -> h0 in channel 1) load it with a chunk each, so
+  // a step takes 2 n/8 over 1 GB/s, twice what either channel's slowest hop alone would say.
+  class SwitchedRoutes : public model::RouteOracle {
+   public:
+    explicit SwitchedRoutes(const model::Platform& platform) : platform_(platform) {}
+    model::Route route(int src, int dst) const override {
+      model::Route route;
+      const bool inside = platform_.hosts[static_cast<size_t>(src)].node ==
+                          platform_.hosts[static_cast<size_t>(dst)].node;
+      route.links = {2 * src};
+      if (inside) route.links.push_back(8 + (src < 2 ? 0 : 1));
+      route.links.push_back(2 * dst + 1);
+      route.bandwidth_Bps = inside ? 1e9 : 10e9;
+      route.latency_s = 2e-6;
+      return route;
+    }
+
+   private:
+    const model::Platform& platform_;
+  };
+  model::Platform switched = two_nodes_of_two();
+  switched.links.push_back({"switch-a", 1e9, 0, model::LinkSharing::Shared});
+  switched.links.push_back({"switch-b", 1e9, 0, model::LinkSharing::Shared});
+  switched.routes = std::make_shared<SwitchedRoutes>(switched);
+  CHECK(model::ring_channel_orders({0, 1, 2, 3}, switched).size() == 2);
+  CHECK(model::ring_steps_s(n, 6, {0, 1, 2, 3}, switched) ==
+        Approx(6 * (2e-6 + 2 * (n / 8) / 1e9)).epsilon(1e-12));
+}

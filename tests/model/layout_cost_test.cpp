@@ -151,8 +151,10 @@ TEST_CASE("the data dimension moves 2 Psi (ZeRO 0-2) or 3 Psi (ZeRO 3) per step"
     CHECK(traffic.data_values == (zero == 3 ? 3 : 2) * psi);
     CHECK(traffic.data_bytes_per_rank == Approx(traffic.data_values * 4 * 7 / 8));
     const model::LayoutTime time = model::layout_time(w, l, 8, platform, placement);
-    // The ring's slowest hop crosses the nodes.
-    const double allreduce = ring_allreduce(psi * 4, 8, kInterLatency, kInterBandwidth);
+    // Four channels (one per GPU of a node, each leaving through its own inter-node link), a
+    // quarter of the bytes each; a GPU's inter-node link carries one chunk per step, its
+    // intra-node link three at ten times the bandwidth: the crossing decides.
+    const double allreduce = ring_allreduce(psi * 4 / 4, 8, kInterLatency, kInterBandwidth);
     CHECK(time.data_s == Approx((zero == 3 ? 1.5 : 1.0) * allreduce));
   }
 }

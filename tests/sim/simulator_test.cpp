@@ -57,8 +57,12 @@ TEST_CASE("ring all-reduce equals 2(K-1)(alpha + N/(K beta)) under CM02 without 
           const auto plan = test::collectives_only_plan(hosts, {}, n, {{"ring", group}});
           const auto row = sim::simulate(plan, platform, options);
           const auto hop = model::slowest_ring_hop(hosts, platform);
+          // Across the two nodes with 4 GPUs on each (K = 8) the ring runs as 4 channels of
+          // N/4 each; every host's private link still carries N/K per step.
+          const auto channels = model::ring_channel_orders(hosts, platform).size();
           out.push_back({k, n, row.round_s, row.comm_s, hop.latency_s, hop.bandwidth_Bps,
-                         row.extra["flows_started"], row.extra.value("flows_reused", 0LL)});
+                         row.extra["flows_started"], row.extra.value("flows_reused", 0LL),
+                         channels});
         }
       return out.dump();
     });
@@ -72,16 +76,21 @@ TEST_CASE("ring all-reduce equals 2(K-1)(alpha + N/(K beta)) under CM02 without 
       CHECK(c[2].get<double>() == Approx(expected).epsilon(1e-6));
       CHECK(c[3].get<double>() == Approx(expected).epsilon(1e-6));
       // Flows actually run: every step, only the first of each phase, or one per pair.
-      const long long started = c[6], reused = c[7];
-      const auto kk = static_cast<long long>(k);
+      const long long started = c[6], reused = c[7], channels = c[8];
+      CHECK(channels == (k == 8 ? 4 : 1));
+      const auto members = static_cast<long long>(k);
+      const long long kk = members * channels;  // flows per ring step
       if (std::string(mode) == "step without reuse") {
-        CHECK(started == 2 * (kk - 1) * kk);
+        CHECK(started == 2 * (members - 1) * kk);
         CHECK(reused == 0);
       } else if (std::string(mode) == "step") {
         CHECK(started == 2 * kk);
-        CHECK(started + reused == 2 * (kk - 1) * kk);
+        CHECK(started + reused == 2 * (members - 1) * kk);
       } else {
-        CHECK(started == 2 * kk);
+        // One flow per (source, destination) and phase: with channels, the channels' hops
+        // inside a node repeat the cycle of the node's GPUs (K pairs) and each channel crosses
+        // between the nodes between its own pair of GPUs (K more).
+        CHECK(started == 2 * (channels == 1 ? members : 2 * members));
       }
     }
   }
