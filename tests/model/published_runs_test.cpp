@@ -235,6 +235,7 @@ model::NodeFabric h100_node() {
 
 const char* const kH100Runs = TAUPLAN_SOURCE_DIR "/experiments/parallelism/h100.yaml";
 const char* const kMegatronRuns = TAUPLAN_SOURCE_DIR "/experiments/parallelism/megatron.yaml";
+const char* const kHeldOutRuns = TAUPLAN_SOURCE_DIR "/experiments/parallelism/h100-heldout.yaml";
 
 /// A runs file whose calibration is the platform's profile and whose one run is a catalog
 /// workload under context parallelism.
@@ -311,6 +312,38 @@ TEST_CASE("the H100 runs file: every run sourced, its shapes and layouts as publ
     CHECK(run.layout.zero_stage == 1);
     CHECK(run.workload.parameters / 1e9 == Approx(billions[i - 3]).epsilon(0.04));
   }
+}
+
+TEST_CASE("the held-out H100 runs: sourced, as the recipes give them, parameters as published") {
+  const model::PublishedRuns runs = model::load_published_runs(kHeldOutRuns);
+  CHECK(runs.calibration_from_platform);
+  CHECK(runs.calibration.empty());
+  REQUIRE(runs.runs.size() == 15);
+  for (const model::PublishedRun& run : runs.runs) {
+    CAPTURE(run.name);
+    CHECK_FALSE(run.source.empty());
+    CHECK_FALSE(run.assumed.empty());
+    CHECK_FALSE(run.calibration_configuration);  // no run is fitted
+    CHECK(run.quantity == "iteration_s");
+    CHECK(run.layout.workers() == run.workers);
+    CHECK(run.layout.zero_stage == 1);  // the distributed optimizer
+    CHECK(run.layout.sequence_parallel == (run.layout.tensor > 1));
+    CHECK(run.workload.transformer->attention == model::AttentionKernel::Flash);
+    // Each row's global batch and micro-batch give the recipe's gradient accumulation (GA).
+    const double accumulation = run.batch / (run.layout.micro_batch(run.batch) * run.layout.data);
+    CHECK((accumulation == 32 || accumulation == 64 || accumulation == 63 || accumulation == 16 ||
+           accumulation == 4));
+  }
+  // The shapes files: Nemotron-4 15B's 3.2B + 12.5B and 340B's 9.4B + 331.6B parameters
+  // (Parmar et al. 2024; NVIDIA 2024) within 1%; Llama 3.1 405B as NVIDIA's recipe ran it.
+  const auto parameters_of = [&](const std::string& prefix) {
+    for (const model::PublishedRun& run : runs.runs)
+      if (run.name.rfind(prefix, 0) == 0) return run.workload.parameters;
+    return 0.0;
+  };
+  CHECK(parameters_of("Nemotron-4 15B") == Approx(15.7e9).epsilon(0.01));
+  CHECK(parameters_of("Nemotron-4 340B") == Approx(341e9).epsilon(0.01));
+  CHECK(parameters_of("Llama 3.1 405B") == Approx(4.0756e11).epsilon(1e-4));
 }
 
 TEST_CASE("the calibration is flagged: megatron.yaml's own configuration, none in h100.yaml") {
