@@ -7,7 +7,6 @@
 
 #include "cli/verb.hpp"
 #include "model/error.hpp"
-#include "sim/platform_loader.hpp"
 #include "study/engines.hpp"
 #include "study/inputs.hpp"
 
@@ -91,7 +90,7 @@ void add_engine_verb(CLI::App& app, const std::string& engine_name) {
                            "the job with --trace)",
                        given.at("trace"));
     if (!args->simgrid_cfg.empty() || !args->simgrid_log.empty())
-      sim::set_simgrid_arguments({args->simgrid_cfg, args->simgrid_log});
+      study::set_simulator_arguments(args->simgrid_cfg, args->simgrid_log);
     const study::EngineOutput out =
         study::run_engine(engine_name, args->job_file, args->overrides());
     // Under MPI only rank 0 reports: the other ranks return no rows and print nothing.

@@ -6,25 +6,17 @@
 // `calibrate --mpi`). Hidden from --help; their logic lives in study/ and exec/testbed/.
 #include "cli/testbed_internals.hpp"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/verb.hpp"
-#include "exec/testbed/fabric.hpp"
-#include "exec/testbed/launcher.hpp"
-#include "exec/testbed/lifecycle.hpp"
 #include "model/error.hpp"
 #include "study/testbed_control.hpp"
 
 namespace tauplan::cli {
 namespace {
-
-namespace tb = tauplan::testbed;
 
 /// Everything after the options of a prefix_command subcommand, without a leading "--".
 std::vector<std::string> rest_of(const CLI::App* app) {
@@ -84,7 +76,7 @@ void add_testbed_internals(CLI::App& testbed) {
 
   // Internal: started by `up`, by mpirun and by `run`; not for users.
   auto fabric_prefix = std::make_shared<std::string>();
-  auto fabric_options = std::make_shared<tb::FabricOptions>();
+  auto fabric_options = std::make_shared<study::tb::FabricOptions>();
   auto fabric_ready = std::make_shared<int>(-1);
   CLI::App* fabric = verb->add_subcommand("fabric", "(internal) the link emulator process");
   fabric->group("");
@@ -94,18 +86,7 @@ void add_testbed_internals(CLI::App& testbed) {
   fabric->add_option("--realtime-priority", fabric_options->realtime_priority);
   fabric->add_option("--early", fabric_options->early_s);
   fabric->callback([fabric_prefix, fabric_options, fabric_ready] {
-    study::require_testbed_rights();
-    tb::check_prefix(*fabric_prefix, "<command line>");
-    const auto state = tb::read_state(*fabric_prefix);
-    if (!state) throw InputError(tb::state_path(*fabric_prefix), "testbed", "a state file", "none");
-    tb::FabricOptions options = *fabric_options;
-    options.stats_path = tb::fabric_stats_path(*fabric_prefix);
-    const std::string prefix = *fabric_prefix;
-    const int exit_code = tb::run_fabric(state->spec, options, *fabric_ready,
-                                         [prefix] { tb::remove_testbed(prefix); });
-    std::fflush(stdout);
-    std::fflush(stderr);
-    _exit(exit_code);
+    study::testbed_fabric(*fabric_prefix, *fabric_options, *fabric_ready);
   });
 
   auto agent_prefix = std::make_shared<std::string>();
@@ -114,17 +95,7 @@ void add_testbed_internals(CLI::App& testbed) {
   agent->prefix_command();
   agent->allow_extras();
   agent->add_option("--prefix", *agent_prefix)->required();
-  agent->callback([agent, agent_prefix] {
-    study::require_testbed_rights();
-    const auto state = tb::read_state(*agent_prefix);
-    if (!state) throw InputError(tb::state_path(*agent_prefix), "testbed", "a state file", "none");
-    std::vector<std::string> rest = rest_of(agent);
-    if (rest.empty())
-      throw InputError("<command line>", "testbed agent", "HOST COMMAND", "nothing");
-    const std::string netns = rest.front();
-    rest.erase(rest.begin());
-    tb::exec_agent(*state, netns, rest);
-  });
+  agent->callback([agent, agent_prefix] { study::testbed_agent(*agent_prefix, rest_of(agent)); });
 
   auto rank_prefix = std::make_shared<std::string>();
   auto rank_command = std::make_shared<std::vector<std::string>>();
@@ -132,11 +103,7 @@ void add_testbed_internals(CLI::App& testbed) {
   rank->group("");
   rank->add_option("--prefix", *rank_prefix)->required();
   rank->add_option("command", *rank_command)->required();
-  rank->callback([rank_prefix, rank_command] {
-    const auto state = tb::read_state(*rank_prefix);
-    if (!state) throw InputError(tb::state_path(*rank_prefix), "testbed", "a state file", "none");
-    tb::exec_rank(*state, *rank_command);
-  });
+  rank->callback([rank_prefix, rank_command] { study::testbed_rank(*rank_prefix, *rank_command); });
 }
 
 }  // namespace tauplan::cli

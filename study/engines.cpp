@@ -7,6 +7,7 @@
 #include "model/registry.hpp"
 #include "model/strategy.hpp"
 #include "model/token_target.hpp"
+#include "sim/platform_loader.hpp"
 #include "sim/simgrid_engine.hpp"
 #include "study/inputs.hpp"
 
@@ -31,6 +32,11 @@ const model::Engine& engine(const std::string& name, const std::string& origin,
 
 std::vector<std::string> engine_names() {
   return registry().names();
+}
+
+void set_simulator_arguments(const std::vector<std::string>& cfg,
+                             const std::vector<std::string>& log) {
+  sim::set_simgrid_arguments({cfg, log});
 }
 
 EngineOutput run_engine(const std::string& engine_name, const std::string& job_file,

@@ -37,6 +37,11 @@ child::Task engine_task(const model::Engine& engine, const std::string& job_file
                         const std::map<std::string, std::string>& keys, const std::string& out_path,
                         const std::string& err_path);
 
+/// SimGrid's --cfg and --log items for the simulator this process starts (sim/platform_loader.hpp's
+/// set_simgrid_arguments: checked in a child first; InputError naming the item).
+void set_simulator_arguments(const std::vector<std::string>& cfg,
+                             const std::vector<std::string>& log);
+
 /// A result row back from an engine's JSON (the schema's fields; the rest goes to `extra`).
 model::ResultRow row_from_json(const nlohmann::json& j);
 

@@ -35,12 +35,8 @@
 namespace tauplan::study {
 
 void require_testbed_rights() {
-  std::string why;
-  if (!tb::can_manage_namespaces(why))
-    throw InputError("testbed", "privileges",
-                     "the rights to create network namespaces (root: CAP_NET_ADMIN and "
-                     "CAP_SYS_ADMIN)",
-                     why);
+  const tb::TestbedBlocker blocker = tb::testbed_blocker();
+  if (!blocker.key.empty()) throw InputError("testbed", blocker.key, blocker.expected, blocker.why);
 }
 
 namespace {
@@ -456,6 +452,43 @@ void testbed_calibrate(const TestbedCalibrateRequest& a, std::ostream& out) {
                        d.both_ab_Bps / d.alone_ab_Bps, d.both_ba_Bps / d.alone_ba_Bps);
   for (const std::string& w : cal.warnings)
     std::cerr << "tauplan: testbed calibrate: warning: " << w << "\n";
+}
+
+namespace {
+
+/// The state file of the testbed of `prefix`; InputError naming it when there is none.
+tb::State testbed_state(const std::string& prefix) {
+  const auto state = tb::read_state(prefix);
+  if (!state) throw InputError(tb::state_path(prefix), "testbed", "a state file", "none");
+  return *state;
+}
+
+}  // namespace
+
+void testbed_fabric(const std::string& prefix, tb::FabricOptions options, int ready_fd) {
+  require_testbed_rights();
+  tb::check_prefix(prefix, "<command line>");
+  const tb::State state = testbed_state(prefix);
+  options.stats_path = tb::fabric_stats_path(prefix);
+  const int exit_code =
+      tb::run_fabric(state.spec, options, ready_fd, [prefix] { tb::remove_testbed(prefix); });
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(exit_code);
+}
+
+void testbed_agent(const std::string& prefix, std::vector<std::string> host_and_command) {
+  require_testbed_rights();
+  const tb::State state = testbed_state(prefix);
+  if (host_and_command.empty())
+    throw InputError("<command line>", "testbed agent", "HOST COMMAND", "nothing");
+  const std::string netns = host_and_command.front();
+  host_and_command.erase(host_and_command.begin());
+  tb::exec_agent(state, netns, host_and_command);
+}
+
+void testbed_rank(const std::string& prefix, const std::vector<std::string>& command) {
+  tb::exec_rank(testbed_state(prefix), command);
 }
 
 }  // namespace tauplan::study

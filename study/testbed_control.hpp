@@ -60,7 +60,8 @@ struct TestbedCalibrateRequest {
   double eager_limit_bytes = 65536;
 };
 
-/// InputError (exit 2) unless this process may create and enter network namespaces.
+/// InputError (exit 2) unless this process may create and enter network namespaces and launch
+/// MPI ranks in them: key "privileges", "ip" or "mpirun" (exec/testbed/system.hpp).
 void require_testbed_rights();
 /// Builds the testbed of a platform and starts its fabric; prints its state.
 void testbed_up(const TestbedUpRequest& request, std::ostream& out);
@@ -88,5 +89,15 @@ void testbed_compute_probe(const std::string& job_file,
 /// message probe over MPI on the pairs "SRC:DST,..." (ranks); rank 0 writes the JSON to `out`.
 void testbed_message_probe(const std::string& pairs, const std::vector<double>& sizes, int repeats,
                            const std::string& out);
+
+/// `testbed fabric` (internal, started by `up`): the link emulator of the testbed of `prefix`,
+/// until its time to live ends (then it removes the testbed); exits the process.
+[[noreturn]] void testbed_fabric(const std::string& prefix, tb::FabricOptions options,
+                                 int ready_fd);
+/// `testbed agent` (internal, mpirun's remote shell): runs `host_and_command` (a namespace, then
+/// its command) inside that namespace of the testbed of `prefix`; replaces the process.
+void testbed_agent(const std::string& prefix, std::vector<std::string> host_and_command);
+/// `testbed rank` (internal): sets TAUPLAN_TESTBED_HOST and replaces the process by `command`.
+void testbed_rank(const std::string& prefix, const std::vector<std::string>& command);
 
 }  // namespace tauplan::study

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -129,7 +130,11 @@ std::string run_checked(const std::vector<std::string>& argv, double timeout_s) 
   return result.out;
 }
 
-bool can_manage_namespaces(std::string& why) {
+namespace {
+
+/// The effective capabilities this process lacks of CAP_NET_ADMIN and CAP_SYS_ADMIN, as
+/// "uid U without ..."; empty when it has both.
+std::string missing_capabilities() {
   std::ifstream status("/proc/self/status");
   std::string line;
   unsigned long long effective = 0;
@@ -141,22 +146,46 @@ bool can_manage_namespaces(std::string& why) {
   if (!(effective & (1ULL << kCapNetAdmin))) missing += "CAP_NET_ADMIN";
   if (!(effective & (1ULL << kCapSysAdmin)))
     missing += missing.empty() ? "CAP_SYS_ADMIN" : " and CAP_SYS_ADMIN";
-  if (!missing.empty()) {
-    why = "uid " + std::to_string(geteuid()) + " without " + missing;
-    return false;
-  }
+  return missing.empty() ? "" : "uid " + std::to_string(geteuid()) + " without " + missing;
+}
+
+/// Why `ip -V` does not run; empty when it does.
+std::string ip_problem() {
   CommandOutput ip;
   try {
     ip = run_command({"ip", "-V"}, 5);
   } catch (const std::exception& e) {
-    why = std::string("cannot run `ip`: ") + e.what();
-    return false;
+    return std::string("cannot run `ip`: ") + e.what();
   }
-  if (ip.exit_code != 0) {
-    why = "`ip -V` failed (install iproute2)";
-    return false;
-  }
-  return true;
+  return ip.exit_code != 0 ? "`ip -V` failed (install iproute2)" : "";
+}
+
+}  // namespace
+
+bool can_manage_namespaces(std::string& why) {
+  why = missing_capabilities();
+  if (why.empty()) why = ip_problem();
+  return why.empty();
+}
+
+bool on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && access((dir + "/" + name).c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+TestbedBlocker testbed_blocker() {
+  if (const std::string why = missing_capabilities(); !why.empty())
+    return {"privileges",
+            "the rights to create network namespaces (root: CAP_NET_ADMIN and CAP_SYS_ADMIN)", why};
+  if (const std::string why = ip_problem(); !why.empty())
+    return {"ip", "iproute2's `ip` on the PATH (Debian: apt install iproute2)", why};
+  if (!on_path("mpirun"))
+    return {"mpirun", "OpenMPI's `mpirun` on the PATH (Debian: apt install openmpi-bin)",
+            "no mpirun in PATH"};
+  return {};
 }
 
 std::vector<std::string> list_namespaces() {

@@ -28,6 +28,20 @@ std::string run_checked(const std::vector<std::string>& argv, double timeout_s =
 /// and CAP_SYS_ADMIN, and an `ip` that runs); `why` says what is missing otherwise.
 bool can_manage_namespaces(std::string& why);
 
+/// What stops this process from running a testbed: `key` "privileges" (no effective CAP_NET_ADMIN
+/// and CAP_SYS_ADMIN), "ip" (no iproute2 `ip` that runs) or "mpirun" (no OpenMPI `mpirun` on the
+/// PATH: the testbed's ranks are MPI ranks), the first found, with what was expected and why;
+/// an empty key when nothing does.
+struct TestbedBlocker {
+  std::string key;
+  std::string expected;
+  std::string why;
+};
+TestbedBlocker testbed_blocker();
+
+/// Whether an executable `name` is on the PATH.
+bool on_path(const std::string& name);
+
 /// Names of the network namespaces iproute2 knows (/run/netns), sorted.
 std::vector<std::string> list_namespaces();
 /// Pids of the processes inside namespace `name` (`ip netns pids`); empty if none or unknown.
