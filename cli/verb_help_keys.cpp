@@ -1,6 +1,6 @@
 // verb_help_keys.cpp: `tauplan help-keys`, the table of job keys (name, type, default, help),
-// then the keys of a transformer workload YAML, then the config.json fields a HuggingFace config
-// given as the workload may hold.
+// then the keys of a transformer workload YAML, of an inventory and the props of a platform
+// file, then the config.json fields a HuggingFace config given as the workload may hold.
 #include <iostream>
 #include <utility>
 #include <vector>
@@ -9,7 +9,9 @@
 
 #include "cli/verb.hpp"
 #include "model/hf_config.hpp"
+#include "model/inventory.hpp"
 #include "model/job.hpp"
+#include "model/platform.hpp"
 #include "model/token_target.hpp"
 #include "model/transformer.hpp"
 #include "study/inputs.hpp"
@@ -40,7 +42,9 @@ const char* type_word(model::KeyType type) {
 }  // namespace
 
 void register_help_keys(CLI::App& app) {
-  CLI::App* verb = app.add_subcommand("help-keys", "list every job key with its type and default");
+  CLI::App* verb = app.add_subcommand(
+      "help-keys",
+      "list every key of a job, workload, inventory and platform file, with its meaning");
   verb->callback([] {
     std::vector<model::KeySpec> keys = study::all_job_keys();
     for (model::KeySpec& key : model::inventory_token_keys())
@@ -56,6 +60,17 @@ void register_help_keys(CLI::App& app) {
     std::cout << "\nworkload YAML keys (a transformer workload file):\n";
     for (const auto& key : model::transformer_workload_keys())
       std::cout << fmt::format("{:<42} {}\n", key.name, key.meaning);
+    // An inventory for `tauplan plan` (model/inventory.hpp): every key the reader accepts.
+    std::cout << "\ninventory keys (tauplan plan INVENTORY):\n";
+    for (const auto& key : model::inventory_keys()) {
+      const std::string section = key.section;
+      std::cout << fmt::format("{:<42} {}\n", section.empty() ? key.name : section + "." + key.name,
+                               key.meaning);
+    }
+    // Platform props (model/platform.hpp): what tauplan reads from a platform XML's <prop>s.
+    std::cout << "\nplatform props (<prop id=... value=.../> in a platform XML):\n";
+    for (const auto& prop : model::platform_properties())
+      std::cout << fmt::format("{:<20} {:<14} {}\n", prop.name, prop.on, prop.meaning);
     // A HuggingFace config.json given as the workload: the fields read, those known not to change
     // the cost (ignored) and those refused; any other field is refused (model/hf_config.hpp).
     std::cout << "\nconfig.json fields (a HuggingFace config.json as --workload / workload):\n";

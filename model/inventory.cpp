@@ -22,6 +22,89 @@
 
 namespace tauplan::model {
 
+const std::vector<InventoryKey>& inventory_keys() {
+  static const std::vector<InventoryKey> keys = {
+      {"", "workload", "catalog name or workload file (relative to the inventory)"},
+      {"", "target", "what the job must reach: accuracy (a convergence model) or tokens"},
+      {"", "objective", "min-time (default), min-cost or min-cost-under-deadline"},
+      {"", "deadline",
+       "time the job must finish in, with a unit (12h), for min-cost-under-deadline"},
+      {"", "deadline_confidence", "probability of meeting the deadline (0-1; 0: expected time)"},
+      {"", "currency", "symbol printed before costs (default $)"},
+      {"", "node_types", "list of node types that may be bought"},
+      {"", "servers", "parameter-server VMs for the ps collective and async-ps"},
+      {"", "search", "the configuration space searched"},
+      {"", "recheck", "how many of the best are re-checked in SimGrid, and how"},
+      {"node_types[]", "name", "short word used in host names (required)"},
+      {"node_types[]", "gpu_model", "a GPU of model/catalog/gpus.yaml (required)"},
+      {"node_types[]", "gpus_per_node", "GPUs in one node (default 1)"},
+      {"node_types[]", "nodes", "nodes available (required)"},
+      {"node_types[]", "price_per_hour", "price of one node-hour (required)"},
+      {"node_types[]", "market", "on-demand (default) or revocable"},
+      {"node_types[]", "revocations_per_hour", "revocable: revocations per node-hour"},
+      {"node_types[]", "restart_s", "revocable: stall after a revocation, seconds"},
+      {"node_types[]", "efficiency", "fraction of the GPU's peak a step reaches (default 0.5)"},
+      {"node_types[]", "precision", "which peak of the GPU: fp32 (default), fp64, fp16, bf16"},
+      {"node_types[]", "network", "the node's links (below)"},
+      {"node_types[].network", "bandwidth", "the node's NIC, with a unit (25Gbps, 3.125GBps)"},
+      {"node_types[].network", "latency", "one-way latency of the NIC, with a unit (2us)"},
+      {"node_types[].network", "gpu_bandwidth", "GPU to GPU inside a node, with a unit (450GBps)"},
+      {"node_types[].network", "gpu_latency", "GPU to GPU inside a node, with a unit (1.4us)"},
+      {"servers", "max", "servers that may be used (required)"},
+      {"servers", "price_per_hour", "price of one server-hour"},
+      {"servers", "speed_flops", "a server's speed applying updates, flop/s"},
+      {"servers", "network", "a server's link (below)"},
+      {"servers.network", "bandwidth", "a server's link, with a unit"},
+      {"servers.network", "latency", "a server's link latency, with a unit"},
+      {"search", "strategies", "strategies searched (default: every multi-worker strategy)"},
+      {"search", "collectives", "collective algorithms searched"},
+      {"search", "batch_per_worker", "batch per worker (default 32, 64, 128)"},
+      {"search", "tau", "local-sgd steps per round (default 1, 4, 16)"},
+      {"search", "split", "sync batch splits: even, speed"},
+      {"search", "servers", "parameter servers (default 1, 2, 4)"},
+      {"search", "max_gpus", "the most GPUs a configuration may use (default 64)"},
+      {"search", "step_overhead_s", "fixed seconds of every training step"},
+      {"search", "round_budget_s", "local-sgd time budgets per round (none: not searched)"},
+      {"search", "staleness_bound", "async-ps SSP bounds (default 0: unbounded)"},
+      {"search", "tensor_parallel", "mesh: tensor sizes (default 1, 2, 4, 8)"},
+      {"search", "pipeline_parallel", "mesh: pipeline stages (default 1, 2, 4, 8)"},
+      {"search", "context_parallel", "mesh: context sizes (default 1)"},
+      {"search", "expert_parallel", "mesh: expert sizes, MoE only (default 1-64)"},
+      {"search", "micro_batch_size", "mesh: sequences per micro-batch (default 1, 2, 4)"},
+      {"search", "zero_stage", "mesh: ZeRO stages (default 0, 1)"},
+      {"search", "recompute", "mesh: none, selective, full (default all three)"},
+      {"target", "accuracy", "label of what the convergence model was fitted for"},
+      {"target", "convergence", "critical-batch, table or epochs"},
+      {"target", "min_steps", "critical-batch: steps at a small batch"},
+      {"target", "critical_batch", "critical-batch: the batch where steps stop halving"},
+      {"target", "drift", "local-sgd: extra rounds per local step"},
+      {"target", "convergence_table", "table: CSV of steps to target per batch"},
+      {"target", "epochs", "epochs: passes over the dataset"},
+      {"target", "dataset_samples", "epochs: samples in the dataset"},
+      {"target", "staleness_cost", "async-ps: kappa of Na(b) (1 + kappa tau)"},
+      {"target", "tokens", "a target in tokens (15T)"},
+      {"target", "dataset_tokens", "epochs over a dataset of this many tokens"},
+      {"recheck", "top", "candidates re-checked in SimGrid (default 10)"},
+      {"recheck", "sim_rounds", "rounds simulated per candidate (default 50; 0: all)"},
+      {"recheck", "network_model", "SimGrid network model (default CM02)"},
+      {"recheck", "faults", "simulate revocations as faults (sim_rounds 0 only)"},
+      {"recheck", "seed", "seed of the simulated faults"},
+  };
+  return keys;
+}
+
+namespace {
+
+/// The keys of one section of inventory_keys(), for reject_unknown_keys.
+std::vector<std::string> keys_of(const std::string& section) {
+  std::vector<std::string> names;
+  for (const InventoryKey& key : inventory_keys())
+    if (section == key.section) names.push_back(key.name);
+  return names;
+}
+
+}  // namespace
+
 std::vector<std::string> default_search_strategies() {
   std::vector<std::string> names;
   for (const std::string& name : default_strategy_names())
@@ -106,9 +189,9 @@ std::vector<int> whole_numbers(const YAML::Node& node, const std::string& origin
 void parse_network(const YAML::Node& node, const std::string& origin, const std::string& prefix,
                    NetworkSpec& network, bool with_gpu_link) {
   if (!node.IsMap()) throw InputError(origin, prefix, "a map of network keys", quoted(node));
-  std::vector<std::string> known = {"bandwidth", "latency"};
-  if (with_gpu_link) known.insert(known.end(), {"gpu_bandwidth", "gpu_latency"});
-  yaml_util::reject_unknown_keys(node, known, origin, prefix + ".");
+  yaml_util::reject_unknown_keys(
+      node, keys_of(with_gpu_link ? "node_types[].network" : "servers.network"), origin,
+      prefix + ".");
   // Units are explicit in an inventory, as in a platform file: `bandwidth: 400` could mean
   // bytes or bits per second, Gbps or GBps, and `latency: 2` seconds or microseconds, so a bare
   // number (other than a latency of 0) is refused rather than read in the base unit.
@@ -149,11 +232,7 @@ void parse_network(const YAML::Node& node, const std::string& origin, const std:
 NodeType parse_node_type(const YAML::Node& node, const std::string& origin,
                          const std::string& prefix) {
   if (!node.IsMap()) throw InputError(origin, prefix, "a map describing a node type", quoted(node));
-  yaml_util::reject_unknown_keys(
-      node,
-      {"name", "gpu_model", "gpus_per_node", "nodes", "price_per_hour", "market",
-       "revocations_per_hour", "restart_s", "efficiency", "precision", "network"},
-      origin, prefix + ".");
+  yaml_util::reject_unknown_keys(node, keys_of("node_types[]"), origin, prefix + ".");
   auto key = [&prefix](const char* k) { return prefix + "." + k; };
   for (const char* required : {"name", "gpu_model", "nodes", "price_per_hour"})
     if (!node[required]) throw InputError(origin, key(required), "a value", "nothing");
@@ -227,13 +306,7 @@ BatchSplit parse_split(const std::string& word, const std::string& origin) {
 
 void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace& search) {
   if (!node.IsMap()) throw InputError(origin, "search", "a map of search keys", quoted(node));
-  yaml_util::reject_unknown_keys(
-      node,
-      {"strategies", "collectives", "batch_per_worker", "tau", "split", "servers", "max_gpus",
-       "step_overhead_s", "round_budget_s", "staleness_bound", "tensor_parallel",
-       "pipeline_parallel", "context_parallel", "expert_parallel", "micro_batch_size", "zero_stage",
-       "recompute"},
-      origin, "search.");
+  yaml_util::reject_unknown_keys(node, keys_of("search"), origin, "search.");
   if (node["strategies"]) {
     search.strategies = words(node["strategies"], origin, "search.strategies");
     for (const auto& s : search.strategies)
@@ -313,11 +386,7 @@ void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace
 void parse_target(const YAML::Node& node, const Inventory& inventory, Target& target) {
   const std::string& origin = inventory.file;
   if (!node.IsMap()) throw InputError(origin, "target", "a map", quoted(node));
-  yaml_util::reject_unknown_keys(
-      node,
-      {"accuracy", "convergence", "min_steps", "critical_batch", "drift", "convergence_table",
-       "epochs", "dataset_samples", "staleness_cost", "tokens", "dataset_tokens"},
-      origin, "target.");
+  yaml_util::reject_unknown_keys(node, keys_of("target"), origin, "target.");
   if (node["accuracy"])
     target.accuracy = yaml_util::text(node["accuracy"], origin, "target.accuracy");
   if (node["staleness_cost"])
@@ -419,8 +488,7 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
 
 void parse_recheck(const YAML::Node& node, const std::string& origin, RecheckSettings& recheck) {
   if (!node.IsMap()) throw InputError(origin, "recheck", "a map", quoted(node));
-  yaml_util::reject_unknown_keys(node, {"top", "sim_rounds", "network_model", "faults", "seed"},
-                                 origin, "recheck.");
+  yaml_util::reject_unknown_keys(node, keys_of("recheck"), origin, "recheck.");
   if (node["top"]) recheck.top = whole_number(node["top"], origin, "recheck.top", 0);
   if (node["sim_rounds"])
     recheck.sim_rounds = whole_number(node["sim_rounds"], origin, "recheck.sim_rounds", 0);
@@ -553,8 +621,7 @@ void parse_node_types(const YAML::Node& root, const std::string& origin, Invento
 /// `servers`: the pool of parameter servers (max, price, speed, network).
 void parse_servers(const YAML::Node& s, const std::string& origin, ServerPool& servers) {
   if (!s.IsMap()) throw InputError(origin, "servers", "a map", quoted(s));
-  yaml_util::reject_unknown_keys(s, {"max", "price_per_hour", "speed_flops", "network"}, origin,
-                                 "servers.");
+  yaml_util::reject_unknown_keys(s, keys_of("servers"), origin, "servers.");
   if (!s["max"]) throw InputError(origin, "servers.max", "a whole number >= 0", "nothing");
   servers.max = whole_number(s["max"], origin, "servers.max", 0);
   if (s["price_per_hour"])
@@ -623,11 +690,7 @@ Inventory parse_inventory_yaml(const std::string& text, const std::string& origi
   inventory.folder = folder;
   const YAML::Node root = yaml_util::parse(text, origin);
   if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of inventory keys");
-  yaml_util::reject_unknown_keys(
-      root,
-      {"workload", "target", "objective", "deadline", "deadline_confidence", "currency",
-       "node_types", "servers", "search", "recheck"},
-      origin);
+  yaml_util::reject_unknown_keys(root, keys_of(""), origin);
 
   parse_inventory_workload(root, origin, folder, inventory);
   if (!root["target"])

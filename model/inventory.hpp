@@ -149,6 +149,17 @@ struct Inventory {
   RecheckSettings recheck;
 };
 
+/// One key an inventory may hold: its section ("" for the top level, "node_types[]",
+/// "node_types[].network", "servers", "servers.network", "search", "target", "recheck"), its name
+/// and what it means. The reader accepts exactly these (an unknown key is an InputError), and
+/// `tauplan help-keys` prints them.
+struct InventoryKey {
+  const char* section;
+  const char* name;
+  const char* meaning;
+};
+const std::vector<InventoryKey>& inventory_keys();
+
 /// Loads and checks an inventory; every problem is an InputError "FILE: KEY: expected ..., got
 /// ..." (unknown GPU model, negative price, zero count, unknown key, missing deadline ...).
 Inventory load_inventory(const std::string& path);

@@ -106,6 +106,25 @@ bool parse_prop_number(const std::string& text, double& value) {
   return true;
 }
 
+const std::vector<PlatformProperty>& platform_properties() {
+  static const std::vector<PlatformProperty> properties = {
+      {"workers", "gpu_model", "a model of model/catalog/gpus.yaml"},
+      {"workers", "gpu_memory_bytes", "GPU memory in bytes (default: the catalog's)"},
+      {"workers", "precision", "fp32, fp16 or bf16: which catalog peak the speed is based on"},
+      {"workers", "efficiency", "the fraction, so that speed == peak[precision] x efficiency"},
+      {"all hosts", "node", "the machine the host is in; hosts of one node share its NIC"},
+      {"all hosts", "role", "worker, or server (a parameter server or SparkNet driver)"},
+      {"workers", "step_overhead_s", "fixed seconds of every step on this host (over the job's)"},
+      {"workers", "compute_profile", "a compute profile (catalog name or JSON file) timing layers"},
+      {"workers", "compute_source", "where the host's speed comes from (printed with results)"},
+      {"workers", "elementwise_passes",
+       "memory-bound element-wise traffic per stored activation byte (layout step time)"},
+      {"the root zone", "message_protocol", "plain (default) or rendezvous (OpenMPI ob1 over TCP)"},
+      {"the root zone", "eager_limit_bytes", "with rendezvous: the largest message sent eagerly"},
+  };
+  return properties;
+}
+
 bool natural_less(const std::string& a, const std::string& b) {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {

@@ -124,6 +124,17 @@ Platform make_crossbar_platform(const std::vector<double>& speeds_flops, double 
                                 double link_latency_s, double gpu_memory_bytes = 0,
                                 const std::vector<HostRole>& roles = {});
 
+/// A prop tauplan reads from a platform file (`<prop id=... value=.../>`): where it goes
+/// ("workers", "all hosts", "the root zone"), its name and what it means. platforms/README.md's
+/// props table lists the same (architecture_tests checks both ways), and `tauplan help-keys` prints
+/// it.
+struct PlatformProperty {
+  const char* on;
+  const char* name;
+  const char* meaning;
+};
+const std::vector<PlatformProperty>& platform_properties();
+
 /// "a10" < "a2"? No: natural order compares digit runs as numbers (a2 < a10).
 bool natural_less(const std::string& a, const std::string& b);
 

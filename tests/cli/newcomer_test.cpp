@@ -110,3 +110,14 @@ TEST_CASE("newcomer: plan puts no straggler time on identical GPUs") {
   walk(j);
   CHECK(parts > 0);
 }
+
+TEST_CASE("newcomer: help-keys lists the keys of a job, a workload, an inventory and a platform") {
+  const auto r = tauplan::test::run_tauplan({"help-keys"});
+  REQUIRE(r.exit_code == 0);
+  for (const char* heading :
+       {"workload YAML keys", "inventory keys", "platform props", "config.json fields"})
+    CHECK(r.out.find(heading) != std::string::npos);
+  for (const char* key : {"\nworkers ", "\nnode_types[].network.bandwidth ", "\nsearch.zero_stage ",
+                          "\ngpu_memory_bytes ", "\nmessage_protocol "})
+    CHECK(r.out.find(key) != std::string::npos);
+}
