@@ -372,34 +372,39 @@ double time_tauplan(tauplan::exec::Replica& replica, const Workload& w, int step
   return std::chrono::duration<double>(Clock::now() - start).count() / steps;
 }
 
-}  // namespace
+// ------------------------------------------------------------------ the run's steps
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
-  const std::string load_before = read_first_line("/proc/loadavg");
-  const char* omp_env = std::getenv("OMP_WAIT_POLICY");  // inherited by PyTorch's OpenMP
-  const std::string omp_wait_policy = omp_env ? omp_env : "(unset)";
-
-  // The child first: its reply says whether there is anything to compare with.
+// The PyTorch child (none when skipped), its hello reply, and why it was skipped ("" if not).
+struct Peer {
   std::unique_ptr<PythonPeer> peer;
   json hello;
   std::string skipped;
-  if (access(o.python.c_str(), X_OK) != 0) {
-    skipped = "no executable " + o.python + " (--python)";
-  } else if (access(o.script.c_str(), R_OK) != 0) {
-    skipped = "no script " + o.script + " (--script)";
-  } else {
-    peer = std::make_unique<PythonPeer>(o.python, o.script);
-    hello = peer->call({{"cmd", "hello"}});
-    if (hello.is_null() || hello.empty())
-      skipped = o.python + " " + o.script + " exited without a reply";
-    else if (hello.contains("skip"))
-      skipped = hello["skip"].get<std::string>();
-    else if (hello.contains("error"))
-      skipped = "PyTorch process: " + hello["error"].get<std::string>();
-  }
-  if (!skipped.empty()) peer.reset();
+};
 
+// The child first: its reply says whether there is anything to compare with.
+Peer start_peer(const Options& o) {
+  Peer p;
+  if (access(o.python.c_str(), X_OK) != 0) {
+    p.skipped = "no executable " + o.python + " (--python)";
+  } else if (access(o.script.c_str(), R_OK) != 0) {
+    p.skipped = "no script " + o.script + " (--script)";
+  } else {
+    p.peer = std::make_unique<PythonPeer>(o.python, o.script);
+    p.hello = p.peer->call({{"cmd", "hello"}});
+    if (p.hello.is_null() || p.hello.empty())
+      p.skipped = o.python + " " + o.script + " exited without a reply";
+    else if (p.hello.contains("skip"))
+      p.skipped = p.hello["skip"].get<std::string>();
+    else if (p.hello.contains("error"))
+      p.skipped = "PyTorch process: " + p.hello["error"].get<std::string>();
+  }
+  if (!p.skipped.empty()) p.peer.reset();
+  return p;
+}
+
+// The run's context for --json: machine, builds, libraries, options, PyTorch's hello.
+json make_context(const Options& o, const Peer& p, const std::string& load_before,
+                  const std::string& omp_wait_policy) {
   struct utsname host {};
   uname(&host);
   json context = {
@@ -422,11 +427,17 @@ int main(int argc, char** argv) {
       {"timing", "wall clock per repetition of `steps` steps, sides alternating A B A B"},
       {"load_before", load_before},
       {"omp_wait_policy", omp_wait_policy}};
-  if (skipped.empty())
-    context["pytorch"] = hello;
+  if (p.skipped.empty())
+    context["pytorch"] = p.hello;
   else
-    context["pytorch_skipped"] = skipped;
+    context["pytorch_skipped"] = p.skipped;
+  return context;
+}
 
+// The header on stdout: machine, both sides' BLAS and versions, then the table's head.
+void print_header(const Options& o, const Peer& p, const json& context,
+                  const std::string& load_before, const std::string& omp_wait_policy) {
+  json hello = p.hello;  // a copy: operator[] on a missing key inserts null, as before
   std::printf("# tauplan CPU training step vs PyTorch, MLP %s\n",
               MlpShape{o.widths}.to_string().c_str());
   std::printf("commit %s, %s, %s, build %s\n", tauplan::model::tauplan_git_commit(),
@@ -437,7 +448,7 @@ int main(int argc, char** argv) {
   std::printf("tauplan BLAS: %s; element-wise kernels: %s\n",
               tauplan::exec::compute_backend_description().c_str(),
               tauplan::exec::kernels::selected_isa());
-  if (skipped.empty()) {
+  if (p.skipped.empty()) {
     std::string libraries;
     for (const auto& l : hello["libraries"])
       libraries += (libraries.empty() ? "" : ", ") + l.get<std::string>();
@@ -450,7 +461,7 @@ int main(int argc, char** argv) {
                 hello["blas_info"].get<std::string>().c_str(), openblas.c_str(), libraries.c_str(),
                 omp_wait_policy.c_str());
   } else {
-    std::printf("PyTorch: skipped: %s (timing tauplan alone)\n", skipped.c_str());
+    std::printf("PyTorch: skipped: %s (timing tauplan alone)\n", p.skipped.c_str());
   }
   std::printf(
       "each repetition: one side runs `steps` steps (about %.0f ms) on the wall clock, "
@@ -461,148 +472,200 @@ int main(int argc, char** argv) {
       "| per-pair ratio | check | PyTorch threads, BLAS threads, SGD |\n"
       "|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
+}
 
-  char dir_template[] = "/tmp/tauplan-step-XXXXXX";
-  const char* dir = mkdtemp(dir_template);
-  if (!dir) {
-    std::fprintf(stderr, "bench_step_vs_pytorch: error: cannot create a temporary folder\n");
-    return 1;
+// One (threads, batch) configuration: its workload, tauplan's loss and gradient from the
+// initial parameters, the steps of a warm-up and of a repetition, its JSON row and the text of
+// its check and PyTorch-setup columns.
+struct Config {
+  int threads = 0, batch = 0;
+  Workload w;
+  double loss = 0;
+  std::vector<float> grads;
+  int warm_steps = 0, steps = 0;
+  json row;
+  std::string check = "-", torch_setup = "-";
+};
+
+// The worst relative error of the loss and of every layer's weight and bias gradients, PyTorch's
+// against tauplan's; per layer the errors in `tensors`.
+double compare_gradients(const Config& c, const std::vector<float>& torch_grads, double torch_loss,
+                         json& tensors) {
+  const Workload& w = c.w;
+  double worst = std::fabs(c.loss - torch_loss) / std::fabs(torch_loss);
+  for (int l = 0; l < w.shape.layers(); ++l) {
+    const auto wb = tauplan::exec::weight_offset(w.shape, l);
+    const auto bb = tauplan::exec::bias_offset(w.shape, l);
+    const auto be = bb + static_cast<std::size_t>(w.shape.widths[static_cast<std::size_t>(l) + 1]);
+    const double ew = relative_error(c.grads.data(), torch_grads.data(), wb, bb);
+    const double eb = relative_error(c.grads.data(), torch_grads.data(), bb, be);
+    tensors.push_back({{"layer", l}, {"weight", ew}, {"bias", eb}});
+    worst = std::max({worst, ew, eb});
   }
-  const std::string folder = dir;
+  return worst;
+}
+
+enum class Checked { Same, Differ, SetupFailed };
+
+// PyTorch set up on the same parameters and batch (files in `folder`) and its loss and gradient
+// checked against tauplan's: the row's PyTorch fields and the check columns filled; the table's
+// line and the error printed when they differ, the error when the setup fails; PyTorch warmed
+// up when they agree.
+Checked check_against_pytorch(PythonPeer& peer, const Options& o, const std::string& folder,
+                              Config& c) {
+  const Workload& w = c.w;
+  write_binary(folder + "/params.f32", w.params);
+  write_binary(folder + "/x.f32", w.x);
+  std::vector<std::int32_t> y32(w.y.begin(), w.y.end());
+  write_binary(folder + "/y.i32", y32);
+  json setup = peer.call({{"cmd", "setup"},
+                          {"dir", folder},
+                          {"widths", o.widths},
+                          {"batch", c.batch},
+                          {"threads", c.threads},
+                          {"lr", o.lr},
+                          {"foreach", o.torch_foreach},
+                          {"rep_steps", c.steps}});
+  if (setup.empty() || setup.contains("error")) {
+    std::fprintf(stderr, "bench_step_vs_pytorch: error: PyTorch setup failed: %s\n",
+                 setup.dump().c_str());
+    return Checked::SetupFailed;
+  }
+  const std::vector<float> torch_grads = read_floats(folder + "/grads_torch.f32", c.grads.size());
+  const double torch_loss = setup["loss"].get<double>();
+  json tensors = json::array();
+  const double worst = compare_gradients(c, torch_grads, torch_loss, tensors);
+  const bool equal = worst <= 1e-4;
+  char text[64];
+  std::snprintf(text, sizeof text, "%s %.1e", equal ? "ok" : "FAIL", worst);
+  c.check = text;
+  c.row["pytorch_loss"] = torch_loss;
+  c.row["check"] = {
+      {"bound", 1e-4}, {"worst_relative_error", worst}, {"tensors", tensors}, {"ok", equal}};
+  c.row["pytorch_setup"] = setup;
+  c.torch_setup =
+      std::to_string(setup["threads"].get<int>()) + ", " +
+      (setup["blas_threads"].is_null() ? std::string("?")
+                                       : std::to_string(setup["blas_threads"].get<int>())) +
+      (setup["foreach"].get<bool>() ? ", foreach" : ", for-loop");
+  if (!equal) {
+    std::printf("| %d | %d | - | - | - | - | - | %s | - |\n", c.threads, c.batch, c.check.c_str());
+    std::fprintf(stderr,
+                 "bench_step_vs_pytorch: error: tauplan and PyTorch disagree on the loss "
+                 "or gradient (worst relative error %.2e > 1e-4): not the same work\n",
+                 worst);
+    return Checked::Differ;
+  }
+  peer.call({{"cmd", "run"}, {"steps", c.warm_steps}});  // PyTorch's warm-up
+  return Checked::Same;
+}
+
+// The timed repetitions, the sides alternating (tauplan alone without `peer`): the row's
+// timings and the table's line.
+void time_and_print(tauplan::exec::Replica& replica, PythonPeer* peer, const Options& o,
+                    Config& c) {
+  const Workload& w = c.w;
+  const int steps = c.steps;
+  const auto lr = static_cast<float>(o.lr);
+  json& row = c.row;
+  // With several threads, a side's idle BLAS and OpenMP threads spin for a while after its
+  // turn (OpenBLAS: up to 2^28 cycles) and would steal a core from the other side's turn.
+  const double gap_s = (o.gap_ms >= 0 ? o.gap_ms : c.threads > 1 ? 150 : 0) * 1e-3;
+  auto pause = [gap_s] {
+    if (gap_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(gap_s));
+  };
+  std::vector<double> ours, theirs, ratios;
+  for (int r = 0; r < o.reps; ++r) {
+    ours.push_back(time_tauplan(replica, w, steps, lr));
+    pause();
+    if (!peer) continue;
+    const json reply = peer->call({{"cmd", "run"}, {"steps", steps}});
+    pause();
+    if (reply.empty() || !reply.contains("step_s"))
+      throw std::runtime_error("PyTorch run failed: " + reply.dump());
+    theirs.push_back(reply["step_s"].get<double>());
+    ratios.push_back(ours.back() / theirs.back());
+  }
+  const Summary a = summarise(ours);
+  row["tauplan_ms"] = to_json(a, 1e3);
+  row["tauplan_samples"] = ours;
+  char ours_text[64], theirs_text[64] = "-", ratio_text[32] = "-", pair_text[64] = "-";
+  std::snprintf(ours_text, sizeof ours_text, "%.3f [%.3f, %.3f]", a.median * 1e3, a.q25 * 1e3,
+                a.q75 * 1e3);
+  if (peer) {
+    const Summary b = summarise(theirs);
+    const Summary q = summarise(ratios);
+    row["pytorch_ms"] = to_json(b, 1e3);
+    row["pytorch_samples"] = theirs;
+    row["ratio_of_medians"] = a.median / b.median;
+    row["pair_ratio"] = to_json(q, 1);
+    std::snprintf(theirs_text, sizeof theirs_text, "%.3f [%.3f, %.3f]", b.median * 1e3, b.q25 * 1e3,
+                  b.q75 * 1e3);
+    std::snprintf(ratio_text, sizeof ratio_text, "%.3f", a.median / b.median);
+    std::snprintf(pair_text, sizeof pair_text, "%.3f [%.3f, %.3f]", q.median, q.q25, q.q75);
+  }
+  std::printf("| %d | %d | %d | %s | %s | %s | %s | %s | %s |\n", c.threads, c.batch, steps,
+              ours_text, theirs_text, ratio_text, pair_text, c.check.c_str(),
+              c.torch_setup.c_str());
+  std::fflush(stdout);
+}
+
+// The sweep over (threads, batch): the options, the PyTorch child (nullptr: tauplan alone), the
+// folder of the files for it, the rows for --json and the exit status so far.
+struct Sweep {
+  const Options& o;
+  PythonPeer* peer;
+  std::string folder;
   json rows = json::array();
   int exit_code = 0;
+};
 
-  for (const int threads : o.threads) {
-    tauplan::exec::set_compute_threads(threads);
-    for (const int batch : o.batches) {
-      const Workload w = make_workload(o.widths, batch);
-      auto replica = tauplan::exec::cpu_replica_factory()(w.shape, 0);
-      const auto lr = static_cast<float>(o.lr);
+// One (threads, batch) configuration sized, checked against PyTorch and timed; its row kept.
+// False when the sweep must stop (PyTorch's setup failed).
+bool run_config(Sweep& s, int threads, int batch) {
+  const Options& o = s.o;
+  Config c;
+  c.threads = threads;
+  c.batch = batch;
+  c.w = make_workload(o.widths, batch);
+  const Workload& w = c.w;
+  auto replica = tauplan::exec::cpu_replica_factory()(w.shape, 0);
+  const auto lr = static_cast<float>(o.lr);
 
-      // Equal work: the same loss and gradient from the same parameters and batch.
-      replica->set_parameters_from_host(w.params.data());
-      const double loss = replica->compute(w.x.data(), w.y.data(), batch);
-      std::vector<float> grads(w.params.size());
-      replica->get_gradients_to_host(grads.data());
+  // Equal work: the same loss and gradient from the same parameters and batch.
+  replica->set_parameters_from_host(w.params.data());
+  c.loss = replica->compute(w.x.data(), w.y.data(), batch);
+  c.grads.resize(w.params.size());
+  replica->get_gradients_to_host(c.grads.data());
 
-      // Warm up and size a repetition: about rep_ms of tauplan's steps.
-      double step_s = time_tauplan(*replica, w, 3, lr);
-      const int warm_steps = std::max(3, static_cast<int>(0.2 / step_s));
-      step_s = time_tauplan(*replica, w, warm_steps, lr);
-      const int steps = std::max(3, static_cast<int>(o.rep_ms * 1e-3 / step_s));
+  // Warm up and size a repetition: about rep_ms of tauplan's steps.
+  double step_s = time_tauplan(*replica, w, 3, lr);
+  c.warm_steps = std::max(3, static_cast<int>(0.2 / step_s));
+  step_s = time_tauplan(*replica, w, c.warm_steps, lr);
+  c.steps = std::max(3, static_cast<int>(o.rep_ms * 1e-3 / step_s));
 
-      json row = {
-          {"threads", threads}, {"batch", batch}, {"steps_per_rep", steps}, {"tauplan_loss", loss}};
-      std::string check = "-", torch_setup = "-";
-      json setup;
-      if (peer) {
-        write_binary(folder + "/params.f32", w.params);
-        write_binary(folder + "/x.f32", w.x);
-        std::vector<std::int32_t> y32(w.y.begin(), w.y.end());
-        write_binary(folder + "/y.i32", y32);
-        setup = peer->call({{"cmd", "setup"},
-                            {"dir", folder},
-                            {"widths", o.widths},
-                            {"batch", batch},
-                            {"threads", threads},
-                            {"lr", o.lr},
-                            {"foreach", o.torch_foreach},
-                            {"rep_steps", steps}});
-        if (setup.empty() || setup.contains("error")) {
-          std::fprintf(stderr, "bench_step_vs_pytorch: error: PyTorch setup failed: %s\n",
-                       setup.dump().c_str());
-          exit_code = 1;
-          break;
-        }
-        const std::vector<float> torch_grads =
-            read_floats(folder + "/grads_torch.f32", grads.size());
-        const double torch_loss = setup["loss"].get<double>();
-        double worst = std::fabs(loss - torch_loss) / std::fabs(torch_loss);
-        json tensors = json::array();
-        for (int l = 0; l < w.shape.layers(); ++l) {
-          const auto wb = tauplan::exec::weight_offset(w.shape, l);
-          const auto bb = tauplan::exec::bias_offset(w.shape, l);
-          const auto be =
-              bb + static_cast<std::size_t>(w.shape.widths[static_cast<std::size_t>(l) + 1]);
-          const double ew = relative_error(grads.data(), torch_grads.data(), wb, bb);
-          const double eb = relative_error(grads.data(), torch_grads.data(), bb, be);
-          tensors.push_back({{"layer", l}, {"weight", ew}, {"bias", eb}});
-          worst = std::max({worst, ew, eb});
-        }
-        const bool equal = worst <= 1e-4;
-        char text[64];
-        std::snprintf(text, sizeof text, "%s %.1e", equal ? "ok" : "FAIL", worst);
-        check = text;
-        row["pytorch_loss"] = torch_loss;
-        row["check"] = {
-            {"bound", 1e-4}, {"worst_relative_error", worst}, {"tensors", tensors}, {"ok", equal}};
-        row["pytorch_setup"] = setup;
-        torch_setup =
-            std::to_string(setup["threads"].get<int>()) + ", " +
-            (setup["blas_threads"].is_null() ? std::string("?")
-                                             : std::to_string(setup["blas_threads"].get<int>())) +
-            (setup["foreach"].get<bool>() ? ", foreach" : ", for-loop");
-        if (!equal) {
-          std::printf("| %d | %d | - | - | - | - | - | %s | - |\n", threads, batch, check.c_str());
-          std::fprintf(stderr,
-                       "bench_step_vs_pytorch: error: tauplan and PyTorch disagree on the loss "
-                       "or gradient (worst relative error %.2e > 1e-4): not the same work\n",
-                       worst);
-          exit_code = 1;
-          rows.push_back(row);
-          continue;
-        }
-        peer->call({{"cmd", "run"}, {"steps", warm_steps}});  // PyTorch's warm-up
-      }
-
-      // With several threads, a side's idle BLAS and OpenMP threads spin for a while after its
-      // turn (OpenBLAS: up to 2^28 cycles) and would steal a core from the other side's turn.
-      const double gap_s = (o.gap_ms >= 0 ? o.gap_ms : threads > 1 ? 150 : 0) * 1e-3;
-      auto pause = [gap_s] {
-        if (gap_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(gap_s));
-      };
-      std::vector<double> ours, theirs, ratios;
-      for (int r = 0; r < o.reps; ++r) {
-        ours.push_back(time_tauplan(*replica, w, steps, lr));
-        pause();
-        if (!peer) continue;
-        const json reply = peer->call({{"cmd", "run"}, {"steps", steps}});
-        pause();
-        if (reply.empty() || !reply.contains("step_s"))
-          throw std::runtime_error("PyTorch run failed: " + reply.dump());
-        theirs.push_back(reply["step_s"].get<double>());
-        ratios.push_back(ours.back() / theirs.back());
-      }
-      const Summary a = summarise(ours);
-      row["tauplan_ms"] = to_json(a, 1e3);
-      row["tauplan_samples"] = ours;
-      char ours_text[64], theirs_text[64] = "-", ratio_text[32] = "-", pair_text[64] = "-";
-      std::snprintf(ours_text, sizeof ours_text, "%.3f [%.3f, %.3f]", a.median * 1e3, a.q25 * 1e3,
-                    a.q75 * 1e3);
-      if (peer) {
-        const Summary b = summarise(theirs);
-        const Summary q = summarise(ratios);
-        row["pytorch_ms"] = to_json(b, 1e3);
-        row["pytorch_samples"] = theirs;
-        row["ratio_of_medians"] = a.median / b.median;
-        row["pair_ratio"] = to_json(q, 1);
-        std::snprintf(theirs_text, sizeof theirs_text, "%.3f [%.3f, %.3f]", b.median * 1e3,
-                      b.q25 * 1e3, b.q75 * 1e3);
-        std::snprintf(ratio_text, sizeof ratio_text, "%.3f", a.median / b.median);
-        std::snprintf(pair_text, sizeof pair_text, "%.3f [%.3f, %.3f]", q.median, q.q25, q.q75);
-      }
-      std::printf("| %d | %d | %d | %s | %s | %s | %s | %s | %s |\n", threads, batch, steps,
-                  ours_text, theirs_text, ratio_text, pair_text, check.c_str(),
-                  torch_setup.c_str());
-      std::fflush(stdout);
-      rows.push_back(row);
+  c.row = {
+      {"threads", threads}, {"batch", batch}, {"steps_per_rep", c.steps}, {"tauplan_loss", c.loss}};
+  if (s.peer) {
+    const Checked checked = check_against_pytorch(*s.peer, o, s.folder, c);
+    if (checked == Checked::SetupFailed) {
+      s.exit_code = 1;
+      return false;
     }
-    if (exit_code) break;
+    if (checked == Checked::Differ) {
+      s.exit_code = 1;
+      s.rows.push_back(c.row);
+      return true;
+    }
   }
-  for (const char* name : {"params.f32", "x.f32", "y.i32", "grads_torch.f32"})
-    std::remove((folder + "/" + name).c_str());
-  rmdir(folder.c_str());
+  time_and_print(*replica, s.peer, o, c);
+  s.rows.push_back(c.row);
+  return true;
+}
 
+// The load average after, on stdout and in the context; --json written (exit 2 when it cannot
+// be); the exit status.
+int finish(const Options& o, json& context, const json& rows, int exit_code) {
   context["load_after"] = read_first_line("/proc/loadavg");
   std::printf("\nload average after: %s\n", context["load_after"].get<std::string>().c_str());
   if (!o.json_path.empty()) {
@@ -615,4 +678,35 @@ int main(int argc, char** argv) {
     }
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const std::string load_before = read_first_line("/proc/loadavg");
+  const char* omp_env = std::getenv("OMP_WAIT_POLICY");  // inherited by PyTorch's OpenMP
+  const std::string omp_wait_policy = omp_env ? omp_env : "(unset)";
+
+  const Peer p = start_peer(o);
+  json context = make_context(o, p, load_before, omp_wait_policy);
+  print_header(o, p, context, load_before, omp_wait_policy);
+
+  char dir_template[] = "/tmp/tauplan-step-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (!dir) {
+    std::fprintf(stderr, "bench_step_vs_pytorch: error: cannot create a temporary folder\n");
+    return 1;
+  }
+  Sweep s{o, p.peer.get(), dir, json::array(), 0};
+  for (const int threads : o.threads) {
+    tauplan::exec::set_compute_threads(threads);
+    for (const int batch : o.batches)
+      if (!run_config(s, threads, batch)) break;
+    if (s.exit_code) break;
+  }
+  for (const char* name : {"params.f32", "x.f32", "y.i32", "grads_torch.f32"})
+    std::remove((s.folder + "/" + name).c_str());
+  rmdir(s.folder.c_str());
+  return finish(o, context, s.rows, s.exit_code);
 }

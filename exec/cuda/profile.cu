@@ -571,6 +571,29 @@ Launch measure_launch(const Device& dev) {
   return {median(total), median(submit)};
 }
 
+// The kChecks checked entries downloaded (reference, sum of |a b|, result): the largest
+// |C - ref| / bound over them (infinite once one is not finite).
+double worst_error_ratio(const Device& dev, const double* ref_d, const double* abs_d,
+                         const float* got_d) {
+  double ref[kChecks], abs_sum[kChecks];
+  float got[kChecks];
+  check(cudaMemcpyAsync(ref, ref_d, sizeof ref, cudaMemcpyDeviceToHost, dev.stream),
+        "download ref");
+  check(cudaMemcpyAsync(abs_sum, abs_d, sizeof abs_sum, cudaMemcpyDeviceToHost, dev.stream),
+        "download abs");
+  check(cudaMemcpyAsync(got, got_d, sizeof got, cudaMemcpyDeviceToHost, dev.stream),
+        "download got");
+  dev.sync();
+  double worst = 0;
+  for (int i = 0; i < kChecks; ++i) {
+    const double bound = std::ldexp(std::fabs(ref[i]), -7) + std::ldexp(abs_sum[i], -12) + 1e-6;
+    const double error = std::fabs(static_cast<double>(got[i]) - ref[i]);
+    worst = std::isfinite(error) ? std::max(worst, error / bound)
+                                 : std::numeric_limits<double>::infinity();
+  }
+  return worst;
+}
+
 struct GemmResult {
   Gemm shape;
   double seconds = 0;
@@ -696,23 +719,7 @@ class GemmBench {
     reference_entries<<<kChecks, kThreads, 0, dev_.stream>>>(o.a, o.b, o.c, g.n, g.k, rows_, cols_,
                                                              ref_, abs_, got_);
     check_launch("reference entries");
-    double ref[kChecks], abs_sum[kChecks];
-    float got[kChecks];
-    check(cudaMemcpyAsync(ref, ref_, sizeof ref, cudaMemcpyDeviceToHost, dev_.stream),
-          "download ref");
-    check(cudaMemcpyAsync(abs_sum, abs_, sizeof abs_sum, cudaMemcpyDeviceToHost, dev_.stream),
-          "download abs");
-    check(cudaMemcpyAsync(got, got_, sizeof got, cudaMemcpyDeviceToHost, dev_.stream),
-          "download got");
-    dev_.sync();
-    double worst = 0;
-    for (int i = 0; i < kChecks; ++i) {
-      const double bound = std::ldexp(std::fabs(ref[i]), -7) + std::ldexp(abs_sum[i], -12) + 1e-6;
-      const double error = std::fabs(static_cast<double>(got[i]) - ref[i]);
-      worst = std::isfinite(error) ? std::max(worst, error / bound)
-                                   : std::numeric_limits<double>::infinity();
-    }
-    return worst;
+    return worst_error_ratio(dev_, ref_, abs_, got_);
   }
 
   const Device& dev_;
@@ -1203,23 +1210,7 @@ class BatchedBench {
         a, b, arena_ + lay.offset[sp.c], x.fp32(sp.c), x.ld(sp.c), x.stride(sp.c), K, alpha,
         members_, rows_, cols_, ref_, abs_, got_);
     check_launch("reference entries (batched)");
-    double ref[kChecks], abs_sum[kChecks];
-    float got[kChecks];
-    check(cudaMemcpyAsync(ref, ref_, sizeof ref, cudaMemcpyDeviceToHost, dev_.stream),
-          "download ref");
-    check(cudaMemcpyAsync(abs_sum, abs_, sizeof abs_sum, cudaMemcpyDeviceToHost, dev_.stream),
-          "download abs");
-    check(cudaMemcpyAsync(got, got_, sizeof got, cudaMemcpyDeviceToHost, dev_.stream),
-          "download got");
-    dev_.sync();
-    double worst = 0;
-    for (int i = 0; i < kChecks; ++i) {
-      const double bound = std::ldexp(std::fabs(ref[i]), -7) + std::ldexp(abs_sum[i], -12) + 1e-6;
-      const double error = std::fabs(static_cast<double>(got[i]) - ref[i]);
-      worst = std::isfinite(error) ? std::max(worst, error / bound)
-                                   : std::numeric_limits<double>::infinity();
-    }
-    return worst;
+    return worst_error_ratio(dev_, ref_, abs_, got_);
   }
 
   const Device& dev_;
@@ -1480,11 +1471,17 @@ std::string json_string(const std::string& s) {
   return nlohmann::json(s).dump();
 }
 
-int run(int argc, char** argv) {
+// The command line (usage at the top of this file).
+struct Options {
   std::string shapes_path, out_path, peak_source, source_text, attention_path;
   double peak_flops = 0, budget_s = 80, batched_budget_s = 40;
   int reps = 20;
   bool device_name = false, synthetic = false;
+};
+
+// The command line parsed; usage() (exit 2) on an unknown argument or a bad value.
+Options parse_options(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -1500,40 +1497,37 @@ int run(int argc, char** argv) {
       return d;
     };
     if (a == "--shapes") {
-      shapes_path = value();
+      o.shapes_path = value();
     } else if (a == "--out") {
-      out_path = value();
+      o.out_path = value();
     } else if (a == "--peak-flops") {
-      peak_flops = number();
+      o.peak_flops = number();
     } else if (a == "--peak-source") {
-      peak_source = value();
+      o.peak_source = value();
     } else if (a == "--source") {
-      source_text = value();
+      o.source_text = value();
     } else if (a == "--attention") {
-      attention_path = value();
+      o.attention_path = value();
     } else if (a == "--reps") {
-      reps = static_cast<int>(number());
+      o.reps = static_cast<int>(number());
     } else if (a == "--budget-s") {
-      budget_s = number();
+      o.budget_s = number();
     } else if (a == "--batched-budget-s") {
-      batched_budget_s = number();
+      o.batched_budget_s = number();
     } else if (a == "--synthetic") {
-      synthetic = true;
+      o.synthetic = true;
     } else if (a == "--device-name") {
-      device_name = true;
+      o.device_name = true;
     } else {
       usage("unknown argument " + a);
     }
   }
+  return o;
+}
+
+// What one run measured (or made up), for the profile and the summary line.
+struct RunState {
   Shapes shapes;
-  if (!device_name) {
-    if (shapes_path.empty() || out_path.empty() || peak_source.empty() || source_text.empty() ||
-        !(peak_flops > 0))
-      usage("--shapes, --out, --peak-flops, --peak-source and --source are required");
-    if (reps < 1) usage("--reps must be >= 1");
-    shapes = read_shapes(shapes_path);
-    if (shapes.gemms.empty()) usage("--shapes: no `gemm M N K` line in " + shapes_path);
-  }
   // The batched cases: the catalog's layers (kCatalog) whose stacked attention GEMMs the shapes
   // file lists; kCatalog checked against the header of a generated file.
   BatchedCases batched_all;
@@ -1541,35 +1535,6 @@ int run(int argc, char** argv) {
   // Set when kCatalog and layer_ops disagree (no batched cases) or the batched sweep fails
   // (the samples so far kept); the exit status is then 1.
   std::string batched_error;
-  if (!device_name) {
-    try {
-      batched_all = batched_cases(shapes);
-    } catch (const std::exception& e) {
-      batched_error = e.what();
-      std::printf("{\"batched_gemms\": \"not measured\", \"error\": %s}\n",
-                  json_string(batched_error).c_str());
-      std::fprintf(stderr, "tauplan_cuda_profile: error: %s\n", batched_error.c_str());
-    }
-    for (const BatchedCase& c : batched_all.cases)
-      if (c.in_shapes) batched_todo.push_back(&c);
-    if (!shapes.catalog_models.empty()) {
-      std::set<std::string> ours,
-          theirs(shapes.catalog_models.begin(), shapes.catalog_models.end());
-      for (const CatalogModel& m : kCatalog)
-        ours.insert(m.name);
-      if (ours != theirs)
-        std::fprintf(stderr,
-                     "tauplan_cuda_profile: warning: %s names other catalog transformers than "
-                     "profile.cu's kCatalog: the batched GEMM cases may miss some\n",
-                     shapes_path.c_str());
-      if (batched_todo.size() != batched_all.cases.size())
-        std::fprintf(stderr,
-                     "tauplan_cuda_profile: warning: %zu of %zu batched attention shapes have no "
-                     "stacked GEMM line in %s (kCatalog and the catalog differ?): not measured\n",
-                     batched_all.cases.size() - batched_todo.size(), batched_all.cases.size(),
-                     shapes_path.c_str());
-    }
-  }
 
   std::string device_label;
   std::size_t l2_bytes = 0;
@@ -1583,277 +1548,346 @@ int run(int argc, char** argv) {
   std::vector<std::pair<const BatchedCase*, BatchedResult>> batched;
   int batched_failed = 0, batched_unfit = 0, batched_unrun = 0;
   std::size_t batched_arena = 0;
-  std::vector<std::vector<double>> kind_Bps(static_cast<std::size_t>(kKinds));
+  std::vector<std::vector<double>> kind_Bps =
+      std::vector<std::vector<double>>(static_cast<std::size_t>(kKinds));
   std::vector<std::string> memory_layers;
   int memory_errors = 0;
-  const auto t_start = Clock::now();
-  if (synthetic) {
-    // Made-up numbers through the same writing and reading-back path, without a GPU.
-    device_label = "synthetic (tauplan_cuda_profile --synthetic, no GPU)";
-    l2_bytes = std::size_t{50} << 20;
-    launch = {4e-6, 2.5e-6};
-    bw = {3.0e12, 2.9e12, 2.8e12};
-    for (const Gemm& g : shapes.gemms) {
-      GemmResult r;
-      r.shape = g;
-      r.seconds = 2.0 * g.m * static_cast<double>(g.n) * g.k / (0.6 * peak_flops) + 5e-6;
-      r.reps = reps;
-      r.sets = 1;
-      results.push_back(r);
-    }
-    for (const BatchedCase* c : batched_todo) {
-      BatchedResult r;
-      r.seconds = c->flop() / (0.5 * peak_flops) + 5e-6;
-      r.form_seconds.assign(c->forms.size(), r.seconds);
-      r.reps = reps;
-      r.sets = 1;
-      r.calls = c->core.b * c->core.group();
-      batched.emplace_back(c, r);
-    }
-    // Made-up rates per kind, through the same bookkeeping as the block's timings.
-    std::vector<double> rate(static_cast<std::size_t>(kKinds));
-    for (int k = 0; k < kKinds; ++k)
-      rate[static_cast<std::size_t>(k)] = (0.9 - 0.05 * k) * bw.copy_Bps;
-    for (const char* name : {"gpt3-175b", "llama3-70b"})
-      for (int t : {1, 8}) {
-        const MemorySize size = synthetic_memory_kernels(catalog_model(name), t, rate);
-        for (int k = 0; k < kKinds; ++k)
-          if (size.Bps(k) > 0) kind_Bps[static_cast<std::size_t>(k)].push_back(size.Bps(k));
-        memory_layers.push_back(std::string(name) + " t=" + std::to_string(t) + " (synthetic)");
-      }
-  } else {
-    std::string why;
-    if (tauplan::exec::cuda::usable_devices(&why) == 0) {
-      std::printf("{\"impl\": \"tauplan-cuda-profile\", \"skipped\": %s}\n",
-                  json_string(why).c_str());
-      return 77;
-    }
-    Device dev;
-    if (device_name) {
-      std::printf("%s\n", dev.name.c_str());
-      return 0;
-    }
-    device_label = dev.name;
-    l2_bytes = dev.l2_bytes;
-    std::fprintf(stderr, "tauplan_cuda_profile: %s: %zu GEMM shapes (%d lines), L2 %.0f MiB\n",
-                 device_label.c_str(), shapes.gemms.size(), shapes.gemm_lines,
-                 static_cast<double>(dev.l2_bytes) / (1 << 20));
+};
 
-    launch = measure_launch(dev);
-    std::printf("{\"launch_overhead_s\": %.9g, \"host_submit_s\": %.9g}\n", launch.per_kernel_s,
-                launch.submit_s);
-    bw = measure_bandwidth(dev);
-    std::printf("{\"copy_Bps\": %.9g, \"read2_write1_Bps\": %.9g, \"memcpy_d2d_Bps\": %.9g}\n",
-                bw.copy_Bps, bw.triad_Bps, bw.memcpy_Bps);
-    std::fflush(stdout);
+// The shapes file read and checked, with the options it needs (usage() when one is missing).
+void read_inputs(const Options& o, RunState& st) {
+  if (o.shapes_path.empty() || o.out_path.empty() || o.peak_source.empty() ||
+      o.source_text.empty() || !(o.peak_flops > 0))
+    usage("--shapes, --out, --peak-flops, --peak-source and --source are required");
+  if (o.reps < 1) usage("--reps must be >= 1");
+  st.shapes = read_shapes(o.shapes_path);
+  if (st.shapes.gemms.empty()) usage("--shapes: no `gemm M N K` line in " + o.shapes_path);
+}
 
-    {
-      GemmBench bench(dev, shapes.gemms);
-      arena = bench.arena_bytes();
-      const auto t_sweep = Clock::now();
-      for (std::size_t i = 0; i < shapes.gemms.size(); ++i) {
-        const double elapsed = std::chrono::duration<double>(Clock::now() - t_sweep).count();
-        if (elapsed > budget_s) {
-          std::fprintf(stderr,
-                       "tauplan_cuda_profile: warning: GEMM sweep over its %.0f s budget: %zu of "
-                       "%zu shapes not measured\n",
-                       budget_s, shapes.gemms.size() - i, shapes.gemms.size());
-          break;
-        }
-        if (!bench.fits(shapes.gemms[i])) {
-          ++unfit;
-          std::printf("{\"gemm\": [%d, %d, %d], \"skipped\": \"operands over the free memory\"}\n",
-                      shapes.gemms[i].m, shapes.gemms[i].n, shapes.gemms[i].k);
-          continue;
-        }
-        const GemmResult r = bench.run(shapes.gemms[i], reps, 1000 + i);
-        const double flop = 2.0 * r.shape.m * static_cast<double>(r.shape.n) * r.shape.k;
-        const bool ok = r.max_error_ratio <= 1;
-        if (!ok) ++failed_checks;
-        std::printf(
-            "{\"gemm\": [%d, %d, %d], \"seconds\": %.9g, \"tflops\": %.4g, \"efficiency\": %.4g, "
-            "\"reps\": %d, \"sets\": %d, \"check_error_over_bound\": %.3g, \"check_ok\": %s}\n",
-            r.shape.m, r.shape.n, r.shape.k, r.seconds, flop / r.seconds / 1e12,
-            flop / r.seconds / peak_flops, r.reps, r.sets, r.max_error_ratio,
-            ok ? "true" : "false");
-        if (flop / r.seconds > 1.05 * peak_flops)
-          std::fprintf(stderr,
-                       "tauplan_cuda_profile: warning: gemm %d %d %d ran at %.0f TFLOP/s, over "
-                       "the peak given (%.0f)\n",
-                       r.shape.m, r.shape.n, r.shape.k, flop / r.seconds / 1e12, peak_flops / 1e12);
-        if ((i + 1) % 50 == 0)
-          std::fprintf(stderr, "tauplan_cuda_profile: %zu/%zu GEMM shapes, %.1f s\n", i + 1,
-                       shapes.gemms.size(),
-                       std::chrono::duration<double>(Clock::now() - t_sweep).count());
-        results.push_back(r);
-      }
-    }
-    std::fflush(stdout);
-
-    // The attention products as the block runs them, beside their stacked GEMM's time. An
-    // error here (a CUDA or cuBLAS one) ends the sweep, not the profile: the samples so far and
-    // the GEMMs are still written, and the exit status says it.
-    if (!batched_todo.empty()) {
-      try {
-        std::map<std::tuple<int, int, int>, double> gemm_s;
-        for (const GemmResult& r : results)
-          if (r.max_error_ratio <= 1) gemm_s[{r.shape.m, r.shape.n, r.shape.k}] = r.seconds;
-        BatchedBench bench(dev, batched_todo);
-        batched_arena = bench.arena_bytes();
-        const auto t_sweep = Clock::now();
-        for (std::size_t i = 0; i < batched_todo.size(); ++i) {
-          const BatchedCase& c = *batched_todo[i];
-          const double elapsed = std::chrono::duration<double>(Clock::now() - t_sweep).count();
-          if (elapsed > batched_budget_s) {
-            batched_unrun = static_cast<int>(batched_todo.size() - i);
-            std::fprintf(
-                stderr,
-                "tauplan_cuda_profile: warning: batched GEMM sweep over its %.0f s budget: "
-                "%d of %zu shapes not measured\n",
-                batched_budget_s, batched_unrun, batched_todo.size());
-            break;
-          }
-          nlohmann::ordered_json line;
-          line["batched_gemm"] = {c.count, c.m, c.n, c.k};
-          line["layer"] = c.model;
-          line["tensor"] = c.tensor;
-          line["micro_batch"] = c.micro_batch;
-          line["kv_group"] = c.core.group();
-          if (!bench.fits(c)) {
-            ++batched_unfit;
-            line["skipped"] = "operands over the free memory";
-            std::printf("%s\n", line.dump().c_str());
-            continue;
-          }
-          const BatchedResult r = bench.run(c, reps, 5000 + i);
-          const bool ok = r.max_error_ratio <= 1;
-          if (!ok) ++batched_failed;
-          nlohmann::ordered_json products = nlohmann::ordered_json::object();
-          for (std::size_t j = 0; j < c.forms.size(); ++j)
-            products[form_info(c.forms[j]).model_op] = r.form_seconds[j];
-          line["calls"] = r.calls;
-          line["products_s"] = products;
-          line["seconds"] = r.seconds;
-          line["efficiency"] = c.flop() / r.seconds / peak_flops;
-          const auto stacked = gemm_s.find({c.count * c.m, c.n, c.k});
-          if (stacked != gemm_s.end()) {
-            line["stacked_seconds"] = stacked->second;
-            line["over_stacked"] = r.seconds / stacked->second;
-          }
-          line["reps"] = r.reps;
-          line["sets"] = r.sets;
-          line["check_error_over_bound"] = r.max_error_ratio;
-          line["check_ok"] = ok;
-          std::printf("%s\n", line.dump().c_str());
-          batched.emplace_back(&c, r);
-        }
-        std::fflush(stdout);
-      } catch (const std::exception& e) {
-        batched_error = std::string("batched GEMM sweep: ") + e.what();
-        std::printf("{\"batched_gemms\": \"stopped\", \"error\": %s}\n",
-                    json_string(batched_error).c_str());
-        std::fprintf(stderr, "tauplan_cuda_profile: error: %s\n", batched_error.c_str());
-      }
-    }
-
-    // The block's own memory-bound kernels, in one layer of the two models the block is timed
-    // on, at t = 1 and 8.
-    const double streaming_Bps = std::min(bw.copy_Bps, bw.triad_Bps);
-    for (const char* name : {"gpt3-175b", "llama3-70b"})
-      for (int t : {1, 8}) {
-        const CatalogModel& model = catalog_model(name);
-        const BlockConfig c = block_config(model, t, 1);
-        const std::string layer = std::string(name) + " t=" + std::to_string(t);
-        nlohmann::ordered_json line;  // only when skipped or failed
-        line["memory_kernels_layer"] = name;
-        line["tensor"] = t;
-        line["micro_batch"] = 1;
-        try {
-          const std::size_t need =
-              tauplan::exec::cuda::DeviceTransformerBlock::device_bytes(c, false);
-          const std::size_t free_bytes = tauplan::exec::cuda::free_device_memory(0);
-          if (static_cast<double>(need) > 0.95 * static_cast<double>(free_bytes)) {
-            line["skipped"] =
-                "needs " + format("%.1f", static_cast<double>(need) / (1 << 30)) + " GiB, " +
-                format("%.1f", static_cast<double>(free_bytes) / (1 << 30)) + " GiB free";
-            std::printf("%s\n", line.dump().c_str());
-            continue;
-          }
-          std::map<std::string, double> standalone;
-          for (const auto& [bc, r] : batched)
-            if (bc->model == name && bc->tensor == t && bc->micro_batch == 1)
-              for (std::size_t j = 0; j < bc->forms.size(); ++j)
-                standalone[form_info(bc->forms[j]).model_op] = r.form_seconds[j];
-          const MemorySize size = measure_memory_kernels(model, t, streaming_Bps, standalone);
-          for (int k = 0; k < kKinds; ++k)
-            if (size.Bps(k) > 0) kind_Bps[static_cast<std::size_t>(k)].push_back(size.Bps(k));
-          memory_layers.push_back(layer);
-        } catch (const std::exception& e) {
-          ++memory_errors;
-          line["error"] = e.what();
-          std::printf("%s\n", line.dump().c_str());
-          std::fprintf(stderr, "tauplan_cuda_profile: error: memory kernels of %s: %s\n",
-                       layer.c_str(), e.what());
-        }
-        std::fflush(stdout);
-      }
+// The batched cases and those the shapes file lists (batched_todo), with warnings on stderr
+// where kCatalog and the file's header differ.
+void select_batched_cases(const Options& o, RunState& st) {
+  const Shapes& shapes = st.shapes;
+  try {
+    st.batched_all = batched_cases(shapes);
+  } catch (const std::exception& e) {
+    st.batched_error = e.what();
+    std::printf("{\"batched_gemms\": \"not measured\", \"error\": %s}\n",
+                json_string(st.batched_error).c_str());
+    std::fprintf(stderr, "tauplan_cuda_profile: error: %s\n", st.batched_error.c_str());
   }
+  for (const BatchedCase& c : st.batched_all.cases)
+    if (c.in_shapes) st.batched_todo.push_back(&c);
+  if (!shapes.catalog_models.empty()) {
+    std::set<std::string> ours, theirs(shapes.catalog_models.begin(), shapes.catalog_models.end());
+    for (const CatalogModel& m : kCatalog)
+      ours.insert(m.name);
+    if (ours != theirs)
+      std::fprintf(stderr,
+                   "tauplan_cuda_profile: warning: %s names other catalog transformers than "
+                   "profile.cu's kCatalog: the batched GEMM cases may miss some\n",
+                   o.shapes_path.c_str());
+    if (st.batched_todo.size() != st.batched_all.cases.size())
+      std::fprintf(stderr,
+                   "tauplan_cuda_profile: warning: %zu of %zu batched attention shapes have no "
+                   "stacked GEMM line in %s (kCatalog and the catalog differ?): not measured\n",
+                   st.batched_all.cases.size() - st.batched_todo.size(),
+                   st.batched_all.cases.size(), o.shapes_path.c_str());
+  }
+}
 
+// --synthetic: made-up numbers through the same writing and reading-back path, without a GPU.
+void make_up_measurements(const Options& o, RunState& st) {
+  st.device_label = "synthetic (tauplan_cuda_profile --synthetic, no GPU)";
+  st.l2_bytes = std::size_t{50} << 20;
+  st.launch = {4e-6, 2.5e-6};
+  st.bw = {3.0e12, 2.9e12, 2.8e12};
+  for (const Gemm& g : st.shapes.gemms) {
+    GemmResult r;
+    r.shape = g;
+    r.seconds = 2.0 * g.m * static_cast<double>(g.n) * g.k / (0.6 * o.peak_flops) + 5e-6;
+    r.reps = o.reps;
+    r.sets = 1;
+    st.results.push_back(r);
+  }
+  for (const BatchedCase* c : st.batched_todo) {
+    BatchedResult r;
+    r.seconds = c->flop() / (0.5 * o.peak_flops) + 5e-6;
+    r.form_seconds.assign(c->forms.size(), r.seconds);
+    r.reps = o.reps;
+    r.sets = 1;
+    r.calls = c->core.b * c->core.group();
+    st.batched.emplace_back(c, r);
+  }
+  // Made-up rates per kind, through the same bookkeeping as the block's timings.
+  std::vector<double> rate(static_cast<std::size_t>(kKinds));
+  for (int k = 0; k < kKinds; ++k)
+    rate[static_cast<std::size_t>(k)] = (0.9 - 0.05 * k) * st.bw.copy_Bps;
+  for (const char* name : {"gpt3-175b", "llama3-70b"})
+    for (int t : {1, 8}) {
+      const MemorySize size = synthetic_memory_kernels(catalog_model(name), t, rate);
+      for (int k = 0; k < kKinds; ++k)
+        if (size.Bps(k) > 0) st.kind_Bps[static_cast<std::size_t>(k)].push_back(size.Bps(k));
+      st.memory_layers.push_back(std::string(name) + " t=" + std::to_string(t) + " (synthetic)");
+    }
+}
+
+// The GEMM sweep: every shape of the file timed and checked, within --budget-s; one JSON line
+// each.
+void sweep_gemms(const Device& dev, const Options& o, RunState& st) {
+  const Shapes& shapes = st.shapes;
+  const double peak_flops = o.peak_flops;
+  GemmBench bench(dev, shapes.gemms);
+  st.arena = bench.arena_bytes();
+  const auto t_sweep = Clock::now();
+  for (std::size_t i = 0; i < shapes.gemms.size(); ++i) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t_sweep).count();
+    if (elapsed > o.budget_s) {
+      std::fprintf(stderr,
+                   "tauplan_cuda_profile: warning: GEMM sweep over its %.0f s budget: %zu of "
+                   "%zu shapes not measured\n",
+                   o.budget_s, shapes.gemms.size() - i, shapes.gemms.size());
+      break;
+    }
+    if (!bench.fits(shapes.gemms[i])) {
+      ++st.unfit;
+      std::printf("{\"gemm\": [%d, %d, %d], \"skipped\": \"operands over the free memory\"}\n",
+                  shapes.gemms[i].m, shapes.gemms[i].n, shapes.gemms[i].k);
+      continue;
+    }
+    const GemmResult r = bench.run(shapes.gemms[i], o.reps, 1000 + i);
+    const double flop = 2.0 * r.shape.m * static_cast<double>(r.shape.n) * r.shape.k;
+    const bool ok = r.max_error_ratio <= 1;
+    if (!ok) ++st.failed_checks;
+    std::printf(
+        "{\"gemm\": [%d, %d, %d], \"seconds\": %.9g, \"tflops\": %.4g, \"efficiency\": %.4g, "
+        "\"reps\": %d, \"sets\": %d, \"check_error_over_bound\": %.3g, \"check_ok\": %s}\n",
+        r.shape.m, r.shape.n, r.shape.k, r.seconds, flop / r.seconds / 1e12,
+        flop / r.seconds / peak_flops, r.reps, r.sets, r.max_error_ratio, ok ? "true" : "false");
+    if (flop / r.seconds > 1.05 * peak_flops)
+      std::fprintf(stderr,
+                   "tauplan_cuda_profile: warning: gemm %d %d %d ran at %.0f TFLOP/s, over "
+                   "the peak given (%.0f)\n",
+                   r.shape.m, r.shape.n, r.shape.k, flop / r.seconds / 1e12, peak_flops / 1e12);
+    if ((i + 1) % 50 == 0)
+      std::fprintf(stderr, "tauplan_cuda_profile: %zu/%zu GEMM shapes, %.1f s\n", i + 1,
+                   shapes.gemms.size(),
+                   std::chrono::duration<double>(Clock::now() - t_sweep).count());
+    st.results.push_back(r);
+  }
+}
+
+// One batched case (batched_todo[i]) timed and checked beside its stacked GEMM's seconds
+// (gemm_s); its JSON line printed, the sample kept.
+void measure_batched_case(BatchedBench& bench, std::size_t i,
+                          const std::map<std::tuple<int, int, int>, double>& gemm_s,
+                          const Options& o, RunState& st) {
+  const BatchedCase& c = *st.batched_todo[i];
+  nlohmann::ordered_json line;
+  line["batched_gemm"] = {c.count, c.m, c.n, c.k};
+  line["layer"] = c.model;
+  line["tensor"] = c.tensor;
+  line["micro_batch"] = c.micro_batch;
+  line["kv_group"] = c.core.group();
+  if (!bench.fits(c)) {
+    ++st.batched_unfit;
+    line["skipped"] = "operands over the free memory";
+    std::printf("%s\n", line.dump().c_str());
+    return;
+  }
+  const BatchedResult r = bench.run(c, o.reps, 5000 + i);
+  const bool ok = r.max_error_ratio <= 1;
+  if (!ok) ++st.batched_failed;
+  nlohmann::ordered_json products = nlohmann::ordered_json::object();
+  for (std::size_t j = 0; j < c.forms.size(); ++j)
+    products[form_info(c.forms[j]).model_op] = r.form_seconds[j];
+  line["calls"] = r.calls;
+  line["products_s"] = products;
+  line["seconds"] = r.seconds;
+  line["efficiency"] = c.flop() / r.seconds / o.peak_flops;
+  const auto stacked = gemm_s.find({c.count * c.m, c.n, c.k});
+  if (stacked != gemm_s.end()) {
+    line["stacked_seconds"] = stacked->second;
+    line["over_stacked"] = r.seconds / stacked->second;
+  }
+  line["reps"] = r.reps;
+  line["sets"] = r.sets;
+  line["check_error_over_bound"] = r.max_error_ratio;
+  line["check_ok"] = ok;
+  std::printf("%s\n", line.dump().c_str());
+  st.batched.emplace_back(&c, r);
+}
+
+// The attention products as the block runs them, beside their stacked GEMM's time. An error
+// here (a CUDA or cuBLAS one) ends the sweep, not the profile: the samples so far and the GEMMs
+// are still written, and the exit status says it.
+void sweep_batched(const Device& dev, const Options& o, RunState& st) {
+  if (st.batched_todo.empty()) return;
+  try {
+    std::map<std::tuple<int, int, int>, double> gemm_s;
+    for (const GemmResult& r : st.results)
+      if (r.max_error_ratio <= 1) gemm_s[{r.shape.m, r.shape.n, r.shape.k}] = r.seconds;
+    BatchedBench bench(dev, st.batched_todo);
+    st.batched_arena = bench.arena_bytes();
+    const auto t_sweep = Clock::now();
+    for (std::size_t i = 0; i < st.batched_todo.size(); ++i) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t_sweep).count();
+      if (elapsed > o.batched_budget_s) {
+        st.batched_unrun = static_cast<int>(st.batched_todo.size() - i);
+        std::fprintf(stderr,
+                     "tauplan_cuda_profile: warning: batched GEMM sweep over its %.0f s budget: "
+                     "%d of %zu shapes not measured\n",
+                     o.batched_budget_s, st.batched_unrun, st.batched_todo.size());
+        break;
+      }
+      measure_batched_case(bench, i, gemm_s, o, st);
+    }
+    std::fflush(stdout);
+  } catch (const std::exception& e) {
+    st.batched_error = std::string("batched GEMM sweep: ") + e.what();
+    std::printf("{\"batched_gemms\": \"stopped\", \"error\": %s}\n",
+                json_string(st.batched_error).c_str());
+    std::fprintf(stderr, "tauplan_cuda_profile: error: %s\n", st.batched_error.c_str());
+  }
+}
+
+// The block's own memory-bound kernels in one layer (`name` at tensor t, micro-batch 1): per
+// kind its figure kept; a JSON line only when skipped (memory) or failed.
+void measure_memory_layer(const char* name, int t, double streaming_Bps, RunState& st) {
+  const CatalogModel& model = catalog_model(name);
+  const BlockConfig c = block_config(model, t, 1);
+  const std::string layer = std::string(name) + " t=" + std::to_string(t);
+  nlohmann::ordered_json line;  // only when skipped or failed
+  line["memory_kernels_layer"] = name;
+  line["tensor"] = t;
+  line["micro_batch"] = 1;
+  try {
+    const std::size_t need = tauplan::exec::cuda::DeviceTransformerBlock::device_bytes(c, false);
+    const std::size_t free_bytes = tauplan::exec::cuda::free_device_memory(0);
+    if (static_cast<double>(need) > 0.95 * static_cast<double>(free_bytes)) {
+      line["skipped"] = "needs " + format("%.1f", static_cast<double>(need) / (1 << 30)) +
+                        " GiB, " + format("%.1f", static_cast<double>(free_bytes) / (1 << 30)) +
+                        " GiB free";
+      std::printf("%s\n", line.dump().c_str());
+      return;
+    }
+    std::map<std::string, double> standalone;
+    for (const auto& [bc, r] : st.batched)
+      if (bc->model == name && bc->tensor == t && bc->micro_batch == 1)
+        for (std::size_t j = 0; j < bc->forms.size(); ++j)
+          standalone[form_info(bc->forms[j]).model_op] = r.form_seconds[j];
+    const MemorySize size = measure_memory_kernels(model, t, streaming_Bps, standalone);
+    for (int k = 0; k < kKinds; ++k)
+      if (size.Bps(k) > 0) st.kind_Bps[static_cast<std::size_t>(k)].push_back(size.Bps(k));
+    st.memory_layers.push_back(layer);
+  } catch (const std::exception& e) {
+    ++st.memory_errors;
+    line["error"] = e.what();
+    std::printf("%s\n", line.dump().c_str());
+    std::fprintf(stderr, "tauplan_cuda_profile: error: memory kernels of %s: %s\n", layer.c_str(),
+                 e.what());
+  }
+  std::fflush(stdout);
+}
+
+// Everything measured on the device: launch overhead, bandwidth, the GEMM and batched sweeps,
+// and the block's memory kernels in one layer of the two models it is timed on, at t = 1 and 8.
+void measure_on_device(const Device& dev, const Options& o, RunState& st) {
+  st.device_label = dev.name;
+  st.l2_bytes = dev.l2_bytes;
+  std::fprintf(stderr, "tauplan_cuda_profile: %s: %zu GEMM shapes (%d lines), L2 %.0f MiB\n",
+               st.device_label.c_str(), st.shapes.gemms.size(), st.shapes.gemm_lines,
+               static_cast<double>(dev.l2_bytes) / (1 << 20));
+
+  st.launch = measure_launch(dev);
+  std::printf("{\"launch_overhead_s\": %.9g, \"host_submit_s\": %.9g}\n", st.launch.per_kernel_s,
+              st.launch.submit_s);
+  st.bw = measure_bandwidth(dev);
+  std::printf("{\"copy_Bps\": %.9g, \"read2_write1_Bps\": %.9g, \"memcpy_d2d_Bps\": %.9g}\n",
+              st.bw.copy_Bps, st.bw.triad_Bps, st.bw.memcpy_Bps);
+  std::fflush(stdout);
+
+  sweep_gemms(dev, o, st);
+  std::fflush(stdout);
+  sweep_batched(dev, o, st);
+
+  const double streaming_Bps = std::min(st.bw.copy_Bps, st.bw.triad_Bps);
+  for (const char* name : {"gpt3-175b", "llama3-70b"})
+    for (int t : {1, 8})
+      measure_memory_layer(name, t, streaming_Bps, st);
+}
+
+// The profile's tables (as written and read back) and the figures its `source` quotes.
+struct Tables {
   AttentionLines attention;
-  if (!attention_path.empty()) attention = read_attention(attention_path);
-
   nlohmann::ordered_json gemms = nlohmann::ordered_json::array();
   std::vector<double> large_efficiency;
-  for (const GemmResult& r : results) {
-    if (!(r.max_error_ratio <= 1)) continue;  // a wrong result is not a measurement
-    gemms.push_back({r.shape.m, r.shape.n, r.shape.k, r.seconds});
-    if (r.shape.m >= 1024 && r.shape.n >= 1024 && r.shape.k >= 1024)
-      large_efficiency.push_back(2.0 * r.shape.m * static_cast<double>(r.shape.n) * r.shape.k /
-                                 r.seconds / peak_flops);
-  }
-  const double memory_Bps = std::min(bw.copy_Bps, bw.triad_Bps);
+  double memory_Bps = 0;
   nlohmann::ordered_json batched_rows = nlohmann::ordered_json::array();
-  for (const auto& [c, r] : batched)
-    if (r.max_error_ratio <= 1) batched_rows.push_back({c->count, c->m, c->n, c->k, r.seconds});
   // Per kind (MemoryKernel order), the median over the layers measured; 0: not measured.
-  std::vector<double> kernel_Bps(static_cast<std::size_t>(kKinds), 0.0);
+  std::vector<double> kernel_Bps = std::vector<double>(static_cast<std::size_t>(kKinds), 0.0);
   nlohmann::ordered_json memory_kernels = nlohmann::ordered_json::object();
   std::string kernels_text;
-  for (int k = 0; k < kKinds; ++k) {
-    const std::vector<double>& v = kind_Bps[static_cast<std::size_t>(k)];
-    if (v.empty()) continue;
-    kernel_Bps[static_cast<std::size_t>(k)] = median(v);
-    const char* key = tauplan::model::to_string(static_cast<tauplan::model::MemoryKernel>(k));
-    memory_kernels[key] = kernel_Bps[static_cast<std::size_t>(k)];
-    kernels_text += std::string(kernels_text.empty() ? "" : ", ") + key + " " +
-                    format("%.4g", kernel_Bps[static_cast<std::size_t>(k)] / 1e9) + " GB/s";
-  }
+  double default_attention = 0;  // written only when flash is not measured both ways
+};
 
-  std::ostringstream source;
-  source << source_text << "; tauplan_cuda_profile on " << device_label << ": " << results.size()
-         << " of " << shapes.gemms.size()
+// The tables from what was measured: checked GEMMs, batched rows, medians per kernel kind.
+Tables make_tables(const Options& o, const RunState& st) {
+  Tables tb;
+  if (!o.attention_path.empty()) tb.attention = read_attention(o.attention_path);
+  for (const GemmResult& r : st.results) {
+    if (!(r.max_error_ratio <= 1)) continue;  // a wrong result is not a measurement
+    tb.gemms.push_back({r.shape.m, r.shape.n, r.shape.k, r.seconds});
+    if (r.shape.m >= 1024 && r.shape.n >= 1024 && r.shape.k >= 1024)
+      tb.large_efficiency.push_back(2.0 * r.shape.m * static_cast<double>(r.shape.n) * r.shape.k /
+                                    r.seconds / o.peak_flops);
+  }
+  tb.memory_Bps = std::min(st.bw.copy_Bps, st.bw.triad_Bps);
+  for (const auto& [c, r] : st.batched)
+    if (r.max_error_ratio <= 1) tb.batched_rows.push_back({c->count, c->m, c->n, c->k, r.seconds});
+  for (int k = 0; k < kKinds; ++k) {
+    const std::vector<double>& v = st.kind_Bps[static_cast<std::size_t>(k)];
+    if (v.empty()) continue;
+    tb.kernel_Bps[static_cast<std::size_t>(k)] = median(v);
+    const char* key = tauplan::model::to_string(static_cast<tauplan::model::MemoryKernel>(k));
+    tb.memory_kernels[key] = tb.kernel_Bps[static_cast<std::size_t>(k)];
+    tb.kernels_text += std::string(tb.kernels_text.empty() ? "" : ", ") + key + " " +
+                       format("%.4g", tb.kernel_Bps[static_cast<std::size_t>(k)] / 1e9) + " GB/s";
+  }
+  return tb;
+}
+
+// `source`'s account of the GEMMs, memory bandwidth and launch overhead.
+void describe_gemms(std::ostringstream& source, const Options& o, const RunState& st) {
+  source << o.source_text << "; tauplan_cuda_profile on " << st.device_label << ": "
+         << st.results.size() << " of " << st.shapes.gemms.size()
          << " GEMM shapes measured (cublasGemmEx, bf16 A/B/C, fp32 compute, row-major C = A B, "
             "random operands, median of up to "
-         << reps << " repetitions timed with CUDA events, fewer past ~50 ms per shape, "
-         << "rotating over operand sets spanning 3x the " << (l2_bytes >> 20)
+         << o.reps << " repetitions timed with CUDA events, fewer past ~50 ms per shape, "
+         << "rotating over operand sets spanning 3x the " << (st.l2_bytes >> 20)
          << " MiB L2 where one set would fit it; every shape checked against a double dot "
             "product)";
-  if (failed_checks) source << ", " << failed_checks << " left out for failing the check";
-  if (unfit) source << ", " << unfit << " not measured (operands over the free memory)";
+  if (st.failed_checks) source << ", " << st.failed_checks << " left out for failing the check";
+  if (st.unfit) source << ", " << st.unfit << " not measured (operands over the free memory)";
   source << "; memory_bandwidth_Bps = the lower of a copy kernel ("
-         << format("%.4g", bw.copy_Bps / 1e9) << " GB/s) and a read-2-write-1 kernel ("
-         << format("%.4g", bw.triad_Bps / 1e9)
+         << format("%.4g", st.bw.copy_Bps / 1e9) << " GB/s) and a read-2-write-1 kernel ("
+         << format("%.4g", st.bw.triad_Bps / 1e9)
          << " GB/s), bytes read + written over the median of 10, 1 GiB arrays (cudaMemcpy D2D: "
-         << format("%.4g", bw.memcpy_Bps / 1e9) << " GB/s)"
+         << format("%.4g", st.bw.memcpy_Bps / 1e9) << " GB/s)"
          << "; launch_overhead_s = empty kernels back to back to completion, median of 11 x "
             "1000 (host submit alone "
-         << format("%.3g", launch.submit_s * 1e6) << " us)";
-  if (synthetic)
+         << format("%.3g", st.launch.submit_s * 1e6) << " us)";
+}
+
+// `source`'s account of the batched GEMMs and the memory kernels.
+void describe_batched_and_kernels(std::ostringstream& source, const Options& o, const RunState& st,
+                                  const Tables& tb) {
+  if (o.synthetic)
     source << "; batched_gemms and memory_kernels: made up (--synthetic: 50% of peak; "
               "fractions of the made-up copy bandwidth through the memory-kernel bookkeeping)";
   else
     source
-        << "; batched_gemms: " << batched_rows.size() << " of " << batched_todo.size()
+        << "; batched_gemms: " << tb.batched_rows.size() << " of " << st.batched_todo.size()
         << " attention-product shapes of the catalog's layers (t = 1, 2, 4, 8, micro-batch 1, 2, "
            "4; those whose stacked GEMM the shapes file lists) as exec/cuda/device_transformer.cu "
            "runs them (per sample and K/V group position one cublasGemmStridedBatchedEx over "
@@ -1861,14 +1895,14 @@ int run(int argc, char** argv) {
            "grouped heads); seconds = the mean over the layer's products of that shape (Q K^T "
            "and dP; P V, dV, dQ, dK), each the median of its repetitions as for the GEMMs; "
            "checked against double dot products";
-  if (batched_failed) source << ", " << batched_failed << " left out for failing the check";
-  if (batched_unfit)
-    source << ", " << batched_unfit << " not measured (operands over the free memory)";
-  if (batched_unrun) source << ", " << batched_unrun << " not measured (time budget)";
-  if (!batched_error.empty()) source << " (stopped: " << batched_error << ")";
-  if (!memory_kernels.empty() && !synthetic) {
+  if (st.batched_failed) source << ", " << st.batched_failed << " left out for failing the check";
+  if (st.batched_unfit)
+    source << ", " << st.batched_unfit << " not measured (operands over the free memory)";
+  if (st.batched_unrun) source << ", " << st.batched_unrun << " not measured (time budget)";
+  if (!st.batched_error.empty()) source << " (stopped: " << st.batched_error << ")";
+  if (!tb.memory_kernels.empty() && !o.synthetic) {
     std::string layers;
-    for (const std::string& l : memory_layers)
+    for (const std::string& l : st.memory_layers)
       layers += (layers.empty() ? "" : ", ") + l;
     source << "; memory_kernels: the block's own memory-bound launches (device_transformer.cu: "
               "norms, causal softmax, activation, residual copies, and their backward) timed "
@@ -1877,116 +1911,167 @@ int run(int argc, char** argv) {
            << layers
            << " (micro-batch 1), bytes as layer_ops counts them over seconds, per kind layer_ops "
               "tags the ops with, the median over the layers that run it ("
-           << kernels_text
+           << tb.kernels_text
            << "); the residual gradient the norm backward adds is charged at the elementwise "
               "rate and left out of the norm's seconds";
   }
-  // The compute model times attention from flash samples forward and backward; without both,
-  // default_attention_efficiency is written (and said so).
+}
+
+// The compute model times attention from flash samples forward and backward; without both,
+// default_attention_efficiency is set (and said so in `source`). False when it cannot be.
+bool describe_attention(std::ostringstream& source, const Options& o, Tables& tb) {
   bool flash_forward = false, flash_backward = false;
-  for (const auto& sample : attention.samples) {
+  for (const auto& sample : tb.attention.samples) {
     if (sample["kernel"] != "flash") continue;
     flash_forward = flash_forward || sample["phase"] == "forward";
     flash_backward = flash_backward || sample["phase"] == "backward";
   }
-  double default_attention = 0;  // written only then
   if (!(flash_forward && flash_backward)) {
-    if (large_efficiency.empty()) {
+    if (tb.large_efficiency.empty()) {
       std::fprintf(stderr,
                    "tauplan_cuda_profile: error: no attention samples and no GEMM with M, N, "
                    "K >= 1024 to derive default_attention_efficiency from\n");
-      return 1;
+      return false;
     }
-    default_attention = std::min(1.0, median(large_efficiency));
-    source << "; attention: " << attention.samples.size() << " samples from "
-           << (attention_path.empty() ? std::string("nowhere") : attention_path)
+    tb.default_attention = std::min(1.0, median(tb.large_efficiency));
+    source << "; attention: " << tb.attention.samples.size() << " samples from "
+           << (o.attention_path.empty() ? std::string("nowhere") : o.attention_path)
            << ", flash not measured forward and backward: default_attention_efficiency = "
-           << format("%.3g", default_attention) << ", the median efficiency of the "
-           << large_efficiency.size() << " measured GEMMs with M, N, K >= 1024 (an assumption)";
+           << format("%.3g", tb.default_attention) << ", the median efficiency of the "
+           << tb.large_efficiency.size() << " measured GEMMs with M, N, K >= 1024 (an assumption)";
   } else {
-    source << "; attention: " << attention.samples.size() << " samples from " << attention_path
+    source << "; attention: " << tb.attention.samples.size() << " samples from " << o.attention_path
            << " (exec/cuda/pytorch_attention.py)";
   }
+  return true;
+}
+
+// The profile file (profile_file.hpp's keys) written to --out; usage() when it cannot be.
+void write_profile(const Options& o, const RunState& st, const Tables& tb,
+                   const std::string& source) {
   nlohmann::ordered_json profile;
   profile["format"] = tauplan::model::kComputeProfileFormat;
-  profile["device"] = device_label;
+  profile["device"] = st.device_label;
   profile["precision"] = "bf16";
-  profile["source"] = source.str();
-  profile["peak_flops"] = peak_flops;
-  profile["peak_flops_source"] = peak_source;
-  profile["memory_bandwidth_Bps"] = memory_Bps;
-  profile["launch_overhead_s"] = launch.per_kernel_s;
-  if (default_attention > 0) profile["default_attention_efficiency"] = default_attention;
-  profile["gemms"] = gemms;
-  profile["attention"] = attention.samples;
-  if (!batched_rows.empty()) profile["batched_gemms"] = batched_rows;
-  if (!memory_kernels.empty()) profile["memory_kernels"] = memory_kernels;
-  {
-    std::ofstream out(out_path);
-    if (!out) usage("--out: cannot write " + out_path);
-    out << pretty(profile);
-    if (!out) usage("--out: cannot write " + out_path);
-  }
-  const double total_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+  profile["source"] = source;
+  profile["peak_flops"] = o.peak_flops;
+  profile["peak_flops_source"] = o.peak_source;
+  profile["memory_bandwidth_Bps"] = tb.memory_Bps;
+  profile["launch_overhead_s"] = st.launch.per_kernel_s;
+  if (tb.default_attention > 0) profile["default_attention_efficiency"] = tb.default_attention;
+  profile["gemms"] = tb.gemms;
+  profile["attention"] = tb.attention.samples;
+  if (!tb.batched_rows.empty()) profile["batched_gemms"] = tb.batched_rows;
+  if (!tb.memory_kernels.empty()) profile["memory_kernels"] = tb.memory_kernels;
+  std::ofstream out(o.out_path);
+  if (!out) usage("--out: cannot write " + o.out_path);
+  out << pretty(profile);
+  if (!out) usage("--out: cannot write " + o.out_path);
+}
 
+// Why the written profile does not read back as written ("" when it does).
+std::string read_back_problem(const std::string& out_path, const Tables& tb) {
   std::string problem;
   try {
     const tauplan::model::ComputeProfile back = tauplan::model::read_compute_profile(out_path);
     problem = back.problem();
     // What was written is what the compute model reads.
-    if (problem.empty() && back.batched_gemms.size() != batched_rows.size())
+    if (problem.empty() && back.batched_gemms.size() != tb.batched_rows.size())
       problem = "batched_gemms read back with " + std::to_string(back.batched_gemms.size()) +
-                " samples, " + std::to_string(batched_rows.size()) + " written";
+                " samples, " + std::to_string(tb.batched_rows.size()) + " written";
     for (int k = 0; k < kKinds && problem.empty(); ++k)
-      if (std::fabs(back.memory_kernel_Bps[k] - kernel_Bps[static_cast<std::size_t>(k)]) >
-          1e-9 * kernel_Bps[static_cast<std::size_t>(k)])
+      if (std::fabs(back.memory_kernel_Bps[k] - tb.kernel_Bps[static_cast<std::size_t>(k)]) >
+          1e-9 * tb.kernel_Bps[static_cast<std::size_t>(k)])
         problem = std::string("memory_kernels.") +
                   tauplan::model::to_string(static_cast<tauplan::model::MemoryKernel>(k)) +
                   " does not read back as written";
   } catch (const std::exception& e) {
     problem = e.what();
   }
+  return problem;
+}
+
+// The summary JSON line on stdout, the errors on stderr; the exit status (0 or 1).
+int report(const Options& o, const RunState& st, const Tables& tb, double total_s,
+           const std::string& problem) {
   nlohmann::ordered_json summary;
-  summary["profile"] = out_path;
-  summary["device"] = device_label;
-  summary["gemm_shapes"] = shapes.gemms.size();
-  summary["gemms_written"] = gemms.size();
-  summary["failed_checks"] = failed_checks;
-  summary["batched_layers"] = batched_all.layers;  // (model, t, micro-batch) layers enumerated
-  summary["batched_shapes_shared"] = batched_all.shared;
-  summary["batched_shapes"] = batched_todo.size();
-  summary["batched_written"] = batched_rows.size();
-  summary["batched_failed_checks"] = batched_failed;
-  summary["batched_not_measured"] = batched_unfit + batched_unrun;
-  if (!batched_error.empty()) summary["batched_error"] = batched_error;
-  summary["attention_samples"] = attention.samples.size();
-  summary["attention_lines_ignored"] = attention.ignored;
-  summary["memory_bandwidth_Bps"] = memory_Bps;
-  summary["memory_kernels"] = memory_kernels;
-  summary["memory_kernel_layers"] = memory_layers;
-  summary["memory_kernel_errors"] = memory_errors;
-  summary["launch_overhead_s"] = launch.per_kernel_s;
-  summary["operand_arena_bytes"] = arena;
-  summary["batched_arena_bytes"] = batched_arena;
+  summary["profile"] = o.out_path;
+  summary["device"] = st.device_label;
+  summary["gemm_shapes"] = st.shapes.gemms.size();
+  summary["gemms_written"] = tb.gemms.size();
+  summary["failed_checks"] = st.failed_checks;
+  summary["batched_layers"] = st.batched_all.layers;  // (model, t, micro-batch) layers enumerated
+  summary["batched_shapes_shared"] = st.batched_all.shared;
+  summary["batched_shapes"] = st.batched_todo.size();
+  summary["batched_written"] = tb.batched_rows.size();
+  summary["batched_failed_checks"] = st.batched_failed;
+  summary["batched_not_measured"] = st.batched_unfit + st.batched_unrun;
+  if (!st.batched_error.empty()) summary["batched_error"] = st.batched_error;
+  summary["attention_samples"] = tb.attention.samples.size();
+  summary["attention_lines_ignored"] = tb.attention.ignored;
+  summary["memory_bandwidth_Bps"] = tb.memory_Bps;
+  summary["memory_kernels"] = tb.memory_kernels;
+  summary["memory_kernel_layers"] = st.memory_layers;
+  summary["memory_kernel_errors"] = st.memory_errors;
+  summary["launch_overhead_s"] = st.launch.per_kernel_s;
+  summary["operand_arena_bytes"] = st.arena;
+  summary["batched_arena_bytes"] = st.batched_arena;
   summary["seconds"] = std::round(total_s * 10) / 10;
   summary["reads_back"] = problem.empty();
   if (!problem.empty()) summary["problem"] = problem;
   std::printf("%s\n", summary.dump().c_str());
   if (!problem.empty())
     std::fprintf(stderr, "tauplan_cuda_profile: error: %s does not read back: %s\n",
-                 out_path.c_str(), problem.c_str());
-  if (failed_checks)
+                 o.out_path.c_str(), problem.c_str());
+  if (st.failed_checks)
     std::fprintf(stderr, "tauplan_cuda_profile: error: %d GEMM shapes failed the check\n",
-                 failed_checks);
-  if (batched_failed)
+                 st.failed_checks);
+  if (st.batched_failed)
     std::fprintf(stderr, "tauplan_cuda_profile: error: %d batched GEMM shapes failed the check\n",
-                 batched_failed);
-  if (memory_errors)
+                 st.batched_failed);
+  if (st.memory_errors)
     std::fprintf(stderr, "tauplan_cuda_profile: error: %d memory-kernel layers failed\n",
-                 memory_errors);
-  const bool ok = problem.empty() && failed_checks == 0 && batched_failed == 0 &&
-                  batched_error.empty() && memory_errors == 0;
+                 st.memory_errors);
+  const bool ok = problem.empty() && st.failed_checks == 0 && st.batched_failed == 0 &&
+                  st.batched_error.empty() && st.memory_errors == 0;
   return ok ? 0 : 1;
+}
+
+// The whole run: inputs, measurements (or --synthetic's), the profile written and read back.
+int run(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
+  RunState st;
+  if (!o.device_name) {
+    read_inputs(o, st);
+    select_batched_cases(o, st);
+  }
+  const auto t_start = Clock::now();
+  if (o.synthetic) {
+    make_up_measurements(o, st);
+  } else {
+    std::string why;
+    if (tauplan::exec::cuda::usable_devices(&why) == 0) {
+      std::printf("{\"impl\": \"tauplan-cuda-profile\", \"skipped\": %s}\n",
+                  json_string(why).c_str());
+      return 77;
+    }
+    Device dev;
+    if (o.device_name) {
+      std::printf("%s\n", dev.name.c_str());
+      return 0;
+    }
+    measure_on_device(dev, o, st);
+  }
+
+  Tables tb = make_tables(o, st);
+  std::ostringstream source;
+  describe_gemms(source, o, st);
+  describe_batched_and_kernels(source, o, st, tb);
+  if (!describe_attention(source, o, tb)) return 1;
+  write_profile(o, st, tb, source.str());
+  const double total_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+  const std::string problem = read_back_problem(o.out_path, tb);
+  return report(o, st, tb, total_s, problem);
 }
 
 }  // namespace

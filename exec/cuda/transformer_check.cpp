@@ -551,6 +551,217 @@ std::string model_category(const tauplan::model::ComputeOp& op) {
   return "gemm";
 }
 
+// The row named `name`, appended (empty) when there is none yet.
+BreakdownRow& row_named(std::vector<BreakdownRow>& rows, const std::string& name) {
+  for (BreakdownRow& r : rows)
+    if (r.name == name) return r;
+  rows.push_back(BreakdownRow{});
+  rows.back().name = name;
+  return rows.back();
+}
+
+// The device ops of every pass summed into rows, in first-launch order (every pass launches the
+// same ops in the same order).
+std::vector<BreakdownRow> device_rows(const std::vector<std::vector<cuda::OpTime>>& passes,
+                                      bool swiglu) {
+  std::vector<BreakdownRow> rows;
+  const std::size_t npass = passes.size();
+  for (std::size_t pi = 0; pi < npass; ++pi) {
+    std::vector<std::pair<std::string, int>> seen;
+    for (const cuda::OpTime& op : passes[pi]) {
+      const std::string what = op.what;
+      int occurrence = 0;
+      for (auto& sn : seen)
+        if (sn.first == what) occurrence = ++sn.second;
+      if (occurrence == 0) seen.emplace_back(what, 0);
+      const auto mapped = map_device_op(what, occurrence, swiglu);
+      BreakdownRow& r = row_named(rows, mapped.first);
+      if (r.model_ops.empty() && !mapped.second.empty()) r.model_ops = split(mapped.second, ',');
+      if (r.pass_ms.size() < npass) r.pass_ms.assign(npass, 0.0);
+      const std::string label =
+          what + (occurrence > 0 && what.find("norm") == 0 ? "#" + std::to_string(occurrence) : "");
+      std::size_t li = 0;
+      while (li < r.device_labels.size() && r.device_labels[li] != label)
+        ++li;
+      if (li == r.device_labels.size()) {
+        r.device_labels.push_back(label);
+        r.device_ms.emplace_back(npass, 0.0);
+      }
+      r.device_ms[li][pi] += static_cast<double>(op.ms);
+      r.pass_ms[pi] += static_cast<double>(op.ms);
+    }
+  }
+  return rows;
+}
+
+// Model ops no device op maps to: rows of their own, measured 0.
+void add_model_only_rows(std::vector<BreakdownRow>& rows,
+                         const std::vector<tauplan::model::ComputeOp>& ops, std::size_t npass) {
+  std::vector<bool> used(ops.size(), false);
+  for (const BreakdownRow& r : rows)
+    for (const std::string& name : r.model_ops)
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].name == name) used[i] = true;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (used[i]) continue;
+    BreakdownRow& r = row_named(rows, ops[i].name + " (model only)");
+    r.model_ops = {ops[i].name};
+    r.pass_ms.assign(npass, 0.0);
+  }
+}
+
+// A shard's measured and predicted ms, in all and by category.
+struct BreakdownTotals {
+  std::vector<std::string> categories = {"gemm", "batched_gemm", "memory", "unmatched"};
+  std::vector<double> cat_measured = std::vector<double>(categories.size(), 0.0),
+                      cat_predicted = std::vector<double>(categories.size(), 0.0);
+  double total_measured = 0, total_predicted = 0;
+  std::size_t cat_index(const std::string& name) const {
+    return static_cast<std::size_t>(std::find(categories.begin(), categories.end(), name) -
+                                    categories.begin());
+  }
+};
+
+// One JSON line per row (its category set from its model ops): measured beside predicted ms;
+// the shard's totals.
+BreakdownTotals print_rows(const std::string& head, std::vector<BreakdownRow>& rows,
+                           const std::vector<tauplan::model::ComputeOp>& ops,
+                           const std::vector<double>& predicted) {
+  BreakdownTotals totals;
+  for (BreakdownRow& r : rows) {
+    double pred = 0;
+    std::string model_fields;
+    for (const std::string& name : r.model_ops) {
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (ops[i].name != name) continue;
+        pred += predicted[i];
+        if (!model_fields.empty()) model_fields += ", ";
+        model_fields += quoted(name) + ": " + num(predicted[i], 4);
+        if (r.category.empty()) r.category = model_category(ops[i]);
+        totals.cat_predicted[totals.cat_index(model_category(ops[i]))] += predicted[i];
+      }
+    }
+    if (r.category.empty()) r.category = "unmatched";
+    const double meas = median(std::vector<float>(r.pass_ms.begin(), r.pass_ms.end()));
+    totals.cat_measured[totals.cat_index(r.category)] += meas;
+    totals.total_measured += meas;
+    totals.total_predicted += pred;
+    std::string device_fields;
+    for (std::size_t li = 0; li < r.device_labels.size(); ++li) {
+      if (!device_fields.empty()) device_fields += ", ";
+      device_fields +=
+          quoted(r.device_labels[li]) + ": " +
+          num(median(std::vector<float>(r.device_ms[li].begin(), r.device_ms[li].end())), 4);
+    }
+    std::printf(
+        "%s, \"breakdown_op\": %s, \"category\": %s, \"measured_ms\": %s, "
+        "\"predicted_ms\": %s, \"ratio\": %s, \"device_ops\": {%s}, \"model_ops\": {%s}}\n",
+        head.c_str(), quoted(r.name).c_str(), quoted(r.category).c_str(), num(meas, 4).c_str(),
+        num(pred, 4).c_str(), pred > 0 ? num(meas / pred, 3).c_str() : "null",
+        device_fields.c_str(), model_fields.c_str());
+  }
+  return totals;
+}
+
+// Device ops' passes and the plain (event-free) passes of one layer shard.
+struct ShardTimes {
+  std::vector<std::vector<cuda::OpTime>> passes;
+  std::vector<float> plain;
+};
+
+// The shard's summary JSON line (totals by category, the plain layer time) and its human line.
+void print_shard_summary(const std::string& head, const std::string& device, int reps,
+                         const char* model, int t, const ShardTimes& times,
+                         const BreakdownTotals& totals) {
+  const auto& passes = times.passes;
+  const std::size_t npass = passes.size();
+  std::string split_fields;
+  for (std::size_t k = 0; k < totals.categories.size(); ++k) {
+    if (!split_fields.empty()) split_fields += ", ";
+    split_fields += quoted(totals.categories[k]) +
+                    ": {\"measured_ms\": " + num(totals.cat_measured[k], 4) +
+                    ", \"predicted_ms\": " + num(totals.cat_predicted[k], 4) + "}";
+  }
+  std::vector<double> sums(npass, 0.0);
+  for (std::size_t pi = 0; pi < npass; ++pi)
+    for (const cuda::OpTime& op : passes[pi])
+      sums[pi] += static_cast<double>(op.ms);
+  const double plain_ms = median(times.plain);
+  std::printf(
+      "%s, \"breakdown_summary\": true, \"device\": %s, \"reps\": %d, \"device_ops\": %zu, "
+      "\"measured_ms\": %s, \"predicted_ms\": %s, \"pass_with_events_ms\": %s, "
+      "\"plain_ms\": %s, \"by_category\": {%s}}\n",
+      head.c_str(), quoted(device).c_str(), reps,
+      passes.empty() ? std::size_t{0} : passes[0].size(), num(totals.total_measured, 5).c_str(),
+      num(totals.total_predicted, 5).c_str(),
+      num(median(std::vector<float>(sums.begin(), sums.end())), 5).c_str(),
+      num(plain_ms, 5).c_str(), split_fields.c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "layer-breakdown %-10s t=%d: %zu device ops, sum of op medians %.3f ms "
+               "(plain pass %.3f ms), predicted %.3f ms\n",
+               model, t, passes.empty() ? std::size_t{0} : passes[0].size(), totals.total_measured,
+               plain_ms, totals.total_predicted);
+}
+
+// One layer shard of `model` at tensor t: predicted, timed op by op, printed row by row and
+// summarised. 1 when the prediction or the timing fails, else 0 (a skipped shard too).
+int breakdown_shard(const LayerModel& model, int t, const tauplan::model::ComputeProfile& profile,
+                    const std::string& device, int reps) {
+  namespace tm = tauplan::model;
+  BlockConfig c = model.config;
+  c.tensor = t;
+  const std::string head = std::string("{\"mode\": \"layer_breakdown\", \"model\": ") +
+                           quoted(model.name) + ", \"tensor\": " + std::to_string(t);
+  const std::string problem = c.problem();
+  if (!problem.empty()) {
+    std::printf("%s, \"skipped\": %s}\n", head.c_str(), quoted(problem).c_str());
+    std::fflush(stdout);
+    return 0;
+  }
+  const bool swiglu = c.feed_forward == BlockFeedForward::SwiGlu;
+  std::vector<tm::ComputeOp> ops;
+  std::vector<double> predicted;
+  try {
+    ops = tm::layer_ops(layer_shape(c), tm::Recompute::None);
+    for (const tm::ComputeOp& op : ops)
+      predicted.push_back(tm::op_seconds(op, profile) * 1e3);
+  } catch (const std::exception& e) {
+    std::printf("%s, \"prediction_error\": %s}\n", head.c_str(), quoted(e.what()).c_str());
+    std::fflush(stdout);
+    return 1;
+  }
+  const std::size_t need = DeviceTransformerBlock::device_bytes(c, false);
+  const std::size_t free_bytes = cuda::free_device_memory(0);
+  if (static_cast<double>(need) > 0.95 * static_cast<double>(free_bytes)) {
+    std::printf("%s, \"skipped\": \"needs %.1f GiB, %.1f GiB free\"}\n", head.c_str(), gib(need),
+                gib(free_bytes));
+    std::fflush(stdout);
+    return 0;
+  }
+  ShardTimes times;
+  try {
+    DeviceTransformerBlock block(c, 0);
+    block.randomize_parameters(1, 0.02f);
+    block.randomize_layer_io(2);
+    times.passes = block.time_layer_stack_ops(2, reps);
+    times.plain = block.time_layer_stack(1, 3);
+  } catch (const std::exception& e) {
+    std::printf("%s, \"error\": %s}\n", head.c_str(), quoted(e.what()).c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "layer-breakdown %s t=%d: error: %s\n", model.name, t, e.what());
+    return 1;
+  }
+
+  std::vector<BreakdownRow> rows = device_rows(times.passes, swiglu);
+  add_model_only_rows(rows, ops, times.passes.size());
+  const BreakdownTotals totals = print_rows(head, rows, ops, predicted);
+  print_shard_summary(head, device, reps, model.name, t, times, totals);
+  return 0;
+}
+
+// --layer-breakdown: every selected model's layer shard at every t broken down (exit 2 when the
+// profile does not read, 1 when a shard fails).
 int run_layer_breakdown(const std::string& profile_path, const std::vector<std::string>& models,
                         const std::vector<int>& tensors, int reps) {
   namespace tm = tauplan::model;
@@ -566,171 +777,8 @@ int run_layer_breakdown(const std::string& profile_path, const std::vector<std::
   int failures = 0;
   for (const LayerModel& model : layer_models()) {
     if (std::find(models.begin(), models.end(), model.name) == models.end()) continue;
-    for (int t : tensors) {
-      BlockConfig c = model.config;
-      c.tensor = t;
-      const std::string head = std::string("{\"mode\": \"layer_breakdown\", \"model\": ") +
-                               quoted(model.name) + ", \"tensor\": " + std::to_string(t);
-      const std::string problem = c.problem();
-      if (!problem.empty()) {
-        std::printf("%s, \"skipped\": %s}\n", head.c_str(), quoted(problem).c_str());
-        std::fflush(stdout);
-        continue;
-      }
-      const bool swiglu = c.feed_forward == BlockFeedForward::SwiGlu;
-      std::vector<tm::ComputeOp> ops;
-      std::vector<double> predicted;
-      try {
-        ops = tm::layer_ops(layer_shape(c), tm::Recompute::None);
-        for (const tm::ComputeOp& op : ops)
-          predicted.push_back(tm::op_seconds(op, profile) * 1e3);
-      } catch (const std::exception& e) {
-        std::printf("%s, \"prediction_error\": %s}\n", head.c_str(), quoted(e.what()).c_str());
-        std::fflush(stdout);
-        ++failures;
-        continue;
-      }
-      const std::size_t need = DeviceTransformerBlock::device_bytes(c, false);
-      const std::size_t free_bytes = cuda::free_device_memory(0);
-      if (static_cast<double>(need) > 0.95 * static_cast<double>(free_bytes)) {
-        std::printf("%s, \"skipped\": \"needs %.1f GiB, %.1f GiB free\"}\n", head.c_str(),
-                    gib(need), gib(free_bytes));
-        std::fflush(stdout);
-        continue;
-      }
-      std::vector<std::vector<cuda::OpTime>> passes;
-      std::vector<float> plain;
-      try {
-        DeviceTransformerBlock block(c, 0);
-        block.randomize_parameters(1, 0.02f);
-        block.randomize_layer_io(2);
-        passes = block.time_layer_stack_ops(2, reps);
-        plain = block.time_layer_stack(1, 3);
-      } catch (const std::exception& e) {
-        std::printf("%s, \"error\": %s}\n", head.c_str(), quoted(e.what()).c_str());
-        std::fflush(stdout);
-        std::fprintf(stderr, "layer-breakdown %s t=%d: error: %s\n", model.name, t, e.what());
-        ++failures;
-        continue;
-      }
-
-      // Rows in first-launch order; every pass launches the same ops in the same order.
-      std::vector<BreakdownRow> rows;
-      auto row_of = [&rows](const std::string& name) -> BreakdownRow& {
-        for (BreakdownRow& r : rows)
-          if (r.name == name) return r;
-        rows.push_back(BreakdownRow{});
-        rows.back().name = name;
-        return rows.back();
-      };
-      const std::size_t npass = passes.size();
-      for (std::size_t pi = 0; pi < npass; ++pi) {
-        std::vector<std::pair<std::string, int>> seen;
-        for (const cuda::OpTime& op : passes[pi]) {
-          const std::string what = op.what;
-          int occurrence = 0;
-          for (auto& sn : seen)
-            if (sn.first == what) occurrence = ++sn.second;
-          if (occurrence == 0) seen.emplace_back(what, 0);
-          const auto mapped = map_device_op(what, occurrence, swiglu);
-          BreakdownRow& r = row_of(mapped.first);
-          if (r.model_ops.empty() && !mapped.second.empty())
-            r.model_ops = split(mapped.second, ',');
-          if (r.pass_ms.size() < npass) r.pass_ms.assign(npass, 0.0);
-          const std::string label =
-              what +
-              (occurrence > 0 && what.find("norm") == 0 ? "#" + std::to_string(occurrence) : "");
-          std::size_t li = 0;
-          while (li < r.device_labels.size() && r.device_labels[li] != label)
-            ++li;
-          if (li == r.device_labels.size()) {
-            r.device_labels.push_back(label);
-            r.device_ms.emplace_back(npass, 0.0);
-          }
-          r.device_ms[li][pi] += static_cast<double>(op.ms);
-          r.pass_ms[pi] += static_cast<double>(op.ms);
-        }
-      }
-      // Model ops no device op maps to: rows of their own, measured 0.
-      std::vector<bool> used(ops.size(), false);
-      for (const BreakdownRow& r : rows)
-        for (const std::string& name : r.model_ops)
-          for (std::size_t i = 0; i < ops.size(); ++i)
-            if (ops[i].name == name) used[i] = true;
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (used[i]) continue;
-        BreakdownRow& r = row_of(ops[i].name + " (model only)");
-        r.model_ops = {ops[i].name};
-        r.pass_ms.assign(npass, 0.0);
-      }
-
-      std::vector<std::string> categories = {"gemm", "batched_gemm", "memory", "unmatched"};
-      std::vector<double> cat_measured(categories.size(), 0.0),
-          cat_predicted(categories.size(), 0.0);
-      auto cat_index = [&categories](const std::string& name) {
-        return static_cast<std::size_t>(std::find(categories.begin(), categories.end(), name) -
-                                        categories.begin());
-      };
-      double total_measured = 0, total_predicted = 0;
-      for (BreakdownRow& r : rows) {
-        double pred = 0;
-        std::string model_fields;
-        for (const std::string& name : r.model_ops) {
-          for (std::size_t i = 0; i < ops.size(); ++i) {
-            if (ops[i].name != name) continue;
-            pred += predicted[i];
-            if (!model_fields.empty()) model_fields += ", ";
-            model_fields += quoted(name) + ": " + num(predicted[i], 4);
-            if (r.category.empty()) r.category = model_category(ops[i]);
-            cat_predicted[cat_index(model_category(ops[i]))] += predicted[i];
-          }
-        }
-        if (r.category.empty()) r.category = "unmatched";
-        const double meas = median(std::vector<float>(r.pass_ms.begin(), r.pass_ms.end()));
-        cat_measured[cat_index(r.category)] += meas;
-        total_measured += meas;
-        total_predicted += pred;
-        std::string device_fields;
-        for (std::size_t li = 0; li < r.device_labels.size(); ++li) {
-          if (!device_fields.empty()) device_fields += ", ";
-          device_fields +=
-              quoted(r.device_labels[li]) + ": " +
-              num(median(std::vector<float>(r.device_ms[li].begin(), r.device_ms[li].end())), 4);
-        }
-        std::printf(
-            "%s, \"breakdown_op\": %s, \"category\": %s, \"measured_ms\": %s, "
-            "\"predicted_ms\": %s, \"ratio\": %s, \"device_ops\": {%s}, \"model_ops\": {%s}}\n",
-            head.c_str(), quoted(r.name).c_str(), quoted(r.category).c_str(), num(meas, 4).c_str(),
-            num(pred, 4).c_str(), pred > 0 ? num(meas / pred, 3).c_str() : "null",
-            device_fields.c_str(), model_fields.c_str());
-      }
-      std::string split_fields;
-      for (std::size_t k = 0; k < categories.size(); ++k) {
-        if (!split_fields.empty()) split_fields += ", ";
-        split_fields += quoted(categories[k]) + ": {\"measured_ms\": " + num(cat_measured[k], 4) +
-                        ", \"predicted_ms\": " + num(cat_predicted[k], 4) + "}";
-      }
-      std::vector<double> sums(npass, 0.0);
-      for (std::size_t pi = 0; pi < npass; ++pi)
-        for (const cuda::OpTime& op : passes[pi])
-          sums[pi] += static_cast<double>(op.ms);
-      const double plain_ms = median(plain);
-      std::printf(
-          "%s, \"breakdown_summary\": true, \"device\": %s, \"reps\": %d, \"device_ops\": %zu, "
-          "\"measured_ms\": %s, \"predicted_ms\": %s, \"pass_with_events_ms\": %s, "
-          "\"plain_ms\": %s, \"by_category\": {%s}}\n",
-          head.c_str(), quoted(device).c_str(), reps,
-          passes.empty() ? std::size_t{0} : passes[0].size(), num(total_measured, 5).c_str(),
-          num(total_predicted, 5).c_str(),
-          num(median(std::vector<float>(sums.begin(), sums.end())), 5).c_str(),
-          num(plain_ms, 5).c_str(), split_fields.c_str());
-      std::fflush(stdout);
-      std::fprintf(stderr,
-                   "layer-breakdown %-10s t=%d: %zu device ops, sum of op medians %.3f ms "
-                   "(plain pass %.3f ms), predicted %.3f ms\n",
-                   model.name, t, passes.empty() ? std::size_t{0} : passes[0].size(),
-                   total_measured, plain_ms, total_predicted);
-    }
+    for (int t : tensors)
+      failures += breakdown_shard(model, t, profile, device, reps);
   }
   return failures ? 1 : 0;
 }
