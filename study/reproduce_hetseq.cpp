@@ -20,6 +20,23 @@ const char* hetseq_experiment() {
 
 namespace {
 
+constexpr int kPerGpu = 32;       // --max-sentences 32 (yifding/hetseq README and job scripts)
+constexpr int kMicroBatches = 4;  // --update-freq 4 (same sources)
+
+// The repository's performance table (yifding/hetseq README, "Performance table": BERT on 1,
+// 2, 4, 8 nodes of 4 GPUs, 5 epochs): average time per step, by nodes.
+const std::map<int, double>& published_step() {
+  static const std::map<int, double> step = {{1, 2.60}, {2, 2.69}, {4, 2.794}, {8, 3.126}};
+  return step;
+}
+
+// The same table's speedup (of training time), by nodes.
+const std::map<int, double>& published_speedup() {
+  static const std::map<int, double> speedup = {{1, 1.0}, {2, 1.72}, {4, 3.22}, {8, 5.94}};
+  return speedup;
+}
+
+// The hosts of the 4 GPUs of each of `nodes`, comma-separated.
 std::string gpu_hosts(const std::vector<int>& nodes) {
   std::string hosts;
   for (int n : nodes)
@@ -28,46 +45,57 @@ std::string gpu_hosts(const std::vector<int>& nodes) {
   return hosts;
 }
 
-}  // namespace
-
-void reproduce_hetseq(const ReproduceRequest& args, std::ostream& out,
-                      std::vector<std::string>& notes) {
-  const std::string sync = model::sync_strategy().name();
-  const std::string simulate = engine("simgrid").verb();
-  const fs::path dir = fs::path(args.out) / hetseq_experiment();
-  fs::create_directories(dir);
+/// What the steps of one HetSeq reproduction share.
+struct HetseqRun {
+  const ReproduceRequest& args;
+  std::string sync;
+  fs::path dir;
   // Scaling: the repository's configuration on the cluster of its table; mixed generations: a
   // what-if of our own (hetseq-university), not in the paper.
-  const fs::path repo_job = experiments_dir(args) / hetseq_experiment() / "bert-base-repo.yaml";
-  const fs::path job = experiments_dir(args) / hetseq_experiment() / "bert-base.yaml";
-  constexpr int kPerGpu = 32;       // --max-sentences 32 (yifding/hetseq README and job scripts)
-  constexpr int kMicroBatches = 4;  // --update-freq 4 (same sources)
-  const std::vector<int> node_counts =
-      args.reduced ? std::vector<int>{1, 2} : std::vector<int>{1, 2, 4, 8};
+  fs::path repo_job;
+  fs::path job;
+  std::vector<int> node_counts;
+  std::vector<SimPoint> points;  ///< the scaling points (one per node count), then the mixed ones
+};
+
+// Sets up the run: its folder, job files and node counts.
+HetseqRun start_run(const ReproduceRequest& args) {
+  HetseqRun run{args,
+                model::sync_strategy().name(),
+                fs::path(args.out) / hetseq_experiment(),
+                experiments_dir(args) / hetseq_experiment() / "bert-base-repo.yaml",
+                experiments_dir(args) / hetseq_experiment() / "bert-base.yaml",
+                args.reduced ? std::vector<int>{1, 2} : std::vector<int>{1, 2, 4, 8},
+                {}};
+  fs::create_directories(run.dir);
+  return run;
+}
+
+// Simulates the scaling points (1..8 nodes) and the mixed cluster's even and speed splits.
+void simulate_hetseq(HetseqRun& run) {
+  const std::string simulate = engine("simgrid").verb();
   const std::vector<int> mixed_nodes{0, 2, 4, 6};  // V100, TITAN Xp, RTX 2080 Ti, GTX 1080 Ti
-  std::vector<SimPoint> points;
-  for (int n : node_counts) {
+  for (int n : run.node_counts) {
     std::vector<int> nodes;
     for (int i = 0; i < n; ++i)
       nodes.push_back(i);
-    points.push_back(
+    run.points.push_back(
         {fmt::format("scaling nodes={}", n),
-         {simulate, repo_job.string(), "--workers", std::to_string(4 * n), "--batch",
+         {simulate, run.repo_job.string(), "--workers", std::to_string(4 * n), "--batch",
           std::to_string(kPerGpu * kMicroBatches * 4 * n), "--hosts", gpu_hosts(nodes)},
          json()});
   }
   for (const char* split : {"even", "speed"})
-    points.push_back(
+    run.points.push_back(
         {fmt::format("mixed split={}", split),
-         {simulate, job.string(), "--workers", "16", "--batch", std::to_string(kPerGpu * 16),
+         {simulate, run.job.string(), "--workers", "16", "--batch", std::to_string(kPerGpu * 16),
           "--hosts", gpu_hosts(mixed_nodes), "--split", split},
          json()});
-  simulate_points(points, dir / ".scratch", args.jobs, "simulating BERT-base");
+  simulate_points(run.points, run.dir / ".scratch", run.args.jobs, "simulating BERT-base");
+}
 
-  // The repository's performance table (yifding/hetseq README, "Performance table": BERT on 1,
-  // 2, 4, 8 nodes of 4 GPUs, 5 epochs): average time per step and speedup (of training time).
-  const std::map<int, double> published_step = {{1, 2.60}, {2, 2.69}, {4, 2.794}, {8, 3.126}};
-  const std::map<int, double> published_speedup = {{1, 1.0}, {2, 1.72}, {4, 3.22}, {8, 5.94}};
+// Prints the scaling points, writes scaling.csv and returns their rows.
+json report_scaling(const HetseqRun& run, std::ostream& out) {
   std::string scaling =
       "nodes,gpus,batch,step_s,compute_s,comm_s,samples_per_s,speedup,efficiency,"
       "published_speedup,published_step_s\n";
@@ -76,17 +104,17 @@ void reproduce_hetseq(const ReproduceRequest& args, std::ostream& out,
   out << "HetSeq BERT-base as its repository runs it (simulated on hetseq-crc-titanxp: sync ring, "
          "DDP buckets, "
       << kPerGpu << " sequences per GPU x " << kMicroBatches << " accumulated micro-batches):\n";
-  for (size_t i = 0; i < node_counts.size(); ++i) {
-    const json& r = row_of(points[i], sync);
-    const int n = node_counts[i];
+  for (size_t i = 0; i < run.node_counts.size(); ++i) {
+    const json& r = row_of(run.points[i], run.sync);
+    const int n = run.node_counts[i];
     const double step = r.at("round_s").get<double>(), batch = r.at("batch").get<double>();
     const double rate = batch / step;
     if (i == 0) base = rate;
-    const double speedup = rate / base, eff = speedup * node_counts.front() / n;
+    const double speedup = rate / base, eff = speedup * run.node_counts.front() / n;
     scaling +=
         fmt::format("{},{},{:g},{:.6g},{:.6g},{:.6g},{:.2f},{:.4f},{:.4f},{:g},{:g}\n", n, 4 * n,
                     batch, step, r.at("compute_s").get<double>(), r.at("comm_s").get<double>(),
-                    rate, speedup, eff, published_speedup.at(n), published_step.at(n));
+                    rate, speedup, eff, published_speedup().at(n), published_step().at(n));
     scaling_rows.push_back({{"nodes", n},
                             {"gpus", 4 * n},
                             {"step_s", step},
@@ -99,8 +127,12 @@ void reproduce_hetseq(const ReproduceRequest& args, std::ostream& out,
         "{:.2f}, efficiency {:.0f}%\n",
         n, step, rate, speedup, 100 * eff);
   }
-  write_text((dir / "scaling.csv").string(), scaling);
+  write_text((run.dir / "scaling.csv").string(), scaling);
+  return scaling_rows;
+}
 
+// Sets the repository's time per step and speedup beside ours (printed, published.csv).
+json report_hetseq_published(const HetseqRun& run, const json& scaling_rows, std::ostream& out) {
   const std::string source = "yifding/hetseq README, \"Performance table\"";
   std::vector<Published> published;
   for (const json& row : scaling_rows) {
@@ -108,7 +140,7 @@ void reproduce_hetseq(const ReproduceRequest& args, std::ostream& out,
     Published p;
     p.quantity = fmt::format("time per step, {} node(s) x 4 GPUs", n);
     p.source = source + " (\"avg. time per step\")";
-    p.published = published_step.at(n);
+    p.published = published_step().at(n);
     p.ours = row.at("step_s").get<double>();
     p.unit = "s";
     if (n == 1)
@@ -122,21 +154,26 @@ void reproduce_hetseq(const ReproduceRequest& args, std::ostream& out,
     Published p;
     p.quantity = fmt::format("speedup over 1 node, {} nodes", n);
     p.source = source + " (\"speedup\": training time of 5 epochs, 1 node over N)";
-    p.published = published_speedup.at(n);
+    p.published = published_speedup().at(n);
     p.ours = row.at("speedup").get<double>();
     p.unit = "x";
     p.note = "weak scaling: the global batch grows with the nodes, steps per epoch fall";
     published.push_back(p);
   }
-  const json published_json = report_published(published, dir, out);
+  return report_published(published, run.dir, out);
+}
+
+// Prints the mixed cluster's even and speed splits, writes mixed.csv and returns their rows.
+json report_mixed(const HetseqRun& run, std::ostream& out) {
   std::string mixed = "split,gpus,batch,step_s,compute_s,comm_s,samples_per_s\n";
   json mixed_rows = json::array();
   double even_step = 0;
-  for (size_t i = node_counts.size(); i < points.size(); ++i) {
-    const json& r = row_of(points[i], sync);
+  const size_t first = run.node_counts.size();
+  for (size_t i = first; i < run.points.size(); ++i) {
+    const json& r = row_of(run.points[i], run.sync);
     const std::string split = r.at("split").get<std::string>();
     const double step = r.at("round_s").get<double>(), batch = r.at("batch").get<double>();
-    if (i == node_counts.size()) even_step = step;
+    if (i == first) even_step = step;
     mixed +=
         fmt::format("{},16,{:g},{:.6g},{:.6g},{:.6g},{:.2f}\n", split, batch, step,
                     r.at("compute_s").get<double>(), r.at("comm_s").get<double>(), batch / step);
@@ -146,11 +183,14 @@ void reproduce_hetseq(const ReproduceRequest& args, std::ostream& out,
         "  mixed V100 + TITAN Xp + 2080 Ti + 1080 Ti (16 GPUs), {} split: "
         "step {:.3f} s{}\n",
         split, step,
-        i > node_counts.size()
-            ? fmt::format(" ({:.1f}% faster than even)", 100 * (even_step / step - 1))
-            : "");
+        i > first ? fmt::format(" ({:.1f}% faster than even)", 100 * (even_step / step - 1)) : "");
   }
-  write_text((dir / "mixed.csv").string(), mixed);
+  write_text((run.dir / "mixed.csv").string(), mixed);
+  return mixed_rows;
+}
+
+// Writes the scaling and mixed gnuplot scripts and draws them.
+void plot_hetseq(const HetseqRun& run, std::vector<std::string>& notes) {
   const std::string scaling_body = fmt::format(
       "set key autotitle columnhead\nset title 'BERT-base as yifding/hetseq runs it, on "
       "hetseq-crc-titanxp (simulated), {} sequences per GPU x 4 micro-batches'\n"
@@ -163,10 +203,10 @@ void reproduce_hetseq(const ReproduceRequest& args, std::ostream& out,
       "'' "
       "using 1:1 with lines dt 2 lc rgb 'gray' title 'linear', '' using 1:($9*100) axes x1y2 "
       "with linespoints lw 2 pt 5 title 'efficiency (%)'",
-      kPerGpu, join_ints(node_counts));
-  write_text((dir / "scaling.gp").string(),
+      kPerGpu, join_ints(run.node_counts));
+  write_text((run.dir / "scaling.gp").string(),
              two_terminals("reproduce", "scaling", "900,520", scaling_body));
-  run_gnuplot(dir, "scaling.gp", notes);
+  run_gnuplot(run.dir, "scaling.gp", notes);
   const std::string mixed_body =
       "set key autotitle columnhead\nset style data histograms\nset style histogram rowstacked\n"
       "set style fill solid 0.8 border -1\nset boxwidth 0.5\n"
@@ -175,19 +215,31 @@ void reproduce_hetseq(const ReproduceRequest& args, std::ostream& out,
       "set key top right\n"
       "plot 'mixed.csv' using 5:xtic(1) title 'compute (slowest GPU)', '' using ($4-$5) title "
       "'exposed communication'";
-  write_text((dir / "mixed.gp").string(),
+  write_text((run.dir / "mixed.gp").string(),
              two_terminals("reproduce", "mixed", "800,520", mixed_body));
-  run_gnuplot(dir, "mixed.gp", notes);
+  run_gnuplot(run.dir, "mixed.gp", notes);
+}
+
+}  // namespace
+
+void reproduce_hetseq(const ReproduceRequest& args, std::ostream& out,
+                      std::vector<std::string>& notes) {
+  HetseqRun run = start_run(args);
+  simulate_hetseq(run);
+  const json scaling_rows = report_scaling(run, out);
+  const json published_json = report_hetseq_published(run, scaling_rows, out);
+  const json mixed_rows = report_mixed(run, out);
+  plot_hetseq(run, notes);
   json all = {{"context", context_json(hetseq_experiment(), args)},
-              {"job", job.string()},
-              {"repo_job", repo_job.string()},
+              {"job", run.job.string()},
+              {"repo_job", run.repo_job.string()},
               {"per_gpu_batch", kPerGpu},
               {"micro_batches", kMicroBatches},
               {"published", published_json},
               {"scaling", scaling_rows},
               {"mixed", mixed_rows}};
-  write_text((dir / "results.json").string(), all.dump(2) + "\n");
-  out << "  wrote " << dir.string() << "/{scaling,mixed}.csv, results.json, *.png, *.svg\n";
+  write_text((run.dir / "results.json").string(), all.dump(2) + "\n");
+  out << "  wrote " << run.dir.string() << "/{scaling,mixed}.csv, results.json, *.png, *.svg\n";
 }
 
 }  // namespace tauplan::study

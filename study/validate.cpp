@@ -390,11 +390,9 @@ std::string scatter_script(double lo, double hi) {
   return two_terminals("validate", "scatter", "900,700", body);
 }
 
-}  // namespace
-
-ValidateOutcome run_validate(const ValidateRequest& a) {
-  const std::vector<model::KeySpec> specs = all_job_keys();
-  const std::vector<Axis> axes = parse_sets(a.sets, specs);
+// Checks the command line: the --slow-worker factors, --calibration-steps, and the keys that
+// may not vary (--set) or may not be given at all (validate sets them).
+void check_request(const ValidateRequest& a, const std::vector<Axis>& axes) {
   for (double f : a.slow)
     if (!(f >= 1) || !std::isfinite(f))
       throw InputError("command line", "--slow-worker", "factors >= 1", fmt::format("{:g}", f));
@@ -420,7 +418,11 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
                        "no value (validate sets it: the calibrated platform, collective ps, "
                        "servers 1)",
                        value);
-  const model::Job job = model::load_job(a.job_file, specs, a.overrides);
+}
+
+// Checks that the job runs what validate calibrates: CPU workers in lockstep, the mean combine
+// over threads, and a target to reach.
+void check_job(const model::Job& job) {
   const exec::ExecSettings settings = exec::exec_settings(job);
   if (settings.device != exec::Device::Cpu)
     throw InputError(job.file, "device", "cpu (validate calibrates CPU workers only so far)",
@@ -438,94 +440,137 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
                      settings.communicator);
   if (!(settings.train.target_accuracy > 0))
     throw InputError(job.file, "target_accuracy", "a target (time to target is validated)");
+}
 
-  std::vector<Config> configs = make_configs(a, axes);
-  if (configs.empty()) throw InputError(job.file, "strategies", "at least one configuration");
-  const fs::path out_dir(a.out);
-  make_folder((out_dir / "runs").string(), "--out");
-  // Calibrate (unless reusing), then measure, one configuration at a time: each measurement
-  // follows its own calibration, so both see the machine in the same state (a virtual
-  // machine's host takes more or less time away from one minute to the next). Then predict
-  // and simulate every configuration on its calibrated platform, in parallel.
-  const fs::path cal_dir = out_dir / "calibration";
-  make_folder(cal_dir.string(), "--out");
+/// What the steps of one validate run share.
+struct ValidateRun {
+  const ValidateRequest& a;
+  model::Job job;
+  std::vector<Config> configs;
+  fs::path out_dir;
+  fs::path cal_dir;                         ///< DIR/calibration: the configurations' platforms
+  std::vector<std::string> measured;        ///< each configuration's `measure` output
+  json calibration_report = json::array();  ///< each calibration's fit (none when reused)
+  /// Whether validate calibrates (before and after each measurement) rather than reusing.
+  bool both_calibrations() const { return a.calibration_dir.empty(); }
+  /// The file stem of configuration i's runs.
+  std::string stem(size_t i) const { return (out_dir / "runs" / fmt::format("{:02}", i)).string(); }
+};
+
+// Checks the request and the job, makes the configurations and the output folders.
+ValidateRun start_validate(const ValidateRequest& a) {
+  const std::vector<model::KeySpec> specs = all_job_keys();
+  const std::vector<Axis> axes = parse_sets(a.sets, specs);
+  check_request(a, axes);
+  ValidateRun run{a, model::load_job(a.job_file, specs, a.overrides), {}, a.out, {}, {}};
+  check_job(run.job);
+  run.configs = make_configs(a, axes);
+  if (run.configs.empty())
+    throw InputError(run.job.file, "strategies", "at least one configuration");
+  make_folder((run.out_dir / "runs").string(), "--out");
+  run.cal_dir = run.out_dir / "calibration";
+  make_folder(run.cal_dir.string(), "--out");
+  return run;
+}
+
+// Calibrates, measures, calibrates again: writes the platform from the faster of the two
+// calibrations (each alone beside it, and K<K>.xml for reuse); returns the measurement.
+std::string measure_between_calibrations(ValidateRun& run, const Machine& machine,
+                                         const Config& config, const child::Task& task,
+                                         const fs::path& platform) {
+  // (The measurement reads only the worker speeds of the platform: the slow worker.)
+  const exec::CalibrationMeasurements before =
+      measure_now(run.a, run.job, machine, run.configs, config);
+  json unused;
+  write_platform(config, fit_now(machine, config, before, unused, true), platform);
+  std::string measured = run_children({task}, 1, "")[0];
+  const exec::CalibrationMeasurements after =
+      measure_now(run.a, run.job, machine, run.configs, config);
+  json report;
+  const model::Calibration cal =
+      fit_now(machine, config, faster_of(before, after, wall_clock(config.strategy)), report);
+  write_platform(config, cal, platform);
+  // Both calibrations are kept, so that the error against each can be reported too.
+  json unused_before, unused_after;
+  write_platform(config, fit_now(machine, config, before, unused_before, true),
+                 variant_platform(config, "before"));
+  write_platform(config, fit_now(machine, config, after, unused_after, true),
+                 variant_platform(config, "after"));
+  // Kept for reuse with --calibration: the latest calibration of each K.
+  write_text((run.cal_dir / fmt::format("K{}.xml", config.workers)).string(),
+             model::calibration_xml(cal));
+  run.calibration_report.push_back(report);
+  return measured;
+}
+
+// Calibrate (unless reusing), then measure, one configuration at a time: each measurement
+// follows its own calibration, so both see the machine in the same state (a virtual machine's
+// host takes more or less time away from one minute to the next).
+void calibrate_and_measure(ValidateRun& run) {
+  const ValidateRequest& a = run.a;
   std::set<int> ks;
-  for (const Config& c : configs)
+  for (const Config& c : run.configs)
     ks.insert(c.workers);
   const std::map<int, model::Calibration> reused = a.calibration_dir.empty()
                                                        ? std::map<int, model::Calibration>{}
-                                                       : load_calibrations(a, ks, out_dir);
-  json calibration_report = json::array();
-  std::vector<std::string> measured(configs.size());
-  const Machine machine = machine_of(job);
+                                                       : load_calibrations(a, ks, run.out_dir);
+  run.measured.assign(run.configs.size(), std::string());
+  const Machine machine = machine_of(run.job);
   for (const auto& [k, cal] : reused)
     if (cal.workload != machine.workload.name)
       throw InputError((fs::path(a.calibration_dir) / fmt::format("K{}.xml", k)).string(),
                        "workload", "the job's workload " + machine.workload.name, cal.workload);
-  child::Progress progress("validate: calibrate and measure", configs.size(), 0, true);
-  for (size_t i = 0; i < configs.size(); ++i) {
-    Config& config = configs[i];
-    const std::string stem = (out_dir / "runs" / fmt::format("{:02}", i)).string();
-    const fs::path platform = cal_dir / fmt::format("{:02}.xml", i);
+  child::Progress progress("validate: calibrate and measure", run.configs.size(), 0, true);
+  for (size_t i = 0; i < run.configs.size(); ++i) {
+    Config& config = run.configs[i];
+    const fs::path platform = run.cal_dir / fmt::format("{:02}.xml", i);
     config.platform = platform.string();
-    const child::Task task = engine_child(a, config, engine("exec"), stem);
+    const child::Task task = engine_child(a, config, engine("exec"), run.stem(i));
     if (!a.calibration_dir.empty()) {
       write_platform(config, reused.at(config.workers), platform);
-      measured[i] = run_children({task}, 1, "")[0];
+      run.measured[i] = run_children({task}, 1, "")[0];
     } else {
-      // Calibrate, measure, calibrate again; predict from the faster of the two calibrations.
-      // (The measurement reads only the worker speeds of the platform: the slow worker.)
-      const exec::CalibrationMeasurements before = measure_now(a, job, machine, configs, config);
-      json unused;
-      write_platform(config, fit_now(machine, config, before, unused, true), platform);
-      measured[i] = run_children({task}, 1, "")[0];
-      const exec::CalibrationMeasurements after = measure_now(a, job, machine, configs, config);
-      json report;
-      const model::Calibration cal =
-          fit_now(machine, config, faster_of(before, after, wall_clock(config.strategy)), report);
-      write_platform(config, cal, platform);
-      // Both calibrations are kept, so that the error against each can be reported too.
-      json unused_before, unused_after;
-      write_platform(config, fit_now(machine, config, before, unused_before, true),
-                     variant_platform(config, "before"));
-      write_platform(config, fit_now(machine, config, after, unused_after, true),
-                     variant_platform(config, "after"));
-      // Kept for reuse with --calibration: the latest calibration of each K.
-      write_text((cal_dir / fmt::format("K{}.xml", config.workers)).string(),
-                 model::calibration_xml(cal));
-      calibration_report.push_back(report);
+      run.measured[i] = measure_between_calibrations(run, machine, config, task, platform);
     }
     progress.advance();
   }
   progress.finish();
-  const bool both_calibrations = a.calibration_dir.empty();
-  const size_t per_config = both_calibrations ? 4 : 2;
+}
+
+// Predicts and simulates every configuration on its calibrated platform, in parallel (and the
+// analytic engine on each calibration alone); returns the outputs, per_config(run) each.
+std::vector<std::string> predict_all(const ValidateRun& run) {
   std::vector<child::Task> predict_tasks;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const std::string stem = (out_dir / "runs" / fmt::format("{:02}", i)).string();
+  for (size_t i = 0; i < run.configs.size(); ++i) {
+    const std::string stem = run.stem(i);
     for (const char* name : {"analytic", "simgrid"})
-      predict_tasks.push_back(engine_child(a, configs[i], engine(name), stem));
-    if (both_calibrations)
+      predict_tasks.push_back(engine_child(run.a, run.configs[i], engine(name), stem));
+    if (run.both_calibrations())
       for (const char* which : {"before", "after"})
-        predict_tasks.push_back(engine_child(a, configs[i], engine("analytic"), stem,
-                                             variant_platform(configs[i], which),
+        predict_tasks.push_back(engine_child(run.a, run.configs[i], engine("analytic"), stem,
+                                             variant_platform(run.configs[i], which),
                                              std::string("-") + which));
   }
-  const int jobs = a.jobs > 0 ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
-  const auto predicted = run_children(predict_tasks, jobs, "predict and simulate");
+  const int jobs = run.a.jobs > 0 ? run.a.jobs : std::max(1u, std::thread::hardware_concurrency());
+  return run_children(predict_tasks, jobs, "predict and simulate");
+}
 
+// Reads each configuration's measurement and predictions into its outcome.
+std::vector<Outcome> collect_outcomes(const ValidateRun& run,
+                                      const std::vector<std::string>& predicted) {
+  const size_t per_config = run.both_calibrations() ? 4 : 2;
   std::vector<Outcome> outcomes;
-  for (size_t i = 0; i < configs.size(); ++i) {
+  for (size_t i = 0; i < run.configs.size(); ++i) {
     Outcome o;
-    o.config = configs[i];
-    o.measured = parse_row(measured[i], "measure " + configs[i].name);
+    o.config = run.configs[i];
+    o.measured = parse_row(run.measured[i], "measure " + run.configs[i].name);
     // A pipeline's critical path runs through every stage: the slowest rank's own compute and
     // waits (what measure reports) do not split it as the engines' critical path does, so only
     // its round is compared.
-    if (configs[i].pipeline > 1) o.measured.compute_s = o.measured.comm_s = kNaN;
-    o.analytic = parse_row(predicted[per_config * i], "predict " + configs[i].name);
-    o.simgrid = parse_row(predicted[per_config * i + 1], "simulate " + configs[i].name);
-    if (both_calibrations) {
+    if (run.configs[i].pipeline > 1) o.measured.compute_s = o.measured.comm_s = kNaN;
+    o.analytic = parse_row(predicted[per_config * i], "predict " + run.configs[i].name);
+    o.simgrid = parse_row(predicted[per_config * i + 1], "simulate " + run.configs[i].name);
+    if (run.both_calibrations()) {
       o.analytic_before =
           parse_row(predicted[per_config * i + 2], "predict (before) " + o.config.name);
       o.analytic_after =
@@ -533,8 +578,12 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
     }
     outcomes.push_back(o);
   }
+  return outcomes;
+}
 
-  // Convergence: fit to the configurations that reached the target; predict each left out.
+// Convergence: fits to the configurations that reached the target and predicts each left out
+// (rounds_loo, rounds_group, rounds_fit); returns the fit's report.
+json fit_rounds(std::vector<Outcome>& outcomes) {
   std::vector<validation::ConvergenceRow> convergence;
   for (const Outcome& o : outcomes) {
     validation::ConvergenceRow row;
@@ -557,7 +606,11 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
     outcomes[i].rounds_group = convergence[i].rounds_group;
     outcomes[i].rounds_fit = convergence[i].rounds_fit;
   }
-  // Time to target with the leave-one-out count; speedup against single.
+  return fit_report;
+}
+
+// Time to target with the leave-one-out (and leave-group-out) count; speedup against single.
+void times_and_speedups(std::vector<Outcome>& outcomes) {
   for (Outcome& o : outcomes) {
     o.time_analytic = o.rounds_loo * o.analytic.round_s;
     o.time_simgrid = o.rounds_loo * o.simgrid.round_s;
@@ -577,111 +630,161 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
     o.speedup_analytic = single->time_analytic / o.time_analytic;
     o.speedup_simgrid = single->time_simgrid / o.time_simgrid;
   }
+}
 
-  // Errors and their medians.
+/// The relative errors of the configurations. round_*, time_*, rounds_* have one entry per
+/// configuration; comm_* only those of K > 1, speedup_a only those that are not single.
+struct Errors {
   std::vector<double> round_a, round_s, time_a, time_s, time_group_a, time_group_s, comm_a,
       compute_a, comm_s, compute_s, speedup_a, rounds_loo, rounds_group, rounds_fit, round_before,
       round_after;
-  json rows = json::array();
-  std::string csv =
-      "config,strategy,workers,tau,batch,split,slow,reached,round_measured_s,round_analytic_s,"
-      "round_simgrid_s,compute_measured_s,compute_analytic_s,compute_simgrid_s,comm_measured_s,"
-      "comm_analytic_s,comm_simgrid_s,rounds_measured,rounds_loo,rounds_group_out,rounds_fit,"
-      "time_measured_s,time_analytic_s,time_simgrid_s,time_group_out_analytic_s,"
-      "time_group_out_simgrid_s,speedup_measured,speedup_analytic,speedup_simgrid\n";
-  auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
-  for (const Outcome& o : outcomes) {
-    const double time_measured = o.measured.reached ? o.measured.total_s : kNaN;
-    const double rounds_measured = o.measured.reached ? o.measured.rounds : kNaN;
-    round_a.push_back(model::relative_error(o.analytic.round_s, o.measured.round_s));
-    round_s.push_back(model::relative_error(o.simgrid.round_s, o.measured.round_s));
-    round_before.push_back(model::relative_error(o.analytic_before.round_s, o.measured.round_s));
-    round_after.push_back(model::relative_error(o.analytic_after.round_s, o.measured.round_s));
-    compute_a.push_back(model::relative_error(o.analytic.compute_s, o.measured.compute_s));
-    compute_s.push_back(model::relative_error(o.simgrid.compute_s, o.measured.compute_s));
-    if (o.config.workers > 1) {
-      comm_a.push_back(model::relative_error(o.analytic.comm_s, o.measured.comm_s));
-      comm_s.push_back(model::relative_error(o.simgrid.comm_s, o.measured.comm_s));
-    }
-    time_a.push_back(model::relative_error(o.time_analytic, time_measured));
-    time_s.push_back(model::relative_error(o.time_simgrid, time_measured));
-    time_group_a.push_back(model::relative_error(o.time_group_analytic, time_measured));
-    time_group_s.push_back(model::relative_error(o.time_group_simgrid, time_measured));
-    if (!model::strategy(o.config.strategy).is_baseline())  // 0 against itself, by construction
-      speedup_a.push_back(model::relative_error(o.speedup_analytic, o.speedup_measured));
-    rounds_loo.push_back(model::relative_error(o.rounds_loo, rounds_measured));
-    rounds_group.push_back(model::relative_error(o.rounds_group, rounds_measured));
-    rounds_fit.push_back(model::relative_error(o.rounds_fit, rounds_measured));
-    rows.push_back(
-        {{"config", o.config.name},
-         {"strategy", o.config.strategy},
-         {"workers", o.config.workers},
-         {"tau", o.config.tau},
-         {"batch", o.config.batch},
-         {"split", o.config.split},
-         {"slow_worker", o.config.slow},
-         {"platform", o.config.platform},
-         {"reached_target", o.measured.reached},
-         {"staleness_mean_measured",
-          std::isfinite(o.measured.staleness) ? json(o.measured.staleness) : json(nullptr)},
-         {"local_steps_measured", o.measured.local_steps},
-         {"compute_s",
-          errors_json(o.measured.compute_s, o.analytic.compute_s, o.simgrid.compute_s)},
-         {"comm_s", errors_json(o.measured.comm_s, o.analytic.comm_s, o.simgrid.comm_s)},
-         {"round_s", errors_json(o.measured.round_s, o.analytic.round_s, o.simgrid.round_s)},
-         {"round_s_by_calibration",
-          {{"analytic_before", number_or_null(o.analytic_before.round_s)},
-           {"analytic_after", number_or_null(o.analytic_after.round_s)},
-           {"error_analytic_before", number_or_null(round_before.back())},
-           {"error_analytic_after", number_or_null(round_after.back())}}},
-         {"rounds",
-          {{"measured", std::isfinite(rounds_measured) ? json(rounds_measured) : json(nullptr)},
-           {"leave_one_out", std::isfinite(o.rounds_loo) ? json(o.rounds_loo) : json(nullptr)},
-           {"leave_group_out",
-            std::isfinite(o.rounds_group) ? json(o.rounds_group) : json(nullptr)},
-           {"fitted", std::isfinite(o.rounds_fit) ? json(o.rounds_fit) : json(nullptr)},
-           {"error_leave_one_out",
-            std::isfinite(rounds_loo.back()) ? json(rounds_loo.back()) : json(nullptr)}}},
-         {"time_to_target_s", errors_json(time_measured, o.time_analytic, o.time_simgrid)},
-         {"time_to_target_group_out_s",
-          errors_json(time_measured, o.time_group_analytic, o.time_group_simgrid)},
-         {"speedup", errors_json(o.speedup_measured, o.speedup_analytic, o.speedup_simgrid)}});
-    csv += fmt::format(
-        "\"{}\",{},{},{},{:g},{},{:g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-        "{},{}\n",
-        o.config.name, o.config.strategy, o.config.workers, o.config.tau, o.config.batch,
-        o.config.split, o.config.slow, o.measured.reached ? 1 : 0, c(o.measured.round_s),
-        c(o.analytic.round_s), c(o.simgrid.round_s), c(o.measured.compute_s),
-        c(o.analytic.compute_s), c(o.simgrid.compute_s), c(o.measured.comm_s), c(o.analytic.comm_s),
-        c(o.simgrid.comm_s), c(rounds_measured), c(o.rounds_loo), c(o.rounds_group),
-        c(o.rounds_fit), c(time_measured), c(o.time_analytic), c(o.time_simgrid),
-        c(o.time_group_analytic), c(o.time_group_simgrid), c(o.speedup_measured),
-        c(o.speedup_analytic), c(o.speedup_simgrid));
-  }
-  auto med = [](const std::vector<double>& v) {
-    const double m = model::median_abs(v);
-    return std::isfinite(m) ? json(m) : json(nullptr);
-  };
-  const json summary = {{"configurations", outcomes.size()},
-                        {"median_abs_error_round_analytic", med(round_a)},
-                        {"median_abs_error_round_simgrid", med(round_s)},
-                        {"median_abs_error_round_analytic_before", med(round_before)},
-                        {"median_abs_error_round_analytic_after", med(round_after)},
-                        {"median_abs_error_compute_analytic", med(compute_a)},
-                        {"median_abs_error_compute_simgrid", med(compute_s)},
-                        {"median_abs_error_comm_analytic", med(comm_a)},
-                        {"median_abs_error_comm_simgrid", med(comm_s)},
-                        {"median_abs_error_time_to_target_analytic_loo", med(time_a)},
-                        {"median_abs_error_time_to_target_simgrid_loo", med(time_s)},
-                        {"median_abs_error_time_to_target_analytic_group_out", med(time_group_a)},
-                        {"median_abs_error_time_to_target_simgrid_group_out", med(time_group_s)},
-                        {"median_abs_error_speedup_analytic", med(speedup_a)},
-                        {"median_abs_error_rounds_loo", med(rounds_loo)},
-                        {"median_abs_error_rounds_leave_group_out", med(rounds_group)},
-                        {"median_abs_error_rounds_fit", med(rounds_fit)}};
+};
 
-  // The same medians for each strategy on its own (asynchronous and time-budget runs differ
-  // from the synchronous ones in what is measured: wall clock, real per-worker steps).
+// The measured time to target, NaN when the target was not reached.
+double time_measured(const Outcome& o) {
+  return o.measured.reached ? o.measured.total_s : kNaN;
+}
+
+// The measured rounds to target, NaN when the target was not reached.
+double rounds_measured(const Outcome& o) {
+  return o.measured.reached ? o.measured.rounds : kNaN;
+}
+
+// Appends one configuration's relative errors.
+void add_errors(Errors& e, const Outcome& o) {
+  e.round_a.push_back(model::relative_error(o.analytic.round_s, o.measured.round_s));
+  e.round_s.push_back(model::relative_error(o.simgrid.round_s, o.measured.round_s));
+  e.round_before.push_back(model::relative_error(o.analytic_before.round_s, o.measured.round_s));
+  e.round_after.push_back(model::relative_error(o.analytic_after.round_s, o.measured.round_s));
+  e.compute_a.push_back(model::relative_error(o.analytic.compute_s, o.measured.compute_s));
+  e.compute_s.push_back(model::relative_error(o.simgrid.compute_s, o.measured.compute_s));
+  if (o.config.workers > 1) {
+    e.comm_a.push_back(model::relative_error(o.analytic.comm_s, o.measured.comm_s));
+    e.comm_s.push_back(model::relative_error(o.simgrid.comm_s, o.measured.comm_s));
+  }
+  e.time_a.push_back(model::relative_error(o.time_analytic, time_measured(o)));
+  e.time_s.push_back(model::relative_error(o.time_simgrid, time_measured(o)));
+  e.time_group_a.push_back(model::relative_error(o.time_group_analytic, time_measured(o)));
+  e.time_group_s.push_back(model::relative_error(o.time_group_simgrid, time_measured(o)));
+  if (!model::strategy(o.config.strategy).is_baseline())  // 0 against itself, by construction
+    e.speedup_a.push_back(model::relative_error(o.speedup_analytic, o.speedup_measured));
+  e.rounds_loo.push_back(model::relative_error(o.rounds_loo, rounds_measured(o)));
+  e.rounds_group.push_back(model::relative_error(o.rounds_group, rounds_measured(o)));
+  e.rounds_fit.push_back(model::relative_error(o.rounds_fit, rounds_measured(o)));
+}
+
+// A number, or null when it is not finite.
+json finite_or_null(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+// The JSON row of one configuration, given its errors (the last ones added to `e`).
+json result_row(const Outcome& o, const Errors& e) {
+  const double rounds = rounds_measured(o), time = time_measured(o);
+  return {
+      {"config", o.config.name},
+      {"strategy", o.config.strategy},
+      {"workers", o.config.workers},
+      {"tau", o.config.tau},
+      {"batch", o.config.batch},
+      {"split", o.config.split},
+      {"slow_worker", o.config.slow},
+      {"platform", o.config.platform},
+      {"reached_target", o.measured.reached},
+      {"staleness_mean_measured", finite_or_null(o.measured.staleness)},
+      {"local_steps_measured", o.measured.local_steps},
+      {"compute_s", errors_json(o.measured.compute_s, o.analytic.compute_s, o.simgrid.compute_s)},
+      {"comm_s", errors_json(o.measured.comm_s, o.analytic.comm_s, o.simgrid.comm_s)},
+      {"round_s", errors_json(o.measured.round_s, o.analytic.round_s, o.simgrid.round_s)},
+      {"round_s_by_calibration",
+       {{"analytic_before", number_or_null(o.analytic_before.round_s)},
+        {"analytic_after", number_or_null(o.analytic_after.round_s)},
+        {"error_analytic_before", number_or_null(e.round_before.back())},
+        {"error_analytic_after", number_or_null(e.round_after.back())}}},
+      {"rounds",
+       {{"measured", finite_or_null(rounds)},
+        {"leave_one_out", finite_or_null(o.rounds_loo)},
+        {"leave_group_out", finite_or_null(o.rounds_group)},
+        {"fitted", finite_or_null(o.rounds_fit)},
+        {"error_leave_one_out", finite_or_null(e.rounds_loo.back())}}},
+      {"time_to_target_s", errors_json(time, o.time_analytic, o.time_simgrid)},
+      {"time_to_target_group_out_s",
+       errors_json(time, o.time_group_analytic, o.time_group_simgrid)},
+      {"speedup", errors_json(o.speedup_measured, o.speedup_analytic, o.speedup_simgrid)}};
+}
+
+// validation.csv's header.
+constexpr const char* kCsvHeader =
+    "config,strategy,workers,tau,batch,split,slow,reached,round_measured_s,round_analytic_s,"
+    "round_simgrid_s,compute_measured_s,compute_analytic_s,compute_simgrid_s,comm_measured_s,"
+    "comm_analytic_s,comm_simgrid_s,rounds_measured,rounds_loo,rounds_group_out,rounds_fit,"
+    "time_measured_s,time_analytic_s,time_simgrid_s,time_group_out_analytic_s,"
+    "time_group_out_simgrid_s,speedup_measured,speedup_analytic,speedup_simgrid\n";
+
+// The CSV line of one configuration (an empty field for a number that is not finite).
+std::string csv_line(const Outcome& o) {
+  auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
+  return fmt::format(
+      "\"{}\",{},{},{},{:g},{},{:g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+      "{},{}\n",
+      o.config.name, o.config.strategy, o.config.workers, o.config.tau, o.config.batch,
+      o.config.split, o.config.slow, o.measured.reached ? 1 : 0, c(o.measured.round_s),
+      c(o.analytic.round_s), c(o.simgrid.round_s), c(o.measured.compute_s), c(o.analytic.compute_s),
+      c(o.simgrid.compute_s), c(o.measured.comm_s), c(o.analytic.comm_s), c(o.simgrid.comm_s),
+      c(rounds_measured(o)), c(o.rounds_loo), c(o.rounds_group), c(o.rounds_fit),
+      c(time_measured(o)), c(o.time_analytic), c(o.time_simgrid), c(o.time_group_analytic),
+      c(o.time_group_simgrid), c(o.speedup_measured), c(o.speedup_analytic), c(o.speedup_simgrid));
+}
+
+/// Every configuration's errors, JSON row and CSV line.
+struct Table {
+  Errors errors;
+  json rows = json::array();
+  std::string csv = kCsvHeader;
+};
+
+// Tabulates the outcomes: errors, JSON rows and validation.csv's text.
+Table tabulate(const std::vector<Outcome>& outcomes) {
+  Table t;
+  for (const Outcome& o : outcomes) {
+    add_errors(t.errors, o);
+    t.rows.push_back(result_row(o, t.errors));
+    t.csv += csv_line(o);
+  }
+  return t;
+}
+
+// The median of |v|, or null when there is none.
+json median_or_null(const std::vector<double>& v) {
+  const double m = model::median_abs(v);
+  return std::isfinite(m) ? json(m) : json(nullptr);
+}
+
+// The medians of the errors over the matrix.
+json summary_json(size_t configurations, const Errors& e) {
+  auto med = median_or_null;
+  return {{"configurations", configurations},
+          {"median_abs_error_round_analytic", med(e.round_a)},
+          {"median_abs_error_round_simgrid", med(e.round_s)},
+          {"median_abs_error_round_analytic_before", med(e.round_before)},
+          {"median_abs_error_round_analytic_after", med(e.round_after)},
+          {"median_abs_error_compute_analytic", med(e.compute_a)},
+          {"median_abs_error_compute_simgrid", med(e.compute_s)},
+          {"median_abs_error_comm_analytic", med(e.comm_a)},
+          {"median_abs_error_comm_simgrid", med(e.comm_s)},
+          {"median_abs_error_time_to_target_analytic_loo", med(e.time_a)},
+          {"median_abs_error_time_to_target_simgrid_loo", med(e.time_s)},
+          {"median_abs_error_time_to_target_analytic_group_out", med(e.time_group_a)},
+          {"median_abs_error_time_to_target_simgrid_group_out", med(e.time_group_s)},
+          {"median_abs_error_speedup_analytic", med(e.speedup_a)},
+          {"median_abs_error_rounds_loo", med(e.rounds_loo)},
+          {"median_abs_error_rounds_leave_group_out", med(e.rounds_group)},
+          {"median_abs_error_rounds_fit", med(e.rounds_fit)}};
+}
+
+// The same medians for each strategy on its own (asynchronous and time-budget runs differ
+// from the synchronous ones in what is measured: wall clock, real per-worker steps).
+json by_strategy_json(const std::vector<Outcome>& outcomes, const Errors& e) {
   json by_strategy = json::object();
   for (const Outcome& o : outcomes) {
     const std::string& name = o.config.strategy;
@@ -689,119 +792,158 @@ ValidateOutcome run_validate(const ValidateRequest& a) {
     std::vector<double> ra, rs, ta, ts, rl;
     for (size_t i = 0; i < outcomes.size(); ++i) {
       if (outcomes[i].config.strategy != name) continue;
-      ra.push_back(round_a[i]);
-      rs.push_back(round_s[i]);
-      ta.push_back(time_a[i]);
-      ts.push_back(time_s[i]);
-      rl.push_back(rounds_loo[i]);
+      ra.push_back(e.round_a[i]);
+      rs.push_back(e.round_s[i]);
+      ta.push_back(e.time_a[i]);
+      ts.push_back(e.time_s[i]);
+      rl.push_back(e.rounds_loo[i]);
     }
     by_strategy[name] = {{"configurations", ra.size()},
-                         {"median_abs_error_round_analytic", med(ra)},
-                         {"median_abs_error_round_simgrid", med(rs)},
-                         {"median_abs_error_time_to_target_analytic_loo", med(ta)},
-                         {"median_abs_error_time_to_target_simgrid_loo", med(ts)},
-                         {"median_abs_error_rounds_loo", med(rl)}};
+                         {"median_abs_error_round_analytic", median_or_null(ra)},
+                         {"median_abs_error_round_simgrid", median_or_null(rs)},
+                         {"median_abs_error_time_to_target_analytic_loo", median_or_null(ta)},
+                         {"median_abs_error_time_to_target_simgrid_loo", median_or_null(ts)},
+                         {"median_abs_error_rounds_loo", median_or_null(rl)}};
   }
+  return by_strategy;
+}
 
-  json context = {{"verb", "validate"},
-                  {"job_file", job.file},
-                  {"engines", {"exec-cpu (lockstep, thread CPU time)", "analytic", "simgrid"}},
-                  {"network_model",
-                   "calibrated threads combine as a parameter server with one reducer "
-                   "(collective ps, servers 1); simgrid CM02"},
-                  {"platforms", (out_dir / "calibration").string()},
-                  {"seed", job.integer("seed")},
-                  {"commit", model::tauplan_git_commit()},
-                  {"date", model::utc_now_iso8601()},
-                  {"timing",
-                   "lockstep: measured time is reconstructed (virtual clock), not "
-                   "concurrent; asynchronous strategies (async-ps) and layouts (mesh): "
-                   "concurrent threads, wall clock, evaluation left out"},
-                  {"kind", kRepeatabilityLabel}};
-  const json report = {
-      {"context", context}, {"calibration", calibration_report},  {"convergence_fit", fit_report},
-      {"summary", summary}, {"summary_by_strategy", by_strategy}, {"results", rows}};
-  write_text((out_dir / "validation.json").string(), report.dump(2) + "\n");
-  write_text((out_dir / "validation.csv").string(), csv);
+// What was run, on what, and what kind of check it is.
+json validate_context(const ValidateRun& run) {
+  return {{"verb", "validate"},
+          {"job_file", run.job.file},
+          {"engines", {"exec-cpu (lockstep, thread CPU time)", "analytic", "simgrid"}},
+          {"network_model",
+           "calibrated threads combine as a parameter server with one reducer "
+           "(collective ps, servers 1); simgrid CM02"},
+          {"platforms", (run.out_dir / "calibration").string()},
+          {"seed", run.job.integer("seed")},
+          {"commit", model::tauplan_git_commit()},
+          {"date", model::utc_now_iso8601()},
+          {"timing",
+           "lockstep: measured time is reconstructed (virtual clock), not "
+           "concurrent; asynchronous strategies (async-ps) and layouts (mesh): "
+           "concurrent threads, wall clock, evaluation left out"},
+          {"kind", kRepeatabilityLabel}};
+}
+
+// Draws predicted against measured (DIR/scatter.gp, .png, .svg) unless --no-plot; returns the
+// notes (gnuplot missing ...).
+std::vector<std::string> plot_scatter(const ValidateRun& run,
+                                      const std::vector<Outcome>& outcomes) {
   std::vector<std::string> notes;
-  if (!a.no_plot) {
-    double lo = HUGE_VAL, hi = 0;
-    for (const Outcome& o : outcomes)
-      for (double v : {o.measured.round_s, o.analytic.round_s, o.simgrid.round_s,
-                       o.measured.total_s, o.time_analytic, o.time_simgrid})
-        if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
-    if (hi > 0) {
-      write_text((out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
-      run_gnuplot(out_dir, "scatter.gp", notes);
-    }
+  if (run.a.no_plot) return notes;
+  double lo = HUGE_VAL, hi = 0;
+  for (const Outcome& o : outcomes)
+    for (double v : {o.measured.round_s, o.analytic.round_s, o.simgrid.round_s, o.measured.total_s,
+                     o.time_analytic, o.time_simgrid})
+      if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (hi > 0) {
+    write_text((run.out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
+    run_gnuplot(run.out_dir, "scatter.gp", notes);
   }
+  return notes;
+}
+
+// The table printed: one line per configuration, measured against predicted.
+std::string table_text(const std::vector<Outcome>& outcomes, const Errors& e) {
+  std::string out = fmt::format("note: {}\n", kRepeatabilityLabel);
+  out += fmt::format(
+      "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} "
+      "{:>8} {:>8} {:>8}\n",
+      "configuration", "round ms", "analytic", "err", "simgrid", "err", "rounds", "LOO", "err",
+      "time s", "err a", "err s", "speedup");
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    out += fmt::format(
+        "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} {:>8} {:>8} {:>8}\n",
+        o.config.name, ms(o.measured.round_s), ms(o.analytic.round_s), pct_text(e.round_a[i]),
+        ms(o.simgrid.round_s), pct_text(e.round_s[i]),
+        o.measured.reached ? fmt::format("{:g}", o.measured.rounds) : "-",
+        std::isfinite(o.rounds_loo) ? fmt::format("{:.0f}", o.rounds_loo) : "n/a",
+        pct_text(e.rounds_loo[i]),
+        o.measured.reached ? fmt::format("{:.3f}", o.measured.total_s) : "-", pct_text(e.time_a[i]),
+        pct_text(e.time_s[i]),
+        std::isfinite(o.speedup_measured) ? fmt::format("{:.2f}", o.speedup_measured) : "-");
+  }
+  return out;
+}
+
+// The medians printed under the table.
+std::string medians_text(size_t configurations, const json& summary) {
+  auto m = [](const json& v) {
+    return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
+  };
+  std::string out = fmt::format(
+      "median |error| over {} configurations: round time analytic {}, simgrid {}; time to "
+      "target (leave-one-out) analytic {}, simgrid {}, (leave-group-out) analytic {}, "
+      "simgrid {}; speedup {}; rounds leave-one-out {}, leave-group-out {}, in-sample fit {}\n",
+      configurations, m(summary["median_abs_error_round_analytic"]),
+      m(summary["median_abs_error_round_simgrid"]),
+      m(summary["median_abs_error_time_to_target_analytic_loo"]),
+      m(summary["median_abs_error_time_to_target_simgrid_loo"]),
+      m(summary["median_abs_error_time_to_target_analytic_group_out"]),
+      m(summary["median_abs_error_time_to_target_simgrid_group_out"]),
+      m(summary["median_abs_error_speedup_analytic"]), m(summary["median_abs_error_rounds_loo"]),
+      m(summary["median_abs_error_rounds_leave_group_out"]),
+      m(summary["median_abs_error_rounds_fit"]));
+  out += fmt::format(
+      "median |error| of compute per step: analytic {}, simgrid {}; of comm per round: "
+      "analytic {}, simgrid {}; round time on the calibration taken before the measurement {}, "
+      "after it {}, the faster of the two (above) {}\n",
+      m(summary["median_abs_error_compute_analytic"]),
+      m(summary["median_abs_error_compute_simgrid"]), m(summary["median_abs_error_comm_analytic"]),
+      m(summary["median_abs_error_comm_simgrid"]),
+      m(summary["median_abs_error_round_analytic_before"]),
+      m(summary["median_abs_error_round_analytic_after"]),
+      m(summary["median_abs_error_round_analytic"]));
+  return out;
+}
+
+// With --max-round-error, the first median round-time error beyond it ("" when none).
+std::string exceeded_bound(const ValidateRequest& a, const json& summary) {
+  if (a.max_round_error < 0) return "";
+  for (const char* key : {"median_abs_error_round_analytic", "median_abs_error_round_simgrid"}) {
+    const json& v = summary[key];
+    if (!v.is_number() || 100 * v.get<double>() > a.max_round_error)
+      return fmt::format(
+          "{} = {} exceeds --max-round-error {}%", key,
+          v.is_number() ? fmt::format("{:.2f}%", 100 * v.get<double>()) : std::string("n/a"),
+          a.max_round_error);
+  }
+  return "";
+}
+
+}  // namespace
+
+ValidateOutcome run_validate(const ValidateRequest& a) {
+  ValidateRun run = start_validate(a);
+  // Calibrate and measure one configuration at a time; then predict and simulate every
+  // configuration on its calibrated platform, in parallel.
+  calibrate_and_measure(run);
+  std::vector<Outcome> outcomes = collect_outcomes(run, predict_all(run));
+  const json fit_report = fit_rounds(outcomes);
+  times_and_speedups(outcomes);
+
+  const Table table = tabulate(outcomes);
+  const json summary = summary_json(outcomes.size(), table.errors);
+  const json by_strategy = by_strategy_json(outcomes, table.errors);
+  const json report = {
+      {"context", validate_context(run)},   {"calibration", run.calibration_report},
+      {"convergence_fit", fit_report},      {"summary", summary},
+      {"summary_by_strategy", by_strategy}, {"results", table.rows}};
+  write_text((run.out_dir / "validation.json").string(), report.dump(2) + "\n");
+  write_text((run.out_dir / "validation.csv").string(), table.csv);
 
   ValidateOutcome outcome;
   outcome.report = report;
-  outcome.notes = notes;
-  {
-    std::string out = fmt::format("note: {}\n", kRepeatabilityLabel);
-    out += fmt::format(
-        "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} "
-        "{:>8} {:>8} {:>8}\n",
-        "configuration", "round ms", "analytic", "err", "simgrid", "err", "rounds", "LOO", "err",
-        "time s", "err a", "err s", "speedup");
-    for (size_t i = 0; i < outcomes.size(); ++i) {
-      const Outcome& o = outcomes[i];
-      out += fmt::format(
-          "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} {:>8} {:>8} {:>8}\n",
-          o.config.name, ms(o.measured.round_s), ms(o.analytic.round_s), pct_text(round_a[i]),
-          ms(o.simgrid.round_s), pct_text(round_s[i]),
-          o.measured.reached ? fmt::format("{:g}", o.measured.rounds) : "-",
-          std::isfinite(o.rounds_loo) ? fmt::format("{:.0f}", o.rounds_loo) : "n/a",
-          pct_text(rounds_loo[i]),
-          o.measured.reached ? fmt::format("{:.3f}", o.measured.total_s) : "-", pct_text(time_a[i]),
-          pct_text(time_s[i]),
-          std::isfinite(o.speedup_measured) ? fmt::format("{:.2f}", o.speedup_measured) : "-");
-    }
-    auto m = [](const json& v) {
-      return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
-    };
-    out += fmt::format(
-        "median |error| over {} configurations: round time analytic {}, simgrid {}; time to "
-        "target (leave-one-out) analytic {}, simgrid {}, (leave-group-out) analytic {}, "
-        "simgrid {}; speedup {}; rounds leave-one-out {}, leave-group-out {}, in-sample fit {}\n",
-        outcomes.size(), m(summary["median_abs_error_round_analytic"]),
-        m(summary["median_abs_error_round_simgrid"]),
-        m(summary["median_abs_error_time_to_target_analytic_loo"]),
-        m(summary["median_abs_error_time_to_target_simgrid_loo"]),
-        m(summary["median_abs_error_time_to_target_analytic_group_out"]),
-        m(summary["median_abs_error_time_to_target_simgrid_group_out"]),
-        m(summary["median_abs_error_speedup_analytic"]), m(summary["median_abs_error_rounds_loo"]),
-        m(summary["median_abs_error_rounds_leave_group_out"]),
-        m(summary["median_abs_error_rounds_fit"]));
-    out += fmt::format(
-        "median |error| of compute per step: analytic {}, simgrid {}; of comm per round: "
-        "analytic {}, simgrid {}; round time on the calibration taken before the measurement {}, "
-        "after it {}, the faster of the two (above) {}\n",
-        m(summary["median_abs_error_compute_analytic"]),
-        m(summary["median_abs_error_compute_simgrid"]),
-        m(summary["median_abs_error_comm_analytic"]), m(summary["median_abs_error_comm_simgrid"]),
-        m(summary["median_abs_error_round_analytic_before"]),
-        m(summary["median_abs_error_round_analytic_after"]),
-        m(summary["median_abs_error_round_analytic"]));
-    outcome.text = out;
-    outcome.notes.insert(outcome.notes.begin(), "wrote " + (out_dir / "validation.json").string() +
-                                                    ", " + (out_dir / "validation.csv").string() +
-                                                    (a.no_plot ? "" : " and scatter.png/.svg"));
-  }
-  if (a.max_round_error >= 0) {
-    for (const char* key : {"median_abs_error_round_analytic", "median_abs_error_round_simgrid"}) {
-      const json& v = summary[key];
-      if (!v.is_number() || 100 * v.get<double>() > a.max_round_error) {
-        outcome.exceeded = fmt::format(
-            "{} = {} exceeds --max-round-error {}%", key,
-            v.is_number() ? fmt::format("{:.2f}%", 100 * v.get<double>()) : std::string("n/a"),
-            a.max_round_error);
-        break;
-      }
-    }
-  }
+  outcome.notes = plot_scatter(run, outcomes);
+  outcome.text = table_text(outcomes, table.errors) + medians_text(outcomes.size(), summary);
+  outcome.notes.insert(outcome.notes.begin(), "wrote " +
+                                                  (run.out_dir / "validation.json").string() +
+                                                  ", " + (run.out_dir / "validation.csv").string() +
+                                                  (a.no_plot ? "" : " and scatter.png/.svg"));
+  outcome.exceeded = exceeded_bound(a, summary);
   return outcome;
 }
 
