@@ -550,10 +550,18 @@ PlatformHosts describe_in_child(const std::string& platform) {
   return hosts;
 }
 
-}  // namespace
+// --- the run, step by step --------------------------------------------------------------------
 
-TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
-  const TestbedMatrix matrix = load_testbed_matrix(a.matrix_file, describe_in_child);
+/// What the run works from, checked: the matrix, the job, its workload and its batch.
+struct Inputs {
+  TestbedMatrix matrix;
+  model::Job job;
+  model::Workload workload;
+  double batch = 0;  ///< the job's (a row's unless the matrix gives the row its own)
+};
+
+/// Rejects the job flags validate --testbed sets itself from the matrix.
+void reject_keys_set_by_validate(const TestbedValidateRequest& a) {
   static const std::set<std::string> set_by_validate = {
       "platform", "strategies", "workers",      "hosts",         "tau",        "collective",
       "servers",  "timing",     "communicator", "network_model", "sim_rounds", "single_host"};
@@ -562,7 +570,14 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
       throw InputError(
           "command line", "--" + key,
           "no value (validate --testbed takes it from the matrix " + a.matrix_file + ")", value);
-  const model::Job job = model::load_job(a.job_file, all_job_keys(), a.overrides);
+}
+
+/// Reads and checks the matrix, the flags and the job (InputError), then the rights a testbed
+/// needs.
+Inputs checked_inputs(const TestbedValidateRequest& a) {
+  TestbedMatrix matrix = load_testbed_matrix(a.matrix_file, describe_in_child);
+  reject_keys_set_by_validate(a);
+  model::Job job = model::load_job(a.job_file, all_job_keys(), a.overrides);
   const exec::ExecSettings settings = exec::exec_settings(job);
   if (settings.device != exec::Device::Cpu)
     throw InputError(job.file, "device", "cpu (the testbed's hosts are this machine's cores)",
@@ -577,7 +592,7 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   if (a.calibration_rounds < 1 || a.calibration_rounds > 1000)
     throw InputError("command line", "--calibration-rounds", "a whole number from 1 to 1000",
                      std::to_string(a.calibration_rounds));
-  const model::Workload workload = load_job_workload(job);
+  model::Workload workload = load_job_workload(job);
   const exec::Dataset data = exec::load_dataset(settings.data);
   const exec::MlpShape shape = exec::mlp_shape(settings.hidden, data);
   if (std::fabs(workload.parameters - static_cast<double>(shape.parameters())) >
@@ -589,10 +604,36 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
                      fmt::format("an MLP of {} parameters", shape.parameters()));
   const double batch = static_cast<double>(job.integer("batch"));
   require_testbed_rights();
+  return {std::move(matrix), std::move(job), std::move(workload), batch};
+}
 
-  const fs::path out_dir(a.out);
-  make_folder((out_dir / "runs").string(), "--out");
-  make_folder((out_dir / "platforms").string(), "--out");
+/// The shared state of one run: the request, its checked inputs, the rows and what was measured.
+struct Validation {
+  Validation(const TestbedValidateRequest& request, Inputs inputs)
+      : a(request), in(std::move(inputs)), out_dir(request.out) {}
+  Validation(const Validation&) = delete;  // the rows point into in.matrix
+  Validation& operator=(const Validation&) = delete;
+
+  const TestbedValidateRequest& a;
+  const Inputs in;
+  const fs::path out_dir;
+  std::vector<Row> rows;                           ///< one per configuration, the matrix's order
+  json networks = json::array();                   ///< each group's calibrated network
+  std::vector<std::vector<std::string>> measured;  ///< per row, each testbed run's output
+};
+
+/// The stem of row i's files in DIR/runs.
+std::string run_stem(const Validation& v, size_t i) {
+  return (v.out_dir / "runs" / fmt::format("{:02}", i)).string();
+}
+
+/// Children run at once when predicting and training off the testbed.
+int parallel_jobs(const TestbedValidateRequest& a) {
+  return a.jobs > 0 ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// One row per configuration of the matrix, in its order, each with its batch.
+std::vector<Row> rows_of(const TestbedMatrix& matrix, double batch) {
   std::vector<Row> rows;
   for (const TestbedGroup& group : matrix.groups)
     for (const TestbedConfig& config : group.configs) {
@@ -602,137 +643,172 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
       row.batch = config.batch > 0 ? config.batch : batch;
       rows.push_back(row);
     }
-  json networks = json::array();
-  std::vector<std::vector<std::string>> measured(rows.size());  // per row, each run's output
-  size_t next = 0;
-  for (const TestbedGroup& group : matrix.groups) {
-    std::cerr << "validate: testbed " << a.prefix << " up on " << group.platform << "\n";
-    const LiveTestbed testbed(group, a.prefix,
-                              (out_dir / "runs" / ("testbed-up-" + group.name)).string());
-    TestbedCalibrateRequest calibrate;
-    calibrate.prefix = a.prefix;
-    calibrate.mpi = true;
-    const tb::NetworkCalibration network = measure_testbed(calibrate, testbed.state());
-    json n = tb::to_json(network, testbed.state().spec);
-    n["group"] = group.name;
-    networks.push_back(n);
-    // The calibrated network alone (the testbed platform's compute): what the round's
-    // communication is predicted on before compute is calibrated.
-    const std::string network_only =
-        (out_dir / "platforms" / (group.name + "-network.xml")).string();
-    write_text(network_only, tb::calibrated_platform_xml(testbed.state().spec, network));
-    for (size_t c = 0; c < group.configs.size(); ++c, ++next) {
-      // A configuration with a copy beside it and the copy (the next row) run together.
-      if (rows[next].config.is_copy) continue;
-      std::vector<size_t> together = {next};
-      if (!rows[next].config.beside.empty()) together.push_back(next + 1);
-      Row& row = rows[next];
-      const int k = static_cast<int>(row.config.hosts.size());
-      const bool splits = model::strategy(row.config.strategy).splits_batch();
-      const double per_worker = splits ? row.batch / k : row.batch;
-      auto stem = [&](size_t i) { return (out_dir / "runs" / fmt::format("{:02}", i)).string(); };
-      std::cerr << fmt::format("validate: [{}/{}] {} on {}{}\n", next + 1, rows.size(),
-                               row.config.name, joined(row.config.hosts),
-                               together.size() > 1 ? " and " + joined(row.config.beside) : "");
-      // The round's communication as the engines predict it on the calibrated network: how long
-      // the ranks wait between compute phases in the compute calibration (with a copy beside
-      // it, as simgrid CM02 predicts it: the analytic engine leaves the copy out).
-      const EngineSpec& wait_engine = together.size() > 1 ? kEngines[1] : kEngines[0];
-      double wait_s =
-          validation::parse_row(
-              validation::run_children(
-                  {engine_child(a, row, wait_engine, network_only, stem(next) + "-wait")}, 1,
-                  "")[0],
-              "predict (wait) " + row.config.name)
-              .comm_s;
-      if (!(wait_s >= 0)) wait_s = 0;
-      wait_s = std::min(wait_s, 5.0);
-      const int steps_per_round =
-          model::strategy(row.config.strategy).counts_rounds() ? row.config.tau : 1;
-      const int b = std::max(1, static_cast<int>(std::lround(per_worker)));
-      // Every configuration of `together` probes at once (their ranks load the same cores).
-      auto probe = [&](const std::string& which) {
-        std::vector<child::Task> tasks;
-        for (size_t i : together)
-          tasks.push_back(compute_probe_child(a, rows[i], a.prefix, {b, 2 * b}, steps_per_round,
-                                              wait_s, stem(i) + "-compute-" + which + ".json"));
-        validation::run_children(tasks, static_cast<int>(tasks.size()), "");
-        std::vector<ComputeCalibration> out;
-        for (size_t i : together) {
-          const json doc = json::parse(read_text(stem(i) + "-compute-" + which + ".json"));
-          std::vector<exec::StepPoint> steps;
-          for (const json& p : doc.at("steps"))
-            steps.push_back({p.at("batch").get<int>(), p.at("seconds").get<double>()});
-          out.push_back(compute_from(steps, per_worker));
-        }
-        return out;
-      };
-      const std::vector<ComputeCalibration> before = probe("before");
-      for (int run = 0; run < row.config.runs; ++run) {
-        // Run 1 writes NN-measure.json, run r > 1 NN-measure-run<r>.json. With a copy, odd runs
-        // launch the copy first: which job a run slows more depends on their start.
-        std::vector<size_t> order = together;
-        if (run % 2 == 1) std::reverse(order.begin(), order.end());
-        std::vector<child::Task> measures;
-        for (size_t i : order)
-          measures.push_back(measure_child(
-              a, rows[i], a.prefix,
-              stem(i) + "-measure" + (run == 0 ? std::string() : fmt::format("-run{}", run + 1))));
-        if (row.config.runs > 1)
-          std::cerr << fmt::format("validate:   testbed run {}/{}\n", run + 1, row.config.runs);
-        const std::vector<std::string> outputs =
-            validation::run_children(measures, static_cast<int>(measures.size()), "");
-        for (size_t j = 0; j < order.size(); ++j)
-          measured[order[j]].push_back(outputs[j]);
-      }
-      const std::vector<ComputeCalibration> after = probe("after");
-      for (size_t j = 0; j < together.size(); ++j) {
-        Row& r = rows[together[j]];
-        r.predicted_wait_s = wait_s;
-        r.before = before[j];
-        r.after = after[j];
-      }
-      for (size_t j = 0; j < together.size(); ++j) {
-        Row& r = rows[together[j]];
-        const Row* twin = together.size() > 1 ? &rows[together[1 - j]] : nullptr;
-        const std::string base =
-            (out_dir / "platforms" / fmt::format("{:02}", together[j])).string();
-        const ComputeCalibration mean = mean_of(r.before, r.after);
-        const ComputeCalibration twin_mean =
-            twin != nullptr ? mean_of(twin->before, twin->after) : ComputeCalibration();
-        r.platform = write_platform(testbed.state().spec, network, r.config, mean,
-                                    twin != nullptr ? &twin_mean : nullptr, workload, base + ".xml",
-                                    "mean of the calibrations before and after the measurement");
-        r.platform_before =
-            write_platform(testbed.state().spec, network, r.config, r.before,
-                           twin != nullptr ? &twin->before : nullptr, workload,
-                           base + "-before.xml", "calibration before the measurement");
-        r.platform_after = write_platform(testbed.state().spec, network, r.config, r.after,
-                                          twin != nullptr ? &twin->after : nullptr, workload,
-                                          base + "-after.xml", "calibration after the measurement");
-      }
-    }
-  }
+  return rows;
+}
 
-  // Predict and simulate every configuration on its platforms, the testbed down.
+/// The round's communication as the engines predict it on the calibrated network: how long the
+/// ranks wait between compute phases in the compute calibration (with a copy beside it, as
+/// simgrid CM02 predicts it: the analytic engine leaves the copy out), within [0, 5] s.
+double predicted_wait_s(const Validation& v, const std::vector<size_t>& together,
+                        const std::string& network_only) {
+  const size_t first = together.front();
+  const Row& row = v.rows[first];
+  const EngineSpec& wait_engine = together.size() > 1 ? kEngines[1] : kEngines[0];
+  double wait_s =
+      validation::parse_row(
+          validation::run_children(
+              {engine_child(v.a, row, wait_engine, network_only, run_stem(v, first) + "-wait")}, 1,
+              "")[0],
+          "predict (wait) " + row.config.name)
+          .comm_s;
+  if (!(wait_s >= 0)) wait_s = 0;
+  return std::min(wait_s, 5.0);
+}
+
+/// Calibrates compute for the configurations of `together` at once (their ranks load the same
+/// cores) at per-worker batches b and 2b; `which` (before, after) names the files.
+std::vector<ComputeCalibration> probe_compute(const Validation& v,
+                                              const std::vector<size_t>& together, double wait_s,
+                                              const std::string& which) {
+  const Row& row = v.rows[together.front()];
+  const int k = static_cast<int>(row.config.hosts.size());
+  const bool splits = model::strategy(row.config.strategy).splits_batch();
+  const double per_worker = splits ? row.batch / k : row.batch;
+  const int steps_per_round =
+      model::strategy(row.config.strategy).counts_rounds() ? row.config.tau : 1;
+  const int b = std::max(1, static_cast<int>(std::lround(per_worker)));
+  std::vector<child::Task> tasks;
+  for (size_t i : together)
+    tasks.push_back(compute_probe_child(v.a, v.rows[i], v.a.prefix, {b, 2 * b}, steps_per_round,
+                                        wait_s, run_stem(v, i) + "-compute-" + which + ".json"));
+  validation::run_children(tasks, static_cast<int>(tasks.size()), "");
+  std::vector<ComputeCalibration> out;
+  for (size_t i : together) {
+    const json doc = json::parse(read_text(run_stem(v, i) + "-compute-" + which + ".json"));
+    std::vector<exec::StepPoint> steps;
+    for (const json& p : doc.at("steps"))
+      steps.push_back({p.at("batch").get<int>(), p.at("seconds").get<double>()});
+    out.push_back(compute_from(steps, per_worker));
+  }
+  return out;
+}
+
+/// The configuration's testbed runs (with its copy, both at once), each run's output kept.
+void measure_runs(Validation& v, const std::vector<size_t>& together) {
+  const int runs = v.rows[together.front()].config.runs;
+  for (int run = 0; run < runs; ++run) {
+    // Run 1 writes NN-measure.json, run r > 1 NN-measure-run<r>.json. With a copy, odd runs
+    // launch the copy first: which job a run slows more depends on their start.
+    std::vector<size_t> order = together;
+    if (run % 2 == 1) std::reverse(order.begin(), order.end());
+    std::vector<child::Task> measures;
+    for (size_t i : order)
+      measures.push_back(
+          measure_child(v.a, v.rows[i], v.a.prefix,
+                        run_stem(v, i) + "-measure" +
+                            (run == 0 ? std::string() : fmt::format("-run{}", run + 1))));
+    if (runs > 1) std::cerr << fmt::format("validate:   testbed run {}/{}\n", run + 1, runs);
+    const std::vector<std::string> outputs =
+        validation::run_children(measures, static_cast<int>(measures.size()), "");
+    for (size_t j = 0; j < order.size(); ++j)
+      v.measured[order[j]].push_back(outputs[j]);
+  }
+}
+
+/// Writes the platforms of the rows of `together`: the calibrated network with the workers'
+/// compute from the mean of the two calibrations, and from each alone.
+void write_row_platforms(Validation& v, const tb::Spec& spec, const tb::NetworkCalibration& network,
+                         const std::vector<size_t>& together) {
+  for (size_t j = 0; j < together.size(); ++j) {
+    Row& r = v.rows[together[j]];
+    const Row* twin = together.size() > 1 ? &v.rows[together[1 - j]] : nullptr;
+    const std::string base = (v.out_dir / "platforms" / fmt::format("{:02}", together[j])).string();
+    const ComputeCalibration mean = mean_of(r.before, r.after);
+    const ComputeCalibration twin_mean =
+        twin != nullptr ? mean_of(twin->before, twin->after) : ComputeCalibration();
+    r.platform = write_platform(
+        spec, network, r.config, mean, twin != nullptr ? &twin_mean : nullptr, v.in.workload,
+        base + ".xml", "mean of the calibrations before and after the measurement");
+    r.platform_before =
+        write_platform(spec, network, r.config, r.before, twin != nullptr ? &twin->before : nullptr,
+                       v.in.workload, base + "-before.xml", "calibration before the measurement");
+    r.platform_after =
+        write_platform(spec, network, r.config, r.after, twin != nullptr ? &twin->after : nullptr,
+                       v.in.workload, base + "-after.xml", "calibration after the measurement");
+  }
+}
+
+/// Measures row `next` (with the copy beside it, the next row, at the same time): the wait,
+/// compute calibrated before, the testbed runs, compute calibrated after, the row's platforms.
+void measure_configuration(Validation& v, const tb::Spec& spec,
+                           const tb::NetworkCalibration& network, const std::string& network_only,
+                           size_t next) {
+  std::vector<size_t> together = {next};
+  if (!v.rows[next].config.beside.empty()) together.push_back(next + 1);
+  const Row& row = v.rows[next];
+  std::cerr << fmt::format("validate: [{}/{}] {} on {}{}\n", next + 1, v.rows.size(),
+                           row.config.name, joined(row.config.hosts),
+                           together.size() > 1 ? " and " + joined(row.config.beside) : "");
+  const double wait_s = predicted_wait_s(v, together, network_only);
+  const std::vector<ComputeCalibration> before = probe_compute(v, together, wait_s, "before");
+  measure_runs(v, together);
+  const std::vector<ComputeCalibration> after = probe_compute(v, together, wait_s, "after");
+  for (size_t j = 0; j < together.size(); ++j) {
+    Row& r = v.rows[together[j]];
+    r.predicted_wait_s = wait_s;
+    r.before = before[j];
+    r.after = after[j];
+  }
+  write_row_platforms(v, spec, network, together);
+}
+
+/// Brings a group's testbed up, calibrates its network and measures its configurations (`next`:
+/// the group's first row, moved past its last); the testbed comes down on the way out.
+void measure_group(Validation& v, const TestbedGroup& group, size_t& next) {
+  std::cerr << "validate: testbed " << v.a.prefix << " up on " << group.platform << "\n";
+  const LiveTestbed testbed(group, v.a.prefix,
+                            (v.out_dir / "runs" / ("testbed-up-" + group.name)).string());
+  TestbedCalibrateRequest calibrate;
+  calibrate.prefix = v.a.prefix;
+  calibrate.mpi = true;
+  const tb::NetworkCalibration network = measure_testbed(calibrate, testbed.state());
+  json n = tb::to_json(network, testbed.state().spec);
+  n["group"] = group.name;
+  v.networks.push_back(n);
+  // The calibrated network alone (the testbed platform's compute): what the round's
+  // communication is predicted on before compute is calibrated.
+  const std::string network_only =
+      (v.out_dir / "platforms" / (group.name + "-network.xml")).string();
+  write_text(network_only, tb::calibrated_platform_xml(testbed.state().spec, network));
+  for (size_t c = 0; c < group.configs.size(); ++c, ++next) {
+    // A configuration with a copy beside it and the copy (the next row) run together.
+    if (v.rows[next].config.is_copy) continue;
+    measure_configuration(v, testbed.state().spec, network, network_only, next);
+  }
+}
+
+/// Predicts and simulates every configuration on its platforms, the testbed down, and reads each
+/// row's measured and predicted times.
+void predict_and_simulate(Validation& v) {
+  std::vector<Row>& rows = v.rows;
   std::vector<child::Task> tasks;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const std::string stem = (out_dir / "runs" / fmt::format("{:02}", i)).string();
+    const std::string stem = run_stem(v, i);
     for (const EngineSpec& e : kEngines)
-      tasks.push_back(engine_child(a, rows[i], e, rows[i].platform, stem + "-" + e.label));
+      tasks.push_back(engine_child(v.a, rows[i], e, rows[i].platform, stem + "-" + e.label));
+    tasks.push_back(engine_child(v.a, rows[i], kEngines[0], rows[i].platform_before,
+                                 stem + "-analytic-before"));
     tasks.push_back(
-        engine_child(a, rows[i], kEngines[0], rows[i].platform_before, stem + "-analytic-before"));
-    tasks.push_back(
-        engine_child(a, rows[i], kEngines[0], rows[i].platform_after, stem + "-analytic-after"));
+        engine_child(v.a, rows[i], kEngines[0], rows[i].platform_after, stem + "-analytic-after"));
   }
-  const int jobs = a.jobs > 0 ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
-  const auto predicted = validation::run_children(tasks, jobs, "predict and simulate");
+  const auto predicted =
+      validation::run_children(tasks, parallel_jobs(v.a), "predict and simulate");
   const size_t per_row = kEngineCount + 2;
   for (size_t i = 0; i < rows.size(); ++i) {
     Row& row = rows[i];
-    for (size_t run = 0; run < measured[i].size(); ++run)
+    for (size_t run = 0; run < v.measured[i].size(); ++run)
       row.measured_runs.push_back(validation::parse_row(
-          measured[i][run], fmt::format("measure {} (run {})", row.config.name, run + 1)));
+          v.measured[i][run], fmt::format("measure {} (run {})", row.config.name, run + 1)));
     row.measured = validation::mean_over_runs(row.measured_runs);
     for (size_t e = 0; e < kEngineCount; ++e)
       row.engines[e] = validation::parse_row(
@@ -742,41 +818,54 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
     row.analytic_after = validation::parse_row(predicted[per_row * i + kEngineCount + 1],
                                                "analytic (after) " + row.config.name);
   }
+}
 
-  // Rounds to target over seeds. One run's rounds to target are one draw: at seed 1..5 the same
-  // configuration takes from 7 to 9 rounds (local SGD, tau = 16) or from 158 to 200 (sync, a
-  // global batch of 64), so a single seed is a noisy truth for a convergence prediction. The
-  // rounds of sync and local SGD do not depend on the network (the same arithmetic, whatever
-  // carries the bytes: the first seed's run here gives the testbed run's rounds, checked below),
-  // so each configuration is also trained at `convergence_seeds` seeds on threads on this machine,
-  // the testbed down; the truth is their mean, and the measured time to target the testbed run's
-  // mean round times it.
-  const long long first_seed = job.integer("seed");
-  if (a.convergence_seeds > 1) {
-    std::vector<child::Task> seed_tasks;
-    std::vector<size_t> seed_row;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (rows[i].config.is_copy) continue;
-      for (int s = 0; s < a.convergence_seeds; ++s) {
-        std::map<std::string, std::string> keys = config_keys(a, rows[i], rows[i].group->platform);
-        keys["communicator"] = "threads";
-        keys.erase("timing");
-        keys["seed"] = std::to_string(first_seed + s);
-        const std::string stem =
-            (out_dir / "runs" / fmt::format("{:02}-seed-{}", i, first_seed + s)).string();
-        seed_tasks.push_back(
-            engine_task(engine("exec"), a.job_file, keys, stem + ".json", stem + ".err"));
-        seed_row.push_back(i);
-      }
-    }
-    const auto outputs = validation::run_children(seed_tasks, jobs, "rounds to target over seeds");
-    for (size_t t = 0; t < seed_tasks.size(); ++t) {
-      const EngineRow r = validation::parse_row(
-          outputs[t], "rounds to target (seed run) " + rows[seed_row[t]].config.name);
-      rows[seed_row[t]].seed_rounds.push_back(r.reached ? r.rounds : kNaN);
+/// Rounds to target over seeds. One run's rounds to target are one draw: at seed 1..5 the same
+/// configuration takes from 7 to 9 rounds (local SGD, tau = 16) or from 158 to 200 (sync, a
+/// global batch of 64), so a single seed is a noisy truth for a convergence prediction. The
+/// rounds of sync and local SGD do not depend on the network (the same arithmetic, whatever
+/// carries the bytes: the first seed's run here gives the testbed run's rounds, checked in
+/// settle_rounds_truth), so each configuration (not a copy) is also trained at
+/// `convergence_seeds` seeds on threads on this machine, the testbed down.
+void train_seeds(Validation& v) {
+  if (v.a.convergence_seeds <= 1) return;
+  const long long first_seed = v.in.job.integer("seed");
+  std::vector<child::Task> seed_tasks;
+  std::vector<size_t> seed_row;
+  for (size_t i = 0; i < v.rows.size(); ++i) {
+    if (v.rows[i].config.is_copy) continue;
+    for (int s = 0; s < v.a.convergence_seeds; ++s) {
+      std::map<std::string, std::string> keys =
+          config_keys(v.a, v.rows[i], v.rows[i].group->platform);
+      keys["communicator"] = "threads";
+      keys.erase("timing");
+      keys["seed"] = std::to_string(first_seed + s);
+      const std::string stem =
+          (v.out_dir / "runs" / fmt::format("{:02}-seed-{}", i, first_seed + s)).string();
+      seed_tasks.push_back(
+          engine_task(engine("exec"), v.a.job_file, keys, stem + ".json", stem + ".err"));
+      seed_row.push_back(i);
     }
   }
-  int seed_agrees = 0, seed_compared = 0;
+  const auto outputs =
+      validation::run_children(seed_tasks, parallel_jobs(v.a), "rounds to target over seeds");
+  for (size_t t = 0; t < seed_tasks.size(); ++t) {
+    const EngineRow r = validation::parse_row(
+        outputs[t], "rounds to target (seed run) " + v.rows[seed_row[t]].config.name);
+    v.rows[seed_row[t]].seed_rounds.push_back(r.reached ? r.rounds : kNaN);
+  }
+}
+
+/// How often the first seed gave the testbed run's rounds, over the rows where both reached.
+struct SeedCheck {
+  int agrees = 0;
+  int compared = 0;
+};
+
+/// Sets each row's rounds truth: the mean over its seeds, or the testbed run's own with one seed;
+/// a copy takes its twin's. NaN when the testbed run or a seed missed the target.
+SeedCheck settle_rounds_truth(std::vector<Row>& rows) {
+  SeedCheck check;
   for (size_t i = 0; i < rows.size(); ++i) {
     Row& row = rows[i];
     if (row.config.is_copy) {
@@ -789,8 +878,8 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
       continue;
     }
     if (row.measured.reached && std::isfinite(row.seed_rounds.front())) {
-      ++seed_compared;
-      if (row.seed_rounds.front() == row.measured.rounds) ++seed_agrees;
+      ++check.compared;
+      if (row.seed_rounds.front() == row.measured.rounds) ++check.agrees;
     }
     double sum = 0;
     for (double r : row.seed_rounds)
@@ -798,11 +887,14 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
     row.rounds_truth = row.measured.reached ? sum / static_cast<double>(row.seed_rounds.size())
                                             : kNaN;  // NaN when a seed missed the target
   }
+  return check;
+}
 
-  // Rounds to target: the convergence fit without each configuration (and without its group).
-  // A copy trains the same model on the same data with the same seed as its twin: the same
-  // run as far as convergence goes, so it is left out of the fit (it would leave nothing out)
-  // and takes its twin's fitted rounds.
+/// Rounds to target: the convergence fit without each configuration (and without its group);
+/// returns the fit's report. A copy trains the same model on the same data with the same seed as
+/// its twin: the same run as far as convergence goes, so it is left out of the fit (it would
+/// leave nothing out) and takes its twin's fitted rounds.
+json fit_rounds(std::vector<Row>& rows) {
   std::vector<validation::ConvergenceRow> convergence;
   std::vector<size_t> fitted_row;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -832,14 +924,31 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
       rows[i].rounds_group = rows[i - 1].rounds_group;
       rows[i].rounds_fit = rows[i - 1].rounds_fit;
     }
+  return fit_report;
+}
 
-  // Errors, per engine.
-  struct Errors {
-    std::vector<double> round, compute, comm, time_loo, time_group, round_contended;
-  };
+// --- the report -------------------------------------------------------------------------------
+
+/// One engine's relative errors, a row each (round_contended: the contended rows only).
+struct Errors {
+  std::vector<double> round, compute, comm, time_loo, time_group, round_contended;
+};
+
+/// Every row's errors against its measurement, its results JSON and its CSV line.
+struct Tables {
   Errors errors[kEngineCount];
   std::vector<double> round_before, round_after, rounds_loo_err, rounds_group_err;
   json results = json::array();
+  std::string csv;
+};
+
+/// A CSV cell: the number, or empty when not finite.
+std::string csv_cell(double v) {
+  return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string();
+}
+
+/// The CSV's header line.
+std::string csv_header() {
   std::string csv =
       "config,group,strategy,workers,tau,collective,servers,contended,reached,"
       "round_measured_s,compute_measured_s,comm_measured_s,time_measured_s,"
@@ -847,117 +956,149 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   for (const EngineSpec& e : kEngines)
     csv += fmt::format(",round_{0}_s,compute_{0}_s,comm_{0}_s,time_loo_{0}_s,time_group_out_{0}_s",
                        e.label);
-  csv += "\n";
-  auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
+  return csv + "\n";
+}
+
+/// A row's errors per engine, added to the tables and its CSV line; returns the engines' JSON.
+json tabulate_engines(Tables& t, const Row& row, double time_measured) {
+  const EngineRow& m = row.measured;
+  json per_engine = json::object();
+  for (size_t e = 0; e < kEngineCount; ++e) {
+    const EngineRow& p = row.engines[e];
+    const double time_loo = row.rounds_loo * p.round_s;
+    const double time_group = row.rounds_group * p.round_s;
+    Errors& err = t.errors[e];
+    err.round.push_back(model::relative_error(p.round_s, m.round_s));
+    err.compute.push_back(model::relative_error(p.compute_s, m.compute_s));
+    err.comm.push_back(model::relative_error(p.comm_s, m.comm_s));
+    err.time_loo.push_back(model::relative_error(time_loo, time_measured));
+    err.time_group.push_back(model::relative_error(time_group, time_measured));
+    if (row.config.contended) err.round_contended.push_back(err.round.back());
+    per_engine[kEngines[e].label] = {
+        {"compute_s", validation::number_or_null(p.compute_s)},
+        {"comm_s", validation::number_or_null(p.comm_s)},
+        {"round_s", validation::number_or_null(p.round_s)},
+        {"time_to_target_loo_s", validation::number_or_null(time_loo)},
+        {"time_to_target_group_out_s", validation::number_or_null(time_group)},
+        {"error_compute", validation::number_or_null(err.compute.back())},
+        {"error_comm", validation::number_or_null(err.comm.back())},
+        {"error_round", validation::number_or_null(err.round.back())},
+        {"error_time_to_target_loo", validation::number_or_null(err.time_loo.back())},
+        {"error_time_to_target_group_out", validation::number_or_null(err.time_group.back())}};
+    t.csv += fmt::format(",{},{},{},{},{}", csv_cell(p.round_s), csv_cell(p.compute_s),
+                         csv_cell(p.comm_s), csv_cell(time_loo), csv_cell(time_group));
+  }
+  return per_engine;
+}
+
+/// Each testbed run of a row: its times and each engine's round error against it.
+json testbed_runs_json(const Row& row) {
+  json runs = json::array();
+  for (const EngineRow& run : row.measured_runs) {
+    json r = {{"compute_s", validation::number_or_null(run.compute_s)},
+              {"comm_s", validation::number_or_null(run.comm_s)},
+              {"round_s", validation::number_or_null(run.round_s)},
+              {"rounds", validation::number_or_null(run.reached ? run.rounds : kNaN)},
+              {"total_s", validation::number_or_null(run.reached ? run.total_s : kNaN)}};
+    for (size_t e = 0; e < kEngineCount; ++e)
+      r[std::string("error_round_") + kEngines[e].label] =
+          validation::number_or_null(model::relative_error(row.engines[e].round_s, run.round_s));
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+/// A row's measured times (the mean over its testbed runs) and rounds to target.
+json measured_json(const Row& row) {
+  const EngineRow& m = row.measured;
+  return {
+      {"compute_s", validation::number_or_null(m.compute_s)},
+      {"comm_s", validation::number_or_null(m.comm_s)},
+      {"round_s", validation::number_or_null(m.round_s)},
+      {"comm_share", validation::number_or_null(m.round_s > 0 ? m.comm_s / m.round_s : kNaN)},
+      {"rounds", validation::number_or_null(row.rounds_truth)},
+      {"time_to_target_s", validation::number_or_null(measured_time_to_target_s(row))},
+      {"rounds_testbed_run", validation::number_or_null(m.reached ? m.rounds : kNaN)},
+      {"time_to_target_testbed_run_s", validation::number_or_null(m.reached ? m.total_s : kNaN)}};
+}
+
+/// A row's entry in the report's results.
+json row_json(const Row& row, const json& per_engine, double error_before, double error_after) {
+  const EngineRow& m = row.measured;
+  return {{"config", row.config.name},
+          {"group", row.group->name},
+          {"strategy", row.config.strategy},
+          {"workers", row.config.hosts.size()},
+          {"hosts", row.config.hosts},
+          {"server_hosts", row.config.server_hosts},
+          {"tau", row.config.tau},
+          {"batch", row.batch},
+          {"collective", row.config.collective},
+          {"contended", row.config.contended},
+          {"note", row.config.note},
+          {"beside", row.config.beside},
+          {"copy_of_the_row_before", row.config.is_copy},
+          {"platform", row.platform},
+          {"reached_target", m.reached},
+          {"testbed_runs", testbed_runs_json(row)},
+          {"measured", measured_json(row)},
+          {"compute_calibration",
+           {{"per_worker_batch", row.before.per_worker_batch},
+            {"wait_s", row.predicted_wait_s},
+            {"step_before_s", row.before.step_s},
+            {"step_after_s", row.after.step_s}}},
+          {"engines", per_engine},
+          {"round_s_by_calibration",
+           {{"analytic_before", validation::number_or_null(row.analytic_before.round_s)},
+            {"analytic_after", validation::number_or_null(row.analytic_after.round_s)},
+            {"error_analytic_before", validation::number_or_null(error_before)},
+            {"error_analytic_after", validation::number_or_null(error_after)}}},
+          {"rounds",
+           {{"measured", validation::number_or_null(row.rounds_truth)},
+            {"testbed_run", validation::number_or_null(m.reached ? m.rounds : kNaN)},
+            {"seeds", seeds_json(row.seed_rounds)},
+            {"leave_one_out", validation::number_or_null(row.rounds_loo)},
+            {"leave_group_out", validation::number_or_null(row.rounds_group)},
+            {"fitted", validation::number_or_null(row.rounds_fit)}}}};
+}
+
+/// Every row's errors against its measurement, as the report's results and the CSV.
+Tables tabulate(const std::vector<Row>& rows) {
+  Tables t;
+  t.csv = csv_header();
   for (const Row& row : rows) {
     const EngineRow& m = row.measured;
     const double time_measured = measured_time_to_target_s(row);
     const double rounds_measured = row.rounds_truth;
-    rounds_loo_err.push_back(model::relative_error(row.rounds_loo, rounds_measured));
-    rounds_group_err.push_back(model::relative_error(row.rounds_group, rounds_measured));
-    round_before.push_back(model::relative_error(row.analytic_before.round_s, m.round_s));
-    round_after.push_back(model::relative_error(row.analytic_after.round_s, m.round_s));
-    json per_engine = json::object();
-    csv += fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", row.config.name,
-                       row.group->name, row.config.strategy, row.config.hosts.size(),
-                       row.config.tau, row.config.collective, row.config.server_hosts.size(),
-                       row.config.contended ? 1 : 0, m.reached ? 1 : 0, c(m.round_s),
-                       c(m.compute_s), c(m.comm_s), c(time_measured), c(rounds_measured),
-                       c(row.rounds_loo), c(row.rounds_group));
-    for (size_t e = 0; e < kEngineCount; ++e) {
-      const EngineRow& p = row.engines[e];
-      const double time_loo = row.rounds_loo * p.round_s;
-      const double time_group = row.rounds_group * p.round_s;
-      Errors& err = errors[e];
-      err.round.push_back(model::relative_error(p.round_s, m.round_s));
-      err.compute.push_back(model::relative_error(p.compute_s, m.compute_s));
-      err.comm.push_back(model::relative_error(p.comm_s, m.comm_s));
-      err.time_loo.push_back(model::relative_error(time_loo, time_measured));
-      err.time_group.push_back(model::relative_error(time_group, time_measured));
-      if (row.config.contended) err.round_contended.push_back(err.round.back());
-      per_engine[kEngines[e].label] = {
-          {"compute_s", validation::number_or_null(p.compute_s)},
-          {"comm_s", validation::number_or_null(p.comm_s)},
-          {"round_s", validation::number_or_null(p.round_s)},
-          {"time_to_target_loo_s", validation::number_or_null(time_loo)},
-          {"time_to_target_group_out_s", validation::number_or_null(time_group)},
-          {"error_compute", validation::number_or_null(err.compute.back())},
-          {"error_comm", validation::number_or_null(err.comm.back())},
-          {"error_round", validation::number_or_null(err.round.back())},
-          {"error_time_to_target_loo", validation::number_or_null(err.time_loo.back())},
-          {"error_time_to_target_group_out", validation::number_or_null(err.time_group.back())}};
-      csv += fmt::format(",{},{},{},{},{}", c(p.round_s), c(p.compute_s), c(p.comm_s), c(time_loo),
-                         c(time_group));
-    }
-    csv += "\n";
-    json runs = json::array();
-    for (const EngineRow& run : row.measured_runs) {
-      json r = {{"compute_s", validation::number_or_null(run.compute_s)},
-                {"comm_s", validation::number_or_null(run.comm_s)},
-                {"round_s", validation::number_or_null(run.round_s)},
-                {"rounds", validation::number_or_null(run.reached ? run.rounds : kNaN)},
-                {"total_s", validation::number_or_null(run.reached ? run.total_s : kNaN)}};
-      for (size_t e = 0; e < kEngineCount; ++e)
-        r[std::string("error_round_") + kEngines[e].label] =
-            validation::number_or_null(model::relative_error(row.engines[e].round_s, run.round_s));
-      runs.push_back(r);
-    }
-    results.push_back(
-        {{"config", row.config.name},
-         {"group", row.group->name},
-         {"strategy", row.config.strategy},
-         {"workers", row.config.hosts.size()},
-         {"hosts", row.config.hosts},
-         {"server_hosts", row.config.server_hosts},
-         {"tau", row.config.tau},
-         {"batch", row.batch},
-         {"collective", row.config.collective},
-         {"contended", row.config.contended},
-         {"note", row.config.note},
-         {"beside", row.config.beside},
-         {"copy_of_the_row_before", row.config.is_copy},
-         {"platform", row.platform},
-         {"reached_target", m.reached},
-         {"testbed_runs", runs},
-         {"measured",
-          {{"compute_s", validation::number_or_null(m.compute_s)},
-           {"comm_s", validation::number_or_null(m.comm_s)},
-           {"round_s", validation::number_or_null(m.round_s)},
-           {"comm_share", validation::number_or_null(m.round_s > 0 ? m.comm_s / m.round_s : kNaN)},
-           {"rounds", validation::number_or_null(rounds_measured)},
-           {"time_to_target_s", validation::number_or_null(time_measured)},
-           {"rounds_testbed_run", validation::number_or_null(m.reached ? m.rounds : kNaN)},
-           {"time_to_target_testbed_run_s",
-            validation::number_or_null(m.reached ? m.total_s : kNaN)}}},
-         {"compute_calibration",
-          {{"per_worker_batch", row.before.per_worker_batch},
-           {"wait_s", row.predicted_wait_s},
-           {"step_before_s", row.before.step_s},
-           {"step_after_s", row.after.step_s}}},
-         {"engines", per_engine},
-         {"round_s_by_calibration",
-          {{"analytic_before", validation::number_or_null(row.analytic_before.round_s)},
-           {"analytic_after", validation::number_or_null(row.analytic_after.round_s)},
-           {"error_analytic_before", validation::number_or_null(round_before.back())},
-           {"error_analytic_after", validation::number_or_null(round_after.back())}}},
-         {"rounds",
-          {{"measured", validation::number_or_null(rounds_measured)},
-           {"testbed_run", validation::number_or_null(m.reached ? m.rounds : kNaN)},
-           {"seeds", seeds_json(row.seed_rounds)},
-           {"leave_one_out", validation::number_or_null(row.rounds_loo)},
-           {"leave_group_out", validation::number_or_null(row.rounds_group)},
-           {"fitted", validation::number_or_null(row.rounds_fit)}}}});
+    t.rounds_loo_err.push_back(model::relative_error(row.rounds_loo, rounds_measured));
+    t.rounds_group_err.push_back(model::relative_error(row.rounds_group, rounds_measured));
+    t.round_before.push_back(model::relative_error(row.analytic_before.round_s, m.round_s));
+    t.round_after.push_back(model::relative_error(row.analytic_after.round_s, m.round_s));
+    t.csv += fmt::format(
+        "\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", row.config.name, row.group->name,
+        row.config.strategy, row.config.hosts.size(), row.config.tau, row.config.collective,
+        row.config.server_hosts.size(), row.config.contended ? 1 : 0, m.reached ? 1 : 0,
+        csv_cell(m.round_s), csv_cell(m.compute_s), csv_cell(m.comm_s), csv_cell(time_measured),
+        csv_cell(rounds_measured), csv_cell(row.rounds_loo), csv_cell(row.rounds_group));
+    const json per_engine = tabulate_engines(t, row, time_measured);
+    t.csv += "\n";
+    t.results.push_back(row_json(row, per_engine, t.round_before.back(), t.round_after.back()));
   }
+  return t;
+}
+
+/// The report's summary: medians and maxima of the errors, over all rows and the contended ones.
+json summary_json(const std::vector<Row>& rows, const Tables& t) {
   json summary = {
       {"configurations", rows.size()},
       {"contended_configurations",
        std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.config.contended; })},
-      {"median_abs_error_rounds_loo", validation::median_abs_or_null(rounds_loo_err)},
-      {"median_abs_error_rounds_group_out", validation::median_abs_or_null(rounds_group_err)},
-      {"median_abs_error_round_analytic_before", validation::median_abs_or_null(round_before)},
-      {"median_abs_error_round_analytic_after", validation::median_abs_or_null(round_after)}};
+      {"median_abs_error_rounds_loo", validation::median_abs_or_null(t.rounds_loo_err)},
+      {"median_abs_error_rounds_group_out", validation::median_abs_or_null(t.rounds_group_err)},
+      {"median_abs_error_round_analytic_before", validation::median_abs_or_null(t.round_before)},
+      {"median_abs_error_round_analytic_after", validation::median_abs_or_null(t.round_after)}};
   for (size_t e = 0; e < kEngineCount; ++e) {
-    const Errors& err = errors[e];
+    const Errors& err = t.errors[e];
     summary[kEngines[e].label] = {
         {"median_abs_error_round", validation::median_abs_or_null(err.round)},
         {"max_abs_error_round", validation::max_abs_or_null(err.round)},
@@ -973,10 +1114,16 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
          validation::median_abs_or_null(err.time_group)},
         {"max_abs_error_time_to_target_group_out", validation::max_abs_or_null(err.time_group)}};
   }
-  const json context = {
+  return summary;
+}
+
+/// The report's context: what was measured and predicted, and how.
+json context_json(const Validation& v, const SeedCheck& seeds) {
+  const long long first_seed = v.in.job.integer("seed");
+  return {
       {"verb", "validate --testbed"},
-      {"job_file", job.file},
-      {"matrix_file", matrix.file},
+      {"job_file", v.in.job.file},
+      {"matrix_file", v.in.matrix.file},
       {"engines",
        {"exec-cpu measured: MPI ranks across the emulated testbed, timing concurrent (wall "
         "clock, barrier-aligned rounds), medians over rounds, the mean over a row's testbed runs",
@@ -987,15 +1134,15 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
       {"compute_model",
        "K threads stepping at once on this machine, before and after each measurement (their "
        "mean; each alone also reported)"},
-      {"seed", job.integer("seed")},
+      {"seed", v.in.job.integer("seed")},
       {"convergence",
-       a.convergence_seeds > 1
+       v.a.convergence_seeds > 1
            ? fmt::format("rounds to target: mean over seeds {}..{} of each configuration trained "
                          "on threads on this machine (the testbed run's seed gave the testbed "
                          "run's rounds on {} of {} rows); time to target: the testbed run's mean "
                          "round x that mean",
-                         first_seed, first_seed + a.convergence_seeds - 1, seed_agrees,
-                         seed_compared)
+                         first_seed, first_seed + v.a.convergence_seeds - 1, seeds.agrees,
+                         seeds.compared)
            : std::string("rounds and time to target of the testbed run (one seed)")},
       {"commit", model::tauplan_git_commit()},
       {"date", model::utc_now_iso8601()},
@@ -1005,27 +1152,24 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
        "micro-measurements taken apart from the runs (network: MPI messages one pair at a time; "
        "compute: threads without a network) and a convergence fit that leaves the "
        "configuration out"}};
-  const json report = {{"context", context},
-                       {"networks", networks},
-                       {"convergence_fit", fit_report},
-                       {"summary", summary},
-                       {"results", results}};
-  write_text((out_dir / "testbed-validation.json").string(), report.dump(2) + "\n");
-  write_text((out_dir / "testbed-validation.csv").string(), csv);
+}
 
-  TestbedValidateOutcome outcome;
-  outcome.report = report;
-  if (!a.no_plot) {
-    double lo = HUGE_VAL, hi = 0;
-    for (const Row& row : rows)
-      for (double v : {row.measured.round_s, row.measured.total_s, row.engines[0].round_s,
-                       row.engines[1].round_s, row.engines[2].round_s})
-        if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
-    if (hi > 0) {
-      write_text((out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
-      run_gnuplot(out_dir, "scatter.gp", outcome.notes);
-    }
+/// Writes the scatter of predicted against measured times and runs gnuplot on it.
+void plot_scatter(const std::vector<Row>& rows, const fs::path& out_dir,
+                  std::vector<std::string>& notes) {
+  double lo = HUGE_VAL, hi = 0;
+  for (const Row& row : rows)
+    for (double v : {row.measured.round_s, row.measured.total_s, row.engines[0].round_s,
+                     row.engines[1].round_s, row.engines[2].round_s})
+      if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (hi > 0) {
+    write_text((out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
+    run_gnuplot(out_dir, "scatter.gp", notes);
   }
+}
+
+/// The table: a row per configuration, measured against each engine's prediction.
+std::string table_text(const std::vector<Row>& rows, const Errors (&errors)[kEngineCount]) {
   std::string out =
       "note: measured = MPI ranks across the emulated testbed, concurrent on the wall clock; "
       "predictions from MPI message and compute calibrations taken apart from the runs\n";
@@ -1055,11 +1199,18 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
             : "-",
         validation::pct_text(errors[1].time_group[i]));
   }
-  // Rows measured more than once: each run's round and its simgrid CM02 error; for two jobs,
-  // the slower and the faster job of each run (the split a fluid model shares equally).
-  auto cm02_error = [](const Row& r, const EngineRow& run) {
-    return validation::pct_text(model::relative_error(r.engines[1].round_s, run.round_s));
-  };
+  return out;
+}
+
+/// Simgrid CM02's round error against one testbed run of a row, as text.
+std::string cm02_error(const Row& r, const EngineRow& run) {
+  return validation::pct_text(model::relative_error(r.engines[1].round_s, run.round_s));
+}
+
+/// Rows measured more than once: each run's round and its simgrid CM02 error; for two jobs, the
+/// slower and the faster job of each run (the split a fluid model shares equally).
+std::string repeated_runs_text(const std::vector<Row>& rows) {
+  std::string out;
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
     if (row.measured_runs.size() < 2) continue;
@@ -1087,41 +1238,84 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
         "runs: two jobs: CM02 error on the slower job of each run: {}; on the faster: {}\n", slower,
         faster);
   }
-  auto p = [](const json& v) {
-    return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
-  };
-  out += "note: " + context.at("convergence").get<std::string>() + "\n";
+  return out;
+}
+
+/// A summary's error as a percentage, or n/a.
+std::string pct_or_na(const json& v) {
+  return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
+}
+
+/// The summary's lines: the convergence note, each engine's errors, the analytic engine's by
+/// calibration and the rounds to target.
+std::string summary_text(const json& context, const json& summary) {
+  std::string out = "note: " + context.at("convergence").get<std::string>() + "\n";
   for (const EngineSpec& e : kEngines) {
-    const json& s = summary[e.label];
+    const json& s = summary.at(e.label);
     out += fmt::format(
         "{:<13} round |error| median {} max {} (contended rows: median {} max {}); compute "
         "median {}; comm median {}; time to target median {} max {} (leave-group-out), {} "
         "(leave-one-out)\n",
-        e.label, p(s["median_abs_error_round"]), p(s["max_abs_error_round"]),
-        p(s["median_abs_error_round_contended"]), p(s["max_abs_error_round_contended"]),
-        p(s["median_abs_error_compute"]), p(s["median_abs_error_comm"]),
-        p(s["median_abs_error_time_to_target_group_out"]),
-        p(s["max_abs_error_time_to_target_group_out"]),
-        p(s["median_abs_error_time_to_target_loo"]));
+        e.label, pct_or_na(s.at("median_abs_error_round")), pct_or_na(s.at("max_abs_error_round")),
+        pct_or_na(s.at("median_abs_error_round_contended")),
+        pct_or_na(s.at("max_abs_error_round_contended")),
+        pct_or_na(s.at("median_abs_error_compute")), pct_or_na(s.at("median_abs_error_comm")),
+        pct_or_na(s.at("median_abs_error_time_to_target_group_out")),
+        pct_or_na(s.at("max_abs_error_time_to_target_group_out")),
+        pct_or_na(s.at("median_abs_error_time_to_target_loo")));
   }
   out += fmt::format(
       "analytic round |error| median on the compute calibration before the measurement {}, "
       "after it {}, their mean (above) {}; rounds to target median |error| leave-one-out {}, "
       "leave-group-out {}\n",
-      p(summary["median_abs_error_round_analytic_before"]),
-      p(summary["median_abs_error_round_analytic_after"]),
-      p(summary["analytic"]["median_abs_error_round"]), p(summary["median_abs_error_rounds_loo"]),
-      p(summary["median_abs_error_rounds_group_out"]));
-  outcome.text = out;
+      pct_or_na(summary.at("median_abs_error_round_analytic_before")),
+      pct_or_na(summary.at("median_abs_error_round_analytic_after")),
+      pct_or_na(summary.at("analytic").at("median_abs_error_round")),
+      pct_or_na(summary.at("median_abs_error_rounds_loo")),
+      pct_or_na(summary.at("median_abs_error_rounds_group_out")));
+  return out;
+}
+
+}  // namespace
+
+TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
+  Validation v(a, checked_inputs(a));
+  make_folder((v.out_dir / "runs").string(), "--out");
+  make_folder((v.out_dir / "platforms").string(), "--out");
+  v.rows = rows_of(v.in.matrix, v.in.batch);
+  v.measured.resize(v.rows.size());
+  size_t next = 0;
+  for (const TestbedGroup& group : v.in.matrix.groups)
+    measure_group(v, group, next);
+  predict_and_simulate(v);
+  train_seeds(v);
+  const SeedCheck seeds = settle_rounds_truth(v.rows);
+  const json fit_report = fit_rounds(v.rows);
+  const Tables tables = tabulate(v.rows);
+  const json summary = summary_json(v.rows, tables);
+  const json context = context_json(v, seeds);
+  const json report = {{"context", context},
+                       {"networks", v.networks},
+                       {"convergence_fit", fit_report},
+                       {"summary", summary},
+                       {"results", tables.results}};
+  write_text((v.out_dir / "testbed-validation.json").string(), report.dump(2) + "\n");
+  write_text((v.out_dir / "testbed-validation.csv").string(), tables.csv);
+
+  TestbedValidateOutcome outcome;
+  outcome.report = report;
+  if (!a.no_plot) plot_scatter(v.rows, v.out_dir, outcome.notes);
+  outcome.text = table_text(v.rows, tables.errors) + repeated_runs_text(v.rows) +
+                 summary_text(context, summary);
   outcome.notes.insert(outcome.notes.begin(),
-                       "wrote " + (out_dir / "testbed-validation.json").string() + ", .csv" +
+                       "wrote " + (v.out_dir / "testbed-validation.json").string() + ", .csv" +
                            (a.no_plot ? "" : " and scatter.png/.svg"));
   if (a.max_round_error >= 0) {
-    const json& v = summary["simgrid_cm02"]["median_abs_error_round"];
-    if (!v.is_number() || 100 * v.get<double>() > a.max_round_error)
+    const json& e = summary.at("simgrid_cm02").at("median_abs_error_round");
+    if (!e.is_number() || 100 * e.get<double>() > a.max_round_error)
       outcome.exceeded =
-          fmt::format("simgrid CM02 median round |error| {} exceeds --max-round-error {}%", p(v),
-                      a.max_round_error);
+          fmt::format("simgrid CM02 median round |error| {} exceeds --max-round-error {}%",
+                      pct_or_na(e), a.max_round_error);
   }
   return outcome;
 }
