@@ -536,11 +536,7 @@ class NodeStarRoutes : public RouteOracle {
       route.links.push_back(b.nic_down);
       if (b.gpu_down >= 0) route.links.push_back(b.gpu_down);
     }
-    for (int link : route.links) {
-      const Link& l = links_[static_cast<size_t>(link)];
-      route.latency_s += l.latency_s;
-      route.bandwidth_Bps = std::min(route.bandwidth_Bps, l.bandwidth_Bps);
-    }
+    total_route(route, links_);
     return route;
   }
 

@@ -25,11 +25,7 @@ class NodeFabricRoutes : public RouteOracle {
     const bool same_node = src_host / gpus_per_node_ == dst_host / gpus_per_node_;
     const int base = same_node ? 0 : 2;  // each host: intra up, intra down, inter up, inter down
     route.links = {4 * src_host + base, 4 * dst_host + base + 1};
-    for (int link : route.links) {
-      const Link& l = links_[static_cast<size_t>(link)];
-      route.latency_s += l.latency_s;
-      route.bandwidth_Bps = std::min(route.bandwidth_Bps, l.bandwidth_Bps);
-    }
+    total_route(route, links_);
     return route;
   }
 

@@ -25,12 +25,7 @@ Route CrossbarRoutes::route(int src_host, int dst_host) const {
   }
   route.links = {up_links_.at(static_cast<size_t>(src_host)),
                  down_links_.at(static_cast<size_t>(dst_host))};
-  route.bandwidth_Bps = std::numeric_limits<double>::infinity();
-  for (int link : route.links) {
-    const Link& l = links_.at(static_cast<size_t>(link));
-    route.latency_s += l.latency_s;
-    route.bandwidth_Bps = std::min(route.bandwidth_Bps, l.bandwidth_Bps);
-  }
+  total_route(route, links_);
   return route;
 }
 
@@ -104,6 +99,16 @@ bool parse_prop_number(const std::string& text, double& value) {
   if (end != text.c_str() + text.size() || !std::isfinite(parsed)) return false;
   value = parsed;
   return true;
+}
+
+void total_route(Route& route, const std::vector<Link>& links) {
+  route.latency_s = 0;
+  route.bandwidth_Bps = std::numeric_limits<double>::infinity();
+  for (int link : route.links) {
+    const Link& l = links.at(static_cast<size_t>(link));
+    route.latency_s += l.latency_s;
+    route.bandwidth_Bps = std::min(route.bandwidth_Bps, l.bandwidth_Bps);
+  }
 }
 
 const std::vector<PlatformProperty>& platform_properties() {

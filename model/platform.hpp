@@ -49,6 +49,10 @@ struct Route {
   double bandwidth_Bps = 0;
 };
 
+/// Sets a route's latency (the sum over its links) and bandwidth (the narrowest; infinite with no
+/// link) from `links`, which its link indices point into.
+void total_route(Route& route, const std::vector<Link>& links);
+
 /// How a message crosses a route, from the root zone's props `message_protocol` ("plain", the
 /// default, or "rendezvous") and `eager_limit_bytes`. With a rendezvous, a message of more than
 /// eager_limit_bytes is a request to the receiver, its clear-to-send back once the receiver has

@@ -42,12 +42,6 @@ namespace tauplan::testbed {
 
 namespace {
 
-double monotonic_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 /// Opens the TUN interface `name` inside namespace `netns` (the fd stays bound to it).
 int open_tun(const std::string& netns, const std::string& name) {
   NamespaceGuard in(netns);

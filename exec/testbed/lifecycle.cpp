@@ -62,12 +62,6 @@ class InterruptWatch {
   struct sigaction previous_[3]{};
 };
 
-double monotonic_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 std::string fabric_marker(const std::string& prefix) {
   return "testbed fabric --prefix " + prefix + " ";
 }

@@ -23,12 +23,6 @@ namespace tauplan::testbed {
 
 namespace {
 
-double monotonic_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 std::string join(const std::vector<std::string>& argv) {
   std::string text;
   for (const std::string& a : argv)
@@ -161,6 +155,12 @@ std::string ip_problem() {
 }
 
 }  // namespace
+
+double monotonic_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 bool can_manage_namespaces(std::string& why) {
   why = missing_capabilities();

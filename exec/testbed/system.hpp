@@ -24,6 +24,9 @@ CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s
 /// run_command, and std::runtime_error naming the command and its stderr unless it exits 0.
 std::string run_checked(const std::vector<std::string>& argv, double timeout_s = 15);
 
+/// Seconds on CLOCK_MONOTONIC (one clock for every namespace of this machine).
+double monotonic_s();
+
 /// Whether this process may create network namespaces and enter them (effective CAP_NET_ADMIN
 /// and CAP_SYS_ADMIN, and an `ip` that runs); `why` says what is missing otherwise.
 bool can_manage_namespaces(std::string& why);
