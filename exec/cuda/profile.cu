@@ -206,6 +206,21 @@ __global__ void spin_kernel(unsigned long long ns) {
   } while (now - start < ns);
 }
 
+// Sums each thread's `dot` and `abs` over the block (a power-of-two number of threads) into
+// s_dot[0] and s_abs[0].
+__device__ void block_sums(double dot, double abs, double* s_dot, double* s_abs) {
+  s_dot[threadIdx.x] = dot;
+  s_abs[threadIdx.x] = abs;
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      s_dot[threadIdx.x] += s_dot[threadIdx.x + stride];
+      s_abs[threadIdx.x] += s_abs[threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+}
+
 // One block per checked entry (i, j) of row-major C = A B: the double-precision dot product
 // of A's row i and B's column j, and the sum of |a b| (the error bound's scale).
 __global__ void reference_entries(const __nv_bfloat16* a, const __nv_bfloat16* b,
@@ -221,16 +236,7 @@ __global__ void reference_entries(const __nv_bfloat16* a, const __nv_bfloat16* b
     dot += x * y;
     abs += fabs(x * y);
   }
-  s_dot[threadIdx.x] = dot;
-  s_abs[threadIdx.x] = abs;
-  __syncthreads();
-  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      s_dot[threadIdx.x] += s_dot[threadIdx.x + stride];
-      s_abs[threadIdx.x] += s_abs[threadIdx.x + stride];
-    }
-    __syncthreads();
-  }
+  block_sums(dot, abs, s_dot, s_abs);
   if (threadIdx.x == 0) {
     ref[blockIdx.x] = s_dot[0];
     abs_sum[blockIdx.x] = s_abs[0];
@@ -264,16 +270,7 @@ __global__ void reference_strided_entries(StridedOperand a, StridedOperand b, co
     dot += x * y;
     abs += fabs(x * y);
   }
-  s_dot[threadIdx.x] = dot;
-  s_abs[threadIdx.x] = abs;
-  __syncthreads();
-  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      s_dot[threadIdx.x] += s_dot[threadIdx.x + stride];
-      s_abs[threadIdx.x] += s_abs[threadIdx.x + stride];
-    }
-    __syncthreads();
-  }
+  block_sums(dot, abs, s_dot, s_abs);
   if (threadIdx.x == 0) {
     ref[blockIdx.x] = alpha * s_dot[0];
     abs_sum[blockIdx.x] = fabs(alpha) * s_abs[0];
