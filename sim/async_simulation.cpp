@@ -574,12 +574,8 @@ model::ResultRow AsyncSimulation::make_row() const {
         {"staleness_mean", state.staleness_count > 0
                                ? state.staleness_sum / static_cast<double>(state.staleness_count)
                                : 0.0}};
-    if (state.slow_factor != 1.0 && state.slow_fraction > 0) {
-      entry["straggler_factor"] = state.slow_factor;
-      entry["straggler_fraction"] = state.slow_fraction;
-      entry["slow_steps"] = state.slow_steps;
-      entry["steps"] = state.steps;
-    }
+    add_straggler_detail(entry, state.slow_factor, state.slow_fraction, state.slow_steps,
+                         state.steps);
     workers.push_back(entry);
   }
   extra["workers_detail"] = workers;

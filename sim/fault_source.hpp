@@ -1,5 +1,5 @@
 // fault_source.hpp: one source of host failures in a simulation, and the actor body that injects
-// them (shared by the synchronous and the asynchronous simulator).
+// them (shared by the synchronous and the asynchronous simulator), and a straggler's report.
 //
 // A source fails one host at a fixed time (at_s >= 0), or at exponential intervals of mean
 // mtbf_s drawn from its own seeded stream (random.hpp), or first at at_s and then every
@@ -11,6 +11,8 @@
 
 #include <cstddef>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "model/error.hpp"
 #include "model/plan.hpp"
@@ -66,6 +68,17 @@ void run_fault_injector(const FailureSource& source, double t0_s, Finished finis
     if (source.mtbf_s <= 0) return;
     next += rng.exponential(source.mtbf_s);
   }
+}
+
+/// A straggling worker's fields of workers_detail (its slow-down, the share of its steps drawn
+/// slow, and the counts drawn), added only when it straggles; shared by both simulators.
+inline void add_straggler_detail(nlohmann::json& entry, double factor, double fraction,
+                                 long long slow_steps, long long steps) {
+  if (factor == 1.0 || fraction <= 0) return;
+  entry["straggler_factor"] = factor;
+  entry["straggler_fraction"] = fraction;
+  entry["slow_steps"] = slow_steps;
+  entry["steps"] = steps;
 }
 
 }  // namespace tauplan::sim

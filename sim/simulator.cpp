@@ -937,12 +937,8 @@ model::ResultRow Simulation::make_row() const {
         {"host", host_name(plan_.worker_hosts[w])},
         {"samples", plan_.worker_samples.empty() ? 0.0 : plan_.worker_samples[w]},
         {"compute_s", steps_simulated > 0 ? worker_busy_s_[w] / steps_simulated : 0.0}};
-    if (slow_factor_[w] != 1.0 && slow_fraction_[w] > 0) {
-      entry["straggler_factor"] = slow_factor_[w];
-      entry["straggler_fraction"] = slow_fraction_[w];
-      entry["slow_steps"] = worker_slow_steps_[w];
-      entry["steps"] = worker_steps_[w];
-    }
+    add_straggler_detail(entry, slow_factor_[w], slow_fraction_[w], worker_slow_steps_[w],
+                         worker_steps_[w]);
     workers.push_back(entry);
   }
   extra["workers_detail"] = workers;
