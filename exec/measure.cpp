@@ -255,22 +255,7 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
   describe_run(m, settings.train, data, shape);
   m.timing = Timing::Concurrent;
   m.clock = "wall";
-  const RankTimes* slowest = nullptr;
-  for (const RankTimes& r : report.ranks) {
-    if (!slowest || r.step_s > slowest->step_s) slowest = &r;
-    WorkerReport w;
-    w.worker = r.rank;
-    w.host = plan.worker_hosts[static_cast<size_t>(r.rank)];
-    w.host_name = platform.hosts[static_cast<size_t>(w.host)].name;
-    w.samples = o.batch / o.data;
-    w.compute_median_s = w.measured_median_s = r.compute_s;
-    w.steps = report.steps;
-    m.per_worker.push_back(w);
-  }
-  if (slowest) {
-    m.compute_s = m.compute_median_s = slowest->compute_s;
-    m.sync_s = m.sync_mean_s = slowest->comm_s;
-  }
+  add_rank_workers(m, report.ranks, plan, platform, o.batch / o.data, report.steps);
   m.round_median_s = report.step_s;
   m.round_mean_s = report.steps > 0 ? report.wall_s / static_cast<double>(report.steps) : 0;
   m.rounds = m.steps = report.steps;

@@ -37,4 +37,28 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
                    const model::Platform& platform, const std::vector<std::string>& strategies,
                    MpiSession* mpi, std::ostream* log);
 
+/// A layout run's ranks as the Measurement's workers (each rank's host from the Plan, `samples`
+/// per rank, its compute time as both median and measured), and the slowest rank's compute and
+/// communication as the run's: shared by the MLP's and the transformer's layout measurements.
+template <typename RankTimes>
+void add_rank_workers(Measurement& m, const std::vector<RankTimes>& ranks, const model::Plan& plan,
+                      const model::Platform& platform, long long samples, long long steps) {
+  const RankTimes* slowest = nullptr;
+  for (const RankTimes& r : ranks) {
+    if (!slowest || r.step_s > slowest->step_s) slowest = &r;
+    WorkerReport w;
+    w.worker = r.rank;
+    w.host = plan.worker_hosts[static_cast<size_t>(r.rank)];
+    w.host_name = platform.hosts[static_cast<size_t>(w.host)].name;
+    w.samples = samples;
+    w.compute_median_s = w.measured_median_s = r.compute_s;
+    w.steps = steps;
+    m.per_worker.push_back(w);
+  }
+  if (slowest) {
+    m.compute_s = m.compute_median_s = slowest->compute_s;
+    m.sync_s = m.sync_mean_s = slowest->comm_s;
+  }
+}
+
 }  // namespace tauplan::exec

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "exec/job_keys.hpp"
+#include "exec/measure.hpp"
 #include "exec/token_stream.hpp"
 #include "exec/transformer_trainer.hpp"
 #include "model/error.hpp"
@@ -131,22 +132,7 @@ Measurement to_measurement(const model::Plan& plan, const model::Platform& platf
   m.learning_rate = static_cast<double>(o.adam.learning_rate);
   m.seed = o.seed;
   m.clock = "wall";
-  const TransformerRankTimes* slowest = nullptr;
-  for (const TransformerRankTimes& r : report.ranks) {
-    if (!slowest || r.step_s > slowest->step_s) slowest = &r;
-    WorkerReport w;
-    w.worker = r.rank;
-    w.host = plan.worker_hosts[static_cast<std::size_t>(r.rank)];
-    w.host_name = platform.hosts[static_cast<std::size_t>(w.host)].name;
-    w.samples = o.batch / o.data;
-    w.compute_median_s = w.measured_median_s = r.compute_s;
-    w.steps = report.steps;
-    m.per_worker.push_back(w);
-  }
-  if (slowest) {
-    m.compute_s = m.compute_median_s = slowest->compute_s;
-    m.sync_s = m.sync_mean_s = slowest->comm_s;
-  }
+  add_rank_workers(m, report.ranks, plan, platform, o.batch / o.data, report.steps);
   m.round_median_s = report.step_median_s;
   m.round_mean_s = report.wall_s / static_cast<double>(report.steps);
   m.rounds = m.steps = report.steps;
