@@ -302,6 +302,24 @@ struct WorkerState {
   long long loss_count = 0;
 };
 
+/// One round's clock as its ops run; reset by begin_round.
+struct RoundClock {
+  std::vector<double> end;  // per op: when it ended (lockstep virtual, or from the round's start)
+  double sync_total = 0;    // the round's synchronisation time
+  // Concurrent: this process's collectives of the round, (entry, duration) from round start.
+  std::vector<double> sync_spans;
+  Clock::time_point start;  // the round's start
+  double offset = 0;        // the round's start from origin_ (concurrent trace time)
+};
+
+/// What a run keeps across its rounds: per-round series and the evaluation bookkeeping.
+struct RunSeries {
+  std::vector<double> round_times, round_compute, round_sync;
+  double loss_sum_seen = 0;
+  long long loss_count_seen = 0;
+  long long budget_evaluated_at = 0;
+};
+
 class Runner {
  public:
   Runner(const model::Plan& plan, const model::Platform& platform, const Dataset& data,
@@ -364,6 +382,22 @@ class Runner {
   void run_collective(const ProgramOp& op);
   void emulate(double measured_s, double slowdown) const;
   double evaluate();
+  /// Resets the workers and the round clock, snapshots Adasum's parameters, aligns the start.
+  void begin_round(long long round, bool adasum_params, RoundClock& rc);
+  /// Runs a segment's worker ops one after another (lockstep, or one local worker).
+  void run_segment_serial(const Segment& segment, long long round, RoundClock& rc);
+  /// Runs a segment's worker ops on the pool, one thread per local worker (concurrent).
+  void run_segment_pooled(const Segment& segment, long long round, RoundClock& rc);
+  /// Runs the collective or barrier that closes a segment, and times it.
+  void run_segment_sync(const Segment& segment, long long round, RoundClock& rc);
+  /// Agrees on the round's time, compute and sync across processes; advances the clock.
+  void close_round(RoundClock& rc, RunSeries& series);
+  /// Evaluates after a round and adds a point to the curve; true when the target is reached.
+  bool evaluate_point(long long round, RunSeries& series);
+  /// Fills the measurement's totals and medians once the rounds are done.
+  void summarize(Clock::time_point run_start, const RunSeries& series);
+  /// Fills the per-worker reports, shared across processes, and the time budget's extras.
+  void report_workers();
   /// Records a worker op's span (trace time: virtual in lockstep, wall from origin_ otherwise).
   void record(const ProgramOp& op, long long round, double start_s, double duration_s);
   /// Records a collective's span on every local worker's track (barriers are not traced, as in
@@ -616,207 +650,188 @@ double Runner::evaluate() {
   return comm_.max_all(accuracy);
 }
 
-Measurement Runner::run() {
-  const auto run_start = Clock::now();
-  const long long spr = program_.steps_per_round;
-  // A time budget's steps are known only as they are taken: its rounds run until max_steps
-  // steps (of its busiest worker), evaluated every eval_every of them.
-  const bool budget = plan_.round_budget_s > 0;
-  const long long max_rounds = budget ? std::max(1LL, options_.max_steps)
-                                      : std::max(1LL, (options_.max_steps + spr - 1) / spr);
-  long long budget_evaluated_at = 0;
-  const long long eval_every = std::max(1LL, (options_.eval_every_steps + spr - 1) / spr);
-  const bool adasum_params =
-      options_.combine == CombineRule::Adasum && comm_.memory() == MemorySpace::Host;
-  const bool concurrent = options_.timing == Timing::Concurrent;
-
-  std::vector<double> round_times, round_compute, round_sync;
-  std::vector<double> end(program_.ops.size(), 0.0);
-  double loss_sum_seen = 0;
-  long long loss_count_seen = 0;
-
-  comm_.align_start();  // every process of the run, servers included
-  origin_ = Clock::now();
-  for (long long round = 0; round < max_rounds; ++round) {
-    tracing_ = round < options_.trace_rounds;
-    for (auto& w : workers_) {
-      w->local_step = 0;
-      w->fraction_done = 0;
-      w->round_busy_s = 0;
-    }
-    if (adasum_params) {
-      round_start_params_.resize(parameters_);
-      workers_.front()->replica->get_parameters_to_host(round_start_params_.data());
-    }
-    std::fill(end.begin(), end.end(), 0.0);
-    double sync_total = 0;
-    // Concurrent: this process's collectives of the round, (entry, duration) from round start.
-    std::vector<double> sync_spans;
-    if (concurrent) comm_.barrier();  // every round starts aligned on every process
-    const auto round_start = Clock::now();
-    const double round_offset = seconds_between(origin_, round_start);
-
-    for (const Segment& segment : program_.segments) {
-      if (!concurrent || !pool_) {
-        for (std::size_t i : segment.ops) {
-          const ProgramOp& op = program_.ops[i];
-          if (op.worker < 0 || !is_local(op.worker)) continue;
-          const auto wall0 = Clock::now();
-          const double duration = run_worker_op(op, round);
-          double start = 0;
-          if (!concurrent) {
-            for (std::size_t p : op.preds)
-              start = std::max(start, end[p]);
-          } else {
-            start = seconds_between(round_start, wall0);
-          }
-          end[i] = start + duration;
-          record(op, round, concurrent ? round_offset + start : clock_s_ + start, duration);
-        }
-      } else {
-        // Concurrent: each local worker runs its ops of the segment on its own thread.
-        std::vector<std::vector<std::size_t>> by_worker(workers_.size());
-        for (std::size_t i : segment.ops) {
-          const ProgramOp& op = program_.ops[i];
-          if (op.worker >= 0 && is_local(op.worker))
-            by_worker[local_index_.at(op.worker)].push_back(i);
-        }
-        std::vector<double> starts(program_.ops.size(), 0.0);
-        pool_->run(static_cast<int>(workers_.size()), [&](int l) {
-          for (std::size_t i : by_worker[static_cast<std::size_t>(l)]) {
-            const auto wall0 = Clock::now();
-            run_worker_op(program_.ops[i], round);
-            starts[i] = seconds_between(round_start, wall0);
-            end[i] = seconds_between(round_start, Clock::now());
-          }
-        });
-        for (const auto& list : by_worker)
-          for (std::size_t i : list)
-            record(program_.ops[i], round, round_offset + starts[i], end[i] - starts[i]);
-      }
-      if (segment.sync >= 0) {
-        const auto si = static_cast<std::size_t>(segment.sync);
-        const ProgramOp& op = program_.ops[si];
-        const long long sent_before = comm_.messages_sent();
-        if (!concurrent) {
-          double ready = 0;
-          for (std::size_t p : op.preds)
-            ready = std::max(ready, end[p]);
-          ready = comm_.max_all(ready);
-          const double duration = run_sync_op(op);
-          end[si] = ready + duration;
-          sync_total += duration;
-          record_sync(op, round, clock_s_ + ready, duration, comm_.messages_sent() - sent_before);
-        } else {
-          // No barrier: the collective starts when this process's workers are done.
-          const auto enter = Clock::now();
-          run_collective(op);
-          const auto leave = Clock::now();
-          const double start = seconds_between(round_start, enter);
-          const double duration = seconds_between(enter, leave);
-          end[si] = start + duration;
-          sync_spans.push_back(start);
-          sync_spans.push_back(duration);
-          record_sync(op, round, round_offset + start, duration,
-                      comm_.messages_sent() - sent_before);
-        }
-      }
-    }
-
-    double busy = 0;
-    for (auto& w : workers_)
-      busy =
-          std::max(busy, budget ? w->round_busy_s / std::max(1, w->local_step) : w->round_busy_s);
-    double round_s = 0;
-    if (!concurrent) {
-      for (double e : end)
-        round_s = std::max(round_s, e);
-      round_s = comm_.max_all(round_s);
-      busy = comm_.max_all(busy);
-    } else {
-      // One gather per round, after the round: [end, busy, (entry, duration) per collective].
-      std::vector<double> mine{seconds_between(round_start, Clock::now()), busy};
-      mine.insert(mine.end(), sync_spans.begin(), sync_spans.end());
-      const std::vector<double> all = comm_.all_gather(mine);
-      const std::size_t stride = mine.size();
-      busy = 0;
-      for (std::size_t p = 0; p < all.size(); p += stride) {
-        round_s = std::max(round_s, all[p]);
-        busy = std::max(busy, all[p + 1]);
-      }
-      for (std::size_t c = 2; c < stride; c += 2) {
-        std::size_t critical = 0;  // the process that entered this collective last
-        for (std::size_t p = 0; p < all.size(); p += stride)
-          if (all[p + c] > all[critical + c]) critical = p;
-        sync_total += all[critical + c + 1];
-      }
-    }
-    round_times.push_back(round_s);
-    // Per step: of the busiest worker (with a budget: the slowest step, each worker's own count).
-    round_compute.push_back(budget ? busy : busy / static_cast<double>(spr));
-    round_sync.push_back(sync_total);
-    clock_s_ += round_s;
-    if (budget) {
-      double most = 0;
-      for (auto& w : workers_)
-        most = std::max(most, static_cast<double>(w->local_step));
-      budget_steps_done_ += static_cast<long long>(comm_.max_all(most));
-    }
-
-    const bool last =
-        round + 1 == max_rounds || (budget && budget_steps_done_ >= options_.max_steps);
-    const bool due = budget ? budget_steps_done_ - budget_evaluated_at >= options_.eval_every_steps
-                            : (round + 1) % eval_every == 0;
-    if (due || last) {
-      budget_evaluated_at = budget_steps_done_;
-      const auto eval_start = Clock::now();
-      AccuracyPoint point;
-      point.round = round + 1;
-      point.steps = plan_.round_budget_s > 0 ? budget_steps_done_ : (round + 1) * spr;
-      point.time_s = clock_s_;
-      point.accuracy = evaluate();
-      double loss_sum = 0;
-      long long loss_count = 0;
-      for (auto& w : workers_) {
-        loss_sum += w->loss_sum;
-        loss_count += w->loss_count;
-      }
-      point.train_loss =
-          loss_count > loss_count_seen
-              ? (loss_sum - loss_sum_seen) / static_cast<double>(loss_count - loss_count_seen)
-              : 0;
-      loss_sum_seen = loss_sum;
-      loss_count_seen = loss_count;
-      out_.curve.push_back(point);
-      out_.final_accuracy = point.accuracy;
-      out_.eval_wall_s += seconds_between(eval_start, Clock::now());
-      out_.rounds = round + 1;
-      if (options_.target_accuracy > 0 && point.accuracy >= options_.target_accuracy) {
-        out_.reached = true;
-        break;
-      }
-    }
-    out_.rounds = round + 1;
-    if (last) break;
+void Runner::begin_round(long long round, bool adasum_params, RoundClock& rc) {
+  tracing_ = round < options_.trace_rounds;
+  for (auto& w : workers_) {
+    w->local_step = 0;
+    w->fraction_done = 0;
+    w->round_busy_s = 0;
   }
+  if (adasum_params) {
+    round_start_params_.resize(parameters_);
+    workers_.front()->replica->get_parameters_to_host(round_start_params_.data());
+  }
+  std::fill(rc.end.begin(), rc.end.end(), 0.0);
+  rc.sync_total = 0;
+  rc.sync_spans.clear();
+  if (options_.timing == Timing::Concurrent)
+    comm_.barrier();  // every round starts aligned on every process
+  rc.start = Clock::now();
+  rc.offset = seconds_between(origin_, rc.start);
+}
 
-  comm_.finish();  // server processes leave their serving loop
+void Runner::run_segment_serial(const Segment& segment, long long round, RoundClock& rc) {
+  const bool concurrent = options_.timing == Timing::Concurrent;
+  for (std::size_t i : segment.ops) {
+    const ProgramOp& op = program_.ops[i];
+    if (op.worker < 0 || !is_local(op.worker)) continue;
+    const auto wall0 = Clock::now();
+    const double duration = run_worker_op(op, round);
+    double start = 0;
+    if (!concurrent) {
+      for (std::size_t p : op.preds)
+        start = std::max(start, rc.end[p]);
+    } else {
+      start = seconds_between(rc.start, wall0);
+    }
+    rc.end[i] = start + duration;
+    record(op, round, concurrent ? rc.offset + start : clock_s_ + start, duration);
+  }
+}
+
+void Runner::run_segment_pooled(const Segment& segment, long long round, RoundClock& rc) {
+  // Concurrent: each local worker runs its ops of the segment on its own thread.
+  std::vector<std::vector<std::size_t>> by_worker(workers_.size());
+  for (std::size_t i : segment.ops) {
+    const ProgramOp& op = program_.ops[i];
+    if (op.worker >= 0 && is_local(op.worker)) by_worker[local_index_.at(op.worker)].push_back(i);
+  }
+  std::vector<double> starts(program_.ops.size(), 0.0);
+  pool_->run(static_cast<int>(workers_.size()), [&](int l) {
+    for (std::size_t i : by_worker[static_cast<std::size_t>(l)]) {
+      const auto wall0 = Clock::now();
+      run_worker_op(program_.ops[i], round);
+      starts[i] = seconds_between(rc.start, wall0);
+      rc.end[i] = seconds_between(rc.start, Clock::now());
+    }
+  });
+  for (const auto& list : by_worker)
+    for (std::size_t i : list)
+      record(program_.ops[i], round, rc.offset + starts[i], rc.end[i] - starts[i]);
+}
+
+void Runner::run_segment_sync(const Segment& segment, long long round, RoundClock& rc) {
+  const auto si = static_cast<std::size_t>(segment.sync);
+  const ProgramOp& op = program_.ops[si];
+  const long long sent_before = comm_.messages_sent();
+  if (options_.timing != Timing::Concurrent) {
+    double ready = 0;
+    for (std::size_t p : op.preds)
+      ready = std::max(ready, rc.end[p]);
+    ready = comm_.max_all(ready);
+    const double duration = run_sync_op(op);
+    rc.end[si] = ready + duration;
+    rc.sync_total += duration;
+    record_sync(op, round, clock_s_ + ready, duration, comm_.messages_sent() - sent_before);
+  } else {
+    // No barrier: the collective starts when this process's workers are done.
+    const auto enter = Clock::now();
+    run_collective(op);
+    const auto leave = Clock::now();
+    const double start = seconds_between(rc.start, enter);
+    const double duration = seconds_between(enter, leave);
+    rc.end[si] = start + duration;
+    rc.sync_spans.push_back(start);
+    rc.sync_spans.push_back(duration);
+    record_sync(op, round, rc.offset + start, duration, comm_.messages_sent() - sent_before);
+  }
+}
+
+void Runner::close_round(RoundClock& rc, RunSeries& series) {
+  const bool budget = plan_.round_budget_s > 0;
+  const long long spr = program_.steps_per_round;
+  double busy = 0;
+  for (auto& w : workers_)
+    busy = std::max(busy, budget ? w->round_busy_s / std::max(1, w->local_step) : w->round_busy_s);
+  double round_s = 0;
+  if (options_.timing != Timing::Concurrent) {
+    for (double e : rc.end)
+      round_s = std::max(round_s, e);
+    round_s = comm_.max_all(round_s);
+    busy = comm_.max_all(busy);
+  } else {
+    // One gather per round, after the round: [end, busy, (entry, duration) per collective].
+    std::vector<double> mine{seconds_between(rc.start, Clock::now()), busy};
+    mine.insert(mine.end(), rc.sync_spans.begin(), rc.sync_spans.end());
+    const std::vector<double> all = comm_.all_gather(mine);
+    const std::size_t stride = mine.size();
+    busy = 0;
+    for (std::size_t p = 0; p < all.size(); p += stride) {
+      round_s = std::max(round_s, all[p]);
+      busy = std::max(busy, all[p + 1]);
+    }
+    for (std::size_t c = 2; c < stride; c += 2) {
+      std::size_t critical = 0;  // the process that entered this collective last
+      for (std::size_t p = 0; p < all.size(); p += stride)
+        if (all[p + c] > all[critical + c]) critical = p;
+      rc.sync_total += all[critical + c + 1];
+    }
+  }
+  series.round_times.push_back(round_s);
+  // Per step: of the busiest worker (with a budget: the slowest step, each worker's own count).
+  series.round_compute.push_back(budget ? busy : busy / static_cast<double>(spr));
+  series.round_sync.push_back(rc.sync_total);
+  clock_s_ += round_s;
+  if (budget) {
+    double most = 0;
+    for (auto& w : workers_)
+      most = std::max(most, static_cast<double>(w->local_step));
+    budget_steps_done_ += static_cast<long long>(comm_.max_all(most));
+  }
+}
+
+bool Runner::evaluate_point(long long round, RunSeries& series) {
+  const long long spr = program_.steps_per_round;
+  series.budget_evaluated_at = budget_steps_done_;
+  const auto eval_start = Clock::now();
+  AccuracyPoint point;
+  point.round = round + 1;
+  point.steps = plan_.round_budget_s > 0 ? budget_steps_done_ : (round + 1) * spr;
+  point.time_s = clock_s_;
+  point.accuracy = evaluate();
+  double loss_sum = 0;
+  long long loss_count = 0;
+  for (auto& w : workers_) {
+    loss_sum += w->loss_sum;
+    loss_count += w->loss_count;
+  }
+  point.train_loss = loss_count > series.loss_count_seen
+                         ? (loss_sum - series.loss_sum_seen) /
+                               static_cast<double>(loss_count - series.loss_count_seen)
+                         : 0;
+  series.loss_sum_seen = loss_sum;
+  series.loss_count_seen = loss_count;
+  out_.curve.push_back(point);
+  out_.final_accuracy = point.accuracy;
+  out_.eval_wall_s += seconds_between(eval_start, Clock::now());
+  out_.rounds = round + 1;
+  if (options_.target_accuracy > 0 && point.accuracy >= options_.target_accuracy) {
+    out_.reached = true;
+    return true;
+  }
+  return false;
+}
+
+void Runner::summarize(Clock::time_point run_start, const RunSeries& series) {
+  const long long spr = program_.steps_per_round;
   out_.steps = plan_.round_budget_s > 0 ? budget_steps_done_ : out_.rounds * spr;
   out_.steps_per_round = static_cast<int>(spr);
   out_.clock = cpu_clock_ ? "thread-cpu" : "wall";
   out_.total_s = clock_s_;
-  out_.round_median_s = median(round_times);
+  out_.round_median_s = median(series.round_times);
   out_.round_mean_s = out_.rounds > 0 ? clock_s_ / static_cast<double>(out_.rounds) : 0;
-  out_.compute_median_s = median(round_compute);
-  out_.compute_s = mean(round_compute);
-  out_.sync_s = median(round_sync);
-  out_.sync_mean_s = mean(round_sync);
+  out_.compute_median_s = median(series.round_compute);
+  out_.compute_s = mean(series.round_compute);
+  out_.sync_s = median(series.round_sync);
+  out_.sync_mean_s = mean(series.round_sync);
   out_.wall_s = seconds_between(run_start, Clock::now());
   if (options_.keep_parameters) {
     out_.final_parameters.resize(parameters_);
     workers_.front()->replica->get_parameters_to_host(out_.final_parameters.data());
   }
+}
 
+void Runner::report_workers() {
   // Per-worker C(b): medians of this process's workers, then shared so every rank reports all.
   const std::vector<std::string> hosts = comm_.process_hosts();  // MPI: one worker per rank
   out_.per_worker.resize(samples_.size());
@@ -850,6 +865,51 @@ Measurement Runner::run() {
                                      ? "lockstep virtual clock (measured x slowdown)"
                                      : "wall clock (concurrent, emulated slowdown slept)";
   }
+}
+
+Measurement Runner::run() {
+  const auto run_start = Clock::now();
+  const long long spr = program_.steps_per_round;
+  // A time budget's steps are known only as they are taken: its rounds run until max_steps
+  // steps (of its busiest worker), evaluated every eval_every of them.
+  const bool budget = plan_.round_budget_s > 0;
+  const long long max_rounds = budget ? std::max(1LL, options_.max_steps)
+                                      : std::max(1LL, (options_.max_steps + spr - 1) / spr);
+  const long long eval_every = std::max(1LL, (options_.eval_every_steps + spr - 1) / spr);
+  const bool adasum_params =
+      options_.combine == CombineRule::Adasum && comm_.memory() == MemorySpace::Host;
+  const bool concurrent = options_.timing == Timing::Concurrent;
+
+  RunSeries series;
+  RoundClock rc;
+  rc.end.assign(program_.ops.size(), 0.0);
+
+  comm_.align_start();  // every process of the run, servers included
+  origin_ = Clock::now();
+  for (long long round = 0; round < max_rounds; ++round) {
+    begin_round(round, adasum_params, rc);
+    for (const Segment& segment : program_.segments) {
+      if (!concurrent || !pool_)
+        run_segment_serial(segment, round, rc);
+      else
+        run_segment_pooled(segment, round, rc);
+      if (segment.sync >= 0) run_segment_sync(segment, round, rc);
+    }
+    close_round(rc, series);
+
+    const bool last =
+        round + 1 == max_rounds || (budget && budget_steps_done_ >= options_.max_steps);
+    const bool due =
+        budget ? budget_steps_done_ - series.budget_evaluated_at >= options_.eval_every_steps
+               : (round + 1) % eval_every == 0;
+    if ((due || last) && evaluate_point(round, series)) break;  // the target accuracy is reached
+    out_.rounds = round + 1;
+    if (last) break;
+  }
+
+  comm_.finish();  // server processes leave their serving loop
+  summarize(run_start, series);
+  report_workers();
   return out_;
 }
 

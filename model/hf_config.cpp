@@ -51,10 +51,9 @@ const std::vector<const char*>& moe_fields() {
   return fields;
 }
 
-}  // namespace
-
-const std::vector<HfConfigField>& hf_config_fields() {
-  static const std::vector<HfConfigField> fields = {
+/// Fields every model_type reads: its type, dtype, vocabulary and tied embeddings.
+std::vector<HfConfigField> common_fields() {
+  return {
       {"model_type", "all", "llama | mistral | qwen2 | mixtral | deepseek_v2 | deepseek_v3 | gpt2"},
       {"architectures", "all",
        "LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | MixtralForCausalLM | "
@@ -63,6 +62,12 @@ const std::vector<HfConfigField>& hf_config_fields() {
        "bfloat16|float16: 2 bytes/parameter + 12 optimizer; float32 or absent: 4 + 8"},
       {"vocab_size", "all", "transformer.vocabulary (required)"},
       {"tie_word_embeddings", "all", "transformer.tied_embeddings (default false; gpt2 true)"},
+  };
+}
+
+/// Fields of the rotary decoders (llama-like and DeepSeek): shape, attention, ignored numerics.
+std::vector<HfConfigField> rotary_fields() {
+  return {
       {"num_hidden_layers", kRotary, "transformer.layers (required)"},
       {"hidden_size", kRotary, "transformer.hidden (required)"},
       {"num_attention_heads", kRotary, "transformer.heads (required)"},
@@ -91,6 +96,12 @@ const std::vector<HfConfigField>& hf_config_fields() {
       {"rope_scaling", kRotary,
        "ignored (rotary frequencies, deepseek's YaRN: no parameters, no flop counted)"},
       {"pretraining_tp", kRotary, "ignored (numerics of the original run only)"},
+  };
+}
+
+/// Mixtral's mixture-of-experts fields.
+std::vector<HfConfigField> mixtral_fields() {
+  return {
       // Mixtral (MixtralForCausalLM, Jiang et al. 2024, arXiv 2401.04088): top-k routing over
       // num_local_experts SwiGLU experts in every layer, no shared expert, no dense layer.
       {"num_local_experts", "mixtral", "transformer.moe.experts (required)"},
@@ -102,6 +113,12 @@ const std::vector<HfConfigField>& hf_config_fields() {
        "ignored (returns the router logits for that loss: no weights, no GEMM)"},
       {"router_jitter_noise", "mixtral",
        "ignored (multiplicative noise on the router input: element-wise, not counted)"},
+  };
+}
+
+/// DeepSeek-V2/V3's DeepSeekMoE and multi-head latent attention fields.
+std::vector<HfConfigField> deepseek_fields() {
+  return {
       // DeepSeek-V2 (arXiv 2405.04434) and V3 (arXiv 2412.19437): DeepSeekMoE with shared
       // experts after first_k_dense_replace dense layers, multi-head latent attention.
       {"n_routed_experts", kDeepseek, "transformer.moe.experts (required)"},
@@ -140,13 +157,22 @@ const std::vector<HfConfigField>& hf_config_fields() {
        "ignored (the reference code's inference expert sharding; the job's mesh decides "
        "expert parallelism)"},
       {"auto_map", kDeepseek, "ignored (where the remote modelling code lives)"},
-      {"pad_token_id", "all", "ignored"},
-      {"bos_token_id", "all", "ignored"},
-      {"eos_token_id", "all", "ignored"},
-      {"initializer_range", "all", "ignored"},
-      {"use_cache", "all", "ignored (inference)"},
-      {"transformers_version", "all", "ignored"},
+  };
+}
+
+/// Fields every model_type ignores: token ids, initialisation, versions.
+std::vector<HfConfigField> ignored_fields() {
+  return {
+      {"pad_token_id", "all", "ignored"},          {"bos_token_id", "all", "ignored"},
+      {"eos_token_id", "all", "ignored"},          {"initializer_range", "all", "ignored"},
+      {"use_cache", "all", "ignored (inference)"}, {"transformers_version", "all", "ignored"},
       {"_name_or_path", "all", "ignored"},
+  };
+}
+
+/// GPT-2's fields.
+std::vector<HfConfigField> gpt2_fields() {
+  return {
       {"n_layer", "gpt2", "transformer.layers (required)"},
       {"n_embd", "gpt2", "transformer.hidden (required)"},
       {"n_head", "gpt2", "transformer.heads (required)"},
@@ -167,11 +193,29 @@ const std::vector<HfConfigField>& hf_config_fields() {
       {"summary_type", "gpt2", "ignored"},
       {"summary_use_proj", "gpt2", "ignored"},
       {"task_specific_params", "gpt2", "ignored (generation settings)"},
+  };
+}
+
+/// Fields read by no model_type, listed so that help-keys names them as refused.
+std::vector<HfConfigField> refused_fields() {
+  return {
       // Read by no model_type (listed so that help-keys names them): Qwen2-MoE's experts.
       {"num_experts", "none", "refused (qwen2_moe: its experts and shared-expert gate not read)"},
       {"shared_expert_intermediate_size", "none", "refused (qwen2_moe: not read yet)"},
       {"decoder_sparse_step", "none", "refused (qwen2_moe: not read yet)"},
   };
+}
+
+}  // namespace
+
+const std::vector<HfConfigField>& hf_config_fields() {
+  static const std::vector<HfConfigField> fields = [] {
+    std::vector<HfConfigField> all;
+    for (const auto& part : {common_fields(), rotary_fields(), mixtral_fields(), deepseek_fields(),
+                             ignored_fields(), gpt2_fields(), refused_fields()})
+      all.insert(all.end(), part.begin(), part.end());
+    return all;
+  }();
   return fields;
 }
 

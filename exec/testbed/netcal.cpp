@@ -253,74 +253,80 @@ std::vector<LinkFit> fit_links(const Spec& spec, const std::vector<RouteMeasurem
   return fits;
 }
 
-NetworkCalibration calibrate_network(const State& state, const NetworkCalibrationRequest& request,
-                                     const std::function<void(const std::string&)>& progress) {
-  const Spec& spec = state.spec;
-  NetworkCalibration cal;
-  cal.date = model::utc_now_iso8601();
-  cal.commit = model::tauplan_git_commit();
-  cal.request = request;
-  const double started = now_s();
+namespace {
 
+/// The routes to measure: every ordered pair, or a cover of every link.
+std::vector<std::pair<int, int>> routes_to_measure(const Spec& spec,
+                                                   const NetworkCalibrationRequest& request) {
   std::vector<std::pair<int, int>> pairs;
   if (request.all_pairs)
     for (const SpecRoute& r : spec.routes)
       pairs.emplace_back(r.src, r.dst);
   else
     pairs = covering_pairs(spec);
+  return pairs;
+}
 
-  for (const auto& [a, b] : pairs) {
-    const SpecRoute& route = spec.route(a, b);
-    RouteMeasurement m;
-    m.src = a;
-    m.dst = b;
-    m.testbed_round_trip_s = route.latency_s + spec.route(b, a).latency_s;
-    m.testbed_bandwidth_Bps = route.bandwidth_Bps;
-    const double ping_timeout = (request.pings + 3) * (4 * m.testbed_round_trip_s + 0.05) + 10;
-    m.round_trips_s = ping_pong(endpoint(spec, a), endpoint(spec, b), request.pings,
-                                request.ping_bytes, ping_timeout);
-    m.round_trip_s = median(m.round_trips_s);
-    const double largest = std::max(64.0 * 1024, route.bandwidth_Bps * request.transfer_s);
-    std::vector<double> sizes;
-    for (int k = 1; k <= request.sizes; ++k)
-      sizes.push_back(std::round(largest * k / request.sizes));
-    double total = largest;
-    for (double s : sizes)
-      total += s * request.repeats;
-    const double transfer_timeout =
-        3 * total / route.bandwidth_Bps +
-        (request.sizes * request.repeats + 1) * 4 * m.testbed_round_trip_s + 20;
-    m.samples = transfer_times(endpoint(spec, a), endpoint(spec, b), sizes, request.repeats,
-                               transfer_timeout);
-    // The line goes through each size's median time, not through every sample: one transfer
-    // delayed by a scheduler hiccup on the 2-core host would tilt a least-squares slope by
-    // several percent (R^2 0.89 seen), while a median of the repeats ignores it.
-    std::map<double, std::vector<double>> times_by_size;
-    for (const TransferSample& s : m.samples)
-      times_by_size[s.bytes].push_back(s.seconds);
-    std::vector<double> x;
-    std::vector<double> t;
-    for (const auto& [bytes, times] : times_by_size) {
-      x.push_back(bytes);
-      t.push_back(median(times));
-    }
-    m.fit = model::fit_line(x, t, "testbed calibration of " + route_name(spec, a, b));
-    if (!(m.fit.slope > 0))
-      throw std::runtime_error("transfer time did not grow with size on " + route_name(spec, a, b) +
-                               " (slope " + short_num(m.fit.slope) + ")");
-    m.bandwidth_Bps = 1 / m.fit.slope;
-    progress(
-        fmt::format("route {}: round trip {:.4g} ms (testbed {:.4g}), bandwidth {:.4g} MB/s "
-                    "(testbed {:.4g}), R^2 {:.4f}",
-                    route_name(spec, a, b), m.round_trip_s * 1e3, m.testbed_round_trip_s * 1e3,
-                    m.bandwidth_Bps / 1e6, m.testbed_bandwidth_Bps / 1e6, m.fit.r2));
-    cal.routes.push_back(std::move(m));
+/// Fits t = alpha + S / beta through each transfer size's median time.
+void fit_transfers(const Spec& spec, int a, int b, RouteMeasurement& m) {
+  // The line goes through each size's median time, not through every sample: one transfer
+  // delayed by a scheduler hiccup on the 2-core host would tilt a least-squares slope by
+  // several percent (R^2 0.89 seen), while a median of the repeats ignores it.
+  std::map<double, std::vector<double>> times_by_size;
+  for (const TransferSample& s : m.samples)
+    times_by_size[s.bytes].push_back(s.seconds);
+  std::vector<double> x;
+  std::vector<double> t;
+  for (const auto& [bytes, times] : times_by_size) {
+    x.push_back(bytes);
+    t.push_back(median(times));
   }
+  m.fit = model::fit_line(x, t, "testbed calibration of " + route_name(spec, a, b));
+  if (!(m.fit.slope > 0))
+    throw std::runtime_error("transfer time did not grow with size on " + route_name(spec, a, b) +
+                             " (slope " + short_num(m.fit.slope) + ")");
+  m.bandwidth_Bps = 1 / m.fit.slope;
+}
 
-  const int target = pick_share_target(spec, request.share_to);
-  std::vector<int> senders;
-  for (std::size_t i = 0; i < spec.hosts.size(); ++i)
-    if (static_cast<int>(i) != target) senders.push_back(static_cast<int>(i));
+/// Measures one route a -> b: its round trip by ping-pong, its bandwidth by timed transfers.
+RouteMeasurement measure_route(const Spec& spec, const NetworkCalibrationRequest& request, int a,
+                               int b, const std::function<void(const std::string&)>& progress) {
+  const SpecRoute& route = spec.route(a, b);
+  RouteMeasurement m;
+  m.src = a;
+  m.dst = b;
+  m.testbed_round_trip_s = route.latency_s + spec.route(b, a).latency_s;
+  m.testbed_bandwidth_Bps = route.bandwidth_Bps;
+  const double ping_timeout = (request.pings + 3) * (4 * m.testbed_round_trip_s + 0.05) + 10;
+  m.round_trips_s = ping_pong(endpoint(spec, a), endpoint(spec, b), request.pings,
+                              request.ping_bytes, ping_timeout);
+  m.round_trip_s = median(m.round_trips_s);
+  const double largest = std::max(64.0 * 1024, route.bandwidth_Bps * request.transfer_s);
+  std::vector<double> sizes;
+  for (int k = 1; k <= request.sizes; ++k)
+    sizes.push_back(std::round(largest * k / request.sizes));
+  double total = largest;
+  for (double s : sizes)
+    total += s * request.repeats;
+  const double transfer_timeout =
+      3 * total / route.bandwidth_Bps +
+      (request.sizes * request.repeats + 1) * 4 * m.testbed_round_trip_s + 20;
+  m.samples = transfer_times(endpoint(spec, a), endpoint(spec, b), sizes, request.repeats,
+                             transfer_timeout);
+  fit_transfers(spec, a, b, m);
+  progress(
+      fmt::format("route {}: round trip {:.4g} ms (testbed {:.4g}), bandwidth {:.4g} MB/s "
+                  "(testbed {:.4g}), R^2 {:.4f}",
+                  route_name(spec, a, b), m.round_trip_s * 1e3, m.testbed_round_trip_s * 1e3,
+                  m.bandwidth_Bps / 1e6, m.testbed_bandwidth_Bps / 1e6, m.fit.r2));
+  return m;
+}
+
+/// Runs 1, 2, ... concurrent flows (request.flow_counts) from `senders` into `target`.
+void measure_shares(const State& state, const NetworkCalibrationRequest& request, int target,
+                    const std::vector<int>& senders, NetworkCalibration& cal,
+                    const std::function<void(const std::string&)>& progress) {
+  const Spec& spec = state.spec;
   for (int n : request.flow_counts) {
     if (n < 1 || n > static_cast<int>(senders.size())) {
       cal.warnings.push_back(fmt::format("{} concurrent flows skipped: the testbed has {} senders",
@@ -346,48 +352,79 @@ NetworkCalibration calibrate_network(const State& state, const NetworkCalibratio
     progress(line);
     cal.shares.push_back(std::move(share));
   }
+}
 
-  if (request.duplex && !senders.empty()) {
-    double alone = 0;  // from the single-flow run, if there was one
-    for (const ShareMeasurement& s : cal.shares)
-      if (s.flows.size() == 1) alone = s.rates_Bps.front();
-    cal.duplex.push_back(measure_duplex(spec, request, senders.front(), target, alone));
-    // And across a shared link, when the testbed has one that both directions of a route cross.
-    for (const SpecRoute& route : spec.routes) {
-      if (route.src > route.dst) continue;
-      const SpecRoute& back = spec.route(route.dst, route.src);
-      bool common_shared = false;
-      for (int l : route.links)
-        if (spec.links[static_cast<std::size_t>(l)].sharing == Sharing::Shared &&
-            std::count(back.links.begin(), back.links.end(), l))
-          common_shared = true;
-      if (!common_shared) continue;
-      if (std::make_pair(route.src, route.dst) != std::make_pair(senders.front(), target) &&
-          std::make_pair(route.dst, route.src) != std::make_pair(senders.front(), target))
-        cal.duplex.push_back(measure_duplex(spec, request, route.src, route.dst, 0));
-      break;
-    }
-    for (const DuplexMeasurement& d : cal.duplex)
-      progress(
-          fmt::format("both directions {}: {:.4g} and {:.4g} MB/s at once, {:.4g} and "
-                      "{:.4g} alone",
-                      route_name(spec, d.a, d.b), d.both_ab_Bps / 1e6, d.both_ba_Bps / 1e6,
-                      d.alone_ab_Bps / 1e6, d.alone_ba_Bps / 1e6));
+/// Runs both directions at once: the first sender with the target, and a route whose two
+/// directions cross a shared link, if the testbed has one.
+void measure_duplexes(const Spec& spec, const NetworkCalibrationRequest& request, int target,
+                      const std::vector<int>& senders, NetworkCalibration& cal,
+                      const std::function<void(const std::string&)>& progress) {
+  double alone = 0;  // from the single-flow run, if there was one
+  for (const ShareMeasurement& s : cal.shares)
+    if (s.flows.size() == 1) alone = s.rates_Bps.front();
+  cal.duplex.push_back(measure_duplex(spec, request, senders.front(), target, alone));
+  // And across a shared link, when the testbed has one that both directions of a route cross.
+  for (const SpecRoute& route : spec.routes) {
+    if (route.src > route.dst) continue;
+    const SpecRoute& back = spec.route(route.dst, route.src);
+    bool common_shared = false;
+    for (int l : route.links)
+      if (spec.links[static_cast<std::size_t>(l)].sharing == Sharing::Shared &&
+          std::count(back.links.begin(), back.links.end(), l))
+        common_shared = true;
+    if (!common_shared) continue;
+    if (std::make_pair(route.src, route.dst) != std::make_pair(senders.front(), target) &&
+        std::make_pair(route.dst, route.src) != std::make_pair(senders.front(), target))
+      cal.duplex.push_back(measure_duplex(spec, request, route.src, route.dst, 0));
+    break;
   }
+  for (const DuplexMeasurement& d : cal.duplex)
+    progress(
+        fmt::format("both directions {}: {:.4g} and {:.4g} MB/s at once, {:.4g} and "
+                    "{:.4g} alone",
+                    route_name(spec, d.a, d.b), d.both_ab_Bps / 1e6, d.both_ba_Bps / 1e6,
+                    d.alone_ab_Bps / 1e6, d.alone_ba_Bps / 1e6));
+}
+
+}  // namespace
+
+NetworkCalibration calibrate_network(const State& state, const NetworkCalibrationRequest& request,
+                                     const std::function<void(const std::string&)>& progress) {
+  const Spec& spec = state.spec;
+  NetworkCalibration cal;
+  cal.date = model::utc_now_iso8601();
+  cal.commit = model::tauplan_git_commit();
+  cal.request = request;
+  const double started = now_s();
+
+  for (const auto& [a, b] : routes_to_measure(spec, request))
+    cal.routes.push_back(measure_route(spec, request, a, b, progress));
+
+  const int target = pick_share_target(spec, request.share_to);
+  std::vector<int> senders;
+  for (std::size_t i = 0; i < spec.hosts.size(); ++i)
+    if (static_cast<int>(i) != target) senders.push_back(static_cast<int>(i));
+  measure_shares(state, request, target, senders, cal, progress);
+  if (request.duplex && !senders.empty())
+    measure_duplexes(spec, request, target, senders, cal, progress);
 
   cal.links = fit_links(spec, cal.routes, cal.warnings);
   cal.seconds = now_s() - started;
   return cal;
 }
 
-std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& cal) {
-  // Group split-duplex halves under their platform link.
-  struct Written {
-    std::string name;
-    Sharing sharing = Sharing::Shared;
-    std::map<std::string, const LinkFit*> halves;  // "UP"/"DOWN", or "" for one
-  };
-  std::vector<Written> written;
+namespace {
+
+/// A platform link as written: split-duplex halves grouped under their platform link.
+struct WrittenLink {
+  std::string name;
+  Sharing sharing = Sharing::Shared;
+  std::map<std::string, const LinkFit*> halves;  // "UP"/"DOWN", or "" for one
+};
+
+/// Groups the fitted links under the platform links they belong to, in first-use order.
+std::vector<WrittenLink> group_links(const Spec& spec, const NetworkCalibration& cal) {
+  std::vector<WrittenLink> written;
   std::map<std::string, std::size_t> by_name;
   for (const LinkFit& fit : cal.links) {
     const SpecLink& link = spec.links[static_cast<std::size_t>(fit.link)];
@@ -399,10 +436,19 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
     }
     written[it->second].halves[direction] = &fit;
   }
+  return written;
+}
 
+/// The fitted platform's largest route errors against the measurements, and the smallest R^2.
+struct FitErrors {
   double max_latency_error = 0;
   double max_bandwidth_error = 0;
   double min_r2 = 1;
+};
+
+/// Predicts each measured route from the fitted links and compares.
+FitErrors fit_errors(const Spec& spec, const NetworkCalibration& cal) {
+  FitErrors e;
   // A message route's round trip is 2 alpha: with a rendezvous, three trips of its links each.
   const double trips = cal.eager_limit_bytes >= 0 ? model::MessageProtocol::kRendezvousTrips : 1;
   for (const RouteMeasurement& m : cal.routes) {
@@ -415,13 +461,17 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
     for (int l : spec.route(m.dst, m.src).links)
       predicted_rtt += cal.links[static_cast<std::size_t>(l)].latency_s;
     predicted_rtt *= trips;
-    max_latency_error =
-        std::max(max_latency_error, std::abs(predicted_rtt - m.round_trip_s) / m.round_trip_s);
-    max_bandwidth_error =
-        std::max(max_bandwidth_error, std::abs(predicted_bw - m.bandwidth_Bps) / m.bandwidth_Bps);
-    min_r2 = std::min(min_r2, m.fit.r2);
+    e.max_latency_error =
+        std::max(e.max_latency_error, std::abs(predicted_rtt - m.round_trip_s) / m.round_trip_s);
+    e.max_bandwidth_error =
+        std::max(e.max_bandwidth_error, std::abs(predicted_bw - m.bandwidth_Bps) / m.bandwidth_Bps);
+    e.min_r2 = std::min(e.min_r2, m.fit.r2);
   }
+  return e;
+}
 
+/// How the routes were measured: the MPI method if given, else the TCP one with its numbers.
+std::string measurement_method(const NetworkCalibration& cal) {
   const std::string tcp_method =
       "TCP sockets between threads inside the testbed namespaces, wall clock: round trip = "
       "median of " +
@@ -431,12 +481,12 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
       " one-way transfers (largest: " + short_num(cal.request.transfer_s) +
       " s at the route's rate) on " + std::to_string(cal.routes.size()) + " routes" +
       (cal.request.all_pairs ? " (every ordered pair)" : " (a cover of every link)");
-  const std::string method = cal.message_method.empty() ? tcp_method : cal.message_method;
-  const std::string errors = fmt::format(
-      "largest route error of the fitted platform against the measurements: round trip {:.3g}%, "
-      "bandwidth {:.3g}%; smallest R^2 of a transfer fit {:.6f}",
-      100 * max_latency_error, 100 * max_bandwidth_error, min_r2);
+  return cal.message_method.empty() ? tcp_method : cal.message_method;
+}
 
+/// The XML declaration, DOCTYPE and the comment that says how the platform was calibrated.
+std::string xml_preamble(const Spec& spec, const NetworkCalibration& cal, const std::string& method,
+                         const std::string& errors) {
   std::string out;
   out += "<?xml version='1.0'?>\n";
   out += "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n";
@@ -470,8 +520,13 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
       " Routes: every ordered pair of the testbed's hosts, as on the testbed (Full "
       "routing).\n";
   out += "-->\n";
-  out += "<platform version=\"4.1\">\n";
-  out += "  <zone id=\"world\" routing=\"Full\">\n";
+  return out;
+}
+
+/// The zone's props: where the calibration comes from, how it was made, how well it fits.
+std::string xml_zone_props(const Spec& spec, const NetworkCalibration& cal,
+                           const std::string& method, const FitErrors& e) {
+  std::string out;
   auto zone_prop = [&out](const std::string& id, const std::string& value) {
     out += "    <prop id=\"" + id + "\" value=\"" + xml::escape(value) + "\"/>\n";
   };
@@ -483,13 +538,19 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   zone_prop("testbed_scale", num(spec.scale));
   zone_prop("testbed_mtu", std::to_string(spec.mtu));
   zone_prop("method", method);
-  zone_prop("max_round_trip_error", num(max_latency_error));
-  zone_prop("max_bandwidth_error", num(max_bandwidth_error));
-  zone_prop("min_r2", num(min_r2));
+  zone_prop("max_round_trip_error", num(e.max_latency_error));
+  zone_prop("max_bandwidth_error", num(e.max_bandwidth_error));
+  zone_prop("min_r2", num(e.min_r2));
   if (cal.eager_limit_bytes >= 0) {
     zone_prop("message_protocol", "rendezvous");
     zone_prop("eager_limit_bytes", num(cal.eager_limit_bytes));
   }
+  return out;
+}
+
+/// The hosts: the testbed's, with measured compute speeds and props where there are some.
+std::string xml_hosts(const Spec& spec, const NetworkCalibration& cal) {
+  std::string out;
   for (const SpecHost& host : spec.hosts) {
     const auto measured = cal.compute.find(host.name);
     const bool has_compute = measured != cal.compute.end();
@@ -505,47 +566,57 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
       out += "      <prop id=\"" + xml::escape(id) + "\" value=\"" + xml::escape(value) + "\"/>\n";
     out += "    </host>\n";
   }
-  for (const Written& w : written) {
-    double bandwidth = 0;
-    double latency = 0;
-    int count = 0;
-    int exact = 0;
-    double bound = 0;
-    for (const auto& [direction, fit] : w.halves) {
-      latency += fit->latency_s;
-      ++count;
-      if (!fit->bandwidth_lower_bound) {
-        bandwidth += fit->bandwidth_Bps;
-        ++exact;
-      } else {
-        bound = std::max(bound, fit->bandwidth_Bps);
-      }
+  return out;
+}
+
+/// One platform link: its halves' fitted rate and latency, and props of what each came from.
+std::string xml_link(const Spec& spec, const WrittenLink& w) {
+  double bandwidth = 0;
+  double latency = 0;
+  int count = 0;
+  int exact = 0;
+  double bound = 0;
+  for (const auto& [direction, fit] : w.halves) {
+    latency += fit->latency_s;
+    ++count;
+    if (!fit->bandwidth_lower_bound) {
+      bandwidth += fit->bandwidth_Bps;
+      ++exact;
+    } else {
+      bound = std::max(bound, fit->bandwidth_Bps);
     }
-    latency /= count;
-    bandwidth = exact > 0 ? bandwidth / exact : bound;
-    const char* policy = w.sharing == Sharing::SplitDuplex ? "SPLITDUPLEX"
-                         : w.sharing == Sharing::FatPipe   ? "FATPIPE"
-                                                           : "SHARED";
-    out += "    <link id=\"" + xml::escape(w.name) + "\" bandwidth=\"" + num(bandwidth) +
-           "Bps\" latency=\"" + num(latency) + "s\" sharing_policy=\"" + policy + "\">\n";
-    for (const auto& [direction, fit] : w.halves) {
-      const SpecLink& link = spec.links[static_cast<std::size_t>(fit->link)];
-      const std::string p = direction.empty() ? "" : (direction == "UP" ? "up_" : "down_");
-      auto link_prop = [&out, &p](const std::string& id, const std::string& value) {
-        out += "      <prop id=\"" + p + id + "\" value=\"" + xml::escape(value) + "\"/>\n";
-      };
-      link_prop("fitted_bandwidth_Bps", num(fit->bandwidth_Bps));
-      link_prop("fitted_latency_s", num(fit->latency_s));
-      link_prop("bandwidth_from", fit->bandwidth_lower_bound
-                                      ? "lower bound: " + fit->bandwidth_from
-                                      : "narrowest link of " + fit->bandwidth_from);
-      link_prop("testbed_bandwidth_Bps", num(link.bandwidth_Bps));
-      link_prop("testbed_latency_s", num(link.latency_s));
-      link_prop("platform_bandwidth_Bps", num(link.platform_bandwidth_Bps));
-      link_prop("platform_latency_s", num(link.platform_latency_s));
-    }
-    out += "    </link>\n";
   }
+  latency /= count;
+  bandwidth = exact > 0 ? bandwidth / exact : bound;
+  const char* policy = w.sharing == Sharing::SplitDuplex ? "SPLITDUPLEX"
+                       : w.sharing == Sharing::FatPipe   ? "FATPIPE"
+                                                         : "SHARED";
+  std::string out;
+  out += "    <link id=\"" + xml::escape(w.name) + "\" bandwidth=\"" + num(bandwidth) +
+         "Bps\" latency=\"" + num(latency) + "s\" sharing_policy=\"" + policy + "\">\n";
+  for (const auto& [direction, fit] : w.halves) {
+    const SpecLink& link = spec.links[static_cast<std::size_t>(fit->link)];
+    const std::string p = direction.empty() ? "" : (direction == "UP" ? "up_" : "down_");
+    auto link_prop = [&out, &p](const std::string& id, const std::string& value) {
+      out += "      <prop id=\"" + p + id + "\" value=\"" + xml::escape(value) + "\"/>\n";
+    };
+    link_prop("fitted_bandwidth_Bps", num(fit->bandwidth_Bps));
+    link_prop("fitted_latency_s", num(fit->latency_s));
+    link_prop("bandwidth_from", fit->bandwidth_lower_bound
+                                    ? "lower bound: " + fit->bandwidth_from
+                                    : "narrowest link of " + fit->bandwidth_from);
+    link_prop("testbed_bandwidth_Bps", num(link.bandwidth_Bps));
+    link_prop("testbed_latency_s", num(link.latency_s));
+    link_prop("platform_bandwidth_Bps", num(link.platform_bandwidth_Bps));
+    link_prop("platform_latency_s", num(link.platform_latency_s));
+  }
+  out += "    </link>\n";
+  return out;
+}
+
+/// Every ordered pair's route, split-duplex halves named by their platform link and direction.
+std::string xml_routes(const Spec& spec) {
+  std::string out;
   for (const SpecRoute& route : spec.routes) {
     out += "    <route src=\"" + xml::escape(spec.hosts[static_cast<std::size_t>(route.src)].name) +
            "\" dst=\"" + xml::escape(spec.hosts[static_cast<std::size_t>(route.dst)].name) +
@@ -558,6 +629,28 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
     }
     out += "</route>\n";
   }
+  return out;
+}
+
+}  // namespace
+
+std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& cal) {
+  const std::vector<WrittenLink> written = group_links(spec, cal);
+  const FitErrors e = fit_errors(spec, cal);
+  const std::string method = measurement_method(cal);
+  const std::string errors = fmt::format(
+      "largest route error of the fitted platform against the measurements: round trip {:.3g}%, "
+      "bandwidth {:.3g}%; smallest R^2 of a transfer fit {:.6f}",
+      100 * e.max_latency_error, 100 * e.max_bandwidth_error, e.min_r2);
+
+  std::string out = xml_preamble(spec, cal, method, errors);
+  out += "<platform version=\"4.1\">\n";
+  out += "  <zone id=\"world\" routing=\"Full\">\n";
+  out += xml_zone_props(spec, cal, method, e);
+  out += xml_hosts(spec, cal);
+  for (const WrittenLink& w : written)
+    out += xml_link(spec, w);
+  out += xml_routes(spec);
   out += "  </zone>\n</platform>\n";
   return out;
 }

@@ -294,6 +294,117 @@ std::vector<TransferSample> transfer_times(const Endpoint& from, const Endpoint&
   return samples;
 }
 
+namespace {
+
+/// A sender's samples: (time, bytes the receiver has acknowledged, SACKed ones included).
+using Timeline = std::vector<std::pair<double, double>>;
+
+/// What the threads of one streams() call share.
+struct StreamRun {
+  StreamRun(const std::vector<std::pair<Endpoint, Endpoint>>& flows_, double duration_s_,
+            double deadline_)
+      : flows(flows_),
+        duration_s(duration_s_),
+        deadline(deadline_),
+        ports(flows_.size(), 0),
+        timelines(flows_.size()),
+        errors(2 * flows_.size()) {}
+  const std::vector<std::pair<Endpoint, Endpoint>>& flows;
+  const double duration_s;
+  const double deadline;
+  std::atomic<int> listening{0};
+  std::atomic<int> connected{0};
+  std::atomic<double> start_time{0.0};
+  std::vector<int> ports;
+  // Sender samples, one per 2 ms or so.
+  std::vector<Timeline> timelines;
+  std::vector<std::exception_ptr> errors;  // receivers', then senders'
+};
+
+/// Polls `condition` every 200 us until it holds; fails past the deadline.
+void wait_until(double deadline, const std::function<bool()>& condition, const char* what) {
+  while (!condition()) {
+    if (now_s() > deadline) fail(std::string("timed out waiting for ") + what);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+/// Flow f's receiver: listens in its namespace, then reads and drops until the sender stops.
+void receive_stream(StreamRun& run, std::size_t f) {
+  try {
+    realtime_thread();
+    NamespaceGuard in(run.flows[f].second.netns);
+    int port = 0;
+    Socket listener = listen_on(run.flows[f].second.address, port);
+    run.ports[f] = port;
+    ++run.listening;
+    Socket s = accept_one(listener, run.deadline);
+    std::vector<char> buffer(1 << 20);
+    for (;;) {
+      const ssize_t got = recv(s.fd(), buffer.data(), buffer.size(), 0);
+      if (got > 0) continue;
+      if (got == 0) break;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) fail("recv failed");
+      wait_for(s.fd(), POLLIN, run.deadline, "stream receive");
+    }
+  } catch (...) {
+    run.errors[f] = std::current_exception();
+    ++run.listening;
+  }
+}
+
+/// Flow f's sender: connects, waits for the common start, sends for duration_s and samples
+/// the delivered bytes every 2 ms.
+void send_stream(StreamRun& run, std::size_t f) {
+  try {
+    if (run.ports[f] <= 0) {
+      ++run.connected;
+      return;
+    }
+    realtime_thread();
+    NamespaceGuard in(run.flows[f].first.netns);
+    Socket s = connect_to(run.flows[f].second.address, run.ports[f], run.deadline);
+    ++run.connected;
+    wait_until(
+        run.deadline, [&] { return run.start_time.load() > 0; }, "the start");
+    const double stop = run.start_time.load() + run.duration_s;
+    std::vector<char> data(1 << 18, 's');
+    Timeline& line = run.timelines[f];
+    double last_sample = 0;
+    for (double t = now_s(); t < stop; t = now_s()) {
+      if (t - last_sample >= 2e-3) {
+        line.emplace_back(t, delivered_bytes(s.fd()));
+        last_sample = t;
+      }
+      const ssize_t sent = send(s.fd(), data.data(), data.size(), MSG_NOSIGNAL);
+      if (sent > 0) continue;
+      if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        fail(std::string("send failed: ") + std::strerror(errno));
+      pollfd p{s.fd(), POLLOUT, 0};
+      poll(&p, 1, 2);
+    }
+    line.emplace_back(now_s(), delivered_bytes(s.fd()));
+    shutdown(s.fd(), SHUT_WR);
+  } catch (...) {
+    run.errors[run.flows.size() + f] = std::current_exception();
+    ++run.connected;
+  }
+}
+
+/// Delivered bytes at time t, interpolated between a timeline's samples.
+double bytes_at(const Timeline& line, double t) {
+  if (line.empty() || t <= line.front().first) return 0.0;
+  for (std::size_t i = 1; i < line.size(); ++i)
+    if (line[i].first >= t) {
+      const auto& [t0, b0] = line[i - 1];
+      const auto& [t1, b1] = line[i];
+      return b0 + (b1 - b0) * (t - t0) / (t1 - t0);
+    }
+  return line.back().second;
+}
+
+}  // namespace
+
 std::vector<StreamRate> streams(const std::vector<std::pair<Endpoint, Endpoint>>& flows,
                                 double duration_s, double warmup_s) {
   const std::size_t n = flows.size();
@@ -301,121 +412,44 @@ std::vector<StreamRate> streams(const std::vector<std::pair<Endpoint, Endpoint>>
   if (!(duration_s > warmup_s + 0.2)) fail("streams need a duration > warm-up + 0.2 s");
   if (!(warmup_s >= 0)) fail("streams need a warm-up >= 0");
   const double timeout_s = duration_s + 15.0;
-  const double deadline = now_s() + timeout_s;
-  std::atomic<int> listening{0};
-  std::atomic<int> connected{0};
-  std::atomic<double> start_time{0.0};
-  std::vector<int> ports(n, 0);
-  // Sender samples: (time, bytes the receiver has acknowledged, SACKed ones included), one per
-  // 2 ms or so.
-  std::vector<std::vector<std::pair<double, double>>> timelines(n);
-  std::vector<std::exception_ptr> errors(2 * n);
+  StreamRun run(flows, duration_s, now_s() + timeout_s);
   std::vector<std::thread> threads;
 
-  auto wait_until = [&](const std::function<bool()>& condition, const char* what) {
-    while (!condition()) {
-      if (now_s() > deadline) fail(std::string("timed out waiting for ") + what);
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-  };
-
   for (std::size_t f = 0; f < n; ++f)
-    threads.emplace_back([&, f] {
-      try {
-        realtime_thread();
-        NamespaceGuard in(flows[f].second.netns);
-        int port = 0;
-        Socket listener = listen_on(flows[f].second.address, port);
-        ports[f] = port;
-        ++listening;
-        Socket s = accept_one(listener, deadline);
-        std::vector<char> buffer(1 << 20);
-        for (;;) {
-          const ssize_t got = recv(s.fd(), buffer.data(), buffer.size(), 0);
-          if (got > 0) continue;
-          if (got == 0) break;
-          if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) fail("recv failed");
-          wait_for(s.fd(), POLLIN, deadline, "stream receive");
-        }
-      } catch (...) {
-        errors[f] = std::current_exception();
-        ++listening;
-      }
-    });
+    threads.emplace_back([&run, f] { receive_stream(run, f); });
   try {
-    wait_until([&] { return listening.load() == static_cast<int>(n); }, "listeners");
+    wait_until(
+        run.deadline, [&] { return run.listening.load() == static_cast<int>(n); }, "listeners");
   } catch (...) {
     for (auto& t : threads)
       t.join();
     throw;
   }
   for (std::size_t f = 0; f < n; ++f)
-    threads.emplace_back([&, f] {
-      try {
-        if (ports[f] <= 0) {
-          ++connected;
-          return;
-        }
-        realtime_thread();
-        NamespaceGuard in(flows[f].first.netns);
-        Socket s = connect_to(flows[f].second.address, ports[f], deadline);
-        ++connected;
-        wait_until([&] { return start_time.load() > 0; }, "the start");
-        const double stop = start_time.load() + duration_s;
-        std::vector<char> data(1 << 18, 's');
-        auto& line = timelines[f];
-        double last_sample = 0;
-        for (double t = now_s(); t < stop; t = now_s()) {
-          if (t - last_sample >= 2e-3) {
-            line.emplace_back(t, delivered_bytes(s.fd()));
-            last_sample = t;
-          }
-          const ssize_t sent = send(s.fd(), data.data(), data.size(), MSG_NOSIGNAL);
-          if (sent > 0) continue;
-          if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            fail(std::string("send failed: ") + std::strerror(errno));
-          pollfd p{s.fd(), POLLOUT, 0};
-          poll(&p, 1, 2);
-        }
-        line.emplace_back(now_s(), delivered_bytes(s.fd()));
-        shutdown(s.fd(), SHUT_WR);
-      } catch (...) {
-        errors[n + f] = std::current_exception();
-        ++connected;
-      }
-    });
+    threads.emplace_back([&run, f] { send_stream(run, f); });
   try {
-    wait_until([&] { return connected.load() == static_cast<int>(n); }, "connections");
+    wait_until(
+        run.deadline, [&] { return run.connected.load() == static_cast<int>(n); }, "connections");
   } catch (...) {
-    start_time.store(now_s());
+    run.start_time.store(now_s());
     for (auto& t : threads)
       t.join();
     throw;
   }
   const double start = now_s();
-  start_time.store(start);
+  run.start_time.store(start);
   for (auto& t : threads)
     t.join();
-  for (const auto& error : errors)
+  for (const auto& error : run.errors)
     if (error) std::rethrow_exception(error);
 
   const double window_start = start + warmup_s;
   const double window_end = start + duration_s - 0.1;
-  auto bytes_at = [](const std::vector<std::pair<double, double>>& line, double t) {
-    if (line.empty() || t <= line.front().first) return 0.0;
-    for (std::size_t i = 1; i < line.size(); ++i)
-      if (line[i].first >= t) {
-        const auto& [t0, b0] = line[i - 1];
-        const auto& [t1, b1] = line[i];
-        return b0 + (b1 - b0) * (t - t0) / (t1 - t0);
-      }
-    return line.back().second;
-  };
   std::vector<StreamRate> rates;
   for (std::size_t f = 0; f < n; ++f) {
     StreamRate rate;
     rate.seconds = window_end - window_start;
-    rate.bytes = bytes_at(timelines[f], window_end) - bytes_at(timelines[f], window_start);
+    rate.bytes = bytes_at(run.timelines[f], window_end) - bytes_at(run.timelines[f], window_start);
     rate.rate_Bps = rate.bytes / rate.seconds;
     rates.push_back(rate);
   }

@@ -122,32 +122,48 @@ int choose_mtu(double slowest_rate_Bps) {
   return 1500;
 }
 
-Spec make_spec(const model::Platform& platform, const Options& options) {
-  const std::string& file = platform.source_file;
+namespace {
+
+/// The routes between the selected hosts and the platform links they cross.
+struct SelectedRoutes {
+  std::map<int, int> link_index;  // platform link -> spec link
+  std::vector<model::Link> used;  // in first-use order
+  std::vector<std::pair<int, int>> pairs;
+  std::vector<const model::Route*> platform_routes;
+};
+
+/// Checks the options that need no platform: prefix, queue and MTU.
+void check_options(const Options& options, const std::string& file) {
   check_prefix(options.prefix, file);
-  const Limits& limits = options.limits;
   if (!(options.queue_s >= 0) || !std::isfinite(options.queue_s))
     throw InputError(file, "--queue", "seconds >= 0", num(options.queue_s));
   if (options.mtu != 0 && !(options.mtu >= 576 && options.mtu <= 9000))
     throw InputError(file, "--mtu", "an MTU from 576 to 9000 bytes (or 0: chosen by route)",
                      std::to_string(options.mtu));
+}
 
+/// The selected hosts, at least 2 and at most the limit.
+std::vector<int> checked_hosts(const model::Platform& platform, const Options& options) {
+  const std::string& file = platform.source_file;
   const std::vector<int> selected = select_hosts(platform, options.hosts);
   const int n = static_cast<int>(selected.size());
   if (n < 2)
     throw InputError(file, options.hosts.empty() ? "hosts" : "--hosts",
                      "at least 2 hosts for a testbed", std::to_string(n));
-  if (n > limits.max_hosts)
+  if (n > options.limits.max_hosts)
     throw InputError(file, "--hosts",
-                     "at most " + std::to_string(limits.max_hosts) +
+                     "at most " + std::to_string(options.limits.max_hosts) +
                          " hosts (the fabric forwards for all of them on one core)",
                      std::to_string(n));
+  return selected;
+}
 
-  // The routes between selected hosts, and the platform links they cross (in first-use order).
-  std::map<int, int> link_index;  // platform link -> spec link
-  std::vector<model::Link> used;
-  std::vector<std::pair<int, int>> pairs;
-  std::vector<const model::Route*> platform_routes;
+/// Every ordered pair's platform route, each checked against the route-length limit.
+SelectedRoutes select_routes(const model::Platform& platform, const std::vector<int>& selected,
+                             const Limits& limits) {
+  const std::string& file = platform.source_file;
+  const int n = static_cast<int>(selected.size());
+  SelectedRoutes s;
   for (int a = 0; a < n; ++a)
     for (int b = 0; b < n; ++b) {
       if (a == b) continue;
@@ -161,17 +177,18 @@ Spec make_spec(const model::Platform& platform, const Options& options) {
                          "a route of at most " + std::to_string(limits.max_route_links) + " links",
                          std::to_string(route.links.size()) + " links");
       for (int l : route.links)
-        if (link_index.emplace(l, static_cast<int>(used.size())).second)
-          used.push_back(platform.links.at(static_cast<std::size_t>(l)));
-      pairs.emplace_back(a, b);
-      platform_routes.push_back(&route);
+        if (s.link_index.emplace(l, static_cast<int>(s.used.size())).second)
+          s.used.push_back(platform.links.at(static_cast<std::size_t>(l)));
+      s.pairs.emplace_back(a, b);
+      s.platform_routes.push_back(&route);
     }
+  return s;
+}
 
-  Spec spec;
-  spec.prefix = options.prefix;
-  spec.platform_file = file;
-  spec.platform_hash = platform.source_hash;
-  spec.limits = limits;
+/// Sets the spec's scale and MTU, and the reasons for each.
+void choose_scale_and_mtu(const std::vector<model::Link>& used, const Options& options,
+                          const std::string& file, Spec& spec) {
+  const Limits& limits = options.limits;
   // Scale and MTU: the MTU depends on the slowest link at the scale, the fastest rate the
   // fabric shapes on the MTU (a packet rate), and the default scale on that rate; the MTU only
   // shrinks as the scale grows, so a few rounds settle both.
@@ -206,7 +223,12 @@ Spec make_spec(const model::Platform& platform, const Options& options) {
                           : "default: the fastest link over the " +
                                 num(limits.max_rate_Bps(spec.mtu)) +
                                 " B/s this host shapes at MTU " + std::to_string(spec.mtu);
+}
 
+/// The testbed hosts: names, roles, namespaces and addresses in rank order.
+void add_hosts(const model::Platform& platform, const std::vector<int>& selected,
+               const Options& options, Spec& spec) {
+  const int n = static_cast<int>(selected.size());
   for (int i = 0; i < n; ++i) {
     const model::Host& host = platform.hosts[static_cast<std::size_t>(selected[i])];
     SpecHost h;
@@ -220,7 +242,11 @@ Spec make_spec(const model::Platform& platform, const Options& options) {
     h.properties = host.properties;
     spec.hosts.push_back(h);
   }
+}
 
+/// The testbed links at the scale, each checked against the rates this host shapes.
+void add_links(const std::vector<model::Link>& used, const Limits& limits, const std::string& file,
+               Spec& spec) {
   for (const model::Link& link : used) {
     SpecLink l;
     l.name = link.name;
@@ -249,23 +275,26 @@ Spec make_spec(const model::Platform& platform, const Options& options) {
                            num(l.bandwidth_Bps) + " B/s");
     spec.links.push_back(l);
   }
-
   // Each link's wire rate: payload rate x mtu / (mtu - headers).
   const double payload_share =
       static_cast<double>(spec.mtu - kTcpIpHeaderBytes) / static_cast<double>(spec.mtu);
   for (SpecLink& l : spec.links)
     l.wire_rate_Bps = l.bandwidth_Bps / payload_share;
+}
 
-  std::vector<double> longest_round_trip(spec.links.size(), 0.0);
-  for (std::size_t r = 0; r < pairs.size(); ++r) {
+/// The testbed routes over the spec's links, each checked against the latency limit.
+void add_routes(const SelectedRoutes& selected, const Limits& limits, const std::string& file,
+                Spec& spec) {
+  for (std::size_t r = 0; r < selected.pairs.size(); ++r) {
+    const model::Route& platform_route = *selected.platform_routes[r];
     SpecRoute route;
-    route.src = pairs[r].first;
-    route.dst = pairs[r].second;
-    route.platform_latency_s = platform_routes[r]->latency_s;
-    route.platform_bandwidth_Bps = platform_routes[r]->bandwidth_Bps;
+    route.src = selected.pairs[r].first;
+    route.dst = selected.pairs[r].second;
+    route.platform_latency_s = platform_route.latency_s;
+    route.platform_bandwidth_Bps = platform_route.bandwidth_Bps;
     route.bandwidth_Bps = std::numeric_limits<double>::infinity();
-    for (int l : platform_routes[r]->links) {
-      const int s = link_index.at(l);
+    for (int l : platform_route.links) {
+      const int s = selected.link_index.at(l);
       route.links.push_back(s);
       route.latency_s += spec.links[static_cast<std::size_t>(s)].latency_s;
       route.bandwidth_Bps =
@@ -281,6 +310,12 @@ Spec make_spec(const model::Platform& platform, const Options& options) {
               num(route.latency_s) + " s");
     spec.routes.push_back(route);
   }
+}
+
+/// Sizes each link's queue: a bandwidth-delay product of its longest round trip, 16 packets
+/// and queue_s of its rate, whichever is largest.
+void size_queues(double queue_s, Spec& spec) {
+  std::vector<double> longest_round_trip(spec.links.size(), 0.0);
   for (const SpecRoute& route : spec.routes) {
     const double round_trip = route.latency_s + spec.route(route.dst, route.src).latency_s;
     for (int l : route.links)
@@ -290,8 +325,28 @@ Spec make_spec(const model::Platform& platform, const Options& options) {
   for (std::size_t l = 0; l < spec.links.size(); ++l) {
     SpecLink& link = spec.links[l];
     link.queue_bytes = std::max({16.0 * spec.mtu, link.wire_rate_Bps * longest_round_trip[l],
-                                 link.wire_rate_Bps * options.queue_s});
+                                 link.wire_rate_Bps * queue_s});
   }
+}
+
+}  // namespace
+
+Spec make_spec(const model::Platform& platform, const Options& options) {
+  const std::string& file = platform.source_file;
+  check_options(options, file);
+  const std::vector<int> selected = checked_hosts(platform, options);
+  const SelectedRoutes routes = select_routes(platform, selected, options.limits);
+
+  Spec spec;
+  spec.prefix = options.prefix;
+  spec.platform_file = file;
+  spec.platform_hash = platform.source_hash;
+  spec.limits = options.limits;
+  choose_scale_and_mtu(routes.used, options, file, spec);
+  add_hosts(platform, selected, options, spec);
+  add_links(routes.used, options.limits, file, spec);
+  add_routes(routes, options.limits, file, spec);
+  size_queues(options.queue_s, spec);
   return spec;
 }
 
