@@ -10,13 +10,11 @@
 // and three internal subcommands the others start: `fabric` (the link emulator process),
 // `agent` (mpirun's remote shell) and `rank` (sets TAUPLAN_TESTBED_HOST, execs the command).
 // Every subcommand needs the rights to create and enter network namespaces (root); without
-// them it says so on one line and exits 2. The platform is loaded through sim/'s loader; all
-// else is exec/testbed/. What it leaves out: more than one testbed per prefix.
-#include <unistd.h>
+// them it says so on one line and exits 2. The work is study/testbed_control's (the platform
+// through sim/'s loader, the rest exec/testbed/). What it leaves out: more than one testbed per
+// prefix.
 
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -26,23 +24,16 @@
 
 #include "cli/testbed_internals.hpp"
 #include "cli/verb.hpp"
-#include "exec/testbed/launcher.hpp"
-#include "exec/testbed/system.hpp"
 #include "model/error.hpp"
 #include "study/testbed_control.hpp"
 
 namespace tauplan::cli {
 namespace {
 
-namespace tb = tauplan::testbed;
-
-void register_testbed(CLI::App& app) {
-  CLI::App* verb = app.add_subcommand(
-      "testbed", "an emulated cluster: namespaces and shaped routes from a platform, MPI in it");
-  verb->require_subcommand(1);
-
+/// `testbed up`: build the testbed of a platform and start its fabric.
+void add_up(CLI::App& verb) {
   auto up_args = std::make_shared<study::TestbedUpRequest>();
-  CLI::App* up = verb->add_subcommand("up", "build the testbed of a platform and start its fabric");
+  CLI::App* up = verb.add_subcommand("up", "build the testbed of a platform and start its fabric");
   up->add_option("platform", up_args->platform, "SimGrid platform XML")->required();
   up->add_option("--hosts", up_args->hosts, "hosts in rank order (default: workers, then servers)")
       ->delimiter(',');
@@ -68,10 +59,13 @@ void register_testbed(CLI::App& app) {
                  "seconds early the fabric arms its timer, for its wake-up latency (2.5e-5)");
   up->add_flag("--json", up_args->json, "print the state as JSON");
   up->callback([up_args] { study::testbed_up(*up_args, std::cout); });
+}
 
+/// `testbed down` and `testbed status`: remove the testbed, or say what is up.
+void add_down_and_status(CLI::App& verb) {
   auto down_prefix = std::make_shared<std::string>("tp-");
   auto down_json = std::make_shared<bool>(false);
-  CLI::App* down = verb->add_subcommand("down", "remove the testbed (and any leftover of one)");
+  CLI::App* down = verb.add_subcommand("down", "remove the testbed (and any leftover of one)");
   down->add_option("--prefix", *down_prefix, "of the testbed (tp-)");
   down->add_flag("--json", *down_json, "print what was removed as JSON");
   down->callback(
@@ -79,48 +73,62 @@ void register_testbed(CLI::App& app) {
 
   auto status_prefix = std::make_shared<std::string>("tp-");
   auto status_json = std::make_shared<bool>(false);
-  CLI::App* status = verb->add_subcommand("status", "what is up: hosts, links, routes, fabric");
+  CLI::App* status = verb.add_subcommand("status", "what is up: hosts, links, routes, fabric");
   status->add_option("--prefix", *status_prefix, "of the testbed (tp-)");
   status->add_flag("--json", *status_json, "everything as JSON");
   status->callback([status_prefix, status_json] {
     study::testbed_status(*status_prefix, *status_json, std::cout);
   });
+}
 
+/// `testbed run`: COMMAND as MPI ranks, one per testbed host.
+void add_run(CLI::App& verb) {
   auto run_prefix = std::make_shared<std::string>("tp-");
   auto run_np = std::make_shared<int>(0);
   auto run_hosts = std::make_shared<std::string>();
   auto run_command = std::make_shared<std::vector<std::string>>();
-  CLI::App* run = verb->add_subcommand("run", "run COMMAND as MPI ranks, one per testbed host");
+  CLI::App* run = verb.add_subcommand("run", "run COMMAND as MPI ranks, one per testbed host");
   run->add_option("--prefix", *run_prefix, "of the testbed (tp-)");
   run->add_option("--np", *run_np, "ranks (default: one per testbed host)");
   run->add_option("--hosts", *run_hosts,
                   "H0,H1,...: the hosts of ranks 0, 1, ... (default: in rank order)");
   run->add_option("command", *run_command, "the command and its arguments, after --")->required();
   run->callback([run_prefix, run_np, run_hosts, run_command] {
-    study::require_testbed_rights();
-    tb::check_prefix(*run_prefix, "<command line>");
-    const tb::State state = tb::require_up(*run_prefix);
-    std::vector<std::string> names;
-    for (std::size_t begin = 0; begin < run_hosts->size();) {
-      const std::size_t end = std::min(run_hosts->find(',', begin), run_hosts->size());
-      names.push_back(run_hosts->substr(begin, end - begin));
-      begin = end + 1;
-    }
-    const std::vector<int> hosts = tb::rank_hosts(state, *run_np, names);
-    const int ranks = static_cast<int>(hosts.size());
-    const auto argv = tb::mpirun_command(state, hosts, *run_command, tb::self_executable());
-    std::fprintf(stderr,
-                 "tauplan: testbed run: %d rank(s) on %s (scale %.6g), rank r in namespace "
-                 "%sr<r>, MPI over TCP on %s\n",
-                 ranks, state.spec.platform_file.c_str(), state.spec.scale,
-                 state.spec.prefix.c_str(), tb::kEmulatedSubnet);
-    std::fflush(stderr);
-    tb::exec_in_control_namespace(state, argv);
+    study::testbed_run(*run_prefix, *run_np, *run_hosts, *run_command);
   });
+}
 
+/// Refuses `testbed calibrate` arguments out of range, one line naming the option.
+void check_calibrate_request(const study::TestbedCalibrateRequest& cal) {
+  const auto& r = cal.request;
+  if (r.pings < 1 || r.sizes < 2 || r.repeats < 1 || r.ping_bytes < 1)
+    throw InputError("<command line>", "testbed calibrate",
+                     "--pings >= 1, --sizes >= 2, --repeats >= 1",
+                     fmt::format("{} {} {}", r.pings, r.sizes, r.repeats));
+  for (int n : r.flow_counts)
+    if (n < 1)
+      throw InputError("<command line>", "--flows", "counts of flows >= 1", std::to_string(n));
+  if (!(r.transfer_s > 0) || !(r.window_s >= 0.2) || !(r.warmup_s >= 0))
+    throw InputError("<command line>", "testbed calibrate",
+                     "--transfer-time > 0, --window >= 0.2 s and --warmup >= 0",
+                     fmt::format("{} {} {}", r.transfer_s, r.window_s, r.warmup_s));
+  if (cal.mpi_sizes.size() < 2 || cal.mpi_repeats < 1)
+    throw InputError("<command line>", "--mpi-sizes", "at least 2 sizes and --mpi-repeats >= 1",
+                     std::to_string(cal.mpi_sizes.size()) + " sizes");
+  for (double v : cal.mpi_sizes)
+    if (!(v > cal.eager_limit_bytes && v <= 1e9) || std::fmod(v, 4.0) != 0)
+      throw InputError("<command line>", "--mpi-sizes",
+                       fmt::format("message sizes in bytes above the eager limit ({:.0f}: "
+                                   "each pays the rendezvous), multiples of 4 up to 1e9",
+                                   cal.eager_limit_bytes),
+                       fmt::format("{}", v));
+}
+
+/// `testbed calibrate`: measure the testbed and write its fitted platform.
+void add_calibrate(CLI::App& verb) {
   auto cal = std::make_shared<study::TestbedCalibrateRequest>();
   CLI::App* calibrate =
-      verb->add_subcommand("calibrate", "measure the testbed and write its fitted platform");
+      verb.add_subcommand("calibrate", "measure the testbed and write its fitted platform");
   calibrate->add_option("--prefix", cal->prefix, "of the testbed (tp-)");
   calibrate->add_option("--out", cal->out, "the calibrated platform XML to write")->required();
   calibrate->add_flag("--json", cal->json, "print every measurement and fit as JSON");
@@ -151,31 +159,19 @@ void register_testbed(CLI::App& app) {
   calibrate->add_option("--warmup", cal->request.warmup_s,
                         "seconds left out at the start of each run, at least 10 round trips (0.5)");
   calibrate->callback([cal] {
-    const tb::NetworkCalibrationRequest& r = cal->request;
-    if (r.pings < 1 || r.sizes < 2 || r.repeats < 1 || r.ping_bytes < 1)
-      throw InputError("<command line>", "testbed calibrate",
-                       "--pings >= 1, --sizes >= 2, --repeats >= 1",
-                       fmt::format("{} {} {}", r.pings, r.sizes, r.repeats));
-    for (int n : r.flow_counts)
-      if (n < 1)
-        throw InputError("<command line>", "--flows", "counts of flows >= 1", std::to_string(n));
-    if (!(r.transfer_s > 0) || !(r.window_s >= 0.2) || !(r.warmup_s >= 0))
-      throw InputError("<command line>", "testbed calibrate",
-                       "--transfer-time > 0, --window >= 0.2 s and --warmup >= 0",
-                       fmt::format("{} {} {}", r.transfer_s, r.window_s, r.warmup_s));
-    if (cal->mpi_sizes.size() < 2 || cal->mpi_repeats < 1)
-      throw InputError("<command line>", "--mpi-sizes", "at least 2 sizes and --mpi-repeats >= 1",
-                       std::to_string(cal->mpi_sizes.size()) + " sizes");
-    for (double v : cal->mpi_sizes)
-      if (!(v > cal->eager_limit_bytes && v <= 1e9) || std::fmod(v, 4.0) != 0)
-        throw InputError("<command line>", "--mpi-sizes",
-                         fmt::format("message sizes in bytes above the eager limit ({:.0f}: "
-                                     "each pays the rendezvous), multiples of 4 up to 1e9",
-                                     cal->eager_limit_bytes),
-                         fmt::format("{}", v));
+    check_calibrate_request(*cal);
     study::testbed_calibrate(*cal, std::cout);
   });
+}
 
+void register_testbed(CLI::App& app) {
+  CLI::App* verb = app.add_subcommand(
+      "testbed", "an emulated cluster: namespaces and shaped routes from a platform, MPI in it");
+  verb->require_subcommand(1);
+  add_up(*verb);
+  add_down_and_status(*verb);
+  add_run(*verb);
+  add_calibrate(*verb);
   add_testbed_internals(*verb);
 }
 

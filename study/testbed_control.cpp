@@ -491,4 +491,27 @@ void testbed_rank(const std::string& prefix, const std::vector<std::string>& com
   tb::exec_rank(testbed_state(prefix), command);
 }
 
+void testbed_run(const std::string& prefix, int np, const std::string& host_list,
+                 const std::vector<std::string>& command) {
+  require_testbed_rights();
+  tb::check_prefix(prefix, "<command line>");
+  const tb::State state = tb::require_up(prefix);
+  std::vector<std::string> names;
+  for (std::size_t begin = 0; begin < host_list.size();) {
+    const std::size_t end = std::min(host_list.find(',', begin), host_list.size());
+    names.push_back(host_list.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  const std::vector<int> hosts = tb::rank_hosts(state, np, names);
+  const int ranks = static_cast<int>(hosts.size());
+  const auto argv = tb::mpirun_command(state, hosts, command, tb::self_executable());
+  std::fprintf(stderr,
+               "tauplan: testbed run: %d rank(s) on %s (scale %.6g), rank r in namespace "
+               "%sr<r>, MPI over TCP on %s\n",
+               ranks, state.spec.platform_file.c_str(), state.spec.scale, state.spec.prefix.c_str(),
+               tb::kEmulatedSubnet);
+  std::fflush(stderr);
+  tb::exec_in_control_namespace(state, argv);
+}
+
 }  // namespace tauplan::study

@@ -97,6 +97,10 @@ void testbed_message_probe(const std::string& pairs, const std::vector<double>& 
 /// `testbed agent` (internal, mpirun's remote shell): runs `host_and_command` (a namespace, then
 /// its command) inside that namespace of the testbed of `prefix`; replaces the process.
 void testbed_agent(const std::string& prefix, std::vector<std::string> host_and_command);
+/// `testbed run`: COMMAND as `np` MPI ranks (on the named hosts, "h0,h1", or the first np) of the
+/// testbed of `prefix`, through mpirun in its control namespace; replaces the process.
+void testbed_run(const std::string& prefix, int np, const std::string& host_list,
+                 const std::vector<std::string>& command);
 /// `testbed rank` (internal): sets TAUPLAN_TESTBED_HOST and replaces the process by `command`.
 void testbed_rank(const std::string& prefix, const std::vector<std::string>& command);
 
