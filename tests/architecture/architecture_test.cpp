@@ -20,6 +20,7 @@
 #include <catch2/catch.hpp>
 
 #include "model/collective.hpp"
+#include "model/platform.hpp"
 #include "model/strategy.hpp"
 #include "sim/collective_lowering.hpp"
 #if TAUPLAN_HAVE_MPI
@@ -47,6 +48,14 @@ std::string read(const fs::path& path) {
 bool is_source(const fs::path& path) {
   const std::string ext = path.extension().string();
   return ext == ".cpp" || ext == ".hpp" || ext == ".cu" || ext == ".h";
+}
+
+/// Each item on a line of its own, indented: the body of a failure message.
+std::string indented(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items)
+    text += "  " + item + "\n";
+  return text;
 }
 
 /// Source files under root/dir, relative to root, sorted.
@@ -108,6 +117,9 @@ std::vector<std::string> layering_violations(const fs::path& root) {
       {"exec", with({"sim/", "study/", "cli/"}, simgrid)},
       {"sim", {"exec/", "study/", "cli/"}},
       {"study", {"cli/"}},
+      // The verbs reach the engines and the testbed through study/ only.
+      {"cli", with({"sim/", "exec/"}, simgrid)},
+      {"bench", {"cli/"}},
   };
   const std::regex include(R"(#\s*include\s*[<"]([^>"]+)[>"])");
   std::vector<std::string> violations;
@@ -122,6 +134,48 @@ std::vector<std::string> layering_violations(const fs::path& root) {
       }
     }
   return violations;
+}
+
+/// "FILE:LINE: SIGNATURE (N lines)" for every function in `dirs` whose definition, from the first
+/// line of its signature to its closing brace, is longer than `limit` lines. A definition starts
+/// at a line of indentation 0-4 (namespace scope or a class member) and its body ends at the
+/// first `}` of the same indentation; lambdas, control statements and initialisers are not
+/// definitions.
+std::vector<std::string> long_functions(const fs::path& root, const std::vector<std::string>& dirs,
+                                        long limit) {
+  const std::regex opens_body(
+      R"(\)\s*(const\s*)?(override\s*)?(noexcept\s*)?(->\s*[\w:<>, ]+)?\{\s*$)");
+  const std::regex starts_definition(R"(^ {0,4}[A-Za-z_~][^=;]*\()");
+  const std::regex statement(R"(^\s*(if|for|while|switch|else|do|return|case|namespace)\b)");
+  std::vector<std::string> found;
+  for (const std::string& dir : dirs)
+    for (const fs::path& file : sources(root, dir)) {
+      std::vector<std::string> lines;
+      std::istringstream in(without_comments(read(root / file)));
+      for (std::string line; std::getline(in, line);)
+        lines.push_back(line);
+      for (size_t i = 0; i < lines.size(); ++i) {
+        if (!std::regex_search(lines[i], opens_body) || std::regex_search(lines[i], statement))
+          continue;
+        size_t first = i;
+        while (first > 0 && i - first < 12 && !std::regex_search(lines[first], starts_definition))
+          --first;
+        if (!std::regex_search(lines[first], starts_definition) ||
+            std::regex_search(lines[first], statement))
+          continue;
+        const std::string indent = lines[first].substr(0, lines[first].find_first_not_of(' '));
+        size_t last = i + 1;
+        while (last < lines.size() && lines[last].rfind(indent + "}", 0) != 0)
+          ++last;
+        const auto length = static_cast<long>(last - first + 1);
+        if (last < lines.size() && length > limit)
+          found.push_back(file.string() + ":" + std::to_string(first + 1) + ": " +
+                          lines[first].substr(indent.size(), 60) + " (" + std::to_string(length) +
+                          " lines)");
+        i = last;
+      }
+    }
+  return found;
 }
 
 /// "FILE:LINE: "NAME"" for every literal of a registered name outside the files carrying it.
@@ -172,15 +226,9 @@ struct ScratchTree {
 
 }  // namespace
 
-TEST_CASE("layering: model, sim, exec and study include nothing above them, SimGrid only in sim") {
+TEST_CASE("layering: every folder includes nothing above it, SimGrid only in sim, cli via study") {
   const auto violations = layering_violations(kRoot);
-  INFO("forbidden includes:\n"
-       << [&] {
-            std::string s;
-            for (const auto& v : violations)
-              s += "  " + v + "\n";
-            return s;
-          }());
+  INFO("forbidden includes:\n" << indented(violations));
   CHECK(violations.empty());
   CHECK(!sources(kRoot, "model").empty());  // the scan saw the tree
 }
@@ -191,21 +239,45 @@ TEST_CASE("layering: a forbidden include planted in model/ and exec/ is found") 
              "// bad.cpp\n#include <simgrid/s4u.hpp>\n#include \"sim/simulator.hpp\"\n");
   tree.write("exec/bad.hpp", "#include \"cli/verb.hpp\"\n// #include \"sim/commented_out.hpp\"\n");
   tree.write("study/fine.cpp", "#include \"sim/simulator.hpp\"\n#include \"exec/trainer.hpp\"\n");
+  tree.write("cli/verb_bad.cpp",
+             "#include \"study/sweep.hpp\"\n#include \"exec/testbed/fabric.hpp\"\n");
   const auto violations = layering_violations(tree.root);
-  CHECK(violations == std::vector<std::string>{"model/bad.cpp: #include simgrid/s4u.hpp",
-                                               "model/bad.cpp: #include sim/simulator.hpp",
-                                               "exec/bad.hpp: #include cli/verb.hpp"});
+  CHECK(violations ==
+        std::vector<std::string>{"model/bad.cpp: #include simgrid/s4u.hpp",
+                                 "model/bad.cpp: #include sim/simulator.hpp",
+                                 "exec/bad.hpp: #include cli/verb.hpp",
+                                 "cli/verb_bad.cpp: #include exec/testbed/fabric.hpp"});
+}
+
+TEST_CASE("functions: none outside tests is longer than 120 lines") {
+  const auto found = long_functions(kRoot, {"model", "sim", "exec", "study", "cli", "bench"}, 120);
+  INFO("functions over 120 lines:\n" << indented(found));
+  CHECK(found.empty());
+}
+
+TEST_CASE("functions: a planted long function is found, a long lambda or table is not") {
+  ScratchTree tree;
+  std::string body;
+  for (int i = 0; i < 125; ++i)
+    body += "  x += " + std::to_string(i) + ";\n";
+  tree.write(
+      "model/long.cpp",
+      "int short_one(int x) {\n  return x;\n}\n\nint long_one(int x,\n             int y) {\n" +
+          body + "  return x + y;\n}\n\nnamespace {\nstruct S {\n  int member(int x) const {\n" +
+          body + "  return x;\n  }\n};\n}  // namespace\n");
+  tree.write("study/lambda.cpp", "auto f = [](int x) {\n" + body +
+                                     "  return x;\n};\n"
+                                     "const std::vector<int> table = {\n" +
+                                     body + "};\n");
+  const auto found = long_functions(tree.root, {"model", "study"}, 120);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0] == "model/long.cpp:5: int long_one(int x, (129 lines)");
+  CHECK(found[1] == "model/long.cpp:137: int member(int x) const { (128 lines)");
 }
 
 TEST_CASE("names: no strategy or collective name is a literal outside the files that carry it") {
   const auto violations = name_violations(kRoot, registered_names());
-  INFO("name literals:\n"
-       << [&] {
-            std::string s;
-            for (const auto& v : violations)
-              s += "  " + v + "\n";
-            return s;
-          }());
+  INFO("name literals:\n" << indented(violations));
   CHECK(violations.empty());
 }
 
@@ -265,6 +337,23 @@ TEST_CASE("extending: README's Extending section names the files the registries 
         "model/collective.cpp", "sim/collective_lowering.cpp", "model/strategy.cpp",
         "exec/mpi_<name>.cpp", "exec/mpi_algorithm.cpp"})
     CHECK(section.find(path) != std::string::npos);
+}
+
+TEST_CASE(
+    "props: platforms/README.md's props table and platform_properties() list the same props") {
+  const std::string readme = read(kRoot / "platforms" / "README.md");
+  const auto at = readme.find("| prop | on | meaning |");
+  REQUIRE(at != std::string::npos);
+  const std::string table = readme.substr(at, readme.find("\n\n", at) - at);
+  std::set<std::string> documented;
+  const std::regex row(R"(\n\| `([a-z_]+)` \|)");
+  for (std::sregex_iterator it(table.begin(), table.end(), row), end; it != end; ++it)
+    documented.insert((*it)[1]);
+  std::set<std::string> listed;
+  for (const auto& prop : tauplan::model::platform_properties())
+    listed.insert(prop.name);
+  CHECK(documented == listed);
+  CHECK(listed.count("gpu_model") == 1);  // the table was read
 }
 
 TEST_CASE("plans: only strategies build a Plan from nothing") {
