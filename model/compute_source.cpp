@@ -110,8 +110,13 @@ const ComputeProfile* host_compute_profile(const Host& host, const Platform& pla
   const GpuSpec& gpu =
       gpu_spec(host.gpu_model, platform.source_file, "host " + host.name + " prop gpu_model");
   if (gpu.compute_profile.empty()) return nullptr;
-  return &catalog_compute_profile(gpu.compute_profile, "model/catalog/gpus.yaml",
-                                  gpu.model + " compute_profile");
+  const ComputeProfile& profile = catalog_compute_profile(
+      gpu.compute_profile, "model/catalog/gpus.yaml", gpu.model + " compute_profile");
+  // The catalog's profile times its own precision: a host whose speed is based on another peak
+  // (`precision` fp32 on a bf16 profile) is timed by flop / speed at that precision instead.
+  const auto precision = host.properties.find("precision");
+  if (precision != host.properties.end() && precision->second != profile.precision) return nullptr;
+  return &profile;
 }
 
 std::string host_compute_source(const Host& host, const Platform& platform) {

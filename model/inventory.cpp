@@ -806,6 +806,9 @@ Platform make_selection_platform(const Inventory& inventory, const Selection& se
         host.gpu_model = type.gpu_model;
         host.gpu_memory_bytes = type.memory_bytes;
         host.node = node;
+        // As the re-check's platform XML says them (the compute profile times only its precision).
+        host.properties = {{"precision", type.precision},
+                           {"efficiency", simgrid_xml::number(type.efficiency)}};
         NodeStarRoutes::HostLinks links;
         links.node = node_index;
         links.nic_up = nic;

@@ -424,3 +424,24 @@ TEST_CASE("plan: bad inventories are one line and exit 2") {
   expect_bad_input({"plan", "/nonexistent/inventory.yaml"},
                    "/nonexistent/inventory.yaml: inventory: expected a readable file");
 }
+
+TEST_CASE("plan: an fp32 node type is timed at its fp32 speed, not by the GPU's bf16 profile") {
+  // The A100's catalog profile times bf16 GEMMs; an inventory that asks for the fp32 peak (the
+  // default precision) must not get bf16 times against an fp32 peak (an MFU above 100%).
+  const auto f = write_temp_file(
+      "fp32-a100.yaml",
+      "workload: gpt2-medium\ntarget: {tokens: 1B}\nnode_types:\n"
+      "  - {name: a100, gpu_model: A100-SXM4-80GB, gpus_per_node: 8, nodes: 1, "
+      "price_per_hour: 10, network: {bandwidth: 100Gbps, latency: 10us, gpu_bandwidth: 300GBps, "
+      "gpu_latency: 3us}}\n"
+      "search: {strategies: [mesh], batch_per_worker: [8], tensor_parallel: [1], "
+      "pipeline_parallel: [1], zero_stage: [0], recompute: [none], micro_batch_size: [1]}\n"
+      "recheck: {top: 0}\n");
+  const auto r = run_tauplan({"plan", f, "--no-plot", "--json", "--out", f + ".plan"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json best = json::parse(r.out)["best"];
+  // flop / (fp32 peak x efficiency 0.5): the MFU is the efficiency less the communication.
+  CHECK(best["mfu"].get<double>() > 0.4);
+  CHECK(best["mfu"].get<double>() <= 0.5);
+}

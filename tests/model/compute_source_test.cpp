@@ -81,6 +81,26 @@ TEST_CASE("a GPU host is timed by its catalog profile; a CPU host by flop over s
                                     "profile"));
 }
 
+TEST_CASE("a catalog profile times only its own precision; a named profile is used as named") {
+  Platform platform;
+  platform.source_file = "test.xml";
+  Host host;
+  host.name = "g";
+  host.gpu_model = "H200-SXM-141GB";
+  host.speed_flops = 67e12;  // an fp32 speed: no bf16 GEMM time may stand for it
+  host.properties["precision"] = "fp32";
+  CHECK(host_compute_profile(host, platform) == nullptr);
+  CHECK(host_compute_source(host, platform).find("flop / host speed") == 0);
+  host.properties["precision"] = "bf16";
+  CHECK(host_compute_profile(host, platform) ==
+        &catalog_compute_profile("h200-sxm-bf16", "x", "y"));
+  // The platform's own `compute_profile` prop is the user's choice, whatever the precision.
+  host.properties["precision"] = "fp32";
+  host.properties["compute_profile"] = "h200-sxm-bf16";
+  CHECK(host_compute_profile(host, platform) ==
+        &catalog_compute_profile("h200-sxm-bf16", "x", "y"));
+}
+
 TEST_CASE("every catalog profile reads back and can time a layer") {
   for (const std::string& name : catalog_profile_names()) {
     CAPTURE(name);
