@@ -160,12 +160,10 @@ std::vector<std::vector<size_t>> heap_parents_by_depth(size_t members) {
 std::vector<std::vector<int>> equal_node_groups(const std::vector<int>& hosts,
                                                 const Platform& platform) {
   std::vector<std::vector<int>> nodes;
-  std::map<std::string, size_t> node_index;
-  for (int host : hosts) {
-    const std::string& node = platform.hosts[static_cast<size_t>(host)].node;
-    auto [it, inserted] = node_index.emplace(node, nodes.size());
-    if (inserted) nodes.emplace_back();
-    nodes[it->second].push_back(host);
+  for (const std::vector<size_t>& positions : positions_by_node(hosts, platform)) {
+    nodes.emplace_back();
+    for (size_t q : positions)
+      nodes.back().push_back(hosts[q]);
   }
   for (const auto& node : nodes)
     if (node.size() != nodes.front().size())
