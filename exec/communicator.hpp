@@ -10,11 +10,14 @@
 // messages, server ranks for ps and sparknet), and in exec/cuda/ the device communicator (K
 // logical workers on one GPU) and the NCCL communicator (one rank per GPU).
 // The defaults below suit a communicator that lives in one process.
-// What it leaves out: subgroups (a combine spans all K workers) and asynchronous (overlapped)
-// collectives.
+// combine_group() combines over a subgroup of the workers (a Plan's collective whose `group` is
+// not all K): the thread and MPI communicators run it (runs_subgroups()); the CUDA ones do not,
+// and the trainer refuses such a plan on them before it starts.
+// What it leaves out: asynchronous (overlapped) collectives.
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,24 @@ class Communicator {
   virtual void combine(const std::vector<float*>& local_buffers,
                        const std::vector<double>& local_weights, std::size_t n,
                        CombineRule rule) = 0;
+  /// Whether combine_group() runs groups other than all K workers.
+  virtual bool runs_subgroups() const { return false; }
+  /// Combines over the workers of `group` (indices of the K workers, each once, in the
+  /// collective's order) as combine() does over all of them: `member_buffers` holds one buffer
+  /// per member of the group that lives in this process, in group order (none: the call returns
+  /// at once, this process takes no part). Every member ends with the group's combined vector.
+  /// The default runs a group of all K workers through combine() and throws std::logic_error
+  /// for any other (runs_subgroups() false).
+  virtual void combine_group(const std::vector<int>& group,
+                             const std::vector<float*>& member_buffers,
+                             const std::vector<double>& member_weights, std::size_t n,
+                             CombineRule rule) {
+    for (std::size_t i = 0; i < group.size(); ++i)
+      if (group[i] != static_cast<int>(i) || static_cast<int>(group.size()) != workers())
+        throw std::logic_error("the " + name() + " communicator runs no collective over a " +
+                               std::to_string(group.size()) + "-worker subgroup");
+    combine(member_buffers, member_weights, n, rule);
+  }
   /// Returns when every process has reached it.
   virtual void barrier() = 0;
   /// Maximum of `value` over all processes (for the lockstep clock and the stop decision).

@@ -1,12 +1,15 @@
 // mpi_communicator.cpp: the MPI session, the run's layout (workers, servers, nodes), the plan's
 // algorithm for the mean, a ring all-gather for Adasum, and the collectives the trainer uses
-// (barrier, max, all-gather of timings, trace gather), each watched (mpi_watchdog.hpp).
+// (barrier, max, all-gather of timings, trace gather), each watched (mpi_watchdog.hpp); the
+// plan's collectives over subgroups of the workers run the same algorithm on a communicator
+// split off for each group.
 // Compiled only when MPI is found.
 #include "exec/mpi_communicator.hpp"
 
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <chrono>
@@ -139,8 +142,15 @@ void MpiSession::set_wait_timeout(double seconds) const {
 
 // ------------------------------------------------------------------ communicator
 
+/// A collective's subgroup of the workers on a communicator of its own (ranks in group order).
+struct Subgroup {
+  MpiLayout layout;  ///< comm: the members; rank: this rank's position (-1: not a member)
+  std::unique_ptr<MpiMessages> messages;
+};
+
 struct MpiCommunicator::State {
   const MpiAlgorithm* algorithm = nullptr;
+  std::map<std::vector<int>, Subgroup> subgroups;  // the plan's groups other than all K
   MpiLayout layout;
   MPI_Comm role_comm = MPI_COMM_NULL;  // the workers (or the servers) among themselves
   std::unique_ptr<MpiMessages> messages;
@@ -191,10 +201,64 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
   for (model::OpId v : plan.topological_order())
     if (plan.graph[v].kind == model::OpKind::Collective)
       s.collective_names.push_back(trace_name(plan.graph[v]));
+  make_subgroups(plan, platform, job_file);
+}
+
+void MpiCommunicator::make_subgroups(const model::Plan& plan, const model::Platform& platform,
+                                     const std::string& job_file) {
+  State& s = *state_;
+  for (model::OpId v : plan.topological_order()) {
+    const model::Op& op = plan.graph[v];
+    if (op.kind != model::OpKind::Collective || op.group.empty() ||
+        static_cast<int>(op.group.size()) == plan.workers || s.subgroups.count(op.group) > 0)
+      continue;
+    if (s.algorithm->uses_servers())
+      throw InputError(job_file, "collective",
+                       "a peer-to-peer algorithm for a collective over a subgroup of the workers "
+                       "(its server ranks serve all K)",
+                       "'" + plan.collective + "'");
+    // The algorithm's own check on the group alone (hierarchical: equal members per node).
+    model::Plan members;
+    members.workers = static_cast<int>(op.group.size());
+    members.collective = plan.collective;
+    for (int w : op.group)
+      members.worker_hosts.push_back(plan.worker_hosts.at(static_cast<std::size_t>(w)));
+    s.algorithm->check(members, platform);
+    Subgroup& sub = s.subgroups[op.group];
+    const auto at = std::find(op.group.begin(), op.group.end(), s.layout.rank);
+    const bool member = at != op.group.end() && !s.layout.is_server();
+    const int position = member ? static_cast<int>(at - op.group.begin()) : -1;
+    // Every rank takes part in the split (servers and non-members get MPI_COMM_NULL), in the
+    // plan's order, so that no two ranks wait on different splits.
+    check(MPI_Comm_split(s.layout.comm, member ? 0 : MPI_UNDEFINED, position, &sub.layout.comm),
+          "MPI_Comm_split");
+    sub.layout.rank = position;
+    sub.layout.workers = members.workers;
+    for (const auto& node : workers_by_node(members, platform))
+      sub.layout.nodes.push_back(node);
+    if (member) sub.messages = std::make_unique<MpiMessages>(sub.layout.comm);
+  }
+}
+
+void MpiCommunicator::combine_group(const std::vector<int>& group,
+                                    const std::vector<float*>& member_buffers,
+                                    const std::vector<double>& member_weights, std::size_t n,
+                                    CombineRule rule) {
+  if (static_cast<int>(group.size()) == workers())
+    return member_buffers.empty() ? void() : combine(member_buffers, member_weights, n, rule);
+  if (member_buffers.empty()) return;  // not a member
+  assert(member_buffers.size() == 1 && member_weights.size() == 1);
+  Subgroup& sub = state_->subgroups.at(group);
+  if (rule != CombineRule::Mean)
+    throw std::logic_error("exec: Adasum over a subgroup of MPI ranks is not implemented");
+  state_->algorithm->mean(sub.layout, *sub.messages, member_buffers.front(), member_weights.front(),
+                          n);
 }
 
 MpiCommunicator::~MpiCommunicator() {
   if (std::uncaught_exceptions() > 0) return;  // see ~MpiSession
+  for (auto& [group, sub] : state_->subgroups)
+    if (sub.layout.comm != MPI_COMM_NULL) MPI_Comm_free(&sub.layout.comm);
   if (state_->role_comm != MPI_COMM_NULL) MPI_Comm_free(&state_->role_comm);
   if (state_->layout.comm != MPI_COMM_NULL) MPI_Comm_free(&state_->layout.comm);
 }
@@ -305,7 +369,10 @@ std::vector<std::string> MpiCommunicator::gather_to_first(const std::string& tex
 }
 
 long long MpiCommunicator::messages_sent() const {
-  return state_->messages->sent();
+  long long sent = state_->messages->sent();
+  for (const auto& [group, sub] : state_->subgroups)
+    if (sub.messages) sent += sub.messages->sent();
+  return sent;
 }
 
 std::vector<std::string> MpiCommunicator::process_hosts() const {

@@ -7,9 +7,10 @@
 // the server algorithms (ps, sparknet) ranks K..K+s-1 are the plan's servers, so the world must
 // hold K ranks, or K + s (InputError `workers` otherwise). combine() executes the plan's
 // collective algorithm as point-to-point messages (mpi_algorithm.hpp: ring, ps, tree, sparknet,
-// hierarchical); Adasum all-gathers the K vectors (a ring of K-1 steps) and runs the same
-// pairwise tree on every rank as the thread communicator. A server rank calls serve() instead of
-// training. Only TCP-capable transports are assumed (no shared memory), so the same code runs on
+// hierarchical), over all K workers or, for a collective over a subgroup, over a communicator
+// split off for that group; Adasum all-gathers the K vectors (a ring of K-1 steps) and runs the
+// same pairwise tree on every rank as the thread communicator. A server rank calls serve() instead
+// of training. Only TCP-capable transports are assumed (no shared memory), so the same code runs on
 // one machine, in the emulated testbed and across machines. This header needs no MPI; the
 // implementation is built when MPI is found (TAUPLAN_HAVE_MPI). What it leaves out: several
 // workers per rank, GPU-aware MPI, and Horovod's bandwidth-optimal Adasum.
@@ -80,6 +81,12 @@ class MpiCommunicator final : public Communicator {
   MemorySpace memory() const override { return MemorySpace::Host; }
   void combine(const std::vector<float*>& local_buffers, const std::vector<double>& local_weights,
                std::size_t n, CombineRule rule) override;
+  bool runs_subgroups() const override { return true; }
+  /// The plan's algorithm over the group's own communicator (split off at construction for
+  /// every group of the plan's collectives); Adasum is refused (std::logic_error).
+  void combine_group(const std::vector<int>& group, const std::vector<float*>& member_buffers,
+                     const std::vector<double>& member_weights, std::size_t n,
+                     CombineRule rule) override;
   void barrier() override;
   double max_all(double value) override;
   std::vector<double> all_gather(const std::vector<double>& values) override;
@@ -90,6 +97,10 @@ class MpiCommunicator final : public Communicator {
   std::vector<std::string> process_hosts() const override;
 
  private:
+  /// Splits a communicator off for every subgroup of the plan's collectives (InputError
+  /// `collective` for a server algorithm, or a group its check refuses).
+  void make_subgroups(const model::Plan& plan, const model::Platform& platform,
+                      const std::string& job_file);
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -65,6 +65,13 @@ int MpiCommunicator::first_local_worker() const {
 void MpiCommunicator::combine(const std::vector<float*>& /*local_buffers*/,
                               const std::vector<double>& /*local_weights*/, std::size_t /*n*/,
                               CombineRule /*rule*/) {}
+void MpiCommunicator::combine_group(const std::vector<int>& /*group*/,
+                                    const std::vector<float*>& /*member_buffers*/,
+                                    const std::vector<double>& /*member_weights*/,
+                                    std::size_t /*n*/, CombineRule /*rule*/) {}
+void MpiCommunicator::make_subgroups(const model::Plan& /*plan*/,
+                                     const model::Platform& /*platform*/,
+                                     const std::string& /*job_file*/) {}
 void MpiCommunicator::barrier() {}
 double MpiCommunicator::max_all(double value) {
   return value;

@@ -16,8 +16,23 @@ void ThreadCommunicator::combine(const std::vector<float*>& local_buffers,
                                  const std::vector<double>& local_weights, std::size_t n,
                                  CombineRule rule) {
   assert(static_cast<int>(local_buffers.size()) == workers_);
+  combine_buffers(local_buffers, local_weights, n, rule);
+}
+
+void ThreadCommunicator::combine_group([[maybe_unused]] const std::vector<int>& group,
+                                       const std::vector<float*>& member_buffers,
+                                       const std::vector<double>& member_weights, std::size_t n,
+                                       CombineRule rule) {
+  assert(member_buffers.size() == group.size());  // every worker lives in this process
+  combine_buffers(member_buffers, member_weights, n, rule);
+}
+
+void ThreadCommunicator::combine_buffers(const std::vector<float*>& local_buffers,
+                                         const std::vector<double>& local_weights, std::size_t n,
+                                         CombineRule rule) {
   assert(local_weights.size() == local_buffers.size());
-  if (workers_ == 1 && rule == CombineRule::Mean) return;  // the mean of one vector is itself
+  if (local_buffers.empty()) return;
+  if (local_buffers.size() == 1 && rule == CombineRule::Mean) return;  // the mean of one: itself
   if (rule == CombineRule::Mean) return mean_into_all(local_buffers, local_weights, n);
   std::vector<const float*> inputs(local_buffers.begin(), local_buffers.end());
   exec::combine(rule, inputs, local_weights, n, local_buffers.front());

@@ -5,6 +5,7 @@
 // weighted mean goes chunk by chunk (K reads and K writes of each element, the pattern of a
 // central reducer: a parameter server whose "link" is the reducing core's memory bandwidth,
 // which is how `tauplan calibrate` describes it); Adasum reduces whole vectors, then copies. The
+// same goes for a subgroup's buffers (combine_group). The
 // trainer calls it once all workers have finished their compute (it joins its worker threads
 // first in concurrent mode), so no locking is needed here. What it leaves out: a network; the
 // time it measures is a memory-bound reduction, the S of workers sharing one machine.
@@ -27,10 +28,17 @@ class ThreadCommunicator final : public Communicator {
   MemorySpace memory() const override { return MemorySpace::Host; }
   void combine(const std::vector<float*>& local_buffers, const std::vector<double>& local_weights,
                std::size_t n, CombineRule rule) override;
+  bool runs_subgroups() const override { return true; }
+  /// A subgroup's buffers reduced the same way, in group order.
+  void combine_group(const std::vector<int>& group, const std::vector<float*>& member_buffers,
+                     const std::vector<double>& member_weights, std::size_t n,
+                     CombineRule rule) override;
   void barrier() override {}
   double max_all(double value) override { return value; }
 
  private:
+  void combine_buffers(const std::vector<float*>& local_buffers,
+                       const std::vector<double>& local_weights, std::size_t n, CombineRule rule);
   void mean_into_all(const std::vector<float*>& buffers, const std::vector<double>& weights,
                      std::size_t n);
   int workers_;

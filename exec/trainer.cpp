@@ -155,6 +155,7 @@ struct ProgramOp {
   model::CollectivePayload payload = model::CollectivePayload::Gradients;
   std::size_t slice_begin = 0;
   std::size_t slice_end = 0;
+  std::vector<int> group;  // a collective's subgroup of the workers, in order (empty: all K)
   std::vector<std::size_t> preds;
 };
 
@@ -221,12 +222,14 @@ Program compile(const model::Plan& plan, std::size_t parameters, const std::stri
           p.fraction >= 1 - kFractionEps ? p.steps : p.fraction;
     }
     if (op.kind == model::OpKind::Collective) {
-      if (!op.group.empty() && static_cast<int>(op.group.size()) != plan.workers)
-        throw InputError(file, "collective",
-                         "collectives over all K workers (exec/ combines across all of them)",
-                         "'" + op.algorithm + "' over a group of " +
-                             std::to_string(op.group.size()) + " of " +
-                             std::to_string(plan.workers) + " workers");
+      if (!op.group.empty() && static_cast<int>(op.group.size()) != plan.workers) {
+        if (plan.overlap)
+          throw InputError(file, "overlap",
+                           "false for a plan with collectives over subgroups of the workers (exec "
+                           "cuts gradient buckets only from collectives over all K)",
+                           "true");
+        p.group = op.group;
+      }
       p.slice_begin = 0;
       p.slice_end = parameters;
       if (plan.overlap && op.payload == model::CollectivePayload::Gradients && gradient_bytes > 0) {
@@ -380,6 +383,11 @@ class Runner {
   double budget_steps(WorkerState& w, long long round, bool fold);
   double run_sync_op(const ProgramOp& op);
   void run_collective(const ProgramOp& op);
+  /// This process's workers taking part in a collective, in its group's order.
+  std::vector<WorkerState*> collective_members(const ProgramOp& op);
+  /// combine() over all K, or combine_group() over the op's subgroup.
+  void combine(const ProgramOp& op, const std::vector<float*>& buffers,
+               const std::vector<double>& weights, std::size_t n);
   void emulate(double measured_s, double slowdown) const;
   double evaluate();
   /// Resets the workers and the round clock, snapshots Adasum's parameters, aligns the start.
@@ -446,6 +454,24 @@ void Runner::validate() const {
                          std::to_string(shape_.classes()) + " classes (the MLP's)",
                      data_.name + " with " + std::to_string(data_.features) + " and " +
                          std::to_string(data_.classes));
+  for (auto v : boost::make_iterator_range(boost::vertices(plan_.graph))) {
+    const model::Op& op = plan_.graph[v];
+    if (op.kind == model::OpKind::Collective && !op.group.empty() &&
+        static_cast<int>(op.group.size()) != plan_.workers && !comm_.runs_subgroups())
+      throw InputError(options_.job_file, "strategies",
+                       "a plan whose collectives span all K workers (the " + comm_.name() +
+                           " communicator runs none over a subgroup; the threads and mpi ones do)",
+                       "'" + plan_.strategy + "' with '" + op.label + "' over " +
+                           std::to_string(op.group.size()) + " of " +
+                           std::to_string(plan_.workers) + " workers");
+    if (op.kind == model::OpKind::Collective && !op.group.empty() &&
+        static_cast<int>(op.group.size()) != plan_.workers &&
+        options_.combine == CombineRule::Adasum && comm_.size() > 1)
+      throw InputError(options_.job_file, "combine",
+                       "mean for collectives over subgroups of MPI ranks (Adasum over a subgroup "
+                       "runs in one process only)",
+                       "adasum");
+  }
   if (options_.combine == CombineRule::Adasum && comm_.memory() != MemorySpace::Host &&
       plan_.count(model::OpKind::Collective) > 0) {
     for (auto v : boost::make_iterator_range(boost::vertices(plan_.graph)))
@@ -574,39 +600,60 @@ void Runner::run_collective(const ProgramOp& op) {
     return;
   }
   const std::size_t n = op.slice_end - op.slice_begin;
+  std::vector<WorkerState*> members = collective_members(op);
   std::vector<double> weights;
-  for (auto& w : workers_)
+  for (WorkerState* w : members)
     weights.push_back(
         static_cast<double>(w->samples) *
         (op.payload == model::CollectivePayload::Parameters ? std::max(1, w->local_step) : 1));
   std::vector<float*> buffers;
   if (op.payload == model::CollectivePayload::Gradients) {
-    for (auto& w : workers_)
+    for (WorkerState* w : members)
       buffers.push_back(w->replica->gradients() + op.slice_begin);
-    comm_.combine(buffers, weights, n, options_.combine);
+    combine(op, buffers, weights, n);
   } else if (options_.combine == CombineRule::Mean) {
-    for (auto& w : workers_)
+    for (WorkerState* w : members)
       buffers.push_back(w->replica->parameters() + op.slice_begin);
-    comm_.combine(buffers, weights, n, options_.combine);
+    combine(op, buffers, weights, n);
   } else {
     // Adasum of the round's parameter deltas (host memory, checked in validate()).
-    deltas_.resize(workers_.size());
-    for (std::size_t l = 0; l < workers_.size(); ++l) {
+    deltas_.resize(members.size());
+    for (std::size_t l = 0; l < members.size(); ++l) {
       deltas_[l].resize(n);
-      const float* p = workers_[l]->replica->parameters() + op.slice_begin;
+      const float* p = members[l]->replica->parameters() + op.slice_begin;
       const float* p0 = round_start_params_.data() + op.slice_begin;
       for (std::size_t i = 0; i < n; ++i)
         deltas_[l][i] = p[i] - p0[i];
       buffers.push_back(deltas_[l].data());
     }
-    comm_.combine(buffers, weights, n, options_.combine);
-    for (std::size_t l = 0; l < workers_.size(); ++l) {
-      float* p = workers_[l]->replica->parameters() + op.slice_begin;
+    combine(op, buffers, weights, n);
+    for (std::size_t l = 0; l < members.size(); ++l) {
+      float* p = members[l]->replica->parameters() + op.slice_begin;
       const float* p0 = round_start_params_.data() + op.slice_begin;
       for (std::size_t i = 0; i < n; ++i)
         p[i] = p0[i] + deltas_[l][i];
     }
   }
+}
+
+std::vector<WorkerState*> Runner::collective_members(const ProgramOp& op) {
+  std::vector<WorkerState*> members;
+  if (op.group.empty()) {
+    for (auto& w : workers_)
+      members.push_back(w.get());
+  } else {
+    for (int worker : op.group)
+      if (is_local(worker)) members.push_back(&local(worker));
+  }
+  return members;
+}
+
+void Runner::combine(const ProgramOp& op, const std::vector<float*>& buffers,
+                     const std::vector<double>& weights, std::size_t n) {
+  if (op.group.empty())
+    comm_.combine(buffers, weights, n, options_.combine);
+  else
+    comm_.combine_group(op.group, buffers, weights, n, options_.combine);
 }
 
 void Runner::record(const ProgramOp& op, long long round, double start_s, double duration_s) {
@@ -625,7 +672,8 @@ void Runner::record(const ProgramOp& op, long long round, double start_s, double
 void Runner::record_sync(const ProgramOp& op, long long round, double start_s, double duration_s,
                          long long messages) {
   if (!tracing_ || op.kind != model::OpKind::Collective) return;
-  for (const auto& w : workers_) {
+  const std::vector<WorkerState*> members = collective_members(op);
+  for (const WorkerState* w : members) {
     TraceEvent e;
     e.name = op.trace_name;
     e.category = "comm";
@@ -633,7 +681,7 @@ void Runner::record_sync(const ProgramOp& op, long long round, double start_s, d
     e.round = round;
     e.start_s = start_s;
     e.duration_s = duration_s;
-    e.messages = w == workers_.front() ? messages : 0;  // counted once per process
+    e.messages = w == members.front() ? messages : 0;  // counted once per process
     out_.trace.push_back(std::move(e));
   }
 }

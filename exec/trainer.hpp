@@ -6,8 +6,11 @@
 // the worker has no Update op; Update(worker) = the SGD step with the worker's (combined)
 // gradient; Collective = a real combine through the Communicator: gradients (sync), or the
 // parameters (local-sgd; with Adasum, the parameter deltas of the round, as Horovod does);
-// Barrier = a barrier. With gradient buckets (plan.overlap) each collective combines its share
-// of the gradient vector, last layers first, after the whole backward pass has run.
+// Barrier = a barrier. A collective whose group is a subgroup of the workers combines over its
+// members only (Communicator::combine_group: threads and MPI), the others skipping it; in
+// lockstep every process still meets at its barrier and maximum. With gradient buckets
+// (plan.overlap) each collective combines its share of the gradient vector, last layers first,
+// after the whole backward pass has run.
 //
 // Timing, lockstep: local workers run one after another; every op's duration is measured and
 // the round's time is the longest path through the DAG (so a phase takes as long as its
@@ -52,7 +55,9 @@
 //
 // What it leaves out: real overlap of communication with computation (in lockstep the DAG
 // composes bucket collectives with the backward pass; in concurrent mode they run after it),
-// collectives over subgroups of workers, learning-rate schedules.
+// concurrent collectives of disjoint subgroups (they run one after another; in lockstep the DAG
+// still times them as parallel), gradient buckets with subgroup collectives, learning-rate
+// schedules.
 #pragma once
 
 #include <cstdint>

@@ -4,12 +4,15 @@
 // A registry holds one instance of each implementation, made once from a list of factories,
 // in the order the list gives (the order help texts and defaults use). Looking a name up that
 // no implementation has is bad input: an InputError naming the file, the key and every name
-// that would have been accepted. What it leaves out: registration from static initialisers
-// (static libraries drop unreferenced objects; each registry lists its factories explicitly).
+// that would have been accepted. An extension outside the tree (a strategy defined in a test)
+// is added at run time with add(), before the lookups that should see it, from one thread.
+// What it leaves out: registration from static initialisers (static libraries drop
+// unreferenced objects; each registry lists its factories explicitly) and removal.
 #pragma once
 
 #include <initializer_list>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +59,14 @@ class Registry {
   }
 
   const std::vector<std::unique_ptr<Item>>& items() const { return items_; }
+
+  /// Adds `item` after the listed ones (an extension registered at run time, before any
+  /// lookup that should see it); throws std::invalid_argument when its name is taken.
+  void add(std::unique_ptr<Item> item) {
+    if (find(item->name()))
+      throw std::invalid_argument(key_ + ": '" + std::string(item->name()) + "' is registered");
+    items_.push_back(std::move(item));
+  }
 
  private:
   std::string key_;

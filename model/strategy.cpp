@@ -1,6 +1,7 @@
 // strategy.cpp: the registry of strategies, make_plan, and their shared building blocks.
 //
-// Adding a strategy: one file with its class and factory, one line in registry() below.
+// Adding a strategy: one file with its class and factory, one line in registry() below (or,
+// outside the tree, register_strategy() at run time: tests/study/strategy_extension_test.cpp).
 #include "model/strategy.hpp"
 
 #include <algorithm>
@@ -26,14 +27,14 @@ std::unique_ptr<Strategy> make_mesh_strategy();
 
 namespace {
 
-const Registry<Strategy>& registry() {
-  static const Registry<Strategy> strategies("strategies", {
-                                                               make_single_strategy,
-                                                               make_sync_strategy,
-                                                               make_local_sgd_strategy,
-                                                               make_async_ps_strategy,
-                                                               make_mesh_strategy,
-                                                           });
+Registry<Strategy>& registry() {
+  static Registry<Strategy> strategies("strategies", {
+                                                         make_single_strategy,
+                                                         make_sync_strategy,
+                                                         make_local_sgd_strategy,
+                                                         make_async_ps_strategy,
+                                                         make_mesh_strategy,
+                                                     });
   return strategies;
 }
 
@@ -67,6 +68,10 @@ std::string Strategy::label(const StrategyOptions& options) const {
 double Strategy::convergence_steps(const Plan& plan, const ConvergenceModel& convergence) const {
   return counts_rounds() ? convergence.local_sgd_rounds(plan.batch, plan.workers, plan.tau)
                          : convergence.serial_steps(plan.batch);
+}
+
+void register_strategy(std::unique_ptr<Strategy> extension) {
+  registry().add(std::move(extension));
 }
 
 const Strategy& strategy(const std::string& name, const std::string& file) {

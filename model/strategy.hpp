@@ -108,6 +108,10 @@ class Strategy {
                         const ConvergenceModel& convergence);
 };
 
+/// Registers a strategy defined outside the tree (after the built-in ones), so that jobs name it
+/// and every engine runs its plans; call it before loading such a job, from one thread. Throws
+/// std::invalid_argument when its name is taken.
+void register_strategy(std::unique_ptr<Strategy> extension);
 /// The strategy registered under `name`; InputError(file, "strategies", ...) when none is.
 const Strategy& strategy(const std::string& name, const std::string& file = "<job>");
 /// The strategy registered under `name`, or nullptr.

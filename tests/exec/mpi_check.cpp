@@ -11,6 +11,10 @@
 //  2. 12 steps of sync and of local-sgd (tau 3) trained through MPI and through K threads: the
 //     final parameters must agree to 1e-6 relative (bitwise for ps and sparknet);
 //  3. Adasum (an all-gather then the thread communicator's tree): bitwise;
+//  3b. a combine over a subgroup (K >= 3: workers K-1 and 1, in that order; Plan collectives
+//     over subgroups): the members' result equals ThreadCommunicator::combine_group's to 1e-6,
+//     the other workers' vectors are untouched; a server algorithm refuses such a plan
+//     (InputError naming `collective`);
 //  4. every collective of model/collective.hpp has an MPI implementation; bad inputs: an
 //     algorithm exec/ does not know is an InputError naming `collective`, and a plan whose
 //     K (+ s) differs from W one naming `workers`.
@@ -133,6 +137,51 @@ std::vector<Case> cases_for(int world) {
   return cases;
 }
 
+/// 3b: one combine over the subgroup {K-1, 1} of a plan that has a collective over it.
+template <typename Fail>
+std::string subgroup_case(const Case& c, const model::Platform& platform, int rank,
+                          const Fail& fail) {
+  model::Plan plan = plan_for(c, platform, "sync", 32, 1);
+  model::Op narrow;
+  narrow.kind = model::OpKind::Collective;
+  narrow.label = "subgroup all-reduce";
+  narrow.algorithm = c.algorithm;
+  narrow.group = {c.workers - 1, 1};
+  plan.add(narrow);
+  if (mpi_algorithm(c.algorithm, "<mpi_check>").uses_servers()) {
+    try {
+      MpiCommunicator refused(plan, platform, "job.yaml");
+      fail(c.label() + ": a subgroup collective was accepted by a server algorithm");
+    } catch (const InputError& e) {
+      if (e.key() != "collective") fail(c.label() + ": subgroup: wrong key: " + e.what());
+    }
+    return " subgroup refused (ok);";
+  }
+  MpiCommunicator comm(plan, platform, "<mpi_check>");
+  comm.align_start();
+  const std::size_t n = 1001;
+  std::vector<std::vector<float>> inputs;
+  for (int k = 0; k < c.workers; ++k)
+    inputs.push_back(random_vector(n, k));
+  std::vector<float> mine = inputs[static_cast<std::size_t>(rank)];
+  const bool member = rank == c.workers - 1 || rank == 1;
+  const double weight = static_cast<double>(rank + 1);
+  comm.combine_group(narrow.group,
+                     member ? std::vector<float*>{mine.data()} : std::vector<float*>{}, {weight}, n,
+                     CombineRule::Mean);
+  comm.barrier();
+  ThreadCommunicator threads(c.workers);
+  std::vector<float> last = inputs.back(), second = inputs[1];
+  threads.combine_group(narrow.group, {last.data(), second.data()},
+                        {static_cast<double>(c.workers), 2.0}, n, CombineRule::Mean);
+  const Difference d = compare(mine, member ? second : inputs[static_cast<std::size_t>(rank)]);
+  if (d.relative > 1e-6 || (!member && !d.bitwise))
+    fail(c.label() + " subgroup combine differs from threads on rank " + std::to_string(rank));
+  char text[96];
+  std::snprintf(text, sizeof text, " subgroup rel %.2g;", d.relative);
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,6 +269,7 @@ int main(int argc, char** argv) {
       if (d.relative > 1e-6 || (must_be_exact && !d.bitwise) || distributed.communicator != "mpi")
         fail(c.label() + " " + r.strategy + " training differs from threads");
     }
+    if (c.workers >= 3) line += subgroup_case(c, platform, rank, fail);
     if (rank == 0) std::printf("%s\n", line.c_str());
   }
 

@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <utility>
+
+#include <boost/range/iterator_range.hpp>
 #include <string>
 
 #include "exec/cpu_replica.hpp"
@@ -218,4 +221,88 @@ TEST_CASE("trace events cover the recorded rounds", "[exec][trainer]") {
     CHECK(e.messages == 0);  // shared memory: no messages
   }
   CHECK(per_category == std::map<std::string, int>{{"comm", 4}, {"compute", 4}, {"update", 4}});
+}
+
+namespace {
+
+/// The thread communicator, recording which workers' buffers each combine got.
+class RecordingCommunicator final : public Communicator {
+ public:
+  explicit RecordingCommunicator(int workers) : threads_(workers) {}
+  std::string name() const override { return "recording"; }
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int workers() const override { return threads_.workers(); }
+  int local_workers() const override { return threads_.workers(); }
+  int first_local_worker() const override { return 0; }
+  MemorySpace memory() const override { return MemorySpace::Host; }
+  void combine(const std::vector<float*>& buffers, const std::vector<double>& weights,
+               std::size_t n, CombineRule rule) override {
+    calls.push_back({{}, buffers.size()});
+    threads_.combine(buffers, weights, n, rule);
+  }
+  bool runs_subgroups() const override { return true; }
+  void combine_group(const std::vector<int>& group, const std::vector<float*>& buffers,
+                     const std::vector<double>& weights, std::size_t n, CombineRule rule) override {
+    calls.push_back({group, buffers.size()});
+    threads_.combine_group(group, buffers, weights, n, rule);
+  }
+  void barrier() override {}
+  double max_all(double value) override { return value; }
+
+  std::vector<std::pair<std::vector<int>, std::size_t>> calls;  // group (empty: all), buffers
+
+ private:
+  ThreadCommunicator threads_;
+};
+
+}  // namespace
+
+TEST_CASE("a collective over a subgroup combines its members only, in group order",
+          "[exec][trainer]") {
+  // The communicator: buffers of workers 3 and 1 (weights 1 and 3) become their weighted mean.
+  ThreadCommunicator threads(4);
+  std::vector<float> a{1, 2}, b{5, 10};
+  threads.combine_group({3, 1}, {a.data(), b.data()}, {1.0, 3.0}, 2, CombineRule::Mean);
+  CHECK(a == std::vector<float>{4, 8});
+  CHECK(b == std::vector<float>{4, 8});
+
+  // The trainer: sync at K = 4 with its all-reduce narrowed to workers 2 and 0 combines only
+  // their gradients (2 buffers, group {2, 0}), so workers 1 and 3 step on their own and the
+  // replicas drift apart: the run differs from sync's.
+  const Dataset data = test::tiny_data();
+  const TrainOptions o = test::quick_options(6);
+  model::Plan narrowed = test::make_plan("sync", 4, 32);
+  for (auto v : boost::make_iterator_range(boost::vertices(narrowed.graph)))
+    if (narrowed.graph[v].kind == model::OpKind::Collective) narrowed.graph[v].group = {2, 0};
+  const model::Platform platform =
+      model::make_crossbar_platform(std::vector<double>(8, 1e9), 1e9, 1e-5);
+  RecordingCommunicator recording(4);
+  const Measurement pairs =
+      train(narrowed, platform, data, test::tiny_shape(), recording, cpu_replica_factory(), o);
+  CHECK(test::max_abs_diff(pairs.final_parameters,
+                           run(test::make_plan("sync", 4, 32), data, o).final_parameters) > 1e-4);
+  REQUIRE(recording.calls.size() == 6);
+  for (const auto& [group, buffers] : recording.calls) {
+    CHECK(group == std::vector<int>{2, 0});
+    CHECK(buffers == 2);
+  }
+  // A communicator that runs no subgroup collective refuses such a plan before training.
+  class AllOnly final : public Communicator {
+   public:
+    std::string name() const override { return "all-only"; }
+    int rank() const override { return 0; }
+    int size() const override { return 1; }
+    int workers() const override { return 4; }
+    int local_workers() const override { return 4; }
+    int first_local_worker() const override { return 0; }
+    MemorySpace memory() const override { return MemorySpace::Host; }
+    void combine(const std::vector<float*>&, const std::vector<double>&, std::size_t,
+                 CombineRule) override {}
+    void barrier() override {}
+    double max_all(double value) override { return value; }
+  } all_only;
+  CHECK_THROWS_AS(
+      train(narrowed, platform, data, test::tiny_shape(), all_only, cpu_replica_factory(), o),
+      InputError);
 }
