@@ -31,7 +31,9 @@
 // concurrent timing of the synchronous strategies (that is `validate --testbed`,
 // study/validate_testbed.hpp: MPI ranks across the emulated network), and repeated measurements
 // of one configuration (the spread is measured by running validate twice;
-// experiments/validation/README.md).
+// experiments/validation/README.md), and the bottleneck-link baseline of `validate --testbed`
+// (this machine has no nominal network: its combine is the calibrated reducer, on which the
+// baseline would be the analytic parameter-server cost by construction).
 #pragma once
 
 #include <map>

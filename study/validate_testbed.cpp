@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -15,6 +17,7 @@
 
 #include "exec/calibrate.hpp"
 #include "exec/job_keys.hpp"
+#include "model/bottleneck_baseline.hpp"
 #include "model/calibration.hpp"
 #include "model/collective.hpp"
 #include "model/platform.hpp"
@@ -28,6 +31,7 @@
 #include "study/gnuplot.hpp"
 #include "study/inputs.hpp"
 #include "study/testbed_control.hpp"
+#include "study/validate_baseline.hpp"
 #include "study/validate_support.hpp"
 
 namespace tauplan::study {
@@ -86,6 +90,10 @@ struct Row {
   /// The rounds to target the predictions are held to: the mean over the seeds, or the testbed
   /// run's own with one seed (NaN when not reached).
   double rounds_truth = kNaN;
+  /// The bottleneck-link baseline of the round's collective (with the copy beside it, both jobs'
+  /// flows) on the group's nominal network; null `nominal` when none was computed.
+  std::shared_ptr<const model::Platform> nominal;
+  model::BottleneckBaseline baseline;
 };
 
 /// The measured time to target: the testbed run's mean round (its time to target over its rounds)
@@ -523,6 +531,8 @@ std::string scatter_script(double lo, double hi) {
       "points pt 6 ps 1.6 lc rgb '#ff7f0e', \\\n"
       "  '' using 'round_measured_s':'round_simgrid_lv08_s' title 'round, simgrid LV08' with "
       "points pt 8 ps 1.4 lc rgb '#9467bd', \\\n"
+      "  '' using 'round_measured_s':'round_baseline_s' title 'round, bottleneck baseline' with "
+      "points pt 3 ps 1.4 lc rgb '#7f7f7f', \\\n"
       "  '' using 'time_measured_s':'time_group_out_simgrid_cm02_s' title 'time to target, "
       "simgrid CM02 (leave-group-out)' with points pt 4 ps 1.6 lc rgb '#d62728'",
       lo, hi);
@@ -762,6 +772,88 @@ void measure_configuration(Validation& v, const tb::Spec& spec,
   write_row_platforms(v, spec, network, together);
 }
 
+/// Routes between a testbed's hosts, from its Spec (every ordered pair of distinct hosts).
+class SpecRoutes : public model::RouteOracle {
+ public:
+  SpecRoutes(const tb::Spec& spec, const std::vector<model::Link>& links) {
+    for (const tb::SpecRoute& r : spec.routes) {
+      model::Route& route = routes_[{r.src, r.dst}];
+      route.links = r.links;
+      model::total_route(route, links);
+    }
+  }
+  model::Route route(int src, int dst) const override {
+    const auto found = routes_.find({src, dst});
+    if (found != routes_.end()) return found->second;
+    model::Route none;  // a host to itself
+    model::total_route(none, {});
+    return none;
+  }
+
+ private:
+  std::map<std::pair<int, int>, model::Route> routes_;
+};
+
+/// The testbed's network as the baseline sees it: its hosts in rank order, its links at the numbers
+/// the testbed shapes them to (the platform file's at the testbed's scale: bandwidth / scale,
+/// latency x scale; nominal, not calibrated) and its routes.
+model::Platform nominal_platform(const tb::Spec& spec) {
+  model::Platform p;
+  p.source_file = spec.platform_file;
+  p.source_hash = spec.platform_hash;
+  for (const tb::SpecHost& h : spec.hosts) {
+    model::Host host;
+    host.name = h.name;
+    host.node = h.node;
+    host.speed_flops = h.speed_flops;
+    host.role = h.role == "server" ? model::HostRole::Server : model::HostRole::Worker;
+    p.hosts.push_back(host);
+  }
+  for (const tb::SpecLink& l : spec.links)
+    p.links.push_back({l.name, l.bandwidth_Bps, l.latency_s,
+                       l.sharing == tb::Sharing::FatPipe  ? model::LinkSharing::FatPipe
+                       : l.sharing == tb::Sharing::Shared ? model::LinkSharing::Shared
+                                                          : model::LinkSharing::SplitDuplex});
+  p.routes = std::make_shared<SpecRoutes>(spec, p.links);
+  return p;
+}
+
+/// The baseline of rows [first, first + count) on the group's nominal network: each row's
+/// collective of the workload's gradient bytes over its workers (and servers), with the copy beside
+/// it (its hosts' call at once) when it has one.
+void row_baselines(Validation& v, const tb::Spec& spec, size_t first, size_t count) {
+  const auto nominal = std::make_shared<const model::Platform>(nominal_platform(spec));
+  auto indices = [&spec](const std::vector<std::string>& names) {
+    std::vector<int> out;
+    for (const std::string& name : names)
+      out.push_back(spec.find_host(name));
+    return out;
+  };
+  for (size_t i = first; i < first + count; ++i) {
+    Row& row = v.rows[i];
+    model::CollectiveCall call;
+    call.payload = model::strategy(row.config.strategy).counts_rounds()
+                       ? model::CollectivePayload::Parameters
+                       : model::CollectivePayload::Gradients;
+    call.bytes = v.in.workload.gradient_bytes();
+    call.hosts = indices(row.config.hosts);
+    call.servers = indices(row.config.server_hosts);
+    std::vector<model::CollectiveCall> jobs = {call};
+    if (!row.config.beside.empty()) {
+      jobs.push_back(call);
+      jobs.back().hosts = indices(row.config.beside);
+    }
+    const bool all_found = std::all_of(jobs.begin(), jobs.end(), [](const auto& job) {
+      return std::count(job.hosts.begin(), job.hosts.end(), -1) +
+                 std::count(job.servers.begin(), job.servers.end(), -1) ==
+             0;
+    });
+    if (!all_found) continue;  // not on the testbed: no baseline (the measurement fails anyway)
+    row.nominal = nominal;
+    row.baseline = validation::collective_baseline(row.config.collective, jobs, *nominal);
+  }
+}
+
 /// Brings a group's testbed up, calibrates its network and measures its configurations (`next`:
 /// the group's first row, moved past its last); the testbed comes down on the way out.
 void measure_group(Validation& v, const TestbedGroup& group, size_t& next) {
@@ -780,6 +872,7 @@ void measure_group(Validation& v, const TestbedGroup& group, size_t& next) {
   const std::string network_only =
       (v.out_dir / "platforms" / (group.name + "-network.xml")).string();
   write_text(network_only, tb::calibrated_platform_xml(testbed.state().spec, network));
+  row_baselines(v, testbed.state().spec, next, group.configs.size());
   for (size_t c = 0; c < group.configs.size(); ++c, ++next) {
     // A configuration with a copy beside it and the copy (the next row) run together.
     if (v.rows[next].config.is_copy) continue;
@@ -938,6 +1031,9 @@ struct Errors {
 struct Tables {
   Errors errors[kEngineCount];
   std::vector<double> round_before, round_after, rounds_loo_err, rounds_group_err;
+  /// The bottleneck-link baseline's round and its error, and whether its flows share a link.
+  std::vector<double> baseline_round, baseline_round_err;
+  std::vector<bool> baseline_contended;
   json results = json::array();
   std::string csv;
 };
@@ -956,7 +1052,7 @@ std::string csv_header() {
   for (const EngineSpec& e : kEngines)
     csv += fmt::format(",round_{0}_s,compute_{0}_s,comm_{0}_s,time_loo_{0}_s,time_group_out_{0}_s",
                        e.label);
-  return csv + "\n";
+  return csv + ",round_baseline_s,comm_baseline_s,baseline_contended\n";
 }
 
 /// A row's errors per engine, added to the tables and its CSV line; returns the engines' JSON.
@@ -991,6 +1087,24 @@ json tabulate_engines(Tables& t, const Row& row, double time_measured) {
   return per_engine;
 }
 
+/// A row's bottleneck-link baseline, added to the tables and its CSV line; returns its JSON (null
+/// when the row has none).
+json tabulate_baseline(Tables& t, const Row& row) {
+  const EngineRow& analytic = row.engines[0];
+  const double round_s =
+      row.nominal ? model::baseline_round_s(analytic.round_s, analytic.comm_s, row.baseline.comm_s)
+                  : kNaN;
+  t.baseline_round.push_back(round_s);
+  t.baseline_round_err.push_back(model::relative_error(round_s, row.measured.round_s));
+  t.baseline_contended.push_back(row.nominal && row.baseline.contended());
+  t.csv += fmt::format(",{},{},{}", csv_cell(round_s),
+                       csv_cell(row.nominal ? row.baseline.comm_s : kNaN),
+                       row.nominal ? (row.baseline.contended() ? "1" : "0") : "");
+  if (!row.nominal) return nullptr;
+  return validation::baseline_row_json(row.baseline, *row.nominal, round_s,
+                                       t.baseline_round_err.back());
+}
+
 /// Each testbed run of a row: its times and each engine's round error against it.
 json testbed_runs_json(const Row& row) {
   json runs = json::array();
@@ -1023,7 +1137,8 @@ json measured_json(const Row& row) {
 }
 
 /// A row's entry in the report's results.
-json row_json(const Row& row, const json& per_engine, double error_before, double error_after) {
+json row_json(const Row& row, const json& per_engine, double error_before, double error_after,
+              const json& baseline) {
   const EngineRow& m = row.measured;
   return {{"config", row.config.name},
           {"group", row.group->name},
@@ -1048,6 +1163,7 @@ json row_json(const Row& row, const json& per_engine, double error_before, doubl
             {"step_before_s", row.before.step_s},
             {"step_after_s", row.after.step_s}}},
           {"engines", per_engine},
+          {"baseline", baseline},
           {"round_s_by_calibration",
            {{"analytic_before", validation::number_or_null(row.analytic_before.round_s)},
             {"analytic_after", validation::number_or_null(row.analytic_after.round_s)},
@@ -1081,8 +1197,10 @@ Tables tabulate(const std::vector<Row>& rows) {
         csv_cell(m.round_s), csv_cell(m.compute_s), csv_cell(m.comm_s), csv_cell(time_measured),
         csv_cell(rounds_measured), csv_cell(row.rounds_loo), csv_cell(row.rounds_group));
     const json per_engine = tabulate_engines(t, row, time_measured);
+    const json baseline = tabulate_baseline(t, row);
     t.csv += "\n";
-    t.results.push_back(row_json(row, per_engine, t.round_before.back(), t.round_after.back()));
+    t.results.push_back(
+        row_json(row, per_engine, t.round_before.back(), t.round_after.back(), baseline));
   }
   return t;
 }
@@ -1114,6 +1232,13 @@ json summary_json(const std::vector<Row>& rows, const Tables& t) {
          validation::median_abs_or_null(err.time_group)},
         {"max_abs_error_time_to_target_group_out", validation::max_abs_or_null(err.time_group)}};
   }
+  std::vector<validation::EngineErrors> engines;
+  for (size_t e = 0; e < kEngineCount; ++e)
+    engines.push_back({kEngines[e].label, t.errors[e].round});
+  summary["versus_baseline"] = validation::versus_baseline_json(
+      t.baseline_round_err, t.baseline_contended, engines,
+      "nominal: each group's platform file's links at the testbed's scale (as the testbed shapes "
+      "them), no calibration; compute: the analytic engine's on the calibrated platform");
   return summary;
 }
 
@@ -1159,8 +1284,12 @@ void plot_scatter(const std::vector<Row>& rows, const fs::path& out_dir,
                   std::vector<std::string>& notes) {
   double lo = HUGE_VAL, hi = 0;
   for (const Row& row : rows)
-    for (double v : {row.measured.round_s, row.measured.total_s, row.engines[0].round_s,
-                     row.engines[1].round_s, row.engines[2].round_s})
+    for (double v :
+         {row.measured.round_s, row.measured.total_s, row.engines[0].round_s,
+          row.engines[1].round_s, row.engines[2].round_s,
+          row.nominal ? model::baseline_round_s(row.engines[0].round_s, row.engines[0].comm_s,
+                                                row.baseline.comm_s)
+                      : kNaN})
       if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
   if (hi > 0) {
     write_text((out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
@@ -1169,7 +1298,8 @@ void plot_scatter(const std::vector<Row>& rows, const fs::path& out_dir,
 }
 
 /// The table: a row per configuration, measured against each engine's prediction.
-std::string table_text(const std::vector<Row>& rows, const Errors (&errors)[kEngineCount]) {
+std::string table_text(const std::vector<Row>& rows, const Tables& t) {
+  const Errors(&errors)[kEngineCount] = t.errors;
   std::string out =
       "note: measured = MPI ranks across the emulated testbed, concurrent on the wall clock; "
       "predictions from MPI message and compute calibrations taken apart from the runs\n";
@@ -1178,21 +1308,26 @@ std::string table_text(const std::vector<Row>& rows, const Errors (&errors)[kEng
         "note: '+ a copy' and '(copy)': one configuration on two sets of hosts, run at the same "
         "time (two jobs sharing links); simgrid runs both (mean over start offsets), analytic "
         "predicts each alone\n";
+  out +=
+      "note: baseline = bottleneck link on the nominal network (the busiest link's bytes over its "
+      "bandwidth plus route latencies, per stage) plus the analytic engine's compute\n";
   out += fmt::format(
-      "{:<34} {:>5} {:>9} {:>6} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9} "
+      "{:<34} {:>5} {:>9} {:>6} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9} "
       "{:>8}\n",
       "configuration", "cont", "round ms", "comm%", "analytic", "err", "CM02", "err", "LV08", "err",
-      "rounds", "time s", "err LGO");
+      "baseline", "err", "rounds", "time s", "err LGO");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
     const EngineRow& m = row.measured;
     out += fmt::format(
-        "{:<34} {:>5} {:>9} {:>6} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9} {:>8}\n",
+        "{:<34} {:>5} {:>9} {:>6} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9} "
+        "{:>8}\n",
         row.config.name, row.config.contended ? "yes" : "", validation::ms(m.round_s),
         m.round_s > 0 ? fmt::format("{:.0f}", 100 * m.comm_s / m.round_s) : "n/a",
         validation::ms(row.engines[0].round_s), validation::pct_text(errors[0].round[i]),
         validation::ms(row.engines[1].round_s), validation::pct_text(errors[1].round[i]),
         validation::ms(row.engines[2].round_s), validation::pct_text(errors[2].round[i]),
+        validation::ms(t.baseline_round[i]), validation::pct_text(t.baseline_round_err[i]),
         std::isfinite(row.rounds_truth) ? fmt::format("{:.4g}", row.rounds_truth) : "-",
         std::isfinite(measured_time_to_target_s(row))
             ? fmt::format("{:.2f}", measured_time_to_target_s(row))
@@ -1273,7 +1408,7 @@ std::string summary_text(const json& context, const json& summary) {
       pct_or_na(summary.at("analytic").at("median_abs_error_round")),
       pct_or_na(summary.at("median_abs_error_rounds_loo")),
       pct_or_na(summary.at("median_abs_error_rounds_group_out")));
-  return out;
+  return out + validation::versus_baseline_text(summary.at("versus_baseline"));
 }
 
 }  // namespace
@@ -1305,8 +1440,8 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   TestbedValidateOutcome outcome;
   outcome.report = report;
   if (!a.no_plot) plot_scatter(v.rows, v.out_dir, outcome.notes);
-  outcome.text = table_text(v.rows, tables.errors) + repeated_runs_text(v.rows) +
-                 summary_text(context, summary);
+  outcome.text =
+      table_text(v.rows, tables) + repeated_runs_text(v.rows) + summary_text(context, summary);
   outcome.notes.insert(outcome.notes.begin(),
                        "wrote " + (v.out_dir / "testbed-validation.json").string() + ", .csv" +
                            (a.no_plot ? "" : " and scatter.png/.svg"));

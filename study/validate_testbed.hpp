@@ -21,7 +21,12 @@
 // time to target with rounds predicted by the convergence fit without the configuration
 // (leave-one-out) and without every configuration at its (K b, tau) (leave-group-out); medians and
 // maxima, over all rows and over the rows the matrix marks contended;
-// DIR/testbed-validation.{json,csv}, a scatter per engine (gnuplot). Exit 2 on bad input (the
+// DIR/testbed-validation.{json,csv}, a scatter per engine (gnuplot). Beside the engines, the
+// bottleneck-link baseline (study/validate_baseline.hpp): each stage's busiest link on the
+// testbed's nominal links (the platform file's at the testbed's scale, no calibration) plus route
+// latencies, plus the analytic engine's compute; the summary says by how much each engine's
+// median round |error| beats the baseline's, on all rows and on the rows whose flows share a
+// link. Exit 2 on bad input (the
 // matrix: file, key, what was expected); 3 when
 // --max-round-error is given and simgrid CM02's median round error exceeds it.
 // A configuration may be measured several times (`runs`): its times are the mean of the runs',
