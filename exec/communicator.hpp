@@ -13,9 +13,13 @@
 // combine_group() combines over a subgroup of the workers (a Plan's collective whose `group` is
 // not all K): the thread and MPI communicators run it (runs_subgroups()); the CUDA ones do not,
 // and the trainer refuses such a plan on them before it starts.
-// What it leaves out: asynchronous (overlapped) collectives.
+// agree_round_start() gives every worker process one instant to start a round at (the MPI one
+// estimates each rank's clock offset to rank 0 when the run starts and has rank 0 name a start
+// time just ahead of the slowest rank's arrival), instead of the moment a barrier releases it.
+// What it leaves out: asynchronous (overlapped) collectives, and clock drift during a run.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -77,6 +81,12 @@ class Communicator {
   /// A barrier over every process of the run, servers included; each takes its clock's zero
   /// right after it (the start of training, which aligns the processes' clocks).
   virtual void align_start() { barrier(); }
+  /// Concurrent rounds: the instant, on this process's steady clock, at which every worker
+  /// process starts the next round, agreed on a clock all of them share. The caller waits
+  /// until it (wait_until_start). The default, for one process, is now.
+  virtual std::chrono::steady_clock::time_point agree_round_start() {
+    return std::chrono::steady_clock::now();
+  }
   /// Ends the run's collectives: server processes leave their serving loop.
   virtual void finish() {}
   /// On the first process: every process's `text` (servers included), in process order; an

@@ -28,6 +28,12 @@ namespace tauplan::exec {
 namespace {
 
 constexpr int kTagAdasumGather = 51;
+constexpr int kTagClockProbe = 52;
+constexpr int kClockProbes = 16;  // ping-pongs per rank for its clock offset
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 constexpr std::size_t kHostNameBytes = 128;
 
 void check(int code, const char* what) {
@@ -157,6 +163,8 @@ struct MpiCommunicator::State {
   std::vector<std::string> hosts;             // per rank
   std::vector<std::string> collective_names;  // trace names of one round's collectives
   std::vector<float> gathered;                // Adasum: K blocks of n + 1 floats
+  double clock_offset_s = 0;                  // rank 0's steady clock minus this rank's (workers)
+  double largest_rtt_s = 0;  // the largest least round trip to rank 0 over the workers
 };
 
 MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform& platform,
@@ -337,8 +345,53 @@ std::vector<double> MpiCommunicator::all_gather(const std::vector<double>& value
 }
 
 void MpiCommunicator::align_start() {
-  const MpiWait wait("the start barrier of the run");
-  check(MPI_Barrier(state_->layout.comm), "MPI_Barrier");
+  State& s = *state_;
+  {
+    const MpiWait wait("the start barrier of the run");
+    check(MPI_Barrier(s.layout.comm), "MPI_Barrier");
+  }
+  if (s.layout.is_server()) return;
+  const MpiWait wait("the clock offsets of the workers");
+  double best_rtt = 0;
+  for (int r = 1; r < s.layout.workers; ++r) {
+    for (int probe = 0; probe < kClockProbes; ++probe) {
+      if (s.layout.rank == 0) {
+        double ping = 0;
+        check(MPI_Recv(&ping, 1, MPI_DOUBLE, r, kTagClockProbe, s.role_comm, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+        const double now = steady_seconds();
+        check(MPI_Send(&now, 1, MPI_DOUBLE, r, kTagClockProbe, s.role_comm), "MPI_Send");
+      } else if (s.layout.rank == r) {
+        const double sent = steady_seconds();
+        double remote = 0;
+        check(MPI_Send(&sent, 1, MPI_DOUBLE, 0, kTagClockProbe, s.role_comm), "MPI_Send");
+        check(MPI_Recv(&remote, 1, MPI_DOUBLE, 0, kTagClockProbe, s.role_comm, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+        const double received = steady_seconds();
+        const double rtt = received - sent;
+        if (probe == 0 || rtt < best_rtt) {
+          best_rtt = rtt;
+          s.clock_offset_s = remote - (sent + received) / 2;
+        }
+      }
+    }
+  }
+  check(MPI_Allreduce(&best_rtt, &s.largest_rtt_s, 1, MPI_DOUBLE, MPI_MAX, s.role_comm),
+        "MPI_Allreduce");
+}
+
+std::chrono::steady_clock::time_point MpiCommunicator::agree_round_start() {
+  State& s = *state_;
+  const MpiWait wait("the agreed start of a round");
+  const double arrival = steady_seconds() + s.clock_offset_s;  // on rank 0's clock
+  double latest = arrival;
+  check(MPI_Reduce(&arrival, &latest, 1, MPI_DOUBLE, MPI_MAX, 0, s.role_comm), "MPI_Reduce");
+  double start = latest + 2 * s.largest_rtt_s + 200e-6;
+  check(MPI_Bcast(&start, 1, MPI_DOUBLE, 0, s.role_comm), "MPI_Bcast");
+  const double local = start - s.clock_offset_s;
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(local)));
 }
 
 void MpiCommunicator::finish() {

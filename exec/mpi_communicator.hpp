@@ -90,7 +90,13 @@ class MpiCommunicator final : public Communicator {
   void barrier() override;
   double max_all(double value) override;
   std::vector<double> all_gather(const std::vector<double>& values) override;
+  /// The start barrier, then each worker rank's clock offset to rank 0: the sample of least
+  /// round-trip time of kClockProbes ping-pongs (Cristian's method), and the largest round trip.
   void align_start() override;
+  /// Every worker rank sends its arrival time (on rank 0's clock) to rank 0, which names a
+  /// start: the latest arrival plus two of the largest round trips and 200 us, broadcast; each
+  /// rank converts it to its own clock.
+  std::chrono::steady_clock::time_point agree_round_start() override;
   void finish() override;
   std::vector<std::string> gather_to_first(const std::string& text) override;
   long long messages_sent() const override;

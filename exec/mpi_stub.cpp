@@ -80,6 +80,9 @@ std::vector<double> MpiCommunicator::all_gather(const std::vector<double>& value
   return values;
 }
 void MpiCommunicator::align_start() {}
+std::chrono::steady_clock::time_point MpiCommunicator::agree_round_start() {
+  return std::chrono::steady_clock::now();
+}
 void MpiCommunicator::finish() {}
 std::vector<std::string> MpiCommunicator::gather_to_first(const std::string& text) {
   return {text};

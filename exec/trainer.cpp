@@ -142,6 +142,13 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+/// Sleeps until shortly before `instant`, then spins to it (a sleep wakes up to ~100 us late).
+void wait_until(Clock::time_point instant) {
+  std::this_thread::sleep_until(instant - std::chrono::microseconds(300));
+  while (Clock::now() < instant) {
+  }
+}
+
 constexpr double kFractionEps = 1e-9;
 
 struct ProgramOp {
@@ -311,13 +318,15 @@ struct RoundClock {
   double sync_total = 0;    // the round's synchronisation time
   // Concurrent: this process's collectives of the round, (entry, duration) from round start.
   std::vector<double> sync_spans;
-  Clock::time_point start;  // the round's start
+  Clock::time_point start;  // the round's start (concurrent: the instant agreed by all)
+  double lateness = 0;      // concurrent: how long after `start` this process began
   double offset = 0;        // the round's start from origin_ (concurrent trace time)
 };
 
 /// What a run keeps across its rounds: per-round series and the evaluation bookkeeping.
 struct RunSeries {
   std::vector<double> round_times, round_compute, round_sync;
+  std::vector<double> start_lateness;  // concurrent: per round, the latest process's lateness
   double loss_sum_seen = 0;
   long long loss_count_seen = 0;
   long long budget_evaluated_at = 0;
@@ -712,9 +721,15 @@ void Runner::begin_round(long long round, bool adasum_params, RoundClock& rc) {
   std::fill(rc.end.begin(), rc.end.end(), 0.0);
   rc.sync_total = 0;
   rc.sync_spans.clear();
-  if (options_.timing == Timing::Concurrent)
-    comm_.barrier();  // every round starts aligned on every process
-  rc.start = Clock::now();
+  if (options_.timing == Timing::Concurrent) {
+    // Every round starts at one agreed instant on every process (not at a barrier's release,
+    // which lets ranks go milliseconds apart); lateness is how far past it this one woke.
+    rc.start = comm_.agree_round_start();
+    wait_until(rc.start);
+    rc.lateness = std::max(0.0, seconds_between(rc.start, Clock::now()));
+  } else {
+    rc.start = Clock::now();
+  }
   rc.offset = seconds_between(origin_, rc.start);
 }
 
@@ -799,16 +814,19 @@ void Runner::close_round(RoundClock& rc, RunSeries& series) {
     busy = comm_.max_all(busy);
   } else {
     // One gather per round, after the round: [end, busy, (entry, duration) per collective].
-    std::vector<double> mine{seconds_between(rc.start, Clock::now()), busy};
+    std::vector<double> mine{seconds_between(rc.start, Clock::now()), busy, rc.lateness};
     mine.insert(mine.end(), rc.sync_spans.begin(), rc.sync_spans.end());
     const std::vector<double> all = comm_.all_gather(mine);
     const std::size_t stride = mine.size();
     busy = 0;
+    double latest = 0;
     for (std::size_t p = 0; p < all.size(); p += stride) {
       round_s = std::max(round_s, all[p]);
       busy = std::max(busy, all[p + 1]);
+      latest = std::max(latest, all[p + 2]);
     }
-    for (std::size_t c = 2; c < stride; c += 2) {
+    series.start_lateness.push_back(latest);
+    for (std::size_t c = 3; c < stride; c += 2) {
       std::size_t critical = 0;  // the process that entered this collective last
       for (std::size_t p = 0; p < all.size(); p += stride)
         if (all[p + c] > all[critical + c]) critical = p;
@@ -873,6 +891,14 @@ void Runner::summarize(Clock::time_point run_start, const RunSeries& series) {
   out_.sync_s = median(series.round_sync);
   out_.sync_mean_s = mean(series.round_sync);
   out_.wall_s = seconds_between(run_start, Clock::now());
+  if (!series.start_lateness.empty()) {
+    // How far apart the processes really started their rounds (the agreed instant's error:
+    // clock offsets and wake-up jitter), per round the latest process.
+    out_.extra["round_start"] = "agreed instant (clock offsets to rank 0)";
+    out_.extra["round_start_lateness_median_s"] = median(series.start_lateness);
+    out_.extra["round_start_lateness_max_s"] =
+        *std::max_element(series.start_lateness.begin(), series.start_lateness.end());
+  }
   if (options_.keep_parameters) {
     out_.final_parameters.resize(parameters_);
     workers_.front()->replica->get_parameters_to_host(out_.final_parameters.data());

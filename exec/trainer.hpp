@@ -25,9 +25,13 @@
 //   - Start: one barrier over every process of the run (servers included) before the first
 //     round; each process takes it as the zero of its trace clock (the ranks' clocks are aligned
 //     to within the barrier's exit skew, tens of microseconds on one network switch).
-//   - Round: starts on every process right after a barrier of the workers. Local workers run
-//     their compute and update ops at the same time on their own threads (threads), or one
-//     worker per process (MPI). A collective starts as soon as this process's workers are done
+//   - Round: starts on every process at one instant agreed on a shared clock
+//     (Communicator::agree_round_start: MPI estimates each rank's clock offset to rank 0 at the
+//     start; rank 0 names an instant just after the slowest rank arrives), not at a barrier's
+//     release, which let ranks start milliseconds apart on an emulated network; each process's
+//     lateness past the instant is reported (extra round_start_lateness_median_s, _max_s). Local
+//     workers run their compute and update ops at the same time on their own threads (threads), or
+//     one worker per process (MPI). A collective starts as soon as this process's workers are done
 //     (no barrier before it: a fast rank waits inside the collective for the slow ones, as in a
 //     real run). The round ends on a process when its last op ends; round_s is the maximum of
 //     (end - start) over the processes, gathered after the round (MPI_Allgather), i.e. the time
