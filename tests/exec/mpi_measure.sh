@@ -58,6 +58,11 @@ for r in rows:
     assert r["steps_per_round"] == (4 if r["strategy"] == "local-sgd" else 1), r
     assert r["round_s"] >= r["steps_per_round"] * r["compute_s"] > 0, (r["round_s"], r["compute_s"])
     assert r["comm_s"] > 0 and r["S_s"] > 0, (r["comm_s"], r["S_s"])
+    # Rounds start at an agreed instant; how late the latest rank woke is reported, never
+    # negative, and (oversubscribed cores allowing) below a round's 10 ms scale.
+    late = (r["round_start_lateness_median_s"], r["round_start_lateness_max_s"])
+    assert r["round_start"].startswith("agreed instant") and 0 <= late[0] <= late[1], late
+    assert late[0] < 0.01, late
     assert abs(r["total_s"] - r["rounds"] * r["round_s"]) <= 1e-9 * r["total_s"], r
     assert len(r["per_worker"]) == workers and all(w["C_s"] > 0 and w["ran_on"] for w in r["per_worker"])
     assert len(r.get("server_hosts", [])) == servers, r.get("server_hosts")
