@@ -11,6 +11,7 @@
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "exec/cpu_replica.hpp"
 #include "model/analytic.hpp"
@@ -86,6 +87,76 @@ std::vector<std::pair<std::size_t, std::size_t>> shard_ranges(std::size_t n, int
     begin += size;
   }
   return ranges;
+}
+
+namespace {
+
+CycleOp cycle_op(const model::Plan& plan, const model::Op& op, int worker,
+                 const std::string& file) {
+  const auto refuse = [&](const std::string& why) {
+    return InputError(file, "strategies",
+                      "an asynchronous cycle exec runs: pulls from servers, one compute, pushes "
+                      "to servers and their applies",
+                      "'" + plan.strategy + "' with '" + op.label + "' (" + why + ")");
+  };
+  const int servers = static_cast<int>(plan.server_hosts.size());
+  const auto server_ok = [&](int s) { return s >= 0 && s < servers; };
+  switch (op.kind) {
+    case model::OpKind::Compute:
+      return CycleOp{CycleOp::Kind::Compute, -1};
+    case model::OpKind::Apply:
+      if (!server_ok(op.server)) throw refuse("no such server");
+      return CycleOp{CycleOp::Kind::Apply, op.server};
+    case model::OpKind::Transfer: {
+      const model::Endpoint& from = op.source;
+      const model::Endpoint& to = op.destination;
+      using Role = model::Endpoint::Role;
+      if (from.role == Role::Server && to.role == Role::Worker && to.index == worker &&
+          server_ok(from.index))
+        return CycleOp{CycleOp::Kind::Pull, from.index};
+      if (from.role == Role::Worker && from.index == worker && to.role == Role::Server &&
+          server_ok(to.index))
+        return CycleOp{CycleOp::Kind::Push, to.index};
+      throw refuse("a transfer that is not between this worker and a server");
+    }
+    default:
+      throw refuse(std::string("a ") + model::to_string(op.kind) + " op");
+  }
+}
+
+}  // namespace
+
+std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std::string& file) {
+  std::vector<CycleOp> cycle, applies;
+  for (model::OpId v : plan.topological_order()) {
+    const model::Op& op = plan.graph[v];
+    if (op.worker != worker) continue;
+    const CycleOp c = cycle_op(plan, op, worker, file);
+    (c.kind == CycleOp::Kind::Apply ? applies : cycle).push_back(c);
+  }
+  const auto count = [&](CycleOp::Kind kind, int server) {
+    int n = 0;
+    for (const auto* list : {&cycle, &applies})
+      for (const CycleOp& c : *list)
+        n += c.kind == kind && c.server == server ? 1 : 0;
+    return n;
+  };
+  const auto refuse = [&](const std::string& why) {
+    return InputError(file, "strategies",
+                      "an asynchronous cycle exec runs: one compute, and one apply for each push "
+                      "to a server",
+                      "'" + plan.strategy + "' whose worker " + std::to_string(worker) + " " + why);
+  };
+  if (count(CycleOp::Kind::Compute, -1) != 1)
+    throw refuse("has " + std::to_string(count(CycleOp::Kind::Compute, -1)) + " compute ops");
+  for (int s = 0; s < static_cast<int>(plan.server_hosts.size()); ++s)
+    if (count(CycleOp::Kind::Push, s) > 1 ||
+        count(CycleOp::Kind::Push, s) != count(CycleOp::Kind::Apply, s))
+      throw refuse("pushes " + std::to_string(count(CycleOp::Kind::Push, s)) + " times to server " +
+                   std::to_string(s) + " and waits for " +
+                   std::to_string(count(CycleOp::Kind::Apply, s)) + " applies");
+  cycle.insert(cycle.end(), applies.begin(), applies.end());
+  return cycle;
 }
 
 void check_async_job(const model::Plan& plan, const Dataset& data, const TrainOptions& options) {
@@ -223,6 +294,8 @@ class ThreadsRun {
       worker->compute =
           std::make_unique<AsyncWorkerCompute>(plan, w, data, shape, options, slowdown);
       worker->read_version.assign(shards_.size(), 0);
+      worker->cycle = worker_cycle(plan, w, options.job_file);
+      worker->applied_by.assign(shards_.size(), false);
       workers_.push_back(std::move(worker));
     }
     applied_.assign(static_cast<std::size_t>(plan.workers), 0);
@@ -249,13 +322,16 @@ class ThreadsRun {
   struct Worker {
     std::unique_ptr<AsyncWorkerCompute> compute;
     std::vector<long long> read_version;
+    std::vector<CycleOp> cycle;  // its ops of the plan (worker_cycle)
     std::mutex ack_mutex;
     std::condition_variable acked;
-    std::size_t acks = 0;
+    std::vector<bool> applied_by;  // per server: this cycle's push applied (under ack_mutex)
     AsyncWorkerRecord record;
   };
 
   void worker_loop(int w);
+  /// Runs one Pull, Push or Apply of worker w's cycle; false when training stopped meanwhile.
+  bool run_exchange_op(Worker& me, int w, const CycleOp& op, double loss);
   void server_loop(std::size_t s);
   void lead_update(double loss);
   void stop_all();
@@ -308,7 +384,6 @@ void ThreadsRun::stop_all() {
 
 void ThreadsRun::worker_loop(int w) {
   Worker& me = *workers_[static_cast<std::size_t>(w)];
-  Replica& replica = me.compute->replica();
   for (long long n = 0;; ++n) {
     {
       std::unique_lock<std::mutex> lock(gate_mutex_);
@@ -317,36 +392,29 @@ void ThreadsRun::worker_loop(int w) {
       const long long slowest = *std::min_element(applied_.begin(), applied_.end());
       clock_skew_max_ = std::max(clock_skew_max_, applied_[static_cast<std::size_t>(w)] - slowest);
     }
-    const auto pull_start = Clock::now();
-    for (std::size_t s = 0; s < shards_.size(); ++s) {
-      Shard& shard = *shards_[s];
-      std::lock_guard<std::mutex> lock(shard.mutex);
-      std::memcpy(replica.parameters() + shard.begin, params_.data() + shard.begin,
-                  (shard.end - shard.begin) * sizeof(float));
-      me.read_version[s] = shard.version;
-    }
-    const double pull_s = seconds_since(pull_start);
-    const auto [measured, loss] = me.compute->step(n);
-    const auto push_start = Clock::now();
     {
       std::lock_guard<std::mutex> lock(me.ack_mutex);
-      me.acks = 0;
+      std::fill(me.applied_by.begin(), me.applied_by.end(), false);
     }
-    for (std::size_t s = 0; s < shards_.size(); ++s) {
-      Shard& shard = *shards_[s];
-      {
-        std::lock_guard<std::mutex> lock(shard.mutex);
-        shard.queue.push_back(Item{w, me.read_version[s], loss});
+    double measured = 0, loss = 0, exchange_s = 0;
+    Clock::time_point push_start{};
+    bool pushed = false;
+    for (const CycleOp& op : me.cycle) {
+      if (op.kind == CycleOp::Kind::Compute) {
+        std::tie(measured, loss) = me.compute->step(n);
+        continue;
       }
-      shard.ready.notify_one();
+      if (op.kind == CycleOp::Kind::Push && !pushed) {
+        push_start = Clock::now();
+        pushed = true;
+      }
+      const auto op_start = Clock::now();
+      if (!run_exchange_op(me, w, op, loss)) return;  // stopped
+      if (op.kind == CycleOp::Kind::Pull) exchange_s += seconds_since(op_start);
     }
-    {
-      std::unique_lock<std::mutex> lock(me.ack_mutex);
-      me.acked.wait(lock, [&] { return stop_ || me.acks == shards_.size(); });
-      if (me.acks < shards_.size()) return;  // stopped
-    }
+    if (pushed) exchange_s += seconds_since(push_start);
     me.record.step_s.push_back(measured);
-    me.record.exchange_s.push_back(pull_s + seconds_since(push_start));
+    me.record.exchange_s.push_back(exchange_s);
     ++me.record.updates;
     {
       std::lock_guard<std::mutex> lock(gate_mutex_);
@@ -354,6 +422,34 @@ void ThreadsRun::worker_loop(int w) {
     }
     gate_.notify_all();
   }
+}
+
+bool ThreadsRun::run_exchange_op(Worker& me, int w, const CycleOp& op, double loss) {
+  const auto s = static_cast<std::size_t>(op.server);
+  Shard& shard = *shards_[s];
+  switch (op.kind) {
+    case CycleOp::Kind::Pull: {
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      std::memcpy(me.compute->replica().parameters() + shard.begin, params_.data() + shard.begin,
+                  (shard.end - shard.begin) * sizeof(float));
+      me.read_version[s] = shard.version;
+      return true;
+    }
+    case CycleOp::Kind::Push: {
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      shard.queue.push_back(Item{w, me.read_version[s], loss});
+    }
+      shard.ready.notify_one();
+      return true;
+    case CycleOp::Kind::Apply: {
+      std::unique_lock<std::mutex> lock(me.ack_mutex);
+      me.acked.wait(lock, [&] { return stop_ || me.applied_by[s]; });
+      return me.applied_by[s];  // false: stopped before this server applied the push
+    }
+    case CycleOp::Kind::Compute:
+      break;
+  }
+  return true;
 }
 
 void ThreadsRun::server_loop(std::size_t s) {
@@ -386,7 +482,7 @@ void ThreadsRun::server_loop(std::size_t s) {
     Worker& worker = *workers_[static_cast<std::size_t>(item.worker)];
     {
       std::lock_guard<std::mutex> lock(worker.ack_mutex);
-      ++worker.acks;
+      worker.applied_by[s] = true;
     }
     if (s == 0) lead_update(item.loss);
     worker.acked.notify_one();

@@ -1,10 +1,13 @@
 // async_trainer.hpp: asynchronous parameter-server training for real (an asynchronous Plan).
 //
 // K workers and S servers; the parameter vector is cut into S contiguous shards, one per server.
-// A worker loops with no barrier: pull every shard (the server's parameters as applied so far,
-// with their version), compute a gradient at batch b on its own samples (worker w's n-th step
-// takes slice w of global step n of the shared sample stream), push the gradient to every
-// server, and go on once every server has applied it. A server applies pushes one at a time, in
+// A worker loops with no barrier over its cycle of the Plan's ops (worker_cycle): each
+// Transfer from a server pulls that server's shard (its parameters as applied so far, with
+// their version), the Compute takes a gradient at batch b on its own samples (worker w's n-th
+// step takes slice w of global step n of the shared sample stream), each Transfer to a server
+// pushes the gradient's shard, and each Apply waits until that server has applied it; the
+// async-ps strategy's cycle pulls every shard, computes, pushes to every server and goes on once
+// every server has applied its push. A server applies pushes one at a time, in
 // arrival order (parameters -= learning_rate x gradient over its shard), and records each
 // update's staleness: the updates it applied since the worker's pull. With a staleness bound
 // s > 0 (SSP) a worker does not start step n before every worker has pushed step n - s - 1.
@@ -90,6 +93,24 @@ class AsyncEvaluator {
   long long samples_;
   std::unique_ptr<Replica> replica_;
 };
+
+/// One op of a worker's asynchronous cycle, as a transport runs it: the plan's Transfer from a
+/// server to the worker (Pull: read the server's shard), its Compute (one step), its Transfer
+/// to a server (Push: hand the server the gradient's shard) and that server's Apply (wait until
+/// the server has applied it).
+struct CycleOp {
+  enum class Kind { Pull, Compute, Push, Apply };
+  Kind kind = Kind::Compute;
+  int server = -1;  ///< Pull, Push, Apply
+};
+
+/// Worker `worker`'s cycle: its ops of the plan in dependency order, every Apply moved after
+/// the cycle's other ops (nothing in a cycle waits on an apply; the next cycle does), so that
+/// the pushes to all servers leave before the worker waits for the first apply. InputError
+/// (key `strategies`) for a cycle exec cannot run: an op other than Transfer, Compute or Apply,
+/// a transfer that is not between this worker and a server, not exactly one Compute, or a push
+/// to a server without that server's Apply (or an Apply without a push).
+std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std::string& file);
 
 /// The contiguous shards [begin, end) of n parameters over `servers` servers.
 std::vector<std::pair<std::size_t, std::size_t>> shard_ranges(std::size_t n, int servers);
