@@ -85,67 +85,138 @@ struct Layout {
   int server_rank(int s) const { return workers + s; }
 };
 
-/// What a worker rank measured.
+/// A worker rank's end of the messages with the servers, one handler per op of its cycle.
+class WorkerExchange {
+ public:
+  WorkerExchange(const Layout& layout)
+      : layout_(layout),
+        servers_(static_cast<std::size_t>(layout.servers)),
+        in_(servers_, Message(layout.largest)),
+        out_(servers_, Message(layout.largest)),
+        receive_(servers_, MPI_REQUEST_NULL),
+        send_(servers_, MPI_REQUEST_NULL),
+        unread_(servers_, false),
+        awaits_us_(servers_, false),
+        read_version_(servers_, 0) {
+    for (auto& m : out_)
+      m.set_header(Header{});
+  }
+
+  bool stopped() const { return stop_; }
+  /// Asks server s for its shard unless a reply of it is unread or on its way.
+  void request(std::size_t s) {
+    if (!unread_[s] && receive_[s] == MPI_REQUEST_NULL && !stop_) post(s, kPull, 0);
+  }
+  /// Pull: the shard of server s into `parameters` (its range), with its version.
+  void pull(std::size_t s, float* parameters) {
+    request(s);
+    wait(s);
+    if (stop_) return;
+    const auto [begin, end] = layout_.shards[s];
+    in_[s].get_floats(parameters + begin, end - begin);
+    read_version_[s] = in_[s].header().version;
+    unread_[s] = false;
+  }
+  /// Push: the gradient's shard to server s; its reply (the shard after the apply) is awaited
+  /// by apply().
+  void push(std::size_t s, long long step, double loss, const float* gradients) {
+    if (stop_) return;
+    const auto [begin, end] = layout_.shards[s];
+    out_[s].set_header(Header{step, read_version_[s], loss});
+    out_[s].set_floats(gradients + begin, end - begin);
+    post(s, kPush, end - begin);
+  }
+  /// Apply: waits until server s has applied the push and replied.
+  void apply(std::size_t s) { wait(s); }
+  /// After a stop: a goodbye to every server that sent parameters and waits for a next message.
+  void leave() {
+    for (std::size_t s = 0; s < servers_; ++s)
+      if (awaits_us_[s])
+        check(MPI_Send(out_[s].data(), out_[s].size(0), MPI_BYTE, server(s), kBye, MPI_COMM_WORLD),
+              "MPI_Send");
+  }
+
+ private:
+  int server(std::size_t s) const { return layout_.server_rank(static_cast<int>(s)); }
+  /// Posts the receive of server s's reply, then sends it `tag` with n floats.
+  void post(std::size_t s, int tag, std::size_t n) {
+    check(MPI_Irecv(in_[s].data(), in_[s].size(layout_.largest), MPI_BYTE, server(s), MPI_ANY_TAG,
+                    MPI_COMM_WORLD, &receive_[s]),
+          "MPI_Irecv");
+    check(MPI_Isend(out_[s].data(), out_[s].size(n), MPI_BYTE, server(s), tag, MPI_COMM_WORLD,
+                    &send_[s]),
+          "MPI_Isend");
+    awaits_us_[s] = false;
+  }
+  /// Completes the exchange with server s, if one is on its way.
+  void wait(std::size_t s) {
+    if (receive_[s] == MPI_REQUEST_NULL) return;
+    MPI_Status status;
+    check(MPI_Wait(&receive_[s], &status), "MPI_Wait");
+    check(MPI_Wait(&send_[s], MPI_STATUS_IGNORE), "MPI_Wait");
+    unread_[s] = status.MPI_TAG == kParams;
+    awaits_us_[s] = status.MPI_TAG == kParams;
+    if (status.MPI_TAG == kStop) stop_ = true;
+  }
+
+  const Layout& layout_;
+  std::size_t servers_;
+  std::vector<Message> in_, out_;
+  std::vector<MPI_Request> receive_, send_;
+  std::vector<bool> unread_;     // a reply with parameters not yet pulled
+  std::vector<bool> awaits_us_;  // the server sent parameters and waits for our next message
+  std::vector<long long> read_version_;
+  bool stop_ = false;
+};
+
+/// What a worker rank measured, running its cycle of the plan's ops (worker_cycle) until a
+/// server says stop.
 AsyncWorkerRecord run_worker(const model::Plan& plan, const Layout& layout, int w,
                              const Dataset& data, const MlpShape& shape,
                              const TrainOptions& options, double slowdown) {
   AsyncWorkerCompute compute(plan, w, data, shape, options, slowdown);
   Replica& replica = compute.replica();
-  const auto servers = static_cast<std::size_t>(layout.servers);
-  std::vector<Message> in(servers, Message(layout.largest)), out(servers, Message(layout.largest));
-  std::vector<MPI_Request> requests(2 * servers);
-  std::vector<MPI_Status> statuses(2 * servers);
-  std::vector<long long> read_version(servers, 0);
-  // Posts the receives of the replies, then sends `tag` to every server, and waits for all.
-  auto exchange = [&](int tag) {
-    for (std::size_t s = 0; s < servers; ++s)
-      check(MPI_Irecv(in[s].data(), in[s].size(layout.largest), MPI_BYTE,
-                      layout.server_rank(static_cast<int>(s)), MPI_ANY_TAG, MPI_COMM_WORLD,
-                      &requests[s]),
-            "MPI_Irecv");
-    for (std::size_t s = 0; s < servers; ++s) {
-      const std::size_t n = tag == kPush ? layout.shards[s].second - layout.shards[s].first : 0;
-      check(MPI_Isend(out[s].data(), out[s].size(n), MPI_BYTE,
-                      layout.server_rank(static_cast<int>(s)), tag, MPI_COMM_WORLD,
-                      &requests[servers + s]),
-            "MPI_Isend");
-    }
-    check(MPI_Waitall(static_cast<int>(2 * servers), requests.data(), statuses.data()),
-          "MPI_Waitall");
-  };
+  const std::vector<CycleOp> cycle = worker_cycle(plan, w, options.job_file);
+  WorkerExchange exchange(layout);
   AsyncWorkerRecord record;
-  for (auto& m : out)
-    m.set_header(Header{});
-  exchange(kPull);
   for (long long n = 0;; ++n) {
-    bool stop = false;
-    for (std::size_t s = 0; s < servers; ++s)
-      stop = stop || statuses[s].MPI_TAG == kStop;
-    if (stop) {
-      // Every server that sent parameters waits for this worker's next message: say goodbye.
-      for (std::size_t s = 0; s < servers; ++s)
-        if (statuses[s].MPI_TAG == kParams)
-          check(MPI_Send(out[s].data(), out[s].size(0), MPI_BYTE,
-                         layout.server_rank(static_cast<int>(s)), kBye, MPI_COMM_WORLD),
-                "MPI_Send");
+    for (const CycleOp& op : cycle)  // every pull request leaves before the first is awaited
+      if (op.kind == CycleOp::Kind::Pull) exchange.request(static_cast<std::size_t>(op.server));
+    double loss = 0;
+    Clock::time_point push_start{};
+    bool pushed = false;
+    for (const CycleOp& op : cycle) {
+      const auto s = static_cast<std::size_t>(op.server);
+      switch (op.kind) {
+        case CycleOp::Kind::Pull:
+          exchange.pull(s, replica.parameters());
+          break;
+        case CycleOp::Kind::Compute:
+          if (exchange.stopped()) break;
+          {
+            const auto [measured, step_loss] = compute.step(n);
+            record.step_s.push_back(measured);
+            loss = step_loss;
+          }
+          break;
+        case CycleOp::Kind::Push:
+          if (!pushed && !exchange.stopped()) {
+            push_start = Clock::now();
+            pushed = true;
+          }
+          exchange.push(s, n, loss, replica.gradients());
+          break;
+        case CycleOp::Kind::Apply:
+          exchange.apply(s);
+          break;
+      }
+    }
+    if (pushed) record.exchange_s.push_back(seconds_since(push_start));
+    if (exchange.stopped()) {
+      exchange.leave();
       return record;
     }
-    if (n > 0) ++record.updates;
-    for (std::size_t s = 0; s < servers; ++s) {
-      const auto [begin, end] = layout.shards[s];
-      in[s].get_floats(replica.parameters() + begin, end - begin);
-      read_version[s] = in[s].header().version;
-    }
-    const auto [measured, loss] = compute.step(n);
-    record.step_s.push_back(measured);
-    for (std::size_t s = 0; s < servers; ++s) {
-      const auto [begin, end] = layout.shards[s];
-      out[s].set_header(Header{n, read_version[s], loss});
-      out[s].set_floats(replica.gradients() + begin, end - begin);
-    }
-    const auto start = Clock::now();
-    exchange(kPush);
-    record.exchange_s.push_back(seconds_since(start));
+    ++record.updates;
   }
 }
 

@@ -1,10 +1,11 @@
 // mpi_async.hpp: asynchronous parameter-server training across MPI ranks (async_trainer.hpp).
 //
 // mpirun -np K+S: ranks 0..K-1 are workers, ranks K..K+S-1 servers (rank K the lead). A worker
-// sends a pull request to every server once, then loops: receive every shard of the parameters
-// (with its version), compute its gradient, send it to every server, and receive the next
-// parameters, which a server sends once it has applied the gradient (the push's acknowledgement
-// and the next pull in one message); with a staleness bound the server holds that reply until the
+// runs its cycle of the Plan's ops (worker_cycle) as message handlers: a Pull reads the shard of
+// the server's last reply (asking for it with a pull request when it holds none, as in the first
+// cycle), the Compute takes a step, a Push sends the gradient's shard, and an Apply waits for the
+// server's reply, which it sends once it has applied the gradient (the push's acknowledgement and
+// the next pull in one message); with a staleness bound the server holds that reply until the
 // bound lets the worker go on. Servers receive messages in arrival order (MPI_Probe on any
 // source) and apply them one at a time; the lead evaluates (gathering the other shards) and
 // decides to stop, tells the other servers, and every server answers each worker's next message
