@@ -2,7 +2,7 @@
 // measurements, and convergence counts predicted for configurations left out of the fit.
 //
 // What it models: the relative error (predicted - measured) / measured and the median of its
-// absolute value over a matrix; the critical-batch + local-SGD drift model of reproduce.hpp
+// absolute value over a matrix; the critical-batch + local-SGD drift model of sparknet_fit.hpp
 // fitted to measured counts (Na(b) for single and sync at global batch b, Ma(b,K,tau) for
 // local SGD) and, for each configuration, refitted without it (leave-one-out) to predict its
 // count; and the same with a whole group left out (for example every configuration that
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "model/reproduce.hpp"
+#include "model/sparknet_fit.hpp"
 
 namespace tauplan::model {
 

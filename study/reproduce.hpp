@@ -4,7 +4,7 @@
 // (arXiv 2009.14783) with tauplan's own engines:
 //  - sparknet (a) the zero-overhead speedup Na(b) / (tau Ma(b,K,tau)) over K x tau, with Na and
 //    Ma MEASURED by exec (fashion-mlp on Fashion-MNIST, lockstep), beside the critical-batch
-//    model fitted to those counts (model/reproduce.hpp); (b) speedup against S / C(b) for naive
+//    model fitted to those counts (model/sparknet_fit.hpp); (b) speedup against S / C(b) for naive
 //    and SparkNet (several tau and the best tau) at one K, from the measured counts and the
 //    measured C(b), C(b/K); (c) SparkNet's AlexNet setup on sparknet-ec2 SIMULATED (time per
 //    round, compute and communication, speedup bounds); (d) the paper's qualitative claims

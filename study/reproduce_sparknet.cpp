@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
-#include "model/reproduce.hpp"
+#include "model/sparknet_fit.hpp"
 #include "model/strategy.hpp"
 #include "study/engines.hpp"
 #include "study/files.hpp"

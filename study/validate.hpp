@@ -12,7 +12,7 @@
 // and as DIR/calibration/K<K>.xml for reuse (--calibration DIR skips the calibrations). Then
 // `tauplan predict` and `tauplan simulate` run every configuration on its platform, in parallel,
 // with `collective: ps` and `servers: 1` (the calibrated reducer) and the threads communicator.
-// Convergence: the critical-batch + drift model (model/reproduce.hpp) is fitted to the measured
+// Convergence: the critical-batch + drift model (model/sparknet_fit.hpp) is fitted to the measured
 // counts; each configuration's rounds to target are predicted by the model fitted without it
 // (leave-one-out), and also without every configuration at the same (K b, tau) (stricter).
 // Reported per configuration: measured, analytic and simgrid compute, comm and round time;

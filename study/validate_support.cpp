@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "model/reproduce.hpp"
+#include "model/sparknet_fit.hpp"
 #include "model/validation.hpp"
 #include "study/files.hpp"
 

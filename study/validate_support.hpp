@@ -71,7 +71,7 @@ struct ConvergenceRow {
   double rounds_fit = kNaN;           ///< fitted to every configuration
 };
 
-/// Fits the critical-batch + drift model (model/reproduce.hpp) to the rows that reached the
+/// Fits the critical-batch + drift model (model/sparknet_fit.hpp) to the rows that reached the
 /// target and fills rounds_loo, rounds_group and rounds_fit; asynchronous rows get
 /// Na(b) (1 + kappa tau_bar) with kappa fitted to the other asynchronous rows. Returns the fit's
 /// numbers, or null with fewer than 3 rows to fit.

@@ -1,4 +1,4 @@
-// reproduce.hpp: the arithmetic of `tauplan reproduce` (SparkNet, arXiv 1511.06051), pure C++.
+// sparknet_fit.hpp: the arithmetic of `tauplan reproduce` (SparkNet, arXiv 1511.06051), pure C++.
 //
 // What it models: the fit of the critical-batch convergence model (convergence.hpp:
 // Na(b) = Smin (1 + Bcrit/b), Ma(b,K,tau) = Na(K b) (1 + drift (tau - 1)) / tau) to measured

@@ -1,4 +1,4 @@
-// async_test.cpp: asynchronous parameter servers and time-budget local SGD in the analytic
+// async_ps_model_test.cpp: asynchronous parameter servers and time-budget local SGD in the analytic
 // engine against closed forms computed by hand here, their convergence models and fits, and the
 // impossible jobs.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// reproduce_test.cpp: the critical-batch fit recovers known parameters, the SparkNet speedup
+// sparknet_fit_test.cpp: the critical-batch fit recovers known parameters, the SparkNet speedup
 // formulas, and the claim checks say "does not hold" when the numbers say so.
 #include <catch2/catch.hpp>
 
@@ -7,7 +7,7 @@
 
 #include "model/convergence.hpp"
 #include "model/error.hpp"
-#include "model/reproduce.hpp"
+#include "model/sparknet_fit.hpp"
 
 using namespace tauplan;
 

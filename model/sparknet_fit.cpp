@@ -1,5 +1,5 @@
-// reproduce.cpp: critical-batch fit, SparkNet speedups and the claim checks (reproduce.hpp).
-#include "model/reproduce.hpp"
+// sparknet_fit.cpp: critical-batch fit, SparkNet speedups and the claim checks (sparknet_fit.hpp).
+#include "model/sparknet_fit.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// reproduce_test.cpp: `tauplan reproduce` end to end on the reduced grid (seconds).
+// reproduce_cli_test.cpp: `tauplan reproduce` end to end on the reduced grid (seconds).
 //
 // Golden values come from one recorded run (tests/cli/reproduce_golden.json, made with
 // `tauplan reproduce --reduced --out DIR` and tests/cli/make_reproduce_golden.py). Tolerances:

@@ -1,4 +1,4 @@
-// reproduce_test.cpp: what `tauplan reproduce` computes in this process (study/reproduce.hpp,
+// reproduce_study_test.cpp: what `tauplan reproduce` computes in this process (study/reproduce.hpp,
 // study/reproduce_support.hpp), not its long runs: bad requests refused before any work; where
 // the experiments are; cell keys; the measured-cell cache round trip (a stale settings key or a
 // damaged line is measured again); SparkNet's measured cells through the exec engine (a timing
