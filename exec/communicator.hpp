@@ -99,4 +99,11 @@ class Communicator {
   virtual std::vector<std::string> process_hosts() const { return {}; }
 };
 
+/// A communicator of host buffers that runs collectives over subgroups: the threads and MPI ones.
+class HostCommunicator : public Communicator {
+ public:
+  MemorySpace memory() const final { return MemorySpace::Host; }
+  bool runs_subgroups() const final { return true; }
+};
+
 }  // namespace tauplan::exec

@@ -83,9 +83,10 @@ class MpiAlgorithm {
   virtual const char* name() const = 0;
   /// True when the algorithm runs on server ranks (the run then has K + s ranks).
   virtual bool uses_servers() const { return false; }
-  /// Throws InputError when the plan's workers do not fit the algorithm (hierarchical: the
-  /// same number of workers on every node).
-  virtual void check(const model::Plan& /*plan*/, const model::Platform& /*platform*/) const {}
+  /// Throws InputError when the workers on these hosts (a collective's members, in order) do
+  /// not fit the algorithm (hierarchical: the same number of workers on every node).
+  virtual void check(const std::vector<int>& /*worker_hosts*/,
+                     const model::Platform& /*platform*/) const {}
   /// On a worker rank: replaces `data` (n floats of this worker, weight >= 0) by the weighted
   /// mean over the K workers, sum w_k x_k / sum w_k; every worker ends with the same floats.
   virtual void mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,

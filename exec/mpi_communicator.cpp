@@ -48,17 +48,17 @@ std::string this_host() {
   return name;
 }
 
-/// Workers grouped by Host::node of their host, nodes in first-seen order.
-std::vector<std::vector<int>> workers_by_node(const model::Plan& plan,
+/// Workers (positions in `worker_hosts`) grouped by Host::node of their host, nodes in
+/// first-seen order.
+std::vector<std::vector<int>> workers_by_node(const std::vector<int>& worker_hosts,
                                               const model::Platform& platform) {
   std::vector<std::vector<int>> nodes;
   std::map<std::string, std::size_t> index;
-  for (int k = 0; k < plan.workers; ++k) {
-    const int host = plan.worker_hosts.at(static_cast<std::size_t>(k));
-    const std::string& node = platform.hosts.at(static_cast<std::size_t>(host)).node;
+  for (std::size_t k = 0; k < worker_hosts.size(); ++k) {
+    const std::string& node = platform.hosts.at(static_cast<std::size_t>(worker_hosts[k])).node;
     const auto [it, inserted] = index.emplace(node, nodes.size());
     if (inserted) nodes.emplace_back();
-    nodes[it->second].push_back(k);
+    nodes[it->second].push_back(static_cast<int>(k));
   }
   return nodes;
 }
@@ -175,7 +175,7 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   s.algorithm = &mpi_algorithm(plan.collective, job_file);
-  s.algorithm->check(plan, platform);
+  s.algorithm->check(plan.worker_hosts, platform);
   const int servers = s.algorithm->uses_servers() ? static_cast<int>(plan.server_hosts.size()) : 0;
   if (world != plan.workers + servers)
     throw InputError(
@@ -189,7 +189,7 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
   s.layout.rank = rank;
   s.layout.workers = plan.workers;
   s.layout.servers = servers;
-  s.layout.nodes = workers_by_node(plan, platform);
+  s.layout.nodes = workers_by_node(plan.worker_hosts, platform);
   check(MPI_Comm_dup(MPI_COMM_WORLD, &s.layout.comm), "MPI_Comm_dup");
   check(MPI_Comm_split(s.layout.comm, s.layout.is_server() ? 1 : 0, rank, &s.role_comm),
         "MPI_Comm_split");
@@ -226,12 +226,10 @@ void MpiCommunicator::make_subgroups(const model::Plan& plan, const model::Platf
                        "(its server ranks serve all K)",
                        "'" + plan.collective + "'");
     // The algorithm's own check on the group alone (hierarchical: equal members per node).
-    model::Plan members;
-    members.workers = static_cast<int>(op.group.size());
-    members.collective = plan.collective;
+    std::vector<int> member_hosts;
     for (int w : op.group)
-      members.worker_hosts.push_back(plan.worker_hosts.at(static_cast<std::size_t>(w)));
-    s.algorithm->check(members, platform);
+      member_hosts.push_back(plan.worker_hosts.at(static_cast<std::size_t>(w)));
+    s.algorithm->check(member_hosts, platform);
     Subgroup& sub = s.subgroups[op.group];
     const auto at = std::find(op.group.begin(), op.group.end(), s.layout.rank);
     const bool member = at != op.group.end() && !s.layout.is_server();
@@ -241,9 +239,8 @@ void MpiCommunicator::make_subgroups(const model::Plan& plan, const model::Platf
     check(MPI_Comm_split(s.layout.comm, member ? 0 : MPI_UNDEFINED, position, &sub.layout.comm),
           "MPI_Comm_split");
     sub.layout.rank = position;
-    sub.layout.workers = members.workers;
-    for (const auto& node : workers_by_node(members, platform))
-      sub.layout.nodes.push_back(node);
+    sub.layout.workers = static_cast<int>(op.group.size());
+    sub.layout.nodes = workers_by_node(member_hosts, platform);
     if (member) sub.messages = std::make_unique<MpiMessages>(sub.layout.comm);
   }
 }

@@ -56,7 +56,7 @@ class MpiSession {
   bool owns_ = false;
 };
 
-class MpiCommunicator final : public Communicator {
+class MpiCommunicator final : public HostCommunicator {
  public:
   /// Collective over MPI_COMM_WORLD (every rank constructs it). Needs an MpiSession alive.
   /// Throws InputError: `workers` when the world size is not K (+ s for ps and sparknet),
@@ -78,10 +78,8 @@ class MpiCommunicator final : public Communicator {
   int workers() const override;
   int local_workers() const override;
   int first_local_worker() const override;
-  MemorySpace memory() const override { return MemorySpace::Host; }
   void combine(const std::vector<float*>& local_buffers, const std::vector<double>& local_weights,
                std::size_t n, CombineRule rule) override;
-  bool runs_subgroups() const override { return true; }
   /// The plan's algorithm over the group's own communicator (split off at construction for
   /// every group of the plan's collectives); Adasum is refused (std::logic_error).
   void combine_group(const std::vector<int>& group, const std::vector<float*>& member_buffers,

@@ -23,8 +23,8 @@ constexpr int kTagIntraAllGather = 12;
 class MpiHierarchical : public MpiAlgorithm {
  public:
   const char* name() const override { return "hierarchical"; }
-  void check(const model::Plan& plan, const model::Platform& platform) const override {
-    model::equal_node_groups(plan.worker_hosts, platform);  // throws on unequal nodes
+  void check(const std::vector<int>& worker_hosts, const model::Platform& platform) const override {
+    model::equal_node_groups(worker_hosts, platform);  // throws on unequal nodes
   }
   void mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
             std::size_t n) const override {

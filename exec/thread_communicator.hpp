@@ -15,7 +15,7 @@
 
 namespace tauplan::exec {
 
-class ThreadCommunicator final : public Communicator {
+class ThreadCommunicator final : public HostCommunicator {
  public:
   explicit ThreadCommunicator(int workers);
 
@@ -25,10 +25,8 @@ class ThreadCommunicator final : public Communicator {
   int workers() const override { return workers_; }
   int local_workers() const override { return workers_; }
   int first_local_worker() const override { return 0; }
-  MemorySpace memory() const override { return MemorySpace::Host; }
   void combine(const std::vector<float*>& local_buffers, const std::vector<double>& local_weights,
                std::size_t n, CombineRule rule) override;
-  bool runs_subgroups() const override { return true; }
   /// A subgroup's buffers reduced the same way, in group order.
   void combine_group(const std::vector<int>& group, const std::vector<float*>& member_buffers,
                      const std::vector<double>& member_weights, std::size_t n,
