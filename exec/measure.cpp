@@ -245,12 +245,7 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
     report = train_model_parallel_threads(o, data);
     reporter = true;
   }
-  Measurement m;
-  m.strategy = plan.strategy;
-  m.workers = plan.workers;
-  m.batch = plan.batch;
-  m.split = "even";
-  m.collective = plan.collective;
+  Measurement m = even_measurement(plan);
   m.communicator = report.transport;
   describe_run(m, settings.train, data, shape);
   m.timing = Timing::Concurrent;
@@ -280,6 +275,16 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
 }
 
 }  // namespace
+
+Measurement even_measurement(const model::Plan& plan) {
+  Measurement m;
+  m.strategy = plan.strategy;
+  m.workers = plan.workers;
+  m.batch = plan.batch;
+  m.split = "even";
+  m.collective = plan.collective;
+  return m;
+}
 
 MeasureRun measure(const model::Job& job, const model::Workload& workload,
                    const model::Platform& platform, const std::vector<std::string>& strategies,

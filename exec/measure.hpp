@@ -37,6 +37,10 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
                    const model::Platform& platform, const std::vector<std::string>& strategies,
                    MpiSession* mpi, std::ostream* log);
 
+/// A Measurement of `plan` with its batch split evenly: its strategy, workers, batch and
+/// collective (shared by the MLP's and the transformer's layout measurements).
+Measurement even_measurement(const model::Plan& plan);
+
 /// A layout run's ranks as the Measurement's workers (each rank's host from the Plan, `samples`
 /// per rank, its compute time as both median and measured), and the slowest rank's compute and
 /// communication as the run's: shared by the MLP's and the transformer's layout measurements.

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/rank_threads.hpp"
 #include "exec/sampler.hpp"
 #include "exec/tensor_parallel.hpp"
 #include "model/error.hpp"
@@ -20,12 +21,6 @@ namespace {
 // One tag per kind of message; messages of one kind between two ranks keep their order.
 constexpr int kTagTensor = 1, kTagForward = 2, kTagBackward = 3, kTagData = 4, kTagEval = 5,
               kTagControl = 6, kTagReport = 7, kTagGather = 8;
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -197,9 +192,7 @@ class RankEngine {
 
   void receive(int from, std::vector<float>& buffer, int n, int tag) {
     buffer.resize(static_cast<std::size_t>(n));
-    const auto start = Clock::now();
-    peers_.recv(from, buffer.data(), buffer.size(), tag);
-    comm_s_ += seconds_since(start);
+    timed_receive(peers_, from, buffer, tag, comm_s_);
   }
 
   void send(int to, const std::vector<float>& data, int tag) {
@@ -279,17 +272,6 @@ void check_model_parallel(const ModelParallelOptions& o) {
 }
 
 nlohmann::json ModelParallelReport::to_json() const {
-  nlohmann::json ranks_json = nlohmann::json::array();
-  for (const RankTimes& r : ranks)
-    ranks_json.push_back({{"rank", r.rank},
-                          {"data_index", r.data_index},
-                          {"tensor_index", r.tensor_index},
-                          {"stage", r.stage},
-                          {"step_s", r.step_s},
-                          {"compute_s", r.compute_s},
-                          {"comm_s", r.comm_s},
-                          {"tensor_allreduces_per_step", r.tensor_allreduces},
-                          {"pipeline_sends_per_step", r.messages}});
   nlohmann::json curve = nlohmann::json::array();
   for (const auto& [step, accuracy_at] : accuracy_curve)
     curve.push_back({{"step", step}, {"accuracy", accuracy_at}});
@@ -302,7 +284,7 @@ nlohmann::json ModelParallelReport::to_json() const {
           {"train_loss", train_loss},
           {"wall_s", wall_s},
           {"step_s", step_s},
-          {"ranks", ranks_json},
+          {"ranks", ranks_json(ranks)},
           {"accuracy_curve", curve}};
 }
 
@@ -413,29 +395,6 @@ ModelParallelReport train_model_parallel(const ModelParallelOptions& options, co
   peers.barrier();
   return report;
 }
-
-namespace {
-
-/// Runs `body(rank)` on one thread per rank; rethrows the first exception.
-template <typename Body>
-void on_threads(int ranks, Body body) {
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        body(r);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  for (auto& t : threads)
-    t.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-}  // namespace
 
 ModelParallelReport train_model_parallel_threads(const ModelParallelOptions& options,
                                                  const Dataset& data) {

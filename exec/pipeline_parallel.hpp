@@ -34,6 +34,7 @@
 #include "exec/dataset.hpp"
 #include "exec/mlp.hpp"
 #include "exec/peer_group.hpp"
+#include "exec/rank_times.hpp"
 #include "model/layout.hpp"
 
 namespace tauplan::exec {
@@ -62,15 +63,6 @@ struct ModelParallelOptions {
 /// InputError (file, key) unless the mesh fits the shape: pipeline at most the layers, tensor
 /// dividing every split layer's width, micro-batches dividing each replica's batch.
 void check_model_parallel(const ModelParallelOptions& options);
-
-struct RankTimes {
-  int rank = 0, data_index = 0, tensor_index = 0, stage = 0;
-  double step_s = 0;                ///< median over steps
-  double compute_s = 0;             ///< median of step - communication waits
-  double comm_s = 0;                ///< median of receives + tensor and data all-reduces
-  long long tensor_allreduces = 0;  ///< per step
-  long long messages = 0;           ///< pipeline sends per step
-};
 
 struct ModelParallelReport {
   std::string transport;  ///< "threads" or "mpi"

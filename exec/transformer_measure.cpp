@@ -11,6 +11,7 @@
 
 #include "exec/job_keys.hpp"
 #include "exec/measure.hpp"
+#include "exec/rank_times.hpp"
 #include "exec/token_stream.hpp"
 #include "exec/transformer_trainer.hpp"
 #include "model/error.hpp"
@@ -114,12 +115,7 @@ double final_loss(const std::vector<double>& loss) {
 Measurement to_measurement(const model::Plan& plan, const model::Platform& platform,
                            const ExecSettings& settings, const TransformerTrainOptions& o,
                            const TransformerReport& report) {
-  Measurement m;
-  m.strategy = plan.strategy;
-  m.workers = plan.workers;
-  m.batch = plan.batch;
-  m.split = "even";
-  m.collective = plan.collective;
+  Measurement m = even_measurement(plan);
   m.communicator = "threads";
   m.engine = settings.train.engine;
   m.timing = Timing::Concurrent;
@@ -144,19 +140,8 @@ Measurement to_measurement(const model::Plan& plan, const model::Platform& platf
 /// MLP's rows are null.
 void add_transformer_extra(Measurement& m, const TransformerTrainOptions& o,
                            const TransformerReport& report) {
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const TransformerRankTimes& r : report.ranks)
-    ranks.push_back({{"rank", r.rank},
-                     {"data_index", r.data_index},
-                     {"tensor_index", r.tensor_index},
-                     {"stage", r.stage},
-                     {"step_s", r.step_s},
-                     {"compute_s", r.compute_s},
-                     {"comm_s", r.comm_s},
-                     {"tensor_allreduces_per_step", r.tensor_allreduces},
-                     {"pipeline_sends_per_step", r.messages}});
   m.extra = {{"layout", report.label},
-             {"ranks", ranks},
+             {"ranks", ranks_json(report.ranks)},
              {"model", describe(o.block)},
              {"optimizer", "adam"},
              {"loss",

@@ -16,6 +16,7 @@
 
 #include "exec/peer_group.hpp"
 #include "exec/pipeline_parallel.hpp"
+#include "exec/rank_threads.hpp"
 #include "exec/thread_communicator.hpp"
 #include "exec/token_stream.hpp"
 #include "exec/trainer.hpp"
@@ -188,12 +189,6 @@ namespace {
 
 constexpr int kTagTensor = 1, kTagForward = 2, kTagBackward = 3, kTagData = 4, kTagNorms = 5,
               kTagKv = 6, kTagVocabulary = 7;
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 /// What the ranks of one process share: the data group's Communicator (sync) and its buffers.
 struct SharedState {
@@ -417,9 +412,7 @@ class TransformerRank {
   }
 
   void receive(int from, std::vector<float>& buffer, int tag) {
-    const auto start = Clock::now();
-    peers_.recv(from, buffer.data(), buffer.size(), tag);
-    comm_s_ += seconds_since(start);
+    timed_receive(peers_, from, buffer, tag, comm_s_);
   }
 
   void send(int to, const std::vector<float>& data, int tag) {
@@ -442,25 +435,6 @@ class TransformerRank {
   long long allreduces_ = 0, messages_ = 0;
 };
 
-/// Runs `body(rank)` on one thread per rank; rethrows the first exception.
-template <typename Body>
-void run_ranks(int ranks, Body body) {
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        body(r);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  for (std::thread& t : threads)
-    t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
 void prepare_shared(const TransformerTrainOptions& o, SharedState& shared) {
   if (o.reduction != DataReduction::Communicator || o.data < 2) return;
   shared.communicator = std::make_unique<ThreadCommunicator>(o.workers());
@@ -471,7 +445,7 @@ void prepare_shared(const TransformerTrainOptions& o, SharedState& shared) {
 struct RankRecord {
   std::vector<double> loss, step_s, comm_s;
   Clock::time_point start, end;
-  TransformerRankTimes times;
+  RankTimes times;
 };
 
 /// The report from every rank's record: the global loss per step (the mean of the replicas'),
@@ -508,7 +482,7 @@ TransformerReport train_transformer_threads(const TransformerTrainOptions& optio
   prepare_shared(options, shared);
   std::vector<RankRecord> records(static_cast<std::size_t>(options.workers()));
   std::vector<float> final_parameters(initial.size(), 0.0f);
-  run_ranks(options.workers(), [&](int r) {
+  on_threads(options.workers(), [&](int r) {
     PeerGroup& peers = hub.peer(r);
     TransformerRank rank(options, peers, shared);
     rank.load(initial);
@@ -555,7 +529,7 @@ TransformerStepGradients transformer_step_gradients_threads(const TransformerTra
   prepare_shared(options, shared);
   TransformerStepGradients result;
   result.gradients.assign(block_parameters(options.block).total, 0.0f);
-  run_ranks(options.workers(), [&](int r) {
+  on_threads(options.workers(), [&](int r) {
     TransformerRank rank(options, hub.peer(r), shared);
     rank.load(parameters);
     hub.peer(r).barrier();  // every rank has registered its buffers before a combine

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "exec/combine.hpp"
+#include "exec/rank_times.hpp"
 #include "exec/transformer_block.hpp"
 #include "exec/transformer_config.hpp"
 #include "model/mesh.hpp"
@@ -133,15 +134,6 @@ struct TransformerTrainOptions {
 /// Communicator reduction only without a tensor or pipeline split.
 void check_transformer_layout(const TransformerTrainOptions& options);
 
-struct TransformerRankTimes {
-  int rank = 0, data_index = 0, tensor_index = 0, stage = 0;
-  double step_s = 0;     ///< median over steps
-  double compute_s = 0;  ///< median of step - communication
-  double comm_s = 0;     ///< median of receives + all-reduces (+ combine and its barriers)
-  long long tensor_allreduces = 0;  ///< per step (the layers' and the head's)
-  long long messages = 0;           ///< pipeline sends per step
-};
-
 struct TransformerReport {
   std::string label;
   long long steps = 0;
@@ -149,7 +141,7 @@ struct TransformerReport {
   std::vector<double> step_s;  ///< per step: the slowest rank's step
   double wall_s = 0;           ///< from the first step's start to the last step's end
   double step_median_s = 0;    ///< median over steps of the slowest rank's step
-  std::vector<TransformerRankTimes> ranks;
+  std::vector<RankTimes> ranks;
   std::size_t parameters = 0;           ///< of the unsplit block
   std::vector<float> final_parameters;  ///< unsplit, gathered from every rank after training
 };

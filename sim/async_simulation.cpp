@@ -28,6 +28,7 @@
 #include "sim/random.hpp"
 #include "sim/rendezvous.hpp"
 #include "sim/sg_engine.hpp"
+#include "sim/simulation_base.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -127,11 +128,11 @@ constexpr long long kTracedUpdates = 2000;
 /// A worker whose cycle is lost to failures this many times in a row makes the job give up.
 constexpr int kMaxDropsInARow = 1000;
 
-class AsyncSimulation {
+class AsyncSimulation : detail::SimulationBase {
  public:
   AsyncSimulation(const model::Plan& plan, const model::Platform& platform,
-                  const SimOptions& options, ChromeTrace* trace, int trace_pid)
-      : plan_(plan), platform_(platform), options_(options), trace_(trace), pid_(trace_pid) {}
+                  const SimOptions& options, model::ChromeTrace* trace, int trace_pid)
+      : SimulationBase(plan, platform, options, trace, trace_pid) {}
 
   model::ResultRow run();
 
@@ -149,20 +150,10 @@ class AsyncSimulation {
   void fault_injector(FailureSource source);
   void fail(int host);
   int track_of(int host) const;
-  double now() const { return sg4::Engine::get_clock() - t0_; }
-  std::string host_name(int host) const { return platform_.hosts[static_cast<size_t>(host)].name; }
   model::ResultRow make_row() const;
 
-  const model::Plan& plan_;
-  const model::Platform& platform_;
-  SimOptions options_;
-  ChromeTrace* trace_;
-  int pid_;
-
-  std::vector<sg4::Host*> hosts_;
   std::vector<WorkerState> workers_;
   std::vector<ServerState> servers_;
-  double t0_ = 0;
   long long target_ = 1;   ///< updates to simulate
   long long started_ = 0;  ///< cycles started and not dropped
   bool finished_ = false;
@@ -580,18 +571,10 @@ model::ResultRow AsyncSimulation::make_row() const {
   }
   extra["workers_detail"] = workers;
   if (!options_.failures.empty()) {
-    nlohmann::json faults = nlohmann::json::array();
-    double lost = 0;
-    for (const FaultRecord& f : faults_) {
-      faults.push_back({{"host", f.host},
-                        {"time_s", f.time_s},
-                        {"updates", f.updates},
-                        {"stall_s", f.stall_s},
-                        {"outcome", f.outcome}});
-      lost += f.stall_s;
-    }
-    extra["failures"] = faults;
-    extra["time_lost_s"] = lost;
+    detail::add_failures(extra, faults_, [](const FaultRecord& f, nlohmann::json& entry) {
+      entry["updates"] = f.updates;
+      return f.stall_s;
+    });
     extra["updates_dropped"] = dropped_;
     extra["restart_s"] = options_.restart_s;
   }
@@ -651,7 +634,7 @@ model::ResultRow AsyncSimulation::run() {
 }  // namespace
 
 model::ResultRow simulate_asynchronous(const model::Plan& plan, const model::Platform& platform,
-                                       const SimOptions& options, ChromeTrace* trace,
+                                       const SimOptions& options, model::ChromeTrace* trace,
                                        int trace_pid) {
   AsyncSimulation simulation(plan, platform, options, trace, trace_pid);
   return simulation.run();

@@ -21,7 +21,7 @@
 #include "model/plan.hpp"
 #include "model/platform.hpp"
 #include "model/result.hpp"
-#include "sim/chrome_trace.hpp"
+#include "model/chrome_trace.hpp"
 #include "sim/simulator.hpp"
 
 namespace tauplan::sim {
@@ -29,7 +29,7 @@ namespace tauplan::sim {
 /// Simulates an asynchronous `plan` (plan.asynchronous) as simulate() does a synchronous one:
 /// `platform` must be the one loaded in this process. Returns a row with engine "simgrid".
 model::ResultRow simulate_asynchronous(const model::Plan& plan, const model::Platform& platform,
-                                       const SimOptions& options, ChromeTrace* trace,
+                                       const SimOptions& options, model::ChromeTrace* trace,
                                        int trace_pid);
 
 }  // namespace tauplan::sim

@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "model/error.hpp"
-#include "sim/chrome_trace.hpp"
+#include "model/chrome_trace.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "sim/simulator.hpp"
@@ -31,7 +31,7 @@ class SimgridEngine : public model::Engine {
     const SimOptions options = sim_options(job);
     const std::string trace_path =
         job.has("trace") && !job.text("trace").empty() ? job.output_path("trace") : "";
-    ChromeTrace trace;
+    model::ChromeTrace trace;
     std::vector<model::ResultRow> rows;
     int pid = 0;
     try {

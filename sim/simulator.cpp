@@ -45,6 +45,7 @@
 #include "sim/random.hpp"
 #include "sim/rendezvous.hpp"
 #include "sim/sg_engine.hpp"
+#include "sim/simulation_base.hpp"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(tauplan_sim, "tauplan: the SimGrid backend");
 
@@ -113,11 +114,11 @@ struct FaultRecord {
   std::string outcome;
 };
 
-class Simulation {
+class Simulation : detail::SimulationBase {
  public:
   Simulation(const model::Plan& plan, const model::Platform& platform, const SimOptions& options,
-             ChromeTrace* trace, int trace_pid)
-      : plan_(plan), platform_(platform), options_(options), trace_(trace), pid_(trace_pid) {}
+             model::ChromeTrace* trace, int trace_pid)
+      : SimulationBase(plan, platform, options, trace, trace_pid) {}
 
   model::ResultRow run();
 
@@ -177,25 +178,16 @@ class Simulation {
   void fail(int host);
   void record_round();
   int trace_track(int host) const;
-  double now() const { return sg4::Engine::get_clock() - t0_; }
   bool stale(long long attempt) const { return attempt != attempt_; }
-  std::string host_name(int host) const { return platform_.hosts[static_cast<size_t>(host)].name; }
   model::ResultRow make_row() const;
 
-  const model::Plan& plan_;
-  const model::Platform& platform_;
-  SimOptions options_;
-  ChromeTrace* trace_;
-  int pid_;
   bool background_ = false;
   double start_offset_s_ = 0;
 
-  std::vector<sg4::Host*> hosts_;
   std::vector<SimOp> ops_;
   std::vector<std::vector<int>> worker_ops_;
   std::vector<bool> host_in_job_;
   std::vector<int> server_track_;  ///< trace track of a server host, -1 if none
-  double t0_ = 0;
   long long rounds_to_simulate_ = 1;
   std::unique_ptr<ProgressMeter> progress_;  ///< wall-clock progress of long runs, on stderr
 
@@ -856,7 +848,7 @@ void Simulation::record_round() {
     if (op.kind == model::OpKind::Barrier) continue;
     if (is_task(op.kind)) {
       const std::string name = op.label + " (" + op.algorithm + ")";
-      ChromeTrace::Args args = {{"round", round_name},
+      model::ChromeTrace::Args args = {{"round", round_name},
                                 {"flows", std::to_string(op.program.flow_count())}};
       for (int w : op.group)
         trace_->span(pid_, w, name, "comm", op.start, op.end - op.start, args);
@@ -943,19 +935,11 @@ model::ResultRow Simulation::make_row() const {
   }
   extra["workers_detail"] = workers;
   if (!options_.failures.empty()) {
-    nlohmann::json faults = nlohmann::json::array();
-    double lost = 0;
-    for (const FaultRecord& f : faults_) {
-      faults.push_back({{"host", f.host},
-                        {"time_s", f.time_s},
-                        {"round", f.round},
-                        {"lost_work_s", f.lost_work_s},
-                        {"stall_s", f.stall_s},
-                        {"outcome", f.outcome}});
-      lost += f.lost_work_s + f.stall_s;
-    }
-    extra["failures"] = faults;
-    extra["time_lost_s"] = lost;
+    detail::add_failures(extra, faults_, [](const FaultRecord& f, nlohmann::json& entry) {
+      entry["round"] = f.round;
+      entry["lost_work_s"] = f.lost_work_s;
+      return f.lost_work_s + f.stall_s;
+    });
     extra["restart_s"] = options_.restart_s;
   }
   return row;
@@ -1076,7 +1060,7 @@ namespace {
 
 /// `plan` with a copy of it beside it on other hosts (see simulate()).
 model::ResultRow simulate_beside(const model::Plan& plan, const model::Platform& platform,
-                                 const SimOptions& options, ChromeTrace* trace, int trace_pid) {
+                                 const SimOptions& options, model::ChromeTrace* trace, int trace_pid) {
   const std::string& origin = options.origin;
   if (plan.asynchronous)
     throw InputError(origin, "beside_hosts",
@@ -1147,7 +1131,7 @@ model::ResultRow simulate_beside(const model::Plan& plan, const model::Platform&
 }  // namespace
 
 model::ResultRow simulate(const model::Plan& plan, const model::Platform& platform,
-                          const SimOptions& options, ChromeTrace* trace, int trace_pid) {
+                          const SimOptions& options, model::ChromeTrace* trace, int trace_pid) {
   if (!options.beside_hosts.empty())
     return simulate_beside(plan, platform, options, trace, trace_pid);
   if (plan.asynchronous) return simulate_asynchronous(plan, platform, options, trace, trace_pid);

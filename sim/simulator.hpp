@@ -27,7 +27,7 @@
 #include "model/plan.hpp"
 #include "model/platform.hpp"
 #include "model/result.hpp"
-#include "sim/chrome_trace.hpp"
+#include "model/chrome_trace.hpp"
 #include "sim/collective_lowering.hpp"
 
 namespace tauplan::sim {
@@ -99,7 +99,7 @@ class SimulationError : public std::runtime_error {
 /// other job keeps running (rounds without end) until this one has simulated its rounds.
 /// Step reuse is off then (the network is never the job's alone).
 model::ResultRow simulate(const model::Plan& plan, const model::Platform& platform,
-                          const SimOptions& options, ChromeTrace* trace = nullptr,
+                          const SimOptions& options, model::ChromeTrace* trace = nullptr,
                           int trace_pid = 0);
 
 /// Engine configuration and simulator options for a RunContext's `extra` block

@@ -449,6 +449,24 @@ T* device_alloc(std::size_t bytes, const char* what) {
   return static_cast<T*>(p);
 }
 
+/// The device memory an arena of operand sets may take: the free memory less 2 GiB.
+std::size_t arena_limit() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  const std::size_t margin = std::size_t{2} << 30;
+  return free_bytes > margin ? free_bytes - margin : 0;
+}
+
+/// The kChecks checked entries' buffers on the device (rows and columns, reference, sum of
+/// |a b|, result), shared by the GEMM and the batched GEMM benchmarks.
+void alloc_check_buffers(int*& rows, int*& cols, double*& ref, double*& abs_sum, float*& got) {
+  rows = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check rows)");
+  cols = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check cols)");
+  ref = device_alloc<double>(kChecks * sizeof(double), "cudaMalloc (check ref)");
+  abs_sum = device_alloc<double>(kChecks * sizeof(double), "cudaMalloc (check abs)");
+  got = device_alloc<float>(kChecks * sizeof(float), "cudaMalloc (check got)");
+}
+
 /// Events around each of `reps` calls of `work(rep)`, enqueued behind a spin kernel; the
 /// median time of one call, in seconds.
 template <typename Work>
@@ -603,19 +621,12 @@ class GemmBench {
   GemmBench(const Device& dev, const std::vector<Gemm>& shapes) : dev_(dev) {
     // One arena for every shape's operand sets, as large as the largest shape needs, within
     // the free memory less 2 GiB (fewer sets, or no measurement, for shapes beyond it).
-    std::size_t free_bytes = 0, total_bytes = 0;
-    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    const std::size_t margin = std::size_t{2} << 30;
-    const std::size_t limit = free_bytes > margin ? free_bytes - margin : 0;
+    const std::size_t limit = arena_limit();
     for (const Gemm& g : shapes)
       arena_bytes_ = std::max(arena_bytes_, set_bytes(g) * static_cast<std::size_t>(ideal_sets(g)));
     arena_bytes_ = std::min(arena_bytes_, limit);
     arena_ = device_alloc<__nv_bfloat16>(arena_bytes_, "cudaMalloc (GEMM operands)");
-    rows_ = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check rows)");
-    cols_ = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check cols)");
-    ref_ = device_alloc<double>(kChecks * sizeof(double), "cudaMalloc (check ref)");
-    abs_ = device_alloc<double>(kChecks * sizeof(double), "cudaMalloc (check abs)");
-    got_ = device_alloc<float>(kChecks * sizeof(float), "cudaMalloc (check got)");
+    alloc_check_buffers(rows_, cols_, ref_, abs_, got_);
     dev.sync();
   }
   ~GemmBench() {
@@ -1036,21 +1047,14 @@ struct BatchedResult {
 class BatchedBench {
  public:
   BatchedBench(const Device& dev, const std::vector<const BatchedCase*>& cases) : dev_(dev) {
-    std::size_t free_bytes = 0, total_bytes = 0;
-    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    const std::size_t margin = std::size_t{2} << 30;
-    const std::size_t limit = free_bytes > margin ? free_bytes - margin : 0;
+    const std::size_t limit = arena_limit();
     for (const BatchedCase* c : cases)
       arena_bytes_ =
           std::max(arena_bytes_, layout(*c).set_bytes * static_cast<std::size_t>(ideal_sets(*c)));
     arena_bytes_ = std::min(arena_bytes_, limit);
     arena_ = device_alloc<char>(arena_bytes_, "cudaMalloc (batched GEMM operands)");
     members_ = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check members)");
-    rows_ = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check rows)");
-    cols_ = device_alloc<int>(kChecks * sizeof(int), "cudaMalloc (check cols)");
-    ref_ = device_alloc<double>(kChecks * sizeof(double), "cudaMalloc (check ref)");
-    abs_ = device_alloc<double>(kChecks * sizeof(double), "cudaMalloc (check abs)");
-    got_ = device_alloc<float>(kChecks * sizeof(float), "cudaMalloc (check got)");
+    alloc_check_buffers(rows_, cols_, ref_, abs_, got_);
     dev.sync();
   }
   ~BatchedBench() {

@@ -194,6 +194,16 @@ def timed(torch, fn, warmup, reps):
     return median, ms[0]
 
 
+def noted(torch, row, e):
+    """Notes a case's exception on its row: out of memory skips the case, anything else is an
+    error; returns the failures it counts (1 for an error)."""
+    if isinstance(e, torch.cuda.OutOfMemoryError):
+        row["skipped"] = f"out of memory: {str(e).splitlines()[0]}"
+        return 0
+    row["error"] = f"{type(e).__name__}: {e}"
+    return 1
+
+
 def probe_gqa(torch, F, device):
     """Whether the flash SDPA backend takes enable_gqa (PyTorch >= 2.5 on some backends)."""
     try:
@@ -288,11 +298,8 @@ def main() -> int:
                            includes="zero gradients, forward, backward, AdamW (fp32 master, "
                                     "bf16 autocast)")
                 del model, opt
-            except torch.cuda.OutOfMemoryError as e:
-                row["skipped"] = f"out of memory: {str(e).splitlines()[0]}"
             except Exception as e:  # noqa: BLE001 - report and go on
-                row["error"] = f"{type(e).__name__}: {e}"
-                failures += 1
+                failures += noted(torch, row, e)
             emit(row)
             torch.cuda.empty_cache()
         return 1 if failures else 0
@@ -330,11 +337,8 @@ def main() -> int:
                                peak_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2),
                                includes="forward + backward of one layer shard (bf16 module) "
                                         "incl. weight gradients; no optimizer")
-                except torch.cuda.OutOfMemoryError as e:
-                    row["skipped"] = f"out of memory: {str(e).splitlines()[0]}"
                 except Exception as e:  # noqa: BLE001 - report and go on
-                    row["error"] = f"{type(e).__name__}: {e}"
-                    failures += 1
+                    failures += noted(torch, row, e)
                 emit(row)
                 del layer, x, dy
                 torch.cuda.empty_cache()

@@ -6,15 +6,23 @@
 // in the files that carry that name (its own files: strategy_<name>.cpp, collective_<name>.cpp,
 // lower_<name>.cpp, ...), never compared elsewhere. Extending: every registered collective has
 // its analytic cost and its SimGrid lowering as files of its own, every strategy its file, as
-// README "Extending" says; plans are built by strategies only; verb files stay small. Each rule
-// is also run on a planted violation, so a checker that finds nothing cannot pass.
+// README "Extending" says; plans are built by strategies only; verb files stay small. Repeats:
+// no block of six lines stands twice in the sources (repeated_blocks() states what counts as a
+// line). Each rule is also run on a planted violation, so a checker that finds nothing cannot
+// pass.
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -58,12 +66,13 @@ std::string indented(const std::vector<std::string>& items) {
   return text;
 }
 
-/// Source files under root/dir, relative to root, sorted.
-std::vector<fs::path> sources(const fs::path& root, const std::string& dir) {
+/// Source files under root/dir (those `keep` takes: C++ by default), relative to root, sorted.
+std::vector<fs::path> sources(const fs::path& root, const std::string& dir,
+                              bool (*keep)(const fs::path&) = is_source) {
   std::vector<fs::path> out;
   if (!fs::is_directory(root / dir)) return out;
   for (const auto& entry : fs::recursive_directory_iterator(root / dir))
-    if (entry.is_regular_file() && is_source(entry.path()))
+    if (entry.is_regular_file() && keep(entry.path()))
       out.push_back(fs::relative(entry.path(), root));
   std::sort(out.begin(), out.end());
   return out;
@@ -210,6 +219,154 @@ std::vector<std::string> registered_names() {
   return names;
 }
 
+// ------------------------------------------------------------------ repeats
+
+/// Scripts and build files: their comments start with '#'.
+bool is_hash_commented(const fs::path& path) {
+  const std::string ext = path.extension().string();
+  return ext == ".sh" || ext == ".py" || ext == ".cmake" || path.filename() == "CMakeLists.txt";
+}
+
+/// What the repeat rule reads: C++ and CUDA (.cpp .hpp .h .cu .cuh), scripts (.sh .py) and CMake
+/// (CMakeLists.txt, .cmake). Data (YAML, JSON, CSV, XML, goldens) and prose are not code.
+bool is_scanned(const fs::path& path) {
+  return is_source(path) || path.extension() == ".cuh" || is_hash_commented(path);
+}
+
+/// The project's folders: every tracked folder holding code (build folders, results/ and the
+/// generated *.plan folders beside them are not), and the top CMakeLists.txt.
+std::vector<fs::path> scanned_files(const fs::path& root) {
+  std::vector<fs::path> files;
+  for (const char* dir : {".ci", "bench", "cli", "exec", "experiments", "model", "platforms", "sim",
+                          "study", "tests"})
+    for (const fs::path& file : sources(root, dir, is_scanned))
+      files.push_back(file);
+  if (fs::is_regular_file(root / "CMakeLists.txt")) files.emplace_back("CMakeLists.txt");
+  return files;
+}
+
+/// `line` without its comment: from `//` (C++, outside a string or character literal; a block
+/// comment is carried over lines in `in_block`) or from a `#` at the start or after a blank
+/// (scripts, outside quotes).
+std::string code_of(const std::string& line, bool hash_comments, bool& in_block) {
+  std::string out;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    const char next = i + 1 < line.size() ? line[i + 1] : '\0';
+    if (in_block) {
+      if (c == '*' && next == '/') in_block = false, ++i;
+      continue;
+    }
+    if (quote) {
+      out += c;
+      if (c == '\\' && next)
+        out += line[++i];
+      else if (c == quote)
+        quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    if (hash_comments && c == '#' &&
+        (i == 0 || std::isspace(static_cast<unsigned char>(line[i - 1]))))
+      break;
+    if (!hash_comments && c == '/' && next == '/') break;
+    if (!hash_comments && c == '/' && next == '*') {
+      in_block = true, ++i;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+/// A line that says nothing of its own: only brackets, semicolons and commas, perhaps with one
+/// word that closes or opens a block (else, do, then, fi, done, esac, try, endif(), public: ...);
+/// or an include or import (#include, #pragma once, import, from ... import, using-declarations).
+bool is_trivial(const std::string& code) {
+  std::string word;
+  for (char c : code)
+    if (std::string("{}()[];, ").find(c) == std::string::npos) word += c;
+  static const std::set<std::string> structural = {
+      "",        "else",     "do",         "then",       "fi",          "done",
+      "esac",    "try",      "endif",      "endforeach", "endfunction", "endmacro",
+      "public:", "private:", "protected:", "#else",      "#endif"};
+  if (structural.count(word)) return true;
+  if (code.empty() || std::string("#ifu").find(code[0]) == std::string::npos) return false;
+  static const std::regex import(
+      R"(^(#\s*include\b|#\s*pragma\s+once|import\s|from\s+\S+\s+import\s|using\s+[^=]*;$))");
+  return std::regex_search(code, import);
+}
+
+/// The lines of `text` that count, each with its line number (from 1): comments removed, white
+/// space trimmed at both ends and folded inside, trivial lines (is_trivial) left out.
+std::vector<std::pair<int, std::string>> counted_lines(const std::string& text,
+                                                       bool hash_comments) {
+  std::vector<std::pair<int, std::string>> out;
+  std::istringstream in(text);
+  bool in_block = false;
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    std::string folded;
+    for (char c : code_of(line, hash_comments, in_block)) {
+      const bool blank = std::isspace(static_cast<unsigned char>(c)) != 0;
+      if (!blank)
+        folded += c;
+      else if (!folded.empty() && folded.back() != ' ')
+        folded += ' ';
+    }
+    if (!folded.empty() && folded.back() == ' ') folded.pop_back();
+    if (!is_trivial(folded)) out.emplace_back(number, folded);
+  }
+  return out;
+}
+
+/// "A:FIRST-LAST ~ B:FIRST-LAST" for every run of `run` or more counted lines (counted_lines)
+/// that stands at two places among `files` (relative to root), in two files or twice in one;
+/// a longer run is one entry. Sorted by A, then B.
+std::vector<std::string> repeated_blocks(const fs::path& root, const std::vector<fs::path>& files,
+                                         std::size_t run = 6) {
+  std::vector<std::vector<std::pair<int, std::string>>> lines;
+  std::unordered_map<std::string, int> ids;  // each distinct line as a number
+  std::unordered_map<std::string, std::vector<std::pair<int, int>>> places;  // (file, start)
+  for (const fs::path& file : files) {
+    lines.push_back(counted_lines(read(root / file), is_hash_commented(file)));
+    const auto& counted = lines.back();
+    std::vector<int> id;
+    for (const auto& line : counted)
+      id.push_back(ids.emplace(line.second, static_cast<int>(ids.size())).first->second);
+    for (std::size_t k = 0; k + run <= id.size(); ++k)
+      places[std::string(reinterpret_cast<const char*>(&id[k]), run * sizeof(int))].emplace_back(
+          static_cast<int>(lines.size() - 1), static_cast<int>(k));
+  }
+  std::set<std::tuple<int, int, int, int>> pairs;  // (file a, start a, file b, start b)
+  for (const auto& entry : places)
+    for (std::size_t i = 0; i < entry.second.size(); ++i)
+      for (std::size_t j = i + 1; j < entry.second.size(); ++j) {
+        const auto [fa, ka] = entry.second[i];
+        const auto [fb, kb] = entry.second[j];
+        if (fa != fb || static_cast<std::size_t>(std::abs(kb - ka)) >= run)
+          pairs.emplace(fa, ka, fb, kb);
+      }
+  std::vector<std::string> found;
+  const auto place = [&](int f, int first, int last) {
+    const auto& counted = lines[static_cast<std::size_t>(f)];
+    return files[static_cast<std::size_t>(f)].string() + ":" +
+           std::to_string(counted[static_cast<std::size_t>(first)].first) + "-" +
+           std::to_string(counted[static_cast<std::size_t>(last)].first);
+  };
+  const int width = static_cast<int>(run) - 1;
+  for (const auto& [fa, ka, fb, kb] : pairs) {
+    if (pairs.count({fa, ka - 1, fb, kb - 1})) continue;  // inside a longer run
+    int more = 0;
+    while (pairs.count({fa, ka + more + 1, fb, kb + more + 1}))
+      ++more;
+    found.push_back(place(fa, ka, ka + more + width) + " ~ " + place(fb, kb, kb + more + width));
+  }
+  return found;
+}
+
 /// A scratch tree under the build's temporary folder, removed at the end of the test.
 struct ScratchTree {
   fs::path root = fs::temp_directory_path() / ("tauplan-arch-" + std::to_string(::getpid()));
@@ -273,6 +430,110 @@ TEST_CASE("functions: a planted long function is found, a long lambda or table i
   REQUIRE(found.size() == 2);
   CHECK(found[0] == "model/long.cpp:5: int long_one(int x, (129 lines)");
   CHECK(found[1] == "model/long.cpp:137: int member(int x) const { (128 lines)");
+}
+
+namespace {
+
+/// C++ files (of `files`) whose name another C++ file in another folder also has, as
+/// "name: first, second ...", one line per shared name.
+std::vector<std::string> shared_file_names(const std::vector<fs::path>& files) {
+  std::map<std::string, std::vector<std::string>> by_name;
+  for (const fs::path& file : files)
+    if (is_source(file) || file.extension() == ".cuh")
+      by_name[file.filename().string()].push_back(file.generic_string());
+  std::vector<std::string> shared;
+  for (const auto& [name, paths] : by_name) {
+    if (paths.size() < 2) continue;
+    std::string line = name + ":";
+    for (const std::string& path : paths)
+      line += " " + path;
+    shared.push_back(line);
+  }
+  return shared;
+}
+
+}  // namespace
+
+TEST_CASE("names: every C++ file's name is unique in the tree") {
+  const std::vector<std::string> shared = shared_file_names(scanned_files(kRoot));
+  INFO("files that share a name (give each a name that says what it holds):\n" << indented(shared));
+  CHECK(shared.empty());
+  // Planted: two folders with a file of one name are found, whatever the extension of others.
+  const std::vector<fs::path> planted = {"model/trace.hpp", "sim/trace.hpp", "sim/trace.cpp",
+                                         "tests/x/run.sh", "tests/y/run.sh"};
+  CHECK(shared_file_names(planted) ==
+        std::vector<std::string>{"trace.hpp: model/trace.hpp sim/trace.hpp"});
+}
+
+TEST_CASE("repeats: no block of six lines stands twice in the sources") {
+  const std::vector<fs::path> files = scanned_files(kRoot);
+  for (const char* kind : {"CMakeLists.txt", "model/planner.cpp", "exec/cuda/profile.cu",
+                           ".ci/format.sh", "exec/cuda/pytorch_block.py", "model/git_commit.cmake"})
+    CHECK(std::count(files.begin(), files.end(), fs::path(kind)) == 1);  // the scan saw each kind
+  const auto found = repeated_blocks(kRoot, files);
+  INFO("blocks of six or more lines that stand twice (factor them into one function):\n"
+       << indented(found));
+  CHECK(found.empty());
+}
+
+TEST_CASE("repeats: a planted block of six lines is found, whatever its comments and indentation") {
+  ScratchTree tree;
+  // Six lines that count, with blank lines, comments, braces and includes between them.
+  const std::string block =
+      "  int total = 0;\n"
+      "  for (int v : values) {\n"
+      "\n"
+      "    total += v;  // summed\n"
+      "  }\n"
+      "  /* a block\n"
+      "     comment */ const int mean = total / n;\n"
+      "  if (mean < 0) {\n"
+      "    return -mean;\n"
+      "  } else {\n"
+      "    return mean;\n"
+      "  }\n";
+  tree.write("model/one.cpp", "#include <vector>\n\nint f(int n) {\n" + block + "}\n");
+  // Elsewhere indented otherwise, other comments; and twice more in one file.
+  std::string shifted;
+  std::istringstream in(block);
+  for (std::string line; std::getline(in, line);)
+    shifted += "      " + line + (line.find("//") != std::string::npos ? "" : "  // other") + "\n";
+  tree.write("sim/two.hpp", "namespace {\nint g(int n) {\n" + shifted + "}\n}  // namespace\n");
+  tree.write("study/twice.cpp", "int a(int n) {\n" + block + "}\nint b(int n) {\n" + block + "}\n");
+  // Not a repeat: five lines in common; trivial lines only; data; outside the project's folders.
+  const std::string five = "a();\nb();\nc();\nd();\ne();\n";
+  tree.write("cli/five.cpp", five + "f();\n");
+  tree.write("bench/five.cpp", five + "g();\n");
+  const std::string trivial = "#include <a>\n}\n});\n} else {\nfi\ndone\n;;\n#endif\n";
+  tree.write("exec/trivial.cpp", trivial + "x();\n");
+  tree.write("tests/trivial.cpp", trivial + "y();\n");
+  tree.write("experiments/data.yaml", block);
+  tree.write("build-x/copy.cpp", block);
+  // A script's repeat: '#' comments and shebangs do not count, code does.
+  const std::string script =
+      "#!/bin/bash\nset -eu\nfor f in \"$@\"; do  # each\n  if [ -f \"$f\" ]; then\n"
+      "    echo \"#$f\"\n    wc -l \"$f\"\n  fi\ndone\nexit 0\n";
+  tree.write("tests/a.sh", script);
+  tree.write(".ci/b.sh", "# b.sh: the same loop\n" + script);
+  const auto files = scanned_files(tree.root);
+  CHECK(std::count(files.begin(), files.end(), fs::path("experiments/data.yaml")) == 0);
+  const auto found = repeated_blocks(tree.root, files);
+  CHECK(found == std::vector<std::string>{
+                     ".ci/b.sh:3-10 ~ tests/a.sh:2-9",
+                     "model/one.cpp:4-14 ~ sim/two.hpp:3-13",
+                     "model/one.cpp:4-14 ~ study/twice.cpp:2-12",
+                     "model/one.cpp:4-14 ~ study/twice.cpp:16-26",
+                     "sim/two.hpp:3-13 ~ study/twice.cpp:2-12",
+                     "sim/two.hpp:3-13 ~ study/twice.cpp:16-26",
+                     "study/twice.cpp:2-12 ~ study/twice.cpp:16-26",
+                 });
+  // Each repeat cut to five lines that count: none is found.
+  const std::string head = block.substr(0, block.find("    return -mean"));
+  tree.write("model/one.cpp", "int f(int n) {\n" + head + "}\n");
+  tree.write("sim/two.hpp", "int g(int n) {\n  return n;\n}\n");
+  tree.write("study/twice.cpp", "int a(int n) {\n" + head + "}\nint b(int n) {\n" + head + "}\n");
+  tree.write(".ci/b.sh", script.substr(0, script.find("exit 0")));
+  CHECK(repeated_blocks(tree.root, scanned_files(tree.root)).empty());
 }
 
 TEST_CASE("names: no strategy or collective name is a literal outside the files that carry it") {

@@ -27,6 +27,23 @@ std::vector<std::string> async_job(std::vector<std::string> extra) {
   return args;
 }
 
+/// A worker h0 and a server ps0 on one link; `server_speed` is the server's speed attribute
+/// (` speed="0f"`, or "" for none).
+std::string server_platform(const std::string& server_speed) {
+  return R"(<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="world" routing="Full">
+    <host id="h0" speed="1Tf"><prop id="role" value="worker"/></host>
+    <host id="ps0")" +
+         server_speed + R"(><prop id="role" value="server"/></host>
+    <link id="l" bandwidth="1GBps" latency="10us"/>
+    <route src="h0" dst="ps0"><link_ctn id="l"/></route>
+  </zone>
+</platform>
+)";
+}
+
 }  // namespace
 
 TEST_CASE("async-ps: a staleness bound < 0 is bad input") {
@@ -50,31 +67,11 @@ TEST_CASE("async-ps: more servers than the platform's server hosts is bad input"
 
 TEST_CASE("async-ps: a server host without a speed is bad input") {
   // In a platform file: SimGrid requires a speed, the loader a positive one.
-  const auto xml = write_temp_file("nospeed.xml", R"(<?xml version='1.0'?>
-<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
-<platform version="4.1">
-  <zone id="world" routing="Full">
-    <host id="h0" speed="1Tf"><prop id="role" value="worker"/></host>
-    <host id="ps0"><prop id="role" value="server"/></host>
-    <link id="l" bandwidth="1GBps" latency="10us"/>
-    <route src="h0" dst="ps0"><link_ctn id="l"/></route>
-  </zone>
-</platform>
-)");
+  const auto xml = write_temp_file("nospeed.xml", server_platform(""));
   expect_bad_input(
       {"predict", "--platform", xml, "--strategies", "async-ps", "--workers", "1"},
       xml + ": line 6: <host id=\"ps0\"> speed: expected a value (required), got none");
-  const auto zero = write_temp_file("zerospeed.xml", R"(<?xml version='1.0'?>
-<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
-<platform version="4.1">
-  <zone id="world" routing="Full">
-    <host id="h0" speed="1Tf"><prop id="role" value="worker"/></host>
-    <host id="ps0" speed="0f"><prop id="role" value="server"/></host>
-    <link id="l" bandwidth="1GBps" latency="10us"/>
-    <route src="h0" dst="ps0"><link_ctn id="l"/></route>
-  </zone>
-</platform>
-)");
+  const auto zero = write_temp_file("zerospeed.xml", server_platform(" speed=\"0f\""));
   expect_bad_input(
       {"predict", "--platform", zero, "--strategies", "async-ps", "--workers", "1"},
       zero + ": line 6: <host id=\"ps0\"> speed: expected a value in [1, 1e+24] flop/s, got '0f'");

@@ -13,14 +13,11 @@
 #include "tests/cli/run_command.hpp"
 
 using tauplan::test::expect_bad_input;
+using tauplan::test::read_text_file;
 using tauplan::test::run_tauplan;
 using tauplan::test::write_temp_file;
 
 namespace {
-
-std::string read(const std::string& path) {
-  return tauplan::test::read_text_file(path);
-}
 
 const std::string kGpt3 =
     "workload: gpt3-175b\nplatform: " TAUPLAN_SOURCE_DIR "/platforms/h200-nvlink-ib.xml\n";
@@ -240,7 +237,8 @@ TEST_CASE("published: the Megatron comparison regenerates experiments/parallelis
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());  // the platform's efficiency and passes are the calibration's fit
-  const std::string committed = read(TAUPLAN_SOURCE_DIR "/experiments/parallelism/table.md");
+  const std::string committed =
+      read_text_file(TAUPLAN_SOURCE_DIR "/experiments/parallelism/table.md");
   CHECK(r.out == committed);
   // The issue's target: a median error of 10% at most, over the runs the calibration is not.
   const auto j = run_tauplan({"published", "--json"});

@@ -16,14 +16,11 @@
 #include "tests/cli/run_command.hpp"
 
 using tauplan::test::expect_bad_input;
+using tauplan::test::read_text_file;
 using tauplan::test::run_tauplan;
 using tauplan::test::write_temp_file;
 
 namespace {
-
-std::string read(const std::string& path) {
-  return tauplan::test::read_text_file(path);
-}
 
 std::string out_file(const std::string& name) {
   return (std::filesystem::path(write_temp_file(name, "")).parent_path() / name).string();
@@ -43,7 +40,7 @@ TEST_CASE("platform: a preset written as SimGrid XML, with its summary", "[platf
         std::string::npos);
   CHECK(r.out.find("domain uplink 6400 GB/s (2:1)") != std::string::npos);
   CHECK(r.out.find("bisection bandwidth 6400 GB/s one direction (50%") != std::string::npos);
-  const std::string xml = read(out);
+  const std::string xml = read_text_file(out);
   CHECK(xml.find("<platform version=\"4.1\">") != std::string::npos);
   CHECK(xml.find("<host id=\"n63-gpu7\"") != std::string::npos);
 }
@@ -84,7 +81,7 @@ TEST_CASE("platform: flags override the preset's numbers and say so", "[platform
   CHECK(r.out.find("32 GPUs (H200-SXM-141GB, 494.75 Tflop/s each") != std::string::npos);
   CHECK(r.out.find("4 leaf domain(s) of 2 nodes") != std::string::npos);
   CHECK(r.out.find("2 pod(s) of 2 domain(s)") != std::string::npos);
-  const std::string xml = read(out);
+  const std::string xml = read_text_file(out);
   CHECK(xml.find("given on the command line (--efficiency)") != std::string::npos);
   CHECK(xml.find("<link id=\"n0-gpu0-nic\" bandwidth=\"50000000000Bps\"") != std::string::npos);
   CHECK(xml.find("<link id=\"p0-uplink\" bandwidth=\"200000000000Bps\"") != std::string::npos);
@@ -143,12 +140,12 @@ TEST_CASE("platform --spec: a cluster spec written as XML; flags override it", "
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("domain uplink 6400 GB/s (2:1)") != std::string::npos);
-  CHECK(read(out).find("given in " + spec) != std::string::npos);
+  CHECK(read_text_file(out).find("given in " + spec) != std::string::npos);
   r = run_tauplan({"platform", "--spec", spec, "--nodes", "128", "--nic-bandwidth", "200Gbps",
                    "--efficiency", "0.5", "--out", out});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("1024 GPUs") != std::string::npos);
-  const std::string xml = read(out);
+  const std::string xml = read_text_file(out);
   CHECK(xml.find("given on the command line (--efficiency)") != std::string::npos);
   CHECK(xml.find("given in " + spec) != std::string::npos);  // nic_latency, from the file
   CHECK(xml.find("<link id=\"n0-gpu0-nic\" bandwidth=\"25000000000Bps\"") != std::string::npos);
@@ -182,7 +179,7 @@ TEST_CASE("a job's platform may be a cluster spec: generated, cached, named in t
     const std::string xml = context.at("platform_xml").get<std::string>();
     CHECK(xml.rfind(folder + "/tauplan-platforms/tiny-cluster-", 0) == 0);
     CHECK(std::filesystem::is_regular_file(xml));
-    CHECK(context.at("platform_xml_hash") == tauplan::model::fnv1a_hex(read(xml)));
+    CHECK(context.at("platform_xml_hash") == tauplan::model::fnv1a_hex(read_text_file(xml)));
     CHECK(doc.at("results").size() == 2);
   }
   // A bad spec through a job: one line naming the spec and its key, exit 2.

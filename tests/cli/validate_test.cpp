@@ -44,14 +44,8 @@ using tauplan::test::write_temp_file;
 
 namespace {
 
-const char* kJob = R"(workload: fashion-mlp
-platform: test-crossbar-4
-strategies: [single, sync, local-sgd]
-workers: 2
-batch: 64
-tau: 2
-split: speed
-seed: 1
+/// How both jobs train: the seed, the target, the MLP and its steps.
+const std::string kTraining = R"(seed: 1
 target_accuracy: 0.7
 learning_rate: 0.1
 max_steps: 1500
@@ -59,6 +53,15 @@ eval_every: 16
 timing: lockstep
 hidden: [256, 128]
 )";
+
+const std::string kJob = R"(workload: fashion-mlp
+platform: test-crossbar-4
+strategies: [single, sync, local-sgd]
+workers: 2
+batch: 64
+tau: 2
+split: speed
+)" + kTraining;
 
 constexpr double kMedianRoundErrorBound = 0.15;
 constexpr double kMaxRoundErrorBound = 0.50;
@@ -184,14 +187,7 @@ strategies: [single, mesh]
 workers: 2
 batch: 64
 micro_batches: 2
-seed: 1
-target_accuracy: 0.7
-learning_rate: 0.1
-max_steps: 1500
-eval_every: 16
-timing: lockstep
-hidden: [256, 128]
-)");
+)" + kTraining);
   const std::string out = std::filesystem::path(job).parent_path().string() + "/validate-layouts";
   const auto r = run_tauplan(
       {"validate", job, "--set", "pipeline_parallel=1,2", "--out", out, "--json", "--no-plot"}, "",

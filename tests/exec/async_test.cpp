@@ -16,14 +16,9 @@
 using namespace tauplan;
 using namespace tauplan::exec;
 
-namespace {
+using test::job_from;
 
-model::Job job_from(const std::string& yaml, const std::map<std::string, std::string>& flags = {}) {
-  std::vector<model::KeySpec> specs = model::model_job_keys();
-  for (const model::KeySpec& s : exec_job_keys())
-    specs.push_back(s);
-  return model::parse_job_yaml(yaml, "job.yaml", ".", specs, flags);
-}
+namespace {
 
 // Four workers at 1e9 flop/s (the fourth twice as slow: an emulated slowdown of 2) and a server.
 model::Platform async_platform() {

@@ -1,12 +1,16 @@
 // exec_support.hpp: small fixtures for exec tests (tiny synthetic data, platforms, plans).
 #pragma once
 
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "exec/dataset.hpp"
+#include "exec/job_keys.hpp"
 #include "exec/mlp.hpp"
 #include "exec/trainer.hpp"
+#include "model/job.hpp"
 #include "model/platform.hpp"
 #include "model/strategy.hpp"
 #include "model/workload.hpp"
@@ -76,6 +80,33 @@ inline exec::TrainOptions quick_options(long long steps) {
   o.keep_parameters = true;
   o.job_file = "<test>";
   return o;
+}
+
+/// A job read from `yaml` (as job.yaml) with the model's and exec's keys, `flags` overriding.
+inline model::Job job_from(const std::string& yaml,
+                           const std::map<std::string, std::string>& flags = {}) {
+  std::vector<model::KeySpec> specs = model::model_job_keys();
+  for (const model::KeySpec& s : exec::exec_job_keys())
+    specs.push_back(s);
+  return model::parse_job_yaml(yaml, "job.yaml", ".", specs, flags);
+}
+
+/// A batch of 32 inputs like standardised Fashion-MNIST pixels (784 features drawn from a
+/// normal distribution, seed 11), labels of all 10 classes (i mod 10).
+struct PixelBatch {
+  std::vector<float> x;
+  std::vector<int> y;
+};
+
+inline PixelBatch pixel_batch() {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> pixel(0.0f, 1.0f);
+  PixelBatch batch{std::vector<float>(32 * 784), std::vector<int>(32)};
+  for (float& v : batch.x)
+    v = pixel(rng);
+  for (int i = 0; i < 32; ++i)
+    batch.y[static_cast<std::size_t>(i)] = i % 10;
+  return batch;
 }
 
 inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

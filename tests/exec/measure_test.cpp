@@ -14,14 +14,9 @@
 using namespace tauplan;
 using namespace tauplan::exec;
 
-namespace {
+using test::job_from;
 
-model::Job job_from(const std::string& yaml, const std::map<std::string, std::string>& flags = {}) {
-  std::vector<model::KeySpec> specs = model::model_job_keys();
-  for (const model::KeySpec& s : exec_job_keys())
-    specs.push_back(s);
-  return model::parse_job_yaml(yaml, "job.yaml", ".", specs, flags);
-}
+namespace {
 
 const std::string kQuickJob =
     "workers: 2\nbatch: 16\ntau: 2\nhidden: [16]\nmax_steps: 8\neval_every: 4\n"

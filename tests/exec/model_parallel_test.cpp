@@ -46,14 +46,9 @@ TEST_CASE("split MLPs give the unsplit model's loss and gradients (fp32, relativ
   exec::Mlp reference(shape);
   reference.init(3);
   // A batch of 32 inputs like standardised pixels, labels of all classes.
-  std::mt19937 rng(11);
-  std::normal_distribution<float> pixel(0.0f, 1.0f);
-  std::vector<float> x(32 * 784);
-  for (float& v : x)
-    v = pixel(rng);
-  std::vector<int> y(32);
-  for (int i = 0; i < 32; ++i)
-    y[static_cast<std::size_t>(i)] = i % 10;
+  const test::PixelBatch batch = test::pixel_batch();
+  const std::vector<float>& x = batch.x;
+  const std::vector<int>& y = batch.y;
   const double loss = reference.forward_backward(x.data(), y.data(), 32);
   const std::vector<float> full_gradient(reference.gradients(),
                                          reference.gradients() + reference.parameter_count());

@@ -12,6 +12,7 @@
 #include "exec/mpi_communicator.hpp"
 #include "exec/mpi_peers.hpp"
 #include "exec/pipeline_parallel.hpp"
+#include "tests/exec/exec_support.hpp"
 
 using namespace tauplan;
 using namespace tauplan::exec;
@@ -28,14 +29,9 @@ int main(int argc, char** argv) {
   shape.widths = {784, 256, 128, 10};
   Mlp reference(shape);
   reference.init(3);
-  std::mt19937 rng(11);
-  std::normal_distribution<float> pixel(0.0f, 1.0f);
-  std::vector<float> x(32 * 784);
-  for (float& v : x)
-    v = pixel(rng);
-  std::vector<int> y(32);
-  for (int i = 0; i < 32; ++i)
-    y[static_cast<std::size_t>(i)] = i % 10;
+  const test::PixelBatch batch = test::pixel_batch();
+  const std::vector<float>& x = batch.x;
+  const std::vector<int>& y = batch.y;
   const double loss = reference.forward_backward(x.data(), y.data(), 32);
   const std::vector<float> parameters(reference.parameters(),
                                       reference.parameters() + reference.parameter_count());

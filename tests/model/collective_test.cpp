@@ -3,18 +3,10 @@
 
 #include "model/collective.hpp"
 #include "model/error.hpp"
+#include "tests/model/collective_support.hpp"
 
 using namespace tauplan;
-
-namespace {
-model::CollectiveCall call(std::vector<int> hosts, double bytes, std::vector<int> servers = {}) {
-  model::CollectiveCall c;
-  c.hosts = std::move(hosts);
-  c.bytes = bytes;
-  c.servers = std::move(servers);
-  return c;
-}
-}  // namespace
+using test::call;
 
 TEST_CASE("ring all-reduce costs 2(K-1)(alpha + N/(K beta)) for several K and N") {
   for (int k : {2, 3, 4, 8, 16}) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -65,6 +66,33 @@ std::string with(std::string text, const std::string& key, const std::string& re
   return text;
 }
 
+/// A config refused, and a fragment of the one-line message it must give.
+struct BadConfig {
+  std::string text;
+  std::string fragment;
+};
+
+/// Each of `cases` is refused in one line that contains its fragment.
+void check_refused(const std::vector<BadConfig>& cases) {
+  for (const BadConfig& c : cases) {
+    INFO(c.text);
+    const std::string message = error_of(c.text);
+    INFO(message);
+    CHECK(message.find(c.fragment) != std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
+  }
+}
+
+/// Llama's architecture: SwiGLU, RMSNorm, rotary positions, no tied embeddings, no biases.
+void check_llama_architecture(const model::Transformer& t) {
+  CHECK(t.feed_forward == model::FeedForward::SwiGlu);
+  CHECK(t.normalization == model::Normalization::RmsNorm);
+  CHECK(t.positions == model::PositionEmbedding::Rotary);
+  CHECK_FALSE(t.tied_embeddings);
+  CHECK_FALSE(t.linear_bias);
+  CHECK_FALSE(t.qkv_bias);
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream text;
@@ -108,12 +136,7 @@ TEST_CASE("a config.json maps its fields onto the transformer", "[hf_config]") {
   CHECK(t.ffn_hidden == 14336);
   CHECK(t.vocabulary == 128256);
   CHECK(t.sequence == 8192);  // max_position_embeddings: the sample is the whole context
-  CHECK(t.feed_forward == model::FeedForward::SwiGlu);
-  CHECK(t.normalization == model::Normalization::RmsNorm);
-  CHECK(t.positions == model::PositionEmbedding::Rotary);
-  CHECK_FALSE(t.tied_embeddings);
-  CHECK_FALSE(t.linear_bias);
-  CHECK_FALSE(t.qkv_bias);
+  check_llama_architecture(t);
   CHECK_FALSE(t.dropout);
   CHECK(llama.bytes_per_parameter == 2);  // torch_dtype bfloat16: mixed-precision Adam
   CHECK(llama.optimizer_bytes_per_parameter == 12);
@@ -170,11 +193,7 @@ TEST_CASE("a config.json: architectures stands in for model_type, and the defaul
 
 TEST_CASE("bad config.json files are refused in one line naming the file and the field",
           "[hf_config]") {
-  struct Case {
-    std::string text;
-    std::string fragment;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<BadConfig> cases = {
       {llama("", "bert"),
        "bad.json: model_type: expected llama, mistral, qwen2, mixtral, deepseek_v2, deepseek_v3 "
        "or gpt2"},
@@ -232,13 +251,7 @@ TEST_CASE("bad config.json files are refused in one line naming the file and the
            .replace(llama().find("  \"num_key_value_heads\": 2,\n"), 28, ""),
        "bad.json: num_key_value_heads: expected a divisor of num_attention_heads (4), got 3"},
   };
-  for (const Case& c : cases) {
-    INFO(c.text);
-    const std::string message = error_of(c.text);
-    INFO(message);
-    CHECK(message.find(c.fragment) != std::string::npos);
-    CHECK(message.find('\n') == std::string::npos);
-  }
+  check_refused(cases);
 }
 
 TEST_CASE("load_workload reads a .json file as a config.json, naming the file in errors",
@@ -310,12 +323,7 @@ TEST_CASE("a Mixtral config.json is a mixture of experts in every layer", "[hf_c
   CHECK(t.kv_heads == 8);
   CHECK(t.vocabulary == 32000);
   CHECK(t.sequence == 32768);  // max_position_embeddings; sliding_window null
-  CHECK(t.feed_forward == model::FeedForward::SwiGlu);
-  CHECK(t.normalization == model::Normalization::RmsNorm);
-  CHECK(t.positions == model::PositionEmbedding::Rotary);
-  CHECK_FALSE(t.tied_embeddings);
-  CHECK_FALSE(t.linear_bias);
-  CHECK_FALSE(t.qkv_bias);
+  check_llama_architecture(t);
   CHECK(t.is_moe());
   CHECK(t.moe.experts == 8);                // num_local_experts
   CHECK(t.moe.experts_per_token == 2);      // num_experts_per_tok
@@ -453,12 +461,8 @@ TEST_CASE("MoE configs: defaults, null fields, and the fields known not to chang
 
 TEST_CASE("bad MoE config.json files are refused in one line naming the file and the field",
           "[hf_config]") {
-  struct Case {
-    std::string text;
-    std::string fragment;
-  };
   const std::string mixtral_fields = ",\n  \"num_local_experts\": 8,\n  \"num_experts_per_tok\": 2";
-  const std::vector<Case> cases = {
+  const std::vector<BadConfig> cases = {
       {llama(",\n  \"num_experts_per_tok\": 2", "mixtral"),
        "bad.json: num_local_experts: expected a whole number > 0 (required for mixtral)"},
       {llama(",\n  \"num_local_experts\": 8", "mixtral"),
@@ -527,13 +531,7 @@ TEST_CASE("bad MoE config.json files are refused in one line naming the file and
        "knows not to change the cost"},
       {deepseek(",\n  \"head_dim\": 16"), "bad.json: head_dim: expected a deepseek_v3 config.json"},
   };
-  for (const Case& c : cases) {
-    INFO(c.text);
-    const std::string message = error_of(c.text);
-    INFO(message);
-    CHECK(message.find(c.fragment) != std::string::npos);
-    CHECK(message.find('\n') == std::string::npos);
-  }
+  check_refused(cases);
 }
 
 TEST_CASE("DeepSeek-V3's released config.json: its multi-token prediction layer is refused",

@@ -15,6 +15,7 @@
 #include "tests/model/test_support.hpp"
 
 using namespace tauplan;
+using test::layout;
 
 namespace {
 
@@ -33,15 +34,6 @@ model::Platform fixture(int nodes = 2) {
   fabric.inter_node.latency_s = kInterLatency;
   fabric.inter_node.bandwidth_Bps = kInterBandwidth;
   return model::make_node_fabric_platform(fabric, nodes);
-}
-
-model::Layout layout(int d, int t, int p, int m = 1) {
-  model::Layout l;
-  l.data = d;
-  l.tensor = t;
-  l.pipeline = p;
-  l.micro_batches = m;
-  return l;
 }
 
 /// Ring all-reduce of `bytes` over n ranks whose slowest hop has (alpha, beta).

@@ -6,19 +6,12 @@
 
 #include "model/layout_memory.hpp"
 #include "model/workload.hpp"
+#include "tests/model/test_support.hpp"
 
 using namespace tauplan;
+using test::layout;
 
 namespace {
-
-model::Layout layout(int d, int t, int p, int m = 1) {
-  model::Layout l;
-  l.data = d;
-  l.tensor = t;
-  l.pipeline = p;
-  l.micro_batches = m;
-  return l;
-}
 
 std::vector<int> divisors(int n) {
   std::vector<int> out;

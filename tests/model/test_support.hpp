@@ -1,32 +1,32 @@
-// test_support.hpp: small fixtures for model tests (a hand-made workload, options).
+// test_support.hpp: small fixtures for model tests (a hand-made workload, options, layouts).
 #pragma once
 
+#include "model/mesh.hpp"
 #include "model/strategy.hpp"
 #include "model/workload.hpp"
+#include "tests/model/round_support.hpp"
 
 namespace tauplan::test {
 
 /// A workload with round numbers so that tests can compute times by hand:
 /// 1e6 parameters of 4 bytes (N = 4e6 B), 1e9 flop per sample.
 inline model::Workload round_workload() {
-  model::Workload w;
-  w.name = "round";
-  w.source = "<test>";
-  w.parameters = 1e6;
-  w.bytes_per_parameter = 4;
-  w.flop_per_sample = 1e9;
-  return w;
+  return round_numbers_workload(1e9);
 }
 
 inline model::StrategyOptions options(int workers, double batch, int tau = 1,
                                       const std::string& collective = "ring") {
-  model::StrategyOptions o;
-  o.file = "<test>";
-  o.workers = workers;
-  o.batch = batch;
-  o.tau = tau;
-  o.collective = collective;
-  return o;
+  return test_options(workers, batch, tau, collective);
+}
+
+/// The layout of `d` data, `t` tensor and `p` pipeline ranks with `m` micro-batches.
+inline model::Layout layout(int d, int t, int p, int m = 1) {
+  model::Layout l;
+  l.data = d;
+  l.tensor = t;
+  l.pipeline = p;
+  l.micro_batches = m;
+  return l;
 }
 
 }  // namespace tauplan::test

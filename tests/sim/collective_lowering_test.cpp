@@ -7,22 +7,16 @@
 #include "model/collective.hpp"
 #include "model/error.hpp"
 #include "sim/collective_lowering.hpp"
+#include "tests/model/collective_support.hpp"
 
 using namespace tauplan;
+using test::call;
 
 namespace {
 
 model::Platform crossbar(int hosts) {
   return model::make_crossbar_platform(std::vector<double>(static_cast<size_t>(hosts), 1e12), 1e9,
                                        10e-6);
-}
-
-model::CollectiveCall call(std::vector<int> hosts, double bytes, std::vector<int> servers = {}) {
-  model::CollectiveCall c;
-  c.hosts = std::move(hosts);
-  c.bytes = bytes;
-  c.servers = std::move(servers);
-  return c;
 }
 
 double stage_bytes(const sim::FlowStage& stage) {

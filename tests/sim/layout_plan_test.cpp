@@ -73,6 +73,14 @@ model::Workload uniform_transformer() {
   return w;
 }
 
+/// The uniform transformer with values of 0 bytes: every stage-to-stage send is free (a
+/// Transfer of nothing takes no time in either engine).
+model::Workload free_sends() {
+  model::Workload w = uniform_transformer();
+  w.bytes_per_parameter = 0;
+  return w;
+}
+
 /// d1 t1 p2 and p4 with 1, 4 and 8 micro-batches of a batch of 8, GPipe then 1F1B.
 std::vector<model::StrategyOptions> pipeline_cases() {
   std::vector<model::StrategyOptions> cases;
@@ -107,6 +115,22 @@ nlohmann::json both_engines(const std::vector<model::StrategyOptions>& cases,
   INFO(result.text);
   REQUIRE(result.kind == "ok");
   return result.json();
+}
+
+/// gpt2-small with an optimizer step that costs something (12 flop per parameter).
+model::Workload gpt2_with_optimizer_step() {
+  model::Workload w = model::load_workload("gpt2-small");
+  w.update_flop_per_parameter = 12;
+  return w;
+}
+
+/// Every row's analytic round equals its closed form, and SimGrid's round the analytic one.
+void check_closed_forms(const nlohmann::json& rows) {
+  for (const auto& row : rows) {
+    INFO(row.dump());
+    CHECK(row["analytic"].get<double>() == Approx(row["closed_form"].get<double>()).epsilon(1e-9));
+    CHECK(row["simgrid"].get<double>() == Approx(row["analytic"].get<double>()).epsilon(1e-6));
+  }
 }
 
 }  // namespace
@@ -153,16 +177,8 @@ TEST_CASE(
   cases.push_back(layout_options(4, 2, 1, 1, 8));
   cases.back().layout.zero_stage = 3;
   cases.back().layout.sequence_parallel = true;
-  const auto rows = both_engines(cases, [] {
-    model::Workload w = model::load_workload("gpt2-small");
-    w.update_flop_per_parameter = 12;  // an optimizer step that costs something
-    return w;
-  });
-  for (const auto& row : rows) {
-    INFO(row.dump());
-    CHECK(row["analytic"].get<double>() == Approx(row["closed_form"].get<double>()).epsilon(1e-9));
-    CHECK(row["simgrid"].get<double>() == Approx(row["analytic"].get<double>()).epsilon(1e-6));
-  }
+  const auto rows = both_engines(cases, gpt2_with_optimizer_step);
+  check_closed_forms(rows);
   // ZeRO 3 costs one more ring all-gather of the parameters than ZeRO 0-2: 3 Psi against
   // 2 Psi; ZeRO 1-2 update a 1/d shard (gpt2-small's optimizer step costs flop).
   const double zero0 = rows[3]["analytic"], zero1 = rows[4]["analytic"];
@@ -188,16 +204,8 @@ TEST_CASE(
   context(2, 1, 2, 2, 4);
   cases.back().layout.zero_stage = 1;
   cases.back().layout.recompute = model::Recompute::Selective;
-  const auto rows = both_engines(cases, [] {
-    model::Workload w = model::load_workload("gpt2-small");
-    w.update_flop_per_parameter = 12;
-    return w;
-  });
-  for (const auto& row : rows) {
-    INFO(row.dump());
-    CHECK(row["analytic"].get<double>() == Approx(row["closed_form"].get<double>()).epsilon(1e-9));
-    CHECK(row["simgrid"].get<double>() == Approx(row["analytic"].get<double>()).epsilon(1e-6));
-  }
+  const auto rows = both_engines(cases, gpt2_with_optimizer_step);
+  check_closed_forms(rows);
 }
 
 namespace {
@@ -310,13 +318,7 @@ TEST_CASE(
     "layout plans: the pipeline bubble is (p - 1)/(m + p - 1) of the step with uniform "
     "stages and free sends, GPipe and 1F1B, in both engines") {
   const std::vector<model::StrategyOptions> cases = pipeline_cases();
-  // Values of 0 bytes: every stage-to-stage send is free (a Transfer of nothing takes no time
-  // in either engine), so the step is the schedule's compute alone.
-  const auto free_sends = [] {
-    model::Workload w = uniform_transformer();
-    w.bytes_per_parameter = 0;
-    return w;
-  };
+  // Free sends: the step is the schedule's compute alone.
   const auto rows = both_engines(cases, free_sends);
   const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
   const double speed = platform.hosts[static_cast<size_t>(platform.worker_hosts()[0])].speed_flops;
@@ -378,11 +380,6 @@ TEST_CASE(
     cases.push_back(layout_options(1, 1, p, m, 8));
     cases.back().layout.virtual_stages = v;
   }
-  const auto free_sends = [] {
-    model::Workload w = uniform_transformer();
-    w.bytes_per_parameter = 0;
-    return w;
-  };
   const auto rows = both_engines(cases, free_sends);
   const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
   const double speed = platform.hosts[static_cast<size_t>(platform.worker_hosts()[0])].speed_flops;

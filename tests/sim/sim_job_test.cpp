@@ -7,7 +7,7 @@
 
 #include "model/error.hpp"
 #include "model/job.hpp"
-#include "sim/chrome_trace.hpp"
+#include "model/chrome_trace.hpp"
 #include "sim/sim_job.hpp"
 
 using namespace tauplan;
@@ -79,7 +79,7 @@ TEST_CASE("straggler and failure entries are checked, naming the file and key") 
 }
 
 TEST_CASE("Chrome trace JSON parses and keeps names and times") {
-  sim::ChromeTrace trace;
+  model::ChromeTrace trace;
   trace.name_process(1, "sync \"quoted\"");
   trace.name_thread(1, 0, "w0 gpu-0");
   trace.span(1, 0, "forward\nbackward", "compute", 0.5, 0.25, {{"round", "0"}});

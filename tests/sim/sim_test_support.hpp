@@ -23,6 +23,7 @@
 #include "model/strategy.hpp"
 #include "model/workload.hpp"
 #include "sim/simulator.hpp"
+#include "tests/model/round_support.hpp"
 
 #ifndef TAUPLAN_SIM_FIXTURES
 #define TAUPLAN_SIM_FIXTURES "tests/sim/fixtures"
@@ -94,24 +95,14 @@ inline std::string fixture(const std::string& name) {
 /// Round numbers so that times can be computed by hand: 1e6 parameters of 4 bytes
 /// (N = 4e6 B), 1e10 flop per sample, three layers for gradient buckets.
 inline model::Workload round_workload() {
-  model::Workload w;
-  w.name = "round";
-  w.source = "<test>";
-  w.parameters = 1e6;
-  w.bytes_per_parameter = 4;
-  w.flop_per_sample = 1e10;
+  model::Workload w = round_numbers_workload(1e10);
   w.layers = {{"l0", 5e5, 5e9}, {"l1", 3e5, 3e9}, {"l2", 2e5, 2e9}};
   return w;
 }
 
 inline model::StrategyOptions options(int workers, double batch, int tau = 1,
                                       const std::string& collective = "ring") {
-  model::StrategyOptions o;
-  o.file = "<test>";
-  o.workers = workers;
-  o.batch = batch;
-  o.tau = tau;
-  o.collective = collective;
+  model::StrategyOptions o = test_options(workers, batch, tau, collective);
   o.check_memory = false;
   o.bucket_bytes = 1.5e6;
   return o;

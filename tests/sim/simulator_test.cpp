@@ -375,7 +375,7 @@ TEST_CASE("same job and seed give byte-identical results and traces") {
       options.restart_s = 0.01;
       options.stragglers.push_back(sim::parse_straggler("n0-gpu3:2:0.3", "<test>"));
       options.failures.push_back(sim::parse_failure("*~0.05s", "<test>"));
-      sim::ChromeTrace trace;
+      model::ChromeTrace trace;
       const auto row = sim::simulate(plan, platform, options, &trace, 1);
       return row_json(row).dump() + "\n" + trace.json();
     });
@@ -391,7 +391,7 @@ TEST_CASE("the Chrome trace has one track per worker with compute and communicat
   const auto result = test::in_child([] {
     const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
     const auto plan = test::make_test_plan("sync", test::options(4, 64, 1, "ps"), platform, 2);
-    sim::ChromeTrace trace;
+    model::ChromeTrace trace;
     sim::simulate(plan, platform, sim::SimOptions{}, &trace, 3);
     return trace.json();
   });

@@ -1,0 +1,38 @@
+// rank_times.hpp: one rank's times in a layout's run, as the MLP's (exec/pipeline_parallel.hpp)
+// and the transformer's (exec/transformer_trainer.hpp) layout trainers report them, and as JSON.
+#pragma once
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tauplan::exec {
+
+struct RankTimes {
+  int rank = 0, data_index = 0, tensor_index = 0, stage = 0;
+  double step_s = 0;     ///< median over steps
+  double compute_s = 0;  ///< median of step - communication waits
+  /// Median of receives + tensor and data all-reduces (+ a transformer's combine and barriers).
+  double comm_s = 0;
+  long long tensor_allreduces = 0;  ///< per step (a transformer's: the layers' and the head's)
+  long long messages = 0;           ///< pipeline sends per step
+};
+
+/// The ranks' times, one object each (rank, its indices in the mesh, step, compute and
+/// communication medians, tensor all-reduces and pipeline sends per step).
+inline nlohmann::json ranks_json(const std::vector<RankTimes>& ranks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RankTimes& r : ranks)
+    out.push_back({{"rank", r.rank},
+                   {"data_index", r.data_index},
+                   {"tensor_index", r.tensor_index},
+                   {"stage", r.stage},
+                   {"step_s", r.step_s},
+                   {"compute_s", r.compute_s},
+                   {"comm_s", r.comm_s},
+                   {"tensor_allreduces_per_step", r.tensor_allreduces},
+                   {"pipeline_sends_per_step", r.messages}});
+  return out;
+}
+
+}  // namespace tauplan::exec
