@@ -18,10 +18,10 @@
 // header does not include SimGrid.
 #pragma once
 
+#include "model/chrome_trace.hpp"
 #include "model/plan.hpp"
 #include "model/platform.hpp"
 #include "model/result.hpp"
-#include "model/chrome_trace.hpp"
 #include "sim/simulator.hpp"
 
 namespace tauplan::sim {

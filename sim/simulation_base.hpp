@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/chrome_trace.hpp"
 #include "model/plan.hpp"
 #include "model/platform.hpp"
-#include "model/chrome_trace.hpp"
 #include "sim/simulator.hpp"
 
 namespace tauplan::sim::detail {

@@ -849,7 +849,7 @@ void Simulation::record_round() {
     if (is_task(op.kind)) {
       const std::string name = op.label + " (" + op.algorithm + ")";
       model::ChromeTrace::Args args = {{"round", round_name},
-                                {"flows", std::to_string(op.program.flow_count())}};
+                                       {"flows", std::to_string(op.program.flow_count())}};
       for (int w : op.group)
         trace_->span(pid_, w, name, "comm", op.start, op.end - op.start, args);
       const int server = server_track_[static_cast<size_t>(op.host)];
@@ -1060,7 +1060,8 @@ namespace {
 
 /// `plan` with a copy of it beside it on other hosts (see simulate()).
 model::ResultRow simulate_beside(const model::Plan& plan, const model::Platform& platform,
-                                 const SimOptions& options, model::ChromeTrace* trace, int trace_pid) {
+                                 const SimOptions& options, model::ChromeTrace* trace,
+                                 int trace_pid) {
   const std::string& origin = options.origin;
   if (plan.asynchronous)
     throw InputError(origin, "beside_hosts",

@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/chrome_trace.hpp"
 #include "model/error.hpp"
 #include "model/job.hpp"
-#include "model/chrome_trace.hpp"
 #include "sim/sim_job.hpp"
 
 using namespace tauplan;
