@@ -13,6 +13,8 @@
 #include <thread>
 #include <tuple>
 
+#include <boost/range/iterator_range.hpp>
+
 #include "exec/cpu_replica.hpp"
 #include "model/analytic.hpp"
 #include "model/error.hpp"
@@ -128,12 +130,31 @@ CycleOp cycle_op(const model::Plan& plan, const model::Op& op, int worker,
 
 std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std::string& file) {
   std::vector<CycleOp> cycle, applies;
+  bool after_apply = false;  // an op of this worker that waits on one of its applies
+  std::vector<bool> pushed(plan.server_hosts.size(), false);
+  const auto refuse = [&](const std::string& why) {
+    return InputError(file, "strategies",
+                      "an asynchronous cycle exec runs: pulls, one compute, then a push to the "
+                      "lead server (0) and to any others, each with its apply, nothing after an "
+                      "apply",
+                      "'" + plan.strategy + "' whose worker " + std::to_string(worker) + " " + why);
+  };
   for (model::OpId v : plan.topological_order()) {
     const model::Op& op = plan.graph[v];
     if (op.worker != worker) continue;
     const CycleOp c = cycle_op(plan, op, worker, file);
-    (c.kind == CycleOp::Kind::Apply ? applies : cycle).push_back(c);
+    if (c.kind == CycleOp::Kind::Apply) {
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, plan.graph)))
+        after_apply = after_apply || plan.graph[boost::target(e, plan.graph)].worker == worker;
+      applies.push_back(c);
+      continue;
+    }
+    if (c.kind == CycleOp::Kind::Pull && pushed[static_cast<std::size_t>(c.server)])
+      throw refuse("pulls from server " + std::to_string(c.server) + " after pushing to it");
+    if (c.kind == CycleOp::Kind::Push) pushed[static_cast<std::size_t>(c.server)] = true;
+    cycle.push_back(c);
   }
+  if (after_apply) throw refuse("has an op that waits on an apply within the cycle");
   const auto count = [&](CycleOp::Kind kind, int server) {
     int n = 0;
     for (const auto* list : {&cycle, &applies})
@@ -141,20 +162,20 @@ std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std
         n += c.kind == kind && c.server == server ? 1 : 0;
     return n;
   };
-  const auto refuse = [&](const std::string& why) {
-    return InputError(file, "strategies",
-                      "an asynchronous cycle exec runs: one compute, and one apply for each push "
-                      "to a server",
-                      "'" + plan.strategy + "' whose worker " + std::to_string(worker) + " " + why);
-  };
   if (count(CycleOp::Kind::Compute, -1) != 1)
     throw refuse("has " + std::to_string(count(CycleOp::Kind::Compute, -1)) + " compute ops");
-  for (int s = 0; s < static_cast<int>(plan.server_hosts.size()); ++s)
-    if (count(CycleOp::Kind::Push, s) > 1 ||
-        count(CycleOp::Kind::Push, s) != count(CycleOp::Kind::Apply, s))
-      throw refuse("pushes " + std::to_string(count(CycleOp::Kind::Push, s)) + " times to server " +
-                   std::to_string(s) + " and waits for " +
-                   std::to_string(count(CycleOp::Kind::Apply, s)) + " applies");
+  for (int s = 0; s < static_cast<int>(plan.server_hosts.size()); ++s) {
+    const int pushes = count(CycleOp::Kind::Push, s);
+    if (pushes > 1 || pushes != count(CycleOp::Kind::Apply, s))
+      throw refuse("pushes " + std::to_string(pushes) + " times to server " + std::to_string(s) +
+                   " and waits for " + std::to_string(count(CycleOp::Kind::Apply, s)) + " applies");
+    // The lead server counts updates and stops the run; a staleness bound counts every
+    // server's applies per worker alike.
+    if (pushes == 0 && (s == 0 || plan.staleness_bound > 0))
+      throw refuse("does not push to server " + std::to_string(s) +
+                   (s == 0 ? " (the lead, which counts updates)"
+                           : " (with a staleness bound every worker pushes to every server)"));
+  }
   cycle.insert(cycle.end(), applies.begin(), applies.end());
   return cycle;
 }
@@ -175,6 +196,8 @@ void check_async_job(const model::Plan& plan, const Dataset& data, const TrainOp
                      std::to_string(static_cast<long long>(plan.batch)));
   if (plan.server_hosts.empty())
     throw InputError(options.job_file, "servers", "at least one server for " + plan.strategy);
+  for (int w = 0; w < plan.workers; ++w)  // on every rank alike, before any message
+    worker_cycle(plan, w, options.job_file);
 }
 
 Measurement async_measurement(const AsyncRecord& record, const model::Plan& plan,

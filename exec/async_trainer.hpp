@@ -39,7 +39,7 @@ namespace tauplan::exec {
 
 /// What one worker did, as its transport recorded it.
 struct AsyncWorkerRecord {
-  long long updates = 0;           ///< its updates every server applied
+  long long updates = 0;           ///< its updates every server it pushed to applied
   std::vector<double> step_s;      ///< measured duration of each step (before the slowdown)
   std::vector<double> exchange_s;  ///< per update: pull + push + waiting for the applies
   double staleness_sum = 0;        ///< over its applied updates (all servers)
@@ -105,11 +105,13 @@ struct CycleOp {
 };
 
 /// Worker `worker`'s cycle: its ops of the plan in dependency order, every Apply moved after
-/// the cycle's other ops (nothing in a cycle waits on an apply; the next cycle does), so that
+/// the cycle's other ops (nothing in a cycle may wait on an apply; the next cycle does), so that
 /// the pushes to all servers leave before the worker waits for the first apply. InputError
 /// (key `strategies`) for a cycle exec cannot run: an op other than Transfer, Compute or Apply,
-/// a transfer that is not between this worker and a server, not exactly one Compute, or a push
-/// to a server without that server's Apply (or an Apply without a push).
+/// a transfer that is not between this worker and a server, not exactly one Compute, a push to
+/// a server without that server's Apply (or an Apply without a push), no push to server 0 (the
+/// lead counts updates and stops the run), with a staleness bound a server not pushed to, a
+/// pull from a server after a push to it, or an op that waits on an apply.
 std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std::string& file);
 
 /// The contiguous shards [begin, end) of n parameters over `servers` servers.

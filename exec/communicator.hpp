@@ -59,7 +59,7 @@ class Communicator {
   /// collective's order) as combine() does over all of them: `member_buffers` holds one buffer
   /// per member of the group that lives in this process, in group order (none: the call returns
   /// at once, this process takes no part). Every member ends with the group's combined vector.
-  /// The default runs a group of all K workers through combine() and throws std::logic_error
+  /// The default runs the group 0, 1, ..., K-1 through combine() and throws std::logic_error
   /// for any other (runs_subgroups() false).
   virtual void combine_group(const std::vector<int>& group,
                              const std::vector<float*>& member_buffers,
@@ -82,11 +82,15 @@ class Communicator {
   /// right after it (the start of training, which aligns the processes' clocks).
   virtual void align_start() { barrier(); }
   /// Concurrent rounds: the instant, on this process's steady clock, at which every worker
-  /// process starts the next round, agreed on a clock all of them share. The caller waits
-  /// until it (wait_until_start). The default, for one process, is now.
+  /// process starts the next round, agreed on a clock all of them share; the caller waits until
+  /// it. The default is a barrier's release (one process: at once; the NCCL communicator keeps
+  /// it), and agrees_round_start() says which.
   virtual std::chrono::steady_clock::time_point agree_round_start() {
+    barrier();
     return std::chrono::steady_clock::now();
   }
+  /// True when agree_round_start() names an instant agreed on a shared clock (MPI).
+  virtual bool agrees_round_start() const { return false; }
   /// Ends the run's collectives: server processes leave their serving loop.
   virtual void finish() {}
   /// On the first process: every process's `text` (servers included), in process order; an

@@ -88,7 +88,7 @@ struct Layout {
 /// A worker rank's end of the messages with the servers, one handler per op of its cycle.
 class WorkerExchange {
  public:
-  WorkerExchange(const Layout& layout)
+  explicit WorkerExchange(const Layout& layout)
       : layout_(layout),
         servers_(static_cast<std::size_t>(layout.servers)),
         in_(servers_, Message(layout.largest)),
@@ -96,7 +96,7 @@ class WorkerExchange {
         receive_(servers_, MPI_REQUEST_NULL),
         send_(servers_, MPI_REQUEST_NULL),
         unread_(servers_, false),
-        awaits_us_(servers_, false),
+        stopped_us_(servers_, false),
         read_version_(servers_, 0) {
     for (auto& m : out_)
       m.set_header(Header{});
@@ -120,6 +120,7 @@ class WorkerExchange {
   /// Push: the gradient's shard to server s; its reply (the shard after the apply) is awaited
   /// by apply().
   void push(std::size_t s, long long step, double loss, const float* gradients) {
+    wait(s);  // a pull request to s may still be on its way: its buffers are reused here
     if (stop_) return;
     const auto [begin, end] = layout_.shards[s];
     out_[s].set_header(Header{step, read_version_[s], loss});
@@ -128,10 +129,14 @@ class WorkerExchange {
   }
   /// Apply: waits until server s has applied the push and replied.
   void apply(std::size_t s) { wait(s); }
-  /// After a stop: a goodbye to every server that sent parameters and waits for a next message.
+  /// After a stop: once every exchange is complete, a goodbye to every server that has not
+  /// told this worker to stop (it waits for a message from every worker before it leaves,
+  /// whether or not this worker's cycle ever reached it).
   void leave() {
     for (std::size_t s = 0; s < servers_; ++s)
-      if (awaits_us_[s])
+      wait(s);
+    for (std::size_t s = 0; s < servers_; ++s)
+      if (!stopped_us_[s])
         check(MPI_Send(out_[s].data(), out_[s].size(0), MPI_BYTE, server(s), kBye, MPI_COMM_WORLD),
               "MPI_Send");
   }
@@ -146,7 +151,6 @@ class WorkerExchange {
     check(MPI_Isend(out_[s].data(), out_[s].size(n), MPI_BYTE, server(s), tag, MPI_COMM_WORLD,
                     &send_[s]),
           "MPI_Isend");
-    awaits_us_[s] = false;
   }
   /// Completes the exchange with server s, if one is on its way.
   void wait(std::size_t s) {
@@ -155,16 +159,15 @@ class WorkerExchange {
     check(MPI_Wait(&receive_[s], &status), "MPI_Wait");
     check(MPI_Wait(&send_[s], MPI_STATUS_IGNORE), "MPI_Wait");
     unread_[s] = status.MPI_TAG == kParams;
-    awaits_us_[s] = status.MPI_TAG == kParams;
-    if (status.MPI_TAG == kStop) stop_ = true;
+    if (status.MPI_TAG == kStop) stop_ = stopped_us_[s] = true;
   }
 
   const Layout& layout_;
   std::size_t servers_;
   std::vector<Message> in_, out_;
   std::vector<MPI_Request> receive_, send_;
-  std::vector<bool> unread_;     // a reply with parameters not yet pulled
-  std::vector<bool> awaits_us_;  // the server sent parameters and waits for our next message
+  std::vector<bool> unread_;      // a reply with parameters not yet pulled
+  std::vector<bool> stopped_us_;  // the server told this worker to stop (it expects no goodbye)
   std::vector<long long> read_version_;
   bool stop_ = false;
 };

@@ -9,9 +9,11 @@
 // bound lets the worker go on. Servers receive messages in arrival order (MPI_Probe on any
 // source) and apply them one at a time; the lead evaluates (gathering the other shards) and
 // decides to stop, tells the other servers, and every server answers each worker's next message
-// with a stop; a worker told to stop by one server says goodbye to the others, so that every
-// message sent is received. Workers post their receives before they send and wait on all of
-// them at once, so no rank blocks another. Statistics meet on rank 0 (worker 0), which reports.
+// with a stop; a worker told to stop completes its exchanges and says goodbye to every server
+// that has not told it to stop (one its cycle never reached included), so that every message
+// sent is received and every server leaves. A worker posts each receive before its send, sends
+// a cycle's pull requests before waiting on the first, and its pushes before waiting on the
+// first apply, so no rank blocks another. Statistics meet on rank 0 (worker 0), which reports.
 // Compiled with MPI only (TAUPLAN_HAVE_MPI); without it, asking for it is an InputError.
 // What it leaves out: several workers per rank, and GPU-aware MPI.
 #pragma once

@@ -95,6 +95,7 @@ class MpiCommunicator final : public HostCommunicator {
   /// start: the latest arrival plus two of the largest round trips and 200 us, broadcast; each
   /// rank converts it to its own clock.
   std::chrono::steady_clock::time_point agree_round_start() override;
+  bool agrees_round_start() const override { return true; }
   void finish() override;
   std::vector<std::string> gather_to_first(const std::string& text) override;
   long long messages_sent() const override;

@@ -475,10 +475,12 @@ void Runner::validate() const {
                            std::to_string(plan_.workers) + " workers");
     if (op.kind == model::OpKind::Collective && !op.group.empty() &&
         static_cast<int>(op.group.size()) != plan_.workers &&
-        options_.combine == CombineRule::Adasum && comm_.size() > 1)
+        options_.combine == CombineRule::Adasum &&
+        (comm_.size() > 1 || op.payload == model::CollectivePayload::Parameters))
       throw InputError(options_.job_file, "combine",
-                       "mean for collectives over subgroups of MPI ranks (Adasum over a subgroup "
-                       "runs in one process only)",
+                       "mean for collectives over subgroups of MPI ranks or of parameters (Adasum "
+                       "over a subgroup runs in one process, on gradients: parameter deltas need "
+                       "each member's own start of the round)",
                        "adasum");
   }
   if (options_.combine == CombineRule::Adasum && comm_.memory() != MemorySpace::Host &&
@@ -794,8 +796,11 @@ void Runner::run_segment_sync(const Segment& segment, long long round, RoundCloc
     const double start = seconds_between(rc.start, enter);
     const double duration = seconds_between(enter, leave);
     rc.end[si] = start + duration;
-    rc.sync_spans.push_back(start);
-    rc.sync_spans.push_back(duration);
+    // A process with no member of a subgroup's collective enters it at "-1": close_round
+    // takes the critical process among the members.
+    const bool member = op.group.empty() || !collective_members(op).empty();
+    rc.sync_spans.push_back(member ? start : -1.0);
+    rc.sync_spans.push_back(member ? duration : 0.0);
     record_sync(op, round, rc.offset + start, duration, comm_.messages_sent() - sent_before);
   }
 }
@@ -891,9 +896,10 @@ void Runner::summarize(Clock::time_point run_start, const RunSeries& series) {
   out_.sync_s = median(series.round_sync);
   out_.sync_mean_s = mean(series.round_sync);
   out_.wall_s = seconds_between(run_start, Clock::now());
-  if (!series.start_lateness.empty()) {
-    // How far apart the processes really started their rounds (the agreed instant's error:
-    // clock offsets and wake-up jitter), per round the latest process.
+  if (!series.start_lateness.empty() && comm_.agrees_round_start()) {
+    // How late the latest process started each round past the agreed instant, each on its own
+    // clock (the agreement arriving after the instant, wake-up jitter; an error in the clock
+    // offsets does not show here, it moves the instant itself).
     out_.extra["round_start"] = "agreed instant (clock offsets to rank 0)";
     out_.extra["round_start_lateness_median_s"] = median(series.start_lateness);
     out_.extra["round_start_lateness_max_s"] =

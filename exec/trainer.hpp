@@ -59,8 +59,9 @@
 //
 // What it leaves out: real overlap of communication with computation (in lockstep the DAG
 // composes bucket collectives with the backward pass; in concurrent mode they run after it),
-// concurrent collectives of disjoint subgroups (they run one after another; in lockstep the DAG
-// still times them as parallel), gradient buckets with subgroup collectives, learning-rate
+// concurrent collectives of disjoint subgroups within one process (threads and lockstep run
+// them one after another; lockstep's DAG still times them as parallel; MPI ranks run them at
+// once), gradient buckets with subgroup collectives, learning-rate
 // schedules.
 #pragma once
 

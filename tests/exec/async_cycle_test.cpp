@@ -106,6 +106,30 @@ TEST_CASE("cycles exec cannot run asynchronously are InputErrors naming strategi
     CHECK_NOTHROW(worker_cycle(plan, 1, "job.yaml"));
   }
   {
+    model::Plan plan = async_plan(platform);  // no push to the lead server, which counts updates
+    drop_push(plan, 1, 0);
+    CHECK_THROWS_AS(worker_cycle(plan, 1, "job.yaml"), InputError);
+    drop_push(plan, 2, 1);  // another server may be left out, but not under a staleness bound
+    CHECK_NOTHROW(worker_cycle(plan, 2, "job.yaml"));
+    plan.staleness_bound = 2;
+    CHECK_THROWS_AS(worker_cycle(plan, 2, "job.yaml"), InputError);
+  }
+  {
+    model::Plan plan = async_plan(platform);  // a pull from a server after the push to it
+    model::OpId push{}, pull{};
+    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+      const model::Op& op = plan.graph[v];
+      if (op.worker != 0 || op.kind != model::OpKind::Transfer) continue;
+      if (op.destination.role == model::Endpoint::Role::Server && op.destination.index == 1)
+        push = v;
+      if (op.source.role == model::Endpoint::Role::Server && op.source.index == 1) pull = v;
+    }
+    model::Op late = plan.graph[pull];
+    late.label = "w0 pull again";
+    plan.depend(push, plan.add(late));
+    CHECK_THROWS_AS(worker_cycle(plan, 0, "job.yaml"), InputError);
+  }
+  {
     model::Plan plan = async_plan(platform);  // an op kind asynchronous cycles do not have
     model::Op update;
     update.kind = model::OpKind::Update;
