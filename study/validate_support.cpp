@@ -44,6 +44,8 @@ EngineRow parse_row(const std::string& out, const std::string& what) {
   row.reached = r.contains("reached_target") && r["reached_target"].is_boolean() &&
                 r["reached_target"].get<bool>();
   row.staleness = get("staleness_mean");
+  row.round_start_lateness_median_s = get("round_start_lateness_median_s");
+  row.round_start_lateness_max_s = get("round_start_lateness_max_s");
   if (r.contains("local_steps_mean") && r["local_steps_mean"].is_array())
     row.local_steps = r["local_steps_mean"].get<std::vector<double>>();
   // Measured rows also carry medians over rounds: the typical round, robust to the time the
@@ -69,6 +71,13 @@ EngineRow mean_over_runs(const std::vector<EngineRow>& runs) {
   out.compute_s = mean([](const EngineRow& r) { return r.compute_s; });
   out.comm_s = mean([](const EngineRow& r) { return r.comm_s; });
   out.round_s = mean([](const EngineRow& r) { return r.round_s; });
+  out.round_start_lateness_median_s =
+      mean([](const EngineRow& r) { return r.round_start_lateness_median_s; });
+  for (const EngineRow& r : runs)  // NaN (a run without it) spoils it, as in the means
+    out.round_start_lateness_max_s =
+        std::isnan(r.round_start_lateness_max_s) || std::isnan(out.round_start_lateness_max_s)
+            ? kNaN
+            : std::max(out.round_start_lateness_max_s, r.round_start_lateness_max_s);
   out.reached = std::all_of(runs.begin(), runs.end(), [](const EngineRow& r) { return r.reached; });
   out.total_s = out.reached ? out.rounds * mean([](const EngineRow& r) {
                                 return r.rounds > 0 ? r.total_s / r.rounds : kNaN;
@@ -122,6 +131,29 @@ json max_abs_or_null(const std::vector<double>& errors) {
   for (double e : errors)
     if (std::isfinite(e) && !(std::fabs(e) <= worst)) worst = std::fabs(e);
   return number_or_null(worst);
+}
+
+json round_start_json(const EngineRow& measured) {
+  return {{"round_start_lateness_median_s", number_or_null(measured.round_start_lateness_median_s)},
+          {"round_start_lateness_max_s", number_or_null(measured.round_start_lateness_max_s)}};
+}
+
+json round_start_summary_json(const std::vector<EngineRow>& measured) {
+  std::vector<double> row_max;
+  for (const EngineRow& m : measured)
+    row_max.push_back(m.round_start_lateness_max_s);
+  return {{"max_s", max_abs_or_null(row_max)}, {"median_over_rows_s", median_abs_or_null(row_max)}};
+}
+
+std::string round_start_text(const json& summary) {
+  const json& worst = summary.at("max_s");
+  const json& median = summary.at("median_over_rows_s");
+  if (!worst.is_number())
+    return "rounds started: no row's measurement reports its lateness past the agreed instant "
+           "(round_start_lateness_max_s)\n";
+  return fmt::format(
+      "rounds started within {} ms of their agreed instant (median over rows {} ms)\n",
+      ms(worst.get<double>()), median.is_number() ? ms(median.get<double>()) : "n/a");
 }
 
 json fit_convergence(std::vector<ConvergenceRow>& rows) {

@@ -24,6 +24,10 @@ struct EngineRow {
   bool reached = false;
   double staleness = kNaN;          ///< asynchronous: mean staleness of the updates
   std::vector<double> local_steps;  ///< time budget: mean local steps per round of each worker
+  /// Concurrent MPI measurements: how late the latest rank started a round past the instant the
+  /// ranks agreed on (exec/trainer.hpp), the median and the largest over rounds; NaN when the
+  /// result row lacks them (engines, threads runs, older data).
+  double round_start_lateness_median_s = kNaN, round_start_lateness_max_s = kNaN;
 };
 
 /// The first result row of an engine's JSON output; measured rows (with round_median_s) give
@@ -33,9 +37,22 @@ EngineRow parse_row(const std::string& out, const std::string& what);
 /// Repeated measurements of one configuration as one row: compute, comm and round the means of
 /// the runs' (NaN if any run lacks one); rounds and reached the first run's (reached only when
 /// every run reached the target); total_s that first run's rounds x the mean over runs of
-/// total_s / rounds (each run's mean round to the target). One run is returned as it is; none
-/// throws std::invalid_argument.
+/// total_s / rounds (each run's mean round to the target); the round-start lateness the mean of
+/// the runs' medians and the largest of their maxima (NaN if any run lacks one). One run is
+/// returned as it is; none throws std::invalid_argument.
 EngineRow mean_over_runs(const std::vector<EngineRow>& runs);
+
+/// A measured row's round-start lateness as JSON: round_start_lateness_median_s and
+/// round_start_lateness_max_s, each null when the row lacks it (never 0).
+nlohmann::json round_start_json(const EngineRow& measured);
+
+/// The lateness over rows: max_s (the largest of the rows' maxima) and median_over_rows_s (the
+/// median of the rows' maxima), over the rows that have one; each null when none has.
+nlohmann::json round_start_summary_json(const std::vector<EngineRow>& measured);
+
+/// The summary's line of round_start_summary_json's JSON: "rounds started within X ms of their
+/// agreed instant (median over rows Y ms)", or a line saying no row reported it.
+std::string round_start_text(const nlohmann::json& summary);
 
 /// A child's one-line error ("tauplan: error: FILE: KEY: ...") as this process's InputError.
 InputError passed_on_error(const std::string& line);

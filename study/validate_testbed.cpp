@@ -1052,7 +1052,9 @@ std::string csv_header() {
   for (const EngineSpec& e : kEngines)
     csv += fmt::format(",round_{0}_s,compute_{0}_s,comm_{0}_s,time_loo_{0}_s,time_group_out_{0}_s",
                        e.label);
-  return csv + ",round_baseline_s,comm_baseline_s,baseline_contended\n";
+  return csv +
+         ",round_baseline_s,comm_baseline_s,baseline_contended,round_start_lateness_median_s,"
+         "round_start_lateness_max_s\n";
 }
 
 /// A row's errors per engine, added to the tables and its CSV line; returns the engines' JSON.
@@ -1114,6 +1116,7 @@ json testbed_runs_json(const Row& row) {
               {"round_s", validation::number_or_null(run.round_s)},
               {"rounds", validation::number_or_null(run.reached ? run.rounds : kNaN)},
               {"total_s", validation::number_or_null(run.reached ? run.total_s : kNaN)}};
+    r.update(validation::round_start_json(run));
     for (size_t e = 0; e < kEngineCount; ++e)
       r[std::string("error_round_") + kEngines[e].label] =
           validation::number_or_null(model::relative_error(row.engines[e].round_s, run.round_s));
@@ -1125,7 +1128,7 @@ json testbed_runs_json(const Row& row) {
 /// A row's measured times (the mean over its testbed runs) and rounds to target.
 json measured_json(const Row& row) {
   const EngineRow& m = row.measured;
-  return {
+  json out = {
       {"compute_s", validation::number_or_null(m.compute_s)},
       {"comm_s", validation::number_or_null(m.comm_s)},
       {"round_s", validation::number_or_null(m.round_s)},
@@ -1134,6 +1137,9 @@ json measured_json(const Row& row) {
       {"time_to_target_s", validation::number_or_null(measured_time_to_target_s(row))},
       {"rounds_testbed_run", validation::number_or_null(m.reached ? m.rounds : kNaN)},
       {"time_to_target_testbed_run_s", validation::number_or_null(m.reached ? m.total_s : kNaN)}};
+  // How late the rounds started past the agreed instant (the runs' mean median, largest max).
+  out.update(validation::round_start_json(m));
+  return out;
 }
 
 /// A row's entry in the report's results.
@@ -1198,7 +1204,8 @@ Tables tabulate(const std::vector<Row>& rows) {
         csv_cell(rounds_measured), csv_cell(row.rounds_loo), csv_cell(row.rounds_group));
     const json per_engine = tabulate_engines(t, row, time_measured);
     const json baseline = tabulate_baseline(t, row);
-    t.csv += "\n";
+    t.csv += fmt::format(",{},{}\n", csv_cell(m.round_start_lateness_median_s),
+                         csv_cell(m.round_start_lateness_max_s));
     t.results.push_back(
         row_json(row, per_engine, t.round_before.back(), t.round_after.back(), baseline));
   }
@@ -1232,6 +1239,10 @@ json summary_json(const std::vector<Row>& rows, const Tables& t) {
          validation::median_abs_or_null(err.time_group)},
         {"max_abs_error_time_to_target_group_out", validation::max_abs_or_null(err.time_group)}};
   }
+  std::vector<EngineRow> measured;
+  for (const Row& row : rows)
+    measured.push_back(row.measured);
+  summary["round_start_lateness"] = validation::round_start_summary_json(measured);
   std::vector<validation::EngineErrors> engines;
   for (size_t e = 0; e < kEngineCount; ++e)
     engines.push_back({kEngines[e].label, t.errors[e].round});
@@ -1251,7 +1262,8 @@ json context_json(const Validation& v, const SeedCheck& seeds) {
       {"matrix_file", v.in.matrix.file},
       {"engines",
        {"exec-cpu measured: MPI ranks across the emulated testbed, timing concurrent (wall "
-        "clock, barrier-aligned rounds), medians over rounds, the mean over a row's testbed runs",
+        "clock, rounds started at an instant the ranks agree on), medians over rounds, the mean "
+        "over a row's testbed runs",
         "analytic", "simgrid CM02", "simgrid LV08"}},
       {"network_model",
        "each group's testbed calibrated with MPI messages (testbed calibrate --mpi), the "
@@ -1408,6 +1420,7 @@ std::string summary_text(const json& context, const json& summary) {
       pct_or_na(summary.at("analytic").at("median_abs_error_round")),
       pct_or_na(summary.at("median_abs_error_rounds_loo")),
       pct_or_na(summary.at("median_abs_error_rounds_group_out")));
+  out += validation::round_start_text(summary.at("round_start_lateness"));
   return out + validation::versus_baseline_text(summary.at("versus_baseline"));
 }
 
