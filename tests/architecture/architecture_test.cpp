@@ -596,8 +596,19 @@ TEST_CASE("extending: README's Extending section names the files the registries 
   for (const char* path :
        {"model/collective_<name>.cpp", "sim/lower_<name>.cpp", "model/strategy_<name>.cpp",
         "model/collective.cpp", "sim/collective_lowering.cpp", "model/strategy.cpp",
-        "exec/mpi_<name>.cpp", "exec/mpi_algorithm.cpp"})
+        "exec/mpi_<name>.cpp", "exec/mpi_algorithm.cpp", "model/engine.hpp", "study/engines.cpp",
+        "tests/study/strategy_extension_test.cpp"})
     CHECK(section.find(path) != std::string::npos);
+  // What the section promises is what the tree does: the test it names defines a strategy,
+  // registers it at run time and runs it in every registered engine.
+  const std::string extension = read(kRoot / "tests/study/strategy_extension_test.cpp");
+  CHECK(extension.find("model::register_strategy(") != std::string::npos);
+  for (const std::string& engine : tauplan::study::engine_names())
+    CHECK(extension.find("run_engine(\"" + engine + "\"") != std::string::npos);
+  // Every engine it says is listed in study/engines.cpp is.
+  const std::string engines = read(kRoot / "study/engines.cpp");
+  for (const std::string& engine : tauplan::study::engine_names())
+    CHECK(engines.find("make_" + engine + "_engine") != std::string::npos);
 }
 
 TEST_CASE(
