@@ -16,17 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "model/bottleneck_baseline.hpp"
 #include "model/collective.hpp"
 #include "model/platform.hpp"
 
 namespace tauplan::sim {
 
-/// One transfer between two platform hosts.
-struct Flow {
-  int src_host = -1;
-  int dst_host = -1;
-  double bytes = 0;
-};
+/// One transfer between two platform hosts (the bottleneck baseline's flow, model/'s).
+using Flow = model::TrafficFlow;
 
 /// Flows that start together. The stage ends when all of them have arrived, then waits
 /// `extra_latency_s` (latencies of merged steps, coarse mode only), and runs `repeat` times.

@@ -24,8 +24,7 @@ model::BottleneckBaseline collective_baseline(const std::string& algorithm,
       model::TrafficStage stage;
       stage.phase = s.phase;
       stage.repeat = s.repeat;
-      for (const sim::Flow& f : s.flows)
-        stage.flows.push_back({f.src_host, f.dst_host, f.bytes});
+      stage.flows = s.flows;
       stages.push_back(std::move(stage));
     }
     traffic.push_back(std::move(stages));
