@@ -2,16 +2,70 @@
 // as a platform (study/machine_calibration.hpp); `--check FILE` reads a calibration back;
 // `--compute OUT.json [--compute-threads K] [--compute-dims D,...]` measures this CPU's compute
 // profile instead (GEMMs by shape, memory bandwidth, per-op overhead;
-// exec/compute_calibration.hpp).
+// exec/compute_calibration.hpp). `--network HOSTS... --out FILE.xml` finds the network between
+// hosts by probing it instead (study/network_probe.hpp): on the live testbed (`all`: its every
+// host), or, with --mpi, between the MPI ranks it runs as (rank r is the r-th name).
 #include <iostream>
 
 #include "cli/verb.hpp"
 #include "model/error.hpp"
 #include "study/machine_calibration.hpp"
+#ifdef __linux__
+#include "study/network_probe.hpp"
+#endif
 #include "study/validate_transformer.hpp"
 
 namespace tauplan::cli {
 namespace {
+
+#ifdef __linux__
+using ProbeOptions = study::NetworkProbeRequest;
+#else
+struct ProbeOptions {};
+#endif
+
+/// `--network HOSTS...` and the options that go with it.
+std::shared_ptr<ProbeOptions> add_network_options(CLI::App& verb,
+                                                  std::vector<std::string>& network) {
+  auto probe = std::make_shared<ProbeOptions>();
+  verb.add_option("--network", network,
+                  "HOSTS...: find the network between these hosts by probing it (the testbed's, "
+                  "`all` for every one, or one per MPI rank with --mpi) and write it to --out")
+      ->delimiter(',')
+      ->expected(1, -1);
+#ifdef __linux__
+  verb.add_option("--servers", probe->servers, "with --network: hosts whose role is server")
+      ->delimiter(',');
+  verb.add_option("--json-out", probe->json_out,
+                  "with --network: also write the probes and the fit as JSON");
+  verb.add_option("--prefix", probe->prefix, "with --network: the testbed's prefix (tp-)");
+  verb.add_flag("--mpi", probe->mpi,
+                "with --network: probe between the MPI ranks this runs as (mpirun, a hostfile)");
+  verb.add_option("--flow-seconds", probe->probe.flow_duration_s,
+                  "with --network: length of each concurrent-flow probe (1.5)");
+  verb.add_option("--pings", probe->probe.pings, "with --network: timed echoes per pair (15)");
+#endif
+  return probe;
+}
+
+void run_probe(const std::vector<std::string>& network, [[maybe_unused]] ProbeOptions& probe,
+               const study::CalibrateRequest& args) {
+#ifdef __linux__
+  probe.hosts = network;
+  probe.out = args.out;
+  if (!(probe.probe.flow_duration_s >= 1.0 && probe.probe.flow_duration_s <= 60))
+    throw InputError("command line", "--flow-seconds", "seconds from 1 to 60",
+                     std::to_string(probe.probe.flow_duration_s));
+  if (probe.probe.pings < 3 || probe.probe.pings > 1000)
+    throw InputError("command line", "--pings", "a whole number from 3 to 1000",
+                     std::to_string(probe.probe.pings));
+  study::run_network_probe(probe, std::cout);
+#else
+  (void)network;
+  (void)args;
+  throw InputError("command line", "--network", "Linux (the testbed and its probes)", "not Linux");
+#endif
+}
 
 void register_calibrate(CLI::App& app) {
   auto args = std::make_shared<study::CalibrateRequest>();
@@ -42,7 +96,13 @@ void register_calibrate(CLI::App& app) {
   verb->add_option("--compute-dims", *compute_dims,
                    "with --compute: only these grid sizes (5 x 2^j; default 20..1280, m to 2560)")
       ->delimiter(',');
-  verb->callback([args, json, compute, compute_threads, compute_dims] {
+  auto network = std::make_shared<std::vector<std::string>>();
+  auto probe = add_network_options(*verb, *network);
+  verb->callback([args, json, compute, compute_threads, compute_dims, network, probe] {
+    if (!network->empty()) {
+      run_probe(*network, *probe, *args);
+      return;
+    }
     if (!compute->empty()) {
       std::cout << study::run_compute_calibrate(*compute, *compute_threads, *compute_dims);
       return;

@@ -30,6 +30,7 @@
 #include "study/files.hpp"
 #include "study/gnuplot.hpp"
 #include "study/inputs.hpp"
+#include "study/network_probe.hpp"
 #include "study/testbed_control.hpp"
 #include "study/validate_baseline.hpp"
 #include "study/validate_support.hpp"
@@ -83,6 +84,10 @@ struct Row {
   std::vector<EngineRow> measured_runs;  ///< each testbed run's
   EngineRow engines[kEngineCount];
   EngineRow analytic_before, analytic_after;
+  /// On the probed network (validate --probe-network): its platform and the predictions of
+  /// analytic and simgrid CM02 on it (kEngines[0] and [1]).
+  std::string platform_probed;
+  EngineRow probed[2];
   double rounds_loo = kNaN, rounds_group = kNaN, rounds_fit = kNaN;
   /// Rounds to target of the same configuration at each convergence seed (threads on this
   /// machine), NaN where a seed missed the target; empty with one seed.
@@ -402,13 +407,18 @@ tb::HostCompute host_compute(const ComputeCalibration& compute, const model::Wor
   return host;
 }
 
+/// Where the probed platforms' hosts come from.
+constexpr const char* kProbedHostsFrom =
+    "the testbed's host list (names, roles, nodes: who the hosts are, as the matrix names them; "
+    "their speeds and props as on the calibrated platform); the links and routes were probed";
+
 /// The calibrated network with the configuration's workers' compute, and, when a copy of it runs
 /// beside it, the copy's workers' compute from the copy's own calibration.
 std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
                            const TestbedConfig& config, const ComputeCalibration& compute,
                            const ComputeCalibration* beside_compute,
                            const model::Workload& workload, const std::string& path,
-                           const std::string& which) {
+                           const std::string& which, const tb::ProbedTopology* probed = nullptr) {
   for (const std::string& h : config.hosts)
     network.compute[h] = host_compute(compute, workload, config.hosts.size());
   if (beside_compute != nullptr)
@@ -432,7 +442,9 @@ std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
                         joined(config.beside), beside_compute->intercept_s,
                         beside_compute->per_sample_s)
           : "");
-  write_text(path, tb::calibrated_platform_xml(spec, network));
+  write_text(path, probed == nullptr
+                       ? tb::calibrated_platform_xml(spec, network)
+                       : tb::probed_platform_xml(*probed, spec.hosts, network, kProbedHostsFrom));
   return path;
 }
 
@@ -627,8 +639,10 @@ struct Validation {
   const TestbedValidateRequest& a;
   const Inputs in;
   const fs::path out_dir;
-  std::vector<Row> rows;                           ///< one per configuration, the matrix's order
-  json networks = json::array();                   ///< each group's calibrated network
+  std::vector<Row> rows;          ///< one per configuration, the matrix's order
+  json networks = json::array();  ///< each group's calibrated network
+  /// Each group's probed network (validate --probe-network), by group name.
+  std::map<std::string, tb::ProbedTopology> probed;
   std::vector<std::vector<std::string>> measured;  ///< per row, each testbed run's output
 };
 
@@ -745,6 +759,12 @@ void write_row_platforms(Validation& v, const tb::Spec& spec, const tb::NetworkC
     r.platform_after =
         write_platform(spec, network, r.config, r.after, twin != nullptr ? &twin->after : nullptr,
                        v.in.workload, base + "-after.xml", "calibration after the measurement");
+    const auto probed = v.probed.find(r.group->name);
+    if (probed != v.probed.end())
+      r.platform_probed = write_platform(
+          spec, network, r.config, mean, twin != nullptr ? &twin_mean : nullptr, v.in.workload,
+          base + "-probed.xml", "mean of the calibrations before and after the measurement",
+          &probed->second);
   }
 }
 
@@ -866,6 +886,10 @@ void measure_group(Validation& v, const TestbedGroup& group, size_t& next) {
   const tb::NetworkCalibration network = measure_testbed(calibrate, testbed.state());
   json n = tb::to_json(network, testbed.state().spec);
   n["group"] = group.name;
+  if (v.a.probe_network) {
+    v.probed[group.name] = probe_testbed(testbed.state(), tb::TopologyProbeRequest());
+    n["probed"] = tb::to_json(v.probed[group.name]);
+  }
   v.networks.push_back(n);
   // The calibrated network alone (the testbed platform's compute): what the round's
   // communication is predicted on before compute is calibrated.
@@ -894,9 +918,17 @@ void predict_and_simulate(Validation& v) {
     tasks.push_back(
         engine_child(v.a, rows[i], kEngines[0], rows[i].platform_after, stem + "-analytic-after"));
   }
+  const size_t per_row = kEngineCount + 2;
+  std::vector<size_t> probed_rows;  // analytic and CM02 on the probed network, after the rest
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (!rows[i].platform_probed.empty()) {
+      probed_rows.push_back(i);
+      for (size_t e = 0; e < 2; ++e)
+        tasks.push_back(engine_child(v.a, rows[i], kEngines[e], rows[i].platform_probed,
+                                     run_stem(v, i) + "-" + kEngines[e].label + "-probed"));
+    }
   const auto predicted =
       validation::run_children(tasks, parallel_jobs(v.a), "predict and simulate");
-  const size_t per_row = kEngineCount + 2;
   for (size_t i = 0; i < rows.size(); ++i) {
     Row& row = rows[i];
     for (size_t run = 0; run < v.measured[i].size(); ++run)
@@ -910,6 +942,13 @@ void predict_and_simulate(Validation& v) {
                                                 "analytic (before) " + row.config.name);
     row.analytic_after = validation::parse_row(predicted[per_row * i + kEngineCount + 1],
                                                "analytic (after) " + row.config.name);
+  }
+  for (size_t p = 0; p < probed_rows.size(); ++p) {
+    Row& row = rows[probed_rows[p]];
+    for (size_t e = 0; e < 2; ++e)
+      row.probed[e] =
+          validation::parse_row(predicted[per_row * rows.size() + 2 * p + e],
+                                std::string(kEngines[e].label) + " (probed) " + row.config.name);
   }
 }
 
@@ -1142,6 +1181,56 @@ json measured_json(const Row& row) {
   return out;
 }
 
+/// A row's predictions on the probed network (null without --probe-network).
+json probed_row_json(const Row& row) {
+  if (row.platform_probed.empty()) return nullptr;
+  json out = {{"platform", row.platform_probed}};
+  for (size_t e = 0; e < 2; ++e)
+    out[kEngines[e].label] = {{"round_s", validation::number_or_null(row.probed[e].round_s)},
+                              {"comm_s", validation::number_or_null(row.probed[e].comm_s)},
+                              {"error_round", validation::number_or_null(model::relative_error(
+                                                  row.probed[e].round_s, row.measured.round_s))}};
+  return out;
+}
+
+/// The summary of the probed network's predictions beside the given platform's, over the rows
+/// that have both (null without --probe-network).
+json probed_summary_json(const std::vector<Row>& rows) {
+  json out = {{"network",
+               "each group's network probed (calibrate --network: round trips of every pair, "
+               "a tree by neighbour joining, capacities from concurrent flows; no platform file "
+               "read), latencies x the group's MPI latency factor, the same compute as the given "
+               "platform's rows"}};
+  bool any = false;
+  for (size_t e = 0; e < 2; ++e) {
+    std::vector<double> probed, given, probed_contended, given_contended;
+    for (const Row& row : rows) {
+      if (row.platform_probed.empty()) continue;
+      any = true;
+      probed.push_back(model::relative_error(row.probed[e].round_s, row.measured.round_s));
+      given.push_back(model::relative_error(row.engines[e].round_s, row.measured.round_s));
+      if (row.config.contended) {
+        probed_contended.push_back(probed.back());
+        given_contended.push_back(given.back());
+      }
+    }
+    const json median_probed = validation::median_abs_or_null(probed);
+    const json median_given = validation::median_abs_or_null(given);
+    out[kEngines[e].label] = {
+        {"median_abs_error_round", median_probed},
+        {"max_abs_error_round", validation::max_abs_or_null(probed)},
+        {"median_abs_error_round_contended", validation::median_abs_or_null(probed_contended)},
+        {"given_median_abs_error_round", median_given},
+        {"given_max_abs_error_round", validation::max_abs_or_null(given)},
+        {"given_median_abs_error_round_contended", validation::median_abs_or_null(given_contended)},
+        {"median_points_above_given",
+         median_probed.is_number() && median_given.is_number()
+             ? json(100 * (median_probed.get<double>() - median_given.get<double>()))
+             : json(nullptr)}};
+  }
+  return any ? out : json(nullptr);
+}
+
 /// A row's entry in the report's results.
 json row_json(const Row& row, const json& per_engine, double error_before, double error_after,
               const json& baseline) {
@@ -1169,6 +1258,7 @@ json row_json(const Row& row, const json& per_engine, double error_before, doubl
             {"step_before_s", row.before.step_s},
             {"step_after_s", row.after.step_s}}},
           {"engines", per_engine},
+          {"probed_network", probed_row_json(row)},
           {"baseline", baseline},
           {"round_s_by_calibration",
            {{"analytic_before", validation::number_or_null(row.analytic_before.round_s)},
@@ -1243,6 +1333,7 @@ json summary_json(const std::vector<Row>& rows, const Tables& t) {
   for (const Row& row : rows)
     measured.push_back(row.measured);
   summary["round_start_lateness"] = validation::round_start_summary_json(measured);
+  summary["probed_network"] = probed_summary_json(rows);
   std::vector<validation::EngineErrors> engines;
   for (size_t e = 0; e < kEngineCount; ++e)
     engines.push_back({kEngines[e].label, t.errors[e].round});
@@ -1421,6 +1512,20 @@ std::string summary_text(const json& context, const json& summary) {
       pct_or_na(summary.at("median_abs_error_rounds_loo")),
       pct_or_na(summary.at("median_abs_error_rounds_group_out")));
   out += validation::round_start_text(summary.at("round_start_lateness"));
+  const json& probed = summary.at("probed_network");
+  if (!probed.is_null())
+    for (size_t e = 0; e < 2; ++e) {
+      const json& p = probed.at(kEngines[e].label);
+      out += fmt::format(
+          "probed network, {}: round |error| median {} max {} (contended rows: median {}); on "
+          "the given platform, the same rows: median {} max {} (contended: median {})\n",
+          kEngines[e].label, pct_or_na(p.at("median_abs_error_round")),
+          pct_or_na(p.at("max_abs_error_round")),
+          pct_or_na(p.at("median_abs_error_round_contended")),
+          pct_or_na(p.at("given_median_abs_error_round")),
+          pct_or_na(p.at("given_max_abs_error_round")),
+          pct_or_na(p.at("given_median_abs_error_round_contended")));
+    }
   return out + validation::versus_baseline_text(summary.at("versus_baseline"));
 }
 

@@ -105,6 +105,9 @@ struct TestbedValidateRequest {
   int convergence_seeds = 5;
   double max_round_error = -1;
   bool no_plot = false;
+  /// Also probe each group's network (`calibrate --network`, no platform file read) and predict
+  /// every row on the probed platform too, side by side with the given one.
+  bool probe_network = false;
 };
 
 struct TestbedValidateOutcome {

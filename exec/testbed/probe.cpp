@@ -456,4 +456,27 @@ std::vector<StreamRate> streams(const std::vector<std::pair<Endpoint, Endpoint>>
   return rates;
 }
 
+std::vector<double> NamespaceProbes::round_trips(int a, int b, int count) {
+  return ping_pong(endpoints_.at(static_cast<std::size_t>(a)),
+                   endpoints_.at(static_cast<std::size_t>(b)), count, 8, 10.0);
+}
+
+std::vector<double> NamespaceProbes::concurrent_rates(const std::vector<std::pair<int, int>>& flows,
+                                                      double duration_s, double warmup_s) {
+  std::vector<std::pair<Endpoint, Endpoint>> pairs;
+  for (const auto& [src, dst] : flows)
+    pairs.push_back({endpoints_.at(static_cast<std::size_t>(src)),
+                     endpoints_.at(static_cast<std::size_t>(dst))});
+  std::vector<double> rates;
+  for (const StreamRate& r : streams(pairs, duration_s, warmup_s))
+    rates.push_back(r.rate_Bps);
+  return rates;
+}
+
+std::string NamespaceProbes::method() const {
+  return "TCP sockets between threads inside the testbed's host namespaces, wall clock "
+         "(CLOCK_MONOTONIC): round trips of 8-byte echoes (TCP_NODELAY); rates of bulk flows "
+         "from the bytes each receiver acknowledged (TCP_INFO) over a common window";
+}
+
 }  // namespace tauplan::testbed

@@ -13,6 +13,8 @@
 //                    sender samples what its receiver has acknowledged (TCP_INFO: segments
 //                    delivered, SACKed ones included, x MSS) and rates are taken over one common
 //                    window (after a warm-up), so they show how concurrent flows share links
+//   NamespaceProbes  the two of exec::ProbeNetwork (round trips, concurrent rates) between a list
+//                    of hosts' endpoints, for the topology probe (topology_probe.hpp)
 // What it leaves out: UDP, loss and jitter statistics, and CPU time (the caller reads the
 // fabric's).
 #pragma once
@@ -20,6 +22,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "exec/probe_network.hpp"
 
 namespace tauplan::testbed {
 
@@ -53,5 +57,20 @@ struct StreamRate {
 /// [start + warmup_s, start + duration_s - 0.1 s].
 std::vector<StreamRate> streams(const std::vector<std::pair<Endpoint, Endpoint>>& flows,
                                 double duration_s, double warmup_s);
+
+/// exec::ProbeNetwork over the testbed: host i is endpoints[i]; round trips by ping_pong (8-byte
+/// echoes), concurrent rates by streams.
+class NamespaceProbes : public exec::ProbeNetwork {
+ public:
+  explicit NamespaceProbes(std::vector<Endpoint> endpoints) : endpoints_(std::move(endpoints)) {}
+  int host_count() const override { return static_cast<int>(endpoints_.size()); }
+  std::vector<double> round_trips(int a, int b, int count) override;
+  std::vector<double> concurrent_rates(const std::vector<std::pair<int, int>>& flows,
+                                       double duration_s, double warmup_s) override;
+  std::string method() const override;
+
+ private:
+  std::vector<Endpoint> endpoints_;
+};
 
 }  // namespace tauplan::testbed
