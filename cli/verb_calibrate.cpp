@@ -30,7 +30,8 @@ std::shared_ptr<ProbeOptions> add_network_options(CLI::App& verb,
   auto probe = std::make_shared<ProbeOptions>();
   verb.add_option("--network", network,
                   "HOSTS...: find the network between these hosts by probing it (the testbed's, "
-                  "`all` for every one, or one per MPI rank with --mpi) and write it to --out")
+                  "`all` for every one, or one per MPI rank with --mpi) and write it to --out "
+                  "(default probed-platform.xml)")
       ->delimiter(',')
       ->expected(1, -1);
 #ifdef __linux__
@@ -44,6 +45,8 @@ std::shared_ptr<ProbeOptions> add_network_options(CLI::App& verb,
   verb.add_option("--flow-seconds", probe->probe.flow_duration_s,
                   "with --network: length of each concurrent-flow probe (1.5)");
   verb.add_option("--pings", probe->probe.pings, "with --network: timed echoes per pair (15)");
+  verb.add_option("--check-pairs", probe->probe.check_pairs,
+                  "with --network: pairs of routes run alone and at once as a check (8)");
 #endif
   return probe;
 }
@@ -52,13 +55,17 @@ void run_probe(const std::vector<std::string>& network, [[maybe_unused]] ProbeOp
                const study::CalibrateRequest& args) {
 #ifdef __linux__
   probe.hosts = network;
-  probe.out = args.out;
+  // --out when given; not plain calibrate's default (this machine's calibration file).
+  if (args.out != study::CalibrateRequest().out) probe.out = args.out;
   if (!(probe.probe.flow_duration_s >= 1.0 && probe.probe.flow_duration_s <= 60))
     throw InputError("command line", "--flow-seconds", "seconds from 1 to 60",
                      std::to_string(probe.probe.flow_duration_s));
   if (probe.probe.pings < 3 || probe.probe.pings > 1000)
     throw InputError("command line", "--pings", "a whole number from 3 to 1000",
                      std::to_string(probe.probe.pings));
+  if (probe.probe.check_pairs < 0 || probe.probe.check_pairs > 100)
+    throw InputError("command line", "--check-pairs", "a whole number from 0 to 100",
+                     std::to_string(probe.probe.check_pairs));
   study::run_network_probe(probe, std::cout);
 #else
   (void)network;

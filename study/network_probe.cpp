@@ -24,7 +24,9 @@ void progress_line(const std::string& line) {
   std::cerr << "calibrate --network: " << line << "\n";
 }
 
-/// Who the hosts are for the written platform: role from --servers, node = their switch.
+/// Who the hosts are for the written platform: role from --servers; node = the host itself (a
+/// node is one machine, model/platform.hpp: hosts behind one switch are not one machine), the
+/// switch it hangs off in the prop `switch`.
 std::vector<tb::SpecHost> host_identities(const tb::ProbedTopology& t,
                                           const std::vector<std::string>& servers) {
   std::vector<tb::SpecHost> out;
@@ -32,7 +34,8 @@ std::vector<tb::SpecHost> host_identities(const tb::ProbedTopology& t,
     tb::SpecHost host;
     host.name = t.hosts[h];
     const int on_switch = t.switch_of(static_cast<int>(h));
-    host.node = on_switch >= 0 ? "s" + std::to_string(on_switch) : host.name;
+    host.node = host.name;
+    if (on_switch >= 0) host.properties["switch"] = "s" + std::to_string(on_switch);
     host.role = std::count(servers.begin(), servers.end(), host.name) > 0 ? "server" : "worker";
     host.speed_flops = 1e9;  // a placeholder: --network probes no compute
     out.push_back(host);
@@ -41,6 +44,9 @@ std::vector<tb::SpecHost> host_identities(const tb::ProbedTopology& t,
 }
 
 void check_names(const NetworkProbeRequest& a, const std::vector<std::string>& names) {
+  if (names.size() < 2)
+    throw InputError("<command line>", "--network", "at least 2 hosts",
+                     std::to_string(names.size()));
   for (const std::string& s : a.servers)
     if (std::find(names.begin(), names.end(), s) == names.end())
       throw InputError("<command line>", "--servers", "hosts among those probed", s);
@@ -120,15 +126,19 @@ void run_network_probe(const NetworkProbeRequest& a, std::ostream& out) {
     for (int i : indices)
       names.push_back(state.spec.hosts[static_cast<std::size_t>(i)].name);
     check_names(a, names);
+    {  // the file must be writable before minutes of probing, not after
+      std::ofstream probe_file(a.out, std::ios::app);
+      if (!probe_file) throw InputError(a.out, "--out", "a writable file path", "cannot write");
+    }
     t = probe_hosts(state, indices, a.probe);
   }
   if (!writer) return;
   write_file(a.out,
              tb::probed_platform_xml(
                  t, host_identities(t, a.servers), tb::NetworkCalibration(),
-                 "names as probed; role server for --servers, the rest workers; node = the "
-                 "switch each hangs off (s0, s1, ...); speed 1 Gflop/s, a placeholder: compute "
-                 "is not probed"),
+                 "names as probed; role server for --servers, the rest workers; node = the host "
+                 "itself, the switch it hangs off in its prop switch (s0, s1, ...); speed 1 "
+                 "Gflop/s, a placeholder: compute is not probed"),
              "--out");
   if (!a.json_out.empty()) write_file(a.json_out, tb::to_json(t).dump(1) + "\n", "--json-out");
   const model::Platform loaded = sim::load_platform(a.out);

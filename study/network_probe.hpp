@@ -6,8 +6,10 @@
 // the hosts' namespaces and addresses are read from it), or MPI ranks (`--mpi`, under mpirun or
 // `tauplan testbed run`, with a hostfile on real hosts: rank r is host r, exec/mpi_probes.hpp).
 // The platform names the hosts as given; their roles come from --servers (the rest are workers),
-// their node is the switch the probe hangs them off, their speed a placeholder (compute is not
-// probed here). What it leaves out: what topology_probe.hpp leaves out.
+// each is its own node (the switch the probe hangs it off is its prop `switch`), their speed a
+// placeholder (compute is not probed here). With --mpi the output file is checked only when
+// rank 0 writes it, after the probes (the other ranks' hosts may not see its folder). What it
+// leaves out: what topology_probe.hpp leaves out.
 #pragma once
 
 #include <ostream>

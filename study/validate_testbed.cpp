@@ -54,6 +54,9 @@ constexpr EngineSpec kEngines[] = {{"analytic", "analytic", ""},
                                    {"simgrid_cm02", "simgrid", "CM02"},
                                    {"simgrid_lv08", "simgrid", "LV08"}};
 constexpr size_t kEngineCount = sizeof(kEngines) / sizeof(kEngines[0]);
+/// The engines that also predict on the probed network (--probe-network): the first two,
+/// analytic and simgrid CM02 (LV08 is hundreds of percent off on this testbed either way).
+constexpr size_t kProbedEngines = 2;
 
 std::string joined(const std::vector<std::string>& words) {
   std::string out;
@@ -87,7 +90,7 @@ struct Row {
   /// On the probed network (validate --probe-network): its platform and the predictions of
   /// analytic and simgrid CM02 on it (kEngines[0] and [1]).
   std::string platform_probed;
-  EngineRow probed[2];
+  EngineRow probed[kProbedEngines];
   double rounds_loo = kNaN, rounds_group = kNaN, rounds_fit = kNaN;
   /// Rounds to target of the same configuration at each convergence seed (threads on this
   /// machine), NaN where a seed missed the target; empty with one seed.
@@ -923,7 +926,7 @@ void predict_and_simulate(Validation& v) {
   for (size_t i = 0; i < rows.size(); ++i)
     if (!rows[i].platform_probed.empty()) {
       probed_rows.push_back(i);
-      for (size_t e = 0; e < 2; ++e)
+      for (size_t e = 0; e < kProbedEngines; ++e)
         tasks.push_back(engine_child(v.a, rows[i], kEngines[e], rows[i].platform_probed,
                                      run_stem(v, i) + "-" + kEngines[e].label + "-probed"));
     }
@@ -945,9 +948,9 @@ void predict_and_simulate(Validation& v) {
   }
   for (size_t p = 0; p < probed_rows.size(); ++p) {
     Row& row = rows[probed_rows[p]];
-    for (size_t e = 0; e < 2; ++e)
+    for (size_t e = 0; e < kProbedEngines; ++e)
       row.probed[e] =
-          validation::parse_row(predicted[per_row * rows.size() + 2 * p + e],
+          validation::parse_row(predicted[per_row * rows.size() + kProbedEngines * p + e],
                                 std::string(kEngines[e].label) + " (probed) " + row.config.name);
   }
 }
@@ -1185,7 +1188,7 @@ json measured_json(const Row& row) {
 json probed_row_json(const Row& row) {
   if (row.platform_probed.empty()) return nullptr;
   json out = {{"platform", row.platform_probed}};
-  for (size_t e = 0; e < 2; ++e)
+  for (size_t e = 0; e < kProbedEngines; ++e)
     out[kEngines[e].label] = {{"round_s", validation::number_or_null(row.probed[e].round_s)},
                               {"comm_s", validation::number_or_null(row.probed[e].comm_s)},
                               {"error_round", validation::number_or_null(model::relative_error(
@@ -1202,7 +1205,7 @@ json probed_summary_json(const std::vector<Row>& rows) {
                "read), latencies x the group's MPI latency factor, the same compute as the given "
                "platform's rows"}};
   bool any = false;
-  for (size_t e = 0; e < 2; ++e) {
+  for (size_t e = 0; e < kProbedEngines; ++e) {
     std::vector<double> probed, given, probed_contended, given_contended;
     for (const Row& row : rows) {
       if (row.platform_probed.empty()) continue;
@@ -1514,7 +1517,7 @@ std::string summary_text(const json& context, const json& summary) {
   out += validation::round_start_text(summary.at("round_start_lateness"));
   const json& probed = summary.at("probed_network");
   if (!probed.is_null())
-    for (size_t e = 0; e < 2; ++e) {
+    for (size_t e = 0; e < kProbedEngines; ++e) {
       const json& p = probed.at(kEngines[e].label);
       out += fmt::format(
           "probed network, {}: round |error| median {} max {} (contended rows: median {}); on "

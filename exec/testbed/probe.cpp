@@ -457,8 +457,12 @@ std::vector<StreamRate> streams(const std::vector<std::pair<Endpoint, Endpoint>>
 }
 
 std::vector<double> NamespaceProbes::round_trips(int a, int b, int count) {
+  constexpr int kEchoBytes = 8;  // a small message: the round trip, not a transfer
+  // 10 s to connect and warm up, plus 1 s an echo (a testbed route is at most 2 s one way, but a
+  // round trip beyond 1 s is a broken fabric, not a measurement).
+  const double timeout_s = 10.0 + 1.0 * count;
   return ping_pong(endpoints_.at(static_cast<std::size_t>(a)),
-                   endpoints_.at(static_cast<std::size_t>(b)), count, 8, 10.0);
+                   endpoints_.at(static_cast<std::size_t>(b)), count, kEchoBytes, timeout_s);
 }
 
 std::vector<double> NamespaceProbes::concurrent_rates(const std::vector<std::pair<int, int>>& flows,

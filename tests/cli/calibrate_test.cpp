@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -116,4 +119,23 @@ TEST_CASE("calibrate: bad options exit 2 with one line") {
   const auto w = run_tauplan({"calibrate", "--workers", "0"});
   CHECK(w.exit_code == 2);
   CHECK(w.err.find("workers: expected a whole number >= 1") != std::string::npos);
+}
+
+TEST_CASE("calibrate --network: bad options exit 2 with one line naming the option") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"calibrate", "--network", "a,b", "--flow-seconds", "0.5"},
+       "--flow-seconds: expected seconds from 1 to 60"},
+      {{"calibrate", "--network", "a,b", "--pings", "1"}, "--pings: expected a whole number"},
+      {{"calibrate", "--network", "a,b", "--check-pairs", "-1"},
+       "--check-pairs: expected a whole number"},
+      {{"calibrate", "--network", "a,b", "--mpi", "--servers", "c"},
+       "--servers: expected hosts among those probed, got c"},
+      {{"calibrate", "--network", "a,a", "--mpi"}, "--network: expected distinct host names"}};
+  for (const auto& [args, message] : cases) {
+    const auto r = run_tauplan(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find(message) != std::string::npos);
+  }
 }

@@ -1,6 +1,6 @@
 // testbed_system_test.cpp: `tauplan testbed` for real, as root: namespaces, the fabric, MPI ranks.
 //
-// Each TEST_CASE uses its own prefix (tpa- ... tph-), so it never touches a testbed someone runs
+// Each TEST_CASE uses its own prefix (tpa- ... tpi-), so it never touches a testbed someone runs
 // with the default tp-, and ctest runs them one at a time (RESOURCE_LOCK tauplan_testbed). Without
 // the rights to create namespaces a case prints why and exits 77 (ctest: skipped). Measured
 // numbers are the testbed's own calibration (`testbed calibrate --json`: TCP between threads in
@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -295,6 +297,90 @@ TEST_CASE("testbed run: a rank per namespace knows its host, and MPI takes the s
   // A large MPI message is a rendezvous: a request and its answer (one round trip), then the
   // data at the route's rate, then our 1-byte reply: 2 x 32 ms + 4e6 / 1.25e7 s = 384 ms.
   CHECK(transfer == Approx(2 * 0.032 + bytes / 1.25e7).epsilon(0.10));
+  CHECK(run_tauplan({"testbed", "down", "--prefix", prefix}).exit_code == 0);
+  check_nothing_left(prefix);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// The probed network's switch of each host, by host name, from `calibrate --network`'s JSON.
+std::map<std::string, std::string> switch_by_host(const nlohmann::json& probed) {
+  std::map<std::string, std::string> out;
+  for (const auto& link : probed.at("links")) {
+    const std::string from = link.at("from");
+    const std::string to = link.at("to");
+    if (to.rfind("s", 0) == 0 && from.rfind("n", 0) == 0) out[from] = to;
+  }
+  return out;
+}
+
+/// Checks a probe of testbed-two-nodes (nodes n0 and n1 of 3 hosts on 50 MB/s, 2 ms links; n0's
+/// uplink 50 MB/s, n1's 12.5 MB/s, 2 ms each): two switches, each node's hosts on one; the edge
+/// between them carries 12.5 MB/s each way; one-way latencies 4 ms inside a node, 8 ms across.
+void check_two_nodes_probe(const nlohmann::json& probed, double rate_bound) {
+  INFO(probed.dump(1).substr(0, 4000));
+  CHECK(probed.at("switches").get<int>() == 2);
+  const auto on = switch_by_host(probed);
+  REQUIRE(on.size() == 6);
+  CHECK(on.at("n0-h0") == on.at("n0-h1"));
+  CHECK(on.at("n0-h0") == on.at("n0-h2"));
+  CHECK(on.at("n1-h0") == on.at("n1-h1"));
+  CHECK(on.at("n1-h0") == on.at("n1-h2"));
+  CHECK(on.at("n0-h0") != on.at("n1-h0"));
+  int between = 0;
+  for (const auto& link : probed.at("links")) {
+    const std::string from = link.at("from");
+    const std::string to = link.at("to");
+    if (from.rfind("s", 0) != 0 || to.rfind("s", 0) != 0) continue;
+    ++between;
+    CHECK(link.at("bounded").get<bool>());
+    CHECK(link.at("bandwidth_Bps").get<double>() == Approx(1.25e7).epsilon(rate_bound));
+  }
+  CHECK(between == 2);
+  const auto& one_way = probed.at("one_way_latency_s");
+  // The shaped latency plus the hosts' stacks (the testbed alone adds 0.15-0.3 ms a round trip;
+  // MPI adds its progress engine): within 10% and 0.5 ms.
+  CHECK(one_way[0][1].get<double>() == Approx(0.004).margin(0.0005).epsilon(0.10));
+  CHECK(one_way[0][3].get<double>() == Approx(0.008).margin(0.0005).epsilon(0.10));
+}
+
+TEST_CASE(
+    "calibrate --network finds testbed-two-nodes' nodes and slow uplink, through the "
+    "namespaces and through MPI ranks",
+    "[timing]") {
+  require_namespaces();
+  const std::string prefix = "tpi-";
+  DownAtExit down{prefix};
+  up(prefix, {kPlatforms + "/testbed-two-nodes.xml"});
+  const std::string dir = std::filesystem::temp_directory_path() / "tauplan-probe-test";
+  std::filesystem::create_directories(dir);
+  // Fewer echoes and check pairs than the defaults; the flows as long as the default (1.5 s):
+  // with 1 s (a 0.4 s window) the uplink's 3 flows measured 15.8 MB/s in all on a 12.5 MB/s link.
+  const std::vector<std::string> quick = {"--pings", "8", "--check-pairs", "4"};
+  std::vector<std::string> tcp = {"calibrate", "--network",    "all",        "--prefix",     prefix,
+                                  "--out",     dir + "/t.xml", "--json-out", dir + "/t.json"};
+  tcp.insert(tcp.end(), quick.begin(), quick.end());
+  const auto r = run_tauplan(tcp, "", 170);
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  check_two_nodes_probe(nlohmann::json::parse(read_file(dir + "/t.json")), 0.05);
+
+  const std::string hosts = "n0-h0,n0-h1,n0-h2,n1-h0,n1-h1,n1-h2";
+  std::vector<std::string> mpi = {"testbed",   "run",          "--prefix",   prefix,
+                                  "--hosts",   hosts,          "--",         TAUPLAN_BINARY,
+                                  "calibrate", "--network",    hosts,        "--mpi",
+                                  "--out",     dir + "/m.xml", "--json-out", dir + "/m.json"};
+  mpi.insert(mpi.end(), quick.begin(), quick.end());
+  const auto m = run_tauplan(mpi, "", 170);
+  INFO("stdout: " << m.out << "\nstderr: " << m.err);
+  REQUIRE(m.exit_code == 0);
+  // MPI's 256 KiB messages over TCP: a little less of the link than a raw TCP flow.
+  check_two_nodes_probe(nlohmann::json::parse(read_file(dir + "/m.json")), 0.10);
   CHECK(run_tauplan({"testbed", "down", "--prefix", prefix}).exit_code == 0);
   check_nothing_left(prefix);
 }

@@ -8,7 +8,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "exec/testbed/spec.hpp"
@@ -42,6 +47,12 @@ class SpecProbes : public exec::ProbeNetwork {
   }
   std::vector<double> concurrent_rates(const std::vector<std::pair<int, int>>& flows,
                                        double /*duration_s*/, double /*warmup_s*/) override {
+    // The interface's rule, as the MPI probes enforce it: distinct pairs of distinct hosts.
+    std::set<std::pair<int, int>> distinct(flows.begin(), flows.end());
+    if (distinct.size() != flows.size())
+      throw std::invalid_argument("SpecProbes: a flow given twice");
+    for (const auto& [src, dst] : flows)
+      if (src == dst) throw std::invalid_argument("SpecProbes: a flow from a host to itself");
     std::vector<double> rates = max_min_rates(spec_, flows);
     for (double& r : rates)
       r *= 1 - noise_ * (jitter() + 1) / 2;  // TCP gets a little less, never more
@@ -238,4 +249,114 @@ TEST_CASE("probing checks its hosts") {
   CHECK_THROWS_AS(probe_topology(network, {"a"}, {}, [](const auto&) {}), std::invalid_argument);
   CHECK_THROWS_AS(probe_topology(network, {"a", "b"}, {}, [](const auto&) {}),
                   std::invalid_argument);
+}
+
+TEST_CASE("two hosts: one edge, no switch, no check; the platform SimGrid loads back") {
+  const model::Platform platform = sim::load_platform(kPlatforms + "/testbed-two-nodes.xml");
+  Options options;
+  options.hosts = {"n0-h0", "n1-h2"};
+  SpecProbes network(make_spec(platform, options), 0);
+  const ProbedTopology t =
+      probe_topology(network, names_of(network.spec()), {}, [](const auto&) {});
+  CHECK(t.nodes == 2);
+  REQUIRE(t.edges.size() == 1);
+  REQUIRE(t.links.size() == 2);
+  CHECK(t.links[0].name == "n0-h0-to-n1-h2");
+  CHECK(t.checks.empty());
+  // 2 ms + 2 ms + 2 ms + 2 ms one way; the quarter-rate uplink of n1 (1.25e7 B/s) both ways.
+  CHECK(t.route_latency_s(0, 1) == Approx(0.008));
+  CHECK(t.links[0].bandwidth_Bps == Approx(1.25e7));
+  CHECK(t.links[1].bandwidth_Bps == Approx(1.25e7));
+}
+
+/// Two switches of two hosts each, made in code (SimGrid may load one platform per process, and
+/// this test loads the probed one): a0, a1 on switch A, b0, b1 on switch B, NICs of 1e7 B/s and
+/// 1 ms (split duplex), A's uplink 4e6 B/s and 2 ms, B's 6e6 B/s and 1 ms.
+class TwoSwitchRoutes : public model::RouteOracle {
+ public:
+  explicit TwoSwitchRoutes(std::vector<model::Link> links) : links_(std::move(links)) {}
+  model::Route route(int src, int dst) const override {
+    model::Route r;
+    r.links.push_back(2 * src);  // src's NIC up
+    if (src / 2 != dst / 2) {    // across: src's uplink up, dst's uplink down
+      r.links.push_back(8 + 2 * (src / 2));
+      r.links.push_back(8 + 2 * (dst / 2) + 1);
+    }
+    r.links.push_back(2 * dst + 1);  // dst's NIC down
+    model::total_route(r, links_);
+    return r;
+  }
+
+ private:
+  std::vector<model::Link> links_;
+};
+
+model::Platform two_switches() {
+  model::Platform p;
+  p.source_file = "<two switches in code>";
+  auto add_link = [&p](const std::string& name, double bandwidth, double latency) {
+    model::Link l;
+    l.name = name;
+    l.bandwidth_Bps = bandwidth;
+    l.latency_s = latency;
+    l.sharing = model::LinkSharing::SplitDuplex;
+    p.links.push_back(l);
+  };
+  for (const char* name : {"a0", "a1", "b0", "b1"}) {
+    model::Host host;
+    host.name = name;
+    host.node = name;
+    host.speed_flops = 1e9;
+    host.properties["role"] = "worker";
+    p.hosts.push_back(host);
+    add_link(std::string(name) + "_UP", 1e7, 1e-3);
+    add_link(std::string(name) + "_DOWN", 1e7, 1e-3);
+  }
+  add_link("A_UP", 4e6, 2e-3);
+  add_link("A_DOWN", 4e6, 2e-3);
+  add_link("B_UP", 6e6, 1e-3);
+  add_link("B_DOWN", 6e6, 1e-3);
+  p.routes = std::make_shared<TwoSwitchRoutes>(p.links);
+  return p;
+}
+
+TEST_CASE("the probed platform loads in SimGrid with the probed routes, rates and latencies") {
+  SpecProbes network(make_spec(two_switches(), Options{}), 0);
+  const Spec& spec = network.spec();
+  const ProbedTopology t = probe_topology(network, names_of(spec), {}, [](const auto&) {});
+  CHECK(t.nodes == 6);  // two switches
+  // a0 -> b0: 1 + 2 + 1 + 1 ms; the narrowest link A's uplink.
+  CHECK(t.route_latency_s(0, 2) == Approx(0.005));
+  CHECK(t.predict_rates({{0, 2}})[0] == Approx(4e6));
+  // Two flows out of switch A share its uplink (B's, at 6e6 B/s, has room for both).
+  const std::vector<double> shared = t.predict_rates({{0, 2}, {1, 3}});
+  CHECK(shared[0] == Approx(2e6));
+  CHECK(shared[1] == Approx(2e6));
+  std::vector<SpecHost> hosts = spec.hosts;
+  hosts[0].properties["note"] = "a & b <c> \"d\"";  // escaped where written
+  NetworkCalibration messages;
+  messages.mpi_latency_factor = 1.5;
+  messages.eager_limit_bytes = 65536;
+  const std::string xml = probed_platform_xml(t, hosts, messages, "the test's hosts -- as given");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tauplan-probed-two-switches.xml").string();
+  std::ofstream(path) << xml;
+  const model::Platform loaded = sim::load_platform(path);
+  REQUIRE(loaded.hosts.size() == spec.hosts.size());
+  CHECK(loaded.hosts[0].properties.at("note") == "a & b <c> \"d\"");
+  CHECK(loaded.protocol.rendezvous);
+  CHECK(loaded.protocol.eager_limit_bytes == Approx(65536));
+  for (std::size_t a = 0; a < spec.hosts.size(); ++a)
+    for (std::size_t b = 0; b < spec.hosts.size(); ++b) {
+      if (a == b) continue;
+      const model::Route r = loaded.routes->route(static_cast<int>(a), static_cast<int>(b));
+      CHECK(r.links.size() == t.routes[a][b].size());
+      // Latencies x the MPI factor; the narrowest link the probed one.
+      CHECK(r.latency_s ==
+            Approx(1.5 * t.route_latency_s(static_cast<int>(a), static_cast<int>(b))));
+      CHECK(r.bandwidth_Bps ==
+            Approx(t.predict_rates({{static_cast<int>(a), static_cast<int>(b)}})[0]));
+    }
+  std::vector<SpecHost> missing(hosts.begin() + 1, hosts.end());
+  CHECK_THROWS_AS(probed_platform_xml(t, missing, messages, ""), std::invalid_argument);
 }
