@@ -24,13 +24,13 @@ namespace tauplan::testbed {
 
 namespace xml = model::simgrid_xml;
 
-namespace {
-
-double now_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+std::string comment_safe(std::string text) {
+  for (std::size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at))
+    text.replace(at, 2, "- -");
+  return text;
 }
+
+namespace {
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -45,13 +45,6 @@ std::string num(double v) {
 
 std::string short_num(double v) {
   return fmt::format("{:.4g}", v);
-}
-
-/// Text safe inside an XML comment (no "--").
-std::string comment_safe(std::string text) {
-  for (std::size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at))
-    text.replace(at, 2, "- -");
-  return text;
 }
 
 bool is_narrowest(const Spec& spec, const SpecRoute& route, int link) {

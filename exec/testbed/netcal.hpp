@@ -129,6 +129,9 @@ struct NetworkCalibration {
   std::string compute_method;  ///< how, for the file's comment
 };
 
+/// Text safe inside an XML comment: every "--" written "- -".
+std::string comment_safe(std::string text);
+
 /// The ordered pairs measured by default (see the file comment), in rank order.
 std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);
 

@@ -28,13 +28,13 @@
 
 namespace tauplan::testbed {
 
-namespace {
-
 double now_s() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+namespace {
 
 /// A socket closed when the object goes.
 class Socket {

@@ -27,6 +27,9 @@
 
 namespace tauplan::testbed {
 
+/// Seconds of CLOCK_MONOTONIC: what every probe here is timed with.
+double now_s();
+
 struct Endpoint {
   std::string netns;
   std::string address;

@@ -375,34 +375,56 @@ std::vector<double> max_min_rates(const Spec& spec, const std::vector<std::pair<
       uses[f].push_back(it->second);
     }
   }
-  std::vector<double> left = capacity;
-  // Progressive filling: raise every unfrozen flow equally until a resource fills; freeze its
-  // flows; repeat (at most one round per flow).
-  for (std::size_t round = 0; round < nflows; ++round) {
-    std::vector<int> active(capacity.size(), 0);
-    bool any = false;
-    for (std::size_t f = 0; f < nflows; ++f)
-      if (!frozen[f]) {
-        any = true;
-        for (int r : uses[f])
-          ++active[static_cast<std::size_t>(r)];
-      }
-    if (!any) break;
-    double step = std::numeric_limits<double>::infinity();
-    for (std::size_t r = 0; r < capacity.size(); ++r)
-      if (active[r] > 0) step = std::min(step, left[r] / active[r]);
-    for (std::size_t f = 0; f < nflows; ++f)
-      if (!frozen[f]) rate[f] += step;
-    for (std::size_t r = 0; r < capacity.size(); ++r)
-      left[r] -= step * active[r];
-    for (std::size_t f = 0; f < nflows; ++f) {
-      if (frozen[f]) continue;
-      for (int r : uses[f])
-        if (left[static_cast<std::size_t>(r)] <= 1e-9 * capacity[static_cast<std::size_t>(r)])
-          frozen[f] = true;
+  return max_min_fair(uses, capacity);
+}
+
+std::vector<double> max_min_fair(const std::vector<std::vector<int>>& flow_links,
+                                 const std::vector<double>& capacities) {
+  const std::size_t flows = flow_links.size();
+  std::vector<double> rate(flows, 0.0);
+  std::vector<bool> frozen(flows, false);
+  for (double c : capacities)
+    if (std::isnan(c) || c < 0)
+      throw std::invalid_argument("max_min_fair: a capacity is negative or NaN");
+  std::vector<double> left = capacities;
+  for (std::size_t f = 0; f < flows; ++f)
+    if (flow_links[f].empty()) {
+      rate[f] = std::numeric_limits<double>::infinity();
+      frozen[f] = true;
     }
+  for (;;) {
+    // The link that fills first as every unfrozen flow grows by the same amount.
+    double step = std::numeric_limits<double>::infinity();
+    int tightest = -1;
+    for (std::size_t l = 0; l < capacities.size(); ++l) {
+      int crossing = 0;
+      for (std::size_t f = 0; f < flows; ++f)
+        if (!frozen[f] && std::find(flow_links[f].begin(), flow_links[f].end(),
+                                    static_cast<int>(l)) != flow_links[f].end())
+          ++crossing;
+      if (crossing > 0 && left[l] / crossing < step) {
+        step = std::max(0.0, left[l] / crossing);  // rounding may leave a filled link at -1e-16
+        tightest = static_cast<int>(l);
+      }
+    }
+    if (tightest < 0 || !std::isfinite(step)) {
+      for (std::size_t f = 0; f < flows; ++f)
+        if (!frozen[f]) rate[f] = std::numeric_limits<double>::infinity();
+      return rate;
+    }
+    for (std::size_t f = 0; f < flows; ++f) {
+      if (frozen[f]) continue;
+      rate[f] += step;
+      for (int l : flow_links[f])
+        left[static_cast<std::size_t>(l)] -= step;
+    }
+    for (std::size_t f = 0; f < flows; ++f)
+      if (!frozen[f] &&
+          std::find(flow_links[f].begin(), flow_links[f].end(), tightest) != flow_links[f].end())
+        frozen[f] = true;
+    left[static_cast<std::size_t>(tightest)] = 0;
+    if (std::all_of(frozen.begin(), frozen.end(), [](bool b) { return b; })) return rate;
   }
-  return rate;
 }
 
 nlohmann::json to_json(const Spec& spec) {

@@ -172,6 +172,13 @@ Spec make_spec(const model::Platform& platform, const Options& options);
 /// the unweighted fair share, what TCP flows of equal round trip tend to.
 std::vector<double> max_min_rates(const Spec& spec, const std::vector<std::pair<int, int>>& flows);
 
+/// Max-min fair rates of flows over resources (each flow: the resources it crosses; capacities
+/// may be infinite), by progressive filling: every unfrozen flow grows by the same amount until a
+/// resource fills, its flows freeze, repeat. A flow crossing nothing, or only infinite
+/// resources, gets infinity. Throws std::invalid_argument for a negative or NaN capacity.
+std::vector<double> max_min_fair(const std::vector<std::vector<int>>& flow_links,
+                                 const std::vector<double>& capacities);
+
 nlohmann::json to_json(const Spec& spec);
 /// Throws nlohmann::json exceptions for a missing key or a wrong type, std::invalid_argument for
 /// an inconsistent description (unknown host or link index, routes missing).

@@ -1,8 +1,6 @@
 // topology_probe.cpp: probing a tree network from its hosts; see topology_probe.hpp.
 #include "exec/testbed/topology_probe.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,6 +12,7 @@
 #include <fmt/format.h>
 #include <Eigen/Dense>
 
+#include "exec/testbed/probe.hpp"
 #include "model/limits.hpp"
 #include "model/platform.hpp"
 #include "model/result.hpp"
@@ -40,12 +39,6 @@ constexpr double kTreeLatencyMiss = 0.1;
 /// Route pairs drawn to find the check's two classes; a tree with few shared links may have
 /// few pairs that share, so the draw gives up after this many.
 constexpr int kCheckDraws = 4000;
-
-double seconds_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 double quantile(std::vector<double> values, double q) {
   if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
@@ -544,55 +537,6 @@ std::vector<ProbedEdge> contract_short_edges(const std::vector<ProbedEdge>& edge
   return out;
 }
 
-std::vector<double> max_min_fair(const std::vector<std::vector<int>>& flow_links,
-                                 const std::vector<double>& capacities) {
-  const std::size_t flows = flow_links.size();
-  std::vector<double> rate(flows, 0.0);
-  std::vector<bool> frozen(flows, false);
-  for (double c : capacities)
-    if (std::isnan(c) || c < 0)
-      throw std::invalid_argument("max_min_fair: a capacity is negative or NaN");
-  std::vector<double> left = capacities;
-  for (std::size_t f = 0; f < flows; ++f)
-    if (flow_links[f].empty()) {
-      rate[f] = kInfinity;
-      frozen[f] = true;
-    }
-  for (;;) {
-    // The link that fills first as every unfrozen flow grows by the same amount.
-    double step = kInfinity;
-    int tightest = -1;
-    for (std::size_t l = 0; l < capacities.size(); ++l) {
-      int crossing = 0;
-      for (std::size_t f = 0; f < flows; ++f)
-        if (!frozen[f] && std::find(flow_links[f].begin(), flow_links[f].end(),
-                                    static_cast<int>(l)) != flow_links[f].end())
-          ++crossing;
-      if (crossing > 0 && left[l] / crossing < step) {
-        step = std::max(0.0, left[l] / crossing);  // rounding may leave a filled link at -1e-16
-        tightest = static_cast<int>(l);
-      }
-    }
-    if (tightest < 0 || !std::isfinite(step)) {
-      for (std::size_t f = 0; f < flows; ++f)
-        if (!frozen[f]) rate[f] = kInfinity;
-      return rate;
-    }
-    for (std::size_t f = 0; f < flows; ++f) {
-      if (frozen[f]) continue;
-      rate[f] += step;
-      for (int l : flow_links[f])
-        left[at(l)] -= step;
-    }
-    for (std::size_t f = 0; f < flows; ++f)
-      if (!frozen[f] &&
-          std::find(flow_links[f].begin(), flow_links[f].end(), tightest) != flow_links[f].end())
-        frozen[f] = true;
-    left[at(tightest)] = 0;
-    if (std::all_of(frozen.begin(), frozen.end(), [](bool b) { return b; })) return rate;
-  }
-}
-
 int ProbedTopology::switch_of(int host) const {
   for (const ProbedEdge& e : edges) {
     const int other = e.a == host ? e.b : e.b == host ? e.a : -1;
@@ -623,7 +567,7 @@ ProbedTopology probe_topology(exec::ProbeNetwork& network, const std::vector<std
   if (hosts.size() < 2) throw std::invalid_argument("probe_topology: at least 2 hosts are needed");
   if (static_cast<int>(hosts.size()) != network.host_count())
     throw std::invalid_argument("probe_topology: the names do not match the network's hosts");
-  const double started = seconds_now();
+  const double started = now_s();
   ProbedTopology t;
   t.hosts = hosts;
   t.request = request;
@@ -635,7 +579,7 @@ ProbedTopology probe_topology(exec::ProbeNetwork& network, const std::vector<std
   lay_out_links(request, t);
   measure_capacities(network, request, t, progress);
   check_pairs(network, request, t, progress);
-  t.seconds = seconds_now() - started;
+  t.seconds = now_s() - started;
   return t;
 }
 
@@ -709,14 +653,6 @@ std::string prop(const std::string& indent, const std::string& id, const std::st
   return indent + "<prop id=\"" + xml::escape(id) + "\" value=\"" + xml::escape(value) + "\"/>\n";
 }
 
-/// "--" may not appear inside an XML comment.
-std::string comment_text(std::string text) {
-  for (std::size_t at_dash = text.find("--"); at_dash != std::string::npos;
-       at_dash = text.find("--"))
-    text.replace(at_dash, 2, "- -");
-  return text;
-}
-
 }  // namespace
 
 std::string probed_platform_xml(const ProbedTopology& t, const std::vector<SpecHost>& hosts,
@@ -728,7 +664,7 @@ std::string probed_platform_xml(const ProbedTopology& t, const std::vector<SpecH
   std::string out =
       "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM "
       "\"https://simgrid.org/simgrid.dtd\">\n<!--\n";
-  out += comment_text(fmt::format(
+  out += comment_safe(fmt::format(
       " Probed by `tauplan calibrate --network` on {} (tauplan commit {}), in {:.0f} s: no "
       "platform "
       "file was read.\n Probes: {}.\n The network as a tree of {} switch(es) found from the "
@@ -739,11 +675,11 @@ std::string probed_platform_xml(const ProbedTopology& t, const std::vector<SpecH
       t.date, t.commit, t.seconds, t.method, t.nodes - static_cast<int>(t.hosts.size()),
       1e3 * t.contraction_s, bounded, t.links.size(), kUnboundedFactor, t.checks.size()));
   if (messages.mpi_latency_factor > 0)
-    out += comment_text(fmt::format(" Latencies are the probed ones x {:.6g}: {}.\n", factor,
+    out += comment_safe(fmt::format(" Latencies are the probed ones x {:.6g}: {}.\n", factor,
                                     messages.message_method));
-  out += comment_text(" Hosts (names, roles, nodes, speeds, props): " + hosts_from + ".\n");
+  out += comment_safe(" Hosts (names, roles, nodes, speeds, props): " + hosts_from + ".\n");
   if (!messages.compute.empty())
-    out += comment_text(" Compute: " + messages.compute_method + ".\n");
+    out += comment_safe(" Compute: " + messages.compute_method + ".\n");
   out += "-->\n<platform version=\"4.1\">\n  <zone id=\"world\" routing=\"Full\">\n";
   const std::string zone = "    ";
   out += prop(zone, "calibrated_by", "tauplan calibrate --network");

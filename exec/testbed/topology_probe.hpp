@@ -130,11 +130,6 @@ std::vector<ProbedEdge> neighbor_joining(const std::vector<std::vector<double>>&
 std::vector<ProbedEdge> contract_short_edges(const std::vector<ProbedEdge>& edges, int hosts,
                                              double threshold_s);
 
-/// Max-min fair rates of flows over links (each flow: the links it crosses; capacities may be
-/// infinite; a flow crossing none gets infinity), by progressive filling.
-std::vector<double> max_min_fair(const std::vector<std::vector<int>>& flow_links,
-                                 const std::vector<double>& capacities);
-
 /// Probes the network (host indices of `network` named by `hosts`) as the file comment says.
 /// `progress` gets one line per step. Throws std::invalid_argument for fewer than 2 hosts or a
 /// count that differs from the network's, std::runtime_error when the probes give no finite
