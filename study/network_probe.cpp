@@ -95,10 +95,7 @@ tb::ProbedTopology probe_hosts(const tb::State& state, const std::vector<int>& i
 }  // namespace
 
 tb::ProbedTopology probe_testbed(const tb::State& state, const tb::TopologyProbeRequest& request) {
-  std::vector<int> all;
-  for (std::size_t i = 0; i < state.spec.hosts.size(); ++i)
-    all.push_back(static_cast<int>(i));
-  return probe_hosts(state, all, request);
+  return probe_hosts(state, testbed_hosts(state, {"all"}), request);
 }
 
 void run_network_probe(const NetworkProbeRequest& a, std::ostream& out) {
@@ -144,17 +141,12 @@ void run_network_probe(const NetworkProbeRequest& a, std::ostream& out) {
   const model::Platform loaded = sim::load_platform(a.out);
   if (loaded.hosts.size() != t.hosts.size())
     throw std::runtime_error("probed platform " + a.out + " does not load with its hosts");
-  int bounded = 0;
-  for (const tb::ProbedLink& link : t.links)
-    bounded += link.bounded ? 1 : 0;
-  int agree = 0;
-  for (const tb::PairCheck& c : t.checks)
-    agree += c.predicted_shared == c.measured_shared ? 1 : 0;
   out << fmt::format(
       "probed {} hosts in {:.0f} s: a tree of {} switch(es), {} directed links ({} limited a "
       "probe), {} of {} checked pairs of routes share a bottleneck as the tree says; wrote {}{}\n",
       t.hosts.size(), t.seconds, t.nodes - static_cast<int>(t.hosts.size()), t.links.size(),
-      bounded, agree, t.checks.size(), a.out, a.json_out.empty() ? "" : " and " + a.json_out);
+      t.bounded_links(), t.agreeing_checks(), t.checks.size(), a.out,
+      a.json_out.empty() ? "" : " and " + a.json_out);
   for (const std::string& w : t.warnings)
     out << "warning: " << w << "\n";
 }

@@ -319,16 +319,14 @@ void fit_capacities(const TopologyProbeRequest& request, ProbedTopology& t,
       }
       heaviest[at(l)] = std::max(heaviest[at(l)], through);
     }
-  int bounded = 0;
   for (std::size_t l = 0; l < t.links.size(); ++l) {
     t.links[l].bounded = std::isfinite(capacity[l]);
     t.links[l].bandwidth_Bps = t.links[l].bounded ? capacity[l] : kUnboundedFactor * heaviest[l];
-    bounded += t.links[l].bounded ? 1 : 0;
   }
   progress(
       fmt::format("capacities: {} of {} directed links limited a probe, settled after {} "
                   "sweep(s)",
-                  bounded, t.links.size(), t.fit_sweeps));
+                  t.bounded_links(), t.links.size(), t.fit_sweeps));
 }
 
 /// Step 2: runs every link's probe, then fits.
@@ -416,7 +414,6 @@ void check_pairs(exec::ProbeNetwork& network, const TopologyProbeRequest& reques
                   .first;
     return found->second;
   };
-  int agree = 0;
   for (std::vector<PairCheck>* bucket : {&shared, &apart})
     for (PairCheck& c : *bucket) {
       c.first_alone_Bps = alone_rate(c.first);
@@ -427,13 +424,13 @@ void check_pairs(exec::ProbeNetwork& network, const TopologyProbeRequest& reques
       c.second_together_Bps = together[1];
       c.measured_shared = drops(c.first_alone_Bps, c.first_together_Bps) ||
                           drops(c.second_alone_Bps, c.second_together_Bps);
-      agree += c.measured_shared == c.predicted_shared ? 1 : 0;
       t.checks.push_back(c);
     }
   progress(
       fmt::format("check: {} of {} pairs of routes share a bottleneck or not as the tree "
                   "says ({} predicted to share)",
-                  agree, t.checks.size(), shared.size()));
+                  t.agreeing_checks(), t.checks.size(), shared.size()));
+  const int agree = t.agreeing_checks();
   if (agree < static_cast<int>(t.checks.size()))
     t.warnings.push_back(
         fmt::format("{} of {} checked pairs of routes disagree with the tree "
@@ -544,6 +541,17 @@ int ProbedTopology::switch_of(int host) const {
       return other >= static_cast<int>(hosts.size()) ? other - static_cast<int>(hosts.size()) : -1;
   }
   return -1;
+}
+
+int ProbedTopology::bounded_links() const {
+  return static_cast<int>(
+      std::count_if(links.begin(), links.end(), [](const ProbedLink& l) { return l.bounded; }));
+}
+
+int ProbedTopology::agreeing_checks() const {
+  return static_cast<int>(std::count_if(checks.begin(), checks.end(), [](const PairCheck& c) {
+    return c.predicted_shared == c.measured_shared;
+  }));
 }
 
 double ProbedTopology::route_latency_s(int src, int dst) const {
@@ -658,9 +666,7 @@ std::string prop(const std::string& indent, const std::string& id, const std::st
 std::string probed_platform_xml(const ProbedTopology& t, const std::vector<SpecHost>& hosts,
                                 const NetworkCalibration& messages, const std::string& hosts_from) {
   const double factor = messages.mpi_latency_factor > 0 ? messages.mpi_latency_factor : 1.0;
-  int bounded = 0;
-  for (const ProbedLink& link : t.links)
-    bounded += link.bounded ? 1 : 0;
+  const int bounded = t.bounded_links();
   std::string out =
       "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM "
       "\"https://simgrid.org/simgrid.dtd\">\n<!--\n";

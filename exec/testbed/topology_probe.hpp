@@ -115,6 +115,10 @@ struct ProbedTopology {
   int switch_of(int host) const;
   /// One-way latency of the route src -> dst: the sum of its links'.
   double route_latency_s(int src, int dst) const;
+  /// Links that limited their probe (the rest are written unbounded).
+  int bounded_links() const;
+  /// Check pairs where the measurement agreed with the tree about sharing a bottleneck.
+  int agreeing_checks() const;
   /// Max-min fair rates of concurrent flows over the fitted links.
   std::vector<double> predict_rates(const std::vector<std::pair<int, int>>& flows) const;
 };
