@@ -14,6 +14,7 @@
 #include "exec/mpi_async.hpp"
 #include "exec/mpi_peers.hpp"
 #include "exec/pipeline_parallel.hpp"
+#include "exec/report.hpp"
 #include "exec/thread_communicator.hpp"
 #include "exec/transformer_measure.hpp"
 #include "model/error.hpp"
@@ -82,8 +83,9 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
     setup.participate = rank == 0;
     setup.alone = rank == 0;
   }
-  if (distributed && plan.workers == 1) {
-    // `single` in an MPI run: rank 0 alone, with a process-local communicator.
+  if (distributed && plan.workers == 1 && plan.server_hosts.empty()) {
+    // `single` in an MPI run: rank 0 alone, with a process-local communicator. (One worker with
+    // parameter servers pushes to and pulls from their ranks.)
     setup.participate = rank == 0;
     setup.alone = rank == 0 && world > 1;
     kind = cuda ? "device" : "threads";
@@ -274,6 +276,15 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
   return m;
 }
 
+/// Worker ranks' side of the servers' gather of their processing (measure()'s server branch):
+/// rank 0 puts one object per server rank, in rank order, in the row's `servers`.
+void gather_servers(MpiCommunicator& mpi, Measurement& m) {
+  nlohmann::json servers = nlohmann::json::array();
+  for (const std::string& part : mpi.gather_to_first(std::string()))
+    if (!part.empty()) servers.push_back(nlohmann::json::parse(part));
+  if (!servers.empty()) m.extra["servers"] = std::move(servers);
+}
+
 }  // namespace
 
 Measurement even_measurement(const model::Plan& plan) {
@@ -361,9 +372,13 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
       continue;
     }
     if (setup.mpi && setup.mpi->is_server()) {
-      // A server rank serves the workers' collectives, then sends its spans to rank 0.
-      const std::vector<TraceEvent> spans = setup.mpi->serve(settings.train.trace_rounds);
+      // A server rank serves the workers' collectives, then sends its spans and its own
+      // processing to rank 0.
+      ServerProcessing processing;
+      const std::vector<TraceEvent> spans =
+          setup.mpi->serve(settings.train.trace_rounds, &processing);
       setup.mpi->gather_to_first(serialize_trace(spans));
+      setup.mpi->gather_to_first(server_processing_json(processing).dump());
       continue;
     }
     if (log) {
@@ -387,6 +402,7 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
         std::vector<TraceEvent> spans = parse_trace(part);
         m.trace.insert(m.trace.end(), spans.begin(), spans.end());
       }
+      if (setup.mpi->size() > setup.mpi->workers()) gather_servers(*setup.mpi, m);
     }
     if (log && std::getenv("TAUPLAN_TESTBED_HOST"))
       for (const WorkerReport& w : m.per_worker)

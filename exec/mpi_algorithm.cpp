@@ -172,10 +172,11 @@ void push_pull_mean(const MpiLayout& layout, MpiMessages& messages, float* data,
 }
 
 bool serve_push_pull(const MpiLayout& layout, MpiMessages& messages, int push_tag, int pull_tag,
-                     int stop_tag, const char* what,
-                     std::chrono::steady_clock::time_point* first_message) {
+                     int stop_tag, const char* what, ServedCall* call) {
+  using Clock = std::chrono::steady_clock;
   const auto [tag, count] = messages.probe(0, what);
-  if (first_message != nullptr) *first_message = std::chrono::steady_clock::now();
+  ServedCall served;
+  served.first_message = Clock::now();
   const auto k_count = static_cast<std::size_t>(layout.workers);
   if (tag == stop_tag) {
     float none = 0;
@@ -191,6 +192,7 @@ bool serve_push_pull(const MpiLayout& layout, MpiMessages& messages, int push_ta
   for (int k = 0; k < layout.workers; ++k)
     messages.post_recv(pushed[static_cast<std::size_t>(k)].data(), count, k, push_tag);
   messages.wait_all(what);
+  const auto pushed_in = Clock::now();  // the server's own work starts: every push is here
   std::vector<const float*> inputs;
   std::vector<double> weights;
   for (const auto& p : pushed) {
@@ -201,7 +203,11 @@ bool serve_push_pull(const MpiLayout& layout, MpiMessages& messages, int push_ta
   combine_mean(inputs, weights, len, mean.data());
   for (int k = 0; k < layout.workers; ++k)
     messages.post_send(mean.data(), len, k, pull_tag);
+  served.processing_s = std::chrono::duration<double>(Clock::now() - pushed_in).count();
+  served.messages = 2LL * layout.workers;
+  served.bytes = static_cast<long long>(k_count * len * sizeof(float));
   messages.wait_all(what);
+  if (call != nullptr) *call = served;
   return true;
 }
 

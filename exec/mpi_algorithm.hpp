@@ -19,8 +19,13 @@
 // send [x_k, w_k] and the server calls combine_mean in worker order, so ps and sparknet give
 // the thread communicator's floats bit for bit, ring, tree and hierarchical agree to float
 // rounding (sums in float, in another order). Every blocking call runs inside an MpiWait
-// (mpi_watchdog.hpp). What it leaves out: pipelining of chunks inside a step, overlap of the
-// phases, and Adasum (the communicator all-gathers for it, whatever the algorithm).
+// (mpi_watchdog.hpp). A server algorithm reports each call it serves (ServedCall): when its
+// first message arrived, and its processing, the server's own work (server_processing.hpp):
+// from the arrival of the K pushes (the receives' wait_all) to the K replies posted, so the
+// combine, the allocations and the replies' posting, not the waits; with its messages (K
+// received + K sent) and payload bytes (K x the shard's floats x 4). What it leaves out: pipelining
+// of chunks inside a step, overlap of the phases, and Adasum (the communicator all-gathers for it,
+// whatever the algorithm).
 #pragma once
 
 #include <mpi.h>
@@ -76,6 +81,14 @@ class MpiMessages {
   long long sent_ = 0;
 };
 
+/// One call a server rank served (MpiAlgorithm::serve).
+struct ServedCall {
+  std::chrono::steady_clock::time_point first_message{};  ///< the call's first message arrived
+  double processing_s = 0;  ///< the server's own work: the K pushes in to the K replies posted
+  long long messages = 0;   ///< received + sent
+  long long bytes = 0;      ///< payload bytes combined (K x the shard's floats x 4)
+};
+
 class MpiAlgorithm {
  public:
   virtual ~MpiAlgorithm() = default;
@@ -91,10 +104,10 @@ class MpiAlgorithm {
   /// mean over the K workers, sum w_k x_k / sum w_k; every worker ends with the same floats.
   virtual void mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
                     std::size_t n) const = 0;
-  /// On a server rank: serves one collective call of the workers and returns true (with the
-  /// time its first message arrived), or returns false when the workers have finished.
+  /// On a server rank: serves one collective call of the workers and returns true (with what
+  /// the call was, when `call` is not null), or returns false when the workers have finished.
   virtual bool serve(const MpiLayout& /*layout*/, MpiMessages& /*messages*/,
-                     std::chrono::steady_clock::time_point* /*first_message*/) const {
+                     ServedCall* /*call*/) const {
     return false;
   }
   /// On a worker rank, once at the end of the run: releases the server ranks.
@@ -127,9 +140,9 @@ void push_pull_mean(const MpiLayout& layout, MpiMessages& messages, float* data,
                     std::size_t n, int push_tag, int pull_tag, const char* what);
 /// Server side of push_pull_mean for one call: receives [shard, w] from every worker,
 /// combine_mean in worker order, sends the shard's mean back. False on the workers' stop message.
+/// Fills `call` (when not null): first message, processing, messages, bytes (see above).
 bool serve_push_pull(const MpiLayout& layout, MpiMessages& messages, int push_tag, int pull_tag,
-                     int stop_tag, const char* what,
-                     std::chrono::steady_clock::time_point* first_message);
+                     int stop_tag, const char* what, ServedCall* call);
 /// Worker side of the end of a server-based run: a stop message to every server rank.
 void stop_servers(const MpiLayout& layout, MpiMessages& messages, int stop_tag);
 

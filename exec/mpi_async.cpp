@@ -1,6 +1,9 @@
 // mpi_async.cpp: worker and server ranks of asynchronous training (see mpi_async.hpp).
 #include "exec/mpi_async.hpp"
 
+#include "exec/mpi_communicator.hpp"
+#include "exec/report.hpp"
+#include "exec/server_processing.hpp"
 #include "model/error.hpp"
 
 #ifdef TAUPLAN_HAVE_MPI
@@ -241,6 +244,7 @@ class ServerRank {
                   all.begin() + static_cast<std::ptrdiff_t>(range_.second));
     const auto k = static_cast<std::size_t>(layout.workers);
     applied_.assign(k, 0);
+    awaiting_.assign(k, -1);
     finished_.assign(k, false);
     staleness_sum.assign(k, 0);
     staleness_count.assign(k, 0);
@@ -248,6 +252,8 @@ class ServerRank {
       evaluator_ = std::make_unique<AsyncEvaluator>(data, shape, options);
       snapshot_.resize(shape.parameters());
     }
+    processing.server = s;
+    processing.host = mpi_process_host();
   }
 
   void run();
@@ -264,6 +270,9 @@ class ServerRank {
   double wall_s = 0;
   std::vector<AccuracyPoint> curve;
   std::vector<double> update_s;
+  /// Its own work, update by update: the apply (the lead's evaluation excluded) and the
+  /// preparation of the update's reply, whenever the staleness bound lets it leave.
+  ServerProcessing processing;
 
  private:
   bool lead() const { return s_ == 0; }
@@ -273,7 +282,10 @@ class ServerRank {
   void reply_or_defer(int w);
   void send_stop(int w);
   void enter_stop();
-  void apply(int w);
+  /// Applies worker w's pushed gradient; returns the seconds of the apply itself.
+  double apply(int w);
+  /// A push from worker w (its first byte probed at `arrived`): apply, then reply or defer.
+  void on_push(int w, Clock::time_point arrived);
   void evaluate_or_stop(double loss);
 
   const model::Plan& plan_;
@@ -286,6 +298,7 @@ class ServerRank {
   Message out_;
   long long version_ = 0;
   std::vector<long long> applied_;
+  std::vector<long long> awaiting_;  // per worker: the update whose reply is not yet prepared
   std::vector<bool> finished_;
   std::vector<int> deferred_;
   bool stop_ = false;
@@ -304,12 +317,18 @@ bool ServerRank::gate_open(int w) const {
 }
 
 void ServerRank::reply(int w) {
+  const auto prepare_start = Clock::now();
   const long long slowest = *std::min_element(applied_.begin(), applied_.end());
   clock_skew_max = std::max(clock_skew_max, applied_[static_cast<std::size_t>(w)] - slowest);
   Header h;
   h.version = version_;
   out_.set_header(h);
   out_.set_floats(shard_.data(), size());
+  long long& awaiting = awaiting_[static_cast<std::size_t>(w)];
+  if (awaiting >= 0) {  // the reply of an update (not of a first pull request)
+    processing.add_seconds(static_cast<std::size_t>(awaiting), seconds_since(prepare_start));
+    awaiting = -1;
+  }
   check(MPI_Send(out_.data(), out_.size(size()), MPI_BYTE, w, kParams, MPI_COMM_WORLD), "MPI_Send");
 }
 
@@ -334,7 +353,8 @@ void ServerRank::enter_stop() {
   deferred_.clear();
 }
 
-void ServerRank::apply(int w) {
+double ServerRank::apply(int w) {
+  const auto start = Clock::now();
   const Header h = in_.header();
   const float* gradient = in_.floats();
   const auto lr = static_cast<float>(options_.learning_rate);
@@ -348,7 +368,35 @@ void ServerRank::apply(int w) {
   ++histogram[static_cast<std::size_t>(staleness)];
   staleness_sum[static_cast<std::size_t>(w)] += static_cast<double>(staleness);
   staleness_count[static_cast<std::size_t>(w)] += 1;
+  const double own = seconds_since(start);
   if (lead()) evaluate_or_stop(h.loss);
+  return own;
+}
+
+void ServerRank::on_push(int w, Clock::time_point arrived) {
+  if (stop_) {
+    send_stop(w);
+    return;
+  }
+  processing.arrive(arrived);
+  const std::size_t update =
+      processing.add(apply(w), 2, static_cast<long long>(size() * sizeof(float)));
+  if (stop_) {
+    send_stop(w);
+    processing.end(Clock::now());
+    return;
+  }
+  awaiting_[static_cast<std::size_t>(w)] = static_cast<long long>(update);
+  reply_or_defer(w);
+  // The bound may let deferred workers go on now.
+  std::vector<int> still;
+  for (int d : deferred_)
+    if (gate_open(d))
+      reply(d);
+    else
+      still.push_back(d);
+  deferred_.swap(still);
+  processing.end(Clock::now());
 }
 
 void ServerRank::evaluate_or_stop(double loss) {
@@ -396,6 +444,7 @@ void ServerRank::run() {
   while (!done()) {
     MPI_Status status;
     check(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &status), "MPI_Probe");
+    const auto arrived = Clock::now();
     int bytes = 0;
     check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
     const int source = status.MPI_SOURCE;
@@ -409,27 +458,9 @@ void ServerRank::run() {
         else
           reply_or_defer(source);
         break;
-      case kPush: {
-        if (stop_) {
-          send_stop(source);
-          break;
-        }
-        apply(source);
-        if (stop_) {
-          send_stop(source);
-          break;
-        }
-        reply_or_defer(source);
-        // The bound may let deferred workers go on now.
-        std::vector<int> still;
-        for (int w : deferred_)
-          if (gate_open(w))
-            reply(w);
-          else
-            still.push_back(w);
-        deferred_.swap(still);
+      case kPush:
+        on_push(source, arrived);
         break;
-      }
       case kBye:
         finished_[static_cast<std::size_t>(source)] = true;
         break;
@@ -449,8 +480,10 @@ void ServerRank::run() {
   wall_s = seconds_since(start_);
 }
 
-/// Gathers variable-length double vectors to rank 0 (in rank order).
-std::vector<std::vector<double>> gather_to_root(const std::vector<double>& mine, int ranks) {
+/// Gathers variable-length vectors (of `type`: MPI_DOUBLE, MPI_CHAR) to rank 0 (in rank order).
+template <typename T>
+std::vector<std::vector<T>> gather_to_root(const std::vector<T>& mine, int ranks,
+                                           MPI_Datatype type) {
   int count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<std::size_t>(ranks)),
       offsets(static_cast<std::size_t>(ranks));
@@ -460,14 +493,58 @@ std::vector<std::vector<double>> gather_to_root(const std::vector<double>& mine,
     offsets[static_cast<std::size_t>(r)] = total;
     total += counts[static_cast<std::size_t>(r)];
   }
-  std::vector<double> all(static_cast<std::size_t>(std::max(total, 1)));
-  check(MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
-                    MPI_DOUBLE, 0, MPI_COMM_WORLD),
+  std::vector<T> all(static_cast<std::size_t>(std::max(total, 1)));
+  check(MPI_Gatherv(mine.data(), count, type, all.data(), counts.data(), offsets.data(), type, 0,
+                    MPI_COMM_WORLD),
         "MPI_Gatherv");
-  std::vector<std::vector<double>> out(static_cast<std::size_t>(ranks));
+  std::vector<std::vector<T>> out(static_cast<std::size_t>(ranks));
   for (std::size_t r = 0; r < out.size(); ++r)
     out[r].assign(all.begin() + offsets[r], all.begin() + offsets[r] + counts[r]);
   return out;
+}
+
+/// Every server rank's processing (its `servers` object, exec/report.hpp) on rank 0, in rank
+/// order; the other ranks get an empty array. `server` is null on a worker rank.
+nlohmann::json gather_servers(const ServerRank* server, int world) {
+  std::vector<char> mine;
+  if (server) {
+    const std::string text = server_processing_json(server->processing).dump();
+    mine.assign(text.begin(), text.end());
+  }
+  nlohmann::json servers = nlohmann::json::array();
+  for (const std::vector<char>& part : gather_to_root(mine, world, MPI_CHAR))
+    if (!part.empty()) servers.push_back(nlohmann::json::parse(part.begin(), part.end()));
+  return servers;
+}
+
+/// On rank 0: the lead server's record (kRecord, packed as doubles by train_async_mpi).
+AsyncRecord receive_lead_record(int lead_rank) {
+  MPI_Status status;
+  check(MPI_Probe(lead_rank, kRecord, MPI_COMM_WORLD, &status), "MPI_Probe");
+  int doubles = 0;
+  check(MPI_Get_count(&status, MPI_DOUBLE, &doubles), "MPI_Get_count");
+  std::vector<double> packed(static_cast<std::size_t>(doubles));
+  check(MPI_Recv(packed.data(), doubles, MPI_DOUBLE, lead_rank, kRecord, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE),
+        "MPI_Recv");
+  AsyncRecord record;
+  record.communicator = "mpi";
+  record.updates = static_cast<long long>(packed[0]);
+  record.reached = packed[1] > 0;
+  record.wall_s = packed[2];
+  record.eval_wall_s = packed[3];
+  const auto points = static_cast<std::size_t>(packed[4]);
+  std::size_t at = 5;
+  for (std::size_t i = 0; i < points; ++i, at += 4) {
+    AccuracyPoint p;
+    p.round = p.steps = static_cast<long long>(packed[at]);
+    p.time_s = packed[at + 1];
+    p.accuracy = packed[at + 2];
+    p.train_loss = packed[at + 3];
+    record.curve.push_back(p);
+  }
+  record.update_s.assign(packed.begin() + static_cast<std::ptrdiff_t>(at), packed.end());
+  return record;
 }
 
 }  // namespace
@@ -530,8 +607,9 @@ Measurement train_async_mpi(const model::Plan& plan, const model::Platform& plat
         "MPI_Reduce");
   long long skew = server ? server->clock_skew_max : 0, skew_max = 0;
   check(MPI_Reduce(&skew, &skew_max, 1, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD), "MPI_Reduce");
-  const auto steps = gather_to_root(worker_record.step_s, world);
-  const auto exchanges = gather_to_root(worker_record.exchange_s, world);
+  const auto steps = gather_to_root(worker_record.step_s, world, MPI_DOUBLE);
+  const auto exchanges = gather_to_root(worker_record.exchange_s, world, MPI_DOUBLE);
+  const nlohmann::json servers = gather_servers(server.get(), world);
   const double updates_of_mine = static_cast<double>(worker_record.updates);
   std::vector<double> updates_by(static_cast<std::size_t>(world));
   check(MPI_Gather(&updates_of_mine, 1, MPI_DOUBLE, updates_by.data(), 1, MPI_DOUBLE, 0,
@@ -551,31 +629,7 @@ Measurement train_async_mpi(const model::Plan& plan, const model::Platform& plat
           "MPI_Send");
   }
   if (rank != 0) return Measurement{};
-  MPI_Status status;
-  check(MPI_Probe(lead_rank, kRecord, MPI_COMM_WORLD, &status), "MPI_Probe");
-  int doubles = 0;
-  check(MPI_Get_count(&status, MPI_DOUBLE, &doubles), "MPI_Get_count");
-  packed.resize(static_cast<std::size_t>(doubles));
-  check(MPI_Recv(packed.data(), doubles, MPI_DOUBLE, lead_rank, kRecord, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE),
-        "MPI_Recv");
-  AsyncRecord record;
-  record.communicator = "mpi";
-  record.updates = static_cast<long long>(packed[0]);
-  record.reached = packed[1] > 0;
-  record.wall_s = packed[2];
-  record.eval_wall_s = packed[3];
-  const auto points = static_cast<std::size_t>(packed[4]);
-  std::size_t at = 5;
-  for (std::size_t i = 0; i < points; ++i, at += 4) {
-    AccuracyPoint p;
-    p.round = p.steps = static_cast<long long>(packed[at]);
-    p.time_s = packed[at + 1];
-    p.accuracy = packed[at + 2];
-    p.train_loss = packed[at + 3];
-    record.curve.push_back(p);
-  }
-  record.update_s.assign(packed.begin() + static_cast<std::ptrdiff_t>(at), packed.end());
+  AsyncRecord record = receive_lead_record(lead_rank);
   record.staleness_histogram = summed;
   while (!record.staleness_histogram.empty() && record.staleness_histogram.back() == 0)
     record.staleness_histogram.pop_back();
@@ -589,7 +643,9 @@ Measurement train_async_mpi(const model::Plan& plan, const model::Platform& plat
     r.staleness_count = static_cast<long long>(sums_total[k + w]);
     record.workers.push_back(std::move(r));
   }
-  return async_measurement(record, plan, platform, data, shape, options);
+  Measurement m = async_measurement(record, plan, platform, data, shape, options);
+  if (!servers.empty()) m.extra["servers"] = servers;
+  return m;
 }
 
 }  // namespace tauplan::exec

@@ -40,14 +40,6 @@ void check(int code, const char* what) {
   if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
 }
 
-std::string this_host() {
-  if (const char* testbed = std::getenv("TAUPLAN_TESTBED_HOST"); testbed && *testbed)
-    return testbed;
-  char name[kHostNameBytes] = "";
-  if (gethostname(name, sizeof name - 1) != 0) return "?";
-  return name;
-}
-
 /// Workers (positions in `worker_hosts`) grouped by Host::node of their host, nodes in
 /// first-seen order.
 std::vector<std::vector<int>> workers_by_node(const std::vector<int>& worker_hosts,
@@ -67,6 +59,14 @@ std::vector<std::vector<int>> workers_by_node(const std::vector<int>& worker_hos
 
 bool mpi_compiled() {
   return true;
+}
+
+std::string mpi_process_host() {
+  if (const char* testbed = std::getenv("TAUPLAN_TESTBED_HOST"); testbed && *testbed)
+    return testbed;
+  char name[kHostNameBytes] = "";
+  if (gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
 }
 
 bool launched_by_mpi_launcher() {
@@ -196,7 +196,7 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
   s.messages = std::make_unique<MpiMessages>(s.layout.comm);
 
   std::vector<char> names(kHostNameBytes * static_cast<std::size_t>(world), '\0');
-  std::string mine = this_host().substr(0, kHostNameBytes - 1);
+  std::string mine = mpi_process_host().substr(0, kHostNameBytes - 1);
   mine.resize(kHostNameBytes, '\0');
   {
     const MpiWait wait("the exchange of host names");
@@ -429,19 +429,31 @@ std::vector<std::string> MpiCommunicator::process_hosts() const {
   return state_->hosts;
 }
 
-std::vector<TraceEvent> MpiCommunicator::serve(long long trace_rounds) {
+std::vector<TraceEvent> MpiCommunicator::serve(long long trace_rounds,
+                                               ServerProcessing* processing) {
   using Clock = std::chrono::steady_clock;
   State& s = *state_;
   assert(is_server());
+  if (processing != nullptr) {
+    *processing = ServerProcessing{};
+    processing->server = s.layout.rank - s.layout.workers;
+    processing->host = s.hosts.at(static_cast<std::size_t>(s.layout.rank));
+  }
   align_start();
   const auto origin = Clock::now();
   std::vector<TraceEvent> events;
   const auto per_round = static_cast<long long>(s.collective_names.size());
   for (long long call = 0;; ++call) {
-    Clock::time_point first;
+    ServedCall served;
     const long long sent_before = s.messages->sent();
-    if (!s.algorithm->serve(s.layout, *s.messages, &first)) break;
+    if (!s.algorithm->serve(s.layout, *s.messages, &served)) break;
     const auto done = Clock::now();
+    const Clock::time_point first = served.first_message;
+    if (processing != nullptr) {
+      processing->arrive(first);
+      processing->add(served.processing_s, served.messages, served.bytes);
+      processing->end(done);
+    }
     const long long round = per_round > 0 ? call / per_round : 0;
     if (round >= trace_rounds || per_round == 0) continue;
     TraceEvent e;

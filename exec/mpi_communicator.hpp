@@ -10,10 +10,11 @@
 // hierarchical), over all K workers or, for a collective over a subgroup, over a communicator
 // split off for that group; Adasum all-gathers the K vectors (a ring of K-1 steps) and runs the
 // same pairwise tree on every rank as the thread communicator. A server rank calls serve() instead
-// of training. Only TCP-capable transports are assumed (no shared memory), so the same code runs on
-// one machine, in the emulated testbed and across machines. This header needs no MPI; the
-// implementation is built when MPI is found (TAUPLAN_HAVE_MPI). What it leaves out: several
-// workers per rank, GPU-aware MPI, and Horovod's bandwidth-optimal Adasum.
+// of training, and records its own processing call by call (server_processing.hpp). Only
+// TCP-capable transports are assumed (no shared memory), so the same code runs on one machine, in
+// the emulated testbed and across machines. This header needs no MPI; the implementation is built
+// when MPI is found (TAUPLAN_HAVE_MPI). What it leaves out: several workers per rank, GPU-aware
+// MPI, and Horovod's bandwidth-optimal Adasum.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "exec/communicator.hpp"
+#include "exec/server_processing.hpp"
 #include "exec/trace_event.hpp"
 #include "model/plan.hpp"
 #include "model/platform.hpp"
@@ -29,6 +31,9 @@ namespace tauplan::exec {
 
 /// True when compiled with MPI.
 bool mpi_compiled();
+/// The host this process runs on: TAUPLAN_TESTBED_HOST when set (the emulated testbed), else
+/// its host name ("?" when unknown; empty in a build without MPI).
+std::string mpi_process_host();
 /// True when this process looks started by mpirun/srun (OMPI_COMM_WORLD_SIZE, PMI_SIZE or
 /// PMIX_RANK in the environment).
 bool launched_by_mpi_launcher();
@@ -69,8 +74,10 @@ class MpiCommunicator final : public HostCommunicator {
   /// This rank is one of the plan's servers: it calls serve(), not the trainer.
   bool is_server() const;
   /// Server ranks: aligns with the workers' start of training, then serves their collectives
-  /// until they finish; returns this server's spans of the first `trace_rounds` rounds.
-  std::vector<TraceEvent> serve(long long trace_rounds);
+  /// until they finish; returns this server's spans of the first `trace_rounds` rounds and, when
+  /// `processing` is not null, fills it with this server's own work, call by call (its index j,
+  /// its host, each call's processing, messages and bytes: server_processing.hpp).
+  std::vector<TraceEvent> serve(long long trace_rounds, ServerProcessing* processing = nullptr);
 
   std::string name() const override { return "mpi"; }
   int rank() const override;

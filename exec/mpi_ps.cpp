@@ -6,7 +6,10 @@
 // (pull); each server receives the K shards, combine_mean()s them in worker order (so the floats
 // are the thread communicator's, bit for bit) and sends the result to every worker. A server
 // rank serves call after call until every worker has sent it a stop message at the end of the
-// run. Messages: K s pushes and K s pulls per call, as the simulator's flows. Leaves out:
+// run. Messages: K s pushes and K s pulls per call, as the simulator's flows. Each server reports
+// its own processing per call (ServedCall: from the K pushes in to the K replies posted, 2K
+// messages, K x its shard's floats x 4 bytes), which measure gathers as the row's `servers`
+// (model/server_work.hpp's per-message and per-byte work is fitted to it). Leaves out:
 // asynchronous or stale updates, and server-side optimizers (the server only averages).
 #include "exec/mpi_algorithm.hpp"
 
@@ -26,10 +29,9 @@ class MpiParameterServer : public MpiAlgorithm {
     push_pull_mean(layout, messages, data, weight, n, kTagPush, kTagPull,
                    "ps push and pull with the server ranks");
   }
-  bool serve(const MpiLayout& layout, MpiMessages& messages,
-             std::chrono::steady_clock::time_point* first_message) const override {
+  bool serve(const MpiLayout& layout, MpiMessages& messages, ServedCall* call) const override {
     return serve_push_pull(layout, messages, kTagPush, kTagPull, kTagStop,
-                           "ps server: the workers' push", first_message);
+                           "ps server: the workers' push", call);
   }
   void finish(const MpiLayout& layout, MpiMessages& messages) const override {
     stop_servers(layout, messages, kTagStop);

@@ -7,7 +7,8 @@
 // bit) and sends the average to every worker (broadcast); SparkNet's driver does the same
 // with Spark's reduce and broadcast. It is the push and pull of `ps` with one unsharded server,
 // which is what the model says SparkNet's synchronisation is. Messages: K collected and K
-// broadcast per call, as the simulator's flows. Leaves out: Spark's torrent broadcast and tree
+// broadcast per call, as the simulator's flows; the driver reports its processing per call as a
+// ps server does (the row's `servers`). Leaves out: Spark's torrent broadcast and tree
 // aggregation, task scheduling and serialisation.
 #include "exec/mpi_algorithm.hpp"
 
@@ -28,10 +29,9 @@ class MpiSparkNet : public MpiAlgorithm {
     push_pull_mean(layout, messages, data, weight, n, kTagCollect, kTagBroadcast,
                    "sparknet collect and broadcast with the driver");
   }
-  bool serve(const MpiLayout& layout, MpiMessages& messages,
-             std::chrono::steady_clock::time_point* first_message) const override {
+  bool serve(const MpiLayout& layout, MpiMessages& messages, ServedCall* call) const override {
     return serve_push_pull(layout, messages, kTagCollect, kTagBroadcast, kTagStop,
-                           "sparknet driver: the workers' collect", first_message);
+                           "sparknet driver: the workers' collect", call);
   }
   void finish(const MpiLayout& layout, MpiMessages& messages) const override {
     stop_servers(layout, messages, kTagStop);

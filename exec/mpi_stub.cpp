@@ -14,6 +14,10 @@ bool mpi_compiled() {
   return false;
 }
 
+std::string mpi_process_host() {
+  return "";
+}
+
 bool launched_by_mpi_launcher() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
     if (std::getenv(name)) return true;
@@ -44,7 +48,8 @@ MpiCommunicator::~MpiCommunicator() = default;
 bool MpiCommunicator::is_server() const {
   return false;
 }
-std::vector<TraceEvent> MpiCommunicator::serve(long long /*trace_rounds*/) {
+std::vector<TraceEvent> MpiCommunicator::serve(long long /*trace_rounds*/,
+                                               ServerProcessing* /*processing*/) {
   return {};
 }
 int MpiCommunicator::rank() const {

@@ -1,8 +1,10 @@
 // report.cpp: Measurement -> ResultRow (+ extra JSON) and Chrome trace events.
 #include "exec/report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -63,6 +65,30 @@ nlohmann::json measurement_extra(const Measurement& m) {
   for (const auto& [key, value] : m.extra.items())
     extra[key] = value;
   return extra;
+}
+
+nlohmann::json server_processing_json(const ServerProcessing& p) {
+  const auto recorded = std::min(p.call_processing_s.size(), kServerCallsRecorded);
+  const auto head = [recorded](const auto& values) {
+    using Values = std::decay_t<decltype(values)>;
+    return Values(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(recorded));
+  };
+  const double wall = p.wall_s();
+  nlohmann::json j;
+  j["server"] = p.server;
+  if (!p.host.empty()) j["host"] = p.host;
+  j["calls"] = p.calls;
+  j["messages"] = p.messages;
+  j["bytes"] = p.bytes;
+  j["processing_s"] = p.processing_s;
+  j["processing_median_s"] = median(p.call_processing_s);
+  j["wall_s"] = wall;
+  j["busy_fraction"] = wall > 0 ? p.processing_s / wall : 0.0;
+  j["calls_recorded"] = recorded;
+  j["call_processing_s"] = head(p.call_processing_s);
+  j["call_messages"] = head(p.call_messages);
+  j["call_bytes"] = head(p.call_bytes);
+  return j;
 }
 
 model::ResultRow to_result_row(const Measurement& m) {

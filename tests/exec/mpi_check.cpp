@@ -15,6 +15,11 @@
 //     over subgroups): the members' result equals ThreadCommunicator::combine_group's to 1e-6,
 //     the other workers' vectors are untouched; a server algorithm refuses such a plan
 //     (InputError naming `collective`);
+//  1b/2b. on every server rank of ps and sparknet, its own processing record (serve()'s
+//     ServerProcessing): one call per combine (case 1) and per collective of a trained round
+//     (case 2: 12 steps, all run), 2K messages and K x its shard's floats x 4 bytes a call (the
+//     shard: chunk_range of the n floats over the s servers), its index and host, and
+//     0 < processing < serving wall;
 //  4. every collective of model/collective.hpp has an MPI implementation; bad inputs: an
 //     algorithm exec/ does not know is an InputError naming `collective`, and a plan whose
 //     K (+ s) differs from W one naming `workers`.
@@ -137,6 +142,28 @@ std::vector<Case> cases_for(int world) {
   return cases;
 }
 
+/// 1b, 2b: a server rank's record of `calls` calls on vectors of n floats (closed forms).
+template <typename Fail>
+void check_served(const Case& c, int rank, std::size_t n, long long calls,
+                  const ServerProcessing& p, const Fail& fail) {
+  const int j = rank - c.workers;
+  const auto [begin, end] = chunk_range(n, c.servers, j);
+  const auto shard_bytes = static_cast<long long>((end - begin) * sizeof(float));
+  const std::string where =
+      c.label() + " n=" + std::to_string(n) + " server " + std::to_string(j) + ": ";
+  if (p.server != j || p.host.empty()) fail(where + "wrong server index or no host");
+  if (p.calls != calls)
+    fail(where + std::to_string(p.calls) + " calls served, expected " + std::to_string(calls));
+  if (p.messages != 2LL * c.workers * calls)
+    fail(where + std::to_string(p.messages) + " messages, expected 2 K calls");
+  if (p.bytes != calls * c.workers * shard_bytes)
+    fail(where + std::to_string(p.bytes) + " bytes, expected K x shard x 4 x calls = " +
+         std::to_string(calls * c.workers * shard_bytes));
+  if (!(p.processing_s > 0 && p.processing_s < p.wall_s()))
+    fail(where + "processing " + std::to_string(p.processing_s) + " s not in (0, wall " +
+         std::to_string(p.wall_s()) + " s)");
+}
+
 /// 3b: one combine over the subgroup {K-1, 1} of a plan that has a collective over it.
 template <typename Fail>
 std::string subgroup_case(const Case& c, const model::Platform& platform, int rank,
@@ -206,7 +233,9 @@ int main(int argc, char** argv) {
       MpiCommunicator comm(plan, platform, "<mpi_check>");
       for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{1001}}) {
         if (comm.is_server()) {
-          comm.serve(0);
+          ServerProcessing served;
+          comm.serve(0, &served);
+          check_served(c, rank, n, 1, served, fail);
           continue;
         }
         comm.align_start();
@@ -251,7 +280,13 @@ int main(int argc, char** argv) {
       o.combine = r.rule;
       MpiCommunicator comm(plan, platform, "<mpi_check>");
       if (comm.is_server()) {
-        comm.serve(0);
+        ServerProcessing served;
+        comm.serve(0, &served);
+        long long collectives = 0;  // per round
+        for (model::OpId v : plan.topological_order())
+          collectives += plan.graph[v].kind == model::OpKind::Collective ? 1 : 0;
+        check_served(c, rank, test::tiny_shape().parameters(), o.max_steps / r.tau * collectives,
+                     served, fail);
         continue;
       }
       const Measurement distributed =

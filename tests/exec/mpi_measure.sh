@@ -6,13 +6,17 @@
 #    synthetic stand-in) to a test accuracy of 0.5, timing concurrent:
 #      ring, tree, hierarchical  mpirun -np 2 (K = 2) and -np 4 (K = 4; hierarchical on
 #                                test-two-nodes: 2 nodes x 2 workers)
-#      ps, sparknet              mpirun -np 3 (K = 2 + 1 server rank) and -np 4 (K = 3 + 1)
+#      ps, sparknet              mpirun -np 3 (K = 2 + 1 server rank) and -np 4 (K = 3 + 1);
+#                                ps also -np 4 with K = 2 + 2 server ranks (testbed-ps)
 #    Each must exit 0 with JSON printed once (rank 0), engine exec-cpu, timing concurrent,
 #    communicator mpi, the algorithm as asked, the target reached at the last point of the
 #    accuracy curve, rounds x steps per round = steps, round_s >= steps per round x compute_s
 #    (a round lasts at least as long as its busiest worker: a wall-clock fact, not an identity),
 #    comm_s > 0, one per_worker entry per worker with the host its rank ran on, and the server
-#    hosts for ps and sparknet.
+#    hosts for ps and sparknet. Rows with server ranks list each one's own processing
+#    (`servers`, exec/report.hpp), in closed form: server j served one call a round, 2 K messages
+#    and K x its shard (chunk j of the parameters over s) x 4 bytes a call, 0 < processing_s <
+#    wall_s, per-call entries that add up to the totals; rows without server ranks have no key.
 # 2. A target out of reach in max_steps: exit 3 after printing, the row's note says NOT reached
 #    (table) and reached_target is false (JSON).
 # 3. Bad layouts: K = 3 under -np 2, and ps with K = 2 under -np 2 (it needs K + 1): exit 2 and
@@ -36,8 +40,10 @@ fail() { echo "FAIL: $*"; echo "--- stdout"; cat "$out"; echo "--- stderr"; cat 
 
 check() {  # check NP ALGORITHM WORKERS SERVERS PLATFORM
   local np=$1 algorithm=$2 workers=$3 servers=$4 platform=$5
+  local server_flag=()
+  [ "$servers" -gt 0 ] && server_flag=(--servers "$servers")
   "$mpirun" --allow-run-as-root --oversubscribe -np "$np" "$tauplan" measure \
-    --strategies sync,local-sgd --workers "$workers" --collective "$algorithm" \
+    --strategies sync,local-sgd --workers "$workers" --collective "$algorithm" "${server_flag[@]}" \
     --platform "$platform" "${common[@]}" "${reachable[@]}" --json > "$out" 2> "$err" ||
     fail "mpirun -np $np measure --collective $algorithm --workers $workers exited $?"
   python3 - "$out" "$algorithm" "$workers" "$servers" <<'PY' || fail "np=$np $algorithm: unexpected JSON"
@@ -66,8 +72,23 @@ for r in rows:
     assert abs(r["total_s"] - r["rounds"] * r["round_s"]) <= 1e-9 * r["total_s"], r
     assert len(r["per_worker"]) == workers and all(w["C_s"] > 0 and w["ran_on"] for w in r["per_worker"])
     assert len(r.get("server_hosts", [])) == servers, r.get("server_hosts")
-print("ok: mpirun measure %s K=%d (+%d server ranks): sync %.3g ms/round, local-sgd %.3g ms/round"
-      % (algorithm, workers, servers, rows[0]["round_s"] * 1e3, rows[1]["round_s"] * 1e3))
+    listed, n = r.get("servers", []), r["parameters"]
+    assert len(listed) == servers and (servers > 0 or "servers" not in r), listed
+    for j, s in enumerate(listed):
+        shard = n // servers + (1 if j < n % servers else 0)
+        assert s["server"] == j and s["host"] and s["calls"] == r["rounds"], (s["calls"], r["rounds"])
+        assert s["messages"] == 2 * workers * s["calls"], s["messages"]
+        assert s["bytes"] == workers * shard * 4 * s["calls"], (s["bytes"], shard)
+        assert 0 < s["processing_median_s"] and 0 < s["processing_s"] < s["wall_s"], s
+        assert abs(s["busy_fraction"] - s["processing_s"] / s["wall_s"]) < 1e-12, s
+        assert s["calls_recorded"] == len(s["call_processing_s"]) == s["calls"], s["calls_recorded"]
+        assert abs(sum(s["call_processing_s"]) - s["processing_s"]) <= 1e-9, s["processing_s"]
+        assert sum(s["call_bytes"]) == s["bytes"] and sum(s["call_messages"]) == s["messages"]
+busy = "".join(", server %d: %.3g us a call of %d B" % (s["server"], s["processing_median_s"] * 1e6,
+                                                         s["bytes"] // s["calls"])
+               for s in rows[0].get("servers", []))
+print("ok: mpirun measure %s K=%d (+%d server ranks): sync %.3g ms/round, local-sgd %.3g ms/round%s"
+      % (algorithm, workers, servers, rows[0]["round_s"] * 1e3, rows[1]["round_s"] * 1e3, busy))
 PY
 }
 
@@ -78,6 +99,7 @@ for algorithm in ps sparknet; do
   check 3 "$algorithm" 2 1 test-ps
   check 4 "$algorithm" 3 1 test-ps
 done
+check 4 ps 2 2 testbed-ps
 
 run2=("$mpirun" --allow-run-as-root --oversubscribe -np 2)
 "${run2[@]}" "$tauplan" measure --strategies sync --workers 2 --platform test-crossbar-4 \
