@@ -3,12 +3,15 @@
 // With s servers each worker pushes N/s bytes to every server, the servers combine, and every
 // worker pulls N/s bytes back from each (as in MXNet/TensorFlow PS with sharded variables).
 // Analytic cost per phase: the fan-in (push) or fan-out (pull) bound of collective_fan.hpp for
-// each server, and no less than one worker's whole N through its own first link. Leaves out:
-// the servers' reduction compute, asynchronous or stale updates, and sharing elsewhere.
+// each server, and no less than one worker's whole N through its own first link; between them
+// the servers' own processing of the call (model/server_work.hpp: 2K messages and K shards
+// combined, at the server host's speed; the slowest server). Leaves out: asynchronous or stale
+// updates, and sharing elsewhere.
 #include <algorithm>
 
 #include "model/collective.hpp"
 #include "model/collective_fan.hpp"
+#include "model/server_work.hpp"
 
 namespace tauplan::model {
 namespace {
@@ -44,11 +47,14 @@ class ParameterServer : public CollectiveAlgorithm {
     const double shard = call.bytes / static_cast<double>(call.servers.size());
     double push = worker_link_time_s(call.hosts, call.servers, call.bytes, platform, true);
     double pull = worker_link_time_s(call.hosts, call.servers, call.bytes, platform, false);
+    double combine = 0;
+    const ServerLoad load = sync_server_load(static_cast<int>(call.hosts.size()), shard);
     for (int server : call.servers) {
       push = std::max(push, fan_in_time_s(call.hosts, server, shard, platform));
       pull = std::max(pull, fan_out_time_s(server, call.hosts, shard, platform));
+      combine = std::max(combine, server_seconds(platform, server, load));
     }
-    return push + pull;
+    return push + combine + pull;
   }
 };
 

@@ -124,6 +124,10 @@ const std::vector<PlatformProperty>& platform_properties() {
       {"workers", "compute_source", "where the host's speed comes from (printed with results)"},
       {"workers", "elementwise_passes",
        "memory-bound element-wise traffic per stored activation byte (layout step time)"},
+      {"servers", "server_flop_per_message",
+       "work (flop at the host's speed) a parameter server spends per message it handles"},
+      {"servers", "server_flop_per_byte",
+       "work (flop at the host's speed) a parameter server spends per byte it combines or applies"},
       {"the root zone", "message_protocol", "plain (default) or rendezvous (OpenMPI ob1 over TCP)"},
       {"the root zone", "eager_limit_bytes", "with rendezvous: the largest message sent eagerly"},
   };

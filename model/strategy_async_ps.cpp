@@ -3,7 +3,8 @@
 // K workers each loop on their own, with no barrier: pull the parameters from every server
 // (shard N/S each), compute a gradient at batch b, push it to every server, and go on once every
 // server has applied it; servers apply updates in arrival order, one at a time, at their host's
-// speed (server_apply_flop: the optimizer step over the shard). With `staleness_bound` s > 0
+// speed (server_apply_flop: the optimizer step over the shard; plus the server host's own work
+// per message and per byte, model/server_work.hpp). With `staleness_bound` s > 0
 // (SSP, Ho et al. 2013) a worker may not start step t+s+1 before every worker has pushed step
 // t. The plan is one cycle per worker (plan.hpp's asynchronous plans); its rounds are server
 // updates to the target, Na(b) (1 + kappa tau_bar) with the mean staleness tau_bar the analytic
@@ -15,6 +16,7 @@
 
 #include "model/analytic.hpp"
 #include "model/error.hpp"
+#include "model/server_work.hpp"
 #include "model/strategy.hpp"
 
 namespace tauplan::model {
@@ -92,6 +94,11 @@ class AsyncPsStrategy : public Strategy {
     const auto servers = static_cast<int>(plan.server_hosts.size());
     const double shard_bytes = workload.gradient_bytes() / servers;
     const double shard_apply_flop = server_apply_flop(workload) / servers;
+    // Each server's own processing of an update (model/server_work.hpp): its push and reply
+    // handled, the shard's bytes applied; on top of the optimizer's arithmetic.
+    std::vector<ServerWork> server_work;
+    for (int host : plan.server_hosts)
+      server_work.push_back(server_work_of(platform, host));
     // The what-if S is the whole pull + push of one update: half each way.
     const double transfer_s = options.comm_s < 0 ? -1 : options.comm_s / 2;
 
@@ -125,7 +132,8 @@ class AsyncPsStrategy : public Strategy {
         apply.label = fmt::format("server {} applies w{}", s, w);
         apply.worker = w;
         apply.server = s;
-        apply.flop = shard_apply_flop;
+        apply.flop = shard_apply_flop + server_flop(server_work[static_cast<size_t>(s)],
+                                                    async_update_load(shard_bytes));
         plan.depend(plan.add(pull), compute_id);
         const OpId push_id = plan.add(push);
         plan.depend(compute_id, push_id);

@@ -55,6 +55,7 @@ FlowStage coarsen(const FlowStage& stage, const model::Platform& platform) {
   FlowStage merged;
   merged.phase = stage.phase;
   merged.repeat = 1;
+  merged.work_after = stage.work_after;
   // One flow per (source, destination), in first-seen order, carrying every repeat's bytes.
   std::map<std::pair<int, int>, size_t> index;
   double latency = 0;

@@ -7,9 +7,10 @@
 // registry, under the name model/collective.hpp registers. Coarse granularity merges the
 // repeats of a stage into one flow per (source, destination) carrying all their bytes, plus the
 // latencies the merged steps would have paid; it agrees with step granularity when nothing else
-// shares the links. On a platform with a rendezvous protocol the simulator runs the stages host by
-// host instead, with the protocol's messages (rendezvous.hpp). What it leaves out: the reduction
-// arithmetic and chunk pipelining inside a step. This header does not include SimGrid.
+// shares the links. A stage may end with work on hosts (a server's processing:
+// model/server_work.hpp). On a platform with a rendezvous protocol the simulator runs the stages
+// host by host instead, with the protocol's messages (rendezvous.hpp). What it leaves out: the
+// reduction arithmetic and chunk pipelining inside a step. This header does not include SimGrid.
 #pragma once
 
 #include <memory>
@@ -25,13 +26,23 @@ namespace tauplan::sim {
 /// One transfer between two platform hosts (the bottleneck baseline's flow, model/'s).
 using Flow = model::TrafficFlow;
 
+/// Work a host does on what a stage delivered (a parameter server combining the pushes), in flop
+/// at that host's speed.
+struct HostWork {
+  int host = -1;
+  double flop = 0;
+};
+
 /// Flows that start together. The stage ends when all of them have arrived, then waits
-/// `extra_latency_s` (latencies of merged steps, coarse mode only), and runs `repeat` times.
+/// `extra_latency_s` (latencies of merged steps, coarse mode only), and runs `repeat` times;
+/// after its last repeat the hosts of `work_after` execute their work, all at once, each on its
+/// host (sharing its cores with anything else running there), before the next stage starts.
 struct FlowStage {
   std::string phase;  ///< "reduce-scatter", "push", "reduce level 2" ...
   std::vector<Flow> flows;
   long long repeat = 1;
   double extra_latency_s = 0;
+  std::vector<HostWork> work_after;
 };
 
 enum class Granularity { Step, Coarse };

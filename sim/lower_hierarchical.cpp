@@ -35,14 +35,14 @@ class HierarchicalLowering : public CollectiveLowering {
     const double intra_chunk = call.bytes / static_cast<double>(g);
     const double inter_chunk = call.bytes / static_cast<double>(g * m);
 
-    FlowStage reduce_scatter{"intra-node reduce-scatter", {}, gl - 1, 0.0};
-    FlowStage all_gather{"intra-node all-gather", {}, gl - 1, 0.0};
+    FlowStage reduce_scatter{"intra-node reduce-scatter", {}, gl - 1, 0.0, {}};
+    FlowStage all_gather{"intra-node all-gather", {}, gl - 1, 0.0, {}};
     if (g > 1)
       for (const auto& node : nodes) {
         append(reduce_scatter, ring_stage("", node, intra_chunk, 1));
         append(all_gather, ring_stage("", node, intra_chunk, 1));
       }
-    FlowStage inter{"inter-node all-reduce", {}, 2 * (ml - 1), 0.0};
+    FlowStage inter{"inter-node all-reduce", {}, 2 * (ml - 1), 0.0, {}};
     if (m > 1)
       for (size_t i = 0; i < g; ++i) {
         std::vector<int> ring;

@@ -18,8 +18,8 @@ class SparkNetLowering : public CollectiveLowering {
     if (call.servers.empty() || call.hosts.empty()) return program;
     const int driver = call.servers.front();
     program.coordinator_host = driver;
-    FlowStage broadcast{"broadcast", {}, 1, 0.0};
-    FlowStage collect{"collect", {}, 1, 0.0};
+    FlowStage broadcast{"broadcast", {}, 1, 0.0, {}};
+    FlowStage collect{"collect", {}, 1, 0.0, {}};
     for (int worker : call.hosts) {
       if (worker == driver) continue;
       broadcast.flows.push_back(Flow{driver, worker, call.bytes});

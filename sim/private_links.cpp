@@ -99,6 +99,13 @@ std::string program_signature(const FlowProgram& program, const model::Platform&
     key += 'S';
     append_bits(key, static_cast<double>(stage.repeat));
     append_bits(key, stage.extra_latency_s);
+    for (const HostWork& work : stage.work_after) {
+      // The work's host by its speed (a host's cores are its own: hosts doing work are not
+      // shared links, and a private op's servers do nothing else meanwhile).
+      key += 'W';
+      append_bits(key, work.flop);
+      append_bits(key, platform.hosts[static_cast<size_t>(work.host)].speed_flops);
+    }
     for (const Flow& flow : stage.flows) {
       key += 'F';
       append_bits(key, flow.bytes);

@@ -164,6 +164,7 @@ class Simulation : detail::SimulationBase {
   void driver();
   void worker(int w, long long attempt, long long first_round);
   void collective(int op, long long attempt);
+  void run_host_work(const std::vector<HostWork>& work) const;
   void fault_injector(FailureSource source);
   /// Last call of a task actor: it leaves tasks_live_ (unless a failure has moved on).
   void end_task(long long attempt) {
@@ -315,7 +316,7 @@ void Simulation::build_ops() {
         sim.program.coordinator_host = src;
         if (src != dst && op.bytes > 0)
           sim.program.stages.push_back(
-              FlowStage{"transfer", {Flow{src, dst, op.bytes}}, op.repeat, 0});
+              FlowStage{"transfer", {Flow{src, dst, op.bytes}}, op.repeat, 0, {}});
         sim.host = src;
         break;
       }
@@ -557,6 +558,17 @@ void Simulation::run_compute(SimOp& op, int w) {
   }
 }
 
+/// A stage's work after its flows (a server's processing): each item on its host, all at once.
+void Simulation::run_host_work(const std::vector<HostWork>& work) const {
+  if (work.empty()) return;
+  std::vector<sg4::ExecPtr> running;
+  running.reserve(work.size());
+  for (const HostWork& w : work)
+    running.push_back(hosts_[static_cast<size_t>(w.host)]->exec_async(w.flop));
+  for (const sg4::ExecPtr& exec : running)
+    exec->wait();
+}
+
 void Simulation::collective(int index, long long attempt) {
   enter_actor();
   if (stale(attempt)) return;
@@ -582,11 +594,14 @@ void Simulation::collective(int index, long long attempt) {
       for (const FlowStage& stage : op.program.stages) {
         for (long long r = 0; r < stage.repeat; ++r)
           steps.push_back(&stage);
-        if (options_.granularity == Granularity::Coarse || stage.extra_latency_s > 0) {
+        if (options_.granularity == Granularity::Coarse || stage.extra_latency_s > 0 ||
+            !stage.work_after.empty()) {
           if (!run_rendezvous_steps(steps, platform_.protocol, hosts_, comms, stop, flows_started_))
             return;
           steps.clear();
           if (stage.extra_latency_s > 0) sg4::this_actor::sleep_for(stage.extra_latency_s);
+          if (stale(attempt)) return;
+          run_host_work(stage.work_after);
           if (stale(attempt)) return;
         }
       }
@@ -624,6 +639,8 @@ void Simulation::collective(int index, long long attempt) {
         if (stale(attempt)) return;
         step_s = now() - step_start;
       }
+      if (stale(attempt)) return;
+      run_host_work(stage.work_after);
       if (stale(attempt)) return;
     }
     comms.clear();

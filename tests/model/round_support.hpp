@@ -34,4 +34,20 @@ inline model::StrategyOptions test_options(int workers, double batch, int tau,
   return o;
 }
 
+/// An asynchronous parameter-server case: `parameters` of 4 bytes, 1e9 flop per sample, the
+/// optimizer's default update (2 flop per parameter), no layers; options of `workers` workers at
+/// batch 100 with no collective (async-ps pushes and pulls its own shards).
+inline model::Workload async_test_workload(double parameters) {
+  model::Workload w = round_numbers_workload(1e9);
+  w.parameters = parameters;
+  w.update_flop_per_parameter = 0;
+  w.layers.clear();
+  return w;
+}
+inline model::StrategyOptions async_test_options(int workers) {
+  model::StrategyOptions o = test_options(workers, 100, 1, "");
+  o.collective.clear();
+  return o;
+}
+
 }  // namespace tauplan::test
