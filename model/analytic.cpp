@@ -52,17 +52,80 @@ double op_duration_s(const Op& op, const Plan& plan, const Platform& platform) {
 
 namespace {
 
+/// A worker's transfers that start together (the same predecessors: its pulls from every server,
+/// its pushes to every server) share the links their routes have in common, its own NIC first:
+/// each lasts its message latency plus the group's bytes on its busiest link over that link's
+/// bandwidth (they end together when their bytes are equal), not its own bytes alone.
+/// Returns every op's duration by OpId (op_duration_s, the siblings' shared ones for transfers).
+std::vector<double> async_durations(const Plan& plan, const Platform& platform) {
+  std::vector<double> duration_s(boost::num_vertices(plan.graph), 0.0);
+  std::map<std::pair<int, std::vector<OpId>>, std::vector<OpId>> groups;
+  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+    const Op& op = plan.graph[v];
+    duration_s[v] = op_duration_s(op, plan, platform);
+    if (op.kind != OpKind::Transfer || op.fixed_time_s >= 0 || op.bytes <= 0) continue;
+    if (plan.host_of(op.source) == plan.host_of(op.destination)) continue;
+    std::vector<OpId> preds;
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, plan.graph)))
+      preds.push_back(boost::source(e, plan.graph));
+    std::sort(preds.begin(), preds.end());
+    groups[{op.worker, preds}].push_back(v);
+  }
+  for (const auto& [key, members] : groups) {
+    if (members.size() < 2) continue;
+    std::map<int, double> bytes_on_link;
+    for (OpId i : members) {
+      const Op& op = plan.graph[i];
+      for (int link : platform.route(plan.host_of(op.source), plan.host_of(op.destination)).links)
+        bytes_on_link[link] += op.repeat * op.bytes;
+    }
+    for (OpId i : members) {
+      const Op& op = plan.graph[i];
+      const Route& route = platform.route(plan.host_of(op.source), plan.host_of(op.destination));
+      double busiest_s = 0;
+      for (int link : route.links) {
+        const Link& l = platform.links[static_cast<size_t>(link)];
+        if (l.sharing == LinkSharing::FatPipe) continue;
+        busiest_s = std::max(busiest_s, bytes_on_link[link] / l.bandwidth_Bps);
+      }
+      duration_s[i] =
+          std::max(duration_s[i],
+                   op.repeat * platform.message_latency_s(route.latency_s, op.bytes) + busiest_s);
+    }
+  }
+  return duration_s;
+}
+
+/// How long a transfer of `duration_s` holds its server's receive queue (a push) or send queue
+/// (a reply): all of it under a plain protocol; under a rendezvous (MPI over TCP, as exec's
+/// servers run) a push's request and first fragment arrive before the server takes it (the
+/// queue holds its clear-to-send and the rest), and a reply holds the queue until its
+/// clear-to-send is back (the request with its first fragment, then the clear-to-send), as
+/// sim/async_simulation.hpp runs them.
+double queue_service_s(const Op& op, double duration_s, const Route& route,
+                       const Platform& platform, bool reply) {
+  const MessageProtocol& protocol = platform.protocol;
+  if (!protocol.rendezvous || op.bytes <= protocol.eager_limit_bytes) return duration_s;
+  const double latency_s = route.latency_s * op.repeat;
+  const double bytes_s =
+      std::max(0.0, duration_s - op.repeat * platform.message_latency_s(route.latency_s, op.bytes));
+  const double first_s = bytes_s * protocol.eager_limit_bytes / op.bytes;
+  return reply ? 2 * latency_s + first_s : duration_s - latency_s - first_s;
+}
+
 /// The shared resources of an asynchronous plan: each server's processor, then each link its
 /// transfers cross (a fat pipe shares nothing), with per-update busy seconds per worker.
-std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& platform) {
+std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& platform,
+                                             const std::vector<double>& duration_s) {
   std::vector<SharedResource> resources;
   const size_t k = plan.worker_hosts.size();
   const size_t servers = plan.server_hosts.size();
+  const bool one_thread = platform.protocol.rendezvous;
   for (size_t s = 0; s < servers; ++s) {
     const std::string name =
         "server " + platform.hosts[static_cast<size_t>(plan.server_hosts[s])].name;
-    resources.push_back(
-        {name + " processor", static_cast<int>(s), false, std::vector<double>(k, 0.0)});
+    resources.push_back({name + (one_thread ? " thread (receive, apply, send)" : " processor"),
+                         static_cast<int>(s), false, std::vector<double>(k, 0.0)});
   }
   // A server sends (and receives) one transfer at a time: each direction is a queue whose
   // service time is the whole transfer, latency included.
@@ -78,12 +141,15 @@ std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& p
     const int src = plan.host_of(op.source), dst = plan.host_of(op.destination);
     if (src == dst) continue;
     const auto w = static_cast<size_t>(op.worker);
+    // Under a rendezvous (MPI over TCP) a server is one thread: its receiving and sending load
+    // its processor's queue (index s), as the simulator runs it.
+    const size_t in = one_thread ? 0 : servers, out = one_thread ? 0 : 2 * servers;
     if (op.destination.role == Endpoint::Role::Server)
-      resources[servers + static_cast<size_t>(op.destination.index)].seconds_per_update[w] +=
-          op_duration_s(op, plan, platform);
+      resources[in + static_cast<size_t>(op.destination.index)].seconds_per_update[w] +=
+          queue_service_s(op, duration_s[v], platform.route(src, dst), platform, false);
     else if (op.source.role == Endpoint::Role::Server)
-      resources[2 * servers + static_cast<size_t>(op.source.index)].seconds_per_update[w] +=
-          op_duration_s(op, plan, platform);
+      resources[out + static_cast<size_t>(op.source.index)].seconds_per_update[w] +=
+          queue_service_s(op, duration_s[v], platform.route(src, dst), platform, true);
     for (int link : platform.route(src, dst).links) {
       const Link& l = platform.links[static_cast<size_t>(link)];
       if (l.sharing == LinkSharing::FatPipe) continue;
@@ -239,7 +305,10 @@ CompiledPlan compile(const Plan& plan, const Platform& platform) {
       compiled.owner.push_back(op.worker);
       compiled.apply_server.push_back(op.kind == OpKind::Apply ? op.server : -1);
     }
-    compiled.resources = shared_resources(plan, platform);
+    const std::vector<double> duration_s = async_durations(plan, platform);
+    for (size_t i = 0; i < order.size(); ++i)
+      compiled.duration_s[i] = duration_s[order[i]];
+    compiled.resources = shared_resources(plan, platform, duration_s);
   }
   return compiled;
 }

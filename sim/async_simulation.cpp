@@ -84,8 +84,16 @@ struct ServerState {
   FifoQueue in;   ///< pushes arriving over its link
   FifoQueue out;  ///< parameters leaving over its link
   FifoQueue cpu;  ///< applies
+  /// One thread does it all (exec's server ranks under MPI: MPI_Recv, the apply, a blocking
+  /// MPI_Send, in turn): receiving and sending wait for `cpu` too.
+  bool one_thread = false;
+  /// One thread: the worker whose push it received and holds the thread for (its apply, then
+  /// its reply, come next in the same turn, as exec's server loop does), or -1.
+  int turn_of = -1;
   long long version = 0;
   double down_until = 0;
+  FifoQueue& receiving() { return one_thread ? cpu : in; }
+  FifoQueue& sending() { return one_thread ? cpu : out; }
 };
 
 struct WorkerState {
@@ -96,6 +104,11 @@ struct WorkerState {
   int dropped_in_a_row = 0;
   double down_until = 0;
   std::vector<long long> read_version;  ///< per server, this cycle
+  /// One-thread servers (ServerState::one_thread): the reply each server sent right after
+  /// applying this worker's last update, in flight or arrived (null: none), and the version it
+  /// carries; the next cycle's pull from that server waits for it instead of queueing.
+  std::vector<sg4::CommPtr> reply;
+  std::vector<long long> reply_version;
   // The cycle in flight.
   std::vector<int> pending;
   std::deque<int> finished;  ///< ops done by helper actors, not yet processed
@@ -146,6 +159,7 @@ class AsyncSimulation : detail::SimulationBase {
   void run_compute(int w, const CycleOp& op);
   void run_transfer(int w, int index, long long epoch);
   void run_apply(int w, int index, long long epoch);
+  void reply_after_apply(int server_index, WorkerState& state);
   void finish_helper(int w, int index);
   void fault_injector(FailureSource source);
   void fail(int host);
@@ -174,6 +188,9 @@ void AsyncSimulation::build_cycles() {
   const auto k = static_cast<int>(plan_.worker_hosts.size());
   workers_.assign(static_cast<size_t>(k), WorkerState{});
   servers_ = std::vector<ServerState>(plan_.server_hosts.size());
+  // Under a rendezvous protocol (MPI over TCP) a server is an MPI rank: one thread.
+  for (ServerState& server : servers_)
+    server.one_thread = platform_.protocol.rendezvous;
   const std::vector<model::OpId> order = plan_.topological_order();
   std::map<model::OpId, std::pair<int, int>> where;  // op -> (worker, index in its cycle)
   for (model::OpId v : order) {
@@ -230,6 +247,8 @@ void AsyncSimulation::build_cycles() {
     WorkerState& state = workers_[static_cast<size_t>(w)];
     state.host = plan_.worker_hosts[static_cast<size_t>(w)];
     state.read_version.assign(servers_.size(), 0);
+    state.reply.assign(servers_.size(), nullptr);
+    state.reply_version.assign(servers_.size(), 0);
     state.rng = Rng(stream_seed(options_.seed, 1, static_cast<unsigned long long>(w)));
   }
 }
@@ -388,24 +407,67 @@ void AsyncSimulation::run_transfer(int w, int index, long long epoch) {
   FifoQueue* queue = nullptr;
   ServerState* server = op.server >= 0 ? &servers_[static_cast<size_t>(op.server)] : nullptr;
   // A what-if fixed time (the job's S) has no link to queue for, as in the analytic engine.
-  if (server != nullptr && op.fixed_time_s < 0) queue = op.pull ? &server->out : &server->in;
+  if (server != nullptr && op.fixed_time_s < 0)
+    queue = op.pull ? &server->sending() : &server->receiving();
+  sg4::Host* src = hosts_[static_cast<size_t>(op.src_host)];
+  sg4::Host* dst = hosts_[static_cast<size_t>(op.dst_host)];
+  const bool moves = op.fixed_time_s < 0 && op.src_host != op.dst_host && op.bytes > 0;
+  // Under a rendezvous (MPI over TCP, as exec's servers run), a message above the eager limit is
+  // its request carrying the first fragment, a clear-to-send, then the rest: a push's request
+  // goes before the server takes it from its receive queue; a reply holds the send queue until
+  // its clear-to-send is back (the rest drains from the socket buffer).
+  const bool staged = queue != nullptr && moves && platform_.protocol.rendezvous &&
+                      op.bytes > platform_.protocol.eager_limit_bytes;
+  const double first = std::min(op.bytes, platform_.protocol.eager_limit_bytes);
+  auto send = [&](sg4::Host* from, sg4::Host* to, double bytes) {
+    ++flows_started_;
+    sg4::Comm::sendto(from, to, static_cast<std::uint64_t>(std::llround(std::max(bytes, 1.0))));
+  };
+  if (op.pull && server != nullptr && state.reply[static_cast<size_t>(op.server)] != nullptr) {
+    // The server replied when it applied this worker's last update: wait for those bytes.
+    const double start = now();
+    sg4::CommPtr reply = state.reply[static_cast<size_t>(op.server)];
+    state.reply[static_cast<size_t>(op.server)] = nullptr;
+    reply->wait();
+    if (state.epoch == epoch)
+      state.read_version[static_cast<size_t>(op.server)] =
+          state.reply_version[static_cast<size_t>(op.server)];
+    if (trace_ != nullptr && static_cast<long long>(update_end_s_.size()) < kTracedUpdates)
+      trace_->span(pid_, w, op.label, "comm", start, now() - start);
+    return;
+  }
+  if (staged && !op.pull) send(src, dst, first);
   if (queue != nullptr) queue->acquire();
   if (server != nullptr && now() < server->down_until)
     sg4::this_actor::sleep_until(t0_ + server->down_until);
   const double start = now();
   if (op.pull && state.epoch == epoch)
     state.read_version[static_cast<size_t>(op.server)] = server->version;
+  auto release = [&] {
+    if (queue == nullptr) return;
+    queue->busy_s += now() - start;
+    // A one-thread server keeps its thread after a push: the apply goes on in the same turn.
+    if (server->one_thread && !op.pull)
+      server->turn_of = w;
+    else
+      queue->release();
+    queue = nullptr;
+  };
   if (op.fixed_time_s >= 0) {
     if (op.fixed_time_s > 0) sg4::this_actor::sleep_for(op.fixed_time_s);
-  } else if (op.src_host != op.dst_host && op.bytes > 0) {
+  } else if (staged && op.pull) {
+    send(src, dst, first);
+    send(dst, src, kControlMessageBytes);
+    release();
+    send(src, dst, op.bytes - first);
+  } else if (staged) {
+    send(dst, src, kControlMessageBytes);
+    send(src, dst, op.bytes - first);
+  } else if (moves) {
     ++flows_started_;
-    send_message(hosts_[static_cast<size_t>(op.src_host)], hosts_[static_cast<size_t>(op.dst_host)],
-                 op.bytes, platform_.protocol);
+    send_message(src, dst, op.bytes, platform_.protocol);
   }
-  if (queue != nullptr) {
-    queue->busy_s += now() - start;
-    queue->release();
-  }
+  release();
   if (trace_ != nullptr && static_cast<long long>(update_end_s_.size()) < kTracedUpdates)
     trace_->span(pid_, w, op.label, "comm", start, now() - start);
 }
@@ -414,7 +476,10 @@ void AsyncSimulation::run_apply(int w, int index, long long epoch) {
   WorkerState& state = workers_[static_cast<size_t>(w)];
   const CycleOp& op = state.cycle[static_cast<size_t>(index)];
   ServerState& server = servers_[static_cast<size_t>(op.server)];
-  server.cpu.acquire();
+  if (server.turn_of == w)
+    server.turn_of = -1;  // the thread that received the push goes on: already ours
+  else
+    server.cpu.acquire();
   if (now() < server.down_until) sg4::this_actor::sleep_until(t0_ + server.down_until);
   if (state.epoch != epoch) {  // the worker failed: its update is dropped
     server.cpu.release();
@@ -430,11 +495,38 @@ void AsyncSimulation::run_apply(int w, int index, long long epoch) {
   staleness_max_ = std::max(staleness_max_, staleness);
   state.staleness_sum += static_cast<double>(staleness);
   ++state.staleness_count;
+  if (server.one_thread) reply_after_apply(op.server, state);
   server.cpu.busy_s += now() - start;
   server.cpu.release();
   if (trace_ != nullptr && static_cast<long long>(update_end_s_.size()) < kTracedUpdates)
     trace_->span(pid_, track_of(op.src_host), op.label, "apply", start, now() - start,
                  {{"staleness", std::to_string(staleness)}});
+}
+
+/// A one-thread server replies to the worker whose update it applied before it takes the next
+/// message (exec's server ranks): the reply's request with its first fragment and the
+/// clear-to-send hold the thread (the caller holds it), the rest drains while it serves others.
+void AsyncSimulation::reply_after_apply(int server_index, WorkerState& state) {
+  const auto s = static_cast<size_t>(server_index);
+  const auto pull = std::find_if(state.cycle.begin(), state.cycle.end(), [&](const CycleOp& c) {
+    return c.kind == model::OpKind::Transfer && c.pull && c.server == server_index &&
+           c.fixed_time_s < 0;
+  });
+  if (pull == state.cycle.end() || pull->src_host == pull->dst_host || !(pull->bytes > 0)) return;
+  sg4::Host* from = hosts_[static_cast<size_t>(pull->src_host)];
+  sg4::Host* to = hosts_[static_cast<size_t>(pull->dst_host)];
+  double rest = pull->bytes;
+  if (platform_.protocol.rendezvous && pull->bytes > platform_.protocol.eager_limit_bytes) {
+    const double first = platform_.protocol.eager_limit_bytes;
+    flows_started_ += 2;
+    sg4::Comm::sendto(from, to, static_cast<std::uint64_t>(std::llround(std::max(first, 1.0))));
+    sg4::Comm::sendto(to, from, static_cast<std::uint64_t>(kControlMessageBytes));
+    rest = pull->bytes - first;
+  }
+  ++flows_started_;
+  state.reply[s] = sg4::Comm::sendto_async(
+      from, to, static_cast<std::uint64_t>(std::llround(std::max(rest, 1.0))));
+  state.reply_version[s] = servers_[s].version;
 }
 
 void AsyncSimulation::fault_injector(FailureSource source) {
@@ -456,6 +548,7 @@ void AsyncSimulation::fail(int host) {
     fault.outcome = "the worker's update in flight is dropped; it rejoins after the restart";
     w.down_until = until;
     ++w.epoch;
+    std::fill(w.reply.begin(), w.reply.end(), nullptr);  // its replies in flight are lost
   }
   for (size_t s = 0; s < plan_.server_hosts.size(); ++s) {
     if (plan_.server_hosts[s] != host) continue;
@@ -546,6 +639,7 @@ model::ResultRow AsyncSimulation::make_row() const {
   for (size_t s = 0; s < servers_.size(); ++s) {
     const double span = simulated_s > 0 ? simulated_s : 1;
     servers.push_back({{"host", host_name(plan_.server_hosts[s])},
+                       {"one_thread", servers_[s].one_thread},
                        {"apply_busy", servers_[s].cpu.busy_s / span},
                        {"receive_busy", servers_[s].in.busy_s / span},
                        {"send_busy", servers_[s].out.busy_s / span},

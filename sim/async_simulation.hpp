@@ -10,12 +10,16 @@
 // step t. Stragglers slow a worker's steps as in the synchronous simulator; a failing worker
 // loses the update in flight (its apply is dropped) and rejoins after restart_s; a failing server
 // stops serving for restart_s (its queues wait; it keeps its parameters, as a replicated server
-// would). Throughput (round_s = seconds per update) is taken over the simulated updates after a
-// warm-up of a fifth of them, on a window of whole multiples of K updates. What it leaves out:
-// protocol messages (a pull request costs nothing), servers that answer pulls while applying
-// from a copy, checkpoints of a failed server, and actors killed mid-transfer (a failed worker's
-// transfer in flight runs to its end, then is dropped). Used by simulator.cpp's simulate(); this
-// header does not include SimGrid.
+// would). Under a rendezvous protocol (MPI over TCP: exec's server ranks) a server is one
+// thread whose one queue receives, applies and sends in turn (MPI_Recv, the apply, a blocking
+// MPI_Send); a push's request, with its first fragment, goes before the server takes the push,
+// and a reply holds the thread only until its clear-to-send is back (its bytes then drain from
+// the socket buffer); servers_detail's apply_busy is then the thread's. Throughput (round_s =
+// seconds per update) is taken over the simulated updates after a warm-up of a fifth of them, on a
+// window of whole multiples of K updates. What it leaves out: protocol messages (a pull request
+// costs nothing), servers that answer pulls while applying from a copy, checkpoints of a failed
+// server, and actors killed mid-transfer (a failed worker's transfer in flight runs to its end,
+// then is dropped). Used by simulator.cpp's simulate(); this header does not include SimGrid.
 #pragma once
 
 #include "model/chrome_trace.hpp"

@@ -19,14 +19,16 @@ namespace {
 // Workers h0..h{n-1} at the given speeds on 1e10 B/s links, then servers, each on its own link
 // (`server_bandwidth`); every link 10 us, split duplex, into a crossbar.
 model::Platform star(const std::vector<double>& worker_speeds,
-                     const std::vector<double>& server_speeds, double server_bandwidth) {
+                     const std::vector<double>& server_speeds, double server_bandwidth,
+                     double worker_bandwidth = 1e10, double link_latency = 10e-6) {
   std::vector<double> speeds = worker_speeds;
   std::vector<model::HostRole> roles(worker_speeds.size(), model::HostRole::Worker);
   for (double s : server_speeds) {
     speeds.push_back(s);
     roles.push_back(model::HostRole::Server);
   }
-  model::Platform p = model::make_crossbar_platform(speeds, 1e10, 10e-6, 0, roles);
+  model::Platform p =
+      model::make_crossbar_platform(speeds, worker_bandwidth, link_latency, 0, roles);
   std::vector<int> up, down;
   for (size_t h = 0; h < speeds.size(); ++h) {
     up.push_back(static_cast<int>(2 * h));
@@ -125,6 +127,39 @@ TEST_CASE("async throughput is the bottleneck formula: worker-, server- and link
     const double T = C + 2 * t + 1e-6;
     CHECK(row.round_s == Approx(std::max(t, T / 4)).epsilon(1e-12));
   }
+}
+
+TEST_CASE("async: a worker's transfers to its servers share its link") {
+  // One worker on a 1e8 B/s link, two servers on 1e10 B/s links: its two pulls of N / 2 start
+  // together and share its link (each 20 us + N / 1e8, not N / 2 / 1e8), and so do its pushes.
+  const double b = 100, N = 4e6, C = b * 1e9 / 1e12;
+  const auto platform = star({1e12}, {1e12, 1e12}, 1e10, 1e8);
+  const auto row =
+      predict(async_options(1, b, 2), test::round_workload(), platform, model::FixedCounts(10));
+  const double apply = 2 * 1e6 / 2 / 1e12;  // SGD: 2 flop per parameter of the half shard
+  CHECK(row.round_s == Approx(C + 2 * (20e-6 + N / 1e8) + apply).epsilon(1e-12));
+  CHECK(row.comm_s == Approx(2 * (20e-6 + N / 1e8) + apply).epsilon(1e-12));
+}
+
+TEST_CASE("async under a rendezvous: the server is one thread that receives, applies, sends") {
+  // Routes of 10 ms (5 ms links), the server's link at 5e7 B/s, MPI's rendezvous (exec's server
+  // ranks). A push is its request carrying the first 64 KiB, a clear-to-send, then the rest: the
+  // request arrives while the server is busy, so the server's thread holds a push for 2
+  // latencies + (N - 64 KiB) / B; then it applies (2e6 flop); a reply holds it until its
+  // clear-to-send is back: 2 latencies + 64 KiB / B. Per update 4 latencies + N / B + the apply
+  // = 0.120002 s, against the link's N / B = 0.08 s and the workers' 4 updates per 0.32 s.
+  const double b = 100, N = 4e6, eager = 65536;
+  model::Platform platform = star({1e12, 1e12, 1e12, 1e12}, {1e12}, 5e7, 1e10, 5e-3);
+  platform.protocol.rendezvous = true;
+  platform.protocol.eager_limit_bytes = eager;
+  const auto row =
+      predict(async_options(4, b), test::round_workload(), platform, model::FixedCounts(1000));
+  CHECK(row.round_s == Approx(4 * 10e-3 + N / 5e7 + 2e6 / 1e12).epsilon(1e-12));
+  CHECK(row.extra["bottleneck"] == "server h4 thread (receive, apply, send)");
+  // A plain protocol: separate receive and send queues, each holding a whole transfer.
+  platform.protocol = model::MessageProtocol();
+  CHECK(predict(async_options(4, b), test::round_workload(), platform, model::FixedCounts(1000))
+            .round_s == Approx(10e-3 + N / 5e7).epsilon(1e-12));
 }
 
 TEST_CASE("async with a staleness bound holds every worker to the slowest one's rate") {
