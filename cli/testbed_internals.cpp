@@ -30,33 +30,34 @@ std::vector<std::string> rest_of(const CLI::App* app) {
 void add_testbed_internals(CLI::App& testbed) {
   CLI::App* verb = &testbed;
   // Internal: a platform's hosts for `validate --testbed` (one platform per process in SimGrid).
-  auto describe_platform = std::make_shared<std::string>();
+  auto describe_request = std::make_shared<study::TestbedDescribeRequest>();
   CLI::App* describe = verb->add_subcommand("describe", "(internal) a platform's hosts as JSON");
   describe->group("");
-  describe->add_option("platform", *describe_platform)->required();
-  describe->callback(
-      [describe_platform] { study::testbed_describe(*describe_platform, std::cout); });
+  describe->add_option("platform", describe_request->platform)->required();
+  describe->add_flag("--spec", describe_request->spec);
+  describe->add_option("--hosts", describe_request->hosts)->delimiter(',');
+  describe->add_option("--scale", describe_request->scale);
+  describe->add_option("--prefix", describe_request->prefix);
+  describe->callback([describe_request] { study::testbed_describe(*describe_request, std::cout); });
 
   // Internal: started by `validate --testbed` under `testbed run`, one process per rank.
   auto cp_job = std::make_shared<JobArgs>();
-  auto cp_workers = std::make_shared<int>(1);
-  auto cp_batches = std::make_shared<std::vector<int>>();
-  auto cp_steps = std::make_shared<int>(1);
-  auto cp_rounds = std::make_shared<int>(8);
-  auto cp_wait = std::make_shared<double>(0);
-  auto cp_out = std::make_shared<std::string>();
+  auto cp = std::make_shared<study::ComputeProbeRequest>();
   CLI::App* compute = verb->add_subcommand("compute-probe", "(internal) compute of busy ranks");
   compute->group("");
   add_job_options(*compute, *cp_job);
-  compute->add_option("--computing-ranks", *cp_workers)->required();
-  compute->add_option("--batches", *cp_batches)->required()->delimiter(',');
-  compute->add_option("--steps-per-round", *cp_steps);
-  compute->add_option("--probe-rounds", *cp_rounds);
-  compute->add_option("--wait", *cp_wait);
-  compute->add_option("--probe-out", *cp_out)->required();
-  compute->callback([cp_job, cp_workers, cp_batches, cp_steps, cp_rounds, cp_wait, cp_out] {
-    study::testbed_compute_probe(cp_job->job_file, cp_job->overrides(), *cp_workers, *cp_batches,
-                                 *cp_steps, *cp_rounds, *cp_wait, *cp_out);
+  compute->add_option("--computing-ranks", cp->workers)->required();
+  compute->add_option("--batches", cp->batches)->required()->delimiter(',');
+  compute->add_option("--steps-per-round", cp->steps_per_round);
+  compute->add_option("--probe-rounds", cp->rounds);
+  compute->add_option("--wait", cp->wait_s);
+  compute->add_option("--server-processing", cp->server_processing);
+  compute->add_option("--probe-out", cp->out)->required();
+  compute->callback([cp_job, cp] {
+    study::ComputeProbeRequest request = *cp;
+    request.job_file = cp_job->job_file;
+    request.overrides = cp_job->overrides();
+    study::testbed_compute_probe(request);
   });
 
   // Internal: started by `calibrate --mpi` under `testbed run`, one process per rank.

@@ -59,6 +59,9 @@ void register_validate(CLI::App& app) {
   verb->add_flag("--probe-network", testbed->probe_network,
                  "with --testbed: also probe each group's network (calibrate --network, no "
                  "platform file read) and predict every row on the probed platform, side by side");
+  verb->add_option("--replay", testbed->replay,
+                   "with --testbed: DIR, the --out of an earlier run: predict its measured rows "
+                   "again (its platforms, no testbed) into --out");
   verb->add_option("--calibration-rounds", testbed->calibration_rounds,
                    "with --testbed: rounds per batch size of each compute calibration (12)");
   verb->add_option("--convergence-seeds", testbed->convergence_seeds,

@@ -19,6 +19,7 @@
 #include "exec/message_probe.hpp"
 #include "exec/mpi_communicator.hpp"
 #include "exec/mpi_peers.hpp"
+#include "exec/server_probe.hpp"
 #include "exec/testbed/launcher.hpp"
 #include "exec/testbed/lifecycle.hpp"
 #include "exec/testbed/netcal.hpp"
@@ -82,14 +83,22 @@ void print_state(const tb::State& state, std::ostream& out) {
 
 }  // namespace
 
-void testbed_describe(const std::string& platform_file, std::ostream& out) {
-  const model::Platform platform = sim::load_platform(platform_file);
+void testbed_describe(const TestbedDescribeRequest& a, std::ostream& out) {
+  const model::Platform platform = sim::load_platform(a.platform);
   nlohmann::json hosts = nlohmann::json::array();
   for (const model::Host& h : platform.hosts)
     hosts.push_back({{"name", h.name},
                      {"role", h.role == model::HostRole::Server ? "server" : "worker"},
                      {"node", h.node}});
-  out << nlohmann::json{{"platform", platform_file}, {"hosts", hosts}}.dump(1) << "\n";
+  nlohmann::json doc = {{"platform", a.platform}, {"hosts", hosts}};
+  if (a.spec) {
+    tb::Options options;
+    options.hosts = a.hosts;
+    options.scale = a.scale;
+    options.prefix = a.prefix;
+    doc["spec"] = tb::to_json(tb::make_spec(platform, options));
+  }
+  out << doc.dump(1) << "\n";
 }
 
 void testbed_up(const TestbedUpRequest& a, std::ostream& out) {
@@ -308,27 +317,53 @@ tb::NetworkCalibration measure_testbed(const TestbedCalibrateRequest& a, const t
   return cal;
 }
 
-void testbed_compute_probe(const std::string& job_file,
-                           const std::map<std::string, std::string>& overrides, int workers,
-                           const std::vector<int>& batches, int steps_per_round, int rounds,
-                           double wait_s, const std::string& out) {
-  const model::Job job = model::load_job(job_file, all_job_keys(), overrides);
+void testbed_compute_probe(const ComputeProbeRequest& r) {
+  const model::Job job = model::load_job(r.job_file, all_job_keys(), r.overrides);
   const exec::ExecSettings settings = exec::exec_settings(job);
   const exec::Dataset data = exec::load_dataset(settings.data);
   const exec::MlpShape shape = exec::mlp_shape(settings.hidden, data);
+  if (!r.server_processing.empty() && r.server_processing != "combine" &&
+      r.server_processing != "apply")
+    throw InputError("<command line>", "--server-processing", "combine or apply",
+                     r.server_processing);
   exec::MpiSession session(nullptr, nullptr);
   exec::MpiPeers peers;
   exec::CalibrationRequest request;
-  request.batches = batches;
-  request.replicas = workers;
+  request.batches = r.batches;
+  request.replicas = r.workers;
   request.seed = static_cast<std::uint64_t>(job.integer("seed"));
   const std::vector<exec::StepPoint> steps = exec::measure_rank_rounds(
-      peers, workers, request, data, shape, steps_per_round, rounds, wait_s);
+      peers, r.workers, request, data, shape, r.steps_per_round, r.rounds, r.wait_s);
+  std::vector<exec::ServerProbeFit> servers;
+  const int server_ranks = peers.size() - r.workers;
+  if (!r.server_processing.empty() && server_ranks > 0) {
+    exec::ServerProbeRequest probe;
+    probe.kind = r.server_processing == "combine" ? exec::ServerProbeKind::Combine
+                                                  : exec::ServerProbeKind::Apply;
+    probe.workers = r.workers;
+    // Each server holds one shard of the parameters (and a sync push carries its weight too).
+    probe.shard_floats = (shape.parameters() + static_cast<std::size_t>(server_ranks) - 1) /
+                         static_cast<std::size_t>(server_ranks);
+    servers = exec::probe_server_processing(peers, r.workers, probe);
+  }
   if (peers.rank() != 0) return;
   nlohmann::json doc = {
-      {"steps", exec::steps_json({steps, {}})}, {"workers", workers}, {"ranks", peers.size()},
-      {"steps_per_round", steps_per_round},     {"rounds", rounds},   {"wait_s", wait_s}};
-  write_text(out, doc.dump(1) + "\n");
+      {"steps", exec::steps_json({steps, {}})}, {"workers", r.workers}, {"ranks", peers.size()},
+      {"steps_per_round", r.steps_per_round},   {"rounds", r.rounds},   {"wait_s", r.wait_s}};
+  if (!servers.empty()) {
+    doc["server_processing"] = r.server_processing;
+    doc["servers"] = nlohmann::json::array();
+    for (const exec::ServerProbeFit& f : servers) {
+      nlohmann::json points = nlohmann::json::array();
+      for (const exec::ServerProbePoint& p : f.points)
+        points.push_back({{"messages", p.messages}, {"bytes", p.bytes}, {"seconds", p.seconds}});
+      doc["servers"].push_back({{"rank", f.rank},
+                                {"seconds_per_message", f.seconds_per_message},
+                                {"seconds_per_byte", f.seconds_per_byte},
+                                {"points", points}});
+    }
+  }
+  write_text(r.out, doc.dump(1) + "\n");
 }
 
 void testbed_message_probe(const std::string& pairs, const std::vector<double>& sizes, int repeats,

@@ -69,21 +69,42 @@ void testbed_up(const TestbedUpRequest& request, std::ostream& out);
 void testbed_down(const std::string& prefix, bool json, std::ostream& out);
 /// What is up: hosts, links, routes, the fabric's counters.
 void testbed_status(const std::string& prefix, bool json, std::ostream& out);
-/// `testbed describe PLATFORM`: its hosts in the platform's order, {"hosts": [{name, role, node}]}.
-void testbed_describe(const std::string& platform, std::ostream& out);
+/// `testbed describe PLATFORM [--spec [--hosts H] [--scale F] [--prefix P]]` (internal).
+struct TestbedDescribeRequest {
+  std::string platform;
+  bool spec = false;  ///< also the testbed `testbed up` would make of it (exec/testbed/spec.hpp)
+  std::vector<std::string> hosts;
+  double scale = 0;
+  std::string prefix = "tp-";
+};
+/// A platform's hosts in the platform's order, {"hosts": [{name, role, node}]}, and with `spec`
+/// the testbed's Spec as JSON ("spec"), nothing brought up.
+void testbed_describe(const TestbedDescribeRequest& request, std::ostream& out);
 /// Measures the live testbed and writes its fitted platform.
 void testbed_calibrate(const TestbedCalibrateRequest& request, std::ostream& out);
 /// Measures the live testbed (`calibrate` without writing a file): for validate.
 tb::NetworkCalibration measure_testbed(const TestbedCalibrateRequest& request,
                                        const tb::State& state);
 
-/// `testbed compute-probe` (internal, one process per MPI rank under `testbed run`): the job's
-/// MLP stepping in barrier-aligned rounds on ranks 0 .. workers - 1 (exec::measure_rank_rounds);
-/// rank 0 writes {"steps": [{"batch", "seconds"}]} to `out`.
-void testbed_compute_probe(const std::string& job_file,
-                           const std::map<std::string, std::string>& overrides, int workers,
-                           const std::vector<int>& batches, int steps_per_round, int rounds,
-                           double wait_s, const std::string& out);
+/// `testbed compute-probe` (internal, one process per MPI rank under `testbed run`).
+struct ComputeProbeRequest {
+  std::string job_file;
+  std::map<std::string, std::string> overrides;
+  int workers = 1;  ///< ranks 0 .. workers - 1 compute; the others are the run's servers
+  std::vector<int> batches;
+  int steps_per_round = 1;
+  int rounds = 8;
+  double wait_s = 0;
+  /// "combine" or "apply": the server ranks then time their processing (exec/server_probe.hpp)
+  /// of a sync ps call (the mean of the pushes) or an async update (one apply); "" (or no server
+  /// rank): no server probe.
+  std::string server_processing;
+  std::string out;
+};
+/// The job's MLP stepping in barrier-aligned rounds on the workers (exec::measure_rank_rounds),
+/// then, when asked, the servers' processing; rank 0 writes {"steps": [{"batch", "seconds"}],
+/// "servers": [{"rank", "seconds_per_message", "seconds_per_byte", "points"}]} to `out`.
+void testbed_compute_probe(const ComputeProbeRequest& request);
 
 /// `testbed message-probe` (internal, one process per MPI rank under `testbed run`): the
 /// message probe over MPI on the pairs "SRC:DST,..." (ranks); rank 0 writes the JSON to `out`.

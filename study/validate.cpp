@@ -342,10 +342,8 @@ child::Task engine_child(const ValidateRequest& a, const Config& c, const model:
   // An asynchronous strategy or a layout is measured with its workers running at once, on the
   // wall clock.
   if (wall_clock(c.strategy)) keys["timing"] = "concurrent";
-  // Simulated rounds: 3 synchronous rounds; updates of an asynchronous run (its throughput is
-  // taken after a warm-up).
   if (engine.name() == std::string("simgrid"))
-    keys["sim_rounds"] = model::strategy(c.strategy).asynchronous() ? "400" : "3";
+    keys["sim_rounds"] = validation::simulated_rounds(c.strategy);
   const std::string name = stem + "-" + engine.verb() + suffix;
   return engine_task(engine, a.job_file, keys, name + ".json", name + ".err");
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "model/sparknet_fit.hpp"
+#include "model/strategy.hpp"
 #include "model/validation.hpp"
 #include "study/files.hpp"
 
@@ -20,6 +21,10 @@ using nlohmann::json;
 InputError passed_on_error(const std::string& line) {
   const std::string prefix = "tauplan: error: ";
   return InputError(line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : line, "", "");
+}
+
+std::string simulated_rounds(const std::string& strategy) {
+  return model::strategy(strategy).asynchronous() ? "400" : "3";
 }
 
 EngineRow parse_row(const std::string& out, const std::string& what) {

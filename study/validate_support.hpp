@@ -72,6 +72,11 @@ nlohmann::json median_abs_or_null(const std::vector<double>& errors);
 nlohmann::json max_abs_or_null(const std::vector<double>& errors);
 
 /// One configuration as the convergence fit sees it; the rounds_* fields are its output.
+/// The rounds simgrid simulates of a validation row (its `sim_rounds`): 3 synchronous rounds (the
+/// rest repeat them), or 400 updates of an asynchronous run (its throughput is taken after a
+/// warm-up: a few updates would leave it to the first cycles' phase).
+std::string simulated_rounds(const std::string& strategy);
+
 struct ConvergenceRow {
   bool asynchronous = false;
   bool counts_rounds = false;  ///< local SGD: K workers x tau local steps per round

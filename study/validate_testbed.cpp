@@ -65,6 +65,21 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
+/// A server rank's processing: seconds per message handled and per byte combined or applied.
+struct ServerProcessingFit {
+  double seconds_per_message = 0;
+  double seconds_per_byte = 0;
+};
+
+/// What the servers of `config` compute per call: "combine" (ps: the mean of the pushes), "apply"
+/// (async-ps: one apply per update), or "" (no servers, or the SparkNet driver, whose averaging
+/// is left out of the model).
+std::string server_processing_of(const TestbedConfig& config) {
+  if (model::strategy(config.strategy).asynchronous()) return "apply";
+  if (config.collective == model::parameter_server_collective()) return "combine";
+  return "";
+}
+
 /// The compute of K workers stepping at once, fitted to C(b) = intercept + b x per-sample and
 /// moved so that it passes through the median at the configuration's per-worker batch.
 struct ComputeCalibration {
@@ -73,6 +88,9 @@ struct ComputeCalibration {
   double step_s = 0;  ///< C(per-worker batch), as written into the platform
   double intercept_s = 0;
   double per_sample_s = 0;
+  /// The server ranks' processing (exec/server_probe.hpp), one per server host of the
+  /// configuration in order; empty when it has none or they do no processing of their own.
+  std::vector<ServerProcessingFit> servers;
 };
 
 /// One configuration, with everything measured and predicted about it.
@@ -144,11 +162,12 @@ TestbedConfig parse_config(const YAML::Node& node, const std::string& file,
     throw InputError(file, where + ".strategy", "sync or local-sgd", "nothing");
   c.strategy = yu::text(node["strategy"], file, where + ".strategy");
   const model::Strategy& strategy = model::strategy(c.strategy, file);
-  if (strategy.asynchronous() || strategy.splits_model() || strategy.is_baseline() ||
-      !(strategy.splits_batch() || strategy.counts_rounds()))
+  const bool asynchronous = strategy.asynchronous();
+  if (strategy.splits_model() || strategy.is_baseline() ||
+      !(asynchronous || strategy.splits_batch() || strategy.counts_rounds()))
     throw InputError(file, where + ".strategy",
-                     "a synchronous data-parallel strategy (barrier-aligned rounds of K workers: "
-                     "sync, local-sgd)",
+                     "a data-parallel strategy (barrier-aligned rounds of K workers: sync, "
+                     "local-sgd; or asynchronous parameter servers: async-ps)",
                      c.strategy);
   if (node["tau"]) {
     const double tau = yu::in_range(node["tau"], file, where + ".tau", 1, 4096);
@@ -166,18 +185,31 @@ TestbedConfig parse_config(const YAML::Node& node, const std::string& file,
       throw InputError(file, where + ".batch", "a whole number of samples",
                        fmt::format("{}", c.batch));
   }
-  if (!node["collective"])
-    throw InputError(file, where + ".collective", "a collective algorithm", "nothing");
-  c.collective = yu::text(node["collective"], file, where + ".collective");
-  const model::CollectiveAlgorithm& algorithm = model::collective_algorithm(c.collective, file);
+  // Servers: 0 none, > 0 that many, -1 the `servers` key (a server collective or asynchronous
+  // parameter servers, whose pulls and pushes are the plan's own: no collective).
+  int needed = -1;
+  if (asynchronous) {
+    if (node["collective"])
+      throw InputError(file, where + ".collective",
+                       "none for an asynchronous strategy (its pulls and pushes go to the servers)",
+                       yu::text(node["collective"], file, where + ".collective"));
+  } else {
+    if (!node["collective"])
+      throw InputError(file, where + ".collective", "a collective algorithm", "nothing");
+    c.collective = yu::text(node["collective"], file, where + ".collective");
+    needed = model::collective_algorithm(c.collective, file).servers_needed();
+  }
   if (node["servers"]) {
     const double s = yu::in_range(node["servers"], file, where + ".servers", 1, 16);
     if (s != std::floor(s))
       throw InputError(file, where + ".servers", "a whole number >= 1", fmt::format("{}", s));
     c.servers = static_cast<int>(s);
   }
-  if (!node["hosts"] || !node["hosts"].IsSequence() || node["hosts"].size() < 2)
-    throw InputError(file, where + ".hosts", "a list of at least 2 worker hosts", "fewer");
+  // One worker is a configuration only through servers (its pushes and pulls cross the network).
+  const size_t fewest = needed == 0 ? 2 : 1;
+  if (!node["hosts"] || !node["hosts"].IsSequence() || node["hosts"].size() < fewest)
+    throw InputError(file, where + ".hosts",
+                     fmt::format("a list of at least {} worker host(s)", fewest), "fewer");
   std::set<std::string> seen;  // across hosts and beside: one rank per host
   auto worker_hosts = [&](const YAML::Node& list, const std::string& key) {
     std::vector<std::string> names;
@@ -202,14 +234,13 @@ TestbedConfig parse_config(const YAML::Node& node, const std::string& file,
           fmt::format("a list of {} worker hosts (a copy of the configuration)", c.hosts.size()),
           node["beside"].IsSequence() ? std::to_string(node["beside"].size()) + " hosts"
                                       : "no list");
-    if (algorithm.servers_needed() != 0)
+    if (needed != 0)
       throw InputError(file, where + ".beside",
                        "a configuration whose collective uses no servers (a copy would need "
                        "servers of its own)",
                        c.collective);
     c.beside = worker_hosts(node["beside"], where + ".beside");
   }
-  const int needed = algorithm.servers_needed();
   const int servers = needed == 0 ? 0 : needed > 0 ? needed : c.servers;
   std::vector<std::string> server_hosts;
   for (const auto& [name, role] : platform)
@@ -298,11 +329,11 @@ TestbedMatrix load_testbed_matrix(const std::string& file, const DescribePlatfor
           group.hosts.empty() ? group.platform : group.platform + " in the group's hosts", loaded,
           default_runs);
       c.name = fmt::format(
-          "{}: {}{} {}{} K={}{}{}", group.name, c.strategy,
+          "{}: {}{}{}{} K={}{}{}", group.name, c.strategy,
           model::strategy(c.strategy).counts_rounds() ? fmt::format(" tau={}", c.tau) : "",
-          c.collective, c.server_hosts.empty() ? "" : fmt::format(" s={}", c.server_hosts.size()),
-          c.hosts.size(), c.batch > 0 ? fmt::format(" b={:g}", c.batch) : "",
-          c.beside.empty() ? "" : " + a copy");
+          c.collective.empty() ? "" : " " + c.collective,
+          c.server_hosts.empty() ? "" : fmt::format(" s={}", c.server_hosts.size()), c.hosts.size(),
+          c.batch > 0 ? fmt::format(" b={:g}", c.batch) : "", c.beside.empty() ? "" : " + a copy");
       if (!config_names.insert(joined(c.hosts) + " " + c.name).second)
         throw InputError(file, fmt::format("{}.configs[{}]", where, i), "each configuration once",
                          c.name + " twice");
@@ -388,7 +419,31 @@ ComputeCalibration mean_of(const ComputeCalibration& x, const ComputeCalibration
   m.step_s = 0.5 * (x.step_s + y.step_s);
   m.per_sample_s = 0.5 * (x.per_sample_s + y.per_sample_s);
   m.intercept_s = std::max(0.0, m.step_s - x.per_worker_batch * m.per_sample_s);
+  for (size_t i = 0; i < m.servers.size() && i < y.servers.size(); ++i) {
+    m.servers[i].seconds_per_message =
+        0.5 * (x.servers[i].seconds_per_message + y.servers[i].seconds_per_message);
+    m.servers[i].seconds_per_byte =
+        0.5 * (x.servers[i].seconds_per_byte + y.servers[i].seconds_per_byte);
+  }
   return m;
+}
+
+/// A server host's processing as calibrated: its speed as on the testbed platform, and its
+/// seconds per message and per byte as work at that speed (model/server_work.hpp's props).
+tb::HostCompute server_compute(const tb::Spec& spec, const std::string& host,
+                               const ServerProcessingFit& fit, const std::string& which) {
+  const auto it = std::find_if(spec.hosts.begin(), spec.hosts.end(),
+                               [&](const tb::SpecHost& h) { return h.name == host; });
+  tb::HostCompute out;
+  out.speed_flops = it != spec.hosts.end() ? it->speed_flops : 0;
+  out.props = {
+      {"server_flop_per_message", fmt::format("{:.9g}", fit.seconds_per_message * out.speed_flops)},
+      {"server_flop_per_byte", fmt::format("{:.9g}", fit.seconds_per_byte * out.speed_flops)},
+      {"server_processing_from",
+       fmt::format("{}: {:.4g} s per message + {:.4g} s per byte, timed on the server's rank "
+                   "(exec/server_probe.hpp) at this speed",
+                   which, fit.seconds_per_message, fit.seconds_per_byte)}};
+  return out;
 }
 
 /// One host's compute as calibrated: the speed that makes the workload's step take C(b), with
@@ -424,6 +479,9 @@ std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
                            const std::string& which, const tb::ProbedTopology* probed = nullptr) {
   for (const std::string& h : config.hosts)
     network.compute[h] = host_compute(compute, workload, config.hosts.size());
+  for (size_t i = 0; i < compute.servers.size() && i < config.server_hosts.size(); ++i)
+    network.compute[config.server_hosts[i]] =
+        server_compute(spec, config.server_hosts[i], compute.servers[i], which);
   if (beside_compute != nullptr)
     for (const std::string& h : config.beside)
       network.compute[h] = host_compute(*beside_compute, workload, config.beside.size());
@@ -462,7 +520,7 @@ std::map<std::string, std::string> config_keys(const TestbedValidateRequest& a, 
   keys["workers"] = std::to_string(row.config.hosts.size());
   keys["hosts"] = joined(row.config.hosts);
   keys["tau"] = std::to_string(row.config.tau);
-  keys["collective"] = row.config.collective;
+  if (!row.config.collective.empty()) keys["collective"] = row.config.collective;
   keys["servers"] = std::to_string(row.config.servers);
   keys["timing"] = "concurrent";
   keys["batch"] = fmt::format("{:g}", row.batch);
@@ -476,7 +534,7 @@ child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const 
   if (!row.config.beside.empty()) keys["beside_hosts"] = joined(row.config.beside);
   if (std::string(e.engine) == "simgrid") {
     keys["network_model"] = e.network_model;
-    keys["sim_rounds"] = "3";
+    keys["sim_rounds"] = validation::simulated_rounds(row.config.strategy);
   }
   return engine_task(engine(e.engine), a.job_file, keys, stem + ".json", stem + ".err");
 }
@@ -527,6 +585,9 @@ child::Task compute_probe_child(const TestbedValidateRequest& a, const Row& row,
                                          "--probe-out",
                                          out};
   task.args.insert(task.args.end(), rest.begin(), rest.end());
+  const std::string processing = server_processing_of(row.config);
+  if (!processing.empty() && !row.config.server_hosts.empty())
+    task.args.insert(task.args.end(), {"--server-processing", processing});
   task.out_path = out + ".out";
   task.err_path = out + ".err";
   return task;
@@ -554,10 +615,13 @@ std::string scatter_script(double lo, double hi) {
   return two_terminals("validate", "scatter", "900,700", body);
 }
 
-PlatformHosts describe_in_child(const std::string& platform) {
+/// The output of `tauplan testbed describe ARGS...` in a child (SimGrid loads one platform per
+/// process).
+json describe_in_child_json(const std::vector<std::string>& args) {
   const fs::path dir = fs::temp_directory_path();
   const std::string stem = (dir / fmt::format("tauplan-describe-{}", getpid())).string();
-  const child::Task task{{"testbed", "describe", platform}, stem + ".json", stem + ".err"};
+  child::Task task{{"testbed", "describe"}, stem + ".json", stem + ".err"};
+  task.args.insert(task.args.end(), args.begin(), args.end());
   std::string out;
   try {
     out = validation::run_children({task}, 1, "")[0];
@@ -568,11 +632,23 @@ PlatformHosts describe_in_child(const std::string& platform) {
   }
   fs::remove(stem + ".json");
   fs::remove(stem + ".err");
+  return json::parse(out);
+}
+
+PlatformHosts describe_in_child(const std::string& platform) {
   PlatformHosts hosts;
-  const json doc = json::parse(out);
+  const json doc = describe_in_child_json({platform});
   for (const json& h : doc.at("hosts"))
     hosts.emplace_back(h.at("name").get<std::string>(), h.at("role").get<std::string>());
   return hosts;
+}
+
+/// The testbed a group brings up, as `testbed up` would make it, without bringing it up.
+tb::Spec spec_in_child(const TestbedGroup& group, const std::string& prefix) {
+  std::vector<std::string> args = {group.platform, "--spec", "--prefix", prefix};
+  if (!group.hosts.empty()) args.insert(args.end(), {"--hosts", joined(group.hosts)});
+  if (group.scale > 0) args.insert(args.end(), {"--scale", fmt::format("{:.17g}", group.scale)});
+  return tb::spec_from_json(describe_in_child_json(args).at("spec"));
 }
 
 // --- the run, step by step --------------------------------------------------------------------
@@ -628,7 +704,18 @@ Inputs checked_inputs(const TestbedValidateRequest& a) {
                                  workload.name, workload.parameters),
                      fmt::format("an MLP of {} parameters", shape.parameters()));
   const double batch = static_cast<double>(job.integer("batch"));
-  require_testbed_rights();
+  if (!a.replay.empty()) {
+    // Replayed: measurements from that folder, predictions into another.
+    if (!fs::is_regular_file(fs::path(a.replay) / "testbed-validation.json"))
+      throw InputError("command line", "--replay",
+                       "the --out folder of an earlier validate --testbed (its "
+                       "testbed-validation.json, runs/ and platforms/)",
+                       a.replay);
+    if (fs::weakly_canonical(a.replay) == fs::weakly_canonical(a.out))
+      throw InputError("command line", "--out", "a folder other than --replay's", a.out);
+  } else {
+    require_testbed_rights();
+  }
   return {std::move(matrix), std::move(job), std::move(workload), batch};
 }
 
@@ -692,15 +779,34 @@ double predicted_wait_s(const Validation& v, const std::vector<size_t>& together
   return std::min(wait_s, 5.0);
 }
 
+/// A row's batch per worker (sync splits the global batch over its K workers).
+double per_worker_batch(const Row& row) {
+  const bool splits = model::strategy(row.config.strategy).splits_batch();
+  return splits ? row.batch / static_cast<double>(row.config.hosts.size()) : row.batch;
+}
+
+/// A compute probe's output (`testbed compute-probe --probe-out`): its steps fitted at the row's
+/// per-worker batch, and its servers' processing when it timed them.
+ComputeCalibration read_compute(const std::string& path, double per_worker) {
+  const json doc = json::parse(read_text(path));
+  std::vector<exec::StepPoint> steps;
+  for (const json& p : doc.at("steps"))
+    steps.push_back({p.at("batch").get<int>(), p.at("seconds").get<double>()});
+  ComputeCalibration c = compute_from(steps, per_worker);
+  if (doc.contains("servers"))
+    for (const json& server : doc.at("servers"))
+      c.servers.push_back({server.at("seconds_per_message").get<double>(),
+                           server.at("seconds_per_byte").get<double>()});
+  return c;
+}
+
 /// Calibrates compute for the configurations of `together` at once (their ranks load the same
 /// cores) at per-worker batches b and 2b; `which` (before, after) names the files.
 std::vector<ComputeCalibration> probe_compute(const Validation& v,
                                               const std::vector<size_t>& together, double wait_s,
                                               const std::string& which) {
   const Row& row = v.rows[together.front()];
-  const int k = static_cast<int>(row.config.hosts.size());
-  const bool splits = model::strategy(row.config.strategy).splits_batch();
-  const double per_worker = splits ? row.batch / k : row.batch;
+  const double per_worker = per_worker_batch(row);
   const int steps_per_round =
       model::strategy(row.config.strategy).counts_rounds() ? row.config.tau : 1;
   const int b = std::max(1, static_cast<int>(std::lround(per_worker)));
@@ -710,13 +816,8 @@ std::vector<ComputeCalibration> probe_compute(const Validation& v,
                                         wait_s, run_stem(v, i) + "-compute-" + which + ".json"));
   validation::run_children(tasks, static_cast<int>(tasks.size()), "");
   std::vector<ComputeCalibration> out;
-  for (size_t i : together) {
-    const json doc = json::parse(read_text(run_stem(v, i) + "-compute-" + which + ".json"));
-    std::vector<exec::StepPoint> steps;
-    for (const json& p : doc.at("steps"))
-      steps.push_back({p.at("batch").get<int>(), p.at("seconds").get<double>()});
-    out.push_back(compute_from(steps, per_worker));
-  }
+  for (size_t i : together)
+    out.push_back(read_compute(run_stem(v, i) + "-compute-" + which + ".json", per_worker));
   return out;
 }
 
@@ -854,6 +955,8 @@ void row_baselines(Validation& v, const tb::Spec& spec, size_t first, size_t cou
   };
   for (size_t i = first; i < first + count; ++i) {
     Row& row = v.rows[i];
+    // An asynchronous row has no collective round: no baseline (left out of its summary).
+    if (row.config.collective.empty()) continue;
     model::CollectiveCall call;
     call.payload = model::strategy(row.config.strategy).counts_rounds()
                        ? model::CollectivePayload::Parameters
@@ -904,6 +1007,37 @@ void measure_group(Validation& v, const TestbedGroup& group, size_t& next) {
     // A configuration with a copy beside it and the copy (the next row) run together.
     if (v.rows[next].config.is_copy) continue;
     measure_configuration(v, testbed.state().spec, network, network_only, next);
+  }
+}
+
+/// Reads a group's measurements from an earlier run's folder (validate --replay) instead of
+/// measuring: each row's testbed runs, compute calibrations and platforms as that run wrote them
+/// (the platforms hold its network and compute calibrations; no model code made them), and the
+/// group's testbed as `testbed up` would make it (for the baseline on the nominal network).
+void replay_group(Validation& v, const TestbedGroup& group, size_t& next) {
+  const fs::path dir = v.a.replay;
+  row_baselines(v, spec_in_child(group, v.a.prefix), next, group.configs.size());
+  for (size_t c = 0; c < group.configs.size(); ++c, ++next) {
+    Row& r = v.rows[next];
+    const std::string stem = (dir / "runs" / fmt::format("{:02}", next)).string();
+    const std::string platform = (dir / "platforms" / fmt::format("{:02}", next)).string();
+    for (int run = 0; run < r.config.runs; ++run)
+      v.measured[next].push_back(
+          read_text(stem + "-measure" +
+                    (run == 0 ? std::string() : fmt::format("-run{}", run + 1)) + ".json"));
+    r.before = read_compute(stem + "-compute-before.json", per_worker_batch(r));
+    r.after = read_compute(stem + "-compute-after.json", per_worker_batch(r));
+    const std::pair<std::string*, const char*> files[] = {{&r.platform, ".xml"},
+                                                          {&r.platform_before, "-before.xml"},
+                                                          {&r.platform_after, "-after.xml"}};
+    for (const auto& [path, suffix] : files) {
+      *path = platform + suffix;
+      if (!fs::exists(*path))
+        throw InputError(v.a.replay, "platforms", "the row platforms validate wrote there",
+                         "no " + *path);
+    }
+    if (fs::exists(platform + "-probed.xml")) r.platform_probed = platform + "-probed.xml";
+    r.predicted_wait_s = kNaN;
   }
 }
 
@@ -1039,6 +1173,9 @@ json fit_rounds(std::vector<Row>& rows) {
     validation::ConvergenceRow c;
     const model::Strategy& strategy = model::strategy(row.config.strategy);
     c.counts_rounds = strategy.counts_rounds();
+    c.asynchronous = strategy.asynchronous();
+    c.staleness = row.measured.staleness;
+    c.predicted_staleness = row.engines[0].staleness;
     c.batch = row.batch;
     c.workers = static_cast<int>(row.config.hosts.size());
     c.tau = row.config.tau;
@@ -1541,15 +1678,41 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   v.rows = rows_of(v.in.matrix, v.in.batch);
   v.measured.resize(v.rows.size());
   size_t next = 0;
-  for (const TestbedGroup& group : v.in.matrix.groups)
-    measure_group(v, group, next);
+  json replayed;
+  if (!a.replay.empty()) {
+    const json earlier =
+        json::parse(read_text((fs::path(a.replay) / "testbed-validation.json").string()));
+    v.networks = earlier.at("networks");
+    replayed = {{"folder", a.replay}, {"measured", earlier.at("context")}};
+    // The same matrix, row for row: each row reads the files of its index.
+    const json& results = earlier.at("results");
+    auto config_there = [&results](size_t i) {
+      const json& r = results.at(i);
+      return r.contains("config") && r.at("config").is_string() ? r.at("config").get<std::string>()
+                                                                : std::string("?");
+    };
+    for (size_t i = 0; i < v.rows.size(); ++i)
+      if (i >= results.size() || config_there(i) != v.rows[i].config.name)
+        throw InputError(a.matrix_file, fmt::format("configs (row {})", i + 1),
+                         "the matrix the replayed run measured (" + a.replay + ")",
+                         i < results.size()
+                             ? config_there(i) + " there, " + v.rows[i].config.name + " here"
+                             : std::string("fewer rows there"));
+  }
+  for (const TestbedGroup& group : v.in.matrix.groups) {
+    if (a.replay.empty())
+      measure_group(v, group, next);
+    else
+      replay_group(v, group, next);
+  }
   predict_and_simulate(v);
   train_seeds(v);
   const SeedCheck seeds = settle_rounds_truth(v.rows);
   const json fit_report = fit_rounds(v.rows);
   const Tables tables = tabulate(v.rows);
   const json summary = summary_json(v.rows, tables);
-  const json context = context_json(v, seeds);
+  json context = context_json(v, seeds);
+  if (!replayed.is_null()) context["replayed_from"] = replayed;
   const json report = {{"context", context},
                        {"networks", v.networks},
                        {"convergence_fit", fit_report},

@@ -47,12 +47,12 @@
 namespace tauplan::study {
 
 struct TestbedConfig {
-  std::string strategy;                   ///< sync or local-sgd
-  int tau = 1;                            ///< local SGD's local steps per round
-  double batch = 0;                       ///< the job key batch for this row (0: the job's)
-  std::string collective;                 ///< the algorithm, executed over MPI and modelled
-  int servers = 1;                        ///< parameter servers (collectives that use them)
-  std::vector<std::string> hosts;         ///< worker hosts, rank order; K = their number
+  std::string strategy;            ///< sync, local-sgd or async-ps
+  int tau = 1;                     ///< local SGD's local steps per round
+  double batch = 0;                ///< the job key batch for this row (0: the job's)
+  std::string collective;          ///< the algorithm, executed over MPI and modelled; "" async
+  int servers = 1;                 ///< parameter servers (collectives that use them)
+  std::vector<std::string> hosts;  ///< worker hosts, rank order; K = their number
   std::vector<std::string> server_hosts;  ///< filled from the platform: its first servers
   /// Worker hosts of a copy of this configuration that runs at the same time (two jobs sharing
   /// the links their routes have in common); empty: the configuration alone.
@@ -108,6 +108,10 @@ struct TestbedValidateRequest {
   /// Also probe each group's network (`calibrate --network`, no platform file read) and predict
   /// every row on the probed platform too, side by side with the given one.
   bool probe_network = false;
+  /// The --out folder of an earlier run: its measurements and platforms are read instead of
+  /// bringing the testbed up, and every row predicted again (after a model change, on the data
+  /// measured before it); "" measures.
+  std::string replay;
 };
 
 struct TestbedValidateOutcome {

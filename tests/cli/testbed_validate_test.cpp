@@ -57,16 +57,22 @@ TEST_CASE("validate --testbed: bad matrices, one line naming the file and key, e
                     "groups[0].configs[0].colective");
   expect_bad_matrix("m-single.yaml",
                     one_config("{strategy: single, collective: ring, hosts: [h0, h1]}"),
-                    "groups[0].configs[0].strategy: expected a synchronous data-parallel");
+                    "groups[0].configs[0].strategy: expected a data-parallel strategy");
   expect_bad_matrix("m-async.yaml",
                     one_config("{strategy: async-ps, collective: ps, hosts: [h0, h1]}"),
-                    "groups[0].configs[0].strategy: expected a synchronous data-parallel");
+                    "groups[0].configs[0].collective: expected none for an asynchronous strategy");
+  expect_bad_matrix("m-async-beside.yaml",
+                    one_config("{strategy: async-ps, hosts: [h0], beside: [h1]}"),
+                    "groups[0].configs[0].beside: expected a configuration whose collective uses "
+                    "no servers");
   expect_bad_matrix("m-collective.yaml",
                     one_config("{strategy: sync, collective: carrier-pigeon, hosts: [h0, h1]}"),
                     "collective");
   expect_bad_matrix("m-one-host.yaml",
                     one_config("{strategy: sync, collective: ring, hosts: [h0]}"),
-                    "groups[0].configs[0].hosts: expected a list of at least 2 worker hosts");
+                    "groups[0].configs[0].hosts: expected a list of at least 2 worker host(s)");
+  expect_bad_matrix("m-no-host.yaml", one_config("{strategy: async-ps, hosts: []}"),
+                    "groups[0].configs[0].hosts: expected a list of at least 1 worker host(s)");
   expect_bad_matrix("m-twice.yaml",
                     one_config("{strategy: sync, collective: ring, hosts: [h0, h0]}"),
                     "groups[0].configs[0].hosts: expected each host once (in hosts and beside), "

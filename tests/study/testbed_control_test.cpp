@@ -19,9 +19,12 @@ using nlohmann::json;
 TEST_CASE("testbed describe: the platform's hosts in order, with role and node") {
   const std::string file = test::source_path("platforms/test-ps.xml");
   std::ostringstream out;
-  study::testbed_describe(file, out);
+  study::TestbedDescribeRequest request;
+  request.platform = file;
+  study::testbed_describe(request, out);
   const json doc = json::parse(out.str());
   CHECK(doc.at("platform") == file);
+  CHECK_FALSE(doc.contains("spec"));
   const model::Platform platform = sim::load_platform(file);
   const json& hosts = doc.at("hosts");
   REQUIRE(hosts.size() == platform.hosts.size());
@@ -39,12 +42,26 @@ TEST_CASE("testbed describe: the platform's hosts in order, with role and node")
   CHECK(servers == 1);  // ps0
   CHECK(hosts[0].at("name") == "h0");
   CHECK(hosts[0].at("node") == "n0");
+  // With --spec: the testbed `testbed up` would make of the hosts asked for, nothing brought up.
+  request.spec = true;
+  request.hosts = {"h1", "ps0"};
+  request.prefix = "tpq-";
+  std::ostringstream with_spec;
+  study::testbed_describe(request, with_spec);
+  const study::tb::Spec spec = study::tb::spec_from_json(json::parse(with_spec.str()).at("spec"));
+  REQUIRE(spec.hosts.size() == 2);
+  CHECK(spec.hosts[0].name == "h1");
+  CHECK(spec.hosts[1].name == "ps0");
+  CHECK(spec.hosts[1].role == "server");
+  CHECK(spec.hosts[0].netns.rfind("tpq-", 0) == 0);
 }
 
 TEST_CASE("testbed describe: a bad platform is one InputError naming the file") {
   const std::string file = test::source_path("tests/fixtures/bad/p-no-hosts.xml");
   std::ostringstream out;
-  const std::string error = test::input_error([&] { study::testbed_describe(file, out); });
+  study::TestbedDescribeRequest request;
+  request.platform = file;
+  const std::string error = test::input_error([&] { study::testbed_describe(request, out); });
   CHECK(error.rfind(file + ": ", 0) == 0);
   CHECK(error.find('\n') == std::string::npos);
   CHECK(out.str().empty());
