@@ -143,13 +143,17 @@ std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& p
     const auto w = static_cast<size_t>(op.worker);
     // Under a rendezvous (MPI over TCP) a server is one thread: its receiving and sending load
     // its processor's queue (index s), as the simulator runs it.
+    // A one-thread server takes a push only when it is free, so a loaded server's push flows
+    // while the worker's other pushes wait for their own servers (their requests unanswered):
+    // the thread holds it for its transfer alone, not shared with its siblings.
     const size_t in = one_thread ? 0 : servers, out = one_thread ? 0 : 2 * servers;
+    const double held_s = one_thread ? op_duration_s(op, plan, platform) : duration_s[v];
     if (op.destination.role == Endpoint::Role::Server)
       resources[in + static_cast<size_t>(op.destination.index)].seconds_per_update[w] +=
-          queue_service_s(op, duration_s[v], platform.route(src, dst), platform, false);
+          queue_service_s(op, held_s, platform.route(src, dst), platform, false);
     else if (op.source.role == Endpoint::Role::Server)
       resources[out + static_cast<size_t>(op.source.index)].seconds_per_update[w] +=
-          queue_service_s(op, duration_s[v], platform.route(src, dst), platform, true);
+          queue_service_s(op, held_s, platform.route(src, dst), platform, true);
     for (int link : platform.route(src, dst).links) {
       const Link& l = platform.links[static_cast<size_t>(link)];
       if (l.sharing == LinkSharing::FatPipe) continue;

@@ -162,6 +162,25 @@ TEST_CASE("async under a rendezvous: the server is one thread that receives, app
             .round_s == Approx(10e-3 + N / 5e7).epsilon(1e-12));
 }
 
+TEST_CASE("async under a rendezvous: a loaded server holds a push for its transfer alone") {
+  // Eight workers on 1e8 B/s links (5 ms each), two servers on 1e10 B/s: a loaded one-thread
+  // server takes a push while the worker's other push waits for the other server, so it flows
+  // alone: 3 latencies + N / 2 / 1e8 = 0.05 s, less 1 latency and 64 KiB / 1e8 that came with its
+  // request; the reply holds 2 latencies + 64 KiB / 1e8; the apply 1e6 flop. The workers (a
+  // cycle of 0.1 s compute + two shared transfers of 0.07 s: 33 updates/s) outrun the servers
+  // (each applies every update: 1 / 0.060001).
+  const double b = 100, eager = 65536;
+  model::Platform platform = star(std::vector<double>(8, 1e12), {1e12, 1e12}, 1e10, 1e8, 5e-3);
+  platform.protocol.rendezvous = true;
+  platform.protocol.eager_limit_bytes = eager;
+  const auto row =
+      predict(async_options(8, b, 2), test::round_workload(), platform, model::FixedCounts(1000));
+  const double push_held = 3 * 10e-3 + 2e6 / 1e8 - 10e-3 - eager / 1e8;
+  const double reply_held = 2 * 10e-3 + eager / 1e8;
+  CHECK(row.round_s == Approx(push_held + reply_held + 1e6 / 1e12).epsilon(1e-12));
+  CHECK(row.extra["bottleneck"].get<std::string>().find("thread") != std::string::npos);
+}
+
 TEST_CASE("async with a staleness bound holds every worker to the slowest one's rate") {
   const auto platform = star({1e12, 1e12, 2e12, 4e12}, {1e12}, 1e10);
   const model::FixedCounts c(1000);
