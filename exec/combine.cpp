@@ -107,4 +107,21 @@ void combine(CombineRule rule, const std::vector<const float*>& inputs,
     combine_adasum(inputs, weights, n, out);
 }
 
+std::vector<float> mean_of_pushes(const std::vector<std::vector<float>>& pushed, std::size_t len) {
+  std::vector<const float*> inputs;
+  std::vector<double> weights;
+  for (const auto& p : pushed) {
+    inputs.push_back(p.data());
+    weights.push_back(static_cast<double>(p[len]));
+  }
+  std::vector<float> mean(len);
+  combine_mean(inputs, weights, len, mean.data());
+  return mean;
+}
+
+void apply_sgd(float* shard, const float* gradient, std::size_t n, float rate) {
+  for (std::size_t i = 0; i < n; ++i)
+    shard[i] -= rate * gradient[i];
+}
+
 }  // namespace tauplan::exec

@@ -28,6 +28,13 @@ bool parse_combine_rule(const std::string& text, CombineRule& rule);
 void combine_mean(const std::vector<const float*>& inputs, const std::vector<double>& weights,
                   std::size_t n, float* out);
 
+/// A parameter server's combine of K pushes (exec's MPI servers, and their probe): each push is
+/// `len` floats followed by its weight; returns their weighted mean (combine_mean).
+std::vector<float> mean_of_pushes(const std::vector<std::vector<float>>& pushed, std::size_t len);
+
+/// A parameter server's SGD apply of a pushed gradient shard: shard[i] -= rate x gradient[i].
+void apply_sgd(float* shard, const float* gradient, std::size_t n, float rate);
+
 /// Adasum of two vectors into `out` (may alias a or b). A zero vector leaves the other as is.
 void adasum_pair(const float* a, const float* b, std::size_t n, float* out);
 

@@ -193,14 +193,7 @@ bool serve_push_pull(const MpiLayout& layout, MpiMessages& messages, int push_ta
     messages.post_recv(pushed[static_cast<std::size_t>(k)].data(), count, k, push_tag);
   messages.wait_all(what);
   const auto pushed_in = Clock::now();  // the server's own work starts: every push is here
-  std::vector<const float*> inputs;
-  std::vector<double> weights;
-  for (const auto& p : pushed) {
-    inputs.push_back(p.data());
-    weights.push_back(static_cast<double>(p[len]));
-  }
-  std::vector<float> mean(len);
-  combine_mean(inputs, weights, len, mean.data());
+  const std::vector<float> mean = mean_of_pushes(pushed, len);
   for (int k = 0; k < layout.workers; ++k)
     messages.post_send(mean.data(), len, k, pull_tag);
   served.processing_s = std::chrono::duration<double>(Clock::now() - pushed_in).count();

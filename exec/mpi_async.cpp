@@ -1,6 +1,7 @@
 // mpi_async.cpp: worker and server ranks of asynchronous training (see mpi_async.hpp).
 #include "exec/mpi_async.hpp"
 
+#include "exec/combine.hpp"
 #include "exec/mpi_communicator.hpp"
 #include "exec/report.hpp"
 #include "exec/server_processing.hpp"
@@ -357,9 +358,7 @@ double ServerRank::apply(int w) {
   const auto start = Clock::now();
   const Header h = in_.header();
   const float* gradient = in_.floats();
-  const auto lr = static_cast<float>(options_.learning_rate);
-  for (std::size_t i = 0; i < shard_.size(); ++i)
-    shard_[i] -= lr * gradient[i];
+  apply_sgd(shard_.data(), gradient, shard_.size(), static_cast<float>(options_.learning_rate));
   const long long staleness = version_ - h.version;
   ++version_;
   ++applied_[static_cast<std::size_t>(w)];

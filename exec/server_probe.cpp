@@ -22,29 +22,21 @@ double median_of(std::vector<double> v) {
 /// A value the optimiser cannot drop: every timed result is folded into it.
 volatile float g_sink = 0;
 
-/// One sync call's processing at one server: the inputs' list and weights, the mean's buffer,
-/// the weighted mean of K shards of n floats (serve_push_pull's work between receive and send).
+/// One sync call's processing at one server: the weighted mean of K shards of n floats, as
+/// serve_push_pull makes it (mean_of_pushes: the inputs' list, the mean's buffer, combine_mean).
 double time_sync_call(const std::vector<std::vector<float>>& pushed, std::size_t n) {
   const auto start = Clock::now();
-  std::vector<const float*> inputs;
-  std::vector<double> weights;
-  for (const auto& p : pushed) {
-    inputs.push_back(p.data());
-    weights.push_back(static_cast<double>(p[n]));
-  }
-  std::vector<float> mean(n);
-  combine_mean(inputs, weights, n, mean.data());
+  const std::vector<float> mean = mean_of_pushes(pushed, n);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   g_sink = g_sink + mean[n / 2];
   return seconds;
 }
 
-/// One async update's processing: the SGD apply of a gradient shard (ServerRank::apply's loop).
+/// One async update's processing: the SGD apply of a gradient shard (ServerRank::apply's).
 double time_async_update(std::vector<float>& shard, const std::vector<float>& gradient) {
   constexpr float kLearningRate = 0.01f;
   const auto start = Clock::now();
-  for (std::size_t i = 0; i < shard.size(); ++i)
-    shard[i] -= kLearningRate * gradient[i];
+  apply_sgd(shard.data(), gradient.data(), shard.size(), kLearningRate);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   g_sink = g_sink + shard[shard.size() / 2];
   return seconds;
