@@ -142,7 +142,8 @@ std::vector<ServerProbeFit> probe_server_processing(PeerGroup& peers, int worker
     peers.recv(rank, theirs.data(), theirs.size(), kServerProbeTag);
     std::vector<ServerProbePoint> points;
     for (std::size_t i = 0; i < kPoints; ++i)
-      points.push_back({theirs[3 * i], theirs[3 * i + 1], theirs[3 * i + 2]});
+      points.push_back({static_cast<double>(theirs[3 * i]), static_cast<double>(theirs[3 * i + 1]),
+                        static_cast<double>(theirs[3 * i + 2])});
     fits.push_back(fit_server_points(points));
     fits.back().rank = rank;
   }
