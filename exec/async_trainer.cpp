@@ -105,20 +105,20 @@ CycleOp cycle_op(const model::Plan& plan, const model::Op& op, int worker,
   const auto server_ok = [&](int s) { return s >= 0 && s < servers; };
   switch (op.kind) {
     case model::OpKind::Compute:
-      return CycleOp{CycleOp::Kind::Compute, -1, {}};
+      return CycleOp{CycleOp::Kind::Compute, -1};
     case model::OpKind::Apply:
       if (!server_ok(op.server)) throw refuse("no such server");
-      return CycleOp{CycleOp::Kind::Apply, op.server, {}};
+      return CycleOp{CycleOp::Kind::Apply, op.server};
     case model::OpKind::Transfer: {
       const model::Endpoint& from = op.source;
       const model::Endpoint& to = op.destination;
       using Role = model::Endpoint::Role;
       if (from.role == Role::Server && to.role == Role::Worker && to.index == worker &&
           server_ok(from.index))
-        return CycleOp{CycleOp::Kind::Pull, from.index, {}};
+        return CycleOp{CycleOp::Kind::Pull, from.index};
       if (from.role == Role::Worker && from.index == worker && to.role == Role::Server &&
           server_ok(to.index))
-        return CycleOp{CycleOp::Kind::Push, to.index, {}};
+        return CycleOp{CycleOp::Kind::Push, to.index};
       throw refuse("a transfer that is not between this worker and a server");
     }
     default:
@@ -151,15 +151,8 @@ std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std
     }
     if (c.kind == CycleOp::Kind::Pull && pushed[static_cast<std::size_t>(c.server)])
       throw refuse("pulls from server " + std::to_string(c.server) + " after pushing to it");
+    if (c.kind == CycleOp::Kind::Push) pushed[static_cast<std::size_t>(c.server)] = true;
     cycle.push_back(c);
-    if (c.kind != CycleOp::Kind::Push) continue;
-    pushed[static_cast<std::size_t>(c.server)] = true;
-    for (auto e : boost::make_iterator_range(boost::in_edges(v, plan.graph))) {
-      const model::Op& before = plan.graph[boost::source(e, plan.graph)];
-      if (before.worker == worker && before.kind == model::OpKind::Transfer &&
-          before.destination.role == model::Endpoint::Role::Server)
-        cycle.back().after_pushes_to.push_back(before.destination.index);
-    }
   }
   if (after_apply) throw refuse("has an op that waits on an apply within the cycle");
   const auto count = [&](CycleOp::Kind kind, int server) {

@@ -102,9 +102,6 @@ struct CycleOp {
   enum class Kind { Pull, Compute, Push, Apply };
   Kind kind = Kind::Compute;
   int server = -1;  ///< Pull, Push, Apply
-  /// Push: the servers whose pushes this one waits for (the plan orders them: a worker's pushes
-  /// leave one at a time); a transport whose sends take time waits until they have left.
-  std::vector<int> after_pushes_to;
 };
 
 /// Worker `worker`'s cycle: its ops of the plan in dependency order, every Apply moved after

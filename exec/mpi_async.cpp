@@ -121,13 +121,9 @@ class WorkerExchange {
     read_version_[s] = in_[s].header().version;
     unread_[s] = false;
   }
-  /// Push: the gradient's shard to server s, once the pushes it waits for (`after`: the plan
-  /// orders a worker's pushes) have left; its reply (the shard after the apply) is awaited by
-  /// apply().
-  void push(std::size_t s, long long step, double loss, const float* gradients,
-            const std::vector<int>& after) {
-    for (int before : after)
-      check(MPI_Wait(&send_[static_cast<std::size_t>(before)], MPI_STATUS_IGNORE), "MPI_Wait");
+  /// Push: the gradient's shard to server s; its reply (the shard after the apply) is awaited
+  /// by apply().
+  void push(std::size_t s, long long step, double loss, const float* gradients) {
     wait(s);  // a pull request to s may still be on its way: its buffers are reused here
     if (stop_) return;
     const auto [begin, end] = layout_.shards[s];
@@ -215,7 +211,7 @@ AsyncWorkerRecord run_worker(const model::Plan& plan, const Layout& layout, int 
             push_start = Clock::now();
             pushed = true;
           }
-          exchange.push(s, n, loss, replica.gradients(), op.after_pushes_to);
+          exchange.push(s, n, loss, replica.gradients());
           break;
         case CycleOp::Kind::Apply:
           exchange.apply(s);

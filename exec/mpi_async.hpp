@@ -13,15 +13,14 @@
 // that has not told it to stop (one its cycle never reached included), so that every message
 // sent is received and every server leaves. A worker posts each receive before its send, sends
 // a cycle's pull requests before waiting on the first, and its pushes before waiting on the
-// first apply, so no rank blocks another; a push the plan orders after another waits until that
-// one has left (MPI_Wait on its send: the server took it), so its pushes flow one at a time.
-// Statistics meet on rank 0 (worker 0), which reports; among them every server's own processing
-// (the row's `servers`, exec/report.hpp): per update, the apply (the lead's evaluation excluded)
-// and the preparation of its reply, not the waits in MPI_Probe, MPI_Recv and MPI_Send; 2 messages
-// (the push and its reply) and the shard's floats x 4 bytes per update; wall from the first push's
-// arrival to the end of the last update's handling (the lead's evaluations included). Compiled with
-// MPI only (TAUPLAN_HAVE_MPI); without it, asking for it is an InputError. What it leaves out:
-// several workers per rank, and GPU-aware MPI.
+// first apply, so no rank blocks another. Statistics meet on rank 0 (worker 0), which reports;
+// among them every server's own processing (the row's `servers`, exec/report.hpp): per update,
+// the apply (the lead's evaluation excluded) and the preparation of its reply, not the waits in
+// MPI_Probe, MPI_Recv and MPI_Send; 2 messages (the push and its reply) and the shard's floats x 4
+// bytes per update; wall from the first push's arrival to the end of the last update's handling
+// (the lead's evaluations included).
+// Compiled with MPI only (TAUPLAN_HAVE_MPI); without it, asking for it is an InputError.
+// What it leaves out: several workers per rank, and GPU-aware MPI.
 #pragma once
 
 #include "exec/async_trainer.hpp"

@@ -52,63 +52,24 @@ double op_duration_s(const Op& op, const Plan& plan, const Platform& platform) {
 
 namespace {
 
-/// Whether the servers of an asynchronous plan reply as they apply: one-thread servers under a
-/// rendezvous (exec's server ranks: the reply to a push is sent in the same turn as its apply),
-/// as sim/async_simulation.cpp runs them. A pull from such a server is then the reply to the
-/// worker's last push: it starts when that push's apply ends, not when the worker's next cycle
-/// starts, and overlaps the worker's later pushes.
-bool replies_follow_applies(const Op& pull, const Plan& plan, const Platform& platform) {
-  return platform.protocol.rendezvous && pull.kind == OpKind::Transfer &&
-         pull.source.role == Endpoint::Role::Server && pull.fixed_time_s < 0 && pull.bytes > 0 &&
-         plan.host_of(pull.source) != plan.host_of(pull.destination);
-}
-
-/// Each worker's push to each server, by (worker, server).
-std::map<std::pair<int, int>, OpId> pushes_of(const Plan& plan) {
-  std::map<std::pair<int, int>, OpId> pushes;
-  for (auto u : boost::make_iterator_range(boost::vertices(plan.graph))) {
-    const Op& op = plan.graph[u];
-    if (op.kind == OpKind::Transfer && op.destination.role == Endpoint::Role::Server)
-      pushes[{op.worker, op.destination.index}] = u;
-  }
-  return pushes;
-}
-
-/// The ops that start a transfer: its own predecessors, or, for a reply that follows an apply
-/// (replies_follow_applies), the predecessors of the push it answers (replies to pushes that
-/// left together flow together).
-std::vector<OpId> transfer_starters(OpId v, const Plan& plan, const Platform& platform,
-                                    const std::map<std::pair<int, int>, OpId>& pushes) {
-  const Op& op = plan.graph[v];
-  OpId from = v;
-  if (replies_follow_applies(op, plan, platform)) {
-    const auto push = pushes.find({op.worker, op.source.index});
-    if (push != pushes.end()) from = push->second;
-  }
-  std::vector<OpId> preds;
-  for (auto e : boost::make_iterator_range(boost::in_edges(from, plan.graph)))
-    preds.push_back(boost::source(e, plan.graph));
-  std::sort(preds.begin(), preds.end());
-  return preds;
-}
-
-/// A worker's transfers that start together (the same starters, transfer_starters: its pulls
-/// from every server, its pushes to every server when they leave at once) share the links their
-/// routes have in common, its own NIC first: each lasts its message latency plus the group's
-/// bytes on its busiest link over that link's bandwidth (they end together when their bytes are
-/// equal), not its own bytes alone. Pushes sent one at a time share nothing.
+/// A worker's transfers that start together (the same predecessors: its pulls from every server,
+/// its pushes to every server) share the links their routes have in common, its own NIC first:
+/// each lasts its message latency plus the group's bytes on its busiest link over that link's
+/// bandwidth (they end together when their bytes are equal), not its own bytes alone.
 /// Returns every op's duration by OpId (op_duration_s, the siblings' shared ones for transfers).
 std::vector<double> async_durations(const Plan& plan, const Platform& platform) {
   std::vector<double> duration_s(boost::num_vertices(plan.graph), 0.0);
-  std::map<std::tuple<int, bool, std::vector<OpId>>, std::vector<OpId>> groups;
-  const std::map<std::pair<int, int>, OpId> pushes = pushes_of(plan);
+  std::map<std::pair<int, std::vector<OpId>>, std::vector<OpId>> groups;
   for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
     const Op& op = plan.graph[v];
     duration_s[v] = op_duration_s(op, plan, platform);
     if (op.kind != OpKind::Transfer || op.fixed_time_s >= 0 || op.bytes <= 0) continue;
     if (plan.host_of(op.source) == plan.host_of(op.destination)) continue;
-    const bool pull = op.source.role == Endpoint::Role::Server;
-    groups[{op.worker, pull, transfer_starters(v, plan, platform, pushes)}].push_back(v);
+    std::vector<OpId> preds;
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, plan.graph)))
+      preds.push_back(boost::source(e, plan.graph));
+    std::sort(preds.begin(), preds.end());
+    groups[{op.worker, preds}].push_back(v);
   }
   for (const auto& [key, members] : groups) {
     if (members.size() < 2) continue;
@@ -208,41 +169,6 @@ std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& p
   return resources;
 }
 
-/// Each worker's cycle, uncontended, from its ops' finish times (pulls first, every op once).
-/// Where its servers reply as they apply (CompiledPlan::reply_of), the cycle is the period of its
-/// loop: from its compute's start to the last of its other ops plus its pulls that are not
-/// replies (they start the next cycle), and of each apply's end plus its reply.
-std::vector<double> cycle_times(const CompiledPlan& compiled, const std::vector<double>& finish) {
-  const auto k = static_cast<size_t>(compiled.workers);
-  std::vector<double> cycle_s(k, 0.0), compute_start(k, HUGE_VAL), replies_end(k, 0.0),
-      others_end(k, 0.0), leading(k, 0.0);
-  std::vector<bool> replies(k, false);
-  for (size_t i = 0; i < finish.size(); ++i) {
-    const auto w = static_cast<size_t>(compiled.owner[i]);
-    cycle_s[w] = std::max(cycle_s[w], finish[i]);
-    replies[w] = replies[w] || compiled.is_reply[i];
-    if (compiled.kind[i] == OpKind::Compute)
-      compute_start[w] = std::min(compute_start[w], finish[i] - compiled.duration_s[i]);
-  }
-  for (size_t i = 0; i < finish.size(); ++i) {
-    const auto w = static_cast<size_t>(compiled.owner[i]);
-    if (!replies[w] || !(compute_start[w] < HUGE_VAL) || compiled.is_reply[i]) continue;
-    if (finish[i] <= compute_start[w] && compiled.kind[i] != OpKind::Compute)
-      leading[w] = std::max(leading[w], compiled.duration_s[i]);
-    else
-      others_end[w] = std::max(others_end[w], finish[i] - compute_start[w]);
-    const int reply = compiled.reply_of[i];
-    if (reply >= 0)
-      replies_end[w] =
-          std::max(replies_end[w],
-                   finish[i] - compute_start[w] + compiled.duration_s[static_cast<size_t>(reply)]);
-  }
-  for (size_t w = 0; w < k; ++w)
-    if (replies[w] && compute_start[w] < HUGE_VAL)
-      cycle_s[w] = std::max(others_end[w] + leading[w], replies_end[w]);
-  return cycle_s;
-}
-
 /// Throughput and staleness of an asynchronous plan from its per-op finish times.
 void evaluate_asynchronous(const CompiledPlan& compiled, const std::vector<double>& finish,
                            RoundTiming& timing) {
@@ -252,12 +178,12 @@ void evaluate_asynchronous(const CompiledPlan& compiled, const std::vector<doubl
   std::vector<SharedResource> resources = compiled.resources;
   for (size_t i = 0; i < finish.size(); ++i) {
     const auto w = static_cast<size_t>(compiled.owner[i]);
+    timing.cycle_s[w] = std::max(timing.cycle_s[w], finish[i]);
     if (compiled.kind[i] == OpKind::Compute) timing.worker_compute[w] += compiled.duration_s[i];
     if (compiled.apply_server[i] >= 0)
       resources[static_cast<size_t>(compiled.apply_server[i])].seconds_per_update[w] +=
           compiled.duration_s[i];
   }
-  timing.cycle_s = cycle_times(compiled, finish);
   const double slowest = *std::max_element(timing.cycle_s.begin(), timing.cycle_s.end());
   const bool bounded = compiled.staleness_bound > 0;
   std::vector<double>& rate = timing.worker_rate;
@@ -382,21 +308,6 @@ CompiledPlan compile(const Plan& plan, const Platform& platform) {
                                "' belongs to no worker");
       compiled.owner.push_back(op.worker);
       compiled.apply_server.push_back(op.kind == OpKind::Apply ? op.server : -1);
-    }
-    std::map<std::pair<int, int>, int> reply_at;  // (worker, server) -> position of the reply
-    for (size_t i = 0; i < order.size(); ++i) {
-      const Op& op = plan.graph[order[i]];
-      if (replies_follow_applies(op, plan, platform))
-        reply_at[{op.worker, op.source.index}] = static_cast<int>(i);
-    }
-    compiled.reply_of.assign(order.size(), -1);
-    compiled.is_reply.assign(order.size(), false);
-    for (size_t i = 0; i < order.size(); ++i) {
-      const Op& op = plan.graph[order[i]];
-      const auto reply = reply_at.find({op.worker, op.server});
-      if (op.kind != OpKind::Apply || reply == reply_at.end()) continue;
-      compiled.reply_of[i] = reply->second;
-      compiled.is_reply[static_cast<size_t>(reply->second)] = true;
     }
     const std::vector<double> duration_s = async_durations(plan, platform);
     for (size_t i = 0; i < order.size(); ++i)

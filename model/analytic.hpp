@@ -62,13 +62,8 @@ struct CompiledPlan {
   bool asynchronous = false;
   int staleness_bound = 0;
   int workers = 0;
-  std::vector<int> owner;         ///< per op: the worker whose cycle it is in
-  std::vector<int> apply_server;  ///< per op: the server of an Apply, else -1
-  /// Per op: for an Apply whose server replies as it applies (a one-thread server under a
-  /// rendezvous: replies_follow_applies), the index of the worker's pull from that server
-  /// (the reply, which the next cycle waits for), else -1.
-  std::vector<int> reply_of;
-  std::vector<bool> is_reply;             ///< per op: a pull that is some Apply's reply (above)
+  std::vector<int> owner;                 ///< per op: the worker whose cycle it is in
+  std::vector<int> apply_server;          ///< per op: the server of an Apply, else -1
   std::vector<SharedResource> resources;  ///< processors, links in, links out, links
 };
 

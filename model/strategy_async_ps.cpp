@@ -1,22 +1,18 @@
 // strategy_async_ps.cpp: asynchronous parameter servers (Downpour-style; SSP with a bound).
 //
 // K workers each loop on their own, with no barrier: pull the parameters from every server
-// (shard N/S each), compute a gradient at batch b, push it to every server, one push at a time
-// beginning at server w mod S, and go on once every server has applied it (a server's reply,
-// the next pull, follows its apply: model/analytic.cpp and the simulator overlap it with the
-// worker's later pushes where servers reply as they apply); servers apply updates in arrival order,
-// one at a time, at their host's speed (server_apply_flop: the optimizer step over the shard; plus
-// the server host's own work per message and per byte, model/server_work.hpp). With
-// `staleness_bound` s > 0 (SSP, Ho et al. 2013) a worker may not start step t+s+1 before every
-// worker has pushed step t. The plan is one cycle per worker (plan.hpp's asynchronous plans); its
-// rounds are server updates to the target, Na(b) (1 + kappa tau_bar) with the mean staleness
-// tau_bar the analytic engine predicts (convergence.hpp). Leaves out: servers that answer pulls
-// with stale copies (they answer with the parameters as applied so far), update compression, and
-// learning rates scaled by staleness.
+// (shard N/S each), compute a gradient at batch b, push it to every server, and go on once every
+// server has applied it; servers apply updates in arrival order, one at a time, at their host's
+// speed (server_apply_flop: the optimizer step over the shard; plus the server host's own work
+// per message and per byte, model/server_work.hpp). With `staleness_bound` s > 0
+// (SSP, Ho et al. 2013) a worker may not start step t+s+1 before every worker has pushed step
+// t. The plan is one cycle per worker (plan.hpp's asynchronous plans); its rounds are server
+// updates to the target, Na(b) (1 + kappa tau_bar) with the mean staleness tau_bar the analytic
+// engine predicts (convergence.hpp). Leaves out: servers that answer pulls with stale copies
+// (they answer with the parameters as applied so far), update compression, and learning rates
+// scaled by staleness.
 #include <fmt/format.h>
-
 #include <boost/range/iterator_range.hpp>
-#include <optional>
 
 #include "model/analytic.hpp"
 #include "model/error.hpp"
@@ -107,7 +103,6 @@ class AsyncPsStrategy : public Strategy {
     const double transfer_s = options.comm_s < 0 ? -1 : options.comm_s / 2;
 
     for (int w = 0; w < plan.workers; ++w) {
-      std::optional<OpId> previous_push;
       Op compute;
       compute.kind = OpKind::Compute;
       compute.label = fmt::format("w{} step", w);
@@ -117,8 +112,7 @@ class AsyncPsStrategy : public Strategy {
       compute.overhead_s =
           step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
       const OpId compute_id = plan.add(compute);
-      for (int i = 0; i < servers; ++i) {
-        const int s = (w + i) % servers;  // worker w's pushes begin at server w mod S
+      for (int s = 0; s < servers; ++s) {
         Op pull;
         pull.kind = OpKind::Transfer;
         pull.label = fmt::format("w{} pull from server {}", w, s);
@@ -143,11 +137,6 @@ class AsyncPsStrategy : public Strategy {
         plan.depend(plan.add(pull), compute_id);
         const OpId push_id = plan.add(push);
         plan.depend(compute_id, push_id);
-        // One push at a time: the next leaves once this one is sent (exec's worker waits for
-        // each send), so a worker's NIC carries one push at full rate and the first server's
-        // reply overlaps the next push; workers begin at different servers.
-        if (previous_push) plan.depend(*previous_push, push_id);
-        previous_push = push_id;
         plan.depend(push_id, plan.add(apply));
       }
     }

@@ -66,12 +66,6 @@ TEST_CASE("an async-ps worker's cycle: pulls, compute, pushes, then the applies"
       kinds.push_back(op.kind);
     CHECK(kinds == std::vector<Kind>{Kind::Pull, Kind::Pull, Kind::Compute, Kind::Push, Kind::Push,
                                      Kind::Apply, Kind::Apply});
-    // The pushes leave one at a time, worker w's first to server w mod 2; the second waits for
-    // the first to have left (the plan's edge between them).
-    CHECK(cycle[3].server == w % 2);
-    CHECK(cycle[3].after_pushes_to.empty());
-    CHECK(cycle[4].server == (w + 1) % 2);
-    CHECK(cycle[4].after_pushes_to == std::vector<int>{w % 2});
   }
 }
 

@@ -124,69 +124,21 @@ TEST_CASE("async throughput is the bottleneck formula: worker-, server- and link
     const auto platform = star({1e12, 1e12, 1e12, 1e12}, {1e12, 1e12}, 5e7);
     const auto row = predict(async_options(4, b, 2), test::round_workload(), platform, c);
     const double t = transfer(N / 2, 5e7);
-    const double T = C + 3 * t + 1e-6;  // the pulls together, the pushes one after the other
+    const double T = C + 2 * t + 1e-6;
     CHECK(row.round_s == Approx(std::max(t, T / 4)).epsilon(1e-12));
   }
 }
 
-TEST_CASE("async: a worker's pulls share its link, its pushes leave one at a time") {
+TEST_CASE("async: a worker's transfers to its servers share its link") {
   // One worker on a 1e8 B/s link, two servers on 1e10 B/s links: its two pulls of N / 2 start
-  // together and share its link (each 20 us + N / 1e8, not N / 2 / 1e8); its pushes leave one
-  // after the other (each 20 us + N / 2 / 1e8), the second once the first has left.
+  // together and share its link (each 20 us + N / 1e8, not N / 2 / 1e8), and so do its pushes.
   const double b = 100, N = 4e6, C = b * 1e9 / 1e12;
   const auto platform = star({1e12}, {1e12, 1e12}, 1e10, 1e8);
   const auto row =
       predict(async_options(1, b, 2), test::round_workload(), platform, model::FixedCounts(10));
   const double apply = 2 * 1e6 / 2 / 1e12;  // SGD: 2 flop per parameter of the half shard
-  const double comm = (20e-6 + N / 1e8) + 2 * (20e-6 + N / 2 / 1e8) + apply;
-  CHECK(row.round_s == Approx(C + comm).epsilon(1e-12));
-  CHECK(row.comm_s == Approx(comm).epsilon(1e-12));
-}
-
-TEST_CASE("async-ps: worker w pushes to its servers one at a time, beginning at server w mod S") {
-  const auto platform = star({1e12, 1e12, 1e12}, {1e12, 1e12}, 1e10);
-  const auto plan = model::make_plan("async-ps", async_options(3, 10, 2), test::round_workload(),
-                                     platform, model::FixedCounts(100));
-  for (int w = 0; w < 3; ++w) {
-    std::vector<int> order;  // the servers of w's pushes, each after the push it waits for
-    for (model::OpId v : plan.topological_order()) {
-      const model::Op& op = plan.graph[v];
-      if (op.worker != w || op.kind != model::OpKind::Transfer ||
-          op.destination.role != model::Endpoint::Role::Server)
-        continue;
-      int after = -1;
-      for (auto e : boost::make_iterator_range(boost::in_edges(v, plan.graph))) {
-        const model::Op& before = plan.graph[boost::source(e, plan.graph)];
-        if (before.kind == model::OpKind::Transfer) after = before.destination.index;
-      }
-      CHECK(after == (order.empty() ? -1 : order.back()));
-      order.push_back(op.destination.index);
-    }
-    CHECK(order == std::vector<int>{w % 2, (w + 1) % 2});
-  }
-}
-
-TEST_CASE("async under a rendezvous: a server's reply overlaps the worker's next push") {
-  // One worker on a 1e8 B/s link (5 ms links: 10 ms routes), two servers on 1e10 B/s, MPI's
-  // rendezvous: a message above 64 KiB takes 3 route latencies + its bytes over the worker's NIC
-  // (m = 0.03 + N / 2 / 1e8 = 0.05 s for a half shard). The server that took the first push
-  // applies it and replies (the next cycle's pull) while the second push flows: the cycle is the
-  // compute, both pushes, the second apply and its reply, C + 3 m + apply; the first reply ends
-  // a push earlier. Plainly (no reply with the apply) the pulls wait for the next cycle and
-  // share the NIC: C + (0.03 + N / 1e8) + 2 m + apply.
-  const double b = 100, N = 4e6, C = b * 1e9 / 1e12, eager = 65536;
-  model::Platform platform = star({1e12}, {1e12, 1e12}, 1e10, 1e8, 5e-3);
-  platform.protocol.rendezvous = true;
-  platform.protocol.eager_limit_bytes = eager;
-  const double m = 3 * 10e-3 + N / 2 / 1e8, apply = 1e6 / 1e12;
-  const auto row =
-      predict(async_options(1, b, 2), test::round_workload(), platform, model::FixedCounts(10));
-  CHECK(row.round_s == Approx(C + 3 * m + apply).epsilon(1e-12));
-  CHECK(row.extra["bottleneck"] == "workers");
-  platform.protocol = model::MessageProtocol();
-  const double plain_m = 10e-3 + N / 2 / 1e8;
-  CHECK(predict(async_options(1, b, 2), test::round_workload(), platform, model::FixedCounts(10))
-            .round_s == Approx(C + (10e-3 + N / 1e8) + 2 * plain_m + apply).epsilon(1e-12));
+  CHECK(row.round_s == Approx(C + 2 * (20e-6 + N / 1e8) + apply).epsilon(1e-12));
+  CHECK(row.comm_s == Approx(2 * (20e-6 + N / 1e8) + apply).epsilon(1e-12));
 }
 
 TEST_CASE("async under a rendezvous: the server is one thread that receives, applies, sends") {

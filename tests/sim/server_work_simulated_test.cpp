@@ -1,8 +1,7 @@
 // server_work_simulated_test.cpp: a parameter server's own processing (model/server_work.hpp)
 // in SimGrid against the analytic engine and the closed form: the synchronous ps call's server
 // stage runs on the server host between push and pull; the asynchronous server's apply carries
-// its processing and saturates at 1 / (apply + processing); a one-thread server's reply
-// overlaps the worker's next push (two servers, platforms/testbed-ps-dual.xml).
+// its processing and saturates at 1 / (apply + processing).
 //
 // Platform: platforms/test-ps.xml (workers h0..h3, server ps0, all at 1e12 flop/s) with the
 // server props written into ps0 (a copy in the temporary folder).
@@ -142,35 +141,4 @@ TEST_CASE("server queues in SimGrid under a rendezvous: one thread receives, app
   CHECK(whole.simgrid == Approx(10e-3 + 4e7 / 1e9).epsilon(5e-3));
   std::filesystem::remove(rendezvous);
   std::filesystem::remove(plain);
-}
-
-TEST_CASE("server replies in SimGrid under a rendezvous overlap the worker's next push") {
-  // testbed-ps-dual (workers on 12.5 MB/s NICs, 2 ms; servers on 50 MB/s, 1 ms: 3 ms routes,
-  // 1 Gflop/s hosts) under MPI's rendezvous: one worker, 1e6 parameters over two servers. A
-  // half shard (2e6 B) takes m = 3 x 3 ms + 2e6 / 1.25e7 s; the first server replies while the
-  // second push flows: the cycle is C + 3 m + the apply (1e6 flop), the analytic engine's closed
-  // form (tests/model/async_ps_model_test.cpp), not C + 4 m.
-  std::ifstream in(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string xml = text.str();
-  const std::string zone = "<zone id=\"world\" routing=\"Floyd\">";
-  const size_t zone_at = xml.find(zone);
-  REQUIRE(zone_at != std::string::npos);
-  xml.insert(zone_at + zone.size(),
-             "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
-             "<prop id=\"eager_limit_bytes\" value=\"65536\"/>");
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("tauplan-dual-rendezvous-" + std::to_string(::getpid()) + ".xml"))
-                               .string();
-  std::ofstream(path) << xml;
-  const model::Workload w = test::async_test_workload(1e6);
-  model::StrategyOptions o = test::async_test_options(1);
-  o.batch = 1;
-  o.servers = 2;
-  const Rows rows = run_both(path, "async-ps", o, w, 200);
-  const double m = 3 * 3e-3 + 2e6 / 1.25e7, C = 1e9 / 1e9, apply = 1e6 / 1e9;
-  CHECK(rows.analytic == Approx(C + 3 * m + apply).epsilon(1e-9));
-  CHECK(rows.simgrid == Approx(C + 3 * m + apply).epsilon(5e-3));
-  std::filesystem::remove(path);
 }
