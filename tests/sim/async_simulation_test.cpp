@@ -49,14 +49,8 @@ struct Rows {
 /// Plans `strategy` on test-ps with `iterations` serial steps and runs both engines.
 Rows run_both(const std::string& strategy, const model::StrategyOptions& o,
               const model::Workload& w, double iterations, sim::SimOptions sim_options = {}) {
-  const auto result = test::in_child([=] {
-    const auto platform = sim::load_platform(kTestPs);
-    const model::FixedCounts convergence(iterations);
-    const auto plan = model::make_plan(strategy, o, w, platform, convergence);
-    nlohmann::json out = {model::to_json(model::analyze(plan, platform)),
-                          model::to_json(sim::simulate(plan, platform, sim_options))};
-    return out.dump();
-  });
+  const auto result = test::in_child(
+      [=] { return test::analyze_and_simulate(kTestPs, strategy, o, w, iterations, sim_options); });
   INFO(result.text);
   REQUIRE(result.kind == "ok");
   const auto j = result.json();

@@ -18,10 +18,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/analytic.hpp"
 #include "model/convergence.hpp"
 #include "model/error.hpp"
 #include "model/strategy.hpp"
 #include "model/workload.hpp"
+#include "sim/platform_loader.hpp"
 #include "sim/simulator.hpp"
 #include "tests/model/round_support.hpp"
 
@@ -86,6 +88,20 @@ inline ChildResult in_child(const std::function<std::string()>& body) {
   const auto newline = output.find('\n');
   if (newline == std::string::npos) throw std::runtime_error("simulation child sent nothing");
   return ChildResult{output.substr(0, newline), output.substr(newline + 1)};
+}
+
+/// To run in a child (in_child): loads `platform_file`, plans `strategy` with `iterations`
+/// serial steps, and returns the analytic row and the SimGrid row as a JSON array of two.
+inline std::string analyze_and_simulate(const std::string& platform_file,
+                                        const std::string& strategy,
+                                        const model::StrategyOptions& o, const model::Workload& w,
+                                        double iterations, const sim::SimOptions& sim_options) {
+  const auto platform = sim::load_platform(platform_file);
+  const model::FixedCounts convergence(iterations);
+  const auto plan = model::make_plan(strategy, o, w, platform, convergence);
+  const nlohmann::json out = {model::to_json(model::analyze(plan, platform)),
+                              model::to_json(sim::simulate(plan, platform, sim_options))};
+  return out.dump();
 }
 
 inline std::string fixture(const std::string& name) {
