@@ -135,9 +135,9 @@ TEST_CASE("server queues in SimGrid under a rendezvous: one thread receives, app
   const std::string plain = platform_with_server_work("", "", "", "5ms");
   const Rows whole = run_both(plain, "async-ps", o, w, 400);
   CHECK(whole.simgrid == Approx(10e-3 + 4e7 / 1e9).epsilon(5e-3));
-  // A worker that fails while the one thread holds its push (0.35 s: three updates of 0.12 s
-  // in) loses that update; the thread goes on serving the others (no deadlock on its turn), and
-  // the job loses less than the restart.
+  // A worker that fails mid-cycle (0.35 s: its update is in flight, queued for the one thread or
+  // held by it, as every worker's is here) loses that update; the thread goes on serving the
+  // others (no deadlock on its turn), and the job loses less than the restart.
   sim::SimOptions failing;
   failing.restart_s = 1;
   failing.failures.push_back(sim::parse_failure("h1@0.35s", "<test>"));
