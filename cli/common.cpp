@@ -7,8 +7,8 @@
 
 #include "cli/verb.hpp"
 #include "model/error.hpp"
-#include "study/engines.hpp"
-#include "study/inputs.hpp"
+#include "study/common/engines.hpp"
+#include "study/common/inputs.hpp"
 
 namespace tauplan::cli {
 

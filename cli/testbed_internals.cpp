@@ -13,7 +13,7 @@
 
 #include "cli/verb.hpp"
 #include "model/error.hpp"
-#include "study/testbed_control.hpp"
+#include "study/testbed/testbed_control.hpp"
 
 namespace tauplan::cli {
 namespace {

@@ -1,8 +1,8 @@
 // verb.hpp: what every verb of the tauplan executable shares.
 //
 // A verb is one file (verb_predict.cpp, verb_sweep.cpp, ...) that registers itself, parses its
-// flags, calls one study (study/) or one engine (study/engines.hpp) and prints. Shared here: the
-// job file argument and one flag per job key (`workers` <-> `--workers`, flag over file), and
+// flags, calls one study (study/) or one engine (study/common/engines.hpp) and prints. Shared here:
+// the job file argument and one flag per job key (`workers` <-> `--workers`, flag over file), and
 // printing results (table or JSON) with their provenance. Errors: verbs throw
 // tauplan::InputError for bad input; main() prints it on one line and exits with code 2.
 #pragma once

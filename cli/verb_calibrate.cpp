@@ -1,19 +1,19 @@
 // verb_calibrate.cpp: `tauplan calibrate [--device cpu] [--out FILE] [--json]`, this machine
-// as a platform (study/machine_calibration.hpp); `--check FILE` reads a calibration back;
+// as a platform (study/calibrate/machine_calibration.hpp); `--check FILE` reads a calibration back;
 // `--compute OUT.json [--compute-threads K] [--compute-dims D,...]` measures this CPU's compute
 // profile instead (GEMMs by shape, memory bandwidth, per-op overhead;
 // exec/compute_calibration.hpp). `--network HOSTS... --out FILE.xml` finds the network between
-// hosts by probing it instead (study/network_probe.hpp): on the live testbed (`all`: its every
-// host), or, with --mpi, between the MPI ranks it runs as (rank r is the r-th name).
+// hosts by probing it instead (study/testbed/network_probe.hpp): on the live testbed (`all`: its
+// every host), or, with --mpi, between the MPI ranks it runs as (rank r is the r-th name).
 #include <iostream>
 
 #include "cli/verb.hpp"
 #include "model/error.hpp"
-#include "study/machine_calibration.hpp"
+#include "study/calibrate/machine_calibration.hpp"
 #ifdef __linux__
-#include "study/network_probe.hpp"
+#include "study/testbed/network_probe.hpp"
 #endif
-#include "study/validate_transformer.hpp"
+#include "study/validate/validate_transformer.hpp"
 
 namespace tauplan::cli {
 namespace {

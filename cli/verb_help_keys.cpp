@@ -14,7 +14,7 @@
 #include "model/platform.hpp"
 #include "model/token_target.hpp"
 #include "model/transformer.hpp"
-#include "study/inputs.hpp"
+#include "study/common/inputs.hpp"
 
 namespace tauplan::cli {
 namespace {

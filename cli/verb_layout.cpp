@@ -1,9 +1,9 @@
 // verb_layout.cpp: `tauplan layout JOB.yaml [--fit] [--json]`, one layout of a transformer job in
-// closed form: memory per worker per stage, traffic and step time (study/layout_report.hpp).
+// closed form: memory per worker per stage, traffic and step time (study/layout/layout_report.hpp).
 #include <iostream>
 
 #include "cli/verb.hpp"
-#include "study/layout_report.hpp"
+#include "study/layout/layout_report.hpp"
 
 namespace tauplan::cli {
 namespace {

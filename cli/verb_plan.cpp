@@ -1,5 +1,5 @@
 // verb_plan.cpp: `tauplan plan INVENTORY.yaml [--json] [--out DIR] [--jobs N] [--recheck N]
-// [--no-plot]`, capacity planning over an inventory of node types (study/capacity_plan.hpp).
+// [--no-plot]`, capacity planning over an inventory of node types (study/plan/capacity_plan.hpp).
 // Exit codes: 0 an answer was found; 2 bad inventory; 3 no configuration meets the deadline
 // (the answer names the nearest) or none fits at all; 1 internal error.
 #include <cstdlib>
@@ -7,7 +7,7 @@
 
 #include "cli/verb.hpp"
 #include "model/error.hpp"
-#include "study/capacity_plan.hpp"
+#include "study/plan/capacity_plan.hpp"
 
 namespace tauplan::cli {
 namespace {

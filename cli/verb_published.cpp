@@ -1,10 +1,10 @@
 // verb_published.cpp: `tauplan published [FILE | --runs FILE] [--out DIR] [--json]`, published
 // training runs (Megatron-LM's papers; experiments/parallelism/h100.yaml: Llama 3 and
-// Megatron-Core on H100) beside tauplan's closed-form prediction (study/published.hpp).
+// Megatron-Core on H100) beside tauplan's closed-form prediction (study/published/published.hpp).
 #include <iostream>
 
 #include "cli/verb.hpp"
-#include "study/published.hpp"
+#include "study/published/published.hpp"
 
 namespace tauplan::cli {
 namespace {

@@ -1,9 +1,9 @@
 // verb_reproduce.cpp: `tauplan reproduce [sparknet|hetseq] [--out DIR] [--fresh] [--reduced]`,
-// SparkNet's and HetSeq's curves with tauplan's own engines (study/reproduce.hpp).
+// SparkNet's and HetSeq's curves with tauplan's own engines (study/reproduce/reproduce.hpp).
 #include <iostream>
 
 #include "cli/verb.hpp"
-#include "study/reproduce.hpp"
+#include "study/reproduce/reproduce.hpp"
 
 namespace tauplan::cli {
 namespace {

@@ -1,13 +1,13 @@
 // verb_sweep.cpp: `tauplan sweep JOB.yaml --set KEY=V1,V2,... [--set ...] [--engine analytic|
 // simgrid] [--out DIR] [--jobs N] [--json]`, the grid of every combination of job keys
-// (study/sweep.hpp). Exit codes: 0 every point succeeded; 2 bad input (nothing computed); 3 the
-// sweep finished but some points failed (listed); 1 internal error.
+// (study/sweep/sweep.hpp). Exit codes: 0 every point succeeded; 2 bad input (nothing computed); 3
+// the sweep finished but some points failed (listed); 1 internal error.
 #include <cstdlib>
 #include <iostream>
 
 #include "cli/verb.hpp"
 #include "model/error.hpp"
-#include "study/sweep.hpp"
+#include "study/sweep/sweep.hpp"
 
 namespace tauplan::cli {
 namespace {

@@ -25,7 +25,7 @@
 #include "cli/testbed_internals.hpp"
 #include "cli/verb.hpp"
 #include "model/error.hpp"
-#include "study/testbed_control.hpp"
+#include "study/testbed/testbed_control.hpp"
 
 namespace tauplan::cli {
 namespace {

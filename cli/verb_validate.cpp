@@ -1,9 +1,9 @@
 // verb_validate.cpp: `tauplan validate JOB.yaml [--set KEY=V1,V2 ...] [--slow-worker F1,F2]
 // [--out DIR] [--calibration DIR] [--json]`, every prediction checked against a measurement
-// (study/validate.hpp); a job whose workload is a transformer goes to
-// study/validate_transformer.hpp (`--profile FILE`, `--calibration DIR` of profile-K<K>.json). Exit
-// codes: 0; 2 bad input; 3 when --max-round-error is given and a median round-time error exceeds
-// it.
+// (study/validate/validate.hpp); a job whose workload is a transformer goes to
+// study/validate/validate_transformer.hpp (`--profile FILE`, `--calibration DIR` of
+// profile-K<K>.json). Exit codes: 0; 2 bad input; 3 when --max-round-error is given and a median
+// round-time error exceeds it.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -11,9 +11,9 @@
 
 #include "cli/verb.hpp"
 #include "model/error.hpp"
-#include "study/validate.hpp"
-#include "study/validate_testbed.hpp"
-#include "study/validate_transformer.hpp"
+#include "study/validate/validate.hpp"
+#include "study/validate/validate_testbed.hpp"
+#include "study/validate/validate_transformer.hpp"
 
 namespace tauplan::cli {
 namespace {

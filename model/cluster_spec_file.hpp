@@ -15,7 +15,7 @@
 // domains_per_pod, core_oversubscription. Each replaces the preset's number and, where the spec
 // keeps one, its source ("given in FILE"). The spec is checked with cluster_shape when read, so a
 // bad file fails with one InputError naming the file and the key.
-// What it leaves out: generating or caching the XML (study/platform_file.hpp does, for every
+// What it leaves out: generating or caching the XML (study/common/platform_file.hpp does, for every
 // place that takes a platform), and anything but one flat map of scalars (no anchors, no lists).
 #pragma once
 

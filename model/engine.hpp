@@ -4,8 +4,8 @@
 // strategies), builds each strategy's Plan with make_plan, runs it its own way and returns one
 // ResultRow per plan in the common schema, filling the RunContext with how it ran (network
 // model, engine settings). Verbs and studies reach engines only through this interface and the
-// registry of study/engines.hpp; a study that needs a process per run (SimGrid holds one engine
-// per process, a measurement needs the cores to itself) runs the engine's verb in a child
+// registry of study/common/engines.hpp; a study that needs a process per run (SimGrid holds one
+// engine per process, a measurement needs the cores to itself) runs the engine's verb in a child
 // process, which calls the same interface. What it leaves out: loading the inputs (study/
 // inputs.hpp: platform loading is sim/'s) and rendering the rows (model/result.hpp).
 #pragma once

@@ -1,7 +1,7 @@
 // strategy.cpp: the registry of strategies, make_plan, and their shared building blocks.
 //
 // Adding a strategy: one file with its class and factory, one line in registry() below (or,
-// outside the tree, register_strategy() at run time: tests/study/strategy_extension_test.cpp).
+// outside the tree, register_strategy() at run time: study/common/strategy_extension_test.cpp).
 #include "model/strategy.hpp"
 
 #include <algorithm>

@@ -2,14 +2,15 @@
 //
 // Layering (DESIGN.md): model <- sim, model <- exec, {model, sim, exec} <- study <- cli, and only
 // sim/ includes SimGrid (its headers sit in /usr/include, so the linker alone cannot enforce
-// it). Names: a strategy's or a collective algorithm's name appears as a string literal only
-// in the files that carry that name (its own files: strategy_<name>.cpp, collective_<name>.cpp,
-// lower_<name>.cpp, ...), never compared elsewhere. Extending: every registered collective has
-// its analytic cost and its SimGrid lowering as files of its own, every strategy its file, as
-// README "Extending" says; plans are built by strategies only; verb files stay small. Repeats:
-// no block of six lines stands twice in the sources (repeated_blocks() states what counts as a
-// line). Each rule is also run on a planted violation, so a checker that finds nothing cannot
-// pass.
+// it). Inside study/, a folder per study (study/<study>/, its unit tests beside it) that uses
+// only itself and study/common/ (validate also testbed/). Names: a strategy's or a collective
+// algorithm's name appears as a string literal only in the files that carry that name (its own
+// files: strategy_<name>.cpp, collective_<name>.cpp, lower_<name>.cpp, ...), never compared
+// elsewhere. Extending: every registered collective has its analytic cost and its SimGrid lowering
+// as files of its own, every strategy its file, as README "Extending" says; plans are built by
+// strategies only; verb files stay small. Repeats: no block of six lines stands twice in the
+// sources (repeated_blocks() states what counts as a line). Each rule is also run on a planted
+// violation, so a checker that finds nothing cannot pass.
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -34,7 +35,7 @@
 #if TAUPLAN_HAVE_MPI
 #include "exec/mpi_algorithm.hpp"
 #endif
-#include "study/engines.hpp"
+#include "study/common/engines.hpp"
 
 #ifndef TAUPLAN_SOURCE_DIR
 #define TAUPLAN_SOURCE_DIR "."
@@ -56,6 +57,21 @@ std::string read(const fs::path& path) {
 bool is_source(const fs::path& path) {
   const std::string ext = path.extension().string();
   return ext == ".cpp" || ext == ".hpp" || ext == ".cu" || ext == ".h";
+}
+
+/// A test beside the code it tests (study/<study>/*_test.cpp and their support headers).
+bool is_test_file(const fs::path& path) {
+  const std::string stem = path.stem().string();
+  auto ends_with = [&stem](const std::string& tail) {
+    return stem.size() >= tail.size() &&
+           stem.compare(stem.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return ends_with("_test") || ends_with("_test_support");
+}
+
+/// C++ of the product: not a test, even one kept beside its code.
+bool is_product_source(const fs::path& path) {
+  return is_source(path) && !is_test_file(path);
 }
 
 /// Each item on a line of its own, indented: the body of a failure message.
@@ -145,6 +161,41 @@ std::vector<std::string> layering_violations(const fs::path& root) {
   return violations;
 }
 
+/// study/'s rooms: every file in a study's folder (study/<study>/), which includes only its own
+/// folder and study/common/ (and the folders `may_also` grants it); common/ includes only itself;
+/// every folder holds unit tests (a *_test.cpp). "FILE: ..." for each breach.
+std::vector<std::string> study_room_violations(
+    const fs::path& root, const std::map<std::string, std::set<std::string>>& may_also) {
+  const std::regex include(R"(#\s*include\s*"study/([^/"]+)/[^"]*")");
+  std::vector<std::string> violations;
+  std::map<std::string, bool> tested;
+  for (const fs::path& file : sources(root, "study")) {
+    const std::vector<fs::path> parts(file.begin(), file.end());
+    if (parts.size() != 3) {
+      violations.push_back(file.generic_string() + ": not in a study's folder (study/<study>/)");
+      continue;
+    }
+    const std::string room = parts[1].string();
+    tested[room] = tested[room] || is_test_file(file);
+    const std::string code = without_comments(read(root / file));
+    for (std::sregex_iterator it(code.begin(), code.end(), include), end; it != end; ++it) {
+      const std::string target = (*it)[1];
+      const auto granted = may_also.find(room);
+      if (target == room || target == "common" ||
+          (granted != may_also.end() && granted->second.count(target) > 0))
+        continue;
+      violations.push_back(file.generic_string() + ": #include study/" + target + "/...");
+    }
+  }
+  for (const auto& [room, has_tests] : tested)
+    if (!has_tests)
+      violations.push_back("study/" + room + "/: no unit test (*_test.cpp) beside it");
+  return violations;
+}
+
+/// What one study may use of another: validate measures on the testbed (testbed/).
+const std::map<std::string, std::set<std::string>> kStudyMayAlso = {{"validate", {"testbed"}}};
+
 /// "FILE:LINE: SIGNATURE (N lines)" for every function in `dirs` whose definition, from the first
 /// line of its signature to its closing brace, is longer than `limit` lines. A definition starts
 /// at a line of indentation 0-4 (namespace scope or a class member) and its body ends at the
@@ -158,7 +209,7 @@ std::vector<std::string> long_functions(const fs::path& root, const std::vector<
   const std::regex statement(R"(^\s*(if|for|while|switch|else|do|return|case|namespace)\b)");
   std::vector<std::string> found;
   for (const std::string& dir : dirs)
-    for (const fs::path& file : sources(root, dir)) {
+    for (const fs::path& file : sources(root, dir, is_product_source)) {
       std::vector<std::string> lines;
       std::istringstream in(without_comments(read(root / file)));
       for (std::string line; std::getline(in, line);)
@@ -192,7 +243,7 @@ std::vector<std::string> name_violations(const fs::path& root,
                                          const std::vector<std::string>& names) {
   std::vector<std::string> violations;
   for (const char* dir : {"model", "sim", "exec", "study", "cli"})
-    for (const fs::path& file : sources(root, dir)) {
+    for (const fs::path& file : sources(root, dir, is_product_source)) {
       const std::string stem = file.stem().string();
       const std::string code = without_comments(read(root / file));
       for (const std::string& name : names) {
@@ -397,13 +448,39 @@ TEST_CASE("layering: a forbidden include planted in model/ and exec/ is found") 
   tree.write("exec/bad.hpp", "#include \"cli/verb.hpp\"\n// #include \"sim/commented_out.hpp\"\n");
   tree.write("study/fine.cpp", "#include \"sim/simulator.hpp\"\n#include \"exec/trainer.hpp\"\n");
   tree.write("cli/verb_bad.cpp",
-             "#include \"study/sweep.hpp\"\n#include \"exec/testbed/fabric.hpp\"\n");
+             "#include \"study/sweep/sweep.hpp\"\n#include \"exec/testbed/fabric.hpp\"\n");
   const auto violations = layering_violations(tree.root);
   CHECK(violations ==
         std::vector<std::string>{"model/bad.cpp: #include simgrid/s4u.hpp",
                                  "model/bad.cpp: #include sim/simulator.hpp",
                                  "exec/bad.hpp: #include cli/verb.hpp",
                                  "cli/verb_bad.cpp: #include exec/testbed/fabric.hpp"});
+}
+
+TEST_CASE("layering: each study lives in its folder, uses only its own and common/, has tests") {
+  const auto violations = study_room_violations(kRoot, kStudyMayAlso);
+  INFO("study/ rooms broken:\n" << indented(violations));
+  CHECK(violations.empty());
+  CHECK(sources(kRoot, "study/validate").size() > 4);  // the scan saw the rooms
+}
+
+TEST_CASE("layering: a study reaching into another, a loose file and an untested room are found") {
+  ScratchTree tree;
+  tree.write("study/sweep/sweep.cpp",
+             "#include \"study/common/files.hpp\"\n#include \"study/validate/validate.hpp\"\n");
+  tree.write("study/sweep/sweep_test.cpp", "#include \"study/sweep/sweep.hpp\"\n");
+  tree.write("study/validate/validate.cpp", "#include \"study/testbed/testbed_control.hpp\"\n");
+  tree.write("study/validate/validate_test.cpp", "// #include \"study/plan/commented.hpp\"\n");
+  tree.write("study/common/files.cpp", "#include \"study/sweep/sweep.hpp\"\n");
+  tree.write("study/common/files_test.cpp", "\n");
+  tree.write("study/testbed/testbed_control.cpp", "\n");
+  tree.write("study/loose.cpp", "\n");
+  const auto violations = study_room_violations(tree.root, kStudyMayAlso);
+  CHECK(violations ==
+        std::vector<std::string>{"study/common/files.cpp: #include study/sweep/...",
+                                 "study/loose.cpp: not in a study's folder (study/<study>/)",
+                                 "study/sweep/sweep.cpp: #include study/validate/...",
+                                 "study/testbed/: no unit test (*_test.cpp) beside it"});
 }
 
 TEST_CASE("functions: none outside tests is longer than 120 lines") {
@@ -596,17 +673,17 @@ TEST_CASE("extending: README's Extending section names the files the registries 
   for (const char* path :
        {"model/collective_<name>.cpp", "sim/lower_<name>.cpp", "model/strategy_<name>.cpp",
         "model/collective.cpp", "sim/collective_lowering.cpp", "model/strategy.cpp",
-        "exec/mpi_<name>.cpp", "exec/mpi_algorithm.cpp", "model/engine.hpp", "study/engines.cpp",
-        "tests/study/strategy_extension_test.cpp"})
+        "exec/mpi_<name>.cpp", "exec/mpi_algorithm.cpp", "model/engine.hpp",
+        "study/common/engines.cpp", "study/common/strategy_extension_test.cpp"})
     CHECK(section.find(path) != std::string::npos);
   // What the section promises is what the tree does: the test it names defines a strategy,
   // registers it at run time and runs it in every registered engine.
-  const std::string extension = read(kRoot / "tests/study/strategy_extension_test.cpp");
+  const std::string extension = read(kRoot / "study/common/strategy_extension_test.cpp");
   CHECK(extension.find("model::register_strategy(") != std::string::npos);
   for (const std::string& engine : tauplan::study::engine_names())
     CHECK(extension.find("run_engine(\"" + engine + "\"") != std::string::npos);
-  // Every engine it says is listed in study/engines.cpp is.
-  const std::string engines = read(kRoot / "study/engines.cpp");
+  // Every engine it says is listed in study/common/engines.cpp is.
+  const std::string engines = read(kRoot / "study/common/engines.cpp");
   for (const std::string& engine : tauplan::study::engine_names())
     CHECK(engines.find("make_" + engine + "_engine") != std::string::npos);
 }

@@ -1,7 +1,7 @@
 // platform_cli_test.cpp: `tauplan platform` end to end: a preset written as SimGrid XML with its
 // summary, flags that override the preset's numbers, and each bad input as one line naming the
 // flag with exit 2 (model/cluster_generator.hpp); cluster spec files through --spec and as a
-// job's platform (model/cluster_spec_file.hpp, study/platform_file.hpp).
+// job's platform (model/cluster_spec_file.hpp, study/common/platform_file.hpp).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -130,7 +130,7 @@ TEST_CASE("platform: bad inputs are one line naming the flag, exit 2", "[platfor
 }
 
 // Cluster specs (model/cluster_spec_file.hpp): `platform --spec`, and a job whose platform is one
-// (study/platform_file.hpp generates and caches its XML).
+// (study/common/platform_file.hpp generates and caches its XML).
 
 TEST_CASE("platform --spec: a cluster spec written as XML; flags override it", "[platform_cli]") {
   const std::string spec = write_temp_file(

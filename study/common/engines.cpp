@@ -1,0 +1,114 @@
+// engines.cpp: see engines.hpp. Adding an engine: its factory, one line in registry().
+#include "study/common/engines.hpp"
+
+#include <set>
+
+#include "exec/exec_engine.hpp"
+#include "model/registry.hpp"
+#include "model/strategy.hpp"
+#include "model/token_target.hpp"
+#include "sim/platform_loader.hpp"
+#include "sim/simgrid_engine.hpp"
+#include "study/common/inputs.hpp"
+
+namespace tauplan::study {
+namespace {
+
+const model::Registry<model::Engine>& registry() {
+  static const model::Registry<model::Engine> engines("engine", {
+                                                                    model::make_analytic_engine,
+                                                                    sim::make_simgrid_engine,
+                                                                    exec::make_exec_engine,
+                                                                });
+  return engines;
+}
+
+}  // namespace
+
+const model::Engine& engine(const std::string& name, const std::string& origin,
+                            const std::string& key) {
+  return registry().get(name, origin, key);
+}
+
+std::vector<std::string> engine_names() {
+  return registry().names();
+}
+
+void set_simulator_arguments(const std::vector<std::string>& cfg,
+                             const std::vector<std::string>& log) {
+  sim::set_simgrid_arguments({cfg, log});
+}
+
+EngineOutput run_engine(const std::string& engine_name, const std::string& job_file,
+                        const std::map<std::string, std::string>& overrides) {
+  const model::Engine& chosen = engine(engine_name);
+  const model::JobInputs inputs = load_inputs(job_file, overrides);
+  EngineOutput out;
+  out.context = make_context(inputs, chosen.verb(), chosen.name());
+  out.rows = chosen.run(inputs, out.context);
+  model::fill_speedups(out.rows);
+  // A target in tokens: each predicted row says what it comes to (steps, tokens per second,
+  // days, GPU-hours), in the table after the row and in JSON as "tokens". A measured row
+  // (exec) ran its own steps, not the target's: it is left as it is.
+  if (const auto* tokens = dynamic_cast<const model::TokenConvergence*>(inputs.convergence.get()))
+    for (model::ResultRow& row : out.rows) {
+      if (row.engine != "analytic" && row.engine != "simgrid") continue;
+      // Local SGD counts rounds of tau local steps; the others count steps.
+      const model::Strategy* strategy = model::find_strategy(row.strategy);
+      const long long steps =
+          strategy && strategy->counts_rounds() ? row.rounds * row.tau : row.rounds;
+      const model::TokenSummary summary =
+          model::summarise_tokens(tokens->tokens(), steps, row.total_s, row.workers);
+      row.extra["tokens"] = model::to_json(summary);
+      row.note += (row.note.empty() ? "" : "; ") + model::to_text(summary);
+    }
+  return out;
+}
+
+child::Task engine_task(const model::Engine& engine, const std::string& job_file,
+                        const std::map<std::string, std::string>& keys, const std::string& out_path,
+                        const std::string& err_path) {
+  child::Task task;
+  task.args.push_back(engine.verb());
+  if (!job_file.empty()) task.args.push_back(job_file);
+  for (const auto& [key, value] : keys)
+    task.args.push_back("--" + key + "=" + value);
+  task.args.push_back("--json");
+  task.out_path = out_path;
+  task.err_path = err_path;
+  return task;
+}
+
+model::ResultRow row_from_json(const nlohmann::json& j) {
+  auto text = [&j](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto number = [&j](const char* key, double otherwise) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : otherwise;
+  };
+  model::ResultRow row;
+  row.strategy = text("strategy");
+  row.workers = static_cast<int>(number("workers", 1));
+  row.tau = static_cast<int>(number("tau", 1));
+  row.batch = number("batch", 0);
+  row.collective = text("collective");
+  row.split = text("split");
+  row.round_s = number("round_s", 0);
+  row.compute_s = number("compute_s", 0);
+  row.comm_s = number("comm_s", 0);
+  row.rounds = static_cast<long long>(number("rounds", 0));
+  row.total_s = number("total_s", 0);
+  row.speedup = number("speedup", 0);
+  row.engine = text("engine");
+  row.timing = text("timing");
+  static const std::set<std::string> schema = {
+      "strategy",  "workers", "tau",    "batch",   "collective", "split",  "round_s",
+      "compute_s", "comm_s",  "rounds", "total_s", "speedup",    "engine", "timing"};
+  for (const auto& [key, value] : j.items())
+    if (!schema.count(key)) row.extra[key] = value;
+  return row;
+}
+
+}  // namespace tauplan::study

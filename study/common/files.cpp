@@ -1,0 +1,73 @@
+// files.cpp: see files.hpp.
+#include "study/common/files.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+
+namespace tauplan::study {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void write_text(const std::string& path, const std::string& text, const std::string& key) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw InputError(path, key, "a writable folder");
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + fmt::format(".tmp{}", getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void make_folder(const std::string& path, const std::string& key) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) throw InputError(path, key, "a folder that can be created", error.message());
+}
+
+void make_folder_for(const std::string& path, const std::string& key) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) make_folder(parent.string(), key);
+}
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+std::string last_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!trim(line).empty()) last = line;
+  return last;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s)
+    quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+}  // namespace tauplan::study

@@ -1,0 +1,948 @@
+// validate.cpp: the study behind `tauplan validate` (see validate.hpp).
+#include "study/validate/validate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "exec/calibrate.hpp"
+#include "exec/job_keys.hpp"
+#include "model/calibration.hpp"
+#include "model/collective.hpp"
+#include "model/error.hpp"
+#include "model/layout.hpp"
+#include "model/strategy.hpp"
+#include "model/validation.hpp"
+#include "study/common/child_process.hpp"
+#include "study/common/engines.hpp"
+#include "study/common/files.hpp"
+#include "study/common/gnuplot.hpp"
+#include "study/common/grid.hpp"
+#include "study/common/inputs.hpp"
+#include "study/validate/validate_support.hpp"
+
+namespace tauplan::study {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+using validation::EngineRow;
+using validation::kNaN;
+using validation::ms;
+using validation::number_or_null;
+using validation::parse_row;
+using validation::passed_on_error;
+using validation::pct_text;
+using validation::run_children;
+
+/// One configuration: a strategy and the job keys that make it.
+struct Config {
+  std::string strategy;
+  int workers = 1;
+  int tau = 1;
+  double batch = 0;
+  std::string split = "even";
+  double slow = 1;
+  std::vector<std::pair<std::string, std::string>> extra;  ///< other swept keys
+  std::string name;                                        ///< e.g. "sync K=4 speed slow=2"
+  double micro_batch = 0;  ///< a layout: samples per micro-batch (calibrated around it)
+  int pipeline = 1;        ///< a layout: its stages
+  std::string platform;    ///< calibrated XML
+};
+
+struct Outcome {
+  Config config;
+  EngineRow measured, analytic, simgrid;
+  /// The analytic engine on the calibration taken just before and just after the measurement
+  /// (the platform above keeps the faster of the two, point by point); NaN when reused.
+  EngineRow analytic_before, analytic_after;
+  double rounds_loo = kNaN;    ///< predicted without this configuration
+  double rounds_group = kNaN;  ///< predicted without any configuration at its (K b, tau)
+  double rounds_fit = kNaN;    ///< fitted to every configuration
+  // Derived: time to target and speedup.
+  double time_analytic = kNaN, time_simgrid = kNaN;              ///< with rounds_loo
+  double time_group_analytic = kNaN, time_group_simgrid = kNaN;  ///< with rounds_group
+  double speedup_measured = kNaN, speedup_analytic = kNaN, speedup_simgrid = kNaN;
+};
+
+/// Whether a configuration is measured with its workers running at once on the wall clock
+/// (asynchronous strategies, and the ranks of a layout), rather than in lockstep.
+bool wall_clock(const std::string& strategy) {
+  return model::strategy(strategy).splits_model() || model::strategy(strategy).asynchronous();
+}
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+/// The swept keys that make a configuration of `strategy`: layout keys only where it reads them
+/// (the others run at the default layout: engine_child).
+KeyValues keys_of(const std::string& strategy, const KeyValues& keys) {
+  static const std::set<std::string> layout_keys = [] {
+    std::set<std::string> names;
+    for (const model::KeySpec& spec : model::layout_job_keys())
+      names.insert(spec.name);
+    return names;
+  }();
+  KeyValues out;
+  for (const auto& [k, v] : keys)
+    if (!layout_keys.count(k) || model::strategy(strategy).uses(k)) out.emplace_back(k, v);
+  return out;
+}
+
+/// The configurations of the job and axes, without duplicates, in a stable order.
+std::vector<Config> make_configs(const ValidateRequest& a, const std::vector<Axis>& axes) {
+  const auto points = grid_points(axes);
+  std::vector<Config> configs;
+  std::set<std::string> seen;
+  for (const auto& point : points) {
+    auto overrides = a.overrides;
+    for (const auto& [k, v] : point)
+      overrides[k] = v;
+    const model::Job job = model::load_job(a.job_file, all_job_keys(), overrides);
+    const model::StrategyOptions options = model::strategy_options(job);
+    for (const std::string& name : job.list("strategies")) {
+      const model::Strategy& strategy = model::strategy(name, job.file);
+      const model::StrategyOptions normalised = strategy.normalise(options);
+      for (double slow : a.slow) {
+        Config c;
+        c.strategy = name;
+        c.batch = normalised.batch;
+        c.workers = normalised.workers;
+        c.tau = normalised.tau;
+        // A layout's ranks are not slowed (exec emulates no slow host in a layout).
+        c.slow = c.workers < 2 || strategy.splits_model() ? 1.0 : slow;
+        if (strategy.splits_model()) {
+          c.micro_batch = normalised.layout.micro_batch(normalised.batch);
+          c.pipeline = normalised.layout.pipeline;
+        }
+        // An even and a speed split differ only when some worker is slower.
+        const bool speed_split =
+            strategy.uses("split") && c.slow > 1 && normalised.split == model::BatchSplit::Speed;
+        c.split = speed_split ? "speed" : "even";
+        for (const auto& [k, v] : keys_of(name, point))
+          if (k != "workers" && k != "tau" && k != "split" && k != "strategies")
+            c.extra.emplace_back(k, v);
+        model::StrategyOptions named = normalised;
+        named.split = speed_split ? model::BatchSplit::Speed : model::BatchSplit::Even;
+        c.name = strategy.label(named);
+        if (c.slow > 1) c.name += fmt::format(" slow={:g}", c.slow);
+        for (const auto& [k, v] : c.extra)
+          c.name += " " + k + "=" + v;
+        if (seen.insert(c.name).second) configs.push_back(c);
+      }
+    }
+  }
+  return configs;
+}
+
+// Per-worker batch sizes the configurations of K workers will run, to calibrate around them.
+std::vector<int> batches_for(const std::vector<Config>& configs, int k, long long largest) {
+  std::set<int> b;
+  for (const Config& c : configs) {
+    if (c.workers != k) continue;
+    if (c.micro_batch > 0) b.insert(std::max(1, static_cast<int>(c.micro_batch)));
+    if (model::strategy(c.strategy).splits_batch()) {
+      const double share = c.slow > 1 ? (1.0 / c.slow) / (k - 1 + 1.0 / c.slow) : 1.0 / k;
+      b.insert(std::max(1, static_cast<int>(std::floor(c.batch * share))));
+      b.insert(std::max(1, static_cast<int>(std::ceil(c.batch / k))));
+      if (c.slow > 1)
+        b.insert(std::max(1, static_cast<int>(std::ceil(c.batch / (k - 1 + 1.0 / c.slow)))));
+    } else {
+      b.insert(std::max(1, static_cast<int>(c.batch)));
+    }
+  }
+  if (b.empty()) return {};
+  const int lo = *b.begin(), hi = *b.rbegin();
+  b.insert(std::max(1, lo / 2));
+  b.insert(static_cast<int>(std::min<long long>(2LL * hi, largest)));
+  std::vector<int> out;
+  for (int v : b)
+    if (v <= largest) out.push_back(v);
+  return out;
+}
+
+// The calibrations of an earlier validate (DIR/K<K>.xml for every K), each checked by
+// `tauplan calibrate --check` (a broken file is its one-line error, exit 2).
+std::map<int, model::Calibration> load_calibrations(const ValidateRequest& a,
+                                                    const std::set<int>& ks,
+                                                    const fs::path& out_dir) {
+  std::map<int, model::Calibration> calibrations;
+  for (int k : ks) {
+    const fs::path file = fs::path(a.calibration_dir) / fmt::format("K{}.xml", k);
+    if (!fs::exists(file))
+      throw InputError("command line --calibration", file.string(),
+                       "a calibration of K=" + std::to_string(k) +
+                           " workers (written by an earlier tauplan validate)",
+                       "no such file");
+    const std::string err = (out_dir / fmt::format("check-K{}.err", k)).string();
+    const std::string res = (out_dir / fmt::format("check-K{}.json", k)).string();
+    int status = 0;
+    child::run_all({{{"calibrate", "--check", file.string(), "--json"}, res, err}}, 1,
+                   [&](size_t, int st) { status = st; });
+    if (status != 0) throw passed_on_error(last_line(read_text(err)));
+    model::Calibration c = model::calibration_from_json(json::parse(read_text(res)));
+    c.hosts = k;       // the configurations' K
+    c.slowdowns = {};  // each configuration says which worker is slow
+    calibrations[k] = c;
+    fs::remove(err);
+    fs::remove(res);
+  }
+  return calibrations;
+}
+
+/// The MLP exec trains for the job, checked to be the workload the calibration describes.
+struct Machine {
+  model::Workload workload;
+  exec::MlpShape shape;
+  const exec::Dataset* data = nullptr;
+};
+
+Machine machine_of(const model::Job& job) {
+  const exec::ExecSettings settings = exec::exec_settings(job);
+  Machine m;
+  m.workload = load_job_workload(job);
+  static const exec::Dataset data = exec::load_dataset(settings.data);
+  m.data = &data;
+  m.shape = exec::mlp_shape(settings.hidden, data);
+  if (m.workload.name != "fashion-mlp" ||
+      std::fabs(m.workload.parameters - static_cast<double>(m.shape.parameters())) >
+          0.01 * m.workload.parameters)
+    throw InputError(job.file, "workload",
+                     "fashion-mlp with hidden: [256, 128] (the MLP exec trains; its catalog "
+                     "flop per sample converts the calibrated step into a speed)",
+                     m.workload.name + " with an MLP of " + std::to_string(m.shape.parameters()) +
+                         " parameters");
+  return m;
+}
+
+/// Micro-measurements of K = config.workers lockstep workers, now, around the per-worker
+/// batches of the configurations with that K.
+exec::CalibrationMeasurements measure_now(const ValidateRequest& a, const model::Job& job,
+                                          const Machine& m, const std::vector<Config>& configs,
+                                          const Config& config) {
+  const int k = config.workers;
+  exec::CalibrationRequest request;
+  request.batches = batches_for(configs, k, m.data->train_size());
+  request.replicas = k;
+  request.steps = std::max(a.calibration_steps, 8 * k);
+  const double n = static_cast<double>(m.shape.parameters());
+  request.floats = {n / 4, n / 2, n};
+  request.seed = static_cast<std::uint64_t>(job.integer("seed"));
+  exec::CalibrationMeasurements measured = exec::measure_cpu_calibration(request, *m.data, m.shape);
+  // An asynchronous run or a layout is timed on the wall clock with its workers at once: so is
+  // its step.
+  if (wall_clock(config.strategy))
+    measured.steps = exec::measure_concurrent_steps(request, *m.data, m.shape);
+  return measured;
+}
+
+/// Point by point, the faster of two calibrations. Contention from outside (a virtual machine's
+/// host, another tenant on the core's sibling) only ever adds time, so the faster of a
+/// calibration taken just before a measurement and one taken just after it is the machine's own
+/// cost: a slow spell during one of them does not become the prediction.
+exec::CalibrationMeasurements faster_of(const exec::CalibrationMeasurements& x,
+                                        const exec::CalibrationMeasurements& y,
+                                        bool wall_clock_steps = false) {
+  exec::CalibrationMeasurements out = x;
+  // Wall-clock steps (asynchronous runs) count the load other processes put on the cores, which
+  // the measurement between the two calibrations bears too: their mean, not the faster.
+  for (std::size_t i = 0; i < out.steps.size() && i < y.steps.size(); ++i)
+    if (y.steps[i].batch == out.steps[i].batch)
+      out.steps[i].seconds = wall_clock_steps ? 0.5 * (out.steps[i].seconds + y.steps[i].seconds)
+                                              : std::min(out.steps[i].seconds, y.steps[i].seconds);
+  for (std::size_t i = 0; i < out.combines.size() && i < y.combines.size(); ++i)
+    if (y.combines[i].floats == out.combines[i].floats)
+      out.combines[i].seconds = std::min(out.combines[i].seconds, y.combines[i].seconds);
+  return out;
+}
+
+/// Fits a calibration of the configuration's K from measurements; `report` gets its numbers.
+model::Calibration fit_now(const Machine& m, const Config& config,
+                           const exec::CalibrationMeasurements& measured, json& report,
+                           bool quiet = false) {
+  const int k = config.workers;
+  const exec::CpuCalibration cal = exec::fit_cpu_calibration(
+      measured, m.workload, k,
+      fmt::format("validate: {} on cpu, lockstep sync rounds of {} replicas (step and threads "
+                  "combine), faster of before and after the measurement, thread CPU time",
+                  m.shape.to_string(), k),
+      model::utc_now_iso8601());
+  if (!quiet)
+    for (const std::string& w : cal.warnings)
+      std::cerr << "validate: " << config.name << ": " << w << "\n";
+  report = {{"config", config.name},
+            {"workers", k},
+            {"step_intercept_s", cal.calibration.step_intercept_s},
+            {"per_sample_s", cal.calibration.per_sample_s},
+            {"r2_compute", cal.compute.r2},
+            {"step_max_relative_residual", cal.compute.max_relative_residual},
+            {"alpha_s", cal.calibration.alpha_s},
+            {"beta_Bps", cal.calibration.beta_Bps},
+            {"r2_comm", cal.comm.r2},
+            {"comm_max_relative_residual", cal.comm.max_relative_residual},
+            {"steps", exec::steps_json(cal.measured)},
+            {"combines", exec::combines_json(cal.measured)}};
+  return cal.calibration;
+}
+
+/// Writes the platform of one configuration: the calibration, with worker h0 slowed if asked.
+std::string write_platform(const Config& config, model::Calibration cal, const fs::path& path) {
+  if (config.slow > 1) {
+    cal.slowdowns.assign(static_cast<std::size_t>(config.workers), 1.0);
+    cal.slowdowns[0] = config.slow;
+  }
+  write_text(path, model::calibration_xml(cal));
+  return path.string();
+}
+
+/// The child task that runs `engine` on one configuration.
+/// The platform of a configuration calibrated before or after its measurement alone.
+std::string variant_platform(const Config& c, const std::string& which) {
+  return (fs::path(c.platform).parent_path() /
+          (fs::path(c.platform).stem().string() + "-" + which + ".xml"))
+      .string();
+}
+
+/// The child task that runs `engine` on one configuration (on `platform` when given, else the
+/// configuration's calibrated platform; `suffix` tells the output files apart).
+child::Task engine_child(const ValidateRequest& a, const Config& c, const model::Engine& engine,
+                         const std::string& stem, const std::string& platform = "",
+                         const std::string& suffix = "") {
+  // One value per key: the job flags, then the swept keys, then what validate fixes.
+  std::map<std::string, std::string> keys = a.overrides;
+  for (const auto& [key, value] : c.extra)
+    keys[key] = value;
+  const std::map<std::string, std::string> fixed = {
+      {"platform", platform.empty() ? c.platform : platform},
+      {"strategies", c.strategy},
+      {"workers", std::to_string(c.workers)},
+      {"tau", std::to_string(c.tau)},
+      {"split", c.split},
+      {"collective", model::parameter_server_collective()},
+      {"servers", "1"},
+      {"communicator", "threads"}};
+  for (const auto& [key, value] : fixed)
+    keys[key] = value;
+  // A job that sweeps layouts beside data-parallel strategies: theirs run at the default layout
+  // (a data-parallel strategy refuses layout keys that differ from it).
+  if (!model::strategy(c.strategy).uses("tensor_parallel"))
+    for (const model::KeySpec& spec : model::layout_job_keys())
+      if (spec.name != "micro_batches" && !spec.default_value.empty())
+        keys[spec.name] = spec.default_value;
+  // An asynchronous strategy or a layout is measured with its workers running at once, on the
+  // wall clock.
+  if (wall_clock(c.strategy)) keys["timing"] = "concurrent";
+  if (engine.name() == std::string("simgrid"))
+    keys["sim_rounds"] = validation::simulated_rounds(c.strategy);
+  const std::string name = stem + "-" + engine.verb() + suffix;
+  return engine_task(engine, a.job_file, keys, name + ".json", name + ".err");
+}
+
+/// What a validation on this machine checks, said in every output (README,
+/// experiments/validation/README.md): the measured round is rebuilt from per-op CPU times by the
+/// same longest-path rule the analytic engine uses, on a platform calibrated from the same ops.
+constexpr const char* kRepeatabilityLabel =
+    "repeatability check of the timing model, not a validation of the model: the measured "
+    "round is reconstructed in lockstep from per-op thread CPU times by the same longest-path "
+    "rule the analytic engine uses, on a platform calibrated from the same ops at the same "
+    "sizes; a validation needs workers running concurrently on the wall clock across a real "
+    "network (tauplan validate --testbed, experiments/testbed/). Asynchronous strategies and "
+    "layouts (mesh) are measured with "
+    "their threads running at once on the wall clock, on this machine, without a network";
+
+json errors_json(double measured, double analytic, double simgrid) {
+  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  return {{"measured", num(measured)},
+          {"analytic", num(analytic)},
+          {"simgrid", num(simgrid)},
+          {"error_analytic", num(model::relative_error(analytic, measured))},
+          {"error_simgrid", num(model::relative_error(simgrid, measured))}};
+}
+
+std::string scatter_script(double lo, double hi) {
+  const std::string body = fmt::format(
+      "set title 'tauplan validate: predicted against measured (this machine, lockstep)'\n"
+      "set xlabel 'measured (s)'\nset ylabel 'predicted (s)'\n"
+      "set logscale xy\nset xrange [{0}:{1}]\nset yrange [{0}:{1}]\n"
+      "set key top left\nset grid\n"
+      "plot x title 'y = x' with lines lc rgb '#888888', \\\n"
+      "  'validation.csv' using 'round_measured_s':'round_analytic_s' title 'round, analytic' "
+      "with points pt 7 lc rgb '#1f77b4', \\\n"
+      "  '' using 'round_measured_s':'round_simgrid_s' title 'round, simgrid' with points pt 6 "
+      "ps 1.6 lc rgb '#ff7f0e', \\\n"
+      "  '' using 'time_measured_s':'time_analytic_s' title 'time to target, analytic (LOO)' "
+      "with points pt 5 lc rgb '#2ca02c', \\\n"
+      "  '' using 'time_measured_s':'time_simgrid_s' title 'time to target, simgrid (LOO)' "
+      "with points pt 4 ps 1.6 lc rgb '#d62728'",
+      lo, hi);
+  return two_terminals("validate", "scatter", "900,700", body);
+}
+
+// Checks the command line: the --slow-worker factors, --calibration-steps, and the keys that
+// may not vary (--set) or may not be given at all (validate sets them).
+void check_request(const ValidateRequest& a, const std::vector<Axis>& axes) {
+  for (double f : a.slow)
+    if (!(f >= 1) || !std::isfinite(f))
+      throw InputError("command line", "--slow-worker", "factors >= 1", fmt::format("{:g}", f));
+  if (a.calibration_steps < 1)
+    throw InputError("command line", "--calibration-steps", "a whole number >= 1",
+                     std::to_string(a.calibration_steps));
+  // What the calibration describes cannot vary between configurations, and what validate sets
+  // itself (the calibrated platform and its reducer) cannot be given.
+  static const std::set<std::string> fixed_keys = {"workload", "hidden",         "device",
+                                                   "timing",   "communicator",   "combine",
+                                                   "data_dir", "allow_synthetic"};
+  static const std::set<std::string> set_by_validate = {"platform", "collective",  "servers",
+                                                        "hosts",    "single_host", "sim_rounds"};
+  for (const Axis& axis : axes) {
+    if (fixed_keys.count(axis.key) || set_by_validate.count(axis.key))
+      throw InputError("command line --set", axis.key,
+                       "a key that may vary between configurations (the calibration is of one "
+                       "workload, MLP, device, timing and combine)");
+  }
+  for (const auto& [key, value] : a.overrides)
+    if (set_by_validate.count(key))
+      throw InputError("command line", "--" + key,
+                       "no value (validate sets it: the calibrated platform, collective ps, "
+                       "servers 1)",
+                       value);
+}
+
+// Checks that the job runs what validate calibrates: CPU workers in lockstep, the mean combine
+// over threads, and a target to reach.
+void check_job(const model::Job& job) {
+  const exec::ExecSettings settings = exec::exec_settings(job);
+  if (settings.device != exec::Device::Cpu)
+    throw InputError(job.file, "device", "cpu (validate calibrates CPU workers only so far)",
+                     "cuda");
+  if (settings.train.timing != exec::Timing::Lockstep)
+    throw InputError(job.file, "timing",
+                     "lockstep (the calibration times steps as the lockstep clock does)",
+                     exec::to_string(settings.train.timing));
+  if (settings.train.combine != exec::CombineRule::Mean)
+    throw InputError(job.file, "combine", "mean (only the mean combine is calibrated)",
+                     exec::to_string(settings.train.combine));
+  if (settings.communicator != "auto" && settings.communicator != "threads")
+    throw InputError(job.file, "communicator",
+                     "threads or auto (only the threads combine is calibrated)",
+                     settings.communicator);
+  if (!(settings.train.target_accuracy > 0))
+    throw InputError(job.file, "target_accuracy", "a target (time to target is validated)");
+}
+
+/// What the steps of one validate run share.
+struct ValidateRun {
+  const ValidateRequest& a;
+  model::Job job;
+  std::vector<Config> configs;
+  fs::path out_dir;
+  fs::path cal_dir;                         ///< DIR/calibration: the configurations' platforms
+  std::vector<std::string> measured;        ///< each configuration's `measure` output
+  json calibration_report = json::array();  ///< each calibration's fit (none when reused)
+  /// Whether validate calibrates (before and after each measurement) rather than reusing.
+  bool both_calibrations() const { return a.calibration_dir.empty(); }
+  /// The file stem of configuration i's runs.
+  std::string stem(size_t i) const { return (out_dir / "runs" / fmt::format("{:02}", i)).string(); }
+};
+
+// Checks the request and the job, makes the configurations and the output folders.
+ValidateRun start_validate(const ValidateRequest& a) {
+  const std::vector<model::KeySpec> specs = all_job_keys();
+  const std::vector<Axis> axes = parse_sets(a.sets, specs);
+  check_request(a, axes);
+  ValidateRun run{a, model::load_job(a.job_file, specs, a.overrides), {}, a.out, {}, {}};
+  check_job(run.job);
+  run.configs = make_configs(a, axes);
+  if (run.configs.empty())
+    throw InputError(run.job.file, "strategies", "at least one configuration");
+  make_folder((run.out_dir / "runs").string(), "--out");
+  run.cal_dir = run.out_dir / "calibration";
+  make_folder(run.cal_dir.string(), "--out");
+  return run;
+}
+
+// Calibrates, measures, calibrates again: writes the platform from the faster of the two
+// calibrations (each alone beside it, and K<K>.xml for reuse); returns the measurement.
+std::string measure_between_calibrations(ValidateRun& run, const Machine& machine,
+                                         const Config& config, const child::Task& task,
+                                         const fs::path& platform) {
+  // (The measurement reads only the worker speeds of the platform: the slow worker.)
+  const exec::CalibrationMeasurements before =
+      measure_now(run.a, run.job, machine, run.configs, config);
+  json unused;
+  write_platform(config, fit_now(machine, config, before, unused, true), platform);
+  std::string measured = run_children({task}, 1, "")[0];
+  const exec::CalibrationMeasurements after =
+      measure_now(run.a, run.job, machine, run.configs, config);
+  json report;
+  const model::Calibration cal =
+      fit_now(machine, config, faster_of(before, after, wall_clock(config.strategy)), report);
+  write_platform(config, cal, platform);
+  // Both calibrations are kept, so that the error against each can be reported too.
+  json unused_before, unused_after;
+  write_platform(config, fit_now(machine, config, before, unused_before, true),
+                 variant_platform(config, "before"));
+  write_platform(config, fit_now(machine, config, after, unused_after, true),
+                 variant_platform(config, "after"));
+  // Kept for reuse with --calibration: the latest calibration of each K.
+  write_text((run.cal_dir / fmt::format("K{}.xml", config.workers)).string(),
+             model::calibration_xml(cal));
+  run.calibration_report.push_back(report);
+  return measured;
+}
+
+// Calibrate (unless reusing), then measure, one configuration at a time: each measurement
+// follows its own calibration, so both see the machine in the same state (a virtual machine's
+// host takes more or less time away from one minute to the next).
+void calibrate_and_measure(ValidateRun& run) {
+  const ValidateRequest& a = run.a;
+  std::set<int> ks;
+  for (const Config& c : run.configs)
+    ks.insert(c.workers);
+  const std::map<int, model::Calibration> reused = a.calibration_dir.empty()
+                                                       ? std::map<int, model::Calibration>{}
+                                                       : load_calibrations(a, ks, run.out_dir);
+  run.measured.assign(run.configs.size(), std::string());
+  const Machine machine = machine_of(run.job);
+  for (const auto& [k, cal] : reused)
+    if (cal.workload != machine.workload.name)
+      throw InputError((fs::path(a.calibration_dir) / fmt::format("K{}.xml", k)).string(),
+                       "workload", "the job's workload " + machine.workload.name, cal.workload);
+  child::Progress progress("validate: calibrate and measure", run.configs.size(), 0, true);
+  for (size_t i = 0; i < run.configs.size(); ++i) {
+    Config& config = run.configs[i];
+    const fs::path platform = run.cal_dir / fmt::format("{:02}.xml", i);
+    config.platform = platform.string();
+    const child::Task task = engine_child(a, config, engine("exec"), run.stem(i));
+    if (!a.calibration_dir.empty()) {
+      write_platform(config, reused.at(config.workers), platform);
+      run.measured[i] = run_children({task}, 1, "")[0];
+    } else {
+      run.measured[i] = measure_between_calibrations(run, machine, config, task, platform);
+    }
+    progress.advance();
+  }
+  progress.finish();
+}
+
+// Predicts and simulates every configuration on its calibrated platform, in parallel (and the
+// analytic engine on each calibration alone); returns the outputs, per_config(run) each.
+std::vector<std::string> predict_all(const ValidateRun& run) {
+  std::vector<child::Task> predict_tasks;
+  for (size_t i = 0; i < run.configs.size(); ++i) {
+    const std::string stem = run.stem(i);
+    for (const char* name : {"analytic", "simgrid"})
+      predict_tasks.push_back(engine_child(run.a, run.configs[i], engine(name), stem));
+    if (run.both_calibrations())
+      for (const char* which : {"before", "after"})
+        predict_tasks.push_back(engine_child(run.a, run.configs[i], engine("analytic"), stem,
+                                             variant_platform(run.configs[i], which),
+                                             std::string("-") + which));
+  }
+  const int jobs = run.a.jobs > 0 ? run.a.jobs : std::max(1u, std::thread::hardware_concurrency());
+  return run_children(predict_tasks, jobs, "predict and simulate");
+}
+
+// Reads each configuration's measurement and predictions into its outcome.
+std::vector<Outcome> collect_outcomes(const ValidateRun& run,
+                                      const std::vector<std::string>& predicted) {
+  const size_t per_config = run.both_calibrations() ? 4 : 2;
+  std::vector<Outcome> outcomes;
+  for (size_t i = 0; i < run.configs.size(); ++i) {
+    Outcome o;
+    o.config = run.configs[i];
+    o.measured = parse_row(run.measured[i], "measure " + run.configs[i].name);
+    // A pipeline's critical path runs through every stage: the slowest rank's own compute and
+    // waits (what measure reports) do not split it as the engines' critical path does, so only
+    // its round is compared.
+    if (run.configs[i].pipeline > 1) o.measured.compute_s = o.measured.comm_s = kNaN;
+    o.analytic = parse_row(predicted[per_config * i], "predict " + run.configs[i].name);
+    o.simgrid = parse_row(predicted[per_config * i + 1], "simulate " + run.configs[i].name);
+    if (run.both_calibrations()) {
+      o.analytic_before =
+          parse_row(predicted[per_config * i + 2], "predict (before) " + o.config.name);
+      o.analytic_after =
+          parse_row(predicted[per_config * i + 3], "predict (after) " + o.config.name);
+    }
+    outcomes.push_back(o);
+  }
+  return outcomes;
+}
+
+// Convergence: fits to the configurations that reached the target and predicts each left out
+// (rounds_loo, rounds_group, rounds_fit); returns the fit's report.
+json fit_rounds(std::vector<Outcome>& outcomes) {
+  std::vector<validation::ConvergenceRow> convergence;
+  for (const Outcome& o : outcomes) {
+    validation::ConvergenceRow row;
+    const model::Strategy& strategy = model::strategy(o.config.strategy);
+    row.asynchronous = strategy.asynchronous();
+    row.counts_rounds = strategy.counts_rounds();
+    row.batch = o.config.batch;
+    row.workers = o.config.workers;
+    row.tau = o.config.tau;
+    row.reached = o.measured.reached;
+    row.rounds = o.measured.rounds;
+    row.local_steps = o.measured.local_steps;
+    row.staleness = o.measured.staleness;
+    row.predicted_staleness = o.analytic.staleness;
+    convergence.push_back(row);
+  }
+  const json fit_report = validation::fit_convergence(convergence);
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    outcomes[i].rounds_loo = convergence[i].rounds_loo;
+    outcomes[i].rounds_group = convergence[i].rounds_group;
+    outcomes[i].rounds_fit = convergence[i].rounds_fit;
+  }
+  return fit_report;
+}
+
+// Time to target with the leave-one-out (and leave-group-out) count; speedup against single.
+void times_and_speedups(std::vector<Outcome>& outcomes) {
+  for (Outcome& o : outcomes) {
+    o.time_analytic = o.rounds_loo * o.analytic.round_s;
+    o.time_simgrid = o.rounds_loo * o.simgrid.round_s;
+    o.time_group_analytic = o.rounds_group * o.analytic.round_s;
+    o.time_group_simgrid = o.rounds_group * o.simgrid.round_s;
+  }
+  for (Outcome& o : outcomes) {
+    // Against single with the same other swept keys (batch, learning rate, ...; a layout's own
+    // keys left out).
+    const Outcome* single = nullptr;
+    for (const Outcome& s1 : outcomes)
+      if (model::strategy(s1.config.strategy).is_baseline() &&
+          s1.config.extra == keys_of(s1.config.strategy, o.config.extra))
+        single = &s1;
+    if (!single || !o.measured.reached || !single->measured.reached) continue;
+    o.speedup_measured = single->measured.total_s / o.measured.total_s;
+    o.speedup_analytic = single->time_analytic / o.time_analytic;
+    o.speedup_simgrid = single->time_simgrid / o.time_simgrid;
+  }
+}
+
+/// The relative errors of the configurations. round_*, time_*, rounds_* have one entry per
+/// configuration; comm_* only those of K > 1, speedup_a only those that are not single.
+struct Errors {
+  std::vector<double> round_a, round_s, time_a, time_s, time_group_a, time_group_s, comm_a,
+      compute_a, comm_s, compute_s, speedup_a, rounds_loo, rounds_group, rounds_fit, round_before,
+      round_after;
+};
+
+// The measured time to target, NaN when the target was not reached.
+double time_measured(const Outcome& o) {
+  return o.measured.reached ? o.measured.total_s : kNaN;
+}
+
+// The measured rounds to target, NaN when the target was not reached.
+double rounds_measured(const Outcome& o) {
+  return o.measured.reached ? o.measured.rounds : kNaN;
+}
+
+// Appends one configuration's relative errors.
+void add_errors(Errors& e, const Outcome& o) {
+  e.round_a.push_back(model::relative_error(o.analytic.round_s, o.measured.round_s));
+  e.round_s.push_back(model::relative_error(o.simgrid.round_s, o.measured.round_s));
+  e.round_before.push_back(model::relative_error(o.analytic_before.round_s, o.measured.round_s));
+  e.round_after.push_back(model::relative_error(o.analytic_after.round_s, o.measured.round_s));
+  e.compute_a.push_back(model::relative_error(o.analytic.compute_s, o.measured.compute_s));
+  e.compute_s.push_back(model::relative_error(o.simgrid.compute_s, o.measured.compute_s));
+  if (o.config.workers > 1) {
+    e.comm_a.push_back(model::relative_error(o.analytic.comm_s, o.measured.comm_s));
+    e.comm_s.push_back(model::relative_error(o.simgrid.comm_s, o.measured.comm_s));
+  }
+  e.time_a.push_back(model::relative_error(o.time_analytic, time_measured(o)));
+  e.time_s.push_back(model::relative_error(o.time_simgrid, time_measured(o)));
+  e.time_group_a.push_back(model::relative_error(o.time_group_analytic, time_measured(o)));
+  e.time_group_s.push_back(model::relative_error(o.time_group_simgrid, time_measured(o)));
+  if (!model::strategy(o.config.strategy).is_baseline())  // 0 against itself, by construction
+    e.speedup_a.push_back(model::relative_error(o.speedup_analytic, o.speedup_measured));
+  e.rounds_loo.push_back(model::relative_error(o.rounds_loo, rounds_measured(o)));
+  e.rounds_group.push_back(model::relative_error(o.rounds_group, rounds_measured(o)));
+  e.rounds_fit.push_back(model::relative_error(o.rounds_fit, rounds_measured(o)));
+}
+
+// A number, or null when it is not finite.
+json finite_or_null(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+// The JSON row of one configuration, given its errors (the last ones added to `e`).
+json result_row(const Outcome& o, const Errors& e) {
+  const double rounds = rounds_measured(o), time = time_measured(o);
+  return {
+      {"config", o.config.name},
+      {"strategy", o.config.strategy},
+      {"workers", o.config.workers},
+      {"tau", o.config.tau},
+      {"batch", o.config.batch},
+      {"split", o.config.split},
+      {"slow_worker", o.config.slow},
+      {"platform", o.config.platform},
+      {"reached_target", o.measured.reached},
+      {"staleness_mean_measured", finite_or_null(o.measured.staleness)},
+      {"local_steps_measured", o.measured.local_steps},
+      {"compute_s", errors_json(o.measured.compute_s, o.analytic.compute_s, o.simgrid.compute_s)},
+      {"comm_s", errors_json(o.measured.comm_s, o.analytic.comm_s, o.simgrid.comm_s)},
+      {"round_s", errors_json(o.measured.round_s, o.analytic.round_s, o.simgrid.round_s)},
+      {"round_s_by_calibration",
+       {{"analytic_before", number_or_null(o.analytic_before.round_s)},
+        {"analytic_after", number_or_null(o.analytic_after.round_s)},
+        {"error_analytic_before", number_or_null(e.round_before.back())},
+        {"error_analytic_after", number_or_null(e.round_after.back())}}},
+      {"rounds",
+       {{"measured", finite_or_null(rounds)},
+        {"leave_one_out", finite_or_null(o.rounds_loo)},
+        {"leave_group_out", finite_or_null(o.rounds_group)},
+        {"fitted", finite_or_null(o.rounds_fit)},
+        {"error_leave_one_out", finite_or_null(e.rounds_loo.back())}}},
+      {"time_to_target_s", errors_json(time, o.time_analytic, o.time_simgrid)},
+      {"time_to_target_group_out_s",
+       errors_json(time, o.time_group_analytic, o.time_group_simgrid)},
+      {"speedup", errors_json(o.speedup_measured, o.speedup_analytic, o.speedup_simgrid)}};
+}
+
+// validation.csv's header.
+constexpr const char* kCsvHeader =
+    "config,strategy,workers,tau,batch,split,slow,reached,round_measured_s,round_analytic_s,"
+    "round_simgrid_s,compute_measured_s,compute_analytic_s,compute_simgrid_s,comm_measured_s,"
+    "comm_analytic_s,comm_simgrid_s,rounds_measured,rounds_loo,rounds_group_out,rounds_fit,"
+    "time_measured_s,time_analytic_s,time_simgrid_s,time_group_out_analytic_s,"
+    "time_group_out_simgrid_s,speedup_measured,speedup_analytic,speedup_simgrid\n";
+
+// The CSV line of one configuration (an empty field for a number that is not finite).
+std::string csv_line(const Outcome& o) {
+  auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
+  return fmt::format(
+      "\"{}\",{},{},{},{:g},{},{:g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+      "{},{}\n",
+      o.config.name, o.config.strategy, o.config.workers, o.config.tau, o.config.batch,
+      o.config.split, o.config.slow, o.measured.reached ? 1 : 0, c(o.measured.round_s),
+      c(o.analytic.round_s), c(o.simgrid.round_s), c(o.measured.compute_s), c(o.analytic.compute_s),
+      c(o.simgrid.compute_s), c(o.measured.comm_s), c(o.analytic.comm_s), c(o.simgrid.comm_s),
+      c(rounds_measured(o)), c(o.rounds_loo), c(o.rounds_group), c(o.rounds_fit),
+      c(time_measured(o)), c(o.time_analytic), c(o.time_simgrid), c(o.time_group_analytic),
+      c(o.time_group_simgrid), c(o.speedup_measured), c(o.speedup_analytic), c(o.speedup_simgrid));
+}
+
+/// Every configuration's errors, JSON row and CSV line.
+struct Table {
+  Errors errors;
+  json rows = json::array();
+  std::string csv = kCsvHeader;
+};
+
+// Tabulates the outcomes: errors, JSON rows and validation.csv's text.
+Table tabulate(const std::vector<Outcome>& outcomes) {
+  Table t;
+  for (const Outcome& o : outcomes) {
+    add_errors(t.errors, o);
+    t.rows.push_back(result_row(o, t.errors));
+    t.csv += csv_line(o);
+  }
+  return t;
+}
+
+// The median of |v|, or null when there is none.
+json median_or_null(const std::vector<double>& v) {
+  const double m = model::median_abs(v);
+  return std::isfinite(m) ? json(m) : json(nullptr);
+}
+
+// The medians of the errors over the matrix.
+json summary_json(size_t configurations, const Errors& e) {
+  auto med = median_or_null;
+  return {{"configurations", configurations},
+          {"median_abs_error_round_analytic", med(e.round_a)},
+          {"median_abs_error_round_simgrid", med(e.round_s)},
+          {"median_abs_error_round_analytic_before", med(e.round_before)},
+          {"median_abs_error_round_analytic_after", med(e.round_after)},
+          {"median_abs_error_compute_analytic", med(e.compute_a)},
+          {"median_abs_error_compute_simgrid", med(e.compute_s)},
+          {"median_abs_error_comm_analytic", med(e.comm_a)},
+          {"median_abs_error_comm_simgrid", med(e.comm_s)},
+          {"median_abs_error_time_to_target_analytic_loo", med(e.time_a)},
+          {"median_abs_error_time_to_target_simgrid_loo", med(e.time_s)},
+          {"median_abs_error_time_to_target_analytic_group_out", med(e.time_group_a)},
+          {"median_abs_error_time_to_target_simgrid_group_out", med(e.time_group_s)},
+          {"median_abs_error_speedup_analytic", med(e.speedup_a)},
+          {"median_abs_error_rounds_loo", med(e.rounds_loo)},
+          {"median_abs_error_rounds_leave_group_out", med(e.rounds_group)},
+          {"median_abs_error_rounds_fit", med(e.rounds_fit)}};
+}
+
+// The same medians for each strategy on its own (asynchronous and time-budget runs differ
+// from the synchronous ones in what is measured: wall clock, real per-worker steps).
+json by_strategy_json(const std::vector<Outcome>& outcomes, const Errors& e) {
+  json by_strategy = json::object();
+  for (const Outcome& o : outcomes) {
+    const std::string& name = o.config.strategy;
+    if (by_strategy.contains(name)) continue;
+    std::vector<double> ra, rs, ta, ts, rl;
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      if (outcomes[i].config.strategy != name) continue;
+      ra.push_back(e.round_a[i]);
+      rs.push_back(e.round_s[i]);
+      ta.push_back(e.time_a[i]);
+      ts.push_back(e.time_s[i]);
+      rl.push_back(e.rounds_loo[i]);
+    }
+    by_strategy[name] = {{"configurations", ra.size()},
+                         {"median_abs_error_round_analytic", median_or_null(ra)},
+                         {"median_abs_error_round_simgrid", median_or_null(rs)},
+                         {"median_abs_error_time_to_target_analytic_loo", median_or_null(ta)},
+                         {"median_abs_error_time_to_target_simgrid_loo", median_or_null(ts)},
+                         {"median_abs_error_rounds_loo", median_or_null(rl)}};
+  }
+  return by_strategy;
+}
+
+// What was run, on what, and what kind of check it is.
+json validate_context(const ValidateRun& run) {
+  return {{"verb", "validate"},
+          {"job_file", run.job.file},
+          {"engines", {"exec-cpu (lockstep, thread CPU time)", "analytic", "simgrid"}},
+          {"network_model",
+           "calibrated threads combine as a parameter server with one reducer "
+           "(collective ps, servers 1); simgrid CM02"},
+          {"platforms", (run.out_dir / "calibration").string()},
+          {"seed", run.job.integer("seed")},
+          {"commit", model::tauplan_git_commit()},
+          {"date", model::utc_now_iso8601()},
+          {"timing",
+           "lockstep: measured time is reconstructed (virtual clock), not "
+           "concurrent; asynchronous strategies (async-ps) and layouts (mesh): "
+           "concurrent threads, wall clock, evaluation left out"},
+          {"kind", kRepeatabilityLabel}};
+}
+
+// Draws predicted against measured (DIR/scatter.gp, .png, .svg) unless --no-plot; returns the
+// notes (gnuplot missing ...).
+std::vector<std::string> plot_scatter(const ValidateRun& run,
+                                      const std::vector<Outcome>& outcomes) {
+  std::vector<std::string> notes;
+  if (run.a.no_plot) return notes;
+  double lo = HUGE_VAL, hi = 0;
+  for (const Outcome& o : outcomes)
+    for (double v : {o.measured.round_s, o.analytic.round_s, o.simgrid.round_s, o.measured.total_s,
+                     o.time_analytic, o.time_simgrid})
+      if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (hi > 0) {
+    write_text((run.out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
+    run_gnuplot(run.out_dir, "scatter.gp", notes);
+  }
+  return notes;
+}
+
+// The table printed: one line per configuration, measured against predicted.
+std::string table_text(const std::vector<Outcome>& outcomes, const Errors& e) {
+  std::string out = fmt::format("note: {}\n", kRepeatabilityLabel);
+  out += fmt::format(
+      "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} "
+      "{:>8} {:>8} {:>8}\n",
+      "configuration", "round ms", "analytic", "err", "simgrid", "err", "rounds", "LOO", "err",
+      "time s", "err a", "err s", "speedup");
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    out += fmt::format(
+        "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} {:>8} {:>8} {:>8}\n",
+        o.config.name, ms(o.measured.round_s), ms(o.analytic.round_s), pct_text(e.round_a[i]),
+        ms(o.simgrid.round_s), pct_text(e.round_s[i]),
+        o.measured.reached ? fmt::format("{:g}", o.measured.rounds) : "-",
+        std::isfinite(o.rounds_loo) ? fmt::format("{:.0f}", o.rounds_loo) : "n/a",
+        pct_text(e.rounds_loo[i]),
+        o.measured.reached ? fmt::format("{:.3f}", o.measured.total_s) : "-", pct_text(e.time_a[i]),
+        pct_text(e.time_s[i]),
+        std::isfinite(o.speedup_measured) ? fmt::format("{:.2f}", o.speedup_measured) : "-");
+  }
+  return out;
+}
+
+// The medians printed under the table.
+std::string medians_text(size_t configurations, const json& summary) {
+  auto m = [](const json& v) {
+    return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
+  };
+  std::string out = fmt::format(
+      "median |error| over {} configurations: round time analytic {}, simgrid {}; time to "
+      "target (leave-one-out) analytic {}, simgrid {}, (leave-group-out) analytic {}, "
+      "simgrid {}; speedup {}; rounds leave-one-out {}, leave-group-out {}, in-sample fit {}\n",
+      configurations, m(summary["median_abs_error_round_analytic"]),
+      m(summary["median_abs_error_round_simgrid"]),
+      m(summary["median_abs_error_time_to_target_analytic_loo"]),
+      m(summary["median_abs_error_time_to_target_simgrid_loo"]),
+      m(summary["median_abs_error_time_to_target_analytic_group_out"]),
+      m(summary["median_abs_error_time_to_target_simgrid_group_out"]),
+      m(summary["median_abs_error_speedup_analytic"]), m(summary["median_abs_error_rounds_loo"]),
+      m(summary["median_abs_error_rounds_leave_group_out"]),
+      m(summary["median_abs_error_rounds_fit"]));
+  out += fmt::format(
+      "median |error| of compute per step: analytic {}, simgrid {}; of comm per round: "
+      "analytic {}, simgrid {}; round time on the calibration taken before the measurement {}, "
+      "after it {}, the faster of the two (above) {}\n",
+      m(summary["median_abs_error_compute_analytic"]),
+      m(summary["median_abs_error_compute_simgrid"]), m(summary["median_abs_error_comm_analytic"]),
+      m(summary["median_abs_error_comm_simgrid"]),
+      m(summary["median_abs_error_round_analytic_before"]),
+      m(summary["median_abs_error_round_analytic_after"]),
+      m(summary["median_abs_error_round_analytic"]));
+  return out;
+}
+
+// With --max-round-error, the first median round-time error beyond it ("" when none).
+std::string exceeded_bound(const ValidateRequest& a, const json& summary) {
+  if (a.max_round_error < 0) return "";
+  for (const char* key : {"median_abs_error_round_analytic", "median_abs_error_round_simgrid"}) {
+    const json& v = summary[key];
+    if (!v.is_number() || 100 * v.get<double>() > a.max_round_error)
+      return fmt::format(
+          "{} = {} exceeds --max-round-error {}%", key,
+          v.is_number() ? fmt::format("{:.2f}%", 100 * v.get<double>()) : std::string("n/a"),
+          a.max_round_error);
+  }
+  return "";
+}
+
+}  // namespace
+
+ValidateOutcome run_validate(const ValidateRequest& a) {
+  ValidateRun run = start_validate(a);
+  // Calibrate and measure one configuration at a time; then predict and simulate every
+  // configuration on its calibrated platform, in parallel.
+  calibrate_and_measure(run);
+  std::vector<Outcome> outcomes = collect_outcomes(run, predict_all(run));
+  const json fit_report = fit_rounds(outcomes);
+  times_and_speedups(outcomes);
+
+  const Table table = tabulate(outcomes);
+  const json summary = summary_json(outcomes.size(), table.errors);
+  const json by_strategy = by_strategy_json(outcomes, table.errors);
+  const json report = {
+      {"context", validate_context(run)},   {"calibration", run.calibration_report},
+      {"convergence_fit", fit_report},      {"summary", summary},
+      {"summary_by_strategy", by_strategy}, {"results", table.rows}};
+  write_text((run.out_dir / "validation.json").string(), report.dump(2) + "\n");
+  write_text((run.out_dir / "validation.csv").string(), table.csv);
+
+  ValidateOutcome outcome;
+  outcome.report = report;
+  outcome.notes = plot_scatter(run, outcomes);
+  outcome.text = table_text(outcomes, table.errors) + medians_text(outcomes.size(), summary);
+  outcome.notes.insert(outcome.notes.begin(), "wrote " +
+                                                  (run.out_dir / "validation.json").string() +
+                                                  ", " + (run.out_dir / "validation.csv").string() +
+                                                  (a.no_plot ? "" : " and scatter.png/.svg"));
+  outcome.exceeded = exceeded_bound(a, summary);
+  return outcome;
+}
+
+}  // namespace tauplan::study
