@@ -416,12 +416,11 @@ void AsyncSimulation::run_transfer(int w, int index, long long epoch) {
   // its request carrying the first fragment, a clear-to-send, then the rest: a push's request
   // goes before the server takes it from its receive queue; a reply holds the send queue until
   // its clear-to-send is back (the rest drains from the socket buffer).
-  const bool staged = queue != nullptr && moves && platform_.protocol.rendezvous &&
-                      op.bytes > platform_.protocol.eager_limit_bytes;
-  const double first = std::min(op.bytes, platform_.protocol.eager_limit_bytes);
+  const MessageParts parts = message_parts(op.bytes, platform_.protocol);
+  const bool staged = queue != nullptr && moves && parts.handshake;
   auto send = [&](sg4::Host* from, sg4::Host* to, double bytes) {
     ++flows_started_;
-    sg4::Comm::sendto(from, to, static_cast<std::uint64_t>(std::llround(std::max(bytes, 1.0))));
+    sg4::Comm::sendto(from, to, wire_bytes(bytes));
   };
   if (op.pull && server != nullptr && state.reply[static_cast<size_t>(op.server)] != nullptr) {
     // The server replied when it applied this worker's last update: wait for those bytes.
@@ -436,7 +435,7 @@ void AsyncSimulation::run_transfer(int w, int index, long long epoch) {
       trace_->span(pid_, w, op.label, "comm", start, now() - start);
     return;
   }
-  if (staged && !op.pull) send(src, dst, first);
+  if (staged && !op.pull) send(src, dst, parts.request_bytes);
   if (queue != nullptr) queue->acquire();
   if (server != nullptr && now() < server->down_until)
     sg4::this_actor::sleep_until(t0_ + server->down_until);
@@ -456,13 +455,13 @@ void AsyncSimulation::run_transfer(int w, int index, long long epoch) {
   if (op.fixed_time_s >= 0) {
     if (op.fixed_time_s > 0) sg4::this_actor::sleep_for(op.fixed_time_s);
   } else if (staged && op.pull) {
-    send(src, dst, first);
+    send(src, dst, parts.request_bytes);
     send(dst, src, kControlMessageBytes);
     release();
-    send(src, dst, op.bytes - first);
+    send(src, dst, parts.rest_bytes);
   } else if (staged) {
     send(dst, src, kControlMessageBytes);
-    send(src, dst, op.bytes - first);
+    send(src, dst, parts.rest_bytes);
   } else if (moves) {
     ++flows_started_;
     send_message(src, dst, op.bytes, platform_.protocol);
@@ -515,17 +514,15 @@ void AsyncSimulation::reply_after_apply(int server_index, WorkerState& state) {
   if (pull == state.cycle.end() || pull->src_host == pull->dst_host || !(pull->bytes > 0)) return;
   sg4::Host* from = hosts_[static_cast<size_t>(pull->src_host)];
   sg4::Host* to = hosts_[static_cast<size_t>(pull->dst_host)];
-  double rest = pull->bytes;
-  if (platform_.protocol.rendezvous && pull->bytes > platform_.protocol.eager_limit_bytes) {
-    const double first = platform_.protocol.eager_limit_bytes;
+  const MessageParts parts = message_parts(pull->bytes, platform_.protocol);
+  if (parts.handshake) {
     flows_started_ += 2;
-    sg4::Comm::sendto(from, to, static_cast<std::uint64_t>(std::llround(std::max(first, 1.0))));
-    sg4::Comm::sendto(to, from, static_cast<std::uint64_t>(kControlMessageBytes));
-    rest = pull->bytes - first;
+    sg4::Comm::sendto(from, to, wire_bytes(parts.request_bytes));
+    sg4::Comm::sendto(to, from, wire_bytes(kControlMessageBytes));
   }
   ++flows_started_;
   state.reply[s] = sg4::Comm::sendto_async(
-      from, to, static_cast<std::uint64_t>(std::llround(std::max(rest, 1.0))));
+      from, to, wire_bytes(parts.handshake ? parts.rest_bytes : parts.request_bytes));
   state.reply_version[s] = servers_[s].version;
 }
 

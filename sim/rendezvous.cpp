@@ -2,6 +2,7 @@
 // (see rendezvous.hpp).
 #include "sim/rendezvous.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -182,13 +183,22 @@ bool run_rendezvous_steps(const std::vector<const FlowStage*>& steps,
   return finished;
 }
 
+MessageParts message_parts(double bytes, const model::MessageProtocol& protocol) {
+  if (!protocol.rendezvous || !(bytes > protocol.eager_limit_bytes)) return {bytes, false, 0};
+  return {protocol.eager_limit_bytes, true, bytes - protocol.eager_limit_bytes};
+}
+
+std::uint64_t wire_bytes(double bytes) {
+  return static_cast<std::uint64_t>(std::llround(std::max(bytes, 1.0)));
+}
+
 void send_message(sg4::Host* src, sg4::Host* dst, double bytes,
                   const model::MessageProtocol& protocol) {
-  if (protocol.rendezvous && bytes > protocol.eager_limit_bytes) {
-    sg4::Comm::sendto(src, dst, static_cast<std::uint64_t>(kControlMessageBytes));
-    sg4::Comm::sendto(dst, src, static_cast<std::uint64_t>(kControlMessageBytes));
-  }
-  sg4::Comm::sendto(src, dst, static_cast<std::uint64_t>(std::llround(bytes)));
+  const MessageParts parts = message_parts(bytes, protocol);
+  sg4::Comm::sendto(src, dst, wire_bytes(parts.request_bytes));
+  if (!parts.handshake) return;
+  sg4::Comm::sendto(dst, src, wire_bytes(kControlMessageBytes));
+  sg4::Comm::sendto(src, dst, wire_bytes(parts.rest_bytes));
 }
 
 }  // namespace tauplan::sim

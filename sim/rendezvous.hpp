@@ -14,13 +14,14 @@
 // Why it matters: a host that finishes its step early sends its next request while its
 // neighbour is still receiving, so back-to-back ring steps pay two one-way latencies each, not
 // the three an isolated message pays (experiments/testbed/README.md measured both).
-// What it leaves out: the bytes of the first fragment that travel with the request (the
-// receiver answers only once they have arrived, so an isolated message costs the same either
-// way), a socket buffer smaller than a message (the sender would wait for its bytes to drain),
-// TCP's in-order delivery of two messages on one connection (a request may overtake the bytes
-// before it), and the reduction arithmetic.
+// What it leaves out: in collectives, the bytes of the first fragment that travel with the
+// request (the receiver answers only once they have arrived, so an isolated message costs the
+// same either way; single messages, message_parts, carry them), a socket buffer smaller than a
+// message (the sender would wait for its bytes to drain), TCP's in-order delivery of two messages
+// on one connection (a request may overtake the bytes before it), and the reduction arithmetic.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -47,8 +48,22 @@ bool run_rendezvous_steps(const std::vector<const FlowStage*>& steps,
                           std::vector<simgrid::s4u::CommPtr>& comms,
                           const std::function<bool()>& stop, long long& transfers_started);
 
-/// One message from `src` to `dst` under `protocol`, alone (the receiver is taken as ready):
-/// the request and clear-to-send first when it is above the eager limit, then the bytes.
+/// A message as the wire carries it under `protocol`: above the eager limit of a rendezvous, a
+/// request carrying the first fragment (the limit's bytes), a clear-to-send back (`handshake`),
+/// then the rest; otherwise one transfer of every byte (`rest_bytes` 0). Every simulated
+/// point-to-point message above the limit is split here, so that the engines agree on its parts.
+struct MessageParts {
+  double request_bytes = 0;
+  bool handshake = false;
+  double rest_bytes = 0;
+};
+MessageParts message_parts(double bytes, const model::MessageProtocol& protocol);
+
+/// The bytes SimGrid is asked to move for `bytes`: rounded, at least 1 (see kControlMessageBytes).
+std::uint64_t wire_bytes(double bytes);
+
+/// One message from `src` to `dst` under `protocol`, alone (the receiver is taken as ready): its
+/// parts (message_parts) one after another.
 void send_message(simgrid::s4u::Host* src, simgrid::s4u::Host* dst, double bytes,
                   const model::MessageProtocol& protocol);
 
