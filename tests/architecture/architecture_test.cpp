@@ -176,7 +176,7 @@ std::vector<std::string> study_room_violations(
       continue;
     }
     const std::string room = parts[1].string();
-    tested[room] = tested[room] || is_test_file(file);
+    tested[room] = tested[room] || (is_test_file(file) && file.extension() == ".cpp");
     const std::string code = without_comments(read(root / file));
     for (std::sregex_iterator it(code.begin(), code.end(), include), end; it != end; ++it) {
       const std::string target = (*it)[1];
@@ -474,6 +474,7 @@ TEST_CASE("layering: a study reaching into another, a loose file and an untested
   tree.write("study/common/files.cpp", "#include \"study/sweep/sweep.hpp\"\n");
   tree.write("study/common/files_test.cpp", "\n");
   tree.write("study/testbed/testbed_control.cpp", "\n");
+  tree.write("study/testbed/testbed_test_support.hpp", "\n");  // support is not a test
   tree.write("study/loose.cpp", "\n");
   const auto violations = study_room_violations(tree.root, kStudyMayAlso);
   CHECK(violations ==
