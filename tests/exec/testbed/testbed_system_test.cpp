@@ -123,7 +123,12 @@ nlohmann::json calibrate(const std::string& prefix, const std::vector<std::strin
 /// Every measured route within 5% of the testbed's (scaled platform) latency and bandwidth.
 /// Latency is half the median round trip of 8-byte TCP echoes; the testbed adds 0.15-0.3 ms per
 /// round trip of its own (host stacks and wake-ups, measured with zero-latency links), so routes
-/// here are scaled to round trips of 16 ms or more.
+/// here are scaled to round trips of 16 ms or more. The fabric never delivers a packet early
+/// (by at most its 25 us margin) and the host only adds time, so the fastest echo is held to 5%:
+/// the testbed gives the latency asked of it. The median is held to 15% (5% until 2026-11-27,
+/// changed after these failures): on this kind of guest the host's late wake-ups moved it 5.1%
+/// to 7.4% above the backbone test's 20 ms in two clean-clone CI runs on one machine, and 28% on
+/// one route once, against 1-3% on a quiet machine.
 void check_routes(const nlohmann::json& cal) {
   REQUIRE(!cal.at("routes").empty());
   for (const auto& r : cal.at("routes")) {
@@ -133,7 +138,13 @@ void check_routes(const nlohmann::json& cal) {
          << r.at("testbed_round_trip_s").get<double>() << "), "
          << r.at("bandwidth_Bps").get<double>() << " B/s (testbed "
          << r.at("testbed_bandwidth_Bps").get<double>() << ")");
-    CHECK(std::abs(r.at("latency_error").get<double>()) < 0.05);
+    const auto trips = r.at("round_trips_s").get<std::vector<double>>();
+    REQUIRE(!trips.empty());
+    const double fastest = *std::min_element(trips.begin(), trips.end());
+    const double testbed = r.at("testbed_round_trip_s").get<double>();
+    INFO("fastest round trip " << fastest << " s");
+    CHECK(std::abs(fastest - testbed) / testbed < 0.05);
+    CHECK(std::abs(r.at("latency_error").get<double>()) < 0.15);
     CHECK(std::abs(r.at("bandwidth_error").get<double>()) < 0.05);
     CHECK(r.at("r2").get<double>() > 0.99);
   }
