@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "model/strategy.hpp"
 #include "model/validation.hpp"
 #include "study/common/child_process.hpp"
+#include "study/common/cpu_affinity.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/files.hpp"
 #include "study/common/gnuplot.hpp"
@@ -449,6 +451,7 @@ struct ValidateRun {
   fs::path cal_dir;                         ///< DIR/calibration: the configurations' platforms
   std::vector<std::string> measured;        ///< each configuration's `measure` output
   json calibration_report = json::array();  ///< each calibration's fit (none when reused)
+  int lockstep_cpu = -1;  ///< the one CPU lockstep phases ran on (-1: none ran, or not pinned)
   /// Whether validate calibrates (before and after each measurement) rather than reusing.
   bool both_calibrations() const { return a.calibration_dir.empty(); }
   /// The file stem of configuration i's runs.
@@ -524,6 +527,13 @@ void calibrate_and_measure(ValidateRun& run) {
     const fs::path platform = run.cal_dir / fmt::format("{:02}.xml", i);
     config.platform = platform.string();
     const child::Task task = engine_child(a, config, engine("exec"), run.stem(i));
+    // Lockstep phases compare thread CPU times taken apart: all on one CPU (cpu_affinity.hpp).
+    // Concurrent runs need their cores, and take their calibration the same way.
+    std::optional<OneCpu> pinned;
+    if (!wall_clock(config.strategy)) {
+      pinned.emplace();
+      run.lockstep_cpu = pinned->cpu();
+    }
     if (!a.calibration_dir.empty()) {
       write_platform(config, reused.at(config.workers), platform);
       run.measured[i] = run_children({task}, 1, "")[0];
@@ -820,8 +830,10 @@ json validate_context(const ValidateRun& run) {
           {"date", model::utc_now_iso8601()},
           {"timing",
            "lockstep: measured time is reconstructed (virtual clock), not "
-           "concurrent; asynchronous strategies (async-ps) and layouts (mesh): "
+           "concurrent, its calibrations and measurement on one CPU (lockstep_cpu); "
+           "asynchronous strategies (async-ps) and layouts (mesh): "
            "concurrent threads, wall clock, evaluation left out"},
+          {"lockstep_cpu", run.lockstep_cpu >= 0 ? json(run.lockstep_cpu) : json(nullptr)},
           {"kind", kRepeatabilityLabel}};
 }
 

@@ -38,8 +38,6 @@
 // printed, so that a failure says which.
 #include <catch2/catch.hpp>
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -83,32 +81,6 @@ constexpr double kMaxComputeErrorBound = 0.40;
 constexpr double kMedianCommErrorBound = 0.50;
 constexpr double kMaxCommErrorBound = 0.95;
 
-/// While alive, this process and the children it starts (validate, and validate's own children)
-/// run on one CPU, the lowest it may use; the CPUs it had come back after.
-class OnOneCpu {
- public:
-  OnOneCpu() {
-    if (sched_getaffinity(0, sizeof(before_), &before_) != 0) return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &before_)) {
-        CPU_SET(cpu, &one);
-        break;
-      }
-    pinned_ = sched_setaffinity(0, sizeof(one), &one) == 0;
-  }
-  ~OnOneCpu() {
-    if (pinned_) sched_setaffinity(0, sizeof(before_), &before_);
-  }
-  OnOneCpu(const OnOneCpu&) = delete;
-  OnOneCpu& operator=(const OnOneCpu&) = delete;
-
- private:
-  cpu_set_t before_{};
-  bool pinned_ = false;
-};
-
 /// Median over rows of |round predicted on the calibration before / on the one after - 1|.
 double machine_spread(const nlohmann::json& results) {
   std::vector<double> spreads;
@@ -141,15 +113,14 @@ void print_rows(const nlohmann::json& results) {
 TEST_CASE("validate: a small matrix end to end, round-time error within the bound", "[timing]") {
   const std::string job = write_temp_file("validate-small.yaml", kJob);
   const std::string out = std::filesystem::path(job).parent_path().string() + "/validate-out";
-  // One CPU for calibrations and measurements alike (added after a CI run failed this twice).
   // In a clean-clone CI run (2026-11-27) the calibration before a row, its measurement (a child
   // process) and the calibration after it each ran fast or slow as a whole, the slow 1.6-1.8x
   // the fast: as if one vCPU's host were busier than the other's (thread CPU time counts the
   // host's time away on these guests), and a phase ran at the speed of the vCPU it landed on.
-  const auto r = [&] {
-    const OnOneCpu pinned;
-    return run_tauplan({"validate", job, "--slow-worker", "1,2", "--out", out, "--json"}, "", 400);
-  }();
+  // The test then pinned validate to one CPU; validate now pins its lockstep phases itself
+  // (study/common/cpu_affinity.hpp), and says on which CPU (checked below).
+  const auto r =
+      run_tauplan({"validate", job, "--slow-worker", "1,2", "--out", out, "--json"}, "", 400);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -234,6 +205,7 @@ TEST_CASE("validate: a small matrix end to end, round-time error within the boun
     }
   }
   CHECK(j["context"]["timing"].get<std::string>().find("reconstructed") != std::string::npos);
+  CHECK(j["context"]["lockstep_cpu"].is_number_integer());
   CHECK(std::filesystem::exists(out + "/validation.csv"));
   CHECK(std::filesystem::exists(out + "/validation.json"));
   CHECK(std::filesystem::exists(out + "/calibration/K2.xml"));
