@@ -50,20 +50,21 @@ const Field kFields[] = {
 // Whole numbers beyond this are refused here; cluster_shape checks the real ranges.
 constexpr double kMaxWhole = 1e9;
 
-std::string quoted(const std::string& text) {
+// Text in double quotes, for messages (not `quoted`, which std::quoted shadows by ADL).
+std::string in_quotes(const std::string& text) {
   return "'" + text + "'";
 }
 
 int whole_number(const std::string& text, const std::string& origin, const std::string& key) {
   double value = 0;
   if (!parse_number(text, value) || value != std::floor(value) || std::abs(value) > kMaxWhole)
-    throw InputError(origin, key, "a whole number", quoted(text));
+    throw InputError(origin, key, "a whole number", in_quotes(text));
   return static_cast<int>(value);
 }
 
 double real_number(const std::string& text, const std::string& origin, const std::string& key) {
   double value = 0;
-  if (!parse_number(text, value)) throw InputError(origin, key, "a number", quoted(text));
+  if (!parse_number(text, value)) throw InputError(origin, key, "a number", in_quotes(text));
   return value;
 }
 
@@ -76,10 +77,10 @@ double quantity(Kind kind, const std::string& text, const std::string& origin,
     throw InputError(origin, key,
                      bandwidth ? "a bandwidth with its unit (400Gbps, 450GBps)"
                                : "a time with its unit (1.4us, 500ns)",
-                     quoted(text) + " (no unit)");
+                     in_quotes(text) + " (no unit)");
   if (bandwidth) return parse_bandwidth(text, origin, key);
   const double seconds = parse_seconds(text, origin, key);
-  if (seconds < 0) throw InputError(origin, key, "a latency >= 0", quoted(text));
+  if (seconds < 0) throw InputError(origin, key, "a latency >= 0", in_quotes(text));
   return seconds;
 }
 

@@ -76,7 +76,9 @@ namespace {
   std::exit(2);
 }
 
-std::string quoted(const std::string& s) {
+// A JSON string literal of s. (Not named `quoted`: std::quoted, found by argument-dependent
+// lookup wherever <iomanip> is included, is the better match for a non-const std::string.)
+std::string json_quoted(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
     if (ch == '"' || ch == '\\') out += '\\';
@@ -156,7 +158,7 @@ bool check_gradients(const std::string& name, const BlockConfig& c) {
     const std::vector<double> r(g_ref.begin() + first, g_ref.begin() + last);
     const double e = relative_error(a, r);
     if (!slots.empty()) slots += ", ";
-    slots += quoted(slot.name) + ": " + num(e, 3);
+    slots += json_quoted(slot.name) + ": " + num(e, 3);
     if (!(e <= worst)) {
       worst = e;
       worst_name = slot.name;
@@ -189,10 +191,10 @@ bool check_gradients(const std::string& name, const BlockConfig& c) {
       "\"gradient_relative_error\": %s, \"gradient_bound\": 2e-2, \"worst_slot\": %s, "
       "\"worst_slot_error\": %s, \"adam_max_abs_error\": %s, \"adam_bound\": 1e-6, "
       "\"slot_errors\": {%s}, \"ok\": %s}\n",
-      quoted(name).c_str(), config_fields(c).c_str(), params.size(), num(loss, 8).c_str(),
+      json_quoted(name).c_str(), config_fields(c).c_str(), params.size(), num(loss, 8).c_str(),
       num(loss_ref, 8).c_str(), num(loss_err, 3).c_str(), num(grad_err, 3).c_str(),
-      quoted(worst_name).c_str(), num(worst, 3).c_str(), num(adam_err, 3).c_str(), slots.c_str(),
-      ok ? "true" : "false");
+      json_quoted(worst_name).c_str(), num(worst, 3).c_str(), num(adam_err, 3).c_str(),
+      slots.c_str(), ok ? "true" : "false");
   std::fflush(stdout);
   std::fprintf(stderr,
                "grad %-34s loss %.6f ref %.6f (rel %.2e)  gradient rel %.2e (worst %s %.2e)  "
@@ -355,7 +357,7 @@ int run_layer_times(const std::string& profile_path, const std::vector<int>& ten
   try {
     profile = tauplan::model::read_compute_profile(profile_path);
   } catch (const std::exception& e) {
-    std::printf("{\"mode\": \"layer_times\", \"error\": %s}\n", quoted(e.what()).c_str());
+    std::printf("{\"mode\": \"layer_times\", \"error\": %s}\n", json_quoted(e.what()).c_str());
     std::fprintf(stderr, "layer-times: cannot read the profile: %s\n", e.what());
     return 2;
   }
@@ -366,11 +368,11 @@ int run_layer_times(const std::string& profile_path, const std::vector<int>& ten
       BlockConfig c = model.config;
       c.tensor = t;
       const std::string head = std::string("{\"mode\": \"layer_times\", \"model\": ") +
-                               quoted(model.name) + ", \"impl\": \"tauplan-cuda\", " +
+                               json_quoted(model.name) + ", \"impl\": \"tauplan-cuda\", " +
                                "\"attention\": \"math\", " + config_fields(c);
       const std::string problem = c.problem();
       if (!problem.empty()) {
-        std::printf("%s, \"skipped\": %s}\n", head.c_str(), quoted(problem).c_str());
+        std::printf("%s, \"skipped\": %s}\n", head.c_str(), json_quoted(problem).c_str());
         std::fflush(stdout);
         continue;
       }
@@ -387,7 +389,7 @@ int run_layer_times(const std::string& profile_path, const std::vector<int>& ten
                      ", \"memory\": " + num(p.memory_s * 1e3) +
                      ", \"launch\": " + num(p.launch_s * 1e3) + "}";
       } catch (const std::exception& e) {
-        prediction = ", \"prediction_error\": " + quoted(e.what());
+        prediction = ", \"prediction_error\": " + json_quoted(e.what());
       }
 
       const std::size_t need = DeviceTransformerBlock::device_bytes(c, false);
@@ -417,7 +419,7 @@ int run_layer_times(const std::string& profile_path, const std::vector<int>& ten
       }
       if (!error.empty()) {
         std::printf("%s%s, \"error\": %s}\n", head.c_str(), prediction.c_str(),
-                    quoted(error).c_str());
+                    json_quoted(error).c_str());
         std::fflush(stdout);
         std::fprintf(stderr, "layer-times %s t=%d: error: %s\n", model.name, t, error.c_str());
         continue;
@@ -427,8 +429,8 @@ int run_layer_times(const std::string& profile_path, const std::vector<int>& ten
           "%s, \"device\": %s, \"reps\": %d, \"measured_ms\": %s, \"measured_min_ms\": %s%s, "
           "\"error_pct\": %s, \"device_gib\": %.2f, \"includes\": \"forward + backward of one "
           "layer shard incl. weight-gradient GEMMs; no gradient accumulation, no optimizer\"}\n",
-          head.c_str(), quoted(device).c_str(), reps, num(measured_ms).c_str(), num(min_ms).c_str(),
-          prediction.c_str(), num(error_pct, 4).c_str(), gib(need));
+          head.c_str(), json_quoted(device).c_str(), reps, num(measured_ms).c_str(),
+          num(min_ms).c_str(), prediction.c_str(), num(error_pct, 4).c_str(), gib(need));
       std::fflush(stdout);
       std::fprintf(stderr,
                    "layer-times %-10s t=%d: measured %.3f ms, predicted %.3f ms (%+.1f%%)\n",
@@ -636,7 +638,7 @@ BreakdownTotals print_rows(const std::string& head, std::vector<BreakdownRow>& r
         if (ops[i].name != name) continue;
         pred += predicted[i];
         if (!model_fields.empty()) model_fields += ", ";
-        model_fields += quoted(name) + ": " + num(predicted[i], 4);
+        model_fields += json_quoted(name) + ": " + num(predicted[i], 4);
         if (r.category.empty()) r.category = model_category(ops[i]);
         totals.cat_predicted[totals.cat_index(model_category(ops[i]))] += predicted[i];
       }
@@ -650,14 +652,14 @@ BreakdownTotals print_rows(const std::string& head, std::vector<BreakdownRow>& r
     for (std::size_t li = 0; li < r.device_labels.size(); ++li) {
       if (!device_fields.empty()) device_fields += ", ";
       device_fields +=
-          quoted(r.device_labels[li]) + ": " +
+          json_quoted(r.device_labels[li]) + ": " +
           num(median(std::vector<float>(r.device_ms[li].begin(), r.device_ms[li].end())), 4);
     }
     std::printf(
         "%s, \"breakdown_op\": %s, \"category\": %s, \"measured_ms\": %s, "
         "\"predicted_ms\": %s, \"ratio\": %s, \"device_ops\": {%s}, \"model_ops\": {%s}}\n",
-        head.c_str(), quoted(r.name).c_str(), quoted(r.category).c_str(), num(meas, 4).c_str(),
-        num(pred, 4).c_str(), pred > 0 ? num(meas / pred, 3).c_str() : "null",
+        head.c_str(), json_quoted(r.name).c_str(), json_quoted(r.category).c_str(),
+        num(meas, 4).c_str(), num(pred, 4).c_str(), pred > 0 ? num(meas / pred, 3).c_str() : "null",
         device_fields.c_str(), model_fields.c_str());
   }
   return totals;
@@ -678,7 +680,7 @@ void print_shard_summary(const std::string& head, const std::string& device, int
   std::string split_fields;
   for (std::size_t k = 0; k < totals.categories.size(); ++k) {
     if (!split_fields.empty()) split_fields += ", ";
-    split_fields += quoted(totals.categories[k]) +
+    split_fields += json_quoted(totals.categories[k]) +
                     ": {\"measured_ms\": " + num(totals.cat_measured[k], 4) +
                     ", \"predicted_ms\": " + num(totals.cat_predicted[k], 4) + "}";
   }
@@ -691,7 +693,7 @@ void print_shard_summary(const std::string& head, const std::string& device, int
       "%s, \"breakdown_summary\": true, \"device\": %s, \"reps\": %d, \"device_ops\": %zu, "
       "\"measured_ms\": %s, \"predicted_ms\": %s, \"pass_with_events_ms\": %s, "
       "\"plain_ms\": %s, \"by_category\": {%s}}\n",
-      head.c_str(), quoted(device).c_str(), reps,
+      head.c_str(), json_quoted(device).c_str(), reps,
       passes.empty() ? std::size_t{0} : passes[0].size(), num(totals.total_measured, 5).c_str(),
       num(totals.total_predicted, 5).c_str(),
       num(median(std::vector<float>(sums.begin(), sums.end())), 5).c_str(),
@@ -712,10 +714,10 @@ int breakdown_shard(const LayerModel& model, int t, const tauplan::model::Comput
   BlockConfig c = model.config;
   c.tensor = t;
   const std::string head = std::string("{\"mode\": \"layer_breakdown\", \"model\": ") +
-                           quoted(model.name) + ", \"tensor\": " + std::to_string(t);
+                           json_quoted(model.name) + ", \"tensor\": " + std::to_string(t);
   const std::string problem = c.problem();
   if (!problem.empty()) {
-    std::printf("%s, \"skipped\": %s}\n", head.c_str(), quoted(problem).c_str());
+    std::printf("%s, \"skipped\": %s}\n", head.c_str(), json_quoted(problem).c_str());
     std::fflush(stdout);
     return 0;
   }
@@ -727,7 +729,7 @@ int breakdown_shard(const LayerModel& model, int t, const tauplan::model::Comput
     for (const tm::ComputeOp& op : ops)
       predicted.push_back(tm::op_seconds(op, profile) * 1e3);
   } catch (const std::exception& e) {
-    std::printf("%s, \"prediction_error\": %s}\n", head.c_str(), quoted(e.what()).c_str());
+    std::printf("%s, \"prediction_error\": %s}\n", head.c_str(), json_quoted(e.what()).c_str());
     std::fflush(stdout);
     return 1;
   }
@@ -747,7 +749,7 @@ int breakdown_shard(const LayerModel& model, int t, const tauplan::model::Comput
     times.passes = block.time_layer_stack_ops(2, reps);
     times.plain = block.time_layer_stack(1, 3);
   } catch (const std::exception& e) {
-    std::printf("%s, \"error\": %s}\n", head.c_str(), quoted(e.what()).c_str());
+    std::printf("%s, \"error\": %s}\n", head.c_str(), json_quoted(e.what()).c_str());
     std::fflush(stdout);
     std::fprintf(stderr, "layer-breakdown %s t=%d: error: %s\n", model.name, t, e.what());
     return 1;
@@ -769,7 +771,7 @@ int run_layer_breakdown(const std::string& profile_path, const std::vector<std::
   try {
     profile = tm::read_compute_profile(profile_path);
   } catch (const std::exception& e) {
-    std::printf("{\"mode\": \"layer_breakdown\", \"error\": %s}\n", quoted(e.what()).c_str());
+    std::printf("{\"mode\": \"layer_breakdown\", \"error\": %s}\n", json_quoted(e.what()).c_str());
     std::fprintf(stderr, "layer-breakdown: cannot read the profile: %s\n", e.what());
     return 2;
   }
@@ -821,7 +823,7 @@ int run_step_times(int reps) {
       "%s, \"device\": %s, \"parameters\": %zu, \"reps\": %d, \"step_ms\": %s, "
       "\"step_min_ms\": %s, \"tokens_per_s\": %s, \"initial_loss\": %s, \"includes\": \"zero "
       "gradients, forward, backward, AdamW (fp32 master, bf16 copy refreshed)\"}\n",
-      head.c_str(), quoted(cuda::device_description(0)).c_str(), block.parameter_count(), reps,
+      head.c_str(), json_quoted(cuda::device_description(0)).c_str(), block.parameter_count(), reps,
       num(step_ms).c_str(),
       num(static_cast<double>(*std::min_element(ms.begin(), ms.end()))).c_str(),
       num(tokens_per_s).c_str(), num(loss).c_str());
@@ -908,8 +910,8 @@ int main(int argc, char** argv) {
   std::replace(json_mode.begin(), json_mode.end(), '-', '_');
   std::string why;
   if (cuda::usable_devices(&why) == 0) {
-    std::printf("{\"mode\": %s, \"skipped\": %s}\n", quoted(json_mode).c_str(),
-                quoted("no usable GPU: " + why).c_str());
+    std::printf("{\"mode\": %s, \"skipped\": %s}\n", json_quoted(json_mode).c_str(),
+                json_quoted("no usable GPU: " + why).c_str());
     std::fprintf(stderr, "tauplan_cuda_transformer_check: no usable GPU (%s): skipped\n",
                  why.c_str());
     return 77;
@@ -923,8 +925,8 @@ int main(int argc, char** argv) {
     if (mode == "--layer-breakdown") return run_layer_breakdown(profile, models, tensors, reps);
     return run_step_times(reps);
   } catch (const std::exception& e) {
-    std::printf("{\"mode\": %s, \"error\": %s}\n", quoted(json_mode).c_str(),
-                quoted(e.what()).c_str());
+    std::printf("{\"mode\": %s, \"error\": %s}\n", json_quoted(json_mode).c_str(),
+                json_quoted(e.what()).c_str());
     std::fprintf(stderr, "tauplan_cuda_transformer_check: error: %s\n", e.what());
     return 1;
   }
