@@ -9,8 +9,8 @@
 //                       search pays per configuration).
 #include <benchmark/benchmark.h>
 
-#include "model/analytic.hpp"
-#include "model/strategy.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/ir/strategy.hpp"
 
 namespace {
 

@@ -9,8 +9,8 @@
 //   EvaluateConfig  one configuration (sync ring, K = 64) on an already built platform.
 #include <benchmark/benchmark.h>
 
-#include "model/inventory.hpp"
-#include "model/planner.hpp"
+#include "model/planning/inventory.hpp"
+#include "model/planning/planner.hpp"
 
 namespace {
 

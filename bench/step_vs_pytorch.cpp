@@ -56,7 +56,7 @@
 #include "exec/cpu_replica.hpp"
 #include "exec/mlp.hpp"
 #include "exec/mlp_kernels.hpp"
-#include "model/result.hpp"
+#include "model/ir/result.hpp"
 
 #ifndef TAUPLAN_BENCH_SOURCE_DIR
 #define TAUPLAN_BENCH_SOURCE_DIR "bench"

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/verb.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/inputs.hpp"
 

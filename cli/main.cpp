@@ -5,8 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/verb.hpp"
-#include "model/error.hpp"
-#include "model/result.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/result.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"tauplan: predict, simulate and measure distributed data-parallel training"};

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cli/verb.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/testbed/testbed_control.hpp"
 
 namespace tauplan::cli {

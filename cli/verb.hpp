@@ -14,7 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "model/result.hpp"
+#include "model/ir/result.hpp"
 
 namespace tauplan::cli {
 

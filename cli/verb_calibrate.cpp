@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "cli/verb.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/calibrate/machine_calibration.hpp"
 #ifdef __linux__
 #include "study/testbed/network_probe.hpp"

@@ -8,12 +8,12 @@
 #include <fmt/format.h>
 
 #include "cli/verb.hpp"
-#include "model/hf_config.hpp"
-#include "model/inventory.hpp"
-#include "model/job.hpp"
-#include "model/platform.hpp"
-#include "model/token_target.hpp"
-#include "model/transformer.hpp"
+#include "model/inputs/hf_config.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/inputs/transformer.hpp"
+#include "model/ir/job.hpp"
+#include "model/ir/token_target.hpp"
+#include "model/planning/inventory.hpp"
 #include "study/common/inputs.hpp"
 
 namespace tauplan::cli {
@@ -56,23 +56,24 @@ void register_help_keys(CLI::App& app) {
       if (!spec.choices.empty()) line += fmt::format(" ({})", fmt::join(spec.choices, "|"));
       std::cout << line << "\n";
     }
-    // A transformer workload YAML (model/transformer.hpp): every key the reader accepts.
+    // A transformer workload YAML (model/inputs/transformer.hpp): every key the reader accepts.
     std::cout << "\nworkload YAML keys (a transformer workload file):\n";
     for (const auto& key : model::transformer_workload_keys())
       std::cout << fmt::format("{:<42} {}\n", key.name, key.meaning);
-    // An inventory for `tauplan plan` (model/inventory.hpp): every key the reader accepts.
+    // An inventory for `tauplan plan` (model/planning/inventory.hpp): every key the reader accepts.
     std::cout << "\ninventory keys (tauplan plan INVENTORY):\n";
     for (const auto& key : model::inventory_keys()) {
       const std::string section = key.section;
       std::cout << fmt::format("{:<42} {}\n", section.empty() ? key.name : section + "." + key.name,
                                key.meaning);
     }
-    // Platform props (model/platform.hpp): what tauplan reads from a platform XML's <prop>s.
+    // Platform props (model/inputs/platform.hpp): what tauplan reads from a platform XML's <prop>s.
     std::cout << "\nplatform props (<prop id=... value=.../> in a platform XML):\n";
     for (const auto& prop : model::platform_properties())
       std::cout << fmt::format("{:<20} {:<14} {}\n", prop.name, prop.on, prop.meaning);
     // A HuggingFace config.json given as the workload: the fields read, those known not to change
-    // the cost (ignored) and those refused; any other field is refused (model/hf_config.hpp).
+    // the cost (ignored) and those refused; any other field is refused
+    // (model/inputs/hf_config.hpp).
     std::cout << "\nconfig.json fields (a HuggingFace config.json as --workload / workload):\n";
     for (const auto& field : model::hf_config_fields())
       std::cout << fmt::format("{:<32} {:<20} {}\n", field.name, field.model_types, field.meaning);

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cli/verb.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/plan/capacity_plan.hpp"
 
 namespace tauplan::cli {

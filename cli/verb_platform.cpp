@@ -1,9 +1,11 @@
 // verb_platform.cpp: `tauplan platform --preset NAME --nodes N --out FILE [overrides]` or
 // `tauplan platform --spec FILE.yaml --out FILE [--nodes N] [overrides]`, a GPU cluster as it is
 // built (DGX/HGX nodes, NVLink, one NIC per GPU, rail or plain leaves, oversubscribed spine and
-// core) written as SimGrid XML by model/cluster_generator.hpp, which says what is modelled and
-// left out. Every override flag replaces the preset's (or the spec file's) number and its source
-// ("given on the command line"), through the table of model/cluster_spec_file.hpp; --spec with
+// core) written as SimGrid XML by model/inputs/cluster_generator.hpp, which says what is modelled
+// and left out. Every override flag replaces the preset's (or the spec file's) number and its
+// source
+// ("given on the command line"), through the table of model/inputs/cluster_spec_file.hpp; --spec
+// with
 // --preset is refused (the spec names its preset). What it leaves out: loading the platform.
 #include <algorithm>
 #include <fstream>
@@ -12,9 +14,9 @@
 #include <optional>
 
 #include "cli/verb.hpp"
-#include "model/cluster_generator.hpp"
-#include "model/cluster_spec_file.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
+#include "model/inputs/cluster_generator.hpp"
+#include "model/inputs/cluster_spec_file.hpp"
 
 namespace tauplan::cli {
 namespace {
@@ -28,7 +30,7 @@ struct PlatformArgs {
   std::optional<int> nodes;
   std::string spec;
   std::string out;
-  /// Override key of model/cluster_spec_file.hpp -> its flag's text ("" when not given).
+  /// Override key of model/inputs/cluster_spec_file.hpp -> its flag's text ("" when not given).
   std::map<std::string, std::string> overrides;
 };
 

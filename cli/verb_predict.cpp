@@ -1,8 +1,8 @@
 // verb_predict.cpp: `tauplan predict JOB.yaml [--json]`, the analytic engine.
 //
-// One Plan per strategy of the job, each evaluated in closed form (model/analytic_engine.cpp):
-// T0, T1, T2, the round split into compute and exposed communication, rounds to target, total
-// time and speedup against the baseline.
+// One Plan per strategy of the job, each evaluated in closed form
+// (model/analytic/analytic_engine.cpp): T0, T1, T2, the round split into compute and exposed
+// communication, rounds to target, total time and speedup against the baseline.
 #include "cli/verb.hpp"
 
 namespace tauplan::cli {

@@ -24,7 +24,7 @@
 
 #include "cli/testbed_internals.hpp"
 #include "cli/verb.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/testbed/testbed_control.hpp"
 
 namespace tauplan::cli {

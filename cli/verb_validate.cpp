@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cli/verb.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/validate/validate.hpp"
 #include "study/validate/validate_testbed.hpp"
 #include "study/validate/validate_transformer.hpp"

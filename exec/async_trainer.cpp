@@ -16,8 +16,8 @@
 #include <boost/range/iterator_range.hpp>
 
 #include "exec/cpu_replica.hpp"
-#include "model/analytic.hpp"
-#include "model/error.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {

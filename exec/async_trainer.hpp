@@ -32,8 +32,8 @@
 #include "exec/replica.hpp"
 #include "exec/sampler.hpp"
 #include "exec/trainer.hpp"
-#include "model/plan.hpp"
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
 

@@ -16,7 +16,7 @@
 
 #include "exec/thread_communicator.hpp"
 #include "exec/trainer.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {

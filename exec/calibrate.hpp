@@ -8,9 +8,9 @@
 // gradient vector, up to the whole of it). Each point is the median of many individually timed
 // calls (robust to the time a virtual machine's host takes away, which a thread CPU clock counts).
 // One replica has no round combine: its combine of two buffers is timed on its own. The fits and
-// the platform they become live in model/calibration.hpp. What it leaves out: CUDA devices, the MPI
-// and NCCL communicators, the evaluation pass (not training time), and the cache state of local-SGD
-// rounds (tau steps between combines), which the sync round stands for.
+// the platform they become live in model/inputs/calibration.hpp. What it leaves out: CUDA devices,
+// the MPI and NCCL communicators, the evaluation pass (not training time), and the cache state of
+// local-SGD rounds (tau steps between combines), which the sync round stands for.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +21,8 @@
 #include "exec/dataset.hpp"
 #include "exec/mlp.hpp"
 #include "exec/peer_group.hpp"
-#include "model/calibration.hpp"
-#include "model/workload.hpp"
+#include "model/inputs/calibration.hpp"
+#include "model/inputs/workload.hpp"
 
 namespace tauplan::exec {
 

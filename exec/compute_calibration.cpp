@@ -19,7 +19,7 @@
 #include "exec/peer_group.hpp"
 #include "exec/thread_barrier.hpp"
 #include "exec/transformer_block.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {

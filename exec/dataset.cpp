@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {

@@ -16,7 +16,7 @@
 #include "exec/measure.hpp"
 #include "exec/mpi_communicator.hpp"
 #include "exec/report.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {

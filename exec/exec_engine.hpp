@@ -1,9 +1,9 @@
-// exec_engine.hpp: the real engine's factory (the Engine interface of model/engine.hpp).
+// exec_engine.hpp: the real engine's factory (the Engine interface of model/ir/engine.hpp).
 #pragma once
 
 #include <memory>
 
-#include "model/engine.hpp"
+#include "model/ir/engine.hpp"
 
 namespace tauplan::exec {
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 

@@ -13,7 +13,7 @@
 #include "exec/dataset.hpp"
 #include "exec/mlp.hpp"
 #include "exec/trainer.hpp"
-#include "model/job.hpp"
+#include "model/ir/job.hpp"
 
 namespace tauplan::exec {
 

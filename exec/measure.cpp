@@ -17,8 +17,8 @@
 #include "exec/report.hpp"
 #include "exec/thread_communicator.hpp"
 #include "exec/transformer_measure.hpp"
-#include "model/error.hpp"
-#include "model/strategy.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/strategy.hpp"
 #ifdef TAUPLAN_HAVE_CUDA
 #include "exec/cuda/cuda_backend.hpp"
 #endif

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "exec/peer_group.hpp"
-#include "model/calibration.hpp"
+#include "model/inputs/calibration.hpp"
 
 namespace tauplan::exec {
 

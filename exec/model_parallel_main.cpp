@@ -24,8 +24,8 @@
 #include "exec/mpi_communicator.hpp"
 #include "exec/mpi_peers.hpp"
 #include "exec/pipeline_parallel.hpp"
-#include "model/error.hpp"
-#include "model/result.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/result.hpp"
 
 using namespace tauplan;
 

@@ -12,7 +12,7 @@
 
 #include "exec/combine.hpp"
 #include "exec/mpi_watchdog.hpp"
-#include "model/registry.hpp"
+#include "model/base/registry.hpp"
 
 namespace tauplan::exec {
 namespace {

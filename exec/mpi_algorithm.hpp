@@ -1,7 +1,7 @@
 // mpi_algorithm.hpp: the collective algorithms of the MPI communicator, executed for real as
 // point-to-point messages, behind one interface and one registry keyed by the algorithm's name.
 //
-// The names and the algorithms are model/collective.hpp's (the analytic cost) and sim/lower_*'s
+// The names and the algorithms are model/ir/collective.hpp's (the analytic cost) and sim/lower_*'s
 // (the simulated flows), so that one Plan's collective is the same algorithm in every engine:
 //   ring          reduce-scatter then all-gather, 2(K-1) steps of chunks of N/K;
 //   ps            each worker pushes shard j (N/s) to server rank K+j, which sums the K shards
@@ -37,8 +37,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/plan.hpp"
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
 
@@ -92,7 +92,7 @@ struct ServedCall {
 class MpiAlgorithm {
  public:
   virtual ~MpiAlgorithm() = default;
-  /// model/collective.hpp's name of the algorithm.
+  /// model/ir/collective.hpp's name of the algorithm.
   virtual const char* name() const = 0;
   /// True when the algorithm runs on server ranks (the run then has K + s ranks).
   virtual bool uses_servers() const { return false; }

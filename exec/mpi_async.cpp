@@ -5,7 +5,7 @@
 #include "exec/mpi_communicator.hpp"
 #include "exec/report.hpp"
 #include "exec/server_processing.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 #ifdef TAUPLAN_HAVE_MPI
 

@@ -22,7 +22,7 @@
 
 #include "exec/mpi_algorithm.hpp"
 #include "exec/mpi_watchdog.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {

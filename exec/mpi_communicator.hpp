@@ -24,8 +24,8 @@
 #include "exec/communicator.hpp"
 #include "exec/server_processing.hpp"
 #include "exec/trace_event.hpp"
-#include "model/plan.hpp"
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
 

@@ -1,5 +1,5 @@
 // mpi_hierarchical.cpp: two-level all-reduce over MPI point-to-point messages
-// (model/collective_hierarchical.cpp's and sim/lower_hierarchical.cpp's "hierarchical").
+// (model/ir/collective_hierarchical.cpp's and sim/lower_hierarchical.cpp's "hierarchical").
 //
 // Workers are grouped by their host's node (Host::node; G per node on M nodes, checked when the
 // run's layout is made). On [w x, w] (N+1 floats): (1) a ring reduce-scatter inside every node
@@ -10,7 +10,7 @@
 // Messages: K (2(G-1) + 2(M-1)) per call, as the simulator's flows. With one worker per node it
 // is the ring of mpi_ring.cpp. Leaves out: NVLS/SHARP in-switch reduction, overlap of phases.
 #include "exec/mpi_algorithm.hpp"
-#include "model/collective.hpp"
+#include "model/ir/collective.hpp"
 
 namespace tauplan::exec {
 namespace {

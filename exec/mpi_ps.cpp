@@ -1,4 +1,4 @@
-// mpi_ps.cpp: parameter server over MPI point-to-point messages (model/collective_ps.cpp's and
+// mpi_ps.cpp: parameter server over MPI point-to-point messages (model/ir/collective_ps.cpp's and
 // sim/lower_ps.cpp's "ps").
 //
 // The run has K worker ranks and s server ranks (K..K+s-1, the plan's server hosts). Each call:
@@ -9,7 +9,7 @@
 // run. Messages: K s pushes and K s pulls per call, as the simulator's flows. Each server reports
 // its own processing per call (ServedCall: from the K pushes in to the K replies posted, 2K
 // messages, K x its shard's floats x 4 bytes), which measure gathers as the row's `servers`
-// (model/server_work.hpp's per-message and per-byte work is fitted to it). Leaves out:
+// (model/ir/server_work.hpp's per-message and per-byte work is fitted to it). Leaves out:
 // asynchronous or stale updates, and server-side optimizers (the server only averages).
 #include "exec/mpi_algorithm.hpp"
 

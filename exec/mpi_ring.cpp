@@ -1,4 +1,4 @@
-// mpi_ring.cpp: ring all-reduce over MPI point-to-point messages (model/collective_ring.cpp's
+// mpi_ring.cpp: ring all-reduce over MPI point-to-point messages (model/ir/collective_ring.cpp's
 // and sim/lower_ring.cpp's "ring").
 //
 // The K workers form a ring in worker order. Each sums [w_k x_k, w_k] (N+1 floats, in K chunks

@@ -1,5 +1,5 @@
 // mpi_sparknet.cpp: SparkNet's driver over MPI point-to-point messages
-// (model/collective_sparknet.cpp's and sim/lower_sparknet.cpp's "sparknet").
+// (model/ir/collective_sparknet.cpp's and sim/lower_sparknet.cpp's "sparknet").
 //
 // The driver is the run's one server rank (rank K, the plan's first server host). Each call:
 // every worker sends its whole vector and weight to the driver (collect), the driver averages

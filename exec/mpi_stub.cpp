@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "exec/mpi_communicator.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 

@@ -1,5 +1,5 @@
 // mpi_tree.cpp: binary-tree reduce then broadcast over MPI point-to-point messages
-// (model/collective_tree.cpp's and sim/lower_tree.cpp's "tree").
+// (model/ir/collective_tree.cpp's and sim/lower_tree.cpp's "tree").
 //
 // The workers form a binary heap in worker order, the tree of model::heap_parents_by_depth
 // (children of i are 2i+1 and 2i+2). Reduce: a worker receives the partial sums
@@ -10,7 +10,7 @@
 #include <cstddef>
 
 #include "exec/mpi_algorithm.hpp"
-#include "model/collective.hpp"
+#include "model/ir/collective.hpp"
 
 namespace tauplan::exec {
 namespace {

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <thread>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {

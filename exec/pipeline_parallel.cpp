@@ -13,7 +13,7 @@
 #include "exec/rank_threads.hpp"
 #include "exec/sampler.hpp"
 #include "exec/tensor_parallel.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {

@@ -1,7 +1,7 @@
 // pipeline_parallel.hpp: real training of the MLP split over a data x tensor x pipeline mesh.
 //
 // Every rank runs train_model_parallel() (threads of one process, or MPI processes). Rank
-// r = t_i + t (d_i + d p_i), the order model/layout_cost.hpp places (tensor first). Pipeline
+// r = t_i + t (d_i + d p_i), the order model/ir/layout_cost.hpp places (tensor first). Pipeline
 // stage p_i holds a run of consecutive layers (model::stage_layers: layers / p each, the first
 // ones one more), split over its tensor group (exec/tensor_parallel.hpp); data replica d_i takes
 // its slice of the global batch (the sampler's global stream: a step sees the same samples as
@@ -35,7 +35,7 @@
 #include "exec/mlp.hpp"
 #include "exec/peer_group.hpp"
 #include "exec/rank_times.hpp"
-#include "model/layout.hpp"
+#include "model/ir/layout.hpp"
 
 namespace tauplan::exec {
 

@@ -5,8 +5,8 @@
 // keeps what only exec knows in `extra`: per-worker C(b), S, steps/rounds to target (Na, Ma),
 // the accuracy curve, the data set, the real communicator, the combine rule and the emulated
 // slowdowns (labelled as emulated); a row whose target was not reached says so in its note.
-// chrome_trace writes through model/chrome_trace.hpp in the simulator's layout: one process per
-// strategy, one track per worker ("wK HOST") and per server ("server HOST"), spans ("ph": "X",
+// chrome_trace writes through model/base/chrome_trace.hpp in the simulator's layout: one process
+// per strategy, one track per worker ("wK HOST") and per server ("server HOST"), spans ("ph": "X",
 // microseconds) in the categories compute, update (args round, steps) and comm (args round,
 // flows: the point-to-point messages of the call over all processes), named as the simulator
 // names them, so a measured and a simulated run open side by side in Perfetto. Under MPI the
@@ -18,7 +18,7 @@
 // processing_median_s (per call), wall_s (first message to the end of the last call),
 // busy_fraction (processing_s / wall_s, 0 when wall_s is 0), and the first
 // kServerCallsRecorded calls' call_processing_s, call_messages and call_bytes (calls_recorded of
-// them). What it leaves out: rendering (tables, CSV: model/result.cpp), barriers (not traced, as
+// them). What it leaves out: rendering (tables, CSV: model/ir/result.cpp), barriers (not traced, as
 // in the simulator) and evaluation spans.
 #pragma once
 
@@ -28,8 +28,8 @@
 
 #include "exec/server_processing.hpp"
 #include "exec/trainer.hpp"
-#include "model/chrome_trace.hpp"
-#include "model/result.hpp"
+#include "model/base/chrome_trace.hpp"
+#include "model/ir/result.hpp"
 
 namespace tauplan::exec {
 

@@ -7,7 +7,7 @@
 // ServerRank::apply). Each is timed on the wall clock at three shard sizes (half, once and twice
 // the run's) while the worker ranks wait in a barrier (OpenMPI polls: they compete for the cores
 // as the waiting workers of a round do), and fitted through the origin to seconds = a x messages
-// + b x bytes, the loads of model/server_work.hpp (sync: 2K messages and K shards per call;
+// + b x bytes, the loads of model/ir/server_work.hpp (sync: 2K messages and K shards per call;
 // async: 2 messages and one shard per update). A server's props are then a and b times its
 // host's speed (flop). What it leaves out: the MPI library's own CPU per message (the network
 // calibration's latency holds it), and processing that overlaps the transfers.

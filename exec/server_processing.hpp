@@ -8,7 +8,7 @@
 // handled (sync: K received + K sent; async: the push and its reply) and the payload bytes it
 // combined or applied (sync: K x the shard's floats x 4; async: the shard's floats x 4; the
 // weight and header that ride along are not payload). These are the measurements that a fit of
-// seconds = a x messages + b x bytes reads (model/server_work.hpp's server_flop_per_message and
+// seconds = a x messages + b x bytes reads (model/ir/server_work.hpp's server_flop_per_message and
 // server_flop_per_byte at the host's speed). report.hpp turns a record into the `servers`
 // objects of a measurement's JSON. What it leaves out: the CPU time the MPI library spends
 // moving bytes (inside the waits), and calls that only relay (the stop messages, pull requests).

@@ -22,7 +22,7 @@
 
 #include "exec/mlp.hpp"
 #include "exec/peer_group.hpp"
-#include "model/mlp_layout.hpp"
+#include "model/ir/mlp_layout.hpp"
 
 namespace tauplan::exec {
 

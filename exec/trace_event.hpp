@@ -2,7 +2,7 @@
 //
 // Each process records the spans of its own workers (and a server rank those of its server);
 // under MPI they are serialised and gathered to rank 0, which writes one trace for the whole run
-// (exec/report.hpp, through model/chrome_trace.hpp). Times are seconds from the start of
+// (exec/report.hpp, through model/base/chrome_trace.hpp). Times are seconds from the start of
 // training: on the virtual clock in lockstep, on the wall clock from the start barrier (which
 // aligns the ranks' clocks) in concurrent timing. What it leaves out: flow arrows between the
 // ranks of one message, and spans of evaluation (not training time).
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "model/plan.hpp"
+#include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
 

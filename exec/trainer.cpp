@@ -18,7 +18,7 @@
 
 #include "exec/sampler.hpp"
 #include "exec/worker_pool.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::exec {
 

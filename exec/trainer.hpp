@@ -76,8 +76,8 @@
 #include "exec/mlp.hpp"
 #include "exec/replica.hpp"
 #include "exec/trace_event.hpp"
-#include "model/plan.hpp"
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
 

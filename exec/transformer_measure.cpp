@@ -14,8 +14,8 @@
 #include "exec/rank_times.hpp"
 #include "exec/token_stream.hpp"
 #include "exec/transformer_trainer.hpp"
-#include "model/error.hpp"
-#include "model/strategy.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/strategy.hpp"
 
 namespace tauplan::exec {
 namespace {

@@ -24,9 +24,9 @@
 #include "exec/mpi_communicator.hpp"
 #include "exec/trainer.hpp"
 #include "exec/transformer_config.hpp"
-#include "model/job.hpp"
-#include "model/platform.hpp"
-#include "model/workload.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/job.hpp"
 
 namespace tauplan::exec {
 

@@ -21,8 +21,8 @@
 #include "exec/token_stream.hpp"
 #include "exec/trainer.hpp"
 #include "exec/transformer_reference.hpp"
-#include "model/error.hpp"
-#include "model/layout.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/layout.hpp"
 
 namespace tauplan::exec {
 

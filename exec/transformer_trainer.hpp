@@ -48,7 +48,7 @@
 #include "exec/rank_times.hpp"
 #include "exec/transformer_block.hpp"
 #include "exec/transformer_config.hpp"
-#include "model/mesh.hpp"
+#include "model/inputs/mesh.hpp"
 
 namespace tauplan::exec {
 

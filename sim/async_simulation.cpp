@@ -20,9 +20,9 @@
 
 #include <boost/range/iterator_range.hpp>
 
-#include "model/analytic.hpp"
-#include "model/error.hpp"
-#include "model/strategy.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/strategy.hpp"
 #include "sim/fault_source.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/random.hpp"

@@ -22,10 +22,10 @@
 // then is dropped). Used by simulator.cpp's simulate(); this header does not include SimGrid.
 #pragma once
 
-#include "model/chrome_trace.hpp"
-#include "model/plan.hpp"
-#include "model/platform.hpp"
-#include "model/result.hpp"
+#include "model/base/chrome_trace.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/plan.hpp"
+#include "model/ir/result.hpp"
 #include "sim/simulator.hpp"
 
 namespace tauplan::sim {

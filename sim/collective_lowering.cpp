@@ -7,8 +7,8 @@
 #include <map>
 #include <utility>
 
-#include "model/error.hpp"
-#include "model/registry.hpp"
+#include "model/base/error.hpp"
+#include "model/base/registry.hpp"
 
 namespace tauplan::sim {
 

@@ -4,11 +4,11 @@
 // together; a stage ends when its last flow has arrived (a step barrier, as the alpha-beta
 // formulas of model/collective_*.cpp assume), and it may repeat (the 2(K-1) steps of a ring).
 // Each algorithm is one file (lower_ring.cpp, ...) and one line in collective_lowering.cpp's
-// registry, under the name model/collective.hpp registers. Coarse granularity merges the
+// registry, under the name model/ir/collective.hpp registers. Coarse granularity merges the
 // repeats of a stage into one flow per (source, destination) carrying all their bytes, plus the
 // latencies the merged steps would have paid; it agrees with step granularity when nothing else
 // shares the links. A stage may end with work on hosts (a server's processing:
-// model/server_work.hpp). On a platform with a rendezvous protocol the simulator runs the stages
+// model/ir/server_work.hpp). On a platform with a rendezvous protocol the simulator runs the stages
 // host by host instead, with the protocol's messages (rendezvous.hpp). What it leaves out: the
 // reduction arithmetic and chunk pipelining inside a step. This header does not include SimGrid.
 #pragma once
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "model/bottleneck_baseline.hpp"
-#include "model/collective.hpp"
-#include "model/platform.hpp"
+#include "model/analytic/bottleneck_baseline.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/collective.hpp"
 
 namespace tauplan::sim {
 
@@ -59,7 +59,7 @@ struct FlowProgram {
 class CollectiveLowering {
  public:
   virtual ~CollectiveLowering() = default;
-  /// The model/collective.hpp algorithm name it lowers.
+  /// The model/ir/collective.hpp algorithm name it lowers.
   virtual const char* name() const = 0;
   /// Step-granularity stages of one call (coarsening is applied by lower_collective).
   virtual FlowProgram lower(const model::CollectiveCall& call,

@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.hpp"
-#include "model/plan.hpp"
-#include "model/platform.hpp"
+#include "model/base/error.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/plan.hpp"
 #include "sim/random.hpp"
 #include "sim/simulator.hpp"
 

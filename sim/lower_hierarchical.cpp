@@ -1,5 +1,5 @@
 // lower_hierarchical.cpp: two-level all-reduce for multi-GPU nodes
-// (model/collective_hierarchical.cpp's "hierarchical").
+// (model/ir/collective_hierarchical.cpp's "hierarchical").
 //
 // Workers are grouped by their host's `node` (first-seen order), G per node on M nodes:
 // (1) a ring reduce-scatter inside every node at once, G-1 steps of N/G; (2) G rings across

@@ -1,4 +1,4 @@
-// lower_ps.cpp: parameter server as point-to-point flows (model/collective_ps.cpp's "ps").
+// lower_ps.cpp: parameter server as point-to-point flows (model/ir/collective_ps.cpp's "ps").
 //
 // With s servers, every worker pushes N/s bytes to each server at once (push stage), the
 // servers combine, then each server sends N/s bytes back to every worker (pull stage). The
@@ -6,9 +6,9 @@
 // send to itself (a worker that is also a server) are left out, as in the analytic cost.
 // SimGrid shares each server's link among the K pushes, and any link on the way too (a
 // backbone the analytic fan-in bound does not name). Between the stages each server processes
-// the call on its host (model/server_work.hpp: 2K messages, K shards combined), as work after
+// the call on its host (model/ir/server_work.hpp: 2K messages, K shards combined), as work after
 // the push stage. Leaves out: asynchronous or stale updates.
-#include "model/server_work.hpp"
+#include "model/ir/server_work.hpp"
 #include "sim/collective_lowering.hpp"
 
 namespace tauplan::sim {

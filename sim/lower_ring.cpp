@@ -1,4 +1,4 @@
-// lower_ring.cpp: ring all-reduce as point-to-point flows (model/collective_ring.cpp's "ring").
+// lower_ring.cpp: ring all-reduce as point-to-point flows (model/ir/collective_ring.cpp's "ring").
 //
 // Reduce-scatter then all-gather: 2(K-1) steps; in each, every worker sends N/K bytes to its
 // right neighbour, and a step ends when all K transfers have arrived. On uncontended links this
@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "model/collective.hpp"
+#include "model/ir/collective.hpp"
 
 namespace tauplan::sim {
 namespace {

@@ -1,4 +1,4 @@
-// lower_sparknet.cpp: SparkNet's broadcast + collect (model/collective_sparknet.cpp).
+// lower_sparknet.cpp: SparkNet's broadcast + collect (model/ir/collective_sparknet.cpp).
 //
 // The driver (first server host) sends the averaged parameters, N bytes, to every worker at
 // once, then every worker sends its N bytes of parameters back to the driver. The driver's link

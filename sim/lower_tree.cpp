@@ -1,4 +1,4 @@
-// lower_tree.cpp: binary-tree reduce then broadcast (model/collective_tree.cpp's "tree").
+// lower_tree.cpp: binary-tree reduce then broadcast (model/ir/collective_tree.cpp's "tree").
 //
 // Workers form a binary heap in group order (children of i are 2i+1 and 2i+2). Reduce: one
 // stage per depth, deepest parents first, in which every child at that depth sends N bytes to

@@ -34,12 +34,12 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/limits.hpp"
-#include "model/simgrid_xml_check.hpp"
-#include "model/units.hpp"
-#include "model/workload.hpp"
-#include "model/yaml_util.hpp"
+#include "model/base/error.hpp"
+#include "model/base/limits.hpp"
+#include "model/base/units.hpp"
+#include "model/base/yaml_util.hpp"
+#include "model/inputs/simgrid_xml_check.hpp"
+#include "model/inputs/workload.hpp"
 #include "sim/sg_engine.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -208,7 +208,7 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
   return host;
 }
 
-// The root zone's props `message_protocol` and `eager_limit_bytes` (model/platform.hpp).
+// The root zone's props `message_protocol` and `eager_limit_bytes` (model/inputs/platform.hpp).
 model::MessageProtocol message_protocol(const sg4::NetZone& root, const std::string& file) {
   model::MessageProtocol protocol;
   const char* name = root.get_property("message_protocol");
@@ -261,8 +261,8 @@ model::Platform convert_platform(sg4::Engine& engine, const std::string& file,
     converted.bandwidth_Bps = link->get_bandwidth();
     converted.latency_s = link->get_latency();
     converted.sharing = to_model_sharing(*link);
-    // Checked in the XML already (model/simgrid_xml_check.hpp); checked again as SimGrid read
-    // them, since a bandwidth of 0 aborts a simulation and a negative latency is accepted.
+    // Checked in the XML already (model/inputs/simgrid_xml_check.hpp); checked again as SimGrid
+    // read them, since a bandwidth of 0 aborts a simulation and a negative latency is accepted.
     if (!(converted.bandwidth_Bps >= model::kMinBandwidthBps &&
           converted.bandwidth_Bps <= model::kMaxBandwidthBps))
       throw InputError(file, "link " + converted.name + " bandwidth",
@@ -489,7 +489,7 @@ model::Platform load_platform(const std::string& xml_path, const NetworkOptions&
     throw InputError(xml_path, "platform", "a process where no platform load failed",
                      "an earlier failure: " + s.failed_load);
   // Read and checked here, before SimGrid sees it: SimGrid aborts the process on many bad
-  // platforms (model/simgrid_xml_check.hpp lists what is checked).
+  // platforms (model/inputs/simgrid_xml_check.hpp lists what is checked).
   const std::string bytes = model::yaml_util::read_file(xml_path, "platform");
   const model::PlatformXmlSummary summary = model::check_simgrid_platform_xml(bytes, xml_path);
 

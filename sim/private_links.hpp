@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
 #include "sim/collective_lowering.hpp"
 
 namespace tauplan::sim {

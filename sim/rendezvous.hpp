@@ -1,6 +1,6 @@
 // rendezvous.hpp: a collective's messages as an MPI library over TCP sends them, host by host.
 //
-// On a platform whose protocol is a rendezvous (model/platform.hpp: MessageProtocol), the
+// On a platform whose protocol is a rendezvous (model/inputs/platform.hpp: MessageProtocol), the
 // simulator runs a collective's steps without the step barrier of collective_lowering.hpp: each
 // host goes through the steps it takes part in, in order, and leaves a step once its own sends
 // and receives in it are done (MPI_Sendrecv, or Isend/Irecv then Waitall, per step). A message
@@ -27,7 +27,7 @@
 
 #include <simgrid/s4u.hpp>
 
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
 #include "sim/collective_lowering.hpp"
 
 namespace tauplan::sim {

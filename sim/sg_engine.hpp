@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
 
 namespace tauplan::sim::detail {
 

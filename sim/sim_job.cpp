@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::sim {
 namespace {

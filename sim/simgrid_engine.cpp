@@ -9,8 +9,8 @@
 
 #include <iostream>
 
-#include "model/chrome_trace.hpp"
-#include "model/error.hpp"
+#include "model/base/chrome_trace.hpp"
+#include "model/base/error.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "sim/simulator.hpp"

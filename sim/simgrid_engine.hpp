@@ -1,11 +1,11 @@
-// simgrid_engine.hpp: the SimGrid engine's factory (the Engine interface of model/engine.hpp).
+// simgrid_engine.hpp: the SimGrid engine's factory (the Engine interface of model/ir/engine.hpp).
 // The job's platform must be the one sim::load_platform loaded in this process.
 // This header does not include SimGrid.
 #pragma once
 
 #include <memory>
 
-#include "model/engine.hpp"
+#include "model/ir/engine.hpp"
 
 namespace tauplan::sim {
 

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/chrome_trace.hpp"
-#include "model/plan.hpp"
-#include "model/platform.hpp"
+#include "model/base/chrome_trace.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/plan.hpp"
 #include "sim/simulator.hpp"
 
 namespace tauplan::sim::detail {

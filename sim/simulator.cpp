@@ -33,10 +33,10 @@
 #include <unordered_set>
 #include <utility>
 
-#include "model/analytic.hpp"
-#include "model/error.hpp"
-#include "model/notice.hpp"
-#include "model/strategy.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/base/error.hpp"
+#include "model/base/notice.hpp"
+#include "model/ir/strategy.hpp"
 #include "sim/async_simulation.hpp"
 #include "sim/fault_source.hpp"
 #include "sim/platform_loader.hpp"

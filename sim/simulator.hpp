@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "model/chrome_trace.hpp"
-#include "model/plan.hpp"
-#include "model/platform.hpp"
-#include "model/result.hpp"
+#include "model/base/chrome_trace.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/plan.hpp"
+#include "model/ir/result.hpp"
 #include "sim/collective_lowering.hpp"
 
 namespace tauplan::sim {

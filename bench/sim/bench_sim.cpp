@@ -20,9 +20,9 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <nlohmann/json.hpp>
 
-#include "model/convergence.hpp"
-#include "model/strategy.hpp"
-#include "model/workload.hpp"
+#include "model/convergence/convergence.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/strategy.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/simulator.hpp"
 

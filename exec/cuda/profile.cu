@@ -33,7 +33,7 @@
 // Batched GEMMs (the math path's attention products, which the compute model looks up in
 // batched_gemms instead of as one stacked GEMM once the profile has them): the shapes file
 // holds only their stacked form, so the cases come from the catalog's transformers (kCatalog
-// below: one layer at t = 1, 2, 4, 8 and micro-batch 1, 2, 4, as model/compute_shapes.cpp
+// below: one layer at t = 1, 2, 4, 8 and micro-batch 1, 2, 4, as model/ir/compute_shapes.cpp
 // enumerates them), and each case's (count, m, n, k) is taken from layer_ops' op of that name
 // (attention.scores, .context, .context.dvalues, .context.dprobs, .scores.dqueries,
 // .scores.dkeys), checked against the product the block runs; a case is measured when its stacked

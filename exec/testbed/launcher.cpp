@@ -15,7 +15,7 @@
 
 #include "exec/testbed/lifecycle.hpp"
 #include "exec/testbed/system.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::testbed {
 

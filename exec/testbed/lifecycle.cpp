@@ -22,8 +22,8 @@
 #include <stdexcept>
 
 #include "exec/testbed/system.hpp"
-#include "model/error.hpp"
-#include "model/result.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/result.hpp"
 
 namespace tauplan::testbed {
 

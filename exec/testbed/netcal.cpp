@@ -15,10 +15,10 @@
 #include <Eigen/Dense>
 
 #include "exec/testbed/system.hpp"
-#include "model/error.hpp"
-#include "model/platform.hpp"
-#include "model/result.hpp"
-#include "model/simgrid_xml.hpp"
+#include "model/base/error.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/inputs/simgrid_xml.hpp"
+#include "model/ir/result.hpp"
 
 namespace tauplan::testbed {
 

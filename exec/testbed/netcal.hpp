@@ -38,7 +38,7 @@
 #include "exec/testbed/lifecycle.hpp"
 #include "exec/testbed/probe.hpp"
 #include "exec/testbed/spec.hpp"
-#include "model/calibration.hpp"
+#include "model/inputs/calibration.hpp"
 
 namespace tauplan::testbed {
 
@@ -122,7 +122,7 @@ struct NetworkCalibration {
   /// above the eager limit pays three of those latencies (rendezvous).
   double mpi_latency_factor = 0;
   /// With MPI messages, the MPI library's eager limit (bytes): the calibrated platform's protocol
-  /// is then a rendezvous above it (model/platform.hpp: MessageProtocol). Negative: plain.
+  /// is then a rendezvous above it (model/inputs/platform.hpp: MessageProtocol). Negative: plain.
   double eager_limit_bytes = -1;
   /// Hosts whose compute was measured (by name); the others keep the testbed platform's.
   std::map<std::string, HostCompute> compute;

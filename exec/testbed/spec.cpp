@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::testbed {
 

@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
 
 namespace tauplan::testbed {
 

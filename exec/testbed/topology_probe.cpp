@@ -13,10 +13,10 @@
 #include <Eigen/Dense>
 
 #include "exec/testbed/probe.hpp"
-#include "model/limits.hpp"
-#include "model/platform.hpp"
-#include "model/result.hpp"
-#include "model/simgrid_xml.hpp"
+#include "model/base/limits.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/inputs/simgrid_xml.hpp"
+#include "model/ir/result.hpp"
 
 namespace tauplan::testbed {
 

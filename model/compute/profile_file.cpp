@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace tauplan::model {
 namespace {

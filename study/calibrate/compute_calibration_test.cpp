@@ -8,10 +8,10 @@
 #include <fstream>
 
 #include "exec/compute_calibration.hpp"
+#include "model/base/error.hpp"
 #include "model/compute/layer_ops.hpp"
 #include "model/compute/profile_file.hpp"
-#include "model/compute_shapes.hpp"
-#include "model/error.hpp"
+#include "model/ir/compute_shapes.hpp"
 #include "study/common/inputs.hpp"
 
 using namespace tauplan;

@@ -7,9 +7,9 @@
 
 #include "exec/calibrate.hpp"
 #include "exec/job_keys.hpp"
-#include "model/calibration.hpp"
-#include "model/error.hpp"
-#include "model/workload.hpp"
+#include "model/base/error.hpp"
+#include "model/inputs/calibration.hpp"
+#include "model/inputs/workload.hpp"
 #include "sim/platform_loader.hpp"
 #include "study/common/files.hpp"
 

@@ -5,7 +5,7 @@
 // --batches per-worker sizes: each step (gather, forward, backward, SGD update) and the threads
 // combine of their gradients at --floats sizes, on the thread CPU clock the lockstep trainer uses
 // (exec/calibrate.hpp); fits C(b) = intercept +
-// b x per-sample cost and T(K, S) = alpha + K S / beta (model/calibration.hpp); writes the
+// b x per-sample cost and T(K, S) = alpha + K S / beta (model/inputs/calibration.hpp); writes the
 // SimGrid platform of --workers such workers and the reducer (--out, default
 // results/calibration/this-machine.xml), loads it back through sim/'s loader as a check, and
 // prints the fits (a table, or JSON with --json). `--check FILE` only reads a calibration file's

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <string>
 
-#include "model/calibration.hpp"
-#include "model/workload.hpp"
+#include "model/inputs/calibration.hpp"
+#include "model/inputs/workload.hpp"
 #include "sim/platform_loader.hpp"
 #include "study/calibrate/machine_calibration.hpp"
 #include "study/common/study_test_support.hpp"

@@ -4,9 +4,9 @@
 #include <set>
 
 #include "exec/exec_engine.hpp"
-#include "model/registry.hpp"
-#include "model/strategy.hpp"
-#include "model/token_target.hpp"
+#include "model/base/registry.hpp"
+#include "model/ir/strategy.hpp"
+#include "model/ir/token_target.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/simgrid_engine.hpp"
 #include "study/common/inputs.hpp"

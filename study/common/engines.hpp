@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "model/engine.hpp"
+#include "model/ir/engine.hpp"
 #include "study/common/child_process.hpp"
 
 namespace tauplan::study {

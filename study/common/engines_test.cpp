@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "model/result.hpp"
-#include "model/strategy.hpp"
+#include "model/ir/result.hpp"
+#include "model/ir/strategy.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/study_test_support.hpp"
 

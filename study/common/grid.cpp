@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/common/files.hpp"
 
 namespace tauplan::study {

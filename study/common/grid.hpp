@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/job.hpp"
+#include "model/ir/job.hpp"
 
 namespace tauplan::study {
 

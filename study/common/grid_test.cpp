@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/common/grid.hpp"
 #include "study/common/inputs.hpp"
 #include "study/common/study_test_support.hpp"

@@ -7,9 +7,9 @@
 #include <set>
 
 #include "exec/job_keys.hpp"
-#include "model/cluster_spec_file.hpp"
-#include "model/compute_source.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
+#include "model/inputs/cluster_spec_file.hpp"
+#include "model/ir/compute_source.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "study/common/platform_file.hpp"

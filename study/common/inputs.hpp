@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "model/engine.hpp"
-#include "model/job.hpp"
-#include "model/result.hpp"
+#include "model/ir/engine.hpp"
+#include "model/ir/job.hpp"
+#include "model/ir/result.hpp"
 
 namespace tauplan::study {
 
@@ -38,7 +38,7 @@ model::JobInputs load_inputs(const std::string& job_file,
 
 /// Provenance shared by every engine (job, platform and hash, workload, convergence, seed).
 /// Where the workers' compute times come from: each distinct source once
-/// (model/compute_source.hpp).
+/// (model/ir/compute_source.hpp).
 std::string compute_sources(const model::Platform& platform);
 model::RunContext make_context(const model::JobInputs& inputs, const std::string& verb,
                                const std::string& engine);

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "exec/job_keys.hpp"
-#include "model/compute_source.hpp"
-#include "model/workload.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/compute_source.hpp"
 #include "sim/sim_job.hpp"
 #include "study/common/files.hpp"
 #include "study/common/inputs.hpp"

@@ -10,11 +10,11 @@
 
 #include <fmt/format.h>
 
-#include "model/cluster_spec_file.hpp"
-#include "model/error.hpp"
-#include "model/result.hpp"
-#include "model/simgrid_xml.hpp"
-#include "model/yaml_util.hpp"
+#include "model/base/error.hpp"
+#include "model/base/yaml_util.hpp"
+#include "model/inputs/cluster_spec_file.hpp"
+#include "model/inputs/simgrid_xml.hpp"
+#include "model/ir/result.hpp"
 
 namespace tauplan::study {
 namespace {

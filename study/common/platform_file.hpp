@@ -1,9 +1,9 @@
 // platform_file.hpp: the one way studies load a user's platform file, SimGrid XML or a cluster
-// spec (YAML, model/cluster_spec_file.hpp).
+// spec (YAML, model/inputs/cluster_spec_file.hpp).
 //
 // A path ending in .yaml or .yml is a cluster spec: its cluster is generated as SimGrid XML
-// (model/cluster_generator.hpp) into ${TMPDIR:-/tmp}/tauplan-platforms/STEM-HASH.xml, HASH being
-// FNV-1a of the spec's bytes and of this build's version and commit (a new build regenerates,
+// (model/inputs/cluster_generator.hpp) into ${TMPDIR:-/tmp}/tauplan-platforms/STEM-HASH.xml, HASH
+// being FNV-1a of the spec's bytes and of this build's version and commit (a new build regenerates,
 // so a cached file never outlives a change of presets or generator), written only when absent,
 // through a temporary name and a rename, so parallel sweeps never see half a file. That file is
 // loaded with sim::load_platform; the Platform's source_file names the spec ("SPEC.yaml
@@ -16,7 +16,7 @@
 #include <map>
 #include <string>
 
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
 #include "sim/platform_loader.hpp"
 
 namespace tauplan::study {

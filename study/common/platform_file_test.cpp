@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <string>
 
-#include "model/cluster_generator.hpp"
-#include "model/cluster_spec_file.hpp"
-#include "model/platform.hpp"
-#include "model/result.hpp"
+#include "model/inputs/cluster_generator.hpp"
+#include "model/inputs/cluster_spec_file.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/result.hpp"
 #include "study/common/files.hpp"
 #include "study/common/platform_file.hpp"
 #include "study/common/study_test_support.hpp"

@@ -25,8 +25,8 @@
 #include <fmt/format.h>
 #include <boost/range/iterator_range.hpp>
 
-#include "model/error.hpp"
-#include "model/strategy.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/strategy.hpp"
 #include "study/common/engines.hpp"
 
 using namespace tauplan;

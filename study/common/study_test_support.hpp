@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 #ifndef TAUPLAN_SOURCE_DIR  // tests/CMakeLists.txt defines it for study_tests
 #define TAUPLAN_SOURCE_DIR "."

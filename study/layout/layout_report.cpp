@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/layout_cost.hpp"
-#include "model/layout_memory.hpp"
-#include "model/result.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/layout_cost.hpp"
+#include "model/ir/layout_memory.hpp"
+#include "model/ir/result.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "study/common/inputs.hpp"
@@ -132,7 +132,7 @@ nlohmann::json layout_context(const model::Job& job, const model::Workload& work
                               const std::string& platform_path, const model::Platform& platform) {
   const PlatformProvenance provenance = platform_provenance(platform_path, platform);
   nlohmann::json context = {{"verb", "layout"},
-                            {"engine", "analytic (model/layout_cost.hpp)"},
+                            {"engine", "analytic (model/ir/layout_cost.hpp)"},
                             {"network_model", "alpha-beta over the platform's routes"},
                             {"job_file", job.file},
                             {"platform_file", provenance.file},
@@ -229,7 +229,7 @@ LayoutOutcome fitting_layouts_report(const LayoutInputs& in, int count,
   if (found.empty()) out += "(none: the model state alone exceeds the workers' memory)\n";
   out += fmt::format(
       "memory GiB: the peak stage's, with the reserve (CUDA context, NCCL "
-      "buffers, fragmentation; model/layout_memory.hpp)\n");
+      "buffers, fragmentation; model/ir/layout_memory.hpp)\n");
   if (!missing.empty()) out += "MFU -: " + missing + "\n";
   outcome.document = {{"context", context}, {"fitting_layouts", rows}};
   return outcome;
@@ -279,7 +279,7 @@ std::string memory_text(const LayoutInputs& in, const model::LayoutMemory& memor
         s.total_bytes() / kGiB);
   out +=
       "reserve: CUDA context and NCCL buffers plus 10% of the activations for fragmentation "
-      "(an estimate; model/layout_memory.hpp)\n";
+      "(an estimate; model/ir/layout_memory.hpp)\n";
   out += in.memory_bytes > 0
              ? fmt::format(
                    "memory per GPU: peak {:.2f} GiB on stage {}, GPU memory {:.2f} GiB: "

@@ -1,8 +1,8 @@
 // layout_report_test.cpp: `tauplan layout` in this process (study/layout/layout_report.hpp) on
 // GPT-3 175B over 32 H200s (d4 t2 p4, 16 micro-batches, 1F1B, ZeRO 3, selective recomputation): the
-// report is the closed forms of model/layout_memory.hpp and model/layout_cost.hpp called directly,
-// and holds their identities (ZeRO 3 shards weights and optimizer over d; 1F1B holds p - s
-// micro-batches on stage s; a stage's total is its parts; the pipeline is the slot x (m + p - 1),
+// report is the closed forms of model/ir/layout_memory.hpp and model/ir/layout_cost.hpp called
+// directly, and holds their identities (ZeRO 3 shards weights and optimizer over d; 1F1B holds p -
+// s micro-batches on stage s; a stage's total is its parts; the pipeline is the slot x (m + p - 1),
 // the bubble the slot x (p - 1); the step the pipeline + data + update; MFU the model flop/s
 // over the peak); a layout that does not fit is one InputError naming the smallest that do, the
 // first of --fit's list, each of which fits the GPU memory.
@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <string>
 
-#include "model/layout.hpp"
-#include "model/layout_cost.hpp"
-#include "model/layout_memory.hpp"
+#include "model/ir/layout.hpp"
+#include "model/ir/layout_cost.hpp"
+#include "model/ir/layout_memory.hpp"
 #include "study/common/inputs.hpp"
 #include "study/common/study_test_support.hpp"
 #include "study/layout/layout_report.hpp"

@@ -10,11 +10,11 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/planner.hpp"
-#include "model/revocation.hpp"
-#include "model/strategy.hpp"
-#include "model/token_target.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/strategy.hpp"
+#include "model/ir/token_target.hpp"
+#include "model/planning/planner.hpp"
+#include "model/planning/revocation.hpp"
 #include "study/common/child_process.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/files.hpp"

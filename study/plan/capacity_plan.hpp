@@ -1,19 +1,19 @@
 // capacity_plan.hpp: capacity planning over an inventory of node types (`tauplan plan`).
 //
-// Searches every configuration the inventory allows with the analytic engine (model/planner.hpp:
-// node selections, K, strategy, tau, batch, split, collective, parameter servers; expected time
-// and cost with revocations of revocable nodes), prints the Pareto frontier of expected time
-// against expected cost with each point's memory per GPU, MFU and bottleneck (also in
-// plan.json's rows), and the best configuration for the objective. Then it re-checks the best
-// candidates (recheck.top, default 10) in the simulator: for each, a SimGrid XML of its nodes and a
-// job file in DIR/candidates/NN/, run by `tauplan simulate` in a child process; revocations are
-// simulated faults (HOST~MTBF) when every round is simulated (recheck: {faults: true, sim_rounds:
-// 0}), else the closed form applied to the simulated round (recheck.sim_rounds rounds simulated,
-// the rest extrapolated). Writes DIR/evaluated.csv (every feasible configuration),
-// DIR/frontier.csv, DIR/plan.json, and a gnuplot script DIR/frontier.gp drawn to DIR/frontier.png
-// and DIR/frontier.svg. What it leaves out: everything model/planner.hpp leaves out; the re-check
-// is one simulated run per candidate (one seed), so with simulated faults its time is one sample of
-// a random variable (the analytic standard deviation is in plan.json).
+// Searches every configuration the inventory allows with the analytic engine
+// (model/planning/planner.hpp: node selections, K, strategy, tau, batch, split, collective,
+// parameter servers; expected time and cost with revocations of revocable nodes), prints the Pareto
+// frontier of expected time against expected cost with each point's memory per GPU, MFU and
+// bottleneck (also in plan.json's rows), and the best configuration for the objective. Then it
+// re-checks the best candidates (recheck.top, default 10) in the simulator: for each, a SimGrid XML
+// of its nodes and a job file in DIR/candidates/NN/, run by `tauplan simulate` in a child process;
+// revocations are simulated faults (HOST~MTBF) when every round is simulated (recheck: {faults:
+// true, sim_rounds: 0}), else the closed form applied to the simulated round (recheck.sim_rounds
+// rounds simulated, the rest extrapolated). Writes DIR/evaluated.csv (every feasible
+// configuration), DIR/frontier.csv, DIR/plan.json, and a gnuplot script DIR/frontier.gp drawn to
+// DIR/frontier.png and DIR/frontier.svg. What it leaves out: everything model/planning/planner.hpp
+// leaves out; the re-check is one simulated run per candidate (one seed), so with simulated faults
+// its time is one sample of a random variable (the analytic standard deviation is in plan.json).
 #pragma once
 
 #include <string>

@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "model/inventory.hpp"
-#include "model/planner.hpp"
+#include "model/planning/inventory.hpp"
+#include "model/planning/planner.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/files.hpp"
 #include "study/common/study_test_support.hpp"

@@ -9,14 +9,14 @@
 
 #include <fmt/format.h>
 
-#include "model/cluster_spec_file.hpp"
+#include "model/base/error.hpp"
 #include "model/compute/profile_file.hpp"
-#include "model/compute_source.hpp"
-#include "model/error.hpp"
-#include "model/published_runs.hpp"
-#include "model/result.hpp"
-#include "model/validation.hpp"
-#include "model/workload.hpp"
+#include "model/convergence/validation.hpp"
+#include "model/inputs/cluster_spec_file.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/compute_source.hpp"
+#include "model/ir/result.hpp"
+#include "model/planning/published_runs.hpp"
 #include "study/common/files.hpp"
 #include "study/common/platform_file.hpp"
 
@@ -263,7 +263,7 @@ nlohmann::json published_document(const PublishedInputs& in, const nlohmann::jso
             {"runs_file", in.runs_file},
             {"platform_file", in.platform_file},
             {"platform_hash", in.platform.source_hash},
-            {"engine", "analytic (model/layout_cost.hpp)"},
+            {"engine", "analytic (model/ir/layout_cost.hpp)"},
             {"network_model", "alpha-beta over the platform's routes"}}},
           {"fit", in.fitted ? nlohmann::json{{"source", in.runs.calibration_source},
                                              {"efficiency", fit.efficiency},

@@ -5,11 +5,12 @@
 // --runs names another, e.g. experiments/parallelism/h100.yaml), loads the platform it names
 // (SimGrid XML or a cluster spec, study/common/platform_file.hpp; looked for beside the runs file,
 // then in platforms/ and platforms/clusters/) and reads its node fabric off it
-// (model/node_fabric.hpp). A runs file with a layer-time table fits the calibration
-// (model/published_runs.hpp: the GPU's compute profile, one GEMM efficiency and the memory-bound
-// bandwidth, on Korthikanti et al. 2022 Table 4) and checks that the platform's GPU hosts are timed
-// by a profile equal to that fit (a note otherwise, with the fitted values: the profile file is
-// then out of date; --out writes the fit as profile.json to replace it); one whose calibration is
+// (model/inputs/node_fabric.hpp). A runs file with a layer-time table fits the calibration
+// (model/planning/published_runs.hpp: the GPU's compute profile, one GEMM efficiency and the
+// memory-bound bandwidth, on Korthikanti et al. 2022 Table 4) and checks that the platform's GPU
+// hosts are timed by a profile equal to that fit (a note otherwise, with the fitted values: the
+// profile file is then out of date; --out writes the fit as profile.json to replace it); one whose
+// calibration is
 // `{profile: platform}` fits nothing and times the GPUs by the platform's profile as it is (every
 // run held out). It predicts every run with the platform as it is, and prints a Markdown table
 // (run, our prediction, the published number in the source's quantity and flop, the error) with the

@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/reproduce/reproduce_support.hpp"
 
 namespace tauplan::study {

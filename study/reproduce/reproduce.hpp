@@ -4,10 +4,10 @@
 // (arXiv 2009.14783) with tauplan's own engines:
 //  - sparknet (a) the zero-overhead speedup Na(b) / (tau Ma(b,K,tau)) over K x tau, with Na and
 //    Ma MEASURED by exec (fashion-mlp on Fashion-MNIST, lockstep), beside the critical-batch
-//    model fitted to those counts (model/sparknet_fit.hpp); (b) speedup against S / C(b) for naive
-//    and SparkNet (several tau and the best tau) at one K, from the measured counts and the
-//    measured C(b), C(b/K); (c) SparkNet's AlexNet setup on sparknet-ec2 SIMULATED (time per
-//    round, compute and communication, speedup bounds); (d) the paper's qualitative claims
+//    model fitted to those counts (model/convergence/sparknet_fit.hpp); (b) speedup against S /
+//    C(b) for naive and SparkNet (several tau and the best tau) at one K, from the measured counts
+//    and the measured C(b), C(b/K); (c) SparkNet's AlexNet setup on sparknet-ec2 SIMULATED (time
+//    per round, compute and communication, speedup bounds); (d) the paper's qualitative claims
 //    checked against the measurements (holds / does not hold, with the numbers).
 //  - hetseq: BERT-base synchronous data parallel on 1, 2, 4, 8 nodes of 4 GPUs, and a
 //    mixed-generation cluster with even against speed-proportional batch split, SIMULATED.

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "model/strategy.hpp"
+#include "model/ir/strategy.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/files.hpp"
 #include "study/common/gnuplot.hpp"

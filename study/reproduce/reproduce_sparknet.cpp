@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/sparknet_fit.hpp"
-#include "model/strategy.hpp"
+#include "model/base/error.hpp"
+#include "model/convergence/sparknet_fit.hpp"
+#include "model/ir/strategy.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/files.hpp"
 #include "study/common/gnuplot.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/strategy.hpp"
+#include "model/ir/strategy.hpp"
 #include "study/common/files.hpp"
 #include "study/common/study_test_support.hpp"
 #include "study/reproduce/reproduce.hpp"

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "exec/cpu_blas.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/common/child_process.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/files.hpp"

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/engine.hpp"
+#include "model/ir/engine.hpp"
 #include "study/reproduce/reproduce.hpp"
 
 namespace tauplan::study::reproduction {

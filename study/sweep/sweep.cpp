@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 
 #include "exec/mpi_communicator.hpp"
-#include "model/error.hpp"
-#include "model/revocation.hpp"
-#include "model/yaml_util.hpp"
+#include "model/base/error.hpp"
+#include "model/base/yaml_util.hpp"
+#include "model/planning/revocation.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "study/common/child_process.hpp"
@@ -86,8 +86,9 @@ void apply_expected_failures(model::ResultRow& row, const model::Job& job,
   row.extra["restart_s"] = restart;
   row.extra["total_s_stddev"] = t.stddev_s;
   row.extra["expected_failures"] = t.expected_revocations;
-  row.extra["failures_model"] = std::string("expected time, closed form of model/revocation.hpp") +
-                                (one_shot ? "; HOST@TIME failures are not included" : "");
+  row.extra["failures_model"] =
+      std::string("expected time, closed form of model/planning/revocation.hpp") +
+      (one_shot ? "; HOST@TIME failures are not included" : "");
   row.total_s = t.mean_s;
 }
 

@@ -11,7 +11,7 @@
 #include "exec/mpi_communicator.hpp"
 #include "exec/mpi_probes.hpp"
 #include "exec/testbed/probe.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "sim/platform_loader.hpp"
 #include "study/testbed/testbed_control.hpp"
 
@@ -25,8 +25,8 @@ void progress_line(const std::string& line) {
 }
 
 /// Who the hosts are for the written platform: role from --servers; node = the host itself (a
-/// node is one machine, model/platform.hpp: hosts behind one switch are not one machine), the
-/// switch it hangs off in the prop `switch`.
+/// node is one machine, model/inputs/platform.hpp: hosts behind one switch are not one machine),
+/// the switch it hangs off in the prop `switch`.
 std::vector<tb::SpecHost> host_identities(const tb::ProbedTopology& t,
                                           const std::vector<std::string>& servers) {
   std::vector<tb::SpecHost> out;

@@ -8,18 +8,19 @@
 // calibrates this machine for K lockstep workers (exec/calibrate.hpp: sync rounds of K replicas,
 // step and threads combine), runs `tauplan measure` in its own process, and calibrates again;
 // the faster of the two calibrations, point by point, is written as the configuration's platform
-// DIR/calibration/NN.xml (worker h0 emulated F times slower when asked; model/calibration.hpp)
-// and as DIR/calibration/K<K>.xml for reuse (--calibration DIR skips the calibrations). Then
-// `tauplan predict` and `tauplan simulate` run every configuration on its platform, in parallel,
-// with `collective: ps` and `servers: 1` (the calibrated reducer) and the threads communicator.
-// Convergence: the critical-batch + drift model (model/sparknet_fit.hpp) is fitted to the measured
-// counts; each configuration's rounds to target are predicted by the model fitted without it
-// (leave-one-out), and also without every configuration at the same (K b, tau) (stricter).
-// Reported per configuration: measured, analytic and simgrid compute, comm and round time;
-// measured and predicted rounds; time to target and speedup against single, each with its
-// relative error; the medians over the matrix; DIR/validation.{json,csv} and a scatter of
-// predicted against measured with y = x (DIR/scatter.{png,svg}, gnuplot).
-// Exit codes: 0; 2 bad input (a child's own exit 2 is passed on with its message); 3 when
+// DIR/calibration/NN.xml (worker h0 emulated F times slower when asked;
+// model/inputs/calibration.hpp) and as DIR/calibration/K<K>.xml for reuse (--calibration DIR skips
+// the calibrations). Then `tauplan predict` and `tauplan simulate` run every configuration on its
+// platform, in parallel, with `collective: ps` and `servers: 1` (the calibrated reducer) and the
+// threads communicator. Convergence: the critical-batch + drift model
+// (model/convergence/sparknet_fit.hpp) is fitted to the measured counts; each configuration's
+// rounds to target are predicted by the model fitted without it (leave-one-out), and also without
+// every configuration at the same (K b, tau) (stricter). Reported per configuration: measured,
+// analytic and simgrid compute, comm and round time; measured and predicted rounds; time to target
+// and speedup against single, each with its relative error; the medians over the matrix;
+// DIR/validation.{json,csv} and a scatter of predicted against measured with y = x
+// (DIR/scatter.{png,svg}, gnuplot). Exit codes: 0; 2 bad input (a child's own exit 2 is passed on
+// with its message); 3 when
 // --max-round-error is given and a median round-time error exceeds it.
 // Asynchronous strategies (async-ps) are measured with concurrent timing (worker and server
 // threads, wall clock): their round is the time between server updates; their updates to target

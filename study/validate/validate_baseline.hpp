@@ -2,14 +2,14 @@
 //
 // A configuration's collective is lowered to stages of flows as the simulator lowers it
 // (sim/collective_lowering.hpp, step granularity: one stage per ring step, push, pull, tree
-// level ...), several jobs at once sharing their stages, and timed by model/bottleneck_baseline.hpp
-// on the platform's nominal links. The report then says, for the round time, each engine's and
-// the baseline's median |error| over all rows and over the contended rows (rows whose flows put
-// more than one flow on a link that is not a fat pipe in some stage, from the same flow/link
-// loads), and how many times smaller each engine's median is than the baseline's ("beats the
-// baseline by"). What it leaves out: choosing the platform and the rows (the pipelines,
-// validate.cpp and validate_testbed.cpp, do), and collectives overlapped with compute (one
-// collective of the whole payload per round).
+// level ...), several jobs at once sharing their stages, and timed by
+// model/analytic/bottleneck_baseline.hpp on the platform's nominal links. The report then says, for
+// the round time, each engine's and the baseline's median |error| over all rows and over the
+// contended rows (rows whose flows put more than one flow on a link that is not a fat pipe in some
+// stage, from the same flow/link loads), and how many times smaller each engine's median is than
+// the baseline's ("beats the baseline by"). What it leaves out: choosing the platform and the rows
+// (the pipelines, validate.cpp and validate_testbed.cpp, do), and collectives overlapped with
+// compute (one collective of the whole payload per round).
 #pragma once
 
 #include <string>
@@ -18,9 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/bottleneck_baseline.hpp"
-#include "model/collective.hpp"
-#include "model/platform.hpp"
+#include "model/analytic/bottleneck_baseline.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/collective.hpp"
 
 namespace tauplan::study::validation {
 

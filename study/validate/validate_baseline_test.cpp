@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
 #include "study/validate/validate_baseline.hpp"
 #include "study/validate/validate_support.hpp"
 

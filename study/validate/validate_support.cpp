@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "model/sparknet_fit.hpp"
-#include "model/strategy.hpp"
-#include "model/validation.hpp"
+#include "model/convergence/sparknet_fit.hpp"
+#include "model/convergence/validation.hpp"
+#include "model/ir/strategy.hpp"
 #include "study/common/files.hpp"
 
 namespace tauplan::study::validation {

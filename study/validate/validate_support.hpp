@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "study/common/child_process.hpp"
 
 namespace tauplan::study::validation {
@@ -93,8 +93,8 @@ struct ConvergenceRow {
   double rounds_fit = kNaN;           ///< fitted to every configuration
 };
 
-/// Fits the critical-batch + drift model (model/sparknet_fit.hpp) to the rows that reached the
-/// target and fills rounds_loo, rounds_group and rounds_fit; asynchronous rows get
+/// Fits the critical-batch + drift model (model/convergence/sparknet_fit.hpp) to the rows that
+/// reached the target and fills rounds_loo, rounds_group and rounds_fit; asynchronous rows get
 /// Na(b) (1 + kappa tau_bar) with kappa fitted to the other asynchronous rows. Returns the fit's
 /// numbers, or null with fewer than 3 rows to fit.
 nlohmann::json fit_convergence(std::vector<ConvergenceRow>& rows);

@@ -17,15 +17,15 @@
 
 #include "exec/calibrate.hpp"
 #include "exec/job_keys.hpp"
-#include "model/bottleneck_baseline.hpp"
-#include "model/calibration.hpp"
-#include "model/collective.hpp"
-#include "model/platform.hpp"
-#include "model/result.hpp"
-#include "model/strategy.hpp"
-#include "model/validation.hpp"
-#include "model/workload.hpp"
-#include "model/yaml_util.hpp"
+#include "model/analytic/bottleneck_baseline.hpp"
+#include "model/base/yaml_util.hpp"
+#include "model/convergence/validation.hpp"
+#include "model/inputs/calibration.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/collective.hpp"
+#include "model/ir/result.hpp"
+#include "model/ir/strategy.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/files.hpp"
 #include "study/common/gnuplot.hpp"
@@ -429,7 +429,7 @@ ComputeCalibration mean_of(const ComputeCalibration& x, const ComputeCalibration
 }
 
 /// A server host's processing as calibrated: its speed as on the testbed platform, and its
-/// seconds per message and per byte as work at that speed (model/server_work.hpp's props).
+/// seconds per message and per byte as work at that speed (model/ir/server_work.hpp's props).
 tb::HostCompute server_compute(const tb::Spec& spec, const std::string& host,
                                const ServerProcessingFit& fit, const std::string& which) {
   const auto it = std::find_if(spec.hosts.begin(), spec.hosts.end(),

@@ -2,15 +2,17 @@
 //
 // Layering (DESIGN.md): model <- sim, model <- exec, {model, sim, exec} <- study <- cli, and only
 // sim/ includes SimGrid (its headers sit in /usr/include, so the linker alone cannot enforce
-// it). Inside study/, a folder per study (study/<study>/, its unit tests beside it) that uses
-// only itself and study/common/ (validate also testbed/). Names: a strategy's or a collective
-// algorithm's name appears as a string literal only in the files that carry that name (its own
-// files: strategy_<name>.cpp, collective_<name>.cpp, lower_<name>.cpp, ...), never compared
-// elsewhere. Extending: every registered collective has its analytic cost and its SimGrid lowering
-// as files of its own, every strategy its file, as README "Extending" says; plans are built by
-// strategies only; verb files stay small. Repeats: no block of six lines stands twice in the
-// sources (repeated_blocks() states what counts as a line). Each rule is also run on a planted
-// violation, so a checker that finds nothing cannot pass.
+// it). Inside model/, a room per kind of thing (base, compute, convergence, inputs, ir, analytic,
+// planning), each including only the rooms below it (kModelRooms). Inside study/, a folder per
+// study (study/<study>/, its unit tests beside it) that uses only itself and study/common/
+// (validate also testbed/). Names: a strategy's or a collective algorithm's name appears as a
+// string literal only in the files that carry that name (its own files: strategy_<name>.cpp,
+// collective_<name>.cpp, lower_<name>.cpp, ...), never compared elsewhere. Extending: every
+// registered collective has its analytic cost and its SimGrid lowering as files of its own, every
+// strategy its file, as README "Extending" says; plans are built by strategies only; verb files
+// stay small. Repeats: no block of six lines stands twice in the sources (repeated_blocks() states
+// what counts as a line). Each rule is also run on a planted violation, so a checker that finds
+// nothing cannot pass.
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -28,9 +30,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "model/collective.hpp"
-#include "model/platform.hpp"
-#include "model/strategy.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/collective.hpp"
+#include "model/ir/strategy.hpp"
 #include "sim/collective_lowering.hpp"
 #if TAUPLAN_HAVE_MPI
 #include "exec/mpi_algorithm.hpp"
@@ -196,6 +198,43 @@ std::vector<std::string> study_room_violations(
 /// What one study may use of another: validate measures on the testbed (testbed/).
 const std::map<std::string, std::set<std::string>> kStudyMayAlso = {{"validate", {"testbed"}}};
 
+/// model/'s rooms, each with the rooms it may include (itself among them), from the bottom up:
+/// what a file is decides its room, and a room uses only what is below it (README "Layout").
+const std::map<std::string, std::set<std::string>> kModelRooms = {
+    {"base", {"base"}},
+    {"compute", {"base", "compute"}},
+    {"convergence", {"base", "convergence"}},
+    {"inputs", {"base", "compute", "inputs"}},
+    {"ir", {"base", "compute", "convergence", "inputs", "ir"}},
+    {"analytic", {"base", "compute", "convergence", "inputs", "ir", "analytic"}},
+    {"planning", {"base", "compute", "convergence", "inputs", "ir", "analytic", "planning"}},
+};
+
+/// model/'s rooms: every C++ file in a room's folder (model/<room>/) that `rooms` names, which
+/// includes only the model rooms `rooms` grants it. "FILE: ..." for each breach.
+std::vector<std::string> model_room_violations(
+    const fs::path& root, const std::map<std::string, std::set<std::string>>& rooms) {
+  const std::regex include(R"re(#\s*include\s*"model/([^"]+)")re");
+  std::vector<std::string> violations;
+  for (const fs::path& file : sources(root, "model")) {
+    const std::vector<fs::path> parts(file.begin(), file.end());
+    const auto room = parts.size() == 3 ? rooms.find(parts[1].string()) : rooms.end();
+    if (room == rooms.end()) {
+      violations.push_back(file.generic_string() + ": not in a room of model/ (model/<room>/)");
+      continue;
+    }
+    const std::string code = without_comments(read(root / file));
+    for (std::sregex_iterator it(code.begin(), code.end(), include), end; it != end; ++it) {
+      const std::string target = (*it)[1];
+      const auto slash = target.find('/');
+      const std::string target_room = slash == std::string::npos ? "" : target.substr(0, slash);
+      if (room->second.count(target_room) == 0)
+        violations.push_back(file.generic_string() + ": #include model/" + target);
+    }
+  }
+  return violations;
+}
+
 /// "FILE:LINE: SIGNATURE (N lines)" for every function in `dirs` whose definition, from the first
 /// line of its signature to its closing brace, is longer than `limit` lines. A definition starts
 /// at a line of indentation 0-4 (namespace scope or a class member) and its body ends at the
@@ -251,7 +290,7 @@ std::vector<std::string> name_violations(const fs::path& root,
         std::replace(as_file.begin(), as_file.end(), '-', '_');
         if (stem.find(as_file) != std::string::npos) continue;  // its own file
         // The same word meaning something else: "ps" is the picosecond in the unit table.
-        if (file == fs::path("model/units.cpp") && name == "ps") continue;
+        if (file == fs::path("model/base/units.cpp") && name == "ps") continue;
         const std::string literal = "\"" + name + "\"";
         for (size_t at = code.find(literal); at != std::string::npos;
              at = code.find(literal, at + 1)) {
@@ -457,6 +496,31 @@ TEST_CASE("layering: a forbidden include planted in model/ and exec/ is found") 
                                  "cli/verb_bad.cpp: #include exec/testbed/fabric.hpp"});
 }
 
+TEST_CASE("layering: each file of model/ is in a room that includes only the rooms below it") {
+  const auto violations = model_room_violations(kRoot, kModelRooms);
+  INFO("breaches:\n" << indented(violations));
+  CHECK(violations.empty());
+  CHECK(sources(kRoot, "model/ir").size() > 10);  // the scan saw the rooms
+}
+
+TEST_CASE("layering: a room of model/ reaching up, and a file outside the rooms, are found") {
+  ScratchTree tree;
+  tree.write("model/base/fine.hpp", "#include \"model/base/other.hpp\"\n#include <string>\n");
+  tree.write("model/inputs/up.cpp",
+             "#include \"model/ir/plan.hpp\"\n#include \"model/compute/layer_ops.hpp\"\n"
+             "// #include \"model/analytic/analytic.hpp\"\n");
+  tree.write("model/ir/flat.cpp", "#include \"model/plan.hpp\"\n");
+  tree.write("model/loose.cpp", "int x;\n");
+  tree.write("model/attic/old.hpp", "int y;\n");
+  const auto violations = model_room_violations(tree.root, kModelRooms);
+  CHECK(violations == std::vector<std::string>{"model/attic/old.hpp: not in a room of model/ "
+                                               "(model/<room>/)",
+                                               "model/inputs/up.cpp: #include model/ir/plan.hpp",
+                                               "model/ir/flat.cpp: #include model/plan.hpp",
+                                               "model/loose.cpp: not in a room of model/ "
+                                               "(model/<room>/)"});
+}
+
 TEST_CASE("layering: each study lives in its folder, uses only its own and common/, has tests") {
   const auto violations = study_room_violations(kRoot, kStudyMayAlso);
   INFO("study/ rooms broken:\n" << indented(violations));
@@ -545,7 +609,7 @@ TEST_CASE("names: every C++ file's name is unique in the tree") {
 
 TEST_CASE("repeats: no block of six lines stands twice in the sources") {
   const std::vector<fs::path> files = scanned_files(kRoot);
-  for (const char* kind : {"CMakeLists.txt", "model/planner.cpp", "exec/cuda/profile.cu",
+  for (const char* kind : {"CMakeLists.txt", "model/planning/planner.cpp", "exec/cuda/profile.cu",
                            ".ci/format.sh", "exec/cuda/pytorch_block.py", "model/git_commit.cmake"})
     CHECK(std::count(files.begin(), files.end(), fs::path(kind)) == 1);  // the scan saw each kind
   const auto found = repeated_blocks(kRoot, files);
@@ -625,7 +689,7 @@ TEST_CASE("names: a planted comparison with a strategy or collective name is fou
   tree.write("model/planner_like.cpp",
              "bool f(const std::string& s) { return s == \"sync\"; }  // \"ring\" in a comment\n"
              "const char* c = \"ps\";\n");
-  tree.write("model/strategy_sync.cpp", "const char* name() { return \"sync\"; }\n");
+  tree.write("model/ir/strategy_sync.cpp", "const char* name() { return \"sync\"; }\n");
   const auto violations = name_violations(tree.root, {"sync", "ring", "ps"});
   REQUIRE(violations.size() == 2);
   CHECK(violations[0] == "model/planner_like.cpp:1: \"sync\"");
@@ -641,7 +705,7 @@ TEST_CASE("extending: every collective has its cost and its lowering, each in a 
   for (std::string name : algorithms) {
     CHECK_NOTHROW(tauplan::sim::collective_lowering(name));
     std::replace(name.begin(), name.end(), '-', '_');
-    CHECK(fs::is_regular_file(kRoot / "model" / ("collective_" + name + ".cpp")));
+    CHECK(fs::is_regular_file(kRoot / "model" / "ir" / ("collective_" + name + ".cpp")));
     CHECK(fs::is_regular_file(kRoot / "sim" / ("lower_" + name + ".cpp")));
   }
 #if TAUPLAN_HAVE_MPI
@@ -661,7 +725,7 @@ TEST_CASE("extending: every strategy is a file of its own, one baseline among th
   for (std::string name : tauplan::model::strategy_names()) {
     baselines += tauplan::model::strategy(name).is_baseline() ? 1 : 0;
     std::replace(name.begin(), name.end(), '-', '_');
-    CHECK(fs::is_regular_file(kRoot / "model" / ("strategy_" + name + ".cpp")));
+    CHECK(fs::is_regular_file(kRoot / "model" / "ir" / ("strategy_" + name + ".cpp")));
   }
   CHECK(baselines == 1);
 }
@@ -672,9 +736,9 @@ TEST_CASE("extending: README's Extending section names the files the registries 
   REQUIRE(at != std::string::npos);
   const std::string section = readme.substr(at, readme.find("\n## ", at + 1) - at);
   for (const char* path :
-       {"model/collective_<name>.cpp", "sim/lower_<name>.cpp", "model/strategy_<name>.cpp",
-        "model/collective.cpp", "sim/collective_lowering.cpp", "model/strategy.cpp",
-        "exec/mpi_<name>.cpp", "exec/mpi_algorithm.cpp", "model/engine.hpp",
+       {"model/ir/collective_<name>.cpp", "sim/lower_<name>.cpp", "model/ir/strategy_<name>.cpp",
+        "model/ir/collective.cpp", "sim/collective_lowering.cpp", "model/ir/strategy.cpp",
+        "exec/mpi_<name>.cpp", "exec/mpi_algorithm.cpp", "model/ir/engine.hpp",
         "study/common/engines.cpp", "study/common/strategy_extension_test.cpp"})
     CHECK(section.find(path) != std::string::npos);
   // What the section promises is what the tree does: the test it names defines a strategy,
@@ -716,7 +780,7 @@ TEST_CASE("plans: only strategies build a Plan from nothing") {
       if (std::regex_search(code, declaration)) found.push_back(file.string());
     }
   // The planner keeps one Plan made by make_plan and re-costs it (a member, assigned once).
-  found.erase(std::remove(found.begin(), found.end(), "model/planner.cpp"), found.end());
+  found.erase(std::remove(found.begin(), found.end(), "model/planning/planner.cpp"), found.end());
   INFO("files that declare an empty Plan: " << found.size());
   for (const auto& f : found)
     INFO(f);

@@ -1,6 +1,6 @@
 // hf_config_cli_test.cpp: a HuggingFace config.json as --workload: refused in one line, exit 2,
 // when it holds what its model type does not have or tauplan does not model
-// (model/hf_config.hpp), listed by help-keys.
+// (model/inputs/hf_config.hpp), listed by help-keys.
 #include <catch2/catch.hpp>
 
 #include <string>

@@ -153,7 +153,7 @@ TEST_CASE(
                           "batch: 8\niterations: 3\n";
   const auto c2 = run_engines(write_temp_file("gpt2-c2.yaml", job + "context_parallel: 2\n"));
   // Engines without contention on this crossbar: SimGrid within a few percent of the analytic
-  // engine, and both at the closed form of `tauplan layout` (model/layout_cost.hpp).
+  // engine, and both at the closed form of `tauplan layout` (model/ir/layout_cost.hpp).
   CHECK(c2.simgrid == Approx(c2.analytic).epsilon(0.03));
   CHECK(c2.analytic == Approx(c2.closed_form).epsilon(0.01));
   // The ring is lowered into the Plan: the same 4 GPUs as data parallelism alone send more.

@@ -1,6 +1,6 @@
 // moe_config_test.cpp: mixture-of-experts HuggingFace config.json files (Mixtral, DeepSeek-V3;
-// model/hf_config.hpp) through the CLI: predict plans Mixtral from its config, layout states the
-// published parameter count, help-keys lists the new fields, and DeepSeek-V3's released file
+// model/inputs/hf_config.hpp) through the CLI: predict plans Mixtral from its config, layout states
+// the published parameter count, help-keys lists the new fields, and DeepSeek-V3's released file
 // (multi-token prediction layer 1) is bad input in one line naming the field.
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/transformer.hpp"
+#include "model/inputs/transformer.hpp"
 #include "tests/cli/expect_bad_input.hpp"
 #include "tests/cli/run_command.hpp"
 

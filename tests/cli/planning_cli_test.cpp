@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/planner.hpp"
-#include "model/revocation.hpp"
+#include "model/planning/planner.hpp"
+#include "model/planning/revocation.hpp"
 #include "tests/cli/expect_bad_input.hpp"
 #include "tests/cli/run_command.hpp"
 
@@ -278,7 +278,7 @@ TEST_CASE("revocations: the analytic expectation matches simulated faults over s
     CHECK(r["extrapolated"] == false);
   }
   const double mean = sum / kSeeds;
-  // 99% interval of the mean of 30 runs (model/revocation.hpp states the derivation).
+  // 99% interval of the mean of 30 runs (model/planning/revocation.hpp states the derivation).
   const double half = 2.5758293035489 * stddev / std::sqrt(static_cast<double>(kSeeds));
   INFO("analytic " << expected << " +- " << half << " (99%), simulated mean " << mean << " over "
                    << kSeeds << " seeds, " << failures << " failures, failure-free "

@@ -1,7 +1,7 @@
 // platform_cli_test.cpp: `tauplan platform` end to end: a preset written as SimGrid XML with its
 // summary, flags that override the preset's numbers, and each bad input as one line naming the
-// flag with exit 2 (model/cluster_generator.hpp); cluster spec files through --spec and as a
-// job's platform (model/cluster_spec_file.hpp, study/common/platform_file.hpp).
+// flag with exit 2 (model/inputs/cluster_generator.hpp); cluster spec files through --spec and as a
+// job's platform (model/inputs/cluster_spec_file.hpp, study/common/platform_file.hpp).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
 #include "tests/cli/expect_bad_input.hpp"
 #include "tests/cli/run_command.hpp"
 
@@ -129,8 +129,8 @@ TEST_CASE("platform: bad inputs are one line naming the flag, exit 2", "[platfor
                    "--nodes");
 }
 
-// Cluster specs (model/cluster_spec_file.hpp): `platform --spec`, and a job whose platform is one
-// (study/common/platform_file.hpp generates and caches its XML).
+// Cluster specs (model/inputs/cluster_spec_file.hpp): `platform --spec`, and a job whose platform
+// is one (study/common/platform_file.hpp generates and caches its XML).
 
 TEST_CASE("platform --spec: a cluster spec written as XML; flags override it", "[platform_cli]") {
   const std::string spec = write_temp_file(

@@ -1,5 +1,5 @@
 // tokens_cli_test.cpp: a target in tokens through the CLI: predict's rows say steps, tokens/s,
-// days and GPU-hours (as model/token_target.cpp computes them from the row), a job without it
+// days and GPU-hours (as model/ir/token_target.cpp computes them from the row), a job without it
 // prints no such thing, and every bad token target is one line naming file and key, exit 2.
 #include <catch2/catch.hpp>
 

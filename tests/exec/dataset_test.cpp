@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "exec/dataset.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace fs = std::filesystem;
 using namespace tauplan::exec;

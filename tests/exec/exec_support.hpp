@@ -10,10 +10,10 @@
 #include "exec/job_keys.hpp"
 #include "exec/mlp.hpp"
 #include "exec/trainer.hpp"
-#include "model/job.hpp"
-#include "model/platform.hpp"
-#include "model/strategy.hpp"
-#include "model/workload.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/job.hpp"
+#include "model/ir/strategy.hpp"
 
 namespace tauplan::test {
 

@@ -9,7 +9,7 @@
 #include "exec/measure.hpp"
 #include "exec/report.hpp"
 #include "exec_support.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 using namespace tauplan;
 using namespace tauplan::exec;

@@ -9,7 +9,7 @@
 
 #include "exec/pipeline_parallel.hpp"
 #include "exec/tensor_parallel.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "tests/exec/exec_support.hpp"
 
 using namespace tauplan;

@@ -20,7 +20,7 @@
 //     (case 2: 12 steps, all run), 2K messages and K x its shard's floats x 4 bytes a call (the
 //     shard: chunk_range of the n floats over the s servers), its index and host, and
 //     0 < processing < serving wall;
-//  4. every collective of model/collective.hpp has an MPI implementation; bad inputs: an
+//  4. every collective of model/ir/collective.hpp has an MPI implementation; bad inputs: an
 //     algorithm exec/ does not know is an InputError naming `collective`, and a plan whose
 //     K (+ s) differs from W one naming `workers`.
 // Hierarchical runs with one node per worker, all workers on one node, and 2 per node (K = 4).
@@ -40,8 +40,8 @@
 #include "exec/thread_communicator.hpp"
 #include "exec/trainer.hpp"
 #include "exec_support.hpp"
-#include "model/collective.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/collective.hpp"
 
 using namespace tauplan;
 using namespace tauplan::exec;

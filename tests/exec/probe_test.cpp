@@ -22,7 +22,7 @@
 #include "exec/message_probe.hpp"
 #include "exec/peer_group.hpp"
 #include "exec_support.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 namespace exec = tauplan::exec;
 using Clock = std::chrono::steady_clock;

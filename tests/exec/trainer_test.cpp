@@ -12,7 +12,7 @@
 #include "exec/thread_communicator.hpp"
 #include "exec/trainer.hpp"
 #include "exec_support.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 
 using namespace tauplan;
 using namespace tauplan::exec;

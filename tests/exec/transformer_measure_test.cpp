@@ -18,8 +18,8 @@
 #include "exec/transformer_measure.hpp"
 #include "exec/transformer_reference.hpp"
 #include "exec/transformer_trainer.hpp"
-#include "model/error.hpp"
-#include "model/workload.hpp"
+#include "model/base/error.hpp"
+#include "model/inputs/workload.hpp"
 
 using namespace tauplan::exec;
 

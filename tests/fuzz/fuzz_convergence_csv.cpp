@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "model/convergence.hpp"
-#include "model/error.hpp"
-#include "model/limits.hpp"
+#include "model/base/error.hpp"
+#include "model/base/limits.hpp"
+#include "model/convergence/convergence.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

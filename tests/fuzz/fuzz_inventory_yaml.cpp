@@ -1,15 +1,15 @@
-// fuzz_inventory_yaml.cpp: libFuzzer target for planning inventories (model/inventory.hpp). An
-// inventory that loads is also built into its largest selection, both as a model::Platform and
-// as SimGrid XML, and that XML must pass the platform checker (model/simgrid_xml_check.hpp):
-// what tauplan writes, tauplan must read back.
+// fuzz_inventory_yaml.cpp: libFuzzer target for planning inventories
+// (model/planning/inventory.hpp). An inventory that loads is also built into its largest selection,
+// both as a model::Platform and as SimGrid XML, and that XML must pass the platform checker
+// (model/inputs/simgrid_xml_check.hpp): what tauplan writes, tauplan must read back.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
-#include "model/error.hpp"
-#include "model/inventory.hpp"
-#include "model/simgrid_xml_check.hpp"
+#include "model/base/error.hpp"
+#include "model/inputs/simgrid_xml_check.hpp"
+#include "model/planning/inventory.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

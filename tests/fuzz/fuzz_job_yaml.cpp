@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "model/error.hpp"
-#include "model/job.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/job.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

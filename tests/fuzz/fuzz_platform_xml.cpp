@@ -2,13 +2,13 @@
 //
 // SimGrid allows one Engine per process and aborts on many bad platforms, so the target works in
 // two steps. In process, the checker that reads the XML before SimGrid does
-// (model/simgrid_xml_check.hpp) runs on every input: its coverage guides the fuzzer. An input it
-// accepts then goes to SimGrid in a forked child: sim::load_platform, then a ring all-reduce
-// plan on up to 4 workers, evaluated by the analytic engine and simulated. The child must end
-// with 0 (loaded and simulated, finite positive times) or 2 (an InputError or a SimulationError,
-// as the CLI would report); a signal (SimGrid's abort, a sanitizer report), exit 1 (another
-// exception) or a hang (alarm after 20 s) makes the parent abort, which libFuzzer records as a
-// crash with the input. What it leaves out: coverage inside the child (not fed back).
+// (model/inputs/simgrid_xml_check.hpp) runs on every input: its coverage guides the fuzzer. An
+// input it accepts then goes to SimGrid in a forked child: sim::load_platform, then a ring
+// all-reduce plan on up to 4 workers, evaluated by the analytic engine and simulated. The child
+// must end with 0 (loaded and simulated, finite positive times) or 2 (an InputError or a
+// SimulationError, as the CLI would report); a signal (SimGrid's abort, a sanitizer report), exit 1
+// (another exception) or a hang (alarm after 20 s) makes the parent abort, which libFuzzer records
+// as a crash with the input. What it leaves out: coverage inside the child (not fed back).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,12 +22,12 @@
 #include <fstream>
 #include <string>
 
-#include "model/analytic.hpp"
-#include "model/convergence.hpp"
-#include "model/error.hpp"
-#include "model/simgrid_xml_check.hpp"
-#include "model/strategy.hpp"
-#include "model/workload.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/base/error.hpp"
+#include "model/convergence/convergence.hpp"
+#include "model/inputs/simgrid_xml_check.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/strategy.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/simulator.hpp"
 

@@ -1,15 +1,15 @@
-// fuzz_workload_yaml.cpp: libFuzzer target for workload files (model/workload.hpp). Besides
+// fuzz_workload_yaml.cpp: libFuzzer target for workload files (model/inputs/workload.hpp). Besides
 // "InputError or nothing", it checks what a loaded workload promises: every size finite and
-// within model/limits.hpp, so that memory and gradient sizes derived from it are finite too.
+// within model/base/limits.hpp, so that memory and gradient sizes derived from it are finite too.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
-#include "model/error.hpp"
-#include "model/limits.hpp"
-#include "model/workload.hpp"
+#include "model/base/error.hpp"
+#include "model/base/limits.hpp"
+#include "model/inputs/workload.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -1,12 +1,12 @@
 // collective_support.hpp: a collective call for the tests of the collectives' analytic costs
-// (tests/model/collective_test.cpp) and of their lowerings
+// (tests/model/ir/collective_test.cpp) and of their lowerings
 // (tests/sim/collective_lowering_test.cpp).
 #pragma once
 
 #include <utility>
 #include <vector>
 
-#include "model/collective.hpp"
+#include "model/ir/collective.hpp"
 
 namespace tauplan::test {
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "model/strategy.hpp"
-#include "model/workload.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/strategy.hpp"
 
 namespace tauplan::test {
 

@@ -1,9 +1,9 @@
 // test_support.hpp: small fixtures for model tests (a hand-made workload, options, layouts).
 #pragma once
 
-#include "model/mesh.hpp"
-#include "model/strategy.hpp"
-#include "model/workload.hpp"
+#include "model/inputs/mesh.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/strategy.hpp"
 #include "tests/model/round_support.hpp"
 
 namespace tauplan::test {

@@ -10,7 +10,7 @@
 
 #include <cmath>
 
-#include "model/analytic.hpp"
+#include "model/analytic/analytic.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "tests/sim/sim_test_support.hpp"

@@ -6,8 +6,8 @@
 // so it checks the wiring of the second job, not SimGrid.
 #include <catch2/catch.hpp>
 
-#include "model/analytic.hpp"
-#include "model/collective.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/ir/collective.hpp"
 #include "sim/platform_loader.hpp"
 #include "tests/sim/sim_test_support.hpp"
 

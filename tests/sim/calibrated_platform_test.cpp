@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/analytic.hpp"
-#include "model/calibration.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/inputs/calibration.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/simulator.hpp"
 #include "tests/sim/sim_test_support.hpp"

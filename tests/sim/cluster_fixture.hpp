@@ -1,5 +1,5 @@
-// cluster_fixture.hpp: a generated cluster (model/cluster_generator.hpp) written to a temporary
-// SimGrid XML file for a test to load, named by the process and the caller's name.
+// cluster_fixture.hpp: a generated cluster (model/inputs/cluster_generator.hpp) written to a
+// temporary SimGrid XML file for a test to load, named by the process and the caller's name.
 #pragma once
 
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "model/cluster_generator.hpp"
+#include "model/inputs/cluster_generator.hpp"
 
 namespace tauplan::test {
 

@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
-#include "model/collective.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/collective.hpp"
 #include "sim/collective_lowering.hpp"
 #include "tests/model/collective_support.hpp"
 

@@ -1,4 +1,4 @@
-// fabric_contention_test.cpp: a layout on a generated cluster (model/cluster_generator.hpp),
+// fabric_contention_test.cpp: a layout on a generated cluster (model/inputs/cluster_generator.hpp),
 // simulated against the analytic engine's closed form.
 //
 // The cluster: dgx-h100's numbers on 4 nodes of 4 GPUs, 2 nodes per leaf domain. A t4 d4 layout
@@ -17,7 +17,7 @@
 // GCC 12 reports -Wnull-dereference inside nlohmann's inlined getters (a false positive).
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 
-#include "model/analytic.hpp"
+#include "model/analytic/analytic.hpp"
 #include "sim/platform_loader.hpp"
 #include "tests/sim/cluster_fixture.hpp"
 #include "tests/sim/sim_test_support.hpp"

@@ -1,4 +1,4 @@
-// generated_platform_test.cpp: a cluster from model/cluster_generator.hpp, loaded by SimGrid
+// generated_platform_test.cpp: a cluster from model/inputs/cluster_generator.hpp, loaded by SimGrid
 // (sim::load_platform): the exact routes inside a node, a leaf domain, a pod and across pods,
 // derived here by hand, and every host's props. A hidden test ([.scale]) times the load of
 // 16,384 GPUs.
@@ -7,7 +7,7 @@
 #include <chrono>
 #include <fstream>
 
-#include "model/cluster_generator.hpp"
+#include "model/inputs/cluster_generator.hpp"
 #include "sim/platform_loader.hpp"
 #include "tests/sim/cluster_fixture.hpp"
 #include "tests/sim/sim_test_support.hpp"

@@ -1,5 +1,5 @@
-// layout_plan_test.cpp: strategy mesh's Plan (model/strategy_mesh.cpp) in the analytic and
-// SimGrid engines against the closed forms of model/layout_cost.hpp on the two_nodes fixture
+// layout_plan_test.cpp: strategy mesh's Plan (model/ir/strategy_mesh.cpp) in the analytic and
+// SimGrid engines against the closed forms of model/ir/layout_cost.hpp on the two_nodes fixture
 // (every route 2 us and 25 GB/s, no shared link between distinct pairs): the tensor all-reduces
 // per layer and micro-batch, the pipeline bubble (p - 1)/(m + p - 1), the data dimension's
 // 2 Psi or 3 Psi under ZeRO, and a layout of size 1 in every dimension against single.
@@ -13,10 +13,10 @@
 #include <boost/range/iterator_range.hpp>
 #include <set>
 
-#include "model/analytic.hpp"
-#include "model/layout_cost.hpp"
-#include "model/layout_memory.hpp"
-#include "model/transformer.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/inputs/transformer.hpp"
+#include "model/ir/layout_cost.hpp"
+#include "model/ir/layout_memory.hpp"
 #include "sim/platform_loader.hpp"
 #include "tests/sim/sim_test_support.hpp"
 

@@ -1,8 +1,9 @@
 // node_fabric_test.cpp: the Selene platform's routes through SimGrid are what its header says, and
-// the node fabric read off them (model/node_fabric.hpp) rebuilds the same routes at any size.
+// the node fabric read off them (model/inputs/node_fabric.hpp) rebuilds the same routes at any
+// size.
 #include <catch2/catch.hpp>
 
-#include "model/node_fabric.hpp"
+#include "model/inputs/node_fabric.hpp"
 #include "sim/platform_loader.hpp"
 #include "tests/sim/sim_test_support.hpp"
 

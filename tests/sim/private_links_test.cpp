@@ -8,7 +8,7 @@
 // all-reduces do not; and the flows it says it represents are the flows the other run started.
 #include <catch2/catch.hpp>
 
-#include "model/platform.hpp"
+#include "model/inputs/platform.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/private_links.hpp"
 #include "tests/sim/sim_test_support.hpp"

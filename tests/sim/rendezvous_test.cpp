@@ -26,8 +26,8 @@
 
 #include <fmt/format.h>
 
-#include "model/analytic.hpp"
-#include "model/collective.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/ir/collective.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/rendezvous.hpp"
 #include "sim/simulator.hpp"

@@ -1,4 +1,4 @@
-// server_work_simulated_test.cpp: a parameter server's own processing (model/server_work.hpp)
+// server_work_simulated_test.cpp: a parameter server's own processing (model/ir/server_work.hpp)
 // in SimGrid against the analytic engine and the closed form: the synchronous ps call's server
 // stage runs on the server host between push and pull; the asynchronous server's apply carries
 // its processing and saturates at 1 / (apply + processing).
@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/analytic.hpp"
+#include "model/analytic/analytic.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "tests/sim/sim_test_support.hpp"
@@ -116,7 +116,7 @@ TEST_CASE("server queues in SimGrid under a rendezvous: one thread receives, app
   // (exec's server ranks) the server's one thread holds a push for its clear-to-send and all but
   // the first 64 KiB (which came with the request), applies it (2e7 flop), and holds a reply
   // until its clear-to-send is back: 4 x 10 ms + N / 1e9 + 2e-5 s per update (the analytic
-  // engine's closed form, tests/model/async_ps_model_test.cpp); a plain protocol holds the
+  // engine's closed form, tests/model/analytic/async_ps_model_test.cpp); a plain protocol holds the
   // receive queue for 10 ms + N / 1e9 and the send queue apart.
   const model::Workload w = test::async_test_workload(1e7);
   model::StrategyOptions o = test::async_test_options(4);

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "model/cluster_spec_file.hpp"
-#include "model/simgrid_xml.hpp"
-#include "model/workload.hpp"
+#include "model/inputs/cluster_spec_file.hpp"
+#include "model/inputs/simgrid_xml.hpp"
+#include "model/inputs/workload.hpp"
 #include "sim/platform_loader.hpp"
 #include "tests/sim/sim_test_support.hpp"
 

@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/chrome_trace.hpp"
-#include "model/error.hpp"
-#include "model/job.hpp"
+#include "model/base/chrome_trace.hpp"
+#include "model/base/error.hpp"
+#include "model/ir/job.hpp"
 #include "sim/sim_job.hpp"
 
 using namespace tauplan;

@@ -18,11 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/analytic.hpp"
-#include "model/convergence.hpp"
-#include "model/error.hpp"
-#include "model/strategy.hpp"
-#include "model/workload.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/base/error.hpp"
+#include "model/convergence/convergence.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/strategy.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/simulator.hpp"
 #include "tests/model/round_support.hpp"

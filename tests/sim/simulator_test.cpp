@@ -7,8 +7,8 @@
 
 #include <cmath>
 
-#include "model/analytic.hpp"
-#include "model/collective.hpp"
+#include "model/analytic/analytic.hpp"
+#include "model/ir/collective.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sg_engine.hpp"
 #include "sim/sim_job.hpp"

@@ -12,7 +12,7 @@
 
 #include "exec/testbed/netcal.hpp"
 #include "exec/testbed/spec.hpp"
-#include "model/error.hpp"
+#include "model/base/error.hpp"
 #include "sim/platform_loader.hpp"
 
 using namespace tauplan;

@@ -1,0 +1,60 @@
+// engine.hpp: the one interface every engine answers through (analytic, simgrid, exec).
+//
+// An engine takes a loaded job (its workload, platform, convergence model, strategy options and
+// strategies), builds each strategy's Plan with make_plan, runs it its own way and returns one
+// ResultRow per plan in the common schema, filling the RunContext with how it ran (network
+// model, engine settings). Verbs and studies reach engines only through this interface and the
+// registry of study/common/engines.hpp; a study that needs a process per run (SimGrid holds one
+// engine per process, a measurement needs the cores to itself) runs the engine's verb in a child
+// process, which calls the same interface. What it leaves out: loading the inputs (study/
+// inputs.hpp: platform loading is sim/'s) and rendering the rows (model/ir/result.hpp).
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "model/convergence/convergence.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/job.hpp"
+#include "model/ir/result.hpp"
+#include "model/ir/strategy.hpp"
+
+namespace tauplan::model {
+
+/// A job with every input an engine needs, loaded and checked.
+struct JobInputs {
+  Job job;
+  Workload workload;
+  std::string platform_path;
+  Platform platform;
+  std::unique_ptr<ConvergenceModel> convergence;
+  StrategyOptions options;
+  std::vector<std::string> strategies;
+  /// Where an engine writes its progress lines (nullptr: nowhere).
+  std::ostream* log = nullptr;
+
+  /// One Plan per strategy of the job, in the job's order (make_plan).
+  std::vector<Plan> plans() const;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  /// "analytic", "simgrid", "exec".
+  virtual const char* name() const = 0;
+  /// The verb that runs this engine in a process of its own ("predict", "simulate", "measure").
+  virtual const char* verb() const = 0;
+  virtual const char* description() const = 0;
+  /// Runs every strategy of the job. `context` arrives with the job's provenance filled and
+  /// gets the engine's (network model, settings). Returns the rows this process reports: all
+  /// of them, or none on an MPI rank other than 0. Throws InputError for bad input.
+  virtual std::vector<ResultRow> run(const JobInputs& inputs, RunContext& context) const = 0;
+};
+
+/// The analytic engine (closed forms over the Plan; model/analytic/analytic.hpp).
+std::unique_ptr<Engine> make_analytic_engine();
+
+}  // namespace tauplan::model

@@ -1,0 +1,269 @@
+// calibration_test.cpp: least-squares lines, the calibrated platform XML and its props reader.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "model/base/error.hpp"
+#include "model/inputs/calibration.hpp"
+#include "model/ir/strategy.hpp"
+#include "tests/model/test_support.hpp"
+
+using namespace tauplan;
+
+static const double kNaN = std::numeric_limits<double>::quiet_NaN();
+static const double kInf = std::numeric_limits<double>::infinity();
+
+namespace {
+
+model::Calibration sample() {
+  model::Calibration c;
+  c.hosts = 3;
+  c.workload = "fashion-mlp";
+  c.flop_per_sample = 1408512;
+  c.update_flop = 0;
+  c.step_intercept_s = 2e-4;
+  c.per_sample_s = 1e-5;
+  c.r2_compute = 0.999;
+  c.alpha_s = 4e-6;
+  c.beta_Bps = 5e9;
+  c.r2_comm = 0.98;
+  c.calibrated_from = "unit test";
+  c.date = "2026-01-01T00:00:00Z";
+  return c;
+}
+
+// A platform whose workers carry `c`'s props (and the reducer), as the loader would give it.
+model::Platform platform_with(const model::Calibration& c) {
+  model::Platform p;
+  p.source_file = "cal.xml";
+  for (int h = 0; h < c.hosts; ++h) {
+    const double s = c.slowdown(h);
+    model::Host host;
+    host.name = "h" + std::to_string(h);
+    host.speed_flops = c.speed_flops() / s;
+    auto text = [](double v) { return fmt::format("{:.17g}", v); };
+    host.properties = {{"step_overhead_s", text(c.step_overhead_s() * s)},
+                       {"emulated_slowdown", text(s)},
+                       {"workload", c.workload},
+                       {"flop_per_sample", text(c.flop_per_sample)},
+                       {"update_flop", text(c.update_flop)},
+                       {"step_intercept_s", text(c.step_intercept_s)},
+                       {"per_sample_s", text(c.per_sample_s)},
+                       {"r2_compute", text(c.r2_compute)},
+                       {"alpha_s", text(c.alpha_s)},
+                       {"beta_Bps", text(c.beta_Bps)},
+                       {"r2_comm", text(c.r2_comm)},
+                       {"calibrated_from", c.calibrated_from},
+                       {"date", c.date}};
+    p.hosts.push_back(host);
+  }
+  model::Host reducer;
+  reducer.name = "reducer";
+  reducer.role = model::HostRole::Server;
+  reducer.speed_flops = c.speed_flops();
+  p.hosts.push_back(reducer);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("fit_line recovers an exact line, with R^2 = 1 and zero residuals") {
+  const std::vector<double> b{8, 16, 32, 64, 128, 256};
+  std::vector<double> t;
+  for (double x : b)
+    t.push_back(2.5e-4 + x * 1.25e-5);
+  const model::LinearFit fit = model::fit_line(b, t);
+  CHECK(fit.intercept == Approx(2.5e-4).epsilon(1e-12));
+  CHECK(fit.slope == Approx(1.25e-5).epsilon(1e-12));
+  CHECK(fit.r2 == 1.0);
+  REQUIRE(fit.residuals.size() == b.size());
+  for (double r : fit.residuals)
+    CHECK(std::abs(r) < 1e-15);
+}
+
+TEST_CASE("fit_line on bytes spanning 4 orders of magnitude") {
+  const std::vector<double> s{4e3, 4e4, 4e5, 4e6, 4e7};
+  std::vector<double> t;
+  for (double x : s)
+    t.push_back(3e-6 + x / 8e9);
+  const model::LinearFit fit = model::fit_line(s, t);
+  CHECK(fit.intercept == Approx(3e-6).epsilon(1e-9));
+  CHECK(1.0 / fit.slope == Approx(8e9).epsilon(1e-12));
+  CHECK(fit.r2 == 1.0);
+}
+
+TEST_CASE("fit_line on noisy data: least-squares values, R^2 5/6, residuals sum to 0") {
+  // y = 1 + 2x with residuals +1, -1, -1, +1: the fit is exactly 1 + 2x.
+  const model::LinearFit fit = model::fit_line({0, 1, 2, 3}, {2, 2, 4, 8});
+  CHECK(fit.intercept == Approx(1.0));
+  CHECK(fit.slope == Approx(2.0));
+  // SS_res = 4, SS_tot = 4 + 4 + 0 + 16 = 24 (mean 4) -> R^2 = 5/6.
+  CHECK(fit.r2 == Approx(5.0 / 6.0));
+  CHECK(fit.residuals[0] + fit.residuals[1] + fit.residuals[2] + fit.residuals[3] ==
+        Approx(0.0).margin(1e-12));
+}
+
+TEST_CASE("a relative fit recovers an exact line and weighs small values as much as large") {
+  const std::vector<double> s{1e4, 1e5, 1e6, 1e7};
+  std::vector<double> t;
+  for (double x : s)
+    t.push_back(2e-6 + x / 4e9);
+  const model::LinearFit exact = model::fit_line(s, t, "test", true);
+  CHECK(exact.intercept == Approx(2e-6).epsilon(1e-9));
+  CHECK(1.0 / exact.slope == Approx(4e9).epsilon(1e-9));
+  CHECK(exact.max_relative_residual < 1e-12);
+  // 10% too slow at the largest size only: plain least squares drags the intercept below 0
+  // (the failure of the first calibrations); the relative fit keeps the small sizes right.
+  t.back() *= 1.1;
+  const model::LinearFit plain = model::fit_line(s, t);
+  const model::LinearFit relative = model::fit_line(s, t, "test", true);
+  CHECK(plain.intercept < 0);
+  CHECK(relative.intercept > 0);
+  CHECK(std::abs(relative.residuals[0] / t[0]) < 0.05);
+  CHECK_THROWS_AS(model::fit_line({1, 2}, {0, 1}, "test", true), InputError);
+}
+
+TEST_CASE("fit_line rejects bad inputs") {
+  CHECK_THROWS_AS(model::fit_line({1}, {1}), InputError);
+  CHECK_THROWS_AS(model::fit_line({1, 2}, {1}), InputError);
+  CHECK_THROWS_AS(model::fit_line({2, 2, 2}, {1, 2, 3}), InputError);
+  CHECK_THROWS_AS(model::fit_line({1, kNaN}, {1, 2}), InputError);
+  CHECK_THROWS_AS(model::fit_line({1, 2}, {1, kInf}), InputError);
+}
+
+TEST_CASE("calibration_xml writes speeds, the reducer, links of 2 beta and the props") {
+  model::Calibration c = sample();
+  c.slowdowns = {2, 1, 1};
+  const std::string xml = model::calibration_xml(c);
+  CHECK(xml.find("<platform version=\"4.1\">") != std::string::npos);
+  CHECK(xml.find("<host id=\"h2\" speed=\"140851200000f\">") != std::string::npos);
+  CHECK(xml.find("<host id=\"h0\" speed=\"70425600000f\">") != std::string::npos);
+  CHECK(xml.find("<host id=\"h3\"") == std::string::npos);
+  CHECK(xml.find("<host id=\"reducer\"") != std::string::npos);
+  CHECK(xml.find("<prop id=\"role\" value=\"server\"/>") != std::string::npos);
+  CHECK(xml.find("<link id=\"reducer-link\" bandwidth=\"10000000000Bps\" "
+                 "latency=\"1.9999999999999999e-06s\"") != std::string::npos);
+  // h0 is twice as slow: twice the overhead.
+  CHECK(xml.find("<prop id=\"step_overhead_s\" value=\"0.00040000000000000002\"/>") !=
+        std::string::npos);
+  CHECK(xml.find("<prop id=\"emulated_slowdown\" value=\"2\"/>") != std::string::npos);
+  CHECK(xml.find("<prop id=\"r2_comm\" value=\"0.97999999999999998\"/>") != std::string::npos);
+  CHECK(xml.find("<route src=\"h2\" dst=\"xbar\"><link_ctn id=\"h2-link\" direction=\"UP\"/>") !=
+        std::string::npos);
+}
+
+TEST_CASE("the step overhead is the intercept less the workload's update") {
+  model::Calibration c = sample();
+  c.update_flop = 0.5 * 2e-4 * c.speed_flops();  // the update takes half the intercept
+  CHECK(c.step_overhead_s() == Approx(1e-4));
+  c.update_flop = 10 * c.update_flop;  // more than the intercept: clamped at 0
+  CHECK(c.step_overhead_s() == 0);
+}
+
+TEST_CASE("a host's step_overhead_s prop is the overhead of every step on that host") {
+  model::Calibration c = sample();
+  c.slowdowns = {3, 1, 1};
+  const model::Platform p = platform_with(c);
+  model::StrategyOptions o = test::options(3, 30, 1, "ps");
+  o.step_overhead_s = 7;  // the job's value: a host prop wins
+  CHECK(model::step_overhead_on(o, p, 0) == Approx(6e-4));
+  CHECK(model::step_overhead_on(o, p, 1) == Approx(2e-4));
+  CHECK(model::step_overhead_on(o, p, 3) == 7);  // the reducer has no prop: the job's
+  model::Platform broken = p;
+  broken.hosts[1].properties["step_overhead_s"] = "soon";
+  CHECK_THROWS_WITH(model::step_overhead_on(o, broken, 1),
+                    "cal.xml: h1: step_overhead_s: expected a number of seconds >= 0, got 'soon'");
+}
+
+TEST_CASE("calibration_xml escapes text props") {
+  model::Calibration c = sample();
+  c.calibrated_from = "a \"b\" <c> & d";
+  const std::string xml = model::calibration_xml(c);
+  CHECK(xml.find("value=\"a &quot;b&quot; &lt;c&gt; &amp; d\"") != std::string::npos);
+}
+
+TEST_CASE("calibration_xml rejects contradictory fields") {
+  model::Calibration c = sample();
+  c.per_sample_s = -1;
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+  c = sample();
+  c.r2_comm = 1.5;
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+  c = sample();
+  c.beta_Bps = 0;
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+  c = sample();
+  c.step_intercept_s = -1e-3;
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+  c = sample();
+  c.slowdowns = {1, 0.5, 1};
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+  c = sample();
+  c.slowdowns = {1, 1};
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+  c = sample();
+  c.hosts = 0;
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+}
+
+TEST_CASE("read_calibration reads the props back") {
+  const model::Calibration c = model::read_calibration(platform_with(sample()));
+  CHECK(c.hosts == 3);
+  CHECK(c.step_overhead_s() == 2e-4);
+  CHECK(c.per_sample_s == 1e-5);
+  CHECK(c.beta_Bps == 5e9);
+  CHECK(c.slowdowns == std::vector<double>{1, 1, 1});
+  CHECK(c.r2_compute == 0.999);
+  CHECK(c.r2_comm == 0.98);
+  CHECK(c.calibrated_from == "unit test");
+}
+
+TEST_CASE("read_calibration: missing or contradictory props are one-line InputErrors") {
+  auto expect = [](const model::Platform& p, const std::string& fragment) {
+    try {
+      model::read_calibration(p);
+      FAIL("no error for " << fragment);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      INFO(what);
+      CHECK(what.find(fragment) != std::string::npos);
+      CHECK(what.find('\n') == std::string::npos);
+    }
+  };
+  model::Platform p = platform_with(sample());
+  p.hosts[1].properties.erase("step_overhead_s");
+  expect(p, "cal.xml: h1: step_overhead_s: expected a calibration prop");
+  p = platform_with(sample());
+  p.hosts[0].properties["step_overhead_s"] = "fast";
+  expect(p, "h0: step_overhead_s: expected a number of seconds >= 0, got 'fast'");
+  p = platform_with(sample());
+  p.hosts[0].properties["step_overhead_s"] = "-0.1";
+  expect(p, "step_overhead_s");
+  p = platform_with(sample());
+  p.hosts[2].properties["r2_compute"] = "1.2";
+  expect(p, "h2: r2_compute: expected a number in [0, 1]");
+  p = platform_with(sample());
+  p.hosts[0].speed_flops = -5;
+  expect(p, "h0: speed: expected a positive flop/s");
+  p = platform_with(sample());
+  p.hosts[2].properties["r2_comm"] = "0.5";
+  expect(p, "h2: calibration props: expected the same values on every worker");
+  p = platform_with(sample());
+  p.hosts[1].speed_flops *= 1.5;  // a speed the fit does not give
+  expect(p, "h1: speed: expected flop_per_sample / per_sample_s / emulated_slowdown");
+  p = platform_with(sample());
+  p.hosts[2].properties["step_overhead_s"] = "0.5";
+  expect(p, "h2: step_overhead_s: expected (step_intercept_s - update_flop / speed)");
+  p = platform_with(sample());
+  p.hosts[0].properties["emulated_slowdown"] = "0.5";
+  expect(p, "h0: emulated_slowdown: expected a factor >= 1");
+  p = platform_with(sample());
+  p.hosts.pop_back();
+  expect(p, "cal.xml: reducer: expected a server host named reducer");
+  p = platform_with(sample());
+  p.hosts.clear();
+  expect(p, "expected at least one calibrated worker");
+}
