@@ -2,7 +2,7 @@
 //
 // The simulator turns every Collective op into a FlowProgram: stages of flows that start
 // together; a stage ends when its last flow has arrived (a step barrier, as the alpha-beta
-// formulas of model/collective_*.cpp assume), and it may repeat (the 2(K-1) steps of a ring).
+// formulas of model/ir/collective_*.cpp assume), and it may repeat (the 2(K-1) steps of a ring).
 // Each algorithm is one file (lower_ring.cpp, ...) and one line in collective_lowering.cpp's
 // registry, under the name model/ir/collective.hpp registers. Coarse granularity merges the
 // repeats of a stage into one flow per (source, destination) carrying all their bytes, plus the

@@ -1,9 +1,6 @@
 // analytic.cpp: the analytic engine's row: a Plan's timing (plan_timing.hpp), its rounds and total.
 #include "model/analytic/analytic.hpp"
 
-#include <cmath>
-
-#include "model/ir/collective.hpp"
 #include "model/ir/strategy.hpp"
 
 namespace tauplan::model {

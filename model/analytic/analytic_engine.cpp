@@ -1,6 +1,6 @@
 // analytic_engine.cpp: the analytic engine behind the Engine interface (`tauplan predict`).
 //
-// Each strategy's Plan is evaluated in closed form (model/analytic/analytic.hpp: longest path over
+// Each strategy's Plan is evaluated in closed form (model/ir/plan_timing.hpp: longest path over
 // the Plan with alpha-beta collectives over the platform's routes). What it leaves out: contention
 // the formulas do not name, stragglers and failures (the simulator's business).
 #include "model/analytic/analytic.hpp"

@@ -50,7 +50,8 @@ const Field kFields[] = {
 // Whole numbers beyond this are refused here; cluster_shape checks the real ranges.
 constexpr double kMaxWhole = 1e9;
 
-// Text in double quotes, for messages (not `quoted`, which std::quoted shadows by ADL).
+// Text in single quotes, for messages (not named `quoted`: std::quoted, found by argument-
+// dependent lookup where <iomanip> is included, would win for a non-const std::string).
 std::string in_quotes(const std::string& text) {
   return "'" + text + "'";
 }

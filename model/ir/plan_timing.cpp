@@ -2,13 +2,11 @@
 #include "model/ir/plan_timing.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 
 #include "model/ir/collective.hpp"
-#include "model/ir/strategy.hpp"
 
 namespace tauplan::model {
 

@@ -4,6 +4,7 @@
 
 namespace tauplan::study {
 
+#ifdef __linux__
 OneCpu::OneCpu() {
   CPU_ZERO(&before_);
   if (sched_getaffinity(0, sizeof(before_), &before_) != 0) return;
@@ -20,5 +21,9 @@ OneCpu::OneCpu() {
 OneCpu::~OneCpu() {
   if (cpu_ >= 0) sched_setaffinity(0, sizeof(before_), &before_);
 }
+#else
+OneCpu::OneCpu() = default;
+OneCpu::~OneCpu() = default;
+#endif
 
 }  // namespace tauplan::study

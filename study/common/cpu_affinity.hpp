@@ -6,12 +6,16 @@
 // hypervisor reports no steal time, a vCPU whose host is busier makes every thread on it slower
 // by the same factor, and a phase that lands on another vCPU than the calibration it is compared
 // with is off by that factor (1.6-1.8x seen in a clean-clone CI run on 2026-11-27). On one CPU
-// every phase sees the same host. What it leaves out: it pins to the first CPU this process may
-// use, not to the quietest one, and it does nothing where the kernel refuses (then `cpu()` is -1
-// and the caller says so).
+// every phase sees the same host. The K worker threads of a lockstep phase then share that CPU:
+// its wall time grows, but lockstep times each op in thread CPU time, which sharing does not
+// change. Linux only (elsewhere the guard does nothing and cpu() is -1). What it leaves out: it
+// pins to the first CPU this process may use, not to the quietest one, and it does nothing where
+// the kernel refuses (then `cpu()` is -1 and the caller says so).
 #pragma once
 
+#ifdef __linux__
 #include <sched.h>
+#endif
 
 namespace tauplan::study {
 
@@ -29,7 +33,9 @@ class OneCpu {
   int cpu() const { return cpu_; }
 
  private:
+#ifdef __linux__
   cpu_set_t before_{};
+#endif
   int cpu_ = -1;
 };
 

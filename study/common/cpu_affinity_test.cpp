@@ -1,7 +1,8 @@
 // cpu_affinity_test.cpp: OneCpu pins the thread to one CPU of its mask, a child process started
-// meanwhile inherits that one CPU, and the guard's end gives back the whole mask.
+// meanwhile inherits that one CPU, and the guard's end gives back the whole mask (Linux only).
 #include "study/common/cpu_affinity.hpp"
 
+#ifdef __linux__
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,3 +51,4 @@ TEST_CASE("cpu affinity: one CPU while the guard lives, for children too, the ma
   CHECK(cpus_allowed() == before);
   CHECK(child_cpus_allowed() == std::min(before, 200));
 }
+#endif  // __linux__

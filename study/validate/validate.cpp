@@ -451,7 +451,7 @@ struct ValidateRun {
   fs::path cal_dir;                         ///< DIR/calibration: the configurations' platforms
   std::vector<std::string> measured;        ///< each configuration's `measure` output
   json calibration_report = json::array();  ///< each calibration's fit (none when reused)
-  int lockstep_cpu = -1;  ///< the one CPU lockstep phases ran on (-1: none ran, or not pinned)
+  int lockstep_cpu = -1;  ///< the CPU lockstep phases were pinned to (-1: none ran, or not pinned)
   /// Whether validate calibrates (before and after each measurement) rather than reusing.
   bool both_calibrations() const { return a.calibration_dir.empty(); }
   /// The file stem of configuration i's runs.
@@ -532,7 +532,7 @@ void calibrate_and_measure(ValidateRun& run) {
     std::optional<OneCpu> pinned;
     if (!wall_clock(config.strategy)) {
       pinned.emplace();
-      run.lockstep_cpu = pinned->cpu();
+      if (run.lockstep_cpu < 0) run.lockstep_cpu = pinned->cpu();
     }
     if (!a.calibration_dir.empty()) {
       write_platform(config, reused.at(config.workers), platform);
@@ -830,7 +830,8 @@ json validate_context(const ValidateRun& run) {
           {"date", model::utc_now_iso8601()},
           {"timing",
            "lockstep: measured time is reconstructed (virtual clock), not "
-           "concurrent, its calibrations and measurement on one CPU (lockstep_cpu); "
+           "concurrent, its calibrations and measurement on one CPU (lockstep_cpu; null: "
+           "not pinned); "
            "asynchronous strategies (async-ps) and layouts (mesh): "
            "concurrent threads, wall clock, evaluation left out"},
           {"lockstep_cpu", run.lockstep_cpu >= 0 ? json(run.lockstep_cpu) : json(nullptr)},

@@ -1,7 +1,6 @@
 // strategy_test.cpp: plan shapes, host choice, batch split and the impossible-job errors.
 #include <catch2/catch.hpp>
 
-#include "model/analytic/analytic.hpp"
 #include "model/base/error.hpp"
 #include "model/ir/strategy.hpp"
 #include "tests/model/test_support.hpp"
