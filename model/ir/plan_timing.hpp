@@ -84,6 +84,11 @@ struct RoundTiming {
 
 /// Duration of one op on the platform (the same costs sim/ uses for its uncontended case).
 double op_duration_s(const Op& op, const Plan& plan, const Platform& platform);
+/// The Plan bound to the platform: every op's duration, its predecessors, and for an
+/// asynchronous plan each op's worker and server and the resources the workers share.
 CompiledPlan compile(const Plan& plan, const Platform& platform);
+/// One round's time by the longest path (synchronous), or the rates, bottleneck and staleness
+/// of progressive filling (asynchronous), as the header comment states.
 RoundTiming evaluate(const CompiledPlan& compiled);
+
 }  // namespace tauplan::model
