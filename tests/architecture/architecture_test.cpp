@@ -3,7 +3,10 @@
 // Layering (DESIGN.md): model <- sim, model <- exec, {model, sim, exec} <- study <- cli, and only
 // sim/ includes SimGrid (its headers sit in /usr/include, so the linker alone cannot enforce
 // it). Inside model/, a room per kind of thing (base, compute, convergence, inputs, ir, analytic,
-// planning), each including only the rooms below it (kModelRooms). Inside study/, a folder per
+// planning), each including only the rooms below it (kModelRooms). Inside exec/, three rooms
+// (kExecRooms): the backend reaches exec/cuda/ only through cuda_backend.hpp and never
+// exec/testbed/, and exec/cuda/ reaches nothing outside what the CUDA-only build compiles. Every
+// top-level folder holding C++ is a layer, tests/ aside. Inside study/, a folder per
 // study (study/<study>/, its unit tests beside it) that uses only itself and study/common/
 // (validate also testbed/). Names: a strategy's or a collective algorithm's name appears as a
 // string literal only in the files that carry that name (its own files: strategy_<name>.cpp,
@@ -132,14 +135,15 @@ struct Layer {
   std::vector<std::string> forbidden;  ///< include prefixes
 };
 
-/// "FILE: #include <...>" for every include a layer may not make.
-std::vector<std::string> layering_violations(const fs::path& root) {
+/// The layers (DESIGN.md), each with the include prefixes it may not use. tests/ is the one folder
+/// of C++ outside them: a test includes whatever it tests.
+std::vector<Layer> layers() {
   const std::vector<std::string> simgrid = {"simgrid/", "xbt/", "xbt.h", "smpi/"};
   auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   };
-  const std::vector<Layer> layers = {
+  return {
       {"model", with({"sim/", "exec/", "study/", "cli/"}, simgrid)},
       {"exec", with({"sim/", "study/", "cli/"}, simgrid)},
       {"sim", {"exec/", "study/", "cli/"}},
@@ -148,9 +152,31 @@ std::vector<std::string> layering_violations(const fs::path& root) {
       {"cli", with({"sim/", "exec/"}, simgrid)},
       {"bench", {"cli/"}},
   };
+}
+
+/// Top-level folders holding C++ that no layer names (tests/, hidden folders and build folders
+/// aside).
+std::vector<std::string> folders_outside_layers(const fs::path& root) {
+  std::set<std::string> named = {"tests"};
+  for (const Layer& layer : layers())
+    named.insert(layer.dir);
+  std::vector<std::string> outside;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name[0] == '.' || name.rfind("build", 0) == 0 ||
+        named.count(name) > 0)
+      continue;
+    if (!sources(root, name).empty()) outside.push_back(name);
+  }
+  std::sort(outside.begin(), outside.end());
+  return outside;
+}
+
+/// "FILE: #include <...>" for every include a layer may not make.
+std::vector<std::string> layering_violations(const fs::path& root) {
   const std::regex include(R"(#\s*include\s*[<"]([^>"]+)[>"])");
   std::vector<std::string> violations;
-  for (const Layer& layer : layers)
+  for (const Layer& layer : layers())
     for (const fs::path& file : sources(root, layer.dir)) {
       const std::string code = without_comments(read(root / file));
       for (std::sregex_iterator it(code.begin(), code.end(), include), end; it != end; ++it) {
@@ -240,6 +266,97 @@ std::vector<std::string> model_room_violations(
         violations.push_back(file.generic_string() + ": #include " + path);
     }
   }
+  return violations;
+}
+
+/// exec/'s rooms, each with what it may include of exec/ and model/: the backend proper (exec/'s
+/// own files), which reaches the CUDA backend through its plain C++ interface only; the CUDA
+/// backend (exec/cuda/); the emulated testbed (exec/testbed/). A grant ending in "/" is the files
+/// directly in that folder, one ending in "/**" everything below it, any other a single file.
+const std::map<std::string, std::set<std::string>> kExecRooms = {
+    {"exec", {"exec/", "exec/cuda/cuda_backend.hpp", "model/**"}},
+    {"exec/cuda", {"exec/", "exec/cuda/", "model/compute/", "model/base/error.hpp"}},
+    {"exec/testbed", {"exec/", "exec/testbed/", "model/**"}},
+};
+
+bool granted_by(const std::set<std::string>& grants, const std::string& target) {
+  const std::string folder = fs::path(target).parent_path().generic_string() + "/";
+  for (const std::string& grant : grants) {
+    const bool below = grant.size() > 3 && grant.compare(grant.size() - 3, 3, "/**") == 0 &&
+                       target.rfind(grant.substr(0, grant.size() - 2), 0) == 0;
+    if (grant == target || grant == folder || below) return true;
+  }
+  return false;
+}
+
+/// The quoted includes of a file (comments left out).
+std::vector<std::string> quoted_includes(const fs::path& file) {
+  const std::regex include(R"re(#\s*include\s*"([^"]+)")re");
+  const std::string code = without_comments(read(file));
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(code.begin(), code.end(), include), end; it != end; ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+/// The exec/ files compiled into tauplan_exec_core (exec/CMakeLists.txt), the part of exec/ that
+/// the GPU machine builds (TAUPLAN_CUDA_ONLY): their headers, and exec/'s headers with no .cpp.
+std::set<std::string> exec_core_headers(const fs::path& root) {
+  const std::string cmake = read(root / "exec/CMakeLists.txt");
+  std::smatch list;
+  std::set<std::string> core;
+  if (!std::regex_search(cmake, list,
+                         std::regex(R"(add_library\(tauplan_exec_core STATIC([^)]*)\))")))
+    return core;
+  std::istringstream names(list[1].str());
+  for (std::string name; names >> name;)
+    core.insert("exec/" + fs::path(name).replace_extension(".hpp").generic_string());
+  for (const fs::path& file : sources(root, "exec"))
+    if (file.parent_path() == "exec" && file.extension() == ".hpp" &&
+        !fs::exists(root / fs::path(file).replace_extension(".cpp")))
+      core.insert(file.generic_string());
+  return core;
+}
+
+/// exec/'s rooms: every C++ file of exec/ in a room that `rooms` names, including of exec/ and
+/// model/ only what its room grants; and everything exec/cuda/ reaches through exec/ and model/
+/// (includes followed from the source root) is what the CUDA-only build compiles: exec/cuda/,
+/// tauplan_exec_core (exec_core_headers), model/compute/ and model/base/error.hpp. "FILE: ..."
+/// for each breach.
+std::vector<std::string> exec_room_violations(
+    const fs::path& root, const std::map<std::string, std::set<std::string>>& rooms) {
+  std::vector<std::string> violations;
+  std::vector<fs::path> cuda_files;
+  for (const fs::path& file : sources(root, "exec", is_product_source)) {
+    const auto room = rooms.find(file.parent_path().generic_string());
+    if (room == rooms.end()) {
+      violations.push_back(file.generic_string() + ": not in a room of exec/");
+      continue;
+    }
+    if (room->first == "exec/cuda") cuda_files.push_back(file);
+    for (const std::string& target : quoted_includes(root / file))
+      if ((target.rfind("exec/", 0) == 0 || target.rfind("model/", 0) == 0) &&
+          !granted_by(room->second, target))
+        violations.push_back(file.generic_string() + ": #include " + target);
+  }
+  const std::set<std::string> core = exec_core_headers(root);
+  const std::set<std::string> gpu_build = {"exec/cuda/", "model/compute/", "model/base/error.hpp"};
+  std::set<std::string> seen;
+  std::vector<std::pair<std::string, std::string>> stack;  // (file, the cuda file reaching it)
+  for (const fs::path& file : cuda_files)
+    stack.emplace_back(file.generic_string(), file.generic_string());
+  while (!stack.empty()) {
+    const auto [file, from] = stack.back();
+    stack.pop_back();
+    if (!seen.insert(file).second) continue;
+    if (!granted_by(gpu_build, file) && core.count(file) == 0) {
+      violations.push_back(from + ": reaches " + file + " (not in the CUDA-only build)");
+      continue;
+    }
+    for (const std::string& target : quoted_includes(root / file))
+      if (fs::exists(root / target)) stack.emplace_back(target, from);
+  }
+  std::sort(violations.begin(), violations.end());
   return violations;
 }
 
@@ -488,6 +605,18 @@ TEST_CASE("layering: every folder includes nothing above it, SimGrid only in sim
   CHECK(!sources(kRoot, "model").empty());  // the scan saw the tree
 }
 
+TEST_CASE("layering: every folder holding C++ is a layer (or tests/)") {
+  const auto outside = folders_outside_layers(kRoot);
+  INFO("folders no layer names:\n" << indented(outside));
+  CHECK(outside.empty());
+  ScratchTree tree;
+  tree.write("model/a.hpp", "\n");
+  tree.write("tools/helper.cpp", "\n");
+  tree.write("docs/notes.md", "\n");
+  tree.write("build-asan/generated.h", "\n");
+  CHECK(folders_outside_layers(tree.root) == std::vector<std::string>{"tools"});
+}
+
 TEST_CASE("layering: a forbidden include planted in model/ and exec/ is found") {
   ScratchTree tree;
   tree.write("model/bad.cpp",
@@ -535,6 +664,46 @@ TEST_CASE(
                                  "(not a model/ path)",
                                  "model/loose.cpp: not in a room of model/ "
                                  "(model/<room>/)"});
+}
+
+TEST_CASE("layering: exec/'s rooms include only what they are granted; cuda/ only its build") {
+  const auto violations = exec_room_violations(kRoot, kExecRooms);
+  INFO("breaches:\n" << indented(violations));
+  CHECK(violations.empty());
+  CHECK(sources(kRoot, "exec/cuda").size() > 5);  // the scan saw the rooms
+  CHECK(exec_core_headers(kRoot).count("exec/mlp.hpp") == 1);
+}
+
+TEST_CASE("layering: exec/ reaching into a room, cuda/ reaching past its build, are found") {
+  ScratchTree tree;
+  tree.write("exec/CMakeLists.txt", "add_library(tauplan_exec_core STATIC\n  core.cpp)\n");
+  tree.write("exec/core.hpp", "#include \"model/compute/layer_ops.hpp\"\n");
+  tree.write("exec/core.cpp", "#include \"exec/core.hpp\"\n");
+  tree.write("exec/plain.hpp", "#include \"exec/trainer.hpp\"\n");  // header-only, not core
+  tree.write("exec/trainer.hpp", "#include \"model/ir/plan.hpp\"\n");
+  tree.write("exec/trainer.cpp",
+             "#include \"exec/cuda/cuda_backend.hpp\"\n#include \"exec/cuda/kernels.hpp\"\n"
+             "#include \"exec/testbed/fabric.hpp\"\n");
+  tree.write("exec/cuda/cuda_backend.hpp", "#include \"exec/core.hpp\"\n");
+  tree.write("exec/cuda/kernels.hpp", "#include \"exec/plain.hpp\"\n");
+  tree.write("exec/cuda/replica.cpp",
+             "#include \"model/base/units.hpp\"\n// #include \"exec/trainer.hpp\"\n");
+  tree.write("exec/testbed/fabric.hpp",
+             "#include \"exec/cuda/kernels.hpp\"\n#include \"model/ir/plan.hpp\"\n");
+  tree.write("exec/attic/old.cpp", "\n");
+  tree.write("model/compute/layer_ops.hpp", "\n");
+  tree.write("model/ir/plan.hpp", "\n");
+  tree.write("model/base/units.hpp", "\n");
+  const auto violations = exec_room_violations(tree.root, kExecRooms);
+  CHECK(violations ==
+        std::vector<std::string>{
+            "exec/attic/old.cpp: not in a room of exec/",
+            "exec/cuda/kernels.hpp: reaches exec/trainer.hpp (not in the CUDA-only build)",
+            "exec/cuda/replica.cpp: #include model/base/units.hpp",
+            "exec/cuda/replica.cpp: reaches model/base/units.hpp (not in the CUDA-only build)",
+            "exec/testbed/fabric.hpp: #include exec/cuda/kernels.hpp",
+            "exec/trainer.cpp: #include exec/cuda/kernels.hpp",
+            "exec/trainer.cpp: #include exec/testbed/fabric.hpp"});
 }
 
 TEST_CASE("layering: each study lives in its folder, uses only its own and common/, has tests") {
