@@ -5,7 +5,9 @@
 #
 # Builds every C++ file of tauplan with Debian's clang, -fsanitize=address,undefined and
 # -fno-sanitize-recover=undefined (-DTAUPLAN_SANITIZE=ON; -O1 keeps the run short and the
-# reports readable), leaves out what the suite does not run (benchmarks, CUDA), then runs ctest.
+# reports readable; the tests' own code at -O0, tests/CMakeLists.txt; line tables only, which is
+# what a report's stack needs), leaves out what the suite does not run (benchmarks, CUDA), then
+# runs ctest.
 # With SANITIZE_FUZZ=1 (as .ci/run sets) the same build also carries libFuzzer's coverage
 # instrumentation and the fuzz targets (-DTAUPLAN_FUZZ=ON), so that .ci/fuzz.sh can run them
 # from this folder (FUZZ_BUILD) instead of compiling the libraries a third time.
@@ -19,7 +21,7 @@ build=${1:-$root/build-asan}
 
 start=$(date +%s)
 mkdir -p "$build"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTAUPLAN_SANITIZE=ON \
   -DTAUPLAN_FUZZ="$([ "${SANITIZE_FUZZ:-0}" = 1 ] && echo ON || echo OFF)" \
   -DTAUPLAN_WITH_CUDA=OFF -DTAUPLAN_BUILD_BENCH=OFF > "$build/configure.log" 2>&1 ||
