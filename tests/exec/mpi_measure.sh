@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# mpi_measure.sh TAUPLAN MPIRUN: `tauplan measure` across MPI processes, every collective
-# algorithm, concurrent timing, on oversubscribed cores (2 to 4 ranks on whatever the machine has).
+# mpi_measure.sh TAUPLAN MPIRUN [all|round-start]: `tauplan measure` across MPI processes, every
+# collective algorithm, concurrent timing, on oversubscribed cores (2 to 4 ranks on whatever the
+# machine has).
 #
 # 1. For each algorithm, sync and local-sgd (tau 4) of fashion-mlp (MLP 784-32-10 on the
 #    synthetic stand-in) to a test accuracy of 0.5, timing concurrent:
@@ -25,9 +26,18 @@
 #    the layout, communicator mpi, stage 0's ranks 2 tensor all-reduces a step (the pair fc1-fc2,
 #    forward only, 2 micro-batches), stage 1's none, 2 sends a step each; under -np 2: exit 2
 #    naming `workers`.
+# Every row's round-start lateness is checked for its form (never negative, median <= max). How
+# late the ranks wake is a wall-clock figure: it is bounded (median under a round's 10 ms scale)
+# only in the third argument's mode `round-start`, which runs the ring of 4 alone, as a test
+# labelled timing (run serially and retried, never under the sanitizers; tests/exec/CMakeLists.txt).
 set -u
 tauplan=$1
 mpirun=$2
+mode=${3:-all}
+case "$mode" in
+  all | round-start) ;;
+  *) echo "usage: mpi_measure.sh TAUPLAN MPIRUN [all|round-start] (got mode '$mode')" >&2; exit 2 ;;
+esac
 common=(--workload fashion-mlp --batch 32 --tau 4 --hidden 32 --eval-every 8
         --data-dir /nonexistent/fashion-mnist --allow-synthetic true --train-samples 2000
         --eval-samples 500 --timing concurrent)
@@ -46,10 +56,11 @@ check() {  # check NP ALGORITHM WORKERS SERVERS PLATFORM
     --strategies sync,local-sgd --workers "$workers" --collective "$algorithm" "${server_flag[@]}" \
     --platform "$platform" "${common[@]}" "${reachable[@]}" --json > "$out" 2> "$err" ||
     fail "mpirun -np $np measure --collective $algorithm --workers $workers exited $?"
-  python3 - "$out" "$algorithm" "$workers" "$servers" <<'PY' || fail "np=$np $algorithm: unexpected JSON"
+  python3 - "$out" "$algorithm" "$workers" "$servers" "$mode" <<'PY' || fail "np=$np $algorithm: unexpected JSON"
 import json, sys
 doc = json.load(open(sys.argv[1]))  # one document: only rank 0 printed
 algorithm, workers, servers = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+bound_lateness = sys.argv[5] == "round-start"
 rows = doc["results"]
 assert [r["strategy"] for r in rows] == ["sync", "local-sgd"], rows
 for r in rows:
@@ -65,10 +76,10 @@ for r in rows:
     assert r["round_s"] >= r["steps_per_round"] * r["compute_s"] > 0, (r["round_s"], r["compute_s"])
     assert r["comm_s"] > 0 and r["S_s"] > 0, (r["comm_s"], r["S_s"])
     # Rounds start at an agreed instant; how late the latest rank woke is reported, never
-    # negative, and (oversubscribed cores allowing) below a round's 10 ms scale.
+    # negative, and in mode round-start (oversubscribed cores allowing) below a round's 10 ms.
     late = (r["round_start_lateness_median_s"], r["round_start_lateness_max_s"])
     assert r["round_start"].startswith("agreed instant") and 0 <= late[0] <= late[1], late
-    assert late[0] < 0.01, late
+    assert late[0] < 0.01 or not bound_lateness, late
     assert abs(r["total_s"] - r["rounds"] * r["round_s"]) <= 1e-9 * r["total_s"], r
     assert len(r["per_worker"]) == workers and all(w["C_s"] > 0 and w["ran_on"] for w in r["per_worker"])
     assert len(r.get("server_hosts", [])) == servers, r.get("server_hosts")
@@ -92,6 +103,10 @@ print("ok: mpirun measure %s K=%d (+%d server ranks): sync %.3g ms/round, local-
 PY
 }
 
+if [ "$mode" = round-start ]; then
+  check 4 ring 4 0 test-crossbar-4
+  exit 0
+fi
 for algorithm in ring tree hierarchical; do check 2 "$algorithm" 2 0 test-crossbar-4; done
 for algorithm in ring tree; do check 4 "$algorithm" 4 0 test-crossbar-4; done
 check 4 hierarchical 4 0 test-two-nodes
