@@ -9,8 +9,8 @@
 //   EvaluateConfig  one configuration (sync ring, K = 64) on an already built platform.
 #include <benchmark/benchmark.h>
 
-#include "model/planning/inventory.hpp"
-#include "model/planning/planner.hpp"
+#include "study/plan/inventory.hpp"
+#include "study/plan/planner.hpp"
 
 namespace {
 
@@ -48,11 +48,11 @@ search:
 )";
 
 void BM_PlanSearch(benchmark::State& state) {
-  const model::Inventory inventory =
-      model::parse_inventory_yaml(kInventory, "<bench inventory>", "");
+  const study::Inventory inventory =
+      study::parse_inventory_yaml(kInventory, "<bench inventory>", "");
   std::size_t configurations = 0, feasible = 0, frontier = 0;
   for (auto _ : state) {
-    const model::PlanSearch search = model::search_plans(inventory);
+    const study::PlanSearch search = study::search_plans(inventory);
     configurations = search.stats.configurations;
     feasible = search.stats.feasible;
     frontier = search.frontier.size();
@@ -68,14 +68,14 @@ void BM_PlanSearch(benchmark::State& state) {
 BENCHMARK(BM_PlanSearch)->Unit(benchmark::kSecond)->Iterations(3);
 
 void BM_EvaluateConfig(benchmark::State& state, const char* collective) {
-  const model::Inventory inventory =
-      model::parse_inventory_yaml(kInventory, "<bench inventory>", "");
-  model::Selection selection;
+  const study::Inventory inventory =
+      study::parse_inventory_yaml(kInventory, "<bench inventory>", "");
+  study::Selection selection;
   selection.nodes = {4, 4, 4, 3, 5};  // every node: 64 GPUs
   selection.servers = 4;
-  const model::Platform platform = model::make_selection_platform(inventory, selection);
-  const auto convergence = model::target_convergence(inventory);
-  model::PlanConfig config;
+  const model::Platform platform = study::make_selection_platform(inventory, selection);
+  const auto convergence = study::target_convergence(inventory);
+  study::PlanConfig config;
   config.selection = selection;
   config.selection.servers = 0;
   config.gpus = selection.gpus(inventory);
@@ -85,7 +85,7 @@ void BM_EvaluateConfig(benchmark::State& state, const char* collective) {
   config.batch_per_worker = 32;
   config.split = model::BatchSplit::Speed;
   for (auto _ : state)
-    benchmark::DoNotOptimize(model::evaluate_config(inventory, config, platform, *convergence));
+    benchmark::DoNotOptimize(study::evaluate_config(inventory, config, platform, *convergence));
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK_CAPTURE(BM_EvaluateConfig, ring_K64, "ring");

@@ -13,8 +13,8 @@
 #include "model/inputs/transformer.hpp"
 #include "model/ir/job.hpp"
 #include "model/ir/token_target.hpp"
-#include "model/planning/inventory.hpp"
 #include "study/common/inputs.hpp"
+#include "study/plan/inventory.hpp"
 
 namespace tauplan::cli {
 namespace {
@@ -60,9 +60,9 @@ void register_help_keys(CLI::App& app) {
     std::cout << "\nworkload YAML keys (a transformer workload file):\n";
     for (const auto& key : model::transformer_workload_keys())
       std::cout << fmt::format("{:<42} {}\n", key.name, key.meaning);
-    // An inventory for `tauplan plan` (model/planning/inventory.hpp): every key the reader accepts.
+    // An inventory for `tauplan plan` (study/plan/inventory.hpp): every key the reader accepts.
     std::cout << "\ninventory keys (tauplan plan INVENTORY):\n";
-    for (const auto& key : model::inventory_keys()) {
+    for (const auto& key : study::inventory_keys()) {
       const std::string section = key.section;
       std::cout << fmt::format("{:<42} {}\n", section.empty() ? key.name : section + "." + key.name,
                                key.meaning);

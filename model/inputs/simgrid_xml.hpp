@@ -1,6 +1,6 @@
 // simgrid_xml.hpp: the one writer of SimGrid platform XML (version 4.1) in tauplan.
 //
-// Platforms that tauplan makes (a planning selection, model/planning/inventory.cpp; a calibrated
+// Platforms that tauplan makes (a planning selection, study/plan/inventory.cpp; a calibrated
 // machine, model/inputs/calibration.cpp; emulated testbeds) are described as plain structs and
 // written here, so that every file has the same header, escaping and number format: every number
 // with 17 significant digits (SimGrid reads back the same double) and its SimGrid unit (f, Bps, s).

@@ -27,7 +27,7 @@ namespace tauplan::model {
 double parse_tokens(const std::string& text, const std::string& file, const std::string& key);
 
 /// The inventory's token target keys (target.tokens, target.dataset_tokens), for help-keys:
-/// they are read by model/planning/inventory.cpp, not by the job loader.
+/// they are read by study/plan/inventory.cpp, not by the job loader.
 std::vector<KeySpec> inventory_token_keys();
 
 /// The largest token count accepted (1e18: a million times Llama 3's 15T).

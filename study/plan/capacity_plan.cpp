@@ -13,12 +13,12 @@
 #include "model/base/error.hpp"
 #include "model/ir/strategy.hpp"
 #include "model/ir/token_target.hpp"
-#include "model/planning/planner.hpp"
-#include "model/planning/revocation.hpp"
 #include "study/common/child_process.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/files.hpp"
 #include "study/common/gnuplot.hpp"
+#include "study/common/revocation.hpp"
+#include "study/plan/planner.hpp"
 
 namespace tauplan::study {
 namespace {
@@ -33,12 +33,12 @@ std::string duration(double s) {
   return fmt::format("{:.3g} s", s);
 }
 
-std::string money(const model::Inventory& inv, double amount) {
+std::string money(const study::Inventory& inv, double amount) {
   return fmt::format("{}{:.2f}", inv.currency, amount);
 }
 
 /// " (sd 12 min)" when revocations make the time random, else nothing.
-std::string spread(const model::Evaluation& e) {
+std::string spread(const study::Evaluation& e) {
   return e.time_stddev_s > 0 ? " (sd " + duration(e.time_stddev_s) + ")" : "";
 }
 
@@ -52,7 +52,7 @@ std::string with_commas(std::size_t n) {
 }
 
 // A target in tokens: what a configuration comes to (steps, tokens/s, days, GPU-hours).
-model::TokenSummary token_summary(const model::Inventory& inv, const model::Evaluation& e) {
+model::TokenSummary token_summary(const study::Inventory& inv, const study::Evaluation& e) {
   // Local SGD counts rounds of tau local steps; the others count steps.
   const model::Strategy* strategy = model::find_strategy(e.config.strategy);
   const long long steps =
@@ -60,14 +60,14 @@ model::TokenSummary token_summary(const model::Inventory& inv, const model::Eval
   return model::summarise_tokens(inv.target.tokens, steps, e.time_s, e.config.gpus);
 }
 
-json to_json(const model::Inventory& inv, const model::Evaluation& e) {
-  const model::PlanConfig& c = e.config;
+json to_json(const study::Inventory& inv, const study::Evaluation& e) {
+  const study::PlanConfig& c = e.config;
   json nodes = json::object();
   for (size_t t = 0; t < c.selection.nodes.size(); ++t)
     if (c.selection.nodes[t] > 0) nodes[inv.node_types[t].name] = c.selection.nodes[t];
   json row = {{"nodes", nodes},
-              {"nodes_text", model::describe_selection(inv, c.selection)},
-              {"configuration", model::describe_strategy(c)},
+              {"nodes_text", study::describe_selection(inv, c.selection)},
+              {"configuration", study::describe_strategy(c)},
               {"workers", c.gpus},
               {"strategy", c.strategy},
               {"collective", c.collective},
@@ -98,7 +98,7 @@ json to_json(const model::Inventory& inv, const model::Evaluation& e) {
               {"model_flops", e.model_flops},
               {"peak_flops", e.peak_flops},
               {"mfu", e.mfu() >= 0 ? json(e.mfu()) : json(nullptr)},
-              {"bottleneck", model::to_string(e.bottleneck)}};
+              {"bottleneck", study::to_string(e.bottleneck)}};
   if (model::strategy(c.strategy).uses("tensor_parallel"))
     row["layout"] = {{"label", c.layout.label()},
                      {"data_parallel", c.layout.data},
@@ -111,15 +111,15 @@ json to_json(const model::Inventory& inv, const model::Evaluation& e) {
   return row;
 }
 
-std::string csv_line(const model::Inventory& inv, const model::Evaluation& e, bool frontier) {
-  const model::PlanConfig& c = e.config;
+std::string csv_line(const study::Inventory& inv, const study::Evaluation& e, bool frontier) {
+  const study::PlanConfig& c = e.config;
   const std::string layout =
       model::strategy(c.strategy).uses("tensor_parallel") ? c.layout.label() : "";
   return fmt::format(
       "{:.17g},{:.17g},{},{},{},{},{},{},{},{},{:.17g},{},{:.17g},{:.17g},{},{},{}\n", e.time_s,
-      e.cost, model::describe_selection(inv, c.selection), c.gpus, c.strategy, c.collective,
+      e.cost, study::describe_selection(inv, c.selection), c.gpus, c.strategy, c.collective,
       c.servers, model::to_string(c.split), c.batch_per_worker, c.tau, e.round_s, e.rounds,
-      e.failure_free_s, e.revocations_per_hour, model::to_string(e.bottleneck), frontier ? 1 : 0,
+      e.failure_free_s, e.revocations_per_hour, study::to_string(e.bottleneck), frontier ? 1 : 0,
       layout);
 }
 
@@ -127,7 +127,7 @@ const char* kCsvHeader =
     "time_s,cost,nodes,workers,strategy,collective,servers,split,batch_per_worker,tau,round_s,"
     "rounds,failure_free_s,revocations_per_hour,bottleneck,frontier,layout\n";
 
-std::string gnuplot_script(const model::Inventory& inv, const model::PlanSearch& search,
+std::string gnuplot_script(const study::Inventory& inv, const study::PlanSearch& search,
                            const std::string& title) {
   std::string s = fmt::format(
       "# frontier.gp: written by tauplan plan; run `gnuplot frontier.gp` in this folder.\n"
@@ -143,7 +143,7 @@ std::string gnuplot_script(const model::Inventory& inv, const model::PlanSearch&
       "set key outside below center horizontal maxrows 3\n"
       "set title \"{}\" noenhanced\n",
       inv.currency, title);
-  if (inv.objective == model::Objective::MinCostUnderDeadline)
+  if (inv.objective == study::Objective::MinCostUnderDeadline)
     s += fmt::format(
         "set arrow from {0:.9g}, graph 0 to {0:.9g}, graph 1 nohead dashtype 2 lc rgb '#cc0000'\n"
         "set label 'deadline' at {0:.9g}, graph 0.95 right offset -0.5,0 tc rgb '#cc0000'\n",
@@ -188,20 +188,20 @@ struct Recheck {
   double cost = 0;
 };
 
-std::vector<Recheck> recheck_candidates(const model::Inventory& inv,
-                                        const model::PlanSearch& search, size_t top,
+std::vector<Recheck> recheck_candidates(const study::Inventory& inv,
+                                        const study::PlanSearch& search, size_t top,
                                         const fs::path& out_dir, int jobs) {
   std::vector<Recheck> checks;
   std::vector<child::Task> tasks;
   for (size_t r = 0; r < std::min(top, search.ranking.size()); ++r) {
     const size_t index = search.ranking[r];
-    const model::Evaluation& e = search.evaluations[index];
+    const study::Evaluation& e = search.evaluations[index];
     const fs::path folder = out_dir / "candidates" / fmt::format("{:02}", r + 1);
     fs::create_directories(folder);
-    model::Selection selection = e.config.selection;
+    study::Selection selection = e.config.selection;
     selection.servers = e.config.servers;
-    write_text((folder / "platform.xml").string(), model::selection_platform_xml(inv, selection));
-    write_text((folder / "job.yaml").string(), model::candidate_job_yaml(inv, e, "platform.xml"));
+    write_text((folder / "platform.xml").string(), study::selection_platform_xml(inv, selection));
+    write_text((folder / "job.yaml").string(), study::candidate_job_yaml(inv, e, "platform.xml"));
     Recheck check;
     check.evaluation = index;
     check.folder = folder.string();
@@ -223,12 +223,12 @@ std::vector<Recheck> recheck_candidates(const model::Inventory& inv,
         const json j = json::parse(out_text.str());
         const json& row = j.at("results").at(0);
         check.round_s = row.at("round_s").get<double>();
-        const model::Evaluation& e = search.evaluations[check.evaluation];
+        const study::Evaluation& e = search.evaluations[check.evaluation];
         check.faults_simulated = row.contains("failures");
         // Revocations: simulated faults when every round was simulated, else the closed form
         // over the simulated round (see RecheckSettings::faults).
         check.total_s = check.faults_simulated ? row.at("total_s").get<double>()
-                                               : model::expected_total_time(
+                                               : study::expected_total_time(
                                                      check.round_s, e.rounds,
                                                      e.revocations_per_hour / 3600.0, e.restart_s)
                                                      .mean_s;
@@ -252,15 +252,15 @@ std::vector<Recheck> recheck_candidates(const model::Inventory& inv,
 }
 
 /// The inventory with the command line's --objective and --deadline applied.
-model::Inventory load(const PlanRequest& args) {
-  model::Inventory inv = model::load_inventory(args.inventory);
+study::Inventory load(const PlanRequest& args) {
+  study::Inventory inv = study::load_inventory(args.inventory);
   if (!args.objective.empty()) {
     if (args.objective == "min-time")
-      inv.objective = model::Objective::MinTime;
+      inv.objective = study::Objective::MinTime;
     else if (args.objective == "min-cost")
-      inv.objective = model::Objective::MinCost;
+      inv.objective = study::Objective::MinCost;
     else if (args.objective == "min-cost-under-deadline")
-      inv.objective = model::Objective::MinCostUnderDeadline;
+      inv.objective = study::Objective::MinCostUnderDeadline;
     else
       throw InputError("command line", "--objective",
                        "min-time, min-cost or min-cost-under-deadline", "'" + args.objective + "'");
@@ -272,14 +272,14 @@ model::Inventory load(const PlanRequest& args) {
                        "'" + args.deadline + "'");
   }
   if (args.confidence > 0) inv.deadline_confidence = args.confidence;
-  if (inv.objective == model::Objective::MinCostUnderDeadline && inv.deadline_s <= 0)
+  if (inv.objective == study::Objective::MinCostUnderDeadline && inv.deadline_s <= 0)
     throw InputError(inv.file, "deadline", "a duration (e.g. 12h) for min-cost-under-deadline",
                      "nothing");
   return inv;
 }
 
 /// P(time > deadline) under the normal approximation of the total (sum of many rounds).
-double miss_probability(const model::Evaluation& e, double deadline_s) {
+double miss_probability(const study::Evaluation& e, double deadline_s) {
   if (deadline_s <= 0) return 0;
   if (e.time_stddev_s <= 0) return e.time_s > deadline_s ? 1.0 : 0.0;
   return 0.5 * std::erfc((deadline_s - e.time_s) / (e.time_stddev_s * std::sqrt(2.0)));
@@ -299,7 +299,7 @@ fs::path make_plan_folder(const PlanRequest& args) {
 }
 
 /// DIR/evaluated.csv (every feasible configuration), DIR/frontier.csv and DIR/best.csv.
-void write_plan_csvs(const model::Inventory& inv, const model::PlanSearch& search,
+void write_plan_csvs(const study::Inventory& inv, const study::PlanSearch& search,
                      const fs::path& out_dir) {
   const auto& ev = search.evaluations;
   std::vector<char> on_frontier(ev.size(), 0);
@@ -319,9 +319,9 @@ void write_plan_csvs(const model::Inventory& inv, const model::PlanSearch& searc
 }
 
 /// The objective in words, with the deadline (and its probability) when it has one.
-std::string objective_text(const model::Inventory& inv) {
-  std::string objective = model::to_string(inv.objective);
-  if (inv.objective == model::Objective::MinCostUnderDeadline)
+std::string objective_text(const study::Inventory& inv) {
+  std::string objective = study::to_string(inv.objective);
+  if (inv.objective == study::Objective::MinCostUnderDeadline)
     objective += " (deadline " + duration(inv.deadline_s) +
                  (inv.deadline_confidence > 0
                       ? fmt::format(" with probability {:g}", inv.deadline_confidence)
@@ -332,7 +332,7 @@ std::string objective_text(const model::Inventory& inv) {
 
 /// The one-line answer: the best configuration, the nearest one when none meets the deadline,
 /// or why nothing fits.
-std::string plan_answer(const model::Inventory& inv, const model::PlanSearch& search,
+std::string plan_answer(const study::Inventory& inv, const study::PlanSearch& search,
                         const std::string& objective) {
   const auto& ev = search.evaluations;
   if (ev.empty())
@@ -341,20 +341,20 @@ std::string plan_answer(const model::Inventory& inv, const model::PlanSearch& se
         "cannot run their collective",
         search.stats.configurations, search.stats.infeasible_memory, search.stats.infeasible_other);
   if (!search.objective_met) {
-    const model::Evaluation& n = ev[static_cast<size_t>(search.nearest)];
+    const study::Evaluation& n = ev[static_cast<size_t>(search.nearest)];
     return fmt::format(
         "no configuration meets the deadline of {}; the nearest is {} (K={}), {}: {} "
         "expected{}, {}",
-        duration(inv.deadline_s), model::describe_selection(inv, n.config.selection), n.config.gpus,
-        model::describe_strategy(n.config), duration(n.time_s), spread(n), money(inv, n.cost));
+        duration(inv.deadline_s), study::describe_selection(inv, n.config.selection), n.config.gpus,
+        study::describe_strategy(n.config), duration(n.time_s), spread(n), money(inv, n.cost));
   }
-  const model::Evaluation& b = ev[static_cast<size_t>(search.best)];
-  const bool deadline = inv.objective == model::Objective::MinCostUnderDeadline;
+  const study::Evaluation& b = ev[static_cast<size_t>(search.best)];
+  const bool deadline = inv.objective == study::Objective::MinCostUnderDeadline;
   return fmt::format(
       "best for {}: {} (K={}), {}: {} expected{}, {} (bottleneck: {}){}", objective,
-      model::describe_selection(inv, b.config.selection), b.config.gpus,
-      model::describe_strategy(b.config), duration(b.time_s), spread(b), money(inv, b.cost),
-      model::to_string(b.bottleneck),
+      study::describe_selection(inv, b.config.selection), b.config.gpus,
+      study::describe_strategy(b.config), duration(b.time_s), spread(b), money(inv, b.cost),
+      study::to_string(b.bottleneck),
       deadline && b.time_stddev_s > 0
           ? fmt::format("; P(miss the deadline) = {:.2g}", miss_probability(b, inv.deadline_s))
           : "");
@@ -362,8 +362,8 @@ std::string plan_answer(const model::Inventory& inv, const model::PlanSearch& se
 
 /// Writes DIR/frontier.gp and runs gnuplot on it (unless --no-plot or nothing was feasible);
 /// returns the line that says where the plot is, or why there is none.
-std::string plot_frontier(const PlanRequest& args, const model::Inventory& inv,
-                          const model::PlanSearch& search, const std::string& objective,
+std::string plot_frontier(const PlanRequest& args, const study::Inventory& inv,
+                          const study::PlanSearch& search, const std::string& objective,
                           const fs::path& out_dir) {
   const std::string title =
       fmt::format("{}: {} on {} node types, {}", fs::path(inv.file).filename().string(),
@@ -381,11 +381,11 @@ std::string plot_frontier(const PlanRequest& args, const model::Inventory& inv,
 }
 
 /// The re-checks in JSON: each configuration with simgrid's time and cost, or its error.
-json recheck_json(const model::Inventory& inv, const model::PlanSearch& search,
+json recheck_json(const study::Inventory& inv, const study::PlanSearch& search,
                   const std::vector<Recheck>& checks) {
   json rechecks = json::array();
   for (const Recheck& c : checks) {
-    const model::Evaluation& e = search.evaluations[c.evaluation];
+    const study::Evaluation& e = search.evaluations[c.evaluation];
     json r = {{"config", to_json(inv, e)}, {"folder", c.folder}, {"status", c.status}};
     if (c.status == 0) {
       r["simgrid_time_s"] = c.total_s;
@@ -405,7 +405,7 @@ json recheck_json(const model::Inventory& inv, const model::PlanSearch& search,
 
 /// The document of DIR/plan.json: context, search counts, answer, best, nearest, frontier,
 /// ranking and re-checks.
-json plan_document(const model::Inventory& inv, const model::PlanSearch& search,
+json plan_document(const study::Inventory& inv, const study::PlanSearch& search,
                    const std::vector<Recheck>& checks, const std::string& answer,
                    const fs::path& out_dir) {
   const auto& ev = search.evaluations;
@@ -418,7 +418,7 @@ json plan_document(const model::Inventory& inv, const model::PlanSearch& search,
   json best_json;
   if (search.best >= 0) {
     best_json = to_json(inv, ev[static_cast<size_t>(search.best)]);
-    if (inv.objective == model::Objective::MinCostUnderDeadline)
+    if (inv.objective == study::Objective::MinCostUnderDeadline)
       best_json["deadline_miss_probability"] =
           miss_probability(ev[static_cast<size_t>(search.best)], inv.deadline_s);
   }
@@ -431,9 +431,9 @@ json plan_document(const model::Inventory& inv, const model::PlanSearch& search,
             {"engine", "analytic (search) + simgrid (re-check)"},
             {"inventory", inv.file},
             {"workload", inv.workload.name},
-            {"convergence", model::target_convergence(inv)->describe()},
+            {"convergence", study::target_convergence(inv)->describe()},
             {"target_accuracy", inv.target.accuracy},
-            {"objective", model::to_string(inv.objective)},
+            {"objective", study::to_string(inv.objective)},
             {"deadline_s", inv.deadline_s},
             {"deadline_confidence", inv.deadline_confidence},
             {"currency", inv.currency},
@@ -456,40 +456,40 @@ json plan_document(const model::Inventory& inv, const model::PlanSearch& search,
 }
 
 /// The header lines: the inventory and the counts of the search.
-std::string search_header(const model::Inventory& inv, const model::PlanSearch& search,
+std::string search_header(const study::Inventory& inv, const study::PlanSearch& search,
                           const std::string& objective) {
   return fmt::format(
       "# plan {}: {} node types, workload {}, {}; objective {}\n"
       "# searched {} configurations ({} node selections, up to {} GPUs) in {:.2f} s: {} "
       "feasible, {} do not fit in memory, {} cannot run their collective\n",
       inv.file, inv.node_types.size(), inv.workload.name,
-      model::target_convergence(inv)->describe(), objective,
+      study::target_convergence(inv)->describe(), objective,
       with_commas(search.stats.configurations), with_commas(search.stats.subsets),
       inv.search.max_gpus, search.stats.seconds, with_commas(search.stats.feasible),
       with_commas(search.stats.infeasible_memory), with_commas(search.stats.infeasible_other));
 }
 
 /// The Pareto frontier as a table, the best one marked, and what its columns mean.
-std::string frontier_table(const model::Inventory& inv, const model::PlanSearch& search) {
+std::string frontier_table(const study::Inventory& inv, const study::PlanSearch& search) {
   const auto& ev = search.evaluations;
   std::string out =
       fmt::format("Pareto frontier, expected time against expected cost ({} points):\n",
                   search.frontier.size());
   size_t width = 5;
   for (size_t i : search.frontier)
-    width = std::max(width, model::describe_selection(inv, ev[i].config.selection).size());
+    width = std::max(width, study::describe_selection(inv, ev[i].config.selection).size());
   out +=
       fmt::format("  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8} {:>7} {:>8}  {}\n", "time", "cost",
                   "nodes", width, "K", "strategy", "mem GiB", "MFU", "revoc/h", "bottleneck");
   for (size_t i : search.frontier) {
-    const model::Evaluation& e = ev[i];
+    const study::Evaluation& e = ev[i];
     out += fmt::format("  {:>10} {:>11}  {:<{}} {:>3}  {:<40} {:>8.1f} {:>7} {:>8.3g}  {}{}\n",
                        duration(e.time_s), money(inv, e.cost),
-                       model::describe_selection(inv, e.config.selection), width, e.config.gpus,
-                       model::describe_strategy(e.config),
+                       study::describe_selection(inv, e.config.selection), width, e.config.gpus,
+                       study::describe_strategy(e.config),
                        e.memory_per_gpu_bytes / (1024.0 * 1024 * 1024),
                        e.mfu() >= 0 ? fmt::format("{:.1f}%", 100 * e.mfu()) : std::string("-"),
-                       e.revocations_per_hour, model::to_string(e.bottleneck),
+                       e.revocations_per_hour, study::to_string(e.bottleneck),
                        static_cast<long>(i) == search.best ? "  <- best" : "");
   }
   out +=
@@ -500,10 +500,10 @@ std::string frontier_table(const model::Inventory& inv, const model::PlanSearch&
 }
 
 /// For a target in tokens: what the best (or nearest) configuration comes to; else nothing.
-std::string token_line(const model::Inventory& inv, const model::PlanSearch& search) {
+std::string token_line(const study::Inventory& inv, const study::PlanSearch& search) {
   if (!(inv.target.tokens > 0 && (search.best >= 0 || search.nearest >= 0))) return "";
   const long index = search.best >= 0 ? search.best : search.nearest;
-  const model::Evaluation& e = search.evaluations[static_cast<size_t>(index)];
+  const study::Evaluation& e = search.evaluations[static_cast<size_t>(index)];
   return fmt::format("{} {:g} tokens ({:g} sequences of {}, batch {:g}, steps rounded up): {}\n",
                      search.best >= 0 ? "best" : "nearest", inv.target.tokens,
                      inv.target.tokens / inv.target.sequence, inv.target.sequence,
@@ -511,7 +511,7 @@ std::string token_line(const model::Inventory& inv, const model::PlanSearch& sea
 }
 
 /// The re-checks as a table: analytic against simgrid time, cost and faults (empty without).
-std::string recheck_table(const model::Inventory& inv, const model::PlanSearch& search,
+std::string recheck_table(const study::Inventory& inv, const study::PlanSearch& search,
                           const std::vector<Recheck>& checks, const fs::path& out_dir) {
   if (checks.empty()) return "";
   std::string out = fmt::format(
@@ -525,10 +525,10 @@ std::string recheck_table(const model::Inventory& inv, const model::PlanSearch& 
                      "simgrid", "diff", "cost", "sim cost", "faults", "configuration");
   for (size_t r = 0; r < checks.size(); ++r) {
     const Recheck& c = checks[r];
-    const model::Evaluation& e = search.evaluations[c.evaluation];
+    const study::Evaluation& e = search.evaluations[c.evaluation];
     const std::string config =
-        fmt::format("{} (K={}), {}", model::describe_selection(inv, e.config.selection),
-                    e.config.gpus, model::describe_strategy(e.config));
+        fmt::format("{} (K={}), {}", study::describe_selection(inv, e.config.selection),
+                    e.config.gpus, study::describe_strategy(e.config));
     if (c.status != 0) {
       out += fmt::format("  {:>2}  {:>10} {:>10} {:>7}  {:>11} {:>11}  {:>6}  {}: {}\n", r + 1,
                          duration(e.time_s), "failed", "-", money(inv, e.cost), "-", "-", config,
@@ -545,10 +545,10 @@ std::string recheck_table(const model::Inventory& inv, const model::PlanSearch& 
 }  // namespace
 
 PlanOutcome run_plan(const PlanRequest& args) {
-  const model::Inventory inv = load(args);
+  const study::Inventory inv = load(args);
   const size_t top =
       args.recheck >= 0 ? static_cast<size_t>(args.recheck) : static_cast<size_t>(inv.recheck.top);
-  const model::PlanSearch search = model::search_plans(inv, std::max<size_t>(top, 10));
+  const study::PlanSearch search = study::search_plans(inv, std::max<size_t>(top, 10));
   const fs::path out_dir = make_plan_folder(args);
   write_plan_csvs(inv, search, out_dir);
 

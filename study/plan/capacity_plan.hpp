@@ -1,7 +1,7 @@
 // capacity_plan.hpp: capacity planning over an inventory of node types (`tauplan plan`).
 //
 // Searches every configuration the inventory allows with the analytic engine
-// (model/planning/planner.hpp: node selections, K, strategy, tau, batch, split, collective,
+// (study/plan/planner.hpp: node selections, K, strategy, tau, batch, split, collective,
 // parameter servers; expected time and cost with revocations of revocable nodes), prints the Pareto
 // frontier of expected time against expected cost with each point's memory per GPU, MFU and
 // bottleneck (also in plan.json's rows), and the best configuration for the objective. Then it
@@ -11,7 +11,7 @@
 // true, sim_rounds: 0}), else the closed form applied to the simulated round (recheck.sim_rounds
 // rounds simulated, the rest extrapolated). Writes DIR/evaluated.csv (every feasible
 // configuration), DIR/frontier.csv, DIR/plan.json, and a gnuplot script DIR/frontier.gp drawn to
-// DIR/frontier.png and DIR/frontier.svg. What it leaves out: everything model/planning/planner.hpp
+// DIR/frontier.png and DIR/frontier.svg. What it leaves out: everything study/plan/planner.hpp
 // leaves out; the re-check is one simulated run per candidate (one seed), so with simulated faults
 // its time is one sample of a random variable (the analytic standard deviation is in plan.json).
 #pragma once

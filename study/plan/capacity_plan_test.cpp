@@ -15,12 +15,12 @@
 
 #include <fmt/format.h>
 
-#include "model/planning/inventory.hpp"
-#include "model/planning/planner.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/files.hpp"
 #include "study/common/study_test_support.hpp"
 #include "study/plan/capacity_plan.hpp"
+#include "study/plan/inventory.hpp"
+#include "study/plan/planner.hpp"
 
 namespace fs = std::filesystem;
 using namespace tauplan;
@@ -57,20 +57,20 @@ study::PlanRequest request(const std::string& inventory, const std::string& out)
 
 /// The smallest `field` over the evaluations that `keep` accepts (infinity when none).
 template <typename Field, typename Keep>
-double smallest(const model::PlanSearch& search, Field field, Keep keep) {
+double smallest(const study::PlanSearch& search, Field field, Keep keep) {
   double best = std::numeric_limits<double>::infinity();
-  for (const model::Evaluation& e : search.evaluations)
+  for (const study::Evaluation& e : search.evaluations)
     if (keep(e)) best = std::min(best, field(e));
   return best;
 }
 
-double cost_of(const model::Evaluation& e) {
+double cost_of(const study::Evaluation& e) {
   return e.cost;
 }
-double time_of(const model::Evaluation& e) {
+double time_of(const study::Evaluation& e) {
   return e.time_s;
 }
-bool any(const model::Evaluation&) {
+bool any(const study::Evaluation&) {
   return true;
 }
 
@@ -79,7 +79,7 @@ bool any(const model::Evaluation&) {
 TEST_CASE("plan: the best is the cheapest, or the fastest, configuration of the whole search") {
   const test::Scratch scratch("plan-best");
   const std::string inventory = scratch.write("inv.yaml", kInventory);
-  const model::PlanSearch search = model::search_plans(model::load_inventory(inventory));
+  const study::PlanSearch search = study::search_plans(study::load_inventory(inventory));
   REQUIRE(search.evaluations.size() > 10);
 
   const study::PlanOutcome cheap = study::run_plan(request(inventory, scratch.path("cost")));
@@ -106,7 +106,7 @@ TEST_CASE("plan: the best is the cheapest, or the fastest, configuration of the 
 TEST_CASE("plan: the frontier is Pareto: none dominated, every configuration behind one of it") {
   const test::Scratch scratch("plan-frontier");
   const std::string inventory = scratch.write("inv.yaml", kInventory);
-  const model::PlanSearch search = model::search_plans(model::load_inventory(inventory));
+  const study::PlanSearch search = study::search_plans(study::load_inventory(inventory));
   const json frontier =
       study::run_plan(request(inventory, scratch.path("out"))).document.at("frontier");
   REQUIRE_FALSE(frontier.empty());
@@ -115,7 +115,7 @@ TEST_CASE("plan: the frontier is Pareto: none dominated, every configuration beh
     CHECK(frontier[i].at("time_s").get<double>() > frontier[i - 1].at("time_s").get<double>());
     CHECK(frontier[i].at("cost").get<double>() < frontier[i - 1].at("cost").get<double>());
   }
-  for (const model::Evaluation& e : search.evaluations) {
+  for (const study::Evaluation& e : search.evaluations) {
     const bool behind = std::any_of(frontier.begin(), frontier.end(), [&e](const json& f) {
       return f.at("time_s").get<double>() <= e.time_s && f.at("cost").get<double>() <= e.cost;
     });
@@ -127,13 +127,13 @@ TEST_CASE(
     "plan: under a deadline, the cheapest that meets it, or else the fastest as the nearest") {
   const test::Scratch scratch("plan-deadline");
   const std::string inventory = scratch.write("inv.yaml", kInventory);
-  const model::PlanSearch search = model::search_plans(model::load_inventory(inventory));
+  const study::PlanSearch search = study::search_plans(study::load_inventory(inventory));
   const double fastest = smallest(search, time_of, any);
   const double cheapest = smallest(search, cost_of, any);
   // Halfway between the fastest time and that of the cheapest configurations: they all miss
   // it, the fastest meets it.
   const double cheapest_time = smallest(
-      search, time_of, [cheapest](const model::Evaluation& e) { return e.cost == cheapest; });
+      search, time_of, [cheapest](const study::Evaluation& e) { return e.cost == cheapest; });
   REQUIRE(cheapest_time > fastest);
   const double deadline = std::floor((fastest + cheapest_time) / 2);
   REQUIRE(deadline > fastest);
@@ -147,7 +147,7 @@ TEST_CASE(
   CHECK(best.at("time_s").get<double>() <= deadline);
   CHECK(best.at("cost").get<double>() ==
         smallest(search, cost_of,
-                 [deadline](const model::Evaluation& e) { return e.time_s <= deadline; }));
+                 [deadline](const study::Evaluation& e) { return e.time_s <= deadline; }));
   CHECK(best.at("cost").get<double>() > cheapest);
   CHECK(best.at("deadline_miss_probability") == 0.0);
   CHECK(met.document.at("context").at("deadline_s") == deadline);
@@ -164,20 +164,20 @@ TEST_CASE(
 TEST_CASE("plan: the best configuration's numbers are the analytic engine's on its candidate") {
   const test::Scratch scratch("plan-candidate");
   const std::string inventory = scratch.write("inv.yaml", kInventory);
-  const model::Inventory inv = model::load_inventory(inventory);
-  const model::PlanSearch search = model::search_plans(inv);
+  const study::Inventory inv = study::load_inventory(inventory);
+  const study::PlanSearch search = study::search_plans(inv);
   REQUIRE(search.best >= 0);
-  const model::Evaluation& e = search.evaluations[static_cast<size_t>(search.best)];
+  const study::Evaluation& e = search.evaluations[static_cast<size_t>(search.best)];
   const json best = study::run_plan(request(inventory, scratch.path("out"))).document.at("best");
   CHECK(best.at("cost").get<double>() == e.cost);
   CHECK(best.at("round_s").get<double>() == e.round_s);
   CHECK(best.at("workers") == e.config.gpus);
   // The candidate the re-check would simulate, run through the analytic engine instead.
-  model::Selection selection = e.config.selection;
+  study::Selection selection = e.config.selection;
   selection.servers = e.config.servers;
-  scratch.write("candidate/platform.xml", model::selection_platform_xml(inv, selection));
+  scratch.write("candidate/platform.xml", study::selection_platform_xml(inv, selection));
   const std::string job =
-      scratch.write("candidate/job.yaml", model::candidate_job_yaml(inv, e, "platform.xml"));
+      scratch.write("candidate/job.yaml", study::candidate_job_yaml(inv, e, "platform.xml"));
   const study::EngineOutput direct = study::run_engine("analytic", job, {});
   REQUIRE(direct.rows.size() == 1);
   const model::ResultRow& row = direct.rows[0];

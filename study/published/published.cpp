@@ -16,9 +16,9 @@
 #include "model/inputs/workload.hpp"
 #include "model/ir/compute_source.hpp"
 #include "model/ir/result.hpp"
-#include "model/planning/published_runs.hpp"
 #include "study/common/files.hpp"
 #include "study/common/platform_file.hpp"
+#include "study/published/published_runs.hpp"
 
 #ifndef TAUPLAN_PLATFORM_DIR
 #define TAUPLAN_PLATFORM_DIR "platforms"
@@ -45,13 +45,13 @@ std::string resolve_platform(const std::string& name, const std::string& runs_fi
                    "'" + name + "' (not found)");
 }
 
-std::string quantity_label(const model::PublishedRun& run) {
+std::string quantity_label(const study::PublishedRun& run) {
   if (run.quantity == "iteration_s") return "s/iteration";
   if (run.quantity == "mfu") return "MFU";
   return run.flop == "model" ? "model TFLOP/s/GPU" : "TFLOP/s/GPU";
 }
 
-std::string number_text(const model::PublishedRun& run, double value, bool published) {
+std::string number_text(const study::PublishedRun& run, double value, bool published) {
   if (run.quantity == "iteration_s") return fmt::format("{:.2f}", value);
   if (run.quantity == "mfu") return fmt::format("{:.1f}%", 100 * value);
   return published ? fmt::format("{:g}", value) : fmt::format("{:.1f}", value);
@@ -75,12 +75,12 @@ namespace {
 struct PublishedInputs {
   explicit PublishedInputs(const PublishedRequest& request)
       : runs_file(request.runs.empty() ? default_published_runs() : request.runs),
-        runs(model::load_published_runs(runs_file)),
+        runs(study::load_published_runs(runs_file)),
         platform_file(resolve_platform(runs.platform, runs_file)),
         platform(load_user_platform(platform_file)),
         fabric(model::node_fabric_of(platform)),
         fitted(!runs.calibration_from_platform),
-        fit(fitted ? model::fit_hardware(runs, fabric) : model::HardwareFit{}),
+        fit(fitted ? study::fit_hardware(runs, fabric) : study::HardwareFit{}),
         profile(model::host_compute_profile(fabric.gpu, platform)),
         profile_name(model::host_compute_source(fabric.gpu, platform)),
         gpu(model::gpu_spec(fabric.gpu.gpu_model)) {}
@@ -88,12 +88,12 @@ struct PublishedInputs {
   PublishedInputs& operator=(const PublishedInputs&) = delete;
 
   const std::string runs_file;
-  const model::PublishedRuns runs;
+  const study::PublishedRuns runs;
   const std::string platform_file;
   const model::Platform platform;
   const model::NodeFabric fabric;
   const bool fitted;
-  const model::HardwareFit fit;
+  const study::HardwareFit fit;
   const model::ComputeProfile* const profile;
   const std::string profile_name;
   const model::GpuSpec& gpu;
@@ -103,10 +103,10 @@ struct PublishedInputs {
 /// point also into `calibration`); a note when the platform's profile is not the fit.
 std::string fitted_calibration(const PublishedInputs& in, nlohmann::json& calibration,
                                std::vector<std::string>& notes) {
-  const model::HardwareFit& fit = in.fit;
+  const study::HardwareFit& fit = in.fit;
   // The platform's GPUs must be timed by the fitted profile (the committed file is the fit,
   // written with full digits; 0.5% leaves room for a different compiler's rounding).
-  const std::string difference = in.profile ? model::profile_difference(*in.profile, fit)
+  const std::string difference = in.profile ? study::profile_difference(*in.profile, fit)
                                             : std::string("no compute profile (flop / host speed)");
   if (!difference.empty())
     notes.push_back(
@@ -127,7 +127,7 @@ std::string fitted_calibration(const PublishedInputs& in, nlohmann::json& calibr
       fit.memory_bandwidth_Bps / in.gpu.memory_bandwidth_Bps, in.gpu.memory_bandwidth_Bps / 1e9);
   md += "| layer setting | measured ms | fitted ms | error |\n|---|---:|---:|---:|\n";
   for (size_t i = 0; i < in.runs.calibration.size(); ++i) {
-    const model::CalibrationPoint& point = in.runs.calibration[i];
+    const study::CalibrationPoint& point = in.runs.calibration[i];
     const std::string setting =
         (point.recompute == model::Recompute::None
              ? std::string("no recomputation")
@@ -170,12 +170,12 @@ struct RunComparison {
   std::string md;
   std::string csv;
   nlohmann::json rows = nlohmann::json::array();
-  std::vector<model::RunPrediction> predictions;
+  std::vector<study::RunPrediction> predictions;
   std::vector<bool> every, held_out;
   std::map<std::string, std::vector<double>> by_table;
 };
 
-nlohmann::json run_json(const model::PublishedRun& run, const model::RunPrediction& p) {
+nlohmann::json run_json(const study::PublishedRun& run, const study::RunPrediction& p) {
   return {{"run", run.name},
           {"table", run.table},
           {"source", run.source},
@@ -206,8 +206,8 @@ RunComparison compare_runs(const PublishedInputs& in) {
   c.csv =
       "run,table,quantity,ours,published,error,iteration_s,bubble_s,tensor_s,pipeline_send_s,"
       "data_s,calibration_configuration,assumed,source\n";
-  for (const model::PublishedRun& run : in.runs.runs) {
-    const model::RunPrediction p = model::predict_run(run, in.fabric);
+  for (const study::PublishedRun& run : in.runs.runs) {
+    const study::RunPrediction p = study::predict_run(run, in.fabric);
     c.predictions.push_back(p);
     c.every.push_back(true);
     c.held_out.push_back(!run.calibration_configuration);
@@ -254,7 +254,7 @@ std::string error_summary(const PublishedInputs& in, const RunComparison& c,
 
 nlohmann::json published_document(const PublishedInputs& in, const nlohmann::json& calibration,
                                   const RunComparison& c, const PublishedOutcome& outcome) {
-  const model::HardwareFit& fit = in.fit;
+  const study::HardwareFit& fit = in.fit;
   return {{"context",
            {{"verb", "published"},
             {"version", model::tauplan_version()},
@@ -304,8 +304,8 @@ PublishedOutcome run_published(const PublishedRequest& request) {
   const RunComparison c = compare_runs(in);
   md += c.md;
   outcome.csv = c.csv;
-  outcome.median_abs_error = model::median_abs_error(c.predictions, c.every);
-  outcome.median_abs_error_independent = model::median_abs_error(c.predictions, c.held_out);
+  outcome.median_abs_error = study::median_abs_error(c.predictions, c.every);
+  outcome.median_abs_error_independent = study::median_abs_error(c.predictions, c.held_out);
   md += error_summary(in, c, outcome);
   outcome.document = published_document(in, calibration, c, outcome);
   if (!request.out.empty()) write_published(request.out, in, outcome);

@@ -6,7 +6,7 @@
 // (SimGrid XML or a cluster spec, study/common/platform_file.hpp; looked for beside the runs file,
 // then in platforms/ and platforms/clusters/) and reads its node fabric off it
 // (model/inputs/node_fabric.hpp). A runs file with a layer-time table fits the calibration
-// (model/planning/published_runs.hpp: the GPU's compute profile, one GEMM efficiency and the
+// (study/published/published_runs.hpp: the GPU's compute profile, one GEMM efficiency and the
 // memory-bound bandwidth, on Korthikanti et al. 2022 Table 4) and checks that the platform's GPU
 // hosts are timed by a profile equal to that fit (a note otherwise, with the fitted values: the
 // profile file is then out of date; --out writes the fit as profile.json to replace it); one whose
@@ -15,7 +15,7 @@
 // run held out). It predicts every run with the platform as it is, and prints a Markdown table
 // (run, our prediction, the published number in the source's quantity and flop, the error) with the
 // median absolute error over all runs, over the runs other than the calibration's own configuration
-// (computed from the rows: model::median_abs_error), and per published table. --out writes
+// (computed from the rows: study::median_abs_error), and per published table. --out writes
 // table.md, table.csv, published.json (with the provenance: commit, platform file and hash) and,
 // for a fit, profile.json (the fitted profile). What it leaves out: anything the runs file does
 // not state (each run lists its assumptions in the CSV and JSON).

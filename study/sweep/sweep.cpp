@@ -18,7 +18,6 @@
 #include "exec/mpi_communicator.hpp"
 #include "model/base/error.hpp"
 #include "model/base/yaml_util.hpp"
-#include "model/planning/revocation.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "study/common/child_process.hpp"
@@ -27,6 +26,7 @@
 #include "study/common/grid.hpp"
 #include "study/common/inputs.hpp"
 #include "study/common/platform_file.hpp"
+#include "study/common/revocation.hpp"
 
 #ifdef TAUPLAN_HAVE_MPI
 #include <mpi.h>
@@ -80,14 +80,14 @@ void apply_expected_failures(model::ResultRow& row, const model::Job& job,
       rate += 1 / f.mtbf_s;
   }
   const double restart = job.has("failure_restart_s") ? job.real("failure_restart_s") : 60.0;
-  const model::ExpectedTime t = model::expected_total_time(row.round_s, row.rounds, rate, restart);
+  const study::ExpectedTime t = study::expected_total_time(row.round_s, row.rounds, rate, restart);
   row.extra["failure_free_total_s"] = row.total_s;
   row.extra["failure_rate_per_s"] = rate;
   row.extra["restart_s"] = restart;
   row.extra["total_s_stddev"] = t.stddev_s;
   row.extra["expected_failures"] = t.expected_revocations;
   row.extra["failures_model"] =
-      std::string("expected time, closed form of model/planning/revocation.hpp") +
+      std::string("expected time, closed form of study/common/revocation.hpp") +
       (one_shot ? "; HOST@TIME failures are not included" : "");
   row.total_s = t.mean_s;
 }

@@ -14,7 +14,7 @@
 // DIR/sweep.csv (columns: point, set.<key> for each swept key, status, then the result schema)
 // and DIR/sweep.json, and the CSV (or with --json the JSON) on stdout.
 // Analytic points of a job with `failures: [HOST~MTBF, ...]` get the expected time with
-// failures and restarts (model/planning/revocation.hpp) as total_s, the failure-free time in
+// failures and restarts (study/common/revocation.hpp) as total_s, the failure-free time in
 // failure_free_total_s; HOST@TIME failures are left to the simulator.
 // Exit codes: 0 every point succeeded; 2 bad input (nothing computed); 3 the sweep finished but
 // some points failed (bad value for that point, simulation error): they are listed in the

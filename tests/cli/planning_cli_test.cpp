@@ -18,8 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/planning/planner.hpp"
-#include "model/planning/revocation.hpp"
+#include "study/plan/planner.hpp"
 #include "tests/cli/expect_bad_input.hpp"
 #include "tests/cli/run_command.hpp"
 
@@ -278,7 +277,7 @@ TEST_CASE("revocations: the analytic expectation matches simulated faults over s
     CHECK(r["extrapolated"] == false);
   }
   const double mean = sum / kSeeds;
-  // 99% interval of the mean of 30 runs (model/planning/revocation.hpp states the derivation).
+  // 99% interval of the mean of 30 runs (study/common/revocation.hpp states the derivation).
   const double half = 2.5758293035489 * stddev / std::sqrt(static_cast<double>(kSeeds));
   INFO("analytic " << expected << " +- " << half << " (99%), simulated mean " << mean << " over "
                    << kSeeds << " seeds, " << failures << " failures, failure-free "
@@ -335,7 +334,7 @@ TEST_CASE("plan: frontier, best, simgrid re-check of the top candidates and the 
     const double c = std::stod(line.substr(line.find(',') + 1));
     for (const auto& f : frontier)
       CHECK_FALSE(
-          tauplan::model::dominates(t, c, f["time_s"].get<double>(), f["cost"].get<double>()));
+          tauplan::study::dominates(t, c, f["time_s"].get<double>(), f["cost"].get<double>()));
   }
   CHECK(evaluated == doc["search"]["feasible"].get<size_t>());
   for (const auto& f : frontier) {

@@ -1,6 +1,7 @@
 // token_target_test.cpp: targets in tokens (model/ir/token_target.hpp): the count's suffixes and
-// its bad values, tokens -> samples -> steps -> days in closed form, the job key and the
-// inventory keys with the refusals of a second target and of a workload without tokens.
+// its bad values, tokens -> samples -> steps -> days in closed form, the job key with the
+// refusals of a second target and of a workload without tokens (the inventory's token keys:
+// study/plan/planner_test.cpp).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,7 +12,6 @@
 #include "model/ir/job.hpp"
 #include "model/ir/strategy.hpp"
 #include "model/ir/token_target.hpp"
-#include "model/planning/inventory.hpp"
 
 using namespace tauplan;
 
@@ -31,12 +31,6 @@ model::Job job(const std::string& yaml) {
   return model::parse_job_yaml(yaml, "job.yaml", "", model::model_job_keys(), {});
 }
 
-std::string inventory_text(const std::string& workload, const std::string& target) {
-  return "workload: " + workload + "\ntarget: " + target +
-         "\nnode_types:\n"
-         "  - {name: h200, gpu_model: H200-SXM-141GB, gpus_per_node: 8, nodes: 1, "
-         "price_per_hour: 28, network: {bandwidth: 3.2Tbps, latency: 2us}}\n";
-}
 }  // namespace
 
 TEST_CASE("tokens: suffixes K, M, G or B, T and plain numbers") {
@@ -113,54 +107,4 @@ TEST_CASE("tokens: beside another target key, or on a workload without tokens, i
       error_of([&] { model::convergence_model(job("tokens: 15T\n"), mlp); });
   CHECK(message.rfind("job.yaml: tokens: expected a transformer workload", 0) == 0);
   CHECK(message.find("sample_unit image") != std::string::npos);
-}
-
-TEST_CASE("tokens: the inventory's target.tokens and epochs over target.dataset_tokens") {
-  const model::Inventory inv =
-      model::parse_inventory_yaml(inventory_text("llama3-70b", "{tokens: 15T}"), "inv.yaml", "");
-  CHECK(inv.target.convergence == "tokens");
-  CHECK(inv.target.tokens == 15e12);
-  CHECK(inv.target.sequence == 8192);
-  const auto convergence = model::target_convergence(inv);
-  CHECK(model::rounds_from_steps(convergence->serial_steps(512), "inv.yaml") == 3576279);
-
-  // 1.5 epochs of 2T tokens: the same target as 3T tokens.
-  const model::Inventory epochs = model::parse_inventory_yaml(
-      inventory_text("llama3-70b", "{epochs: 1.5, dataset_tokens: 2T}"), "inv.yaml", "");
-  CHECK(epochs.target.convergence == "epochs");
-  CHECK(epochs.target.dataset_samples == 2e12 / 8192);
-  CHECK(epochs.target.tokens == 3e12);
-  CHECK(model::target_convergence(epochs)->serial_steps(512) == Approx(3e12 / 8192 / 512));
-}
-
-TEST_CASE("tokens: bad inventory token targets name the file and key") {
-  const struct {
-    std::string workload, target, prefix;
-  } cases[] = {
-      {"llama3-70b", "{tokens: 15T, epochs: 1}",
-       "inv.yaml: target.tokens: expected target.tokens or target.epochs"},
-      {"llama3-70b", "{tokens: 15T, dataset_samples: 5}", "inv.yaml: target.tokens: expected"},
-      {"llama3-70b", "{tokens: 15T, convergence: epochs}", "inv.yaml: target.tokens: expected"},
-      {"llama3-70b", "{tokens: 15T, min_steps: 5, critical_batch: 5}",
-       "inv.yaml: target.tokens: expected"},
-      {"llama3-70b", "{tokens: 0}", "inv.yaml: target.tokens: expected tokens"},
-      {"llama3-70b", "{tokens: -3T}", "inv.yaml: target.tokens: expected tokens"},
-      {"llama3-70b", "{tokens: .nan}", "inv.yaml: target.tokens: expected tokens"},
-      {"llama3-70b", "{tokens: 15Q}", "inv.yaml: target.tokens: expected tokens"},
-      {"llama3-70b", "{tokens: [1, 2]}", "inv.yaml: target.tokens: "},
-      {"fashion-mlp", "{tokens: 15T}", "inv.yaml: target.tokens: expected a transformer workload"},
-      {"llama3-70b", "{epochs: 1, dataset_tokens: 2T, dataset_samples: 5}",
-       "inv.yaml: target.dataset_tokens: expected"},
-      {"llama3-70b", "{dataset_tokens: 2T}", "inv.yaml: target.epochs: expected"},
-      {"llama3-70b", "{epochs: 1, dataset_tokens: 0.5K0}",
-       "inv.yaml: target.dataset_tokens: expected tokens"},
-      {"fashion-mlp", "{epochs: 1, dataset_tokens: 2T}",
-       "inv.yaml: target.dataset_tokens: expected a transformer"},
-  };
-  for (const auto& c : cases) {
-    const std::string message = error_of(
-        [&] { model::parse_inventory_yaml(inventory_text(c.workload, c.target), "inv.yaml", ""); });
-    INFO(c.target << " -> " << message);
-    CHECK(message.rfind(c.prefix, 0) == 0);
-  }
 }

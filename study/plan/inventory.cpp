@@ -1,6 +1,6 @@
 // inventory.cpp: the inventory loader, the target's convergence model, and the two builders of
 // a selection's cluster (model::Platform in code, SimGrid XML); see inventory.hpp.
-#include "model/planning/inventory.hpp"
+#include "study/plan/inventory.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -20,7 +20,7 @@
 #include "model/ir/strategy.hpp"
 #include "model/ir/token_target.hpp"
 
-namespace tauplan::model {
+namespace tauplan::study {
 
 const std::vector<InventoryKey>& inventory_keys() {
   static const std::vector<InventoryKey> keys = {
@@ -107,15 +107,15 @@ std::vector<std::string> keys_of(const std::string& section) {
 
 std::vector<std::string> default_search_strategies() {
   std::vector<std::string> names;
-  for (const std::string& name : default_strategy_names())
-    if (strategy(name).uses("workers")) names.push_back(name);
+  for (const std::string& name : model::default_strategy_names())
+    if (model::strategy(name).uses("workers")) names.push_back(name);
   return names;
 }
 
 std::vector<std::string> default_search_collectives() {
   std::vector<std::string> names;
-  for (const std::string& name : collective_algorithm_names())
-    if (collective_algorithm(name).searched_by_default()) names.push_back(name);
+  for (const std::string& name : model::collective_algorithm_names())
+    if (model::collective_algorithm(name).searched_by_default()) names.push_back(name);
   return names;
 }
 
@@ -134,14 +134,14 @@ std::string quoted(const YAML::Node& node) {
 
 int whole_number(const YAML::Node& node, const std::string& origin, const std::string& key,
                  int min_value) {
-  const double value = yaml_util::number(node, origin, key);
+  const double value = model::yaml_util::number(node, origin, key);
   if (value != std::floor(value) || value < min_value || value > 1e6)
     throw InputError(origin, key, fmt::format("a whole number >= {}", min_value), quoted(node));
   return static_cast<int>(value);
 }
 
 double non_negative(const YAML::Node& node, const std::string& origin, const std::string& key) {
-  return yaml_util::positive(node, origin, key, true);
+  return model::yaml_util::positive(node, origin, key, true);
 }
 
 std::string lower(std::string s) {
@@ -165,7 +165,7 @@ std::vector<std::string> words(const YAML::Node& node, const std::string& origin
     out.push_back(node.Scalar());
   } else if (node.IsSequence() && node.size() > 0) {
     for (const auto& item : node)
-      out.push_back(yaml_util::text(item, origin, key));
+      out.push_back(model::yaml_util::text(item, origin, key));
   } else {
     throw InputError(origin, key, "a non-empty list", quoted(node));
   }
@@ -189,7 +189,7 @@ std::vector<int> whole_numbers(const YAML::Node& node, const std::string& origin
 void parse_network(const YAML::Node& node, const std::string& origin, const std::string& prefix,
                    NetworkSpec& network, bool with_gpu_link) {
   if (!node.IsMap()) throw InputError(origin, prefix, "a map of network keys", quoted(node));
-  yaml_util::reject_unknown_keys(
+  model::yaml_util::reject_unknown_keys(
       node, keys_of(with_gpu_link ? "node_types[].network" : "servers.network"), origin,
       prefix + ".");
   // Units are explicit in an inventory, as in a platform file: `bandwidth: 400` could mean
@@ -197,30 +197,31 @@ void parse_network(const YAML::Node& node, const std::string& origin, const std:
   // number (other than a latency of 0) is refused rather than read in the base unit.
   auto require_unit = [&](const std::string& text, const std::string& k, const char* example) {
     double bare = 0;
-    if (parse_number(text, bare) && bare != 0)
+    if (model::parse_number(text, bare) && bare != 0)
       throw InputError(origin, k, fmt::format("a number with its unit ({})", example),
                        "'" + text + "' (no unit)");
   };
   auto bandwidth = [&](const char* key, double& out) {
     if (!node[key]) return;
     const std::string k = prefix + "." + key;
-    const std::string text = yaml_util::text(node[key], origin, k);
+    const std::string text = model::yaml_util::text(node[key], origin, k);
     require_unit(text, k, "e.g. 25Gbps, 3.125GBps");
-    out = parse_bandwidth(text, origin, k);
-    if (!(out >= kMinBandwidthBps && out <= kMaxBandwidthBps))
-      throw InputError(
-          origin, k,
-          fmt::format("a bandwidth in [{:g}, {:g}] B/s", kMinBandwidthBps, kMaxBandwidthBps),
-          quoted(node[key]));
+    out = model::parse_bandwidth(text, origin, k);
+    if (!(out >= model::kMinBandwidthBps && out <= model::kMaxBandwidthBps))
+      throw InputError(origin, k,
+                       fmt::format("a bandwidth in [{:g}, {:g}] B/s", model::kMinBandwidthBps,
+                                   model::kMaxBandwidthBps),
+                       quoted(node[key]));
   };
   auto latency = [&](const char* key, double& out) {
     if (!node[key]) return;
     const std::string k = prefix + "." + key;
-    const std::string text = yaml_util::text(node[key], origin, k);
+    const std::string text = model::yaml_util::text(node[key], origin, k);
     require_unit(text, k, "e.g. 18us, 2ms");
-    out = parse_seconds(text, origin, k);
-    if (!(out >= 0 && out <= kMaxLatencySeconds))
-      throw InputError(origin, k, fmt::format("a latency in [0, {:g}] s", kMaxLatencySeconds),
+    out = model::parse_seconds(text, origin, k);
+    if (!(out >= 0 && out <= model::kMaxLatencySeconds))
+      throw InputError(origin, k,
+                       fmt::format("a latency in [0, {:g}] s", model::kMaxLatencySeconds),
                        quoted(node[key]));
   };
   bandwidth("bandwidth", network.bandwidth_Bps);
@@ -232,26 +233,26 @@ void parse_network(const YAML::Node& node, const std::string& origin, const std:
 NodeType parse_node_type(const YAML::Node& node, const std::string& origin,
                          const std::string& prefix) {
   if (!node.IsMap()) throw InputError(origin, prefix, "a map describing a node type", quoted(node));
-  yaml_util::reject_unknown_keys(node, keys_of("node_types[]"), origin, prefix + ".");
+  model::yaml_util::reject_unknown_keys(node, keys_of("node_types[]"), origin, prefix + ".");
   auto key = [&prefix](const char* k) { return prefix + "." + k; };
   for (const char* required : {"name", "gpu_model", "nodes", "price_per_hour"})
     if (!node[required]) throw InputError(origin, key(required), "a value", "nothing");
   NodeType type;
-  type.name = yaml_util::text(node["name"], origin, key("name"));
+  type.name = model::yaml_util::text(node["name"], origin, key("name"));
   // At most 128 characters: host names add "-<node>-gpu<index>" and stay within kMaxNameLength.
   if (!is_name_word(type.name) || type.name.size() > 128)
     throw InputError(origin, key("name"),
                      "a word of at most 128 letters, digits, '-' or '_' starting with a letter",
                      quoted(node["name"]));
-  type.gpu_model = yaml_util::text(node["gpu_model"], origin, key("gpu_model"));
-  const GpuSpec& gpu = gpu_spec(type.gpu_model, origin, key("gpu_model"));
+  type.gpu_model = model::yaml_util::text(node["gpu_model"], origin, key("gpu_model"));
+  const model::GpuSpec& gpu = model::gpu_spec(type.gpu_model, origin, key("gpu_model"));
   if (node["gpus_per_node"])
     type.gpus_per_node = whole_number(node["gpus_per_node"], origin, key("gpus_per_node"), 1);
   type.nodes = whole_number(node["nodes"], origin, key("nodes"), 1);
-  type.price_per_hour =
-      yaml_util::in_range(node["price_per_hour"], origin, key("price_per_hour"), 0, kMaxPrice);
+  type.price_per_hour = model::yaml_util::in_range(node["price_per_hour"], origin,
+                                                   key("price_per_hour"), 0, kMaxPrice);
   if (node["market"]) {
-    const std::string market = yaml_util::text(node["market"], origin, key("market"));
+    const std::string market = model::yaml_util::text(node["market"], origin, key("market"));
     if (market == "on-demand")
       type.market = Market::OnDemand;
     else if (market == "revocable")
@@ -264,11 +265,12 @@ NodeType parse_node_type(const YAML::Node& node, const std::string& origin,
       throw InputError(origin, key("revocations_per_hour"),
                        "a rate >= 0 (revocations per node-hour) for a revocable node type",
                        "nothing");
-    type.revocations_per_hour = yaml_util::in_range(
+    type.revocations_per_hour = model::yaml_util::in_range(
         node["revocations_per_hour"], origin, key("revocations_per_hour"), 0, kMaxRatePerHour);
     if (node["restart_s"]) {
-      type.restart_s = parse_seconds(yaml_util::text(node["restart_s"], origin, key("restart_s")),
-                                     origin, key("restart_s"));
+      type.restart_s =
+          model::parse_seconds(model::yaml_util::text(node["restart_s"], origin, key("restart_s")),
+                               origin, key("restart_s"));
       if (!(type.restart_s >= 0 && type.restart_s <= kMaxSeconds))
         throw InputError(origin, key("restart_s"), fmt::format("seconds in [0, {:g}]", kMaxSeconds),
                          quoted(node["restart_s"]));
@@ -280,13 +282,13 @@ NodeType parse_node_type(const YAML::Node& node, const std::string& origin,
                          quoted(node[k]) + " (set market: revocable)");
   }
   if (node["efficiency"]) {
-    type.efficiency = yaml_util::positive(node["efficiency"], origin, key("efficiency"));
+    type.efficiency = model::yaml_util::positive(node["efficiency"], origin, key("efficiency"));
     if (type.efficiency > 1)
       throw InputError(origin, key("efficiency"), "a fraction of the peak in (0, 1]",
                        quoted(node["efficiency"]));
   }
   if (node["precision"])
-    type.precision = yaml_util::text(node["precision"], origin, key("precision"));
+    type.precision = model::yaml_util::text(node["precision"], origin, key("precision"));
   const double peak = gpu.peak_flops(type.precision);
   if (!(peak > 0))
     throw InputError(origin, key("precision"),
@@ -298,24 +300,24 @@ NodeType parse_node_type(const YAML::Node& node, const std::string& origin,
   return type;
 }
 
-BatchSplit parse_split(const std::string& word, const std::string& origin) {
-  if (word == "even") return BatchSplit::Even;
-  if (word == "speed") return BatchSplit::Speed;
+model::BatchSplit parse_split(const std::string& word, const std::string& origin) {
+  if (word == "even") return model::BatchSplit::Even;
+  if (word == "speed") return model::BatchSplit::Speed;
   throw InputError(origin, "search.split", "even or speed", "'" + word + "'");
 }
 
 void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace& search) {
   if (!node.IsMap()) throw InputError(origin, "search", "a map of search keys", quoted(node));
-  yaml_util::reject_unknown_keys(node, keys_of("search"), origin, "search.");
+  model::yaml_util::reject_unknown_keys(node, keys_of("search"), origin, "search.");
   if (node["strategies"]) {
     search.strategies = words(node["strategies"], origin, "search.strategies");
     for (const auto& s : search.strategies)
-      strategy(s, origin);  // throws InputError on an unknown strategy
+      model::strategy(s, origin);  // throws InputError on an unknown strategy
   }
   if (node["collectives"]) {
     search.collectives = words(node["collectives"], origin, "search.collectives");
     for (const auto& c : search.collectives)
-      collective_algorithm(c, origin);
+      model::collective_algorithm(c, origin);
   }
   if (node["batch_per_worker"])
     search.batch_per_worker =
@@ -333,7 +335,7 @@ void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace
   if (node["round_budget_s"]) {
     search.round_budget_s.clear();
     for (const auto& w : words(node["round_budget_s"], origin, "search.round_budget_s")) {
-      const double budget = parse_seconds(w, origin, "search.round_budget_s");
+      const double budget = model::parse_seconds(w, origin, "search.round_budget_s");
       if (!(budget > 0))
         throw InputError(origin, "search.round_budget_s", "seconds > 0", "'" + w + "'");
       search.round_budget_s.push_back(budget);
@@ -367,15 +369,15 @@ void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace
     for (const auto& w : words(node["recompute"], origin, "search.recompute")) {
       if (w != "none" && w != "selective" && w != "full")
         throw InputError(origin, "search.recompute", "none, selective or full", "'" + w + "'");
-      search.recompute.push_back(w == "full"        ? Recompute::Full
-                                 : w == "selective" ? Recompute::Selective
-                                                    : Recompute::None);
+      search.recompute.push_back(w == "full"        ? model::Recompute::Full
+                                 : w == "selective" ? model::Recompute::Selective
+                                                    : model::Recompute::None);
     }
   }
   if (node["step_overhead_s"]) {
-    search.step_overhead_s =
-        parse_seconds(yaml_util::text(node["step_overhead_s"], origin, "search.step_overhead_s"),
-                      origin, "search.step_overhead_s");
+    search.step_overhead_s = model::parse_seconds(
+        model::yaml_util::text(node["step_overhead_s"], origin, "search.step_overhead_s"), origin,
+        "search.step_overhead_s");
     if (!(search.step_overhead_s >= 0 && search.step_overhead_s <= kMaxSeconds))
       throw InputError(origin, "search.step_overhead_s",
                        fmt::format("seconds in [0, {:g}]", kMaxSeconds),
@@ -386,9 +388,9 @@ void parse_search(const YAML::Node& node, const std::string& origin, SearchSpace
 void parse_target(const YAML::Node& node, const Inventory& inventory, Target& target) {
   const std::string& origin = inventory.file;
   if (!node.IsMap()) throw InputError(origin, "target", "a map", quoted(node));
-  yaml_util::reject_unknown_keys(node, keys_of("target"), origin, "target.");
+  model::yaml_util::reject_unknown_keys(node, keys_of("target"), origin, "target.");
   if (node["accuracy"])
-    target.accuracy = yaml_util::text(node["accuracy"], origin, "target.accuracy");
+    target.accuracy = model::yaml_util::text(node["accuracy"], origin, "target.accuracy");
   if (node["staleness_cost"])
     target.staleness_cost = non_negative(node["staleness_cost"], origin, "target.staleness_cost");
   // A target in tokens: `tokens` alone (no other target key), or `dataset_tokens` in place of
@@ -402,8 +404,8 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
                                      "replaces the convergence model)",
                                      k),
                          fmt::format("both, target.{}: {}", k, quoted(node[k])));
-    target.tokens = parse_tokens(yaml_util::text(node["tokens"], origin, "target.tokens"), origin,
-                                 "target.tokens");
+    target.tokens = model::parse_tokens(
+        model::yaml_util::text(node["tokens"], origin, "target.tokens"), origin, "target.tokens");
     target.sequence = token_sequence(inventory.workload, origin, "target.tokens");
     target.convergence = "tokens";
     return;
@@ -414,37 +416,37 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
                        "target.dataset_tokens or target.dataset_samples, not both",
                        "both, target.dataset_samples: " + quoted(node["dataset_samples"]));
     if (node["convergence"] &&
-        yaml_util::text(node["convergence"], origin, "target.convergence") != "epochs")
+        model::yaml_util::text(node["convergence"], origin, "target.convergence") != "epochs")
       throw InputError(origin, "target.dataset_tokens",
                        "target.dataset_tokens only with convergence: epochs",
                        "convergence: " + quoted(node["convergence"]));
     if (!node["epochs"])
       throw InputError(origin, "target.epochs", "a number > 0 (needed by target.dataset_tokens)",
                        "nothing");
-    target.dataset_tokens =
-        parse_tokens(yaml_util::text(node["dataset_tokens"], origin, "target.dataset_tokens"),
-                     origin, "target.dataset_tokens");
+    target.dataset_tokens = model::parse_tokens(
+        model::yaml_util::text(node["dataset_tokens"], origin, "target.dataset_tokens"), origin,
+        "target.dataset_tokens");
     target.sequence = token_sequence(inventory.workload, origin, "target.dataset_tokens");
   }
-  target.convergence = node["convergence"]
-                           ? yaml_util::text(node["convergence"], origin, "target.convergence")
-                           : (node["epochs"] ? "epochs" : "critical-batch");
+  target.convergence = node["convergence"] ? model::yaml_util::text(node["convergence"], origin,
+                                                                    "target.convergence")
+                                           : (node["epochs"] ? "epochs" : "critical-batch");
   if (target.convergence == "critical-batch") {
     for (const char* k : {"min_steps", "critical_batch"})
       if (!node[k])
         throw InputError(origin, std::string("target.") + k,
                          "a number > 0 (needed by convergence: critical-batch)", "nothing");
-    target.min_steps = yaml_util::in_range(node["min_steps"], origin, "target.min_steps", 0,
-                                           kMaxConvergenceSteps, true);
-    target.critical_batch = yaml_util::in_range(
-        node["critical_batch"], origin, "target.critical_batch", 0, kMaxCriticalBatch, true);
+    target.min_steps = model::yaml_util::in_range(node["min_steps"], origin, "target.min_steps", 0,
+                                                  model::kMaxConvergenceSteps, true);
+    target.critical_batch = model::yaml_util::in_range(
+        node["critical_batch"], origin, "target.critical_batch", 0, model::kMaxCriticalBatch, true);
     // Na(b) <= Smin (1 + Bcrit) for every batch b >= 1: within the step limit for all of them,
     // so that no configuration of the search fails on its step count.
-    if (target.min_steps * (1 + target.critical_batch) > kMaxConvergenceSteps)
-      throw InputError(
-          origin, "target.min_steps, target.critical_batch",
-          fmt::format("min_steps x (1 + critical_batch) <= {:g} steps", kMaxConvergenceSteps),
-          fmt::format("{:g}", target.min_steps * (1 + target.critical_batch)));
+    if (target.min_steps * (1 + target.critical_batch) > model::kMaxConvergenceSteps)
+      throw InputError(origin, "target.min_steps, target.critical_batch",
+                       fmt::format("min_steps x (1 + critical_batch) <= {:g} steps",
+                                   model::kMaxConvergenceSteps),
+                       fmt::format("{:g}", target.min_steps * (1 + target.critical_batch)));
     if (node["drift"]) {
       target.drift = non_negative(node["drift"], origin, "target.drift");
       if (target.drift > 1)
@@ -454,8 +456,8 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
     if (!node["convergence_table"])
       throw InputError(origin, "target.convergence_table", "a CSV file batch,workers,tau,steps",
                        "nothing");
-    const std::string raw = yaml_util::text(node["convergence_table"], origin,
-                                            "target.convergence_table", kMaxPathLength);
+    const std::string raw = model::yaml_util::text(
+        node["convergence_table"], origin, "target.convergence_table", model::kMaxPathLength);
     namespace fs = std::filesystem;
     target.table_path = fs::path(raw).is_absolute() || inventory.folder.empty()
                             ? raw
@@ -465,20 +467,21 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
       if (!node[k] && !(target.dataset_tokens > 0 && std::string(k) == "dataset_samples"))
         throw InputError(origin, std::string("target.") + k,
                          "a number > 0 (needed by convergence: epochs)", "nothing");
-    target.epochs =
-        yaml_util::in_range(node["epochs"], origin, "target.epochs", 0, kMaxConvergenceSteps, true);
+    target.epochs = model::yaml_util::in_range(node["epochs"], origin, "target.epochs", 0,
+                                               model::kMaxConvergenceSteps, true);
     if (target.dataset_tokens > 0) {
       target.dataset_samples = target.dataset_tokens / target.sequence;
       target.tokens = target.epochs * target.dataset_tokens;
     } else {
-      target.dataset_samples = yaml_util::in_range(
-          node["dataset_samples"], origin, "target.dataset_samples", 0, kMaxParameters, true);
+      target.dataset_samples =
+          model::yaml_util::in_range(node["dataset_samples"], origin, "target.dataset_samples", 0,
+                                     model::kMaxParameters, true);
     }
     // Na(b) = epochs x samples / b <= epochs x samples for every batch b >= 1.
-    if (target.epochs * target.dataset_samples > kMaxConvergenceSteps)
+    if (target.epochs * target.dataset_samples > model::kMaxConvergenceSteps)
       throw InputError(
           origin, "target.epochs, target.dataset_samples",
-          fmt::format("epochs x dataset_samples <= {:g} samples", kMaxConvergenceSteps),
+          fmt::format("epochs x dataset_samples <= {:g} samples", model::kMaxConvergenceSteps),
           fmt::format("{:g}", target.epochs * target.dataset_samples));
   } else {
     throw InputError(origin, "target.convergence", "critical-batch, table or epochs",
@@ -488,18 +491,19 @@ void parse_target(const YAML::Node& node, const Inventory& inventory, Target& ta
 
 void parse_recheck(const YAML::Node& node, const std::string& origin, RecheckSettings& recheck) {
   if (!node.IsMap()) throw InputError(origin, "recheck", "a map", quoted(node));
-  yaml_util::reject_unknown_keys(node, keys_of("recheck"), origin, "recheck.");
+  model::yaml_util::reject_unknown_keys(node, keys_of("recheck"), origin, "recheck.");
   if (node["top"]) recheck.top = whole_number(node["top"], origin, "recheck.top", 0);
   if (node["sim_rounds"])
     recheck.sim_rounds = whole_number(node["sim_rounds"], origin, "recheck.sim_rounds", 0);
   if (node["network_model"]) {
-    recheck.network_model = yaml_util::text(node["network_model"], origin, "recheck.network_model");
+    recheck.network_model =
+        model::yaml_util::text(node["network_model"], origin, "recheck.network_model");
     if (recheck.network_model != "CM02" && recheck.network_model != "LV08")
       throw InputError(origin, "recheck.network_model", "CM02 or LV08",
                        quoted(node["network_model"]));
   }
   if (node["faults"]) {
-    const std::string f = lower(yaml_util::text(node["faults"], origin, "recheck.faults"));
+    const std::string f = lower(model::yaml_util::text(node["faults"], origin, "recheck.faults"));
     if (f != "true" && f != "false")
       throw InputError(origin, "recheck.faults", "true or false", quoted(node["faults"]));
     recheck.faults = f == "true";
@@ -510,7 +514,7 @@ void parse_recheck(const YAML::Node& node, const std::string& origin, RecheckSet
 }
 
 // Routes of the two-level star: see inventory.hpp.
-class NodeStarRoutes : public RouteOracle {
+class NodeStarRoutes : public model::RouteOracle {
  public:
   struct HostLinks {
     int node = -1;    ///< index of the node (servers are nodes of their own)
@@ -519,11 +523,11 @@ class NodeStarRoutes : public RouteOracle {
     int nic_up = -1;
     int nic_down = -1;
   };
-  NodeStarRoutes(std::vector<Link> links, std::vector<HostLinks> hosts)
+  NodeStarRoutes(std::vector<model::Link> links, std::vector<HostLinks> hosts)
       : links_(std::move(links)), hosts_(std::move(hosts)) {}
 
-  Route route(int src_host, int dst_host) const override {
-    Route route;
+  model::Route route(int src_host, int dst_host) const override {
+    model::Route route;
     route.bandwidth_Bps = std::numeric_limits<double>::infinity();
     if (src_host == dst_host) return route;
     const HostLinks& a = hosts_.at(static_cast<size_t>(src_host));
@@ -541,7 +545,7 @@ class NodeStarRoutes : public RouteOracle {
   }
 
  private:
-  std::vector<Link> links_;
+  std::vector<model::Link> links_;
   std::vector<HostLinks> hosts_;
 };
 
@@ -552,14 +556,15 @@ void parse_inventory_workload(const YAML::Node& root, const std::string& origin,
   if (!root["workload"])
     throw InputError(origin, "workload", "a catalog workload name or a workload YAML file",
                      "nothing");
-  inventory.workload_name = yaml_util::text(root["workload"], origin, "workload", kMaxPathLength);
+  inventory.workload_name =
+      model::yaml_util::text(root["workload"], origin, "workload", model::kMaxPathLength);
   std::string name = inventory.workload_name;
   namespace fs = std::filesystem;
   const fs::path relative = fs::path(folder) / name;
   if (!folder.empty() && !fs::path(name).is_absolute() && fs::is_regular_file(relative))
     name = relative.lexically_normal().string();
   try {
-    inventory.workload = load_workload(name);
+    inventory.workload = model::load_workload(name);
   } catch (const InputError& e) {
     throw InputError(origin, "workload", e.what());
   }
@@ -567,8 +572,9 @@ void parse_inventory_workload(const YAML::Node& root, const std::string& origin,
 
 /// `objective`, `deadline` and `deadline_confidence` (min-cost-under-deadline needs a deadline).
 void parse_objective(const YAML::Node& root, const std::string& origin, Inventory& inventory) {
-  const std::string objective =
-      root["objective"] ? yaml_util::text(root["objective"], origin, "objective") : "min-time";
+  const std::string objective = root["objective"]
+                                    ? model::yaml_util::text(root["objective"], origin, "objective")
+                                    : "min-time";
   if (objective == "min-time")
     inventory.objective = Objective::MinTime;
   else if (objective == "min-cost")
@@ -579,8 +585,8 @@ void parse_objective(const YAML::Node& root, const std::string& origin, Inventor
     throw InputError(origin, "objective", "min-time, min-cost or min-cost-under-deadline",
                      "'" + objective + "'");
   if (root["deadline"]) {
-    inventory.deadline_s =
-        parse_seconds(yaml_util::text(root["deadline"], origin, "deadline"), origin, "deadline");
+    inventory.deadline_s = model::parse_seconds(
+        model::yaml_util::text(root["deadline"], origin, "deadline"), origin, "deadline");
     if (!(inventory.deadline_s > 0 && inventory.deadline_s <= kMaxDeadlineSeconds))
       throw InputError(origin, "deadline",
                        fmt::format("a duration in (0, {:g}] s (e.g. 12h)", kMaxDeadlineSeconds),
@@ -588,7 +594,7 @@ void parse_objective(const YAML::Node& root, const std::string& origin, Inventor
   }
   if (root["deadline_confidence"]) {
     inventory.deadline_confidence =
-        yaml_util::number(root["deadline_confidence"], origin, "deadline_confidence");
+        model::yaml_util::number(root["deadline_confidence"], origin, "deadline_confidence");
     if (!(inventory.deadline_confidence >= 0.5 && inventory.deadline_confidence < 1))
       throw InputError(origin, "deadline_confidence", "a probability in [0.5, 1) (e.g. 0.95)",
                        quoted(root["deadline_confidence"]));
@@ -617,15 +623,16 @@ void parse_node_types(const YAML::Node& root, const std::string& origin, Invento
 /// `servers`: the pool of parameter servers (max, price, speed, network).
 void parse_servers(const YAML::Node& s, const std::string& origin, ServerPool& servers) {
   if (!s.IsMap()) throw InputError(origin, "servers", "a map", quoted(s));
-  yaml_util::reject_unknown_keys(s, keys_of("servers"), origin, "servers.");
+  model::yaml_util::reject_unknown_keys(s, keys_of("servers"), origin, "servers.");
   if (!s["max"]) throw InputError(origin, "servers.max", "a whole number >= 0", "nothing");
   servers.max = whole_number(s["max"], origin, "servers.max", 0);
   if (s["price_per_hour"])
-    servers.price_per_hour =
-        yaml_util::in_range(s["price_per_hour"], origin, "servers.price_per_hour", 0, kMaxPrice);
+    servers.price_per_hour = model::yaml_util::in_range(s["price_per_hour"], origin,
+                                                        "servers.price_per_hour", 0, kMaxPrice);
   if (s["speed_flops"]) {
-    servers.speed_flops = yaml_util::in_range(s["speed_flops"], origin, "servers.speed_flops",
-                                              kMinSpeedFlops, kMaxSpeedFlops);
+    servers.speed_flops =
+        model::yaml_util::in_range(s["speed_flops"], origin, "servers.speed_flops",
+                                   model::kMinSpeedFlops, model::kMaxSpeedFlops);
     servers.speed_given = true;
   }
   if (s["network"]) {
@@ -642,7 +649,7 @@ void parse_servers(const YAML::Node& s, const std::string& origin, ServerPool& s
 /// them) needs servers, and their speed: no silent default.
 void check_server_strategies(const Inventory& inventory, const std::string& origin) {
   for (const auto& name : inventory.search.strategies) {
-    const Strategy& s = strategy(name, origin);
+    const model::Strategy& s = model::strategy(name, origin);
     if (!s.uses("servers") || s.uses("collective")) continue;
     if (inventory.search.servers.empty())
       throw InputError(origin, "servers.max",
@@ -675,7 +682,7 @@ const char* to_string(Market market) {
 }
 
 Inventory load_inventory(const std::string& path) {
-  const std::string text = yaml_util::read_file(path, "inventory");
+  const std::string text = model::yaml_util::read_file(path, "inventory");
   return parse_inventory_yaml(text, path, std::filesystem::path(path).parent_path().string());
 }
 
@@ -684,16 +691,17 @@ Inventory parse_inventory_yaml(const std::string& text, const std::string& origi
   Inventory inventory;
   inventory.file = origin;
   inventory.folder = folder;
-  const YAML::Node root = yaml_util::parse(text, origin);
+  const YAML::Node root = model::yaml_util::parse(text, origin);
   if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of inventory keys");
-  yaml_util::reject_unknown_keys(root, keys_of(""), origin);
+  model::yaml_util::reject_unknown_keys(root, keys_of(""), origin);
 
   parse_inventory_workload(root, origin, folder, inventory);
   if (!root["target"])
     throw InputError(origin, "target", "a target (convergence model or epochs)", "nothing");
   parse_target(root["target"], inventory, inventory.target);
   parse_objective(root, origin, inventory);
-  if (root["currency"]) inventory.currency = yaml_util::text(root["currency"], origin, "currency");
+  if (root["currency"])
+    inventory.currency = model::yaml_util::text(root["currency"], origin, "currency");
   parse_node_types(root, origin, inventory);
   if (root["servers"]) parse_servers(root["servers"], origin, inventory.servers);
 
@@ -713,11 +721,11 @@ EpochsConvergence::EpochsConvergence(double epochs, double dataset_samples, std:
 
 namespace {
 double checked_epoch_steps(double steps, const std::string& origin) {
-  if (steps > 0 && steps <= kMaxConvergenceSteps) return steps;
-  throw InputError(
-      origin, "target.epochs, target.dataset_samples",
-      fmt::format("epochs x dataset_samples / batch in (0, {:g}] steps", kMaxConvergenceSteps),
-      fmt::format("{:g}", steps));
+  if (steps > 0 && steps <= model::kMaxConvergenceSteps) return steps;
+  throw InputError(origin, "target.epochs, target.dataset_samples",
+                   fmt::format("epochs x dataset_samples / batch in (0, {:g}] steps",
+                               model::kMaxConvergenceSteps),
+                   fmt::format("{:g}", steps));
 }
 }  // namespace
 
@@ -741,11 +749,11 @@ std::string EpochsConvergence::describe() const {
                      samples_);
 }
 
-std::unique_ptr<ConvergenceModel> target_convergence(const Inventory& inventory) {
+std::unique_ptr<model::ConvergenceModel> target_convergence(const Inventory& inventory) {
   const Target& t = inventory.target;
   if (t.convergence == "tokens") {
-    auto model =
-        std::make_unique<TokenConvergence>(t.tokens, t.sequence, inventory.file, "target.tokens");
+    auto model = std::make_unique<model::TokenConvergence>(t.tokens, t.sequence, inventory.file,
+                                                           "target.tokens");
     model->set_staleness_cost(t.staleness_cost);
     return model;
   }
@@ -755,13 +763,13 @@ std::unique_ptr<ConvergenceModel> target_convergence(const Inventory& inventory)
     return model;
   }
   if (t.convergence == "table") {
-    auto model = std::make_unique<MeasuredTable>(
-        yaml_util::read_file(t.table_path, "target.convergence_table"), t.table_path);
+    auto model = std::make_unique<model::MeasuredTable>(
+        model::yaml_util::read_file(t.table_path, "target.convergence_table"), t.table_path);
     model->set_staleness_cost(t.staleness_cost);
     return model;
   }
-  auto model =
-      std::make_unique<CriticalBatch>(t.min_steps, t.critical_batch, t.drift, inventory.file);
+  auto model = std::make_unique<model::CriticalBatch>(t.min_steps, t.critical_batch, t.drift,
+                                                      inventory.file);
   model->set_staleness_cost(t.staleness_cost);
   return model;
 }
@@ -777,18 +785,18 @@ std::string node_name(const NodeType& type, int index) {
   return type.name + "-" + std::to_string(index);
 }
 
-Platform make_selection_platform(const Inventory& inventory, const Selection& selection) {
-  Platform platform;
+model::Platform make_selection_platform(const Inventory& inventory, const Selection& selection) {
+  model::Platform platform;
   platform.source_file = "<inventory " + inventory.file + ">";
   std::vector<NodeStarRoutes::HostLinks> host_links;
   auto add_link = [&platform](const std::string& name, double bandwidth, double latency) {
     const int up = static_cast<int>(platform.links.size());
     for (const char* direction : {"_UP", "_DOWN"}) {
-      Link link;
+      model::Link link;
       link.name = name + direction;
       link.bandwidth_Bps = bandwidth;
       link.latency_s = latency;
-      link.sharing = LinkSharing::SplitDuplex;
+      link.sharing = model::LinkSharing::SplitDuplex;
       platform.links.push_back(link);
     }
     return up;
@@ -800,7 +808,7 @@ Platform make_selection_platform(const Inventory& inventory, const Selection& se
       const std::string node = node_name(type, n);
       const int nic = add_link(node + "-nic", type.network.bandwidth_Bps, type.network.latency_s);
       for (int g = 0; g < type.gpus_per_node; ++g) {
-        Host host;
+        model::Host host;
         host.name = node + "-gpu" + std::to_string(g);
         host.speed_flops = type.speed_flops;
         host.gpu_model = type.gpu_model;
@@ -808,7 +816,7 @@ Platform make_selection_platform(const Inventory& inventory, const Selection& se
         host.node = node;
         // As the re-check's platform XML says them (the compute profile times only its precision).
         host.properties = {{"precision", type.precision},
-                           {"efficiency", simgrid_xml::number(type.efficiency)}};
+                           {"efficiency", model::simgrid_xml::number(type.efficiency)}};
         NodeStarRoutes::HostLinks links;
         links.node = node_index;
         links.nic_up = nic;
@@ -825,11 +833,11 @@ Platform make_selection_platform(const Inventory& inventory, const Selection& se
     }
   }
   for (int s = 0; s < selection.servers; ++s, ++node_index) {
-    Host host;
+    model::Host host;
     host.name = "server" + std::to_string(s);
     host.speed_flops = inventory.servers.speed_flops;
     host.node = host.name;
-    host.role = HostRole::Server;
+    host.role = model::HostRole::Server;
     const int nic =
         add_link(host.name + "-nic", inventory.servers.bandwidth_Bps, inventory.servers.latency_s);
     NodeStarRoutes::HostLinks links;
@@ -840,12 +848,12 @@ Platform make_selection_platform(const Inventory& inventory, const Selection& se
     host_links.push_back(links);
   }
   platform.routes = std::make_shared<NodeStarRoutes>(platform.links, std::move(host_links));
-  platform.source_hash = fnv1a_hex(platform.source_file);
+  platform.source_hash = model::fnv1a_hex(platform.source_file);
   return platform;
 }
 
 std::string selection_platform_xml(const Inventory& inventory, const Selection& selection) {
-  namespace sx = simgrid_xml;
+  namespace sx = model::simgrid_xml;
   sx::Platform xml;
   sx::Zone& world = xml.root;
   world.id = "world";
@@ -908,13 +916,13 @@ std::string selection_platform_xml(const Inventory& inventory, const Selection& 
   world.routers.push_back("switch");
   // Floyd is cubic in the zone's netpoints: a selection of thousands of GPUs is routed with
   // Dijkstra (the same shortest paths: every pair has one), its routes cached as they are used.
-  if (world.hosts.size() + world.routers.size() > kMaxDenseNetpoints)
+  if (world.hosts.size() + world.routers.size() > model::kMaxDenseNetpoints)
     world.routing = "DijkstraCache";
   if (selection.servers > 0)
     summary += fmt::format("   {} parameter server(s) ps0.. at {}{:g} per hour\n",
                            selection.servers, inventory.currency, inventory.servers.price_per_hour);
   xml.comment = fmt::format(
-      " Generated by tauplan plan from {} (model/planning/inventory.cpp). Nodes:\n{}"
+      " Generated by tauplan plan from {} (study/plan/inventory.cpp). Nodes:\n{}"
       " Topology: every node's NIC (SPLITDUPLEX) into one non-blocking router \"switch\"; in a\n"
       " multi-GPU node each GPU has its own SPLITDUPLEX link to the node's router <node>-r, so\n"
       " GPU to GPU inside a node is <gpu>-link UP, <gpu'>-link DOWN, and across nodes <gpu>-link\n"
@@ -938,4 +946,4 @@ std::vector<RevocableNode> revocable_nodes(const Inventory& inventory, const Sel
   return out;
 }
 
-}  // namespace tauplan::model
+}  // namespace tauplan::study

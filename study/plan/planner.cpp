@@ -1,5 +1,5 @@
 // planner.cpp: enumeration, analytic evaluation, Pareto frontier and ranking (see planner.hpp).
-#include "model/planning/planner.hpp"
+#include "study/plan/planner.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -16,9 +16,9 @@
 #include "model/ir/layout_cost.hpp"
 #include "model/ir/layout_memory.hpp"
 #include "model/ir/strategy.hpp"
-#include "model/planning/revocation.hpp"
+#include "study/common/revocation.hpp"
 
-namespace tauplan::model {
+namespace tauplan::study {
 
 const char* to_string(Bottleneck bottleneck) {
   switch (bottleneck) {
@@ -59,7 +59,7 @@ SelectionCosts selection_costs(const Inventory& inventory, const Selection& sele
     c.price_per_hour += selection.nodes[t] * type.price_per_hour;
     c.min_memory_bytes = std::min(c.min_memory_bytes, type.memory_bytes);
     c.peak_flops += static_cast<double>(selection.nodes[t]) * type.gpus_per_node *
-                    gpu_spec(type.gpu_model, inventory.file).peak_flops(type.precision);
+                    model::gpu_spec(type.gpu_model, inventory.file).peak_flops(type.precision);
     if (type.market == Market::Revocable && type.revocations_per_hour > 0) {
       c.rate_per_s += selection.nodes[t] * type.revocations_per_hour / 3600.0;
       c.restart_s = std::max(c.restart_s, type.restart_s);
@@ -70,7 +70,7 @@ SelectionCosts selection_costs(const Inventory& inventory, const Selection& sele
 
 /// What one evaluation needs besides the configuration: the Plan's workers and the timing.
 struct Outcome {
-  RoundTiming timing;
+  model::RoundTiming timing;
   long long rounds = 0;
   double convergence_steps = 0;
   int steps_per_round = 1;
@@ -87,9 +87,9 @@ int largest_fitting_batch(const Inventory& inventory, const SelectionCosts& cost
 }
 
 Evaluation finish_evaluation(const Inventory& inventory, const PlanConfig& config,
-                             const Platform& platform, const Outcome& o,
+                             const model::Platform& platform, const Outcome& o,
                              const SelectionCosts& costs, int largest_fitting) {
-  const RoundTiming& timing = o.timing;
+  const model::RoundTiming& timing = o.timing;
   Evaluation e;
   e.config = config;
   e.round_s = timing.round_s;
@@ -164,8 +164,8 @@ Evaluation finish_evaluation(const Inventory& inventory, const PlanConfig& confi
 }
 
 /// The configuration's options, normalised by its strategy (as make_plan normalises them).
-StrategyOptions options_for(const Inventory& inventory, const PlanConfig& config) {
-  StrategyOptions options;
+model::StrategyOptions options_for(const Inventory& inventory, const PlanConfig& config) {
+  model::StrategyOptions options;
   options.file = inventory.file;
   options.workers = config.gpus;
   options.batch = config.job_batch();
@@ -178,39 +178,41 @@ StrategyOptions options_for(const Inventory& inventory, const PlanConfig& config
   options.step_overhead_s = inventory.search.step_overhead_s;
   options.check_memory = true;
   options.layout = config.layout;
-  return strategy(config.strategy, inventory.file).normalise(options);
+  return model::strategy(config.strategy, inventory.file).normalise(options);
 }
 
 /// A mesh configuration costed by the closed form (see planner.hpp): InputError for a layout
 /// check_layout refuses (its key) or one that does not fit (key "batch").
 Evaluation evaluate_mesh(const Inventory& inventory, const PlanConfig& config,
-                         const Platform& platform, const ConvergenceModel& convergence,
-                         const SelectionCosts& costs, int largest_fitting) {
-  const Workload& workload = inventory.workload;
+                         const model::Platform& platform,
+                         const model::ConvergenceModel& convergence, const SelectionCosts& costs,
+                         int largest_fitting) {
+  const model::Workload& workload = inventory.workload;
   const double batch = config.job_batch();
   check_layout(config.layout, workload, batch, config.gpus, inventory.file);
-  const LayoutMemory memory = layout_memory(workload, config.layout, batch);
+  const model::LayoutMemory memory = layout_memory(workload, config.layout, batch);
   if (!memory.fits(costs.min_memory_bytes))
     throw InputError(inventory.file, "batch", "a layout that fits in the GPUs' memory",
                      config.layout.label());
-  const MeshPlacement placement = place_mesh(config.layout, platform, {}, inventory.file);
-  const LayoutTime time = layout_time(workload, config.layout, batch, platform, placement,
-                                      LayoutTimeOptions{inventory.search.step_overhead_s});
+  const model::MeshPlacement placement = place_mesh(config.layout, platform, {}, inventory.file);
+  const model::LayoutTime time =
+      layout_time(workload, config.layout, batch, platform, placement,
+                  model::LayoutTimeOptions{inventory.search.step_overhead_s});
   Outcome o;
   o.timing.round_s = time.iteration_s;
   double slowest_compute = 0;
-  for (const StageTime& stage : time.stages)
+  for (const model::StageTime& stage : time.stages)
     slowest_compute = std::max(slowest_compute, stage.compute_s + stage.elementwise_s);
-  const Layout& l = config.layout;
+  const model::Layout& l = config.layout;
   o.timing.compute_s =
       (l.micro_batches + (l.pipeline - 1.0) / l.virtual_stages) * slowest_compute + time.update_s;
   o.timing.comm_s = std::max(0.0, time.iteration_s - o.timing.compute_s);
-  Plan counts;  // what the convergence model reads: the global batch and the workers
+  model::Plan counts;  // what the convergence model reads: the global batch and the workers
   counts.strategy = config.strategy;
   counts.workers = config.gpus;
   counts.batch = batch;
-  o.convergence_steps = strategy(config.strategy).convergence_steps(counts, convergence);
-  o.rounds = rounds_from_steps(o.convergence_steps, inventory.file);
+  o.convergence_steps = model::strategy(config.strategy).convergence_steps(counts, convergence);
+  o.rounds = model::rounds_from_steps(o.convergence_steps, inventory.file);
   // Each GPU's share of the step's flop, as finish_evaluation's mean worker reads it.
   const std::vector<double> shares(placement.hosts.size(), batch / config.gpus);
   o.hosts = &placement.hosts;
@@ -223,15 +225,15 @@ Evaluation evaluate_mesh(const Inventory& inventory, const PlanConfig& config,
 /// One Plan built and compiled per (selection, strategy, collective, servers); the batch, tau
 /// and split of each configuration only change the compute ops' work and the rounds, so those
 /// ops are re-costed in place (with the generators' own arithmetic and memory check) instead of
-/// building a new Plan. planning_test.cpp checks that this equals evaluate_config exactly.
+/// building a new Plan. planner_test.cpp checks that this equals evaluate_config exactly.
 class Family {
  public:
-  Family(const Inventory& inventory, const PlanConfig& base, const Platform& platform,
-         const ConvergenceModel& convergence)
+  Family(const Inventory& inventory, const PlanConfig& base, const model::Platform& platform,
+         const model::ConvergenceModel& convergence)
       : inventory_(inventory),
         platform_(platform),
         convergence_(convergence),
-        strategy_(strategy(base.strategy, inventory.file)) {
+        strategy_(model::strategy(base.strategy, inventory.file)) {
     plan_ = make_plan(base.strategy, options_for(inventory, base), inventory.workload, platform,
                       convergence);
     try {
@@ -246,7 +248,7 @@ class Family {
     // The compute ops, by their index in compile()'s (topological) order.
     order_ = plan_.topological_order();
     for (size_t i = 0; i < order_.size(); ++i)
-      if (plan_.graph[order_[i]].kind == OpKind::Compute) compute_ops_.push_back(i);
+      if (plan_.graph[order_[i]].kind == model::OpKind::Compute) compute_ops_.push_back(i);
   }
 
   enum class Status { Ok, Memory, Collective };
@@ -256,12 +258,12 @@ class Family {
   /// check), Collective when the family's collective cannot run; throws InputError as make_plan
   /// would for the rest (convergence).
   Status evaluate(const PlanConfig& config, Outcome& o) {
-    const Workload& workload = inventory_.workload;
-    const StrategyOptions options = options_for(inventory_, config);
+    const model::Workload& workload = inventory_.workload;
+    const model::StrategyOptions options = options_for(inventory_, config);
     strategy_.recost(plan_, options, workload, platform_);
     // check_fits_in_memory's test, without building its message for every misfit.
     for (size_t w = 0; w < plan_.worker_hosts.size(); ++w) {
-      const Host& host = platform_.hosts[static_cast<size_t>(plan_.worker_hosts[w])];
+      const model::Host& host = platform_.hosts[static_cast<size_t>(plan_.worker_hosts[w])];
       if (host.gpu_memory_bytes > 0 &&
           workload.memory_bytes(plan_.worker_samples[w]) > host.gpu_memory_bytes)
         return Status::Memory;
@@ -271,14 +273,14 @@ class Family {
     scratch_.steps_per_round = plan_.steps_per_round;
     scratch_.staleness_bound = plan_.staleness_bound;
     for (size_t i : compute_ops_) {
-      const Op& op = plan_.graph[order_[i]];
+      const model::Op& op = plan_.graph[order_[i]];
       scratch_.duration_s[i] = op_duration_s(op, plan_, platform_);
       scratch_.step_fraction[i] = op.step_fraction * op.steps;
     }
     o.timing = tauplan::model::evaluate(scratch_);
     o.steps_per_round = scratch_.steps_per_round;
     o.convergence_steps = strategy_.convergence_steps(plan_, convergence_);
-    o.rounds = rounds_from_steps(o.convergence_steps, inventory_.file);
+    o.rounds = model::rounds_from_steps(o.convergence_steps, inventory_.file);
     o.hosts = &plan_.worker_hosts;
     o.samples = &plan_.worker_samples;
     return Status::Ok;
@@ -286,13 +288,13 @@ class Family {
 
  private:
   const Inventory& inventory_;
-  const Platform& platform_;
-  const ConvergenceModel& convergence_;
-  const Strategy& strategy_;
-  Plan plan_;
-  CompiledPlan compiled_;
-  CompiledPlan scratch_;
-  std::vector<OpId> order_;          ///< compile()'s order of the plan's ops
+  const model::Platform& platform_;
+  const model::ConvergenceModel& convergence_;
+  const model::Strategy& strategy_;
+  model::Plan plan_;
+  model::CompiledPlan compiled_;
+  model::CompiledPlan scratch_;
+  std::vector<model::OpId> order_;   ///< compile()'s order of the plan's ops
   std::vector<size_t> compute_ops_;  ///< compiled indices of the compute ops
   bool runnable_ = true;
 };
@@ -300,14 +302,16 @@ class Family {
 }  // namespace
 
 Evaluation evaluate_config(const Inventory& inventory, const PlanConfig& config,
-                           const Platform& platform, const ConvergenceModel& convergence) {
-  if (strategy(config.strategy, inventory.file).uses("tensor_parallel")) {
+                           const model::Platform& platform,
+                           const model::ConvergenceModel& convergence) {
+  if (model::strategy(config.strategy, inventory.file).uses("tensor_parallel")) {
     const SelectionCosts costs = selection_costs(inventory, config.selection);
     return evaluate_mesh(inventory, config, platform, convergence, costs,
                          largest_fitting_batch(inventory, costs));
   }
-  const StrategyOptions options = options_for(inventory, config);
-  const Plan plan = make_plan(config.strategy, options, inventory.workload, platform, convergence);
+  const model::StrategyOptions options = options_for(inventory, config);
+  const model::Plan plan =
+      make_plan(config.strategy, options, inventory.workload, platform, convergence);
   Outcome o;
   o.timing = evaluate(compile(plan, platform));
   o.rounds = plan.rounds;
@@ -356,7 +360,7 @@ bool homogeneous(const Inventory& inventory, const Selection& selection) {
 /// data = K / (t p c); expert sizes only for a mixture of experts (with sequence parallelism
 /// when t > 1, as check_layout requires).
 std::vector<PlanConfig> mesh_configs(const SearchSpace& space, const PlanConfig& base,
-                                     const Workload& workload) {
+                                     const model::Workload& workload) {
   const bool moe = workload.transformer && workload.transformer->is_moe();
   const std::vector<int> no_experts = {1};
   std::vector<PlanConfig> out;
@@ -373,7 +377,7 @@ std::vector<PlanConfig> mesh_configs(const SearchSpace& space, const PlanConfig&
               if (replica_batch % size != 0) continue;
               for (int zero : space.zero_stage) {
                 if (zero > 0 && d * c == 1) continue;  // nothing to shard over: ZeRO 0's layout
-                for (Recompute recompute : space.recompute) {
+                for (model::Recompute recompute : space.recompute) {
                   PlanConfig config = base;
                   config.batch_per_worker = b;
                   config.layout.data = d;
@@ -397,7 +401,7 @@ std::vector<PlanConfig> mesh_configs(const SearchSpace& space, const PlanConfig&
 /// One node selection of the search: its platform (with the largest server count searched) and
 /// what every configuration on it shares.
 struct SelectionSearch {
-  SelectionSearch(const Inventory& inv, const ConvergenceModel& model, const Selection& base,
+  SelectionSearch(const Inventory& inv, const model::ConvergenceModel& model, const Selection& base,
                   int max_servers)
       : inventory(inv),
         convergence(model),
@@ -414,8 +418,8 @@ struct SelectionSearch {
   }
 
   const Inventory& inventory;
-  const ConvergenceModel& convergence;
-  const Platform platform;
+  const model::ConvergenceModel& convergence;
+  const model::Platform platform;
   const int gpus;
   const int nodes;
   const bool same_speed;  ///< every GPU of the selection as fast
@@ -481,7 +485,7 @@ std::vector<std::pair<std::string, int>> collective_choices(const Inventory& inv
   const SearchSpace& space = inventory.search;
   std::vector<std::pair<std::string, int>> collectives;
   for (const auto& name : space.collectives) {
-    const int needed = collective_algorithm(name, inventory.file).servers_needed();
+    const int needed = model::collective_algorithm(name, inventory.file).servers_needed();
     if (needed == 0) {
       collectives.emplace_back(name, 0);
       if (gpus == 1) break;
@@ -494,7 +498,7 @@ std::vector<std::pair<std::string, int>> collective_choices(const Inventory& inv
 }
 
 /// Local steps of a strategy: each tau, then each time budget (tau ignored).
-std::vector<std::pair<int, double>> local_step_choices(const Strategy& s,
+std::vector<std::pair<int, double>> local_step_choices(const model::Strategy& s,
                                                        const SearchSpace& space) {
   const std::vector<int> one_tau{1};
   std::vector<std::pair<int, double>> local_steps;
@@ -509,13 +513,13 @@ std::vector<std::pair<int, double>> local_step_choices(const Strategy& s,
 /// A strategy other than a mesh on one selection: a family per (collective, servers), of every
 /// batch, local steps, staleness bound and split. `config` carries the selection and is left
 /// with the last configuration's values (as the next strategy finds it).
-void search_strategy(const SelectionSearch& sel, const std::string& name, const Strategy& s,
+void search_strategy(const SelectionSearch& sel, const std::string& name, const model::Strategy& s,
                      const std::vector<std::pair<std::string, int>>& collectives, bool shared_plans,
                      PlanConfig& config, PlanSearch& result) {
   const SearchSpace& space = sel.inventory.search;
-  const bool even_listed =
-      std::find(space.splits.begin(), space.splits.end(), BatchSplit::Even) != space.splits.end();
-  const std::vector<BatchSplit> even_only{BatchSplit::Even};
+  const bool even_listed = std::find(space.splits.begin(), space.splits.end(),
+                                     model::BatchSplit::Even) != space.splits.end();
+  const std::vector<model::BatchSplit> even_only{model::BatchSplit::Even};
   const std::vector<std::pair<std::string, int>> one_worker{{"", 0}};
   // A strategy with servers of its own and no collective (async-ps): each server count.
   std::vector<std::pair<std::string, int>> own_servers;
@@ -540,8 +544,8 @@ void search_strategy(const SelectionSearch& sel, const std::string& name, const 
         config.round_budget_s = budget;
         for (int bound : s.uses("staleness_bound") ? space.staleness_bound : unbounded) {
           config.staleness_bound = bound;
-          for (BatchSplit split : s.uses("split") ? space.splits : even_only) {
-            if (split == BatchSplit::Speed && sel.same_speed && even_listed)
+          for (model::BatchSplit split : s.uses("split") ? space.splits : even_only) {
+            if (split == model::BatchSplit::Speed && sel.same_speed && even_listed)
               continue;  // identical to the even split
             config.split = split;
             family.push_back(config);
@@ -554,7 +558,7 @@ void search_strategy(const SelectionSearch& sel, const std::string& name, const 
 }
 
 /// Every configuration of one node selection, into `result`.
-void search_selection(const Inventory& inventory, const ConvergenceModel& convergence,
+void search_selection(const Inventory& inventory, const model::ConvergenceModel& convergence,
                       const Selection& base, int max_servers, bool shared_plans,
                       PlanSearch& result) {
   const SelectionSearch sel(inventory, convergence, base, max_servers);
@@ -565,7 +569,7 @@ void search_selection(const Inventory& inventory, const ConvergenceModel& conver
   config.selection = base;
   config.gpus = sel.gpus;
   for (const auto& name : inventory.search.strategies) {
-    const Strategy& s = strategy(name, inventory.file);
+    const model::Strategy& s = model::strategy(name, inventory.file);
     if (s.uses("tensor_parallel")) {  // mesh: every layout of the K GPUs (see planner.hpp)
       PlanConfig mesh = config;
       mesh.strategy = name;
@@ -663,7 +667,7 @@ std::vector<std::size_t> pareto_frontier(const std::vector<double>& time,
 PlanSearch search_plans(const Inventory& inventory, std::size_t ranking_size, bool shared_plans) {
   const auto start = std::chrono::steady_clock::now();
   PlanSearch result;
-  const std::unique_ptr<ConvergenceModel> convergence = target_convergence(inventory);
+  const std::unique_ptr<model::ConvergenceModel> convergence = target_convergence(inventory);
   const SearchSpace& space = inventory.search;
   const int max_servers =
       space.servers.empty() ? 0 : *std::max_element(space.servers.begin(), space.servers.end());
@@ -689,7 +693,7 @@ std::string describe_selection(const Inventory& inventory, const Selection& sele
 }
 
 std::string describe_strategy(const PlanConfig& config) {
-  const Strategy& s = strategy(config.strategy);
+  const model::Strategy& s = model::strategy(config.strategy);
   if (!s.uses("workers")) return fmt::format("{}, batch {}", s.name(), config.batch_per_worker);
   std::string text = config.strategy;
   if (s.uses("tensor_parallel"))
@@ -707,14 +711,14 @@ std::string describe_strategy(const PlanConfig& config) {
   if (s.uses("staleness_bound") && config.staleness_bound > 0)
     text += fmt::format(", staleness bound {}", config.staleness_bound);
   text += fmt::format(", {}/worker", config.batch_per_worker);
-  if (s.uses("split") && config.split == BatchSplit::Speed) text += ", split speed";
+  if (s.uses("split") && config.split == model::BatchSplit::Speed) text += ", split speed";
   return text;
 }
 
 std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& evaluation,
                                const std::string& platform_file) {
   const PlanConfig& c = evaluation.config;
-  const StrategyOptions options = options_for(inventory, c);
+  const model::StrategyOptions options = options_for(inventory, c);
   namespace fs = std::filesystem;
   std::string workload = inventory.workload_name;
   {
@@ -737,7 +741,7 @@ std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& eva
       describe_selection(inventory, c.selection), c.gpus, describe_strategy(c), inventory.file,
       platform_file, workload, c.strategy, options.workers, options.batch, options.tau,
       to_string(options.split));
-  if (strategy(c.strategy).uses("tensor_parallel")) {
+  if (model::strategy(c.strategy).uses("tensor_parallel")) {
     yaml += fmt::format(
         "tensor_parallel: {}\npipeline_parallel: {}\ndata_parallel: {}\nmicro_batches: {}\n"
         "pipeline_schedule: {}\nzero_stage: {}\nrecompute: {}\n",
@@ -752,7 +756,7 @@ std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& eva
   if (c.servers > 0) yaml += fmt::format("servers: {}\n", c.servers);
   if (c.round_budget_s > 0) yaml += fmt::format("round_budget_s: {:.17g}\n", c.round_budget_s);
   if (c.staleness_bound > 0) yaml += fmt::format("staleness_bound: {}\n", c.staleness_bound);
-  if (strategy(c.strategy).uses("staleness_bound"))
+  if (model::strategy(c.strategy).uses("staleness_bound"))
     yaml += fmt::format("staleness_cost: {:.17g}\n", inventory.target.staleness_cost);
   yaml += fmt::format("step_overhead_s: {:.17g}\n", inventory.search.step_overhead_s);
   const Target& t = inventory.target;
@@ -768,7 +772,7 @@ std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& eva
     // Epochs: the counts the planner used, as fixed counts (iterations for single and sync,
     // rounds for local-sgd).
     yaml += fmt::format("convergence: fixed\niterations: {:.17g}\n", evaluation.convergence_steps);
-    if (strategy(c.strategy).counts_rounds())
+    if (model::strategy(c.strategy).counts_rounds())
       yaml += fmt::format("rounds: {:.17g}\n", evaluation.convergence_steps);
   }
   const RecheckSettings& r = inventory.recheck;
@@ -792,4 +796,4 @@ std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& eva
   return yaml;
 }
 
-}  // namespace tauplan::model
+}  // namespace tauplan::study

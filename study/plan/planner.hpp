@@ -6,9 +6,9 @@
 // strategy (sync: the global batch is K x the per-worker batch, split evenly or by speed;
 // local-sgd: tau local steps per round), a collective and, for `ps`, a number of parameter
 // servers. Each is built as a Plan (model/ir/strategy.hpp) on the selection's platform
-// (model/planning/inventory.hpp) and evaluated in closed form (model/analytic/analytic.hpp). Time
+// (study/plan/inventory.hpp) and evaluated in closed form (model/analytic/analytic.hpp). Time
 // is the expected time to the target with revocations of revocable nodes
-// (model/planning/revocation.hpp; the stall is the largest restart cost of the selection's
+// (study/common/revocation.hpp; the stall is the largest restart cost of the selection's
 // revocable types); cost is that time x the price of the selected nodes and servers (billed during
 // stalls too). Each point's bottleneck is the largest part of its expected time: compute (the mean
 // worker's compute), straggler (waiting for the slowest worker beyond the mean), communication
@@ -42,9 +42,9 @@
 #include <vector>
 
 #include "model/inputs/mesh.hpp"
-#include "model/planning/inventory.hpp"
+#include "study/plan/inventory.hpp"
 
-namespace tauplan::model {
+namespace tauplan::study {
 
 enum class Bottleneck { Compute, Communication, Straggler, Memory, Revocations };
 const char* to_string(Bottleneck bottleneck);
@@ -55,12 +55,12 @@ struct PlanConfig {
   std::string strategy;
   std::string collective;
   int servers = 0;  ///< parameter servers used (0 unless the collective needs them)
-  BatchSplit split = BatchSplit::Even;
+  model::BatchSplit split = model::BatchSplit::Even;
   int batch_per_worker = 0;
   int tau = 1;
   double round_budget_s = 0;  ///< local-sgd with a time budget (then tau is ignored)
   int staleness_bound = 0;    ///< async-ps: SSP bound (0 = unbounded)
-  Layout layout;              ///< mesh: the layout of the K GPUs
+  model::Layout layout;       ///< mesh: the layout of the K GPUs
   /// The job's `batch`: global (K x per worker) for sync and single, per worker for local-sgd.
   double job_batch() const;
 };
@@ -129,7 +129,8 @@ PlanSearch search_plans(const Inventory& inventory, std::size_t ranking_size = 1
 
 /// Evaluates one configuration; throws InputError when it is infeasible (memory, collective).
 Evaluation evaluate_config(const Inventory& inventory, const PlanConfig& config,
-                           const Platform& platform, const ConvergenceModel& convergence);
+                           const model::Platform& platform,
+                           const model::ConvergenceModel& convergence);
 
 /// Indices of the points no other point dominates (a dominates b: a.time <= b.time and
 /// a.cost <= b.cost, one of them strictly), by increasing time. Of exact duplicates one is kept.
@@ -151,4 +152,4 @@ std::string describe_strategy(const PlanConfig& config);
 std::string candidate_job_yaml(const Inventory& inventory, const Evaluation& evaluation,
                                const std::string& platform_file);
 
-}  // namespace tauplan::model
+}  // namespace tauplan::study

@@ -46,24 +46,24 @@
 #include "model/inputs/transformer.hpp"
 #include "model/ir/layout.hpp"
 
-namespace tauplan::model {
+namespace tauplan::study {
 
 /// One measured layer time of the calibration table.
 struct CalibrationPoint {
-  Recompute recompute = Recompute::None;
+  model::Recompute recompute = model::Recompute::None;
   bool sequence_parallel = false;
   double layer_s = 0;
 };
 
 struct PublishedRun {
   std::string name;
-  std::string table;    ///< which published table it is from
-  std::string source;   ///< paper and table
-  std::string assumed;  ///< what the paper does not say and the run assumes
-  Workload workload;    ///< a transformer
+  std::string table;         ///< which published table it is from
+  std::string source;        ///< paper and table
+  std::string assumed;       ///< what the paper does not say and the run assumes
+  model::Workload workload;  ///< a transformer
   int workers = 1;
   double batch = 1;
-  Layout layout;
+  model::Layout layout;
   bool calibration_configuration = false;  ///< the calibration layer's own model and layout
   /// The published quantity: "tflops_per_gpu" (per GPU, in `flop`), "mfu" (model flop over the
   /// GPU's dense peak) or "iteration_s".
@@ -82,8 +82,8 @@ struct PublishedRuns {
   /// and no run is used for calibration (the fields below stay empty).
   bool calibration_from_platform = false;
   std::string calibration_source;
-  Workload calibration_workload;
-  Layout calibration_layout;  ///< one node: tensor size, micro-batch of calibration_batch
+  model::Workload calibration_workload;
+  model::Layout calibration_layout;  ///< one node: tensor size, micro-batch of calibration_batch
   double calibration_batch = 1;
   std::vector<CalibrationPoint> calibration;
   std::vector<PublishedRun> runs;
@@ -98,7 +98,7 @@ PublishedRuns load_published_runs(const std::string& path);
 /// bandwidth, no launch overhead, no samples), with the fitted layer times beside the
 /// measured ones.
 struct HardwareFit {
-  ComputeProfile profile;
+  model::ComputeProfile profile;
   double efficiency = 0;            ///< profile.default_gemm_efficiency
   double memory_bandwidth_Bps = 0;  ///< profile.memory_bandwidth_Bps
   /// The GPU's datasheet memory bandwidth (catalog), the bound of memory_bandwidth_Bps, and the
@@ -120,11 +120,11 @@ struct HardwareFit {
 /// held at it, the efficiency then fitted alone). InputError when the fabric's GPU has no catalog
 /// peak, or the fit is degenerate (settings that do not separate GEMMs from memory-bound traffic)
 /// or unphysical (an efficiency above 1, a bandwidth <= 0).
-HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric);
+HardwareFit fit_hardware(const PublishedRuns& runs, const model::NodeFabric& fabric);
 
 /// Empty when `profile` is the fit (peak, efficiencies and bandwidth within `tolerance`
 /// relative, no launch overhead, no samples), else what differs.
-std::string profile_difference(const ComputeProfile& profile, const HardwareFit& fit,
+std::string profile_difference(const model::ComputeProfile& profile, const HardwareFit& fit,
                                double tolerance = 5e-3);
 
 struct RunPrediction {
@@ -140,11 +140,11 @@ struct RunPrediction {
 /// Predicts a run on `fabric` (its GPUs' speed, props and compute profile as they are) with as
 /// many nodes as the run needs; mfu needs the GPU's catalog peak at its `precision` prop
 /// (InputError naming the fabric's file otherwise).
-RunPrediction predict_run(const PublishedRun& run, const NodeFabric& fabric);
+RunPrediction predict_run(const PublishedRun& run, const model::NodeFabric& fabric);
 
 /// The median of |error| over the runs `include` selects (0 when none does): the summary lines
 /// of `tauplan published` are computed from the rows through it.
 double median_abs_error(const std::vector<RunPrediction>& predictions,
                         const std::vector<bool>& include);
 
-}  // namespace tauplan::model
+}  // namespace tauplan::study

@@ -25,7 +25,7 @@
 // at once (each node is an independent Poisson source).
 #pragma once
 
-namespace tauplan::model {
+namespace tauplan::study {
 
 /// Mean and variance of one random duration.
 struct Moments {
@@ -58,4 +58,4 @@ ExpectedTime expected_total_time(double round_s, long long rounds, double rate_p
 /// 0.95 -> 1.960, 0.99 -> 2.576 (Acklam's rational approximation, |error| < 1.2e-9).
 double normal_quantile_two_sided(double confidence);
 
-}  // namespace tauplan::model
+}  // namespace tauplan::study

@@ -1,11 +1,11 @@
 // revocation.cpp: closed-form moments of the time to finish rounds under Poisson revocations.
-#include "model/planning/revocation.hpp"
+#include "study/common/revocation.hpp"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 
-namespace tauplan::model {
+namespace tauplan::study {
 namespace {
 
 /// E[X; X < w] and E[X^2; X < w] for X ~ Exponential(rate), with x = rate w. Series for small x,
@@ -107,4 +107,4 @@ double normal_quantile_two_sided(double confidence) {
          ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
 }
 
-}  // namespace tauplan::model
+}  // namespace tauplan::study

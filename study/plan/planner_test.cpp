@@ -1,5 +1,6 @@
-// planning_test.cpp: the revocation closed form, inventories, the selection platform, the
-// planner's search, its Pareto frontier and its answers.
+// planner_test.cpp: inventories (their token targets among them), the selection platform, the
+// planner's search, its Pareto frontier and its answers (the revocation closed form:
+// study/common/revocation_test.cpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,38 +13,14 @@
 
 #include "model/base/error.hpp"
 #include "model/ir/layout_cost.hpp"
-#include "model/planning/inventory.hpp"
-#include "model/planning/planner.hpp"
-#include "model/planning/revocation.hpp"
+#include "model/ir/strategy.hpp"
+#include "study/common/revocation.hpp"
+#include "study/plan/inventory.hpp"
+#include "study/plan/planner.hpp"
 
 using namespace tauplan;
 
 namespace {
-
-/// An independent Monte Carlo of the revocation process (not the closed form's recursion): a
-/// Poisson stream of events; a round of `r` completes when r seconds pass without an event;
-/// after an event the job stalls until `R` seconds pass without one.
-double simulate_rounds(std::mt19937_64& rng, double r, long long rounds, double rate, double R) {
-  std::exponential_distribution<double> gap(rate);
-  double t = 0;
-  double next_event = gap(rng);
-  for (long long i = 0; i < rounds; ++i) {
-    for (;;) {
-      if (next_event >= t + r) {  // the round completes
-        t += r;
-        break;
-      }
-      t = next_event;  // lost work; stall until R event-free seconds
-      next_event = t + gap(rng);
-      while (next_event < t + R) {
-        t = next_event;
-        next_event = t + gap(rng);
-      }
-      t += R;
-    }
-  }
-  return t;
-}
 
 std::string base_inventory(const std::string& node_types, const std::string& extra = "") {
   return "workload: resnet-50\n"
@@ -61,8 +38,8 @@ const char* kTwoTypes =
     "     market: revocable, revocations_per_hour: 0.5, restart_s: 120,\n"
     "     network: {bandwidth: 16Gbps, latency: 18us}}\n";
 
-model::Inventory parse(const std::string& text) {
-  return model::parse_inventory_yaml(text, "inv.yaml", "");
+study::Inventory parse(const std::string& text) {
+  return study::parse_inventory_yaml(text, "inv.yaml", "");
 }
 
 std::string error_of(const std::string& text) {
@@ -74,60 +51,15 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
+/// An inventory of one H200 node whose workload and target are given.
+std::string token_inventory(const std::string& workload, const std::string& target) {
+  return "workload: " + workload + "\ntarget: " + target +
+         "\nnode_types:\n"
+         "  - {name: h200, gpu_model: H200-SXM-141GB, gpus_per_node: 8, nodes: 1, "
+         "price_per_hour: 28, network: {bandwidth: 3.2Tbps, latency: 2us}}\n";
+}
+
 }  // namespace
-
-TEST_CASE("revocations: no revocations give the failure-free time") {
-  const auto m = model::round_time_moments(2.0, 0, 30);
-  CHECK(m.mean == 2.0);
-  CHECK(m.variance == 0);
-  const auto t = model::expected_total_time(2.0, 100, 0, 30);
-  CHECK(t.mean_s == 200.0);
-  CHECK(t.stddev_s == 0);
-}
-
-TEST_CASE("revocations: the mean is e^{LR} (e^{Lr} - 1) / L") {
-  for (double rate : {1e-7, 1e-4, 0.01, 0.3, 2.0})
-    for (double r : {0.5, 3.0})
-      for (double R : {0.0, 10.0}) {
-        INFO("rate " << rate << " r " << r << " R " << R);
-        const double expected = std::exp(rate * R) * std::expm1(rate * r) / rate;
-        CHECK(model::round_time_moments(r, rate, R).mean == Approx(expected).epsilon(1e-12));
-        CHECK(model::stall_time_moments(R, rate).mean ==
-              Approx(std::expm1(rate * R) / rate).epsilon(1e-12).margin(1e-300));
-      }
-}
-
-TEST_CASE("revocations: mean and variance match an independent Monte Carlo") {
-  // r = 1 s rounds, L = 0.05/s, R = 5 s: about 5% of rounds are hit, each costs ~5.7 s.
-  const double r = 1.0, rate = 0.05, R = 5.0;
-  const long long rounds = 200;
-  const int runs = 4000;
-  const auto t = model::expected_total_time(r, rounds, rate, R);
-  std::mt19937_64 rng(12345);
-  double sum = 0, sum2 = 0;
-  for (int i = 0; i < runs; ++i) {
-    const double x = simulate_rounds(rng, r, rounds, rate, R);
-    sum += x;
-    sum2 += x * x;
-  }
-  const double mean = sum / runs;
-  const double var = sum2 / runs - mean * mean;
-  const double z = model::normal_quantile_two_sided(0.999);
-  INFO("closed form " << t.mean_s << " +- " << t.stddev_s << ", Monte Carlo " << mean << " sd "
-                      << std::sqrt(var));
-  CHECK(std::abs(mean - t.mean_s) <= t.half_width(z, runs));
-  // The failure-free time is far outside that interval: the test can tell the difference.
-  CHECK(std::abs(mean - t.failure_free_s) > 10 * t.half_width(z, runs));
-  // Sample variance of a sum of 200 rounds: within 10% for 4000 runs.
-  CHECK(std::sqrt(var) == Approx(t.stddev_s).epsilon(0.1));
-  CHECK(t.expected_revocations == Approx(rate * t.mean_s));
-}
-
-TEST_CASE("normal quantiles") {
-  CHECK(model::normal_quantile_two_sided(0.95) == Approx(1.959964).epsilon(1e-6));
-  CHECK(model::normal_quantile_two_sided(0.99) == Approx(2.575829).epsilon(1e-6));
-  CHECK(model::normal_quantile_two_sided(0.6827) == Approx(1.0).epsilon(1e-3));
-}
 
 TEST_CASE("inventory: node types, catalog speeds and defaults") {
   const auto inv = parse(base_inventory(kTwoTypes));
@@ -136,7 +68,7 @@ TEST_CASE("inventory: node types, catalog speeds and defaults") {
   CHECK(v100.speed_flops == Approx(15.7e12 * 0.5));
   CHECK(v100.memory_bytes == 17179869184.0);
   CHECK(v100.network.bandwidth_Bps == Approx(3.125e9));
-  CHECK(inv.node_types[1].market == model::Market::Revocable);
+  CHECK(inv.node_types[1].market == study::Market::Revocable);
   CHECK(inv.node_types[1].revocations_per_hour == 0.5);
   CHECK(inv.node_types[1].restart_s == 120);
   CHECK(inv.workload.name == "resnet-50");
@@ -192,11 +124,11 @@ TEST_CASE("selection platform: routes inside and across nodes, servers") {
   auto inv = parse(base_inventory(kTwoTypes,
                                   "servers: {max: 2, price_per_hour: 0.2, network: "
                                   "{bandwidth: 8Gbps, latency: 18us}}\n"));
-  model::Selection s;
+  study::Selection s;
   s.nodes = {2, 1};
   s.servers = 1;
   CHECK(s.gpus(inv) == 9);
-  const auto p = model::make_selection_platform(inv, s);
+  const auto p = study::make_selection_platform(inv, s);
   REQUIRE(p.hosts.size() == 10);
   const auto workers = p.worker_hosts();
   REQUIRE(workers.size() == 9);
@@ -219,21 +151,21 @@ TEST_CASE("selection platform: routes inside and across nodes, servers") {
   CHECK(p.route(k, ps).bandwidth_Bps == Approx(1e9));
   CHECK(p.server_hosts().size() == 1);
   // The XML names the same hosts, links and props.
-  const std::string xml = model::selection_platform_xml(inv, s);
+  const std::string xml = study::selection_platform_xml(inv, s);
   CHECK(xml.find("<host id=\"v100-1-gpu3\" speed=\"7850000000000f\">") != std::string::npos);
   CHECK(xml.find("<route src=\"v100-0-r\" dst=\"switch\"><link_ctn id=\"v100-0-nic\" "
                  "direction=\"UP\"/>") != std::string::npos);
   CHECK(xml.find("<route src=\"k80-0-gpu0\" dst=\"switch\"><link_ctn id=\"k80-0-nic\"") !=
         std::string::npos);
   CHECK(xml.find("<prop id=\"role\" value=\"server\"/>") != std::string::npos);
-  const auto revocable = model::revocable_nodes(inv, s);
+  const auto revocable = study::revocable_nodes(inv, s);
   REQUIRE(revocable.size() == 1);
   CHECK(revocable[0].first_host == "k80-0-gpu0");
   CHECK(revocable[0].rate_per_s == Approx(0.5 / 3600));
 }
 
 TEST_CASE("epochs target: Ma(b, K, 1) = Na(K b)") {
-  const model::EpochsConvergence c(3, 60000);
+  const study::EpochsConvergence c(3, 60000);
   CHECK(c.serial_steps(100) == Approx(1800));
   CHECK(c.local_sgd_rounds(25, 4, 1) == Approx(c.serial_steps(100)));
   CHECK(c.local_sgd_rounds(25, 4, 5) == Approx(360));
@@ -249,19 +181,19 @@ TEST_CASE("pareto frontier: non-dominated, complete, one of duplicates") {
   }
   time.push_back(time[3]);  // an exact duplicate
   cost.push_back(cost[3]);
-  const auto frontier = model::pareto_frontier(time, cost);
+  const auto frontier = study::pareto_frontier(time, cost);
   REQUIRE(!frontier.empty());
   std::vector<char> on(time.size(), 0);
   for (size_t i : frontier)
     on[i] = 1;
   for (size_t f : frontier)
     for (size_t j = 0; j < time.size(); ++j)
-      CHECK_FALSE(model::dominates(time[j], cost[j], time[f], cost[f]));
+      CHECK_FALSE(study::dominates(time[j], cost[j], time[f], cost[f]));
   // Every point off the frontier is dominated by, or equal to, a frontier point.
   for (size_t j = 0; j < time.size(); ++j) {
     if (on[j]) continue;
     const bool covered = std::any_of(frontier.begin(), frontier.end(), [&](size_t f) {
-      return model::dominates(time[f], cost[f], time[j], cost[j]) ||
+      return study::dominates(time[f], cost[f], time[j], cost[j]) ||
              (time[f] == time[j] && cost[f] == cost[j]);
     });
     CHECK(covered);
@@ -277,7 +209,7 @@ TEST_CASE("planner: the frontier of a real search holds no dominated point") {
       base_inventory(kTwoTypes,
                      "servers: {max: 2, price_per_hour: 0.2}\n"
                      "search: {batch_per_worker: [16, 32, 64], tau: [1, 8], servers: [1, 2]}\n"));
-  const auto search = model::search_plans(inv);
+  const auto search = study::search_plans(inv);
   REQUIRE(search.stats.feasible > 100);
   CHECK(search.stats.configurations ==
         search.stats.feasible + search.stats.infeasible_memory + search.stats.infeasible_other);
@@ -285,7 +217,7 @@ TEST_CASE("planner: the frontier of a real search holds no dominated point") {
   const auto& ev = search.evaluations;
   for (size_t f : search.frontier)
     for (const auto& e : ev)
-      CHECK_FALSE(model::dominates(e.time_s, e.cost, ev[f].time_s, ev[f].cost));
+      CHECK_FALSE(study::dominates(e.time_s, e.cost, ev[f].time_s, ev[f].cost));
   // min-time: the best is the fastest of all and is on the frontier.
   REQUIRE(search.best >= 0);
   const auto& best = ev[static_cast<size_t>(search.best)];
@@ -309,8 +241,8 @@ TEST_CASE("planner: shared plans give exactly what one Plan per configuration gi
       "servers: {max: 2, price_per_hour: 0.2}\n"
       "search: {strategies: [single, sync, local-sgd], batch_per_worker: [128, 16, 64],"
       " tau: [1, 8], servers: [1, 2]}\n"));
-  const auto fast = model::search_plans(inv, 10, true);
-  const auto reference = model::search_plans(inv, 10, false);
+  const auto fast = study::search_plans(inv, 10, true);
+  const auto reference = study::search_plans(inv, 10, false);
   CHECK(fast.stats.configurations == reference.stats.configurations);
   CHECK(fast.stats.infeasible_memory == reference.stats.infeasible_memory);
   CHECK(fast.stats.infeasible_other == reference.stats.infeasible_other);
@@ -319,9 +251,9 @@ TEST_CASE("planner: shared plans give exactly what one Plan per configuration gi
   for (size_t i = 0; i < fast.evaluations.size(); ++i) {
     const auto& a = fast.evaluations[i];
     const auto& b = reference.evaluations[i];
-    INFO(model::describe_selection(inv, a.config.selection)
-         << " " << model::describe_strategy(a.config));
-    CHECK(model::describe_strategy(a.config) == model::describe_strategy(b.config));
+    INFO(study::describe_selection(inv, a.config.selection)
+         << " " << study::describe_strategy(a.config));
+    CHECK(study::describe_strategy(a.config) == study::describe_strategy(b.config));
     CHECK(a.round_s == b.round_s);
     CHECK(a.compute_s == b.compute_s);
     CHECK(a.comm_s == b.comm_s);
@@ -344,7 +276,7 @@ TEST_CASE("planner: sync ring time by hand on one homogeneous node type") {
       "  - {name: a, gpu_model: V100-SXM2-16GB, nodes: 2, price_per_hour: 3.6,\n"
       "     efficiency: 0.06369426751592357, network: {bandwidth: 1GBps, latency: 10us}}\n"
       "search: {strategies: [sync], collectives: [ring], batch_per_worker: [32], split: [even]}\n");
-  const auto search = model::search_plans(inv);
+  const auto search = study::search_plans(inv);
   REQUIRE(search.evaluations.size() == 2);  // 1 node, 2 nodes
   const auto& two = search.evaluations[1];
   REQUIRE(two.config.gpus == 2);
@@ -362,7 +294,7 @@ TEST_CASE("planner: a deadline nobody meets names the fastest as the nearest") {
   text.replace(text.find("objective: min-time"), 19,
                "objective: min-cost-under-deadline\ndeadline: 1s");
   const auto tight = parse(text);
-  const auto search = model::search_plans(tight);
+  const auto search = study::search_plans(tight);
   CHECK_FALSE(search.objective_met);
   CHECK(search.best == -1);
   REQUIRE(search.nearest >= 0);
@@ -371,7 +303,7 @@ TEST_CASE("planner: a deadline nobody meets names the fastest as the nearest") {
   // A reachable deadline: the cheapest among those that meet it.
   text.replace(text.find("deadline: 1s"), 12, "deadline: 1000h");
   const auto loose = parse(text);
-  const auto ok = model::search_plans(loose);
+  const auto ok = study::search_plans(loose);
   REQUIRE(ok.objective_met);
   const auto& best = ok.evaluations[static_cast<size_t>(ok.best)];
   for (const auto& e : ok.evaluations)
@@ -383,23 +315,23 @@ TEST_CASE("planner: frequent revocations make revocations the bottleneck") {
       "  - {name: k80, gpu_model: K80, nodes: 4, price_per_hour: 0.9, market: revocable,\n"
       "     revocations_per_hour: 20, restart_s: 600}\n",
       "search: {strategies: [sync], collectives: [ring], batch_per_worker: [32], split: [even]}\n");
-  const auto search = model::search_plans(parse(text));
+  const auto search = study::search_plans(parse(text));
   REQUIRE(!search.evaluations.empty());
   const auto& four = search.evaluations.back();
   CHECK(four.config.gpus == 4);
-  CHECK(four.bottleneck == model::Bottleneck::Revocations);
+  CHECK(four.bottleneck == study::Bottleneck::Revocations);
   CHECK(four.revocations_per_hour == Approx(80));
 }
 
 TEST_CASE("planner: candidate job for the simulator") {
   auto inv = parse(base_inventory(kTwoTypes, "recheck: {sim_rounds: 0}\n"));
-  const auto search = model::search_plans(inv);
+  const auto search = study::search_plans(inv);
   const auto it = std::find_if(
-      search.evaluations.begin(), search.evaluations.end(), [](const model::Evaluation& e) {
+      search.evaluations.begin(), search.evaluations.end(), [](const study::Evaluation& e) {
         return e.config.selection.nodes[1] == 2 && e.config.strategy == "local-sgd";
       });
   REQUIRE(it != search.evaluations.end());
-  const std::string yaml = model::candidate_job_yaml(inv, *it, "platform.xml");
+  const std::string yaml = study::candidate_job_yaml(inv, *it, "platform.xml");
   CHECK(yaml.find("platform: platform.xml\n") != std::string::npos);
   CHECK(yaml.find("strategies: [local-sgd]\n") != std::string::npos);
   CHECK(yaml.find("convergence: critical-batch\n") != std::string::npos);
@@ -409,7 +341,7 @@ TEST_CASE("planner: candidate job for the simulator") {
   CHECK(yaml.find("sim_rounds: 0\n") != std::string::npos);
   // With only some rounds simulated, revocations are left to the closed form.
   inv.recheck.sim_rounds = 20;
-  const std::string partial = model::candidate_job_yaml(inv, *it, "platform.xml");
+  const std::string partial = study::candidate_job_yaml(inv, *it, "platform.xml");
   CHECK(partial.find("failures:") == std::string::npos);
   CHECK(partial.find("sim_rounds: 20\n") != std::string::npos);
 }
@@ -417,8 +349,8 @@ TEST_CASE("planner: candidate job for the simulator") {
 TEST_CASE("planner: a deadline with a confidence asks for time + z sd <= deadline") {
   // The deadline is the expected time of the cheapest configuration with revocations: it meets
   // the deadline in expectation, never with 95% confidence.
-  const auto all = model::search_plans(parse(base_inventory(kTwoTypes)));
-  const model::Evaluation* cheapest = nullptr;
+  const auto all = study::search_plans(parse(base_inventory(kTwoTypes)));
+  const study::Evaluation* cheapest = nullptr;
   for (const auto& e : all.evaluations)
     if (e.time_stddev_s > 0 && (!cheapest || e.cost < cheapest->cost)) cheapest = &e;
   REQUIRE(cheapest);
@@ -429,9 +361,9 @@ TEST_CASE("planner: a deadline with a confidence asks for time + z sd <= deadlin
                            cheapest->time_s));
   const auto inv = parse(text);
   CHECK(inv.deadline_confidence == 0.95);
-  const auto search = model::search_plans(inv);
+  const auto search = study::search_plans(inv);
   REQUIRE(search.objective_met);
-  const double z = model::normal_quantile_two_sided(0.9);  // one-sided 95%
+  const double z = study::normal_quantile_two_sided(0.9);  // one-sided 95%
   CHECK(z == Approx(1.644854).epsilon(1e-6));
   const auto& best = search.evaluations[static_cast<size_t>(search.best)];
   CHECK(best.time_s + z * best.time_stddev_s <= inv.deadline_s);
@@ -463,7 +395,7 @@ TEST_CASE("planner: strategy mesh searches every layout of K GPUs, each at its c
       "search: {strategies: [mesh], batch_per_worker: [8], tensor_parallel: [1, 2, 4],\n"
       "         pipeline_parallel: [1, 2, 4], micro_batch_size: [1, 2], zero_stage: [0, 1],\n"
       "         recompute: [none]}\n");
-  const auto search = model::search_plans(inv);
+  const auto search = study::search_plans(inv);
   // K = 4: (t, p) with t p | 4: (1,1) (1,2) (1,4) (2,1) (2,2) (4,1): 6 meshes, x 2 sizes, and
   // ZeRO 1 where d > 1 (d = 4, 2, 1, 2, 1, 1: 3 of them): (6 + 3) x 2 = 18. K = 8: every
   // (t, p) but (4,4), 8 meshes, d > 1 except (2,4) and (4,2): (8 + 6) x 2 = 28.
@@ -473,13 +405,13 @@ TEST_CASE("planner: strategy mesh searches every layout of K GPUs, each at its c
   REQUIRE(!search.evaluations.empty());
   for (const auto& e : search.evaluations) {
     const model::Layout& l = e.config.layout;
-    INFO(model::describe_strategy(e.config));
+    INFO(study::describe_strategy(e.config));
     CHECK(l.workers() == e.config.gpus);
     // Identities (evaluate_mesh is layout_time): the search's number is evaluate_config's and
     // the closed form's. What can fail here is the enumeration, the rounds and the parts.
-    const model::Platform platform = model::make_selection_platform(inv, e.config.selection);
-    const auto convergence = model::target_convergence(inv);
-    const auto again = model::evaluate_config(inv, e.config, platform, *convergence);
+    const model::Platform platform = study::make_selection_platform(inv, e.config.selection);
+    const auto convergence = study::target_convergence(inv);
+    const auto again = study::evaluate_config(inv, e.config, platform, *convergence);
     CHECK(again.round_s == e.round_s);
     const double batch = e.config.job_batch();
     CHECK((l.micro_batch(batch) == 1 || l.micro_batch(batch) == 2));
@@ -491,7 +423,7 @@ TEST_CASE("planner: strategy mesh searches every layout of K GPUs, each at its c
   }
   // The candidate job for the simulator carries the layout.
   const auto& best = search.evaluations[static_cast<size_t>(search.best)];
-  const std::string job = model::candidate_job_yaml(inv, best, "/tmp/p.xml");
+  const std::string job = study::candidate_job_yaml(inv, best, "/tmp/p.xml");
   CHECK(job.find("strategies: [mesh]") != std::string::npos);
   CHECK(job.find(fmt::format("tensor_parallel: {}\n", best.config.layout.tensor)) !=
         std::string::npos);
@@ -535,7 +467,7 @@ std::string h100_inventory(const std::string& workload, int nodes, const std::st
 }
 
 /// The layout without its expert (or context) split: the key pairing the same mesh otherwise.
-std::string layout_key(const model::Evaluation& e, bool drop_expert, bool drop_context) {
+std::string layout_key(const study::Evaluation& e, bool drop_expert, bool drop_context) {
   const model::Layout& l = e.config.layout;
   return fmt::format("K{} b{} t{} p{} c{} e{} mbs{} z{} r{}", e.config.gpus,
                      e.config.batch_per_worker, l.tensor, l.pipeline, drop_context ? 0 : l.context,
@@ -559,7 +491,7 @@ TEST_CASE("planner: Mixtral 8x7B on H100 nodes searches expert parallelism and p
                      "         pipeline_parallel: [1, 2, 4], expert_parallel: [1, 2, 4, 8], "
                      "micro_batch_size: [1],\n"
                      "         zero_stage: [1, 3], recompute: [selective, full]}"));
-  const auto search = model::search_plans(inv);
+  const auto search = study::search_plans(inv);
   CHECK(search.stats.feasible + search.stats.infeasible_memory + search.stats.infeasible_other ==
         search.stats.configurations);
   REQUIRE(search.best >= 0);
@@ -567,7 +499,7 @@ TEST_CASE("planner: Mixtral 8x7B on H100 nodes searches expert parallelism and p
   std::map<std::string, double> memory_without_experts_split;
   for (const auto& e : search.evaluations) {
     const model::Layout& l = e.config.layout;
-    INFO(model::describe_strategy(e.config));
+    INFO(study::describe_strategy(e.config));
     CHECK(l.workers() == e.config.gpus);
     // Expert groups are carved out of a stage's t c d ranks; a MoE model under tensor
     // parallelism runs with sequence parallelism (as Megatron-Core requires).
@@ -589,7 +521,7 @@ TEST_CASE("planner: Mixtral 8x7B on H100 nodes searches expert parallelism and p
     if (e.config.layout.expert == 1) continue;
     const auto it = memory_without_experts_split.find(layout_key(e, true, false));
     if (it == memory_without_experts_split.end()) continue;
-    INFO(model::describe_strategy(e.config));
+    INFO(study::describe_strategy(e.config));
     if (e.config.layout.zero_stage < 3)
       CHECK(e.memory_per_gpu_bytes < it->second);
     else
@@ -601,7 +533,7 @@ TEST_CASE("planner: Mixtral 8x7B on H100 nodes searches expert parallelism and p
   CHECK(compared_unsharded > 0);
   // The best layout splits the experts, and beats the best that does not.
   const auto& best = search.evaluations[static_cast<size_t>(search.best)];
-  INFO(model::describe_strategy(best.config));
+  INFO(study::describe_strategy(best.config));
   CHECK(best.config.layout.expert > 1);
   double best_unsplit = 0;
   for (const auto& e : search.evaluations)
@@ -610,7 +542,7 @@ TEST_CASE("planner: Mixtral 8x7B on H100 nodes searches expert parallelism and p
   REQUIRE(best_unsplit > 0);
   CHECK(best.time_s < best_unsplit);
   // The candidate job for the simulator carries the expert split and sequence parallelism.
-  const std::string job = model::candidate_job_yaml(inv, best, "/tmp/p.xml");
+  const std::string job = study::candidate_job_yaml(inv, best, "/tmp/p.xml");
   CHECK(job.find(fmt::format("expert_parallel: {}\n", best.config.layout.expert)) !=
         std::string::npos);
   CHECK((job.find("sequence_parallel: true\n") != std::string::npos) ==
@@ -625,11 +557,11 @@ TEST_CASE(
       "         pipeline_parallel: [1, 2], context_parallel: [1, 2], expert_parallel: [1, 2],\n"
       "         micro_batch_size: [1], zero_stage: [1], recompute: [selective]}";
   const auto inv = parse(h100_inventory("llama3-8b", 2, search_keys));
-  const auto search = model::search_plans(inv);
+  const auto search = study::search_plans(inv);
   // The same search without context parallelism: c = 2 adds the meshes with t p c | K.
   std::string without = search_keys;
   without.replace(without.find("context_parallel: [1, 2]"), 24, "context_parallel: [1]");
-  const auto base = model::search_plans(parse(h100_inventory("llama3-8b", 2, without)));
+  const auto base = study::search_plans(parse(h100_inventory("llama3-8b", 2, without)));
   // (t, p) in {1, 2, 4} x {1, 2}, d = K / (t p c), ZeRO 1 only where d c > 1. K = 8: c = 1 has
   // 6 meshes less (4, 2) (d = 1), 5; c = 2 needs t p | 4, 5 meshes. K = 16: 6 and 6. The
   // expert sizes listed do not multiply a dense model's layouts.
@@ -639,7 +571,7 @@ TEST_CASE(
   int context_layouts = 0;
   for (const auto& e : search.evaluations) {
     const model::Layout& l = e.config.layout;
-    INFO(model::describe_strategy(e.config));
+    INFO(study::describe_strategy(e.config));
     CHECK(l.expert == 1);  // llama3-8b has no experts: search.expert_parallel does not apply
     CHECK(l.workers() == e.config.gpus);
     CHECK(l.data == e.config.gpus / (l.tensor * l.pipeline * l.context));
@@ -654,7 +586,7 @@ TEST_CASE(
     if (e.config.layout.context != 2) continue;
     const auto it = memory_c1.find(layout_key(e, false, true));
     if (it == memory_c1.end()) continue;
-    INFO(model::describe_strategy(e.config));
+    INFO(study::describe_strategy(e.config));
     CHECK(e.memory_per_gpu_bytes < it->second);
     ++compared;
   }
@@ -662,7 +594,7 @@ TEST_CASE(
   // Every c = 2 layout is priced at its closed form, as the others.
   for (const auto& e : search.evaluations) {
     if (e.config.layout.context != 2) continue;
-    const model::Platform platform = model::make_selection_platform(inv, e.config.selection);
+    const model::Platform platform = study::make_selection_platform(inv, e.config.selection);
     const auto closed =
         model::layout_time(inv.workload, e.config.layout, e.config.job_batch(), platform,
                            model::place_mesh(e.config.layout, platform, {}, "<test>"), {});
@@ -683,4 +615,52 @@ TEST_CASE("inventory: bad context and expert search keys are one line naming the
   CHECK(word == "inv.yaml: search.context_parallel: expected a number, got 'x'");
   for (const auto& message : {zero, fraction, word})
     CHECK(message.find('\n') == std::string::npos);
+}
+
+TEST_CASE("tokens: the inventory's target.tokens and epochs over target.dataset_tokens") {
+  const study::Inventory inv = parse(token_inventory("llama3-70b", "{tokens: 15T}"));
+  CHECK(inv.target.convergence == "tokens");
+  CHECK(inv.target.tokens == 15e12);
+  CHECK(inv.target.sequence == 8192);
+  const auto convergence = study::target_convergence(inv);
+  CHECK(model::rounds_from_steps(convergence->serial_steps(512), "inv.yaml") == 3576279);
+
+  // 1.5 epochs of 2T tokens: the same target as 3T tokens.
+  const study::Inventory epochs =
+      parse(token_inventory("llama3-70b", "{epochs: 1.5, dataset_tokens: 2T}"));
+  CHECK(epochs.target.convergence == "epochs");
+  CHECK(epochs.target.dataset_samples == 2e12 / 8192);
+  CHECK(epochs.target.tokens == 3e12);
+  CHECK(study::target_convergence(epochs)->serial_steps(512) == Approx(3e12 / 8192 / 512));
+}
+
+TEST_CASE("tokens: bad inventory token targets name the file and key") {
+  const struct {
+    std::string workload, target, prefix;
+  } cases[] = {
+      {"llama3-70b", "{tokens: 15T, epochs: 1}",
+       "inv.yaml: target.tokens: expected target.tokens or target.epochs"},
+      {"llama3-70b", "{tokens: 15T, dataset_samples: 5}", "inv.yaml: target.tokens: expected"},
+      {"llama3-70b", "{tokens: 15T, convergence: epochs}", "inv.yaml: target.tokens: expected"},
+      {"llama3-70b", "{tokens: 15T, min_steps: 5, critical_batch: 5}",
+       "inv.yaml: target.tokens: expected"},
+      {"llama3-70b", "{tokens: 0}", "inv.yaml: target.tokens: expected tokens"},
+      {"llama3-70b", "{tokens: -3T}", "inv.yaml: target.tokens: expected tokens"},
+      {"llama3-70b", "{tokens: .nan}", "inv.yaml: target.tokens: expected tokens"},
+      {"llama3-70b", "{tokens: 15Q}", "inv.yaml: target.tokens: expected tokens"},
+      {"llama3-70b", "{tokens: [1, 2]}", "inv.yaml: target.tokens: "},
+      {"fashion-mlp", "{tokens: 15T}", "inv.yaml: target.tokens: expected a transformer workload"},
+      {"llama3-70b", "{epochs: 1, dataset_tokens: 2T, dataset_samples: 5}",
+       "inv.yaml: target.dataset_tokens: expected"},
+      {"llama3-70b", "{dataset_tokens: 2T}", "inv.yaml: target.epochs: expected"},
+      {"llama3-70b", "{epochs: 1, dataset_tokens: 0.5K0}",
+       "inv.yaml: target.dataset_tokens: expected tokens"},
+      {"fashion-mlp", "{epochs: 1, dataset_tokens: 2T}",
+       "inv.yaml: target.dataset_tokens: expected a transformer"},
+  };
+  for (const auto& c : cases) {
+    const std::string message = error_of(token_inventory(c.workload, c.target));
+    INFO(c.target << " -> " << message);
+    CHECK(message.rfind(c.prefix, 0) == 0);
+  }
 }

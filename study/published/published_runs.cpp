@@ -1,5 +1,5 @@
 // published_runs.cpp: reading a runs file, fitting the calibration, predicting each run.
-#include "model/planning/published_runs.hpp"
+#include "study/published/published_runs.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -14,10 +14,10 @@
 #include "model/ir/compute_shapes.hpp"
 #include "model/ir/layout_cost.hpp"
 
-namespace tauplan::model {
+namespace tauplan::study {
 namespace {
 
-namespace yu = yaml_util;
+namespace yu = model::yaml_util;
 
 /// Longest source, assumption or calibration text (a citation with its numbers).
 constexpr std::size_t kMaxText = 1000;
@@ -38,19 +38,20 @@ bool flag(const YAML::Node& node, const std::string& origin, const std::string& 
   return value == "true";
 }
 
-Recompute recompute_of(const YAML::Node& node, const std::string& origin, const std::string& key) {
+model::Recompute recompute_of(const YAML::Node& node, const std::string& origin,
+                              const std::string& key) {
   const std::string value = node ? yu::text(node, origin, key) : std::string("none");
-  if (value == "none") return Recompute::None;
-  if (value == "selective") return Recompute::Selective;
-  if (value == "full") return Recompute::Full;
+  if (value == "none") return model::Recompute::None;
+  if (value == "selective") return model::Recompute::Selective;
+  if (value == "full") return model::Recompute::Full;
   throw InputError(origin, key, "none, selective or full", "'" + value + "'");
 }
 
-AttentionKernel attention_of(const YAML::Node& node, const std::string& origin,
-                             const std::string& key) {
+model::AttentionKernel attention_of(const YAML::Node& node, const std::string& origin,
+                                    const std::string& key) {
   const std::string value = yu::text(node, origin, key);
-  if (value == "flash") return AttentionKernel::Flash;
-  if (value == "math") return AttentionKernel::Math;
+  if (value == "flash") return model::AttentionKernel::Flash;
+  if (value == "math") return model::AttentionKernel::Math;
   throw InputError(origin, key, "flash or math", "'" + value + "'");
 }
 
@@ -64,16 +65,16 @@ struct ModelDefaults {
   double optimizer_bytes_per_parameter = 12;
   bool tied_embeddings = true;
   bool dropout = false;
-  AttentionKernel attention = AttentionKernel::Math;
+  model::AttentionKernel attention = model::AttentionKernel::Math;
 };
 
 /// A Megatron GPT (GELU 4h, tied embeddings, biases, LayerNorm, learned positions) as a
 /// workload.
-Workload gpt_workload(const YAML::Node& node, const ModelDefaults& defaults,
-                      const std::string& origin, const std::string& key) {
+model::Workload gpt_workload(const YAML::Node& node, const ModelDefaults& defaults,
+                             const std::string& origin, const std::string& key) {
   if (!node || !node.IsMap()) throw InputError(origin, key, "a map {layers, hidden, heads}");
   yu::reject_unknown_keys(node, {"layers", "hidden", "heads"}, origin, key + ".");
-  Transformer t;
+  model::Transformer t;
   t.layers = whole(node["layers"], origin, key + ".layers");
   t.hidden = whole(node["hidden"], origin, key + ".hidden");
   t.heads = t.kv_heads = whole(node["heads"], origin, key + ".heads");
@@ -86,7 +87,7 @@ Workload gpt_workload(const YAML::Node& node, const ModelDefaults& defaults,
   t.dropout = defaults.dropout;
   t.tied_embeddings = defaults.tied_embeddings;
   t.attention = defaults.attention;
-  Workload w;
+  model::Workload w;
   w.name = fmt::format("gpt-l{}-h{}", t.layers, t.hidden);
   w.source = origin;
   w.bytes_per_parameter = defaults.bytes_per_parameter;
@@ -99,7 +100,8 @@ Workload gpt_workload(const YAML::Node& node, const ModelDefaults& defaults,
 
 /// A workload of the catalog or a file (relative to the runs file's folder first), its sequence,
 /// attention kernel and dropout replaced where the run gives them.
-Workload named_workload(const YAML::Node& node, const std::string& origin, const std::string& key) {
+model::Workload named_workload(const YAML::Node& node, const std::string& origin,
+                               const std::string& key) {
   yu::reject_unknown_keys(node, {"workload", "sequence", "attention", "dropout"}, origin,
                           key + ".");
   std::string name = yu::text(node["workload"], origin, key + ".workload");
@@ -107,18 +109,18 @@ Workload named_workload(const YAML::Node& node, const std::string& origin, const
   const std::filesystem::path beside = std::filesystem::path(origin).parent_path() / name;
   if (!std::filesystem::path(name).is_absolute() && std::filesystem::is_regular_file(beside, error))
     name = beside.lexically_normal().string();
-  Workload w;
+  model::Workload w;
   try {
-    w = load_workload(name);
+    w = model::load_workload(name);
   } catch (const InputError& e) {
     throw InputError(origin, key + ".workload", e.what());
   }
   if (!w.transformer)
     throw InputError(origin, key + ".workload", "a transformer workload", "'" + name + "'");
-  Transformer& t = *w.transformer;
+  model::Transformer& t = *w.transformer;
   if (node["sequence"]) {
     t.sequence = whole(node["sequence"], origin, key + ".sequence");
-    if (t.positions == PositionEmbedding::Learned && t.sequence > t.max_positions)
+    if (t.positions == model::PositionEmbedding::Learned && t.sequence > t.max_positions)
       throw InputError(
           origin, key + ".sequence",
           fmt::format("at most the {} learned positions of {}", t.max_positions, w.name),
@@ -131,8 +133,8 @@ Workload named_workload(const YAML::Node& node, const std::string& origin, const
 }
 
 /// A run's model: a GPT shape {layers, hidden, heads} or a named workload {workload, ...}.
-Workload run_workload(const YAML::Node& node, const ModelDefaults& defaults,
-                      const std::string& origin, const std::string& key) {
+model::Workload run_workload(const YAML::Node& node, const ModelDefaults& defaults,
+                             const std::string& origin, const std::string& key) {
   if (node && node.IsMap() && node["workload"]) return named_workload(node, origin, key);
   return gpt_workload(node, defaults, origin, key);
 }
@@ -180,7 +182,7 @@ PublishedRun parse_run(const YAML::Node& node, const ModelDefaults& defaults,
   run.workload = run_workload(node["model"], defaults, origin, key + ".model");
   run.workers = whole(node["workers"], origin, key + ".workers");
   run.batch = whole(node["batch"], origin, key + ".batch");
-  Layout& l = run.layout;
+  model::Layout& l = run.layout;
   l.tensor = whole(node["tensor_parallel"], origin, key + ".tensor_parallel");
   l.pipeline = whole(node["pipeline_parallel"], origin, key + ".pipeline_parallel");
   l.virtual_stages =
@@ -337,15 +339,15 @@ PublishedRuns load_published_runs(const std::string& path) {
 namespace {
 
 /// The peak of the fabric's GPU at its `precision` prop.
-double fabric_peak(const NodeFabric& fabric, std::string& precision) {
-  const Host& gpu = fabric.gpu;
+double fabric_peak(const model::NodeFabric& fabric, std::string& precision) {
+  const model::Host& gpu = fabric.gpu;
   const auto it = gpu.properties.find("precision");
   if (gpu.gpu_model.empty() || it == gpu.properties.end())
     throw InputError(fabric.source_file, "host " + gpu.name + " prop precision",
                      "a GPU host with gpu_model and precision props (the peak the fit divides)");
   precision = it->second;
   const double peak =
-      gpu_spec(gpu.gpu_model, fabric.source_file, "host " + gpu.name + " prop gpu_model")
+      model::gpu_spec(gpu.gpu_model, fabric.source_file, "host " + gpu.name + " prop gpu_model")
           .peak_flops(precision);
   if (peak <= 0)
     throw InputError(fabric.source_file, "host " + gpu.name + " prop precision",
@@ -355,35 +357,36 @@ double fabric_peak(const NodeFabric& fabric, std::string& precision) {
 
 }  // namespace
 
-HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric) {
+HardwareFit fit_hardware(const PublishedRuns& runs, const model::NodeFabric& fabric) {
   if (runs.calibration_from_platform)
     throw InputError(runs.file, "calibration",
                      "a layer-time table to fit (this file's calibration is the platform's "
                      "profile: nothing is fitted)");
   HardwareFit fit;
   fit.peak_flops = fabric_peak(fabric, fit.precision);
-  const Workload& workload = runs.calibration_workload;
-  const Transformer& shape = *workload.transformer;
+  const model::Workload& workload = runs.calibration_workload;
+  const model::Transformer& shape = *workload.transformer;
   // One node for the tensor all-reduces (layer_time's tensor_s, whatever times the compute).
-  const Platform node = make_node_fabric_platform(fabric, 1);
+  const model::Platform node = make_node_fabric_platform(fabric, 1);
   // Each layer time is x1 a + x2 b + c: a the GEMM (and attention) flop over the peak, x1 =
   // 1 / efficiency; b the memory-bound bytes, x2 = 1 / bandwidth; c the all-reduces. Relative
   // least squares: minimise sum ((x1 a + x2 b + c - y) / y)^2.
   double saa = 0, sab = 0, sbb = 0, say = 0, sby = 0;
   std::vector<double> a, b;
   for (const CalibrationPoint& point : runs.calibration) {
-    Layout layout = runs.calibration_layout;
+    model::Layout layout = runs.calibration_layout;
     layout.recompute = point.recompute;
     layout.sequence_parallel = point.sequence_parallel;
     const double micro_batch = layout.micro_batch(runs.calibration_batch);
-    LayerShape layer = layer_shape(shape, micro_batch, layout.tensor, layout.sequence_parallel);
+    model::LayerShape layer =
+        layer_shape(shape, micro_batch, layout.tensor, layout.sequence_parallel);
     layer.element_bytes = workload.bytes_per_parameter;
     double flop = 0, bytes = 0;
-    for (const ComputeOp& op : layer_ops(layer, layout.recompute))
-      (op.kind == ComputeOpKind::Memory ? bytes : flop) +=
-          op.kind == ComputeOpKind::Memory ? op.bytes : op.flop;
-    const StageTime time = layer_time(workload, layout, runs.calibration_batch, node,
-                                      place_mesh(layout, node, {}, runs.file));
+    for (const model::ComputeOp& op : layer_ops(layer, layout.recompute))
+      (op.kind == model::ComputeOpKind::Memory ? bytes : flop) +=
+          op.kind == model::ComputeOpKind::Memory ? op.bytes : op.flop;
+    const model::StageTime time = layer_time(workload, layout, runs.calibration_batch, node,
+                                             place_mesh(layout, node, {}, runs.file));
     const double w = 1 / point.layer_s;
     const double ai = flop / fit.peak_flops * w, bi = bytes * w;
     const double yi = (point.layer_s - time.tensor_s) * w;
@@ -401,7 +404,7 @@ HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric) {
   // datasheet's (the GPU catalog's memory_bandwidth_Bps). Where the two-parameter optimum lies
   // beyond it, the constrained optimum is on the bound (the objective is a convex quadratic):
   // the bandwidth is the datasheet's and the efficiency the least-squares one given it.
-  const double datasheet_Bps = gpu_spec(fabric.gpu.gpu_model).memory_bandwidth_Bps;
+  const double datasheet_Bps = model::gpu_spec(fabric.gpu.gpu_model).memory_bandwidth_Bps;
   fit.datasheet_bandwidth_Bps = datasheet_Bps;
   fit.unconstrained_bandwidth_Bps = 1 / inverse_bandwidth;
   if (datasheet_Bps > 0 && inverse_bandwidth > 0 && inverse_bandwidth < 1 / datasheet_Bps) {
@@ -417,8 +420,8 @@ HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric) {
   fit.efficiency = 1 / inverse_efficiency;
   fit.memory_bandwidth_Bps = fit.bandwidth_at_datasheet ? datasheet_Bps : 1 / inverse_bandwidth;
 
-  const GpuSpec& gpu = gpu_spec(fabric.gpu.gpu_model);
-  ComputeProfile& profile = fit.profile;
+  const model::GpuSpec& gpu = model::gpu_spec(fabric.gpu.gpu_model);
+  model::ComputeProfile& profile = fit.profile;
   profile.device = "NVIDIA " + gpu.model + " (fitted)";
   profile.precision = fit.precision;
   profile.source = fmt::format(
@@ -455,7 +458,7 @@ HardwareFit fit_hardware(const PublishedRuns& runs, const NodeFabric& fabric) {
   return fit;
 }
 
-std::string profile_difference(const ComputeProfile& profile, const HardwareFit& fit,
+std::string profile_difference(const model::ComputeProfile& profile, const HardwareFit& fit,
                                double tolerance) {
   std::string differences;
   auto compare = [&](const char* key, double value, double fitted) {
@@ -477,11 +480,12 @@ std::string profile_difference(const ComputeProfile& profile, const HardwareFit&
   return differences;
 }
 
-RunPrediction predict_run(const PublishedRun& run, const NodeFabric& fabric) {
+RunPrediction predict_run(const PublishedRun& run, const model::NodeFabric& fabric) {
   const int nodes = (run.workers + fabric.gpus_per_node - 1) / fabric.gpus_per_node;
-  const Platform platform = make_node_fabric_platform(fabric, nodes);
-  const MeshPlacement placement = place_mesh(run.layout, platform, {}, run.workload.source);
-  const LayoutTime time = layout_time(run.workload, run.layout, run.batch, platform, placement);
+  const model::Platform platform = make_node_fabric_platform(fabric, nodes);
+  const model::MeshPlacement placement = place_mesh(run.layout, platform, {}, run.workload.source);
+  const model::LayoutTime time =
+      layout_time(run.workload, run.layout, run.batch, platform, placement);
   RunPrediction p;
   p.iteration_s = time.iteration_s;
   p.tflops_per_gpu = time.hardware_flops_per_worker / 1e12;
@@ -499,7 +503,7 @@ RunPrediction predict_run(const PublishedRun& run, const NodeFabric& fabric) {
   p.pipeline_send_s =
       time.pipeline_send_s *
       (run.layout.micro_batches + (run.layout.pipeline - 1.0) / run.layout.virtual_stages);
-  for (const StageTime& stage : time.stages)
+  for (const model::StageTime& stage : time.stages)
     p.tensor_s = std::max(p.tensor_s, stage.tensor_s * run.layout.micro_batches);
   p.data_s = time.data_s;
   return p;
@@ -510,7 +514,7 @@ double median_abs_error(const std::vector<RunPrediction>& predictions,
   std::vector<double> errors;
   for (size_t i = 0; i < predictions.size(); ++i)
     if (i < include.size() && include[i]) errors.push_back(predictions[i].error);
-  return errors.empty() ? 0 : median_abs(errors);
+  return errors.empty() ? 0 : model::median_abs(errors);
 }
 
-}  // namespace tauplan::model
+}  // namespace tauplan::study

@@ -28,7 +28,7 @@
 #include "model/inputs/workload.hpp"
 #include "model/ir/plan.hpp"
 
-namespace tauplan::model {
+namespace tauplan::study {
 
 enum class Market { OnDemand, Revocable };
 
@@ -99,7 +99,7 @@ struct SearchSpace {
   std::vector<std::string> collectives = default_search_collectives();
   std::vector<int> batch_per_worker = {32, 64, 128};
   std::vector<int> tau = {1, 4, 16};
-  std::vector<BatchSplit> splits = {BatchSplit::Even, BatchSplit::Speed};
+  std::vector<model::BatchSplit> splits = {model::BatchSplit::Even, model::BatchSplit::Speed};
   std::vector<int> servers = {1, 2, 4};
   std::vector<double> round_budget_s;      ///< local-sgd time budgets (none: not searched)
   std::vector<int> staleness_bound = {0};  ///< async-ps SSP bounds
@@ -117,7 +117,8 @@ struct SearchSpace {
   std::vector<int> expert_parallel = {1, 2, 4, 8, 16, 32, 64};
   std::vector<int> micro_batch_size = {1, 2, 4};
   std::vector<int> zero_stage = {0, 1};
-  std::vector<Recompute> recompute = {Recompute::None, Recompute::Selective, Recompute::Full};
+  std::vector<model::Recompute> recompute = {model::Recompute::None, model::Recompute::Selective,
+                                             model::Recompute::Full};
 };
 
 struct RecheckSettings {
@@ -135,14 +136,14 @@ struct Inventory {
   std::string file;    ///< named in errors
   std::string folder;  ///< relative paths resolve against it
   std::string workload_name;
-  Workload workload;
+  model::Workload workload;
   std::vector<NodeType> node_types;
   ServerPool servers;
   Target target;
   Objective objective = Objective::MinTime;
   double deadline_s = -1;
   /// When > 0: a configuration meets the deadline only if P(time <= deadline) >= this (normal
-  /// approximation of the total time, model/planning/revocation.hpp); else its expected time must.
+  /// approximation of the total time, study/common/revocation.hpp); else its expected time must.
   double deadline_confidence = 0;
   std::string currency = "$";
   SearchSpace search;
@@ -171,10 +172,10 @@ const char* to_string(Market market);
 
 /// The convergence model of the target. `epochs`: Na(b) = epochs x samples / b and
 /// Ma(b, K, tau) = epochs x samples / (K tau b), so that Ma(b, K, 1) = Na(K b).
-std::unique_ptr<ConvergenceModel> target_convergence(const Inventory& inventory);
+std::unique_ptr<model::ConvergenceModel> target_convergence(const Inventory& inventory);
 
 /// Epochs over a dataset as a convergence model (see target_convergence).
-class EpochsConvergence : public ConvergenceModel {
+class EpochsConvergence : public model::ConvergenceModel {
  public:
   EpochsConvergence(double epochs, double dataset_samples, std::string origin = "<inventory>");
   double serial_steps(double batch) const override;
@@ -199,7 +200,7 @@ struct Selection {
 std::string node_name(const NodeType& type, int index);
 
 /// The cluster of a selection as a model::Platform (routes in code, no SimGrid).
-Platform make_selection_platform(const Inventory& inventory, const Selection& selection);
+model::Platform make_selection_platform(const Inventory& inventory, const Selection& selection);
 /// The same cluster as SimGrid XML (platform version 4.1), with the props the loader reads.
 std::string selection_platform_xml(const Inventory& inventory, const Selection& selection);
 
@@ -212,4 +213,4 @@ struct RevocableNode {
 };
 std::vector<RevocableNode> revocable_nodes(const Inventory& inventory, const Selection& selection);
 
-}  // namespace tauplan::model
+}  // namespace tauplan::study

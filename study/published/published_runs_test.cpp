@@ -14,7 +14,7 @@
 #include "model/compute/profile_file.hpp"
 #include "model/ir/compute_source.hpp"
 #include "model/ir/layout_cost.hpp"
-#include "model/planning/published_runs.hpp"
+#include "study/published/published_runs.hpp"
 
 using namespace tauplan;
 
@@ -78,8 +78,8 @@ TruthLayers truth_layers(const std::string& tag, double bandwidth_Bps) {
   t.fabric = a100_node();
   t.fabric.gpu.properties["compute_profile"] = t.file.string();
   const model::Platform node = model::make_node_fabric_platform(t.fabric, 1);
-  const model::PublishedRuns shape =
-      model::parse_published_runs(runs_yaml({{kSettings[0], 1}, {kSettings[2], 1}}), "runs.yaml");
+  const study::PublishedRuns shape =
+      study::parse_published_runs(runs_yaml({{kSettings[0], 1}, {kSettings[2], 1}}), "runs.yaml");
   for (const std::string& setting : kSettings) {
     model::Layout layout = shape.calibration_layout;
     layout.recompute = setting.find("full") != std::string::npos ? model::Recompute::Full
@@ -104,8 +104,8 @@ TEST_CASE("the calibration fit recovers the compute profile that made the layer 
   const auto& points = truth.points;
   for (double tensor_s : truth.tensor_s)
     CHECK(tensor_s > 0);
-  const model::PublishedRuns runs = model::parse_published_runs(runs_yaml(points), "runs.yaml");
-  const model::HardwareFit fit = model::fit_hardware(runs, a100_node());
+  const study::PublishedRuns runs = study::parse_published_runs(runs_yaml(points), "runs.yaml");
+  const study::HardwareFit fit = study::fit_hardware(runs, a100_node());
   CHECK(fit.efficiency == Approx(0.55).epsilon(1e-6));
   CHECK(fit.memory_bandwidth_Bps == Approx(1.5e12).epsilon(1e-6));
   CHECK(fit.peak_flops == 312e12);
@@ -114,28 +114,28 @@ TEST_CASE("the calibration fit recovers the compute profile that made the layer 
   CHECK(fit.profile.default_attention_efficiency == fit.efficiency);
   CHECK(fit.profile.memory_bandwidth_Bps == fit.memory_bandwidth_Bps);
   CHECK(fit.profile.launch_overhead_s == 0);
-  CHECK(model::profile_difference(truth_profile, fit).empty());
+  CHECK(study::profile_difference(truth_profile, fit).empty());
   for (size_t i = 0; i < points.size(); ++i)
     CHECK(fit.fitted_layer_s[i] == Approx(points[i].second).epsilon(1e-9));
   // A profile off by 1% in bandwidth is not the fit.
   model::ComputeProfile off = fit.profile;
   off.memory_bandwidth_Bps *= 1.01;
-  CHECK_THAT(model::profile_difference(off, fit), Catch::Contains("memory_bandwidth_Bps"));
+  CHECK_THAT(study::profile_difference(off, fit), Catch::Contains("memory_bandwidth_Bps"));
   // Predicting the run uses the fabric as given (its GPU's profile), not the fit.
-  const model::RunPrediction p = model::predict_run(runs.runs[0], truth.fabric);
+  const study::RunPrediction p = study::predict_run(runs.runs[0], truth.fabric);
   CHECK(p.predicted == Approx(p.tflops_per_gpu));
   CHECK(p.error == Approx((p.tflops_per_gpu - 137) / 137));
   std::filesystem::remove(truth.file);
 }
 
 TEST_CASE("the committed A100 profile is the fit of Korthikanti et al. 2022 Table 4") {
-  const model::PublishedRuns runs =
-      model::load_published_runs(TAUPLAN_SOURCE_DIR "/experiments/parallelism/megatron.yaml");
-  const model::HardwareFit fit = model::fit_hardware(runs, a100_node());
+  const study::PublishedRuns runs =
+      study::load_published_runs(TAUPLAN_SOURCE_DIR "/experiments/parallelism/megatron.yaml");
+  const study::HardwareFit fit = study::fit_hardware(runs, a100_node());
   const model::ComputeProfile& committed =
       model::catalog_compute_profile("a100-sxm-bf16-fitted", "test", "profile");
   INFO(model::compute_profile_json(fit.profile));
-  CHECK(model::profile_difference(committed, fit).empty());
+  CHECK(study::profile_difference(committed, fit).empty());
   CHECK(model::gpu_spec("A100-SXM4-80GB").compute_profile == "a100-sxm-bf16-fitted");
   CHECK(committed.source.rfind("FITTED by tauplan published", 0) == 0);
   // The fit reproduces the five measured layer times within 5% each (two parameters, five
@@ -153,8 +153,8 @@ TEST_CASE("the calibration's bandwidth is at most the GPU's datasheet bandwidth"
   // memory-bound operations now taking longer).
   const TruthLayers truth = truth_layers("fast", 3e12);
   const auto& points = truth.points;
-  const model::HardwareFit fit =
-      model::fit_hardware(model::parse_published_runs(runs_yaml(points), "runs.yaml"), a100_node());
+  const study::HardwareFit fit =
+      study::fit_hardware(study::parse_published_runs(runs_yaml(points), "runs.yaml"), a100_node());
   CHECK(fit.bandwidth_at_datasheet);
   CHECK(fit.datasheet_bandwidth_Bps == model::gpu_spec("A100-SXM4-80GB").memory_bandwidth_Bps);
   CHECK(fit.memory_bandwidth_Bps == fit.datasheet_bandwidth_Bps);
@@ -170,35 +170,35 @@ TEST_CASE("the calibration's bandwidth is at most the GPU's datasheet bandwidth"
 TEST_CASE("the runs file's model_defaults.dropout reaches every workload it builds") {
   std::string yaml = runs_yaml({{kSettings[0], 0.02}, {kSettings[2], 0.027}});
   CHECK_FALSE(
-      model::parse_published_runs(yaml, "r.yaml").calibration_workload.transformer->dropout);
+      study::parse_published_runs(yaml, "r.yaml").calibration_workload.transformer->dropout);
   yaml.replace(yaml.find("platform: x\n"), 12, "platform: x\nmodel_defaults: {dropout: true}\n");
-  const model::PublishedRuns runs = model::parse_published_runs(yaml, "r.yaml");
+  const study::PublishedRuns runs = study::parse_published_runs(yaml, "r.yaml");
   CHECK(runs.calibration_workload.transformer->dropout);
   CHECK(runs.runs[0].workload.transformer->dropout);
   yaml.replace(yaml.find("dropout: true"), 13, "dropout: 0.1");
-  CHECK_THROWS_WITH(model::parse_published_runs(yaml, "r.yaml"),
+  CHECK_THROWS_WITH(study::parse_published_runs(yaml, "r.yaml"),
                     Catch::Contains("r.yaml: model_defaults.dropout: expected true or false"));
   // Megatron's runs trained with dropout, and the committed runs file says so.
-  CHECK(model::load_published_runs(TAUPLAN_SOURCE_DIR "/experiments/parallelism/megatron.yaml")
+  CHECK(study::load_published_runs(TAUPLAN_SOURCE_DIR "/experiments/parallelism/megatron.yaml")
             .calibration_workload.transformer->dropout);
 }
 
 TEST_CASE("a calibration that cannot separate GEMMs from memory-bound traffic is refused") {
   // Two times of one setting: the two unknowns are not determined.
-  const model::PublishedRuns runs = model::parse_published_runs(
+  const study::PublishedRuns runs = study::parse_published_runs(
       runs_yaml({{kSettings[0], 0.02}, {kSettings[0], 0.021}}), "runs.yaml");
-  CHECK_THROWS_WITH(model::fit_hardware(runs, a100_node()),
+  CHECK_THROWS_WITH(study::fit_hardware(runs, a100_node()),
                     Catch::Contains("runs.yaml: calibration.layer_s: expected layer times that "
                                     "separate GEMMs"));
   // Times faster than the peak allows.
-  const model::PublishedRuns fast = model::parse_published_runs(
+  const study::PublishedRuns fast = study::parse_published_runs(
       runs_yaml({{kSettings[0], 1e-5}, {kSettings[1], 0.9e-5}}), "runs.yaml");
-  CHECK_THROWS_WITH(model::fit_hardware(fast, a100_node()),
+  CHECK_THROWS_WITH(study::fit_hardware(fast, a100_node()),
                     Catch::Contains("expected times a GEMM efficiency below 1"));
 }
 
 TEST_CASE("a bad runs file names the file and the key") {
-  auto parse = [](const std::string& text) { return model::parse_published_runs(text, "r.yaml"); };
+  auto parse = [](const std::string& text) { return study::parse_published_runs(text, "r.yaml"); };
   const std::string good = runs_yaml({{kSettings[0], 0.02}, {kSettings[2], 0.027}});
   CHECK_NOTHROW(parse(good));
   std::string bad = good;
@@ -252,12 +252,12 @@ const std::string kProfileRuns =
 }  // namespace
 
 TEST_CASE("the H100 runs file: every run sourced, its shapes and layouts as published") {
-  const model::PublishedRuns runs = model::load_published_runs(kH100Runs);
+  const study::PublishedRuns runs = study::load_published_runs(kH100Runs);
   CHECK(runs.calibration_from_platform);
   CHECK(runs.calibration.empty());
   CHECK_FALSE(runs.calibration_source.empty());
   REQUIRE(runs.runs.size() == 12);
-  for (const model::PublishedRun& run : runs.runs) {
+  for (const study::PublishedRun& run : runs.runs) {
     CAPTURE(run.name);
     CHECK_FALSE(run.source.empty());
     CHECK_FALSE(run.assumed.empty());
@@ -270,7 +270,7 @@ TEST_CASE("the H100 runs file: every run sourced, its shapes and layouts as publ
   }
   // Llama 3 405B (Dubey et al. 2024, Table 3; the catalog's shape) in Table 4's layouts.
   for (int i = 0; i < 3; ++i) {
-    const model::PublishedRun& run = runs.runs[static_cast<size_t>(i)];
+    const study::PublishedRun& run = runs.runs[static_cast<size_t>(i)];
     CAPTURE(run.name);
     const model::Transformer& t = *run.workload.transformer;
     CHECK(t.layers == 126);
@@ -292,7 +292,7 @@ TEST_CASE("the H100 runs file: every run sourced, its shapes and layouts as publ
   CHECK(runs.runs[0].layout.micro_batches == 32);
   CHECK(runs.runs[1].layout.data == 128);
   CHECK(runs.runs[1].layout.micro_batches == 16);
-  const model::PublishedRun& long_context = runs.runs[2];
+  const study::PublishedRun& long_context = runs.runs[2];
   CHECK(long_context.layout.context == 16);
   CHECK(long_context.layout.data == 8);  // 16,384 / (8 x 16 x 16); Table 4 prints 4
   CHECK(long_context.layout.micro_batches == 16);
@@ -302,7 +302,7 @@ TEST_CASE("the H100 runs file: every run sourced, its shapes and layouts as publ
   // parameter counts (1.7B ... 462B) are what these shapes give.
   const std::vector<double> billions = {1.7, 7.1, 16, 32, 70, 119, 177, 314, 462};
   for (size_t i = 3; i < runs.runs.size(); ++i) {
-    const model::PublishedRun& run = runs.runs[i];
+    const study::PublishedRun& run = runs.runs[i];
     CAPTURE(run.name);
     const model::Transformer& t = *run.workload.transformer;
     CHECK(t.vocabulary == 131072);
@@ -315,11 +315,11 @@ TEST_CASE("the H100 runs file: every run sourced, its shapes and layouts as publ
 }
 
 TEST_CASE("the held-out H100 runs: sourced, as the recipes give them, parameters as published") {
-  const model::PublishedRuns runs = model::load_published_runs(kHeldOutRuns);
+  const study::PublishedRuns runs = study::load_published_runs(kHeldOutRuns);
   CHECK(runs.calibration_from_platform);
   CHECK(runs.calibration.empty());
   REQUIRE(runs.runs.size() == 15);
-  for (const model::PublishedRun& run : runs.runs) {
+  for (const study::PublishedRun& run : runs.runs) {
     CAPTURE(run.name);
     CHECK_FALSE(run.source.empty());
     CHECK_FALSE(run.assumed.empty());
@@ -337,7 +337,7 @@ TEST_CASE("the held-out H100 runs: sourced, as the recipes give them, parameters
   // The shapes files: Nemotron-4 15B's 3.2B + 12.5B and 340B's 9.4B + 331.6B parameters
   // (Parmar et al. 2024; NVIDIA 2024) within 1%; Llama 3.1 405B as NVIDIA's recipe ran it.
   const auto parameters_of = [&](const std::string& prefix) {
-    for (const model::PublishedRun& run : runs.runs)
+    for (const study::PublishedRun& run : runs.runs)
       if (run.name.rfind(prefix, 0) == 0) return run.workload.parameters;
     return 0.0;
   };
@@ -347,10 +347,10 @@ TEST_CASE("the held-out H100 runs: sourced, as the recipes give them, parameters
 }
 
 TEST_CASE("the calibration is flagged: megatron.yaml's own configuration, none in h100.yaml") {
-  const model::PublishedRuns megatron = model::load_published_runs(kMegatronRuns);
+  const study::PublishedRuns megatron = study::load_published_runs(kMegatronRuns);
   CHECK_FALSE(megatron.calibration_from_platform);
   int flagged = 0;
-  for (const model::PublishedRun& run : megatron.runs) {
+  for (const study::PublishedRun& run : megatron.runs) {
     CHECK_FALSE(run.source.empty());
     if (run.calibration_configuration) {
       ++flagged;
@@ -360,32 +360,32 @@ TEST_CASE("the calibration is flagged: megatron.yaml's own configuration, none i
   }
   CHECK(flagged == 2);
   // A runs file whose calibration is the platform's profile has nothing to fit.
-  const model::PublishedRuns h100 = model::load_published_runs(kH100Runs);
-  CHECK_THROWS_WITH(model::fit_hardware(h100, h100_node()),
+  const study::PublishedRuns h100 = study::load_published_runs(kH100Runs);
+  CHECK_THROWS_WITH(study::fit_hardware(h100, h100_node()),
                     Catch::Contains("h100.yaml: calibration: expected a layer-time table"));
 }
 
 TEST_CASE("the summary's medians are computed from the rows") {
-  std::vector<model::RunPrediction> rows(5);
+  std::vector<study::RunPrediction> rows(5);
   const std::vector<double> errors = {0.30, -0.02, 0.08, -0.50, 0.04};
   for (size_t i = 0; i < rows.size(); ++i)
     rows[i].error = errors[i];
   // Held out: every run but the first and the fourth: |-0.02|, |0.08|, |0.04| -> 0.04.
-  CHECK(model::median_abs_error(rows, {false, true, true, false, true}) == Approx(0.04));
+  CHECK(study::median_abs_error(rows, {false, true, true, false, true}) == Approx(0.04));
   // All five: 0.02, 0.04, 0.08, 0.30, 0.50 -> 0.08; an even count averages the middle two
   // (0.02, 0.08, 0.30, 0.50 -> 0.19).
-  CHECK(model::median_abs_error(rows, {true, true, true, true, true}) == Approx(0.08));
-  CHECK(model::median_abs_error(rows, {true, true, true, true, false}) == Approx(0.19));
-  CHECK(model::median_abs_error(rows, {false, false, false, false, false}) == 0);
+  CHECK(study::median_abs_error(rows, {true, true, true, true, true}) == Approx(0.08));
+  CHECK(study::median_abs_error(rows, {true, true, true, true, false}) == Approx(0.19));
+  CHECK(study::median_abs_error(rows, {false, false, false, false, false}) == 0);
   // On the H100 file's rows as predicted: each error is (predicted - published) / published in
   // the run's flop, and the median over the held-out rows is the median of those errors.
-  const model::PublishedRuns runs = model::load_published_runs(kH100Runs);
-  std::vector<model::RunPrediction> predicted;
+  const study::PublishedRuns runs = study::load_published_runs(kH100Runs);
+  std::vector<study::RunPrediction> predicted;
   std::vector<bool> held_out;
   std::vector<double> abs_errors;
-  for (const model::PublishedRun& run : runs.runs) {
+  for (const study::PublishedRun& run : runs.runs) {
     CAPTURE(run.name);
-    const model::RunPrediction p = model::predict_run(run, h100_node());
+    const study::RunPrediction p = study::predict_run(run, h100_node());
     CHECK(p.predicted == Approx(p.model_tflops_per_gpu));
     CHECK(p.model_tflops_per_gpu == Approx(p.tflops_per_gpu));  // no recomputation
     CHECK(p.error == Approx((p.predicted - run.published) / run.published));
@@ -396,15 +396,15 @@ TEST_CASE("the summary's medians are computed from the rows") {
     abs_errors.push_back(std::abs(p.error));
   }
   std::sort(abs_errors.begin(), abs_errors.end());
-  CHECK(model::median_abs_error(predicted, held_out) ==
+  CHECK(study::median_abs_error(predicted, held_out) ==
         Approx(0.5 * (abs_errors[5] + abs_errors[6])));
 }
 
 TEST_CASE("a run's flop and quantity: hardware, model, mfu") {
   std::string yaml = kProfileRuns;
-  model::PublishedRuns runs = model::parse_published_runs(yaml, "r.yaml");
+  study::PublishedRuns runs = study::parse_published_runs(yaml, "r.yaml");
   REQUIRE(runs.runs.size() == 1);
-  model::PublishedRun run = runs.runs[0];
+  study::PublishedRun run = runs.runs[0];
   CHECK(run.layout.context == 2);
   CHECK(run.layout.data == 8);
   CHECK(run.layout.zero_stage == 2);
@@ -414,26 +414,26 @@ TEST_CASE("a run's flop and quantity: hardware, model, mfu") {
   run.layout.data = 16;
   run.layout.micro_batches = 4;
   run.layout.recompute = model::Recompute::Full;
-  const model::RunPrediction as_model = model::predict_run(run, h100_node());
+  const study::RunPrediction as_model = study::predict_run(run, h100_node());
   CHECK(as_model.predicted == Approx(as_model.model_tflops_per_gpu));
   CHECK(as_model.tflops_per_gpu > 1.2 * as_model.model_tflops_per_gpu);
   run.flop = "hardware";
-  CHECK(model::predict_run(run, h100_node()).predicted == Approx(as_model.tflops_per_gpu));
+  CHECK(study::predict_run(run, h100_node()).predicted == Approx(as_model.tflops_per_gpu));
   run.quantity = "mfu";
   run.flop = "model";
   run.published = 0.4;
-  const model::RunPrediction mfu = model::predict_run(run, h100_node());
+  const study::RunPrediction mfu = study::predict_run(run, h100_node());
   CHECK(mfu.predicted == Approx(as_model.model_tflops_per_gpu * 1e12 / 989.5e12));
   CHECK(mfu.error == Approx((mfu.predicted - 0.4) / 0.4));
   // mfu needs the GPU's peak.
   model::NodeFabric no_precision = h100_node();
   no_precision.gpu.properties.erase("precision");
-  CHECK_THROWS_WITH(model::predict_run(run, no_precision),
+  CHECK_THROWS_WITH(study::predict_run(run, no_precision),
                     Catch::Contains("<fixture>: host  prop precision"));
   // mfu in the file: model flop, and no flop key beside it.
   const std::string tflops = "    flop: model\n    tflops_per_gpu: 400\n";
   yaml.replace(yaml.find(tflops), tflops.size(), "    mfu: 0.41\n");
-  runs = model::parse_published_runs(yaml, "r.yaml");
+  runs = study::parse_published_runs(yaml, "r.yaml");
   CHECK(runs.runs[0].quantity == "mfu");
   CHECK(runs.runs[0].flop == "model");
   CHECK(runs.runs[0].published == 0.41);
@@ -447,7 +447,7 @@ TEST_CASE("a bad new key of a runs file is one line naming the file and the key"
     REQUIRE(at != std::string::npos);
     yaml.replace(at, from.size(), to);
     try {
-      model::parse_published_runs(yaml, "r.yaml");
+      study::parse_published_runs(yaml, "r.yaml");
       FAIL("accepted");
     } catch (const InputError& e) {
       const std::string what = e.what();
@@ -455,7 +455,7 @@ TEST_CASE("a bad new key of a runs file is one line naming the file and the key"
       CHECK(what.find('\n') == std::string::npos);
     }
   };
-  CHECK_NOTHROW(model::parse_published_runs(kProfileRuns, "r.yaml"));
+  CHECK_NOTHROW(study::parse_published_runs(kProfileRuns, "r.yaml"));
   const std::string& y = kProfileRuns;
   expect(y, "context_parallel: 2", "context_parallel: 0",
          "r.yaml: runs[0].context_parallel: expected a number > 0");
