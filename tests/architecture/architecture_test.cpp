@@ -236,12 +236,21 @@ const std::map<std::string, std::set<std::string>> kModelRooms = {
     {"analytic", {"base", "compute", "convergence", "inputs", "ir", "analytic"}},
 };
 
+/// The quoted includes of a file (comments left out).
+std::vector<std::string> quoted_includes(const fs::path& file) {
+  const std::regex include(R"re(#\s*include\s*"([^"]+)")re");
+  const std::string code = without_comments(read(file));
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(code.begin(), code.end(), include), end; it != end; ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
 /// model/'s rooms: every C++ file in a room's folder (model/<room>/) that `rooms` names, which
 /// includes, by its model/ path, only the rooms (or single files: "base/error.hpp") `rooms`
 /// grants it. "FILE: ..." for each breach.
 std::vector<std::string> model_room_violations(
     const fs::path& root, const std::map<std::string, std::set<std::string>>& rooms) {
-  const std::regex include(R"re(#\s*include\s*"([^"]+)")re");
   const std::string generated = "tauplan_git_commit.h";  // model/git_commit.cmake writes it
   std::vector<std::string> violations;
   for (const fs::path& file : sources(root, "model")) {
@@ -251,9 +260,7 @@ std::vector<std::string> model_room_violations(
       violations.push_back(file.generic_string() + ": not in a room of model/ (model/<room>/)");
       continue;
     }
-    const std::string code = without_comments(read(root / file));
-    for (std::sregex_iterator it(code.begin(), code.end(), include), end; it != end; ++it) {
-      const std::string path = (*it)[1];
+    for (const std::string& path : quoted_includes(root / file)) {
       if (path == generated) continue;
       if (path.rfind("model/", 0) != 0) {
         violations.push_back(file.generic_string() + ": #include " + path + " (not a model/ path)");
@@ -286,16 +293,6 @@ bool granted_by(const std::set<std::string>& grants, const std::string& target) 
     if (grant == target || grant == folder || below) return true;
   }
   return false;
-}
-
-/// The quoted includes of a file (comments left out).
-std::vector<std::string> quoted_includes(const fs::path& file) {
-  const std::regex include(R"re(#\s*include\s*"([^"]+)")re");
-  const std::string code = without_comments(read(file));
-  std::vector<std::string> out;
-  for (std::sregex_iterator it(code.begin(), code.end(), include), end; it != end; ++it)
-    out.push_back((*it)[1]);
-  return out;
 }
 
 /// The exec/ files compiled into tauplan_exec_core (exec/CMakeLists.txt), the part of exec/ that
