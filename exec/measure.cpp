@@ -192,6 +192,39 @@ std::string mlp_text(const std::vector<int>& hidden) {
   return text + "]";
 }
 
+/// Before anything is loaded or logged: each model-splitting strategy's layout must be one exec's
+/// layout trainer runs on this MLP (its Plan splits the workload's layers).
+void check_layouts_measurable(const model::Job& job, const ExecSettings& settings,
+                              const model::Workload& workload,
+                              const std::vector<std::string>& strategies) {
+  for (const std::string& name : strategies) {
+    if (!model::strategy(name, job.file).splits_model()) continue;
+    const std::vector<int>& widths = workload.mlp_widths;
+    if (widths.empty())
+      throw InputError(job.file, "workload",
+                       "an MLP workload (widths) or a transformer to measure strategy mesh",
+                       "'" + workload.name + "'");
+    if (settings.hidden != std::vector<int>(widths.begin() + 1, widths.end() - 1))
+      throw_hidden_mismatch(job, workload, mlp_text(settings.hidden));
+    if (settings.train.timing != Timing::Concurrent)
+      throw InputError(job.file, "timing",
+                       "concurrent for strategy " + name +
+                           " (a layout's ranks wait on each other's messages: only ranks "
+                           "running at once on the wall clock measure it)",
+                       to_string(settings.train.timing));
+    if (job.text("rank_order") != model::to_string(model::RankOrder::TensorDataPipeline))
+      throw InputError(job.file, "rank_order",
+                       "tp-dp-pp to measure strategy mesh (the trainer numbers its ranks tensor, "
+                       "data, pipeline)",
+                       job.text("rank_order"));
+    if (job.integer("zero_stage") != 0)
+      throw InputError(job.file, "zero_stage",
+                       "0 to measure strategy mesh on an MLP (exec's layouts shard no parameters, "
+                       "gradients or optimizer state)",
+                       job.text("zero_stage"));
+  }
+}
+
 /// Strategy mesh: the MLP split over the job's layout (exec/pipeline_parallel.hpp), one thread
 /// per rank, or one MPI rank per worker under mpirun, every rank at once on the wall clock. The
 /// row's round is the median over steps of the slowest rank's step; its compute and
@@ -233,6 +266,7 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
   o.eval_every = settings.train.eval_every_steps;
   o.test_limit = settings.train.eval_samples;
   o.file = job.file;
+  o.plan = &plan;  // every rank runs its part of the job's Plan (exec/layout_program.hpp)
   check_model_parallel(o);
   if (log && (!mpi || mpi->rank() == 0))
     *log << "measure: mesh " << o.label() << " K=" << o.workers() << " b=" << o.batch << " on "
@@ -309,29 +343,7 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
     run.measurements = measure_transformer(job, workload, platform, strategies, mpi, log);
     return run;
   }
-  // Before anything is loaded or logged: an MLP's layout must be the workload's (its Plan
-  // splits the workload's layers).
-  for (const std::string& name : strategies) {
-    if (!model::strategy(name, job.file).splits_model()) continue;
-    const std::vector<int>& widths = workload.mlp_widths;
-    if (widths.empty())
-      throw InputError(job.file, "workload",
-                       "an MLP workload (widths) or a transformer to measure strategy mesh",
-                       "'" + workload.name + "'");
-    if (settings.hidden != std::vector<int>(widths.begin() + 1, widths.end() - 1))
-      throw_hidden_mismatch(job, workload, mlp_text(settings.hidden));
-    if (settings.train.timing != Timing::Concurrent)
-      throw InputError(job.file, "timing",
-                       "concurrent for strategy " + name +
-                           " (a layout's ranks wait on each other's messages: only ranks "
-                           "running at once on the wall clock measure it)",
-                       to_string(settings.train.timing));
-    if (job.text("rank_order") != model::to_string(model::RankOrder::TensorDataPipeline))
-      throw InputError(job.file, "rank_order",
-                       "tp-dp-pp to measure strategy mesh (the trainer numbers its ranks tensor, "
-                       "data, pipeline)",
-                       job.text("rank_order"));
-  }
+  check_layouts_measurable(job, settings, workload, strategies);
   const Dataset data = load_dataset(settings.data);
   const MlpShape shape = mlp_shape(settings.hidden, data);
   if (log) {

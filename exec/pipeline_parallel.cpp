@@ -6,14 +6,21 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "exec/layout_program.hpp"
 #include "exec/rank_threads.hpp"
 #include "exec/sampler.hpp"
 #include "exec/tensor_parallel.hpp"
 #include "model/base/error.hpp"
+#include "model/convergence/convergence.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/inputs/workload.hpp"
+#include "model/ir/strategy.hpp"
 
 namespace tauplan::exec {
 namespace {
@@ -51,24 +58,40 @@ double softmax_cross_entropy(const float* logits, const int* labels, int n, int 
   return loss;
 }
 
-/// One rank of the mesh: its coordinates, its stage shard and the step.
+/// The Plan a run executes: the caller's (ModelParallelOptions::plan), else the layout's Plan
+/// lowered from the options.
+class PlanInUse {
+ public:
+  explicit PlanInUse(const ModelParallelOptions& options) {
+    if (!options.plan) owned_ = mlp_layout_plan(options);
+    plan_ = options.plan ? options.plan : &*owned_;
+  }
+  const model::Plan& plan() const { return *plan_; }
+
+ private:
+  std::optional<model::Plan> owned_;
+  const model::Plan* plan_ = nullptr;
+};
+
+/// One rank of the mesh: its coordinates, its stage shard, its program (its part of the Plan,
+/// exec/layout_program.hpp) and the step that runs it.
 class RankEngine {
  public:
-  RankEngine(const ModelParallelOptions& options, PeerGroup& peers)
+  RankEngine(const ModelParallelOptions& options, PeerGroup& peers, const model::Plan& plan)
       : o_(options),
         peers_(peers),
         t_i_(peers.rank() % options.tensor),
         d_i_((peers.rank() / options.tensor) % options.data),
         p_i_(peers.rank() / (options.tensor * options.data)),
-        stage_(make_stage(options, p_i_, t_i_)) {
+        stage_(make_stage(options, p_i_, t_i_)),
+        program_(rank_program(plan, peers.rank())) {
     for (int k = 0; k < o_.tensor; ++k)
       group_.members.push_back(rank_of(d_i_, k, p_i_));
-    for (int d = 0; d < o_.data; ++d)
-      data_members_.push_back(rank_of(d, t_i_, p_i_));
     group_.peers = &peers_;
     group_.tag = kTagTensor;
     group_.comm_seconds = &comm_s_;
     group_.allreduces = &allreduces_;
+    check_program(plan);
   }
 
   int rank_of(int d, int t, int p) const { return t + o_.tensor * (d + o_.data * p); }
@@ -82,8 +105,9 @@ class RankEngine {
   /// The rank that reports losses and accuracies (replica 0, tensor rank 0, last stage).
   int reporter() const { return rank_of(0, 0, o_.pipeline - 1); }
 
-  /// Forward and backward of this replica's batch (rows of x and y: replica_batch()), with
-  /// gradients summed over the data group. Returns this rank's summed loss (last stage) or 0.
+  /// Forward and backward of this replica's batch (rows of x and y: replica_batch()), the passes
+  /// in the order of the rank's program, with gradients summed over the program's reductions
+  /// (the data group). Returns this rank's summed loss (last stage) or 0.
   double step(const float* x, const int* y) {
     comm_s_ = 0;
     allreduces_ = 0;
@@ -97,39 +121,47 @@ class RankEngine {
     std::vector<std::vector<float>> logit_gradients(static_cast<std::size_t>(m));
     std::vector<float> buffer, output, input_gradient;
     double loss = 0;
-    for (const auto& [forward, j] : pipeline_schedule_ops(o_.schedule, o_.pipeline, p_i_, m)) {
-      const std::size_t jj = static_cast<std::size_t>(j);
-      if (forward) {
+    for (const ProgramPass& pass : program_.passes) {
+      const std::size_t jj = static_cast<std::size_t>(pass.micro_batch);
+      const long long allreduces_before = allreduces_;
+      if (pass.forward) {
         const float* in = nullptr;
-        if (first_stage()) {
+        if (pass.receive_from < 0) {
           in = x + jj * static_cast<std::size_t>(n) * static_cast<std::size_t>(features);
         } else {
-          receive(rank_of(d_i_, t_i_, p_i_ - 1), buffer, n * stage_.input_width(), kTagForward);
+          receive(pass.receive_from, buffer, n * stage_.input_width(), kTagForward);
           in = buffer.data();
         }
         stage_.forward(in, n, stashes[jj], output, group_);
         if (last_stage())
           loss += softmax_cross_entropy(output.data(), y + jj * static_cast<std::size_t>(n), n,
                                         classes, scale, logit_gradients[jj]);
-        else
-          send(rank_of(d_i_, t_i_, p_i_ + 1), output, kTagForward);
+        for (int to : pass.send_to)
+          send(to, output, kTagForward);
       } else {
         const float* gradient = nullptr;
-        if (last_stage()) {
+        if (pass.receive_from < 0) {
           gradient = logit_gradients[jj].data();
         } else {
-          receive(rank_of(d_i_, t_i_, p_i_ + 1), buffer, n * stage_.output_width(), kTagBackward);
+          receive(pass.receive_from, buffer, n * stage_.output_width(), kTagBackward);
           gradient = buffer.data();
         }
         stage_.backward(gradient, n, stashes[jj], first_stage() ? nullptr : &input_gradient,
                         group_);
-        if (!first_stage()) send(rank_of(d_i_, t_i_, p_i_ - 1), input_gradient, kTagBackward);
+        for (int to : pass.send_to)
+          send(to, input_gradient, kTagBackward);
         stashes[jj] = {};
       }
+      if (allreduces_ - allreduces_before != pass.tensor_allreduces)
+        throw std::logic_error(fmt::format(
+            "rank {}: the Plan charges the {} of micro-batch {} with {} tensor all-reduces, the "
+            "stage ran {}",
+            peers_.rank(), pass.forward ? "forward" : "backward", pass.micro_batch,
+            pass.tensor_allreduces, allreduces_ - allreduces_before));
     }
-    if (o_.data > 1) {
+    for (const std::vector<int>& group : program_.reductions) {
       const auto start = Clock::now();
-      allreduce_sum(peers_, data_members_, stage_.gradients(), stage_.parameter_count(), kTagData);
+      allreduce_sum(peers_, group, stage_.gradients(), stage_.parameter_count(), kTagData);
       comm_s_ += seconds_since(start);
     }
     return loss;
@@ -190,6 +222,35 @@ class RankEngine {
                                tensor, o.tensor);
   }
 
+  /// The program must place this rank where exec's rank order does (tensor, data, pipeline):
+  /// its stage, its neighbours, its tensor group and one pass per micro-batch and direction.
+  void check_program(const model::Plan& plan) const {
+    const auto wrong = [&](const std::string& what) {
+      throw std::invalid_argument(fmt::format(
+          "exec's layout trainer cannot run the Plan ({} on {} workers) on rank {} (stage {} of "
+          "d{} t{} p{}, tensor-data-pipeline order): {}",
+          plan.strategy, plan.workers, peers_.rank(), p_i_, o_.data, o_.tensor, o_.pipeline, what));
+    };
+    if (plan.workers != o_.workers())
+      wrong(fmt::format("the Plan is for {} workers", plan.workers));
+    if (program_.stage != p_i_) wrong(fmt::format("its passes are on stage {}", program_.stage));
+    if (static_cast<int>(program_.passes.size()) != 2 * o_.micro_batches)
+      wrong(fmt::format("it has {} passes, not 2 x {} micro-batches", program_.passes.size(),
+                        o_.micro_batches));
+    for (const ProgramPass& pass : program_.passes) {
+      const bool from_none = pass.forward ? first_stage() : last_stage();
+      const bool to_none = pass.forward ? last_stage() : first_stage();
+      const int neighbour = rank_of(d_i_, t_i_, p_i_ + (pass.forward ? -1 : 1));
+      const int next = rank_of(d_i_, t_i_, p_i_ + (pass.forward ? 1 : -1));
+      if (pass.receive_from != (from_none ? -1 : neighbour))
+        wrong(fmt::format("a pass receives from rank {}", pass.receive_from));
+      if (pass.send_to != (to_none ? std::vector<int>{} : std::vector<int>{next}))
+        wrong("a pass sends to other ranks than the next stage's");
+      if (pass.tensor_allreduces > 0 && pass.tensor_group != group_.members)
+        wrong("a tensor all-reduce over another group");
+    }
+  }
+
   void receive(int from, std::vector<float>& buffer, int n, int tag) {
     buffer.resize(static_cast<std::size_t>(n));
     timed_receive(peers_, from, buffer, tag, comm_s_);
@@ -204,8 +265,8 @@ class RankEngine {
   PeerGroup& peers_;
   int t_i_, d_i_, p_i_;
   TensorParallelStage stage_;
+  RankProgram program_;
   TensorGroup group_;
-  std::vector<int> data_members_;
   double comm_s_ = 0;
   long long allreduces_ = 0;
   long long messages_ = 0;
@@ -233,6 +294,34 @@ std::vector<std::pair<bool, int>> pipeline_schedule_ops(model::PipelineSchedule 
   for (int j = m - warmup; j < m; ++j)
     ops.push_back({false, j});
   return ops;
+}
+
+model::Plan mlp_layout_plan(const ModelParallelOptions& o) {
+  check_model_parallel(o);
+  model::Workload workload;
+  workload.name = "mlp " + o.shape.to_string();
+  workload.source = o.file;
+  workload.mlp_widths = o.shape.widths;
+  workload.parameters = static_cast<double>(o.shape.parameters());
+  for (int l = 0; l < o.shape.layers(); ++l)
+    workload.flop_per_sample += 6.0 * o.shape.widths[static_cast<std::size_t>(l)] *
+                                o.shape.widths[static_cast<std::size_t>(l) + 1];
+  model::StrategyOptions strategy;
+  strategy.file = o.file;
+  strategy.workers = o.workers();
+  strategy.batch = static_cast<double>(o.batch);
+  strategy.check_memory = false;
+  strategy.layout.data = o.data;
+  strategy.layout.tensor = o.tensor;
+  strategy.layout.pipeline = o.pipeline;
+  strategy.layout.micro_batches = o.micro_batches;
+  strategy.layout.schedule = o.schedule;
+  // The ops' order, groups and neighbours are what exec reads; the hosts' speeds and links only
+  // cost the ops, and any will do.
+  const model::Platform platform = model::make_crossbar_platform(
+      std::vector<double>(static_cast<std::size_t>(o.workers()), 1e9), 1e9, 1e-6);
+  const model::FixedCounts one_step(1, -1, o.file);
+  return model::make_plan(model::mesh_strategy().name(), strategy, workload, platform, one_step);
 }
 
 std::string ModelParallelOptions::label() const {
@@ -296,7 +385,8 @@ ModelParallelReport train_model_parallel(const ModelParallelOptions& options, co
         options.file, "workers",
         fmt::format("as many ranks as data x tensor x pipeline ({})", options.workers()),
         std::to_string(peers.size()));
-  RankEngine engine(options, peers);
+  const PlanInUse plan(options);
+  RankEngine engine(options, peers, plan.plan());
   std::vector<float> full(options.shape.parameters());
   init_parameters(options.shape, options.seed, full.data());
   engine.stage().load(full.data());
@@ -399,10 +489,13 @@ ModelParallelReport train_model_parallel(const ModelParallelOptions& options, co
 ModelParallelReport train_model_parallel_threads(const ModelParallelOptions& options,
                                                  const Dataset& data) {
   check_model_parallel(options);
+  const PlanInUse plan(options);
+  ModelParallelOptions shared = options;
+  shared.plan = &plan.plan();
   ThreadPeerHub hub(options.workers());
   ModelParallelReport report;
   on_threads(options.workers(), [&](int r) {
-    ModelParallelReport mine = train_model_parallel(options, data, hub.peer(r));
+    ModelParallelReport mine = train_model_parallel(shared, data, hub.peer(r));
     if (r == 0) report = std::move(mine);
   });
   return report;
@@ -412,7 +505,8 @@ StepGradients step_gradients(const ModelParallelOptions& options,
                              const std::vector<float>& parameters, const float* x, const int* y,
                              PeerGroup& peers) {
   check_model_parallel(options);
-  RankEngine engine(options, peers);
+  const PlanInUse plan(options);
+  RankEngine engine(options, peers, plan.plan());
   engine.stage().load(parameters.data());
   const long long replica = engine.replica_batch();
   const std::size_t offset = static_cast<std::size_t>(engine.data_index() * replica);
@@ -446,10 +540,13 @@ StepGradients step_gradients_threads(const ModelParallelOptions& options,
                                      const std::vector<float>& parameters, const float* x,
                                      const int* y) {
   check_model_parallel(options);
+  const PlanInUse plan(options);
+  ModelParallelOptions shared = options;
+  shared.plan = &plan.plan();
   ThreadPeerHub hub(options.workers());
   StepGradients result;
   on_threads(options.workers(), [&](int r) {
-    StepGradients mine = step_gradients(options, parameters, x, y, hub.peer(r));
+    StepGradients mine = step_gradients(shared, parameters, x, y, hub.peer(r));
     if (r == 0) result = std::move(mine);
   });
   return result;

@@ -5,11 +5,12 @@
 // stage p_i holds a run of consecutive layers (model::stage_layers: layers / p each, the first
 // ones one more), split over its tensor group (exec/tensor_parallel.hpp); data replica d_i takes
 // its slice of the global batch (the sampler's global stream: a step sees the same samples as
-// one worker at that batch), cut into m micro-batches. A step runs the stage's forwards and
-// backwards in the schedule's order, GPipe (all m forwards, then all m backwards) or 1F1B
-// (min(p - p_i - 1, m) warm-up forwards, then one forward and one backward in turn, then the
-// remaining backwards), receiving activations from the previous stage and gradients from the
-// next and sending its own on (point-to-point, exec/peer_group.hpp); the last stage computes the
+// one worker at that batch), cut into m micro-batches. A step runs the rank's part of the
+// layout's Plan (strategy mesh, model/ir/strategy_mesh.cpp; exec/layout_program.hpp): its
+// passes in the Plan's order (GPipe or 1F1B, as the Plan's schedule lowered them), receiving
+// activations and gradients from the ranks its passes wait on and sending its own to the ranks
+// the Plan names (point-to-point, exec/peer_group.hpp), each pass checked to run the tensor
+// all-reduces the Plan charges it, then the Plan's gradient reductions; the last stage computes the
 // softmax cross-entropy scaled by 1 / the global batch, so that gradients summed over micro-
 // batches and replicas (an all-reduce in the data group) are the full batch's. Then plain SGD.
 // Every eval_every steps replica 0 pushes the test set through its pipeline and the accuracy
@@ -36,6 +37,7 @@
 #include "exec/peer_group.hpp"
 #include "exec/rank_times.hpp"
 #include "model/ir/layout.hpp"
+#include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
 
@@ -54,6 +56,10 @@ struct ModelParallelOptions {
   long long eval_every = 100;
   long long test_limit = 0;             ///< evaluate on the first N test samples (0: all)
   std::string file = "<command line>";  ///< named in errors
+  /// The Plan every rank runs (strategy mesh, this layout; its passes, neighbours, groups and
+  /// order: exec/layout_program.hpp). nullptr: the Plan mlp_layout_plan() lowers from these
+  /// options. Not owned.
+  const model::Plan* plan = nullptr;
 
   int workers() const { return data * tensor * pipeline; }
   /// "d1 t2 p2 m4 1f1b".
@@ -81,11 +87,18 @@ struct ModelParallelReport {
 
 /// (forward?, micro-batch) in the order stage `stage` of `p` runs `m` micro-batches: GPipe (all
 /// forwards, then all backwards) or 1F1B (warm-up forwards, then one forward and one backward in
-/// turn, then the remaining backwards).
+/// turn, then the remaining backwards). The transformer block's trainer
+/// (exec/transformer_trainer.hpp) orders its passes with it; the MLP's layouts run the Plan's
+/// order, which a test compares with this one.
 std::vector<std::pair<bool, int>> pipeline_schedule_ops(model::PipelineSchedule schedule, int p,
                                                         int stage, int m);
 
-/// Trains on every rank of `peers`' job; rank 0's report has every rank's times.
+/// The Plan of strategy mesh for these options (model/ir/strategy_mesh.cpp on a crossbar of one
+/// host per rank: exec reads its ops, not their costs). InputError as check_model_parallel.
+model::Plan mlp_layout_plan(const ModelParallelOptions& options);
+
+/// Trains on every rank of `peers`' job, each rank running its part of the Plan; rank 0's report
+/// has every rank's times.
 ModelParallelReport train_model_parallel(const ModelParallelOptions& options, const Dataset& data,
                                          PeerGroup& peers);
 /// The same with one thread per rank in this process.

@@ -49,6 +49,17 @@ struct Endpoint {
   static Endpoint server(int s) { return {Role::Server, s}; }
 };
 
+/// Which pass of a layout (strategy mesh) an op belongs to: the forward or backward pass of
+/// micro-batch `micro_batch` through model chunk `chunk` of pipeline stage `stage`. exec runs the
+/// passes the Plan names, in the Plan's order (exec/layout_program.hpp). stage -1: the op is no
+/// part of a layout pass.
+struct LayoutPass {
+  int stage = -1;
+  int chunk = 0;
+  int micro_batch = -1;
+  bool forward = true;
+};
+
 struct Op {
   OpKind kind = OpKind::Barrier;
   std::string label;  ///< human-readable, e.g. "w3 backward bucket 2"
@@ -68,6 +79,9 @@ struct Op {
   /// Compute: 1 for an op that is (or ends) a training step; the ops of one step that is split
   /// in parts (forward, backward buckets) carry the fraction of the step they are.
   double step_fraction = 1.0;
+  /// A layout's Compute ops, tensor Collectives and stage sends (Transfers): the pass they
+  /// belong to (stage -1 for every other op).
+  LayoutPass pass;
 
   // Update: flop of the optimizer step on the worker (0 when folded into the compute step).
   // Also uses `flop` and `overhead_s`.

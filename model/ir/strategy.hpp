@@ -124,6 +124,9 @@ const Strategy& baseline_strategy();
 /// SparkNet's T1 and T2, for the studies that reproduce its figures.
 const Strategy& sync_strategy();
 const Strategy& local_sgd_strategy();
+/// The layouts' strategy (a model split over a data x tensor x pipeline mesh), for exec's layout
+/// trainer when it lowers a layout given on its command line.
+const Strategy& mesh_strategy();
 
 /// Normalises the options for the strategy, generates the plan and sets its rounds from the
 /// convergence model (Strategy::convergence_steps, rounded up by rounds_from_steps). The only

@@ -368,6 +368,7 @@ class LayoutLowering {
     op.label = fmt::format("w{} stage {} {} mb {}", w, r, pass, j);
     op.worker = w;
     op.samples = layout_.micro_batch(options_.batch);
+    op.pass = LayoutPass{r, step.chunk, j, forward};
     const double attention_flop =
         split ? (forward ? work.attention_forward_flop : work.attention_backward_flop) : 0;
     op.flop = (forward ? work.forward_flop : work.backward_flop) - attention_flop;
@@ -380,6 +381,7 @@ class LayoutLowering {
     attention.label = fmt::format("w{} stage {} {} mb {} attention", w, r, pass, j);
     attention.worker = w;
     attention.samples = 0;
+    attention.pass = op.pass;
     attention.flop = attention_flop;
     attention.step_fraction = 0;
     // A host with a compute profile: the profile's time of the stage's operations, a fixed
@@ -424,7 +426,7 @@ class LayoutLowering {
     }
     if (c > 1) add_context_ring(r, j, forward, work, done, attention);
     for (int l = 0; l < lanes(); ++l)
-      add_tensor_collectives(l, r, j, forward, work, done[static_cast<size_t>(l)]);
+      add_tensor_collectives(l, r, step, work, done[static_cast<size_t>(l)]);
     const long long alltoalls =
         forward ? work.expert_forward_alltoalls : work.expert_backward_alltoalls;
     if (alltoalls > 0) add_expert_alltoalls(r, j, pass, alltoalls, work, done);
@@ -468,9 +470,10 @@ class LayoutLowering {
 
   /// The tensor group of lane l: one ring Collective per size of all-reduce, in the pass's order
   /// (a transformer's are all one size, repeated; an MLP's pairs each have their own width).
-  void add_tensor_collectives(int l, int r, int j, bool forward, const StageCosts& work,
+  void add_tensor_collectives(int l, int r, const Pass& step, const StageCosts& work,
                               std::vector<OpId>& done) {
-    const int t = layout_.tensor;
+    const int t = layout_.tensor, j = step.micro_batch;
+    const bool forward = step.forward;
     for (const auto& [bytes, count] :
          forward ? work.forward_allreduces : work.backward_allreduces) {
       if (t == 1 || count == 0) continue;
@@ -482,6 +485,7 @@ class LayoutLowering {
       op.payload = CollectivePayload::Gradients;
       op.bytes = bytes;
       op.repeat = static_cast<int>(count);
+      op.pass = LayoutPass{r, step.chunk, j, forward};
       for (int k = 0; k < t; ++k)
         op.group.push_back(worker(l, k, r));
       op.worker = op.group.front();
@@ -553,6 +557,7 @@ class LayoutLowering {
       op.destination = Endpoint::worker(worker(l, k, to));
       op.payload = forward ? CollectivePayload::Parameters : CollectivePayload::Gradients;
       op.bytes = slice;
+      op.pass = LayoutPass{r, step.chunk, j, forward};
       sends.push_back(add(op, {done[static_cast<size_t>(k)]}));
     }
     std::vector<int> receivers;
@@ -789,6 +794,10 @@ class MeshStrategy : public Strategy {
 
 std::unique_ptr<Strategy> make_mesh_strategy() {
   return std::make_unique<MeshStrategy>();
+}
+
+const Strategy& mesh_strategy() {
+  return strategy(MeshStrategy().name());
 }
 
 }  // namespace tauplan::model

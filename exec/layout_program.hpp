@@ -1,0 +1,51 @@
+// layout_program.hpp: one rank's part of a layout's Plan (strategy mesh), in the order the rank
+// runs it, as exec's layout trainer (exec/pipeline_parallel.hpp) executes it.
+//
+// model/ir/strategy_mesh.cpp lowers a layout into a Plan: per rank, Compute ops for each pass
+// (forward or backward of a micro-batch on the rank's stage, Op::pass) in the schedule's order,
+// each followed by its tensor group's all-reduces (Collective ops) and its sends to the
+// neighbouring stage (Transfer ops, whose arrival a Barrier marks); after the last pass, the
+// gradient all-reduces of the rank's data group (Collective ops) and its Update. rank_program()
+// reads that Plan for one worker: its passes in the Plan's dependency order, each with the rank
+// it receives its input from (the Transfer to this worker that the pass waits on, directly or
+// through the arrival Barrier), the ranks it sends to, and the tensor all-reduces the Plan
+// charges it; then the gradient reductions (their groups, from the Plan) and the count of its
+// updates. Nothing of the schedule (pass order, micro-batches, neighbours, groups) is derived
+// anywhere else in exec: a Plan with another order runs in that order.
+//
+// What it leaves out: ops a CPU MLP layout does not have. A Plan with an Apply, a transfer to or
+// from a server, a transfer not sent by a pass, a pass with two compute ops (context
+// parallelism's attention core), a receive from two ranks, or passes of two stages on one rank
+// (interleaving) is refused with std::invalid_argument naming the op: exec cannot run it.
+#pragma once
+
+#include <vector>
+
+#include "model/ir/plan.hpp"
+
+namespace tauplan::exec {
+
+/// One pass of a rank's program.
+struct ProgramPass {
+  bool forward = true;
+  int micro_batch = 0;
+  int receive_from = -1;     ///< worker whose send this pass waits for (-1: none)
+  std::vector<int> send_to;  ///< workers that get this pass's output (forward) or input gradient
+  long long tensor_allreduces = 0;  ///< the pass's tensor all-reduces (Op::repeat summed)
+  std::vector<int> tensor_group;    ///< their group, in tensor-rank order (empty: none)
+};
+
+struct RankProgram {
+  int worker = -1;
+  int stage = -1;  ///< the pipeline stage of every pass (-1: the rank has no pass)
+  std::vector<ProgramPass> passes;
+  /// Gradient all-reduces after the passes, in order: each its group (worker indices).
+  std::vector<std::vector<int>> reductions;
+  int updates = 0;  ///< Update ops of the worker (1 for a layout's step)
+};
+
+/// The program of `worker` in `plan` (see the file comment). std::invalid_argument for an op
+/// exec's layout trainer cannot run.
+RankProgram rank_program(const model::Plan& plan, int worker);
+
+}  // namespace tauplan::exec
