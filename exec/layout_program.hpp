@@ -10,13 +10,18 @@
 // it receives its input from (the Transfer to this worker that the pass waits on, directly or
 // through the arrival Barrier), the ranks it sends to, and the tensor all-reduces the Plan
 // charges it; then the gradient reductions (their groups, from the Plan) and the count of its
-// updates. Nothing of the schedule (pass order, micro-batches, neighbours, groups) is derived
-// anywhere else in exec: a Plan with another order runs in that order.
+// updates. The trainer runs the passes in the program's order, receiving from and sending to the
+// ranks it names, and reduces over its groups: a Plan with another order runs in that order.
+// Where the rank's shard sits (stage, tensor index, data index) still follows exec's rank order
+// (tensor, data, pipeline); the trainer checks before its first message that the program agrees
+// with it (neighbours, groups, the tensor all-reduces its shard runs) and refuses it otherwise.
 //
 // What it leaves out: ops a CPU MLP layout does not have. A Plan with an Apply, a transfer to or
 // from a server, a transfer not sent by a pass, a pass with two compute ops (context
 // parallelism's attention core), a receive from two ranks, or passes of two stages on one rank
-// (interleaving) is refused with std::invalid_argument naming the op: exec cannot run it.
+// (interleaving) is refused with std::invalid_argument naming the op (or, for a count of
+// updates other than one, the worker): exec cannot run it. `tauplan measure` turns that into
+// an input error naming the job's strategies before anything runs.
 #pragma once
 
 #include <vector>

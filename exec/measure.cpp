@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <stdexcept>
 
 #include "exec/async_trainer.hpp"
 #include "exec/cpu_replica.hpp"
 #include "exec/dataset.hpp"
 #include "exec/job_keys.hpp"
+#include "exec/layout_program.hpp"
 #include "exec/mpi_async.hpp"
 #include "exec/mpi_peers.hpp"
 #include "exec/pipeline_parallel.hpp"
@@ -267,6 +269,15 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
   o.test_limit = settings.train.eval_samples;
   o.file = job.file;
   o.plan = &plan;  // every rank runs its part of the job's Plan (exec/layout_program.hpp)
+  for (int w = 0; w < plan.workers; ++w) {  // a Plan exec cannot run: refused before training
+    try {
+      (void)rank_program(plan, w);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(job.file, "strategies",
+                       "a layout whose Plan exec's layout trainer runs (exec/layout_program.hpp)",
+                       "'" + plan.strategy + "': " + e.what());
+    }
+  }
   check_model_parallel(o);
   if (log && (!mpi || mpi->rank() == 0))
     *log << "measure: mesh " << o.label() << " K=" << o.workers() << " b=" << o.batch << " on "

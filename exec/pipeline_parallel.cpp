@@ -66,6 +66,8 @@ class PlanInUse {
     if (!options.plan) owned_ = mlp_layout_plan(options);
     plan_ = options.plan ? options.plan : &*owned_;
   }
+  PlanInUse(const PlanInUse&) = delete;
+  PlanInUse& operator=(const PlanInUse&) = delete;
   const model::Plan& plan() const { return *plan_; }
 
  private:
@@ -121,7 +123,9 @@ class RankEngine {
     std::vector<std::vector<float>> logit_gradients(static_cast<std::size_t>(m));
     std::vector<float> buffer, output, input_gradient;
     double loss = 0;
+    executed_.clear();
     for (const ProgramPass& pass : program_.passes) {
+      executed_.emplace_back(pass.forward, pass.micro_batch);
       const std::size_t jj = static_cast<std::size_t>(pass.micro_batch);
       const long long allreduces_before = allreduces_;
       if (pass.forward) {
@@ -209,6 +213,8 @@ class RankEngine {
   }
 
   double comm_s() const { return comm_s_; }
+  /// (forward?, micro-batch) of the last step's passes, in the order they ran.
+  const std::vector<std::pair<bool, int>>& executed() const { return executed_; }
   long long allreduces() const { return allreduces_; }
   long long messages() const { return messages_; }
 
@@ -222,8 +228,11 @@ class RankEngine {
                                tensor, o.tensor);
   }
 
-  /// The program must place this rank where exec's rank order does (tensor, data, pipeline):
-  /// its stage, its neighbours, its tensor group and one pass per micro-batch and direction.
+  /// The program must place this rank where exec's rank order does (tensor, data, pipeline) and
+  /// charge what its shard runs, before any message: its stage, one pass per micro-batch and
+  /// direction, its neighbours, its tensor group and each pass's tensor all-reduces, and its data
+  /// group's reduction. A Plan of another layout is refused here on every rank it misplaces
+  /// (a refusal after the first message would leave the other ranks waiting).
   void check_program(const model::Plan& plan) const {
     const auto wrong = [&](const std::string& what) {
       throw std::invalid_argument(fmt::format(
@@ -237,7 +246,16 @@ class RankEngine {
     if (static_cast<int>(program_.passes.size()) != 2 * o_.micro_batches)
       wrong(fmt::format("it has {} passes, not 2 x {} micro-batches", program_.passes.size(),
                         o_.micro_batches));
+    if (plan.micro_batches != o_.micro_batches)
+      wrong(fmt::format("the Plan is for {} micro-batches", plan.micro_batches));
     for (const ProgramPass& pass : program_.passes) {
+      if (pass.micro_batch < 0 || pass.micro_batch >= o_.micro_batches)
+        wrong(fmt::format("a pass of micro-batch {}", pass.micro_batch));
+      const long long runs =
+          pass.forward ? stage_.forward_allreduces() : stage_.backward_allreduces(!first_stage());
+      if (pass.tensor_allreduces != runs)
+        wrong(fmt::format("a pass charged {} tensor all-reduces, where the shard runs {}",
+                          pass.tensor_allreduces, runs));
       const bool from_none = pass.forward ? first_stage() : last_stage();
       const bool to_none = pass.forward ? last_stage() : first_stage();
       const int neighbour = rank_of(d_i_, t_i_, p_i_ + (pass.forward ? -1 : 1));
@@ -249,6 +267,13 @@ class RankEngine {
       if (pass.tensor_allreduces > 0 && pass.tensor_group != group_.members)
         wrong("a tensor all-reduce over another group");
     }
+    std::vector<std::vector<int>> reductions;
+    if (o_.data > 1) {
+      reductions.emplace_back();
+      for (int d = 0; d < o_.data; ++d)
+        reductions.back().push_back(rank_of(d, t_i_, p_i_));
+    }
+    if (program_.reductions != reductions) wrong("its gradient reductions are over other groups");
   }
 
   void receive(int from, std::vector<float>& buffer, int n, int tag) {
@@ -266,6 +291,7 @@ class RankEngine {
   int t_i_, d_i_, p_i_;
   TensorParallelStage stage_;
   RankProgram program_;
+  std::vector<std::pair<bool, int>> executed_;
   TensorGroup group_;
   double comm_s_ = 0;
   long long allreduces_ = 0;
@@ -513,6 +539,7 @@ StepGradients step_gradients(const ModelParallelOptions& options,
   const double loss =
       engine.step(x + offset * static_cast<std::size_t>(options.shape.inputs()), y + offset);
   StepGradients result;
+  result.passes = engine.executed();
   result.gradients.assign(options.shape.parameters(), 0.0f);
   if (engine.data_index() == 0) engine.stage().add_gradients_to(result.gradients.data());
   std::vector<int> everyone(static_cast<std::size_t>(peers.size()));

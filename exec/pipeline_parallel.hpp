@@ -110,6 +110,9 @@ struct StepGradients {
   std::vector<float> gradients;              ///< unsplit layout of exec/mlp.hpp
   std::vector<long long> tensor_allreduces;  ///< per rank
   std::vector<long long> messages;           ///< per rank: pipeline sends
+  /// This rank's passes (forward?, micro-batch) in the order it ran them (the threads' version
+  /// returns rank 0's).
+  std::vector<std::pair<bool, int>> passes;
 };
 
 /// One step from `parameters` (unsplit) on `options.batch` rows of x (row-major) and y, on every

@@ -6,8 +6,9 @@
 // order (tensor, data, pipeline), the tensor all-reduces of each pass (one per split pair of
 // layers forward; backward, one fewer on the stage that starts the network), one reduction over
 // the data group and one update. A Plan exec cannot run is refused naming the op, a Plan of
-// another layout is refused on every rank, and a Plan whose order differs from the options' runs
-// in its own order to the unsplit gradients.
+// another layout is refused on every rank before any message (one with as many workers
+// included), and a Plan whose order differs from the options' runs in its own order, to the same
+// gradients.
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
@@ -18,7 +19,7 @@
 #include "exec/pipeline_parallel.hpp"
 #include "model/convergence/convergence.hpp"
 #include "model/inputs/platform.hpp"
-#include "model/ir/mlp_layout.hpp"
+#include "model/ir/layout.hpp"
 #include "model/ir/strategy.hpp"
 #include "tests/exec/exec_support.hpp"
 
@@ -54,12 +55,10 @@ std::vector<std::pair<bool, int>> expected_passes(PipelineSchedule schedule, int
   return passes;
 }
 
-/// Split pairs of layers [first, end) over t ranks (each a column layer followed by a row one).
-long long pairs(int first, int end, int t) {
-  long long count = 0;
-  for (model::MlpLayerSplit split : model::mlp_layer_splits(first, end, t))
-    count += split == model::MlpLayerSplit::Columns;
-  return count;
+/// Split pairs of a stage's layers [first, end) (consecutive layers paired, columns then rows;
+/// an odd one left whole).
+long long pairs(int first, int end) {
+  return (end - first) / 2;
 }
 
 }  // namespace
@@ -101,7 +100,7 @@ TEST_CASE("each rank's program is its stage's schedule, neighbours and groups (c
             CHECK(pass.receive_from == (has_from ? k + t * (di + d * from) : -1));
             CHECK(pass.send_to ==
                   (has_to ? std::vector<int>{k + t * (di + d * to)} : std::vector<int>{}));
-            const long long split_pairs = t > 1 ? pairs(first, end, t) : 0;
+            const long long split_pairs = t > 1 ? pairs(first, end) : 0;
             const bool starts_network = r == 0 && split_pairs > 0;
             CHECK(pass.tensor_allreduces ==
                   (pass.forward ? split_pairs : split_pairs - (starts_network ? 1 : 0)));
@@ -152,6 +151,14 @@ TEST_CASE("a Plan of another layout is refused on every rank before any message"
   exec::init_parameters(o.shape, 3, parameters.data());
   CHECK_THROWS_WITH(exec::step_gradients_threads(o, parameters, batch.x.data(), batch.y.data()),
                     Contains("the Plan is for 1 workers"));
+  // The same four workers, neighbours and senders as d2 t1 p2's, but stage 0's pair of layers is
+  // split (one tensor all-reduce forward) and the data group is one rank: every rank refuses.
+  exec::ModelParallelOptions tensor = mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB);
+  const model::Plan data_plan = exec::mlp_layout_plan(mesh(2, 1, 2, 2, PipelineSchedule::OneFOneB));
+  tensor.plan = &data_plan;
+  CHECK_THROWS_WITH(
+      exec::step_gradients_threads(tensor, parameters, batch.x.data(), batch.y.data()),
+      Contains("charged 0 tensor all-reduces, where the shard runs 1"));
 }
 
 TEST_CASE("a step runs the Plan's order, not the options' schedule") {
@@ -180,4 +187,8 @@ TEST_CASE("a step runs the Plan's order, not the options' schedule") {
   }
   CHECK(diff <= 1e-12 * norm);
   CHECK(b.messages == a.messages);
+  // Rank 0 (stage 0) ran each Plan's order.
+  CHECK(a.passes == expected_passes(PipelineSchedule::OneFOneB, 2, 0, 4));
+  CHECK(b.passes == expected_passes(PipelineSchedule::GPipe, 2, 0, 4));
+  CHECK(a.passes != b.passes);
 }
