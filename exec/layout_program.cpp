@@ -10,6 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "model/convergence/convergence.hpp"
+#include "model/inputs/platform.hpp"
+#include "model/ir/strategy.hpp"
+
 namespace tauplan::exec {
 namespace {
 
@@ -23,21 +27,25 @@ bool is_worker(const model::Endpoint& end, int worker) {
 }
 
 /// The worker whose Transfer to `worker` the compute op `v` waits on: an in-edge from the
-/// Transfer, or from a Barrier that waits on it (a stage's arrival). -1 when none.
+/// Transfer, or from Barriers that wait on it (a stage's arrival, or the steps of the receivers'
+/// all-gather of the slices, whose own Transfers are walked through). -1 when none.
 int sender_feeding(const model::Plan& plan, model::OpId v, int worker) {
   const model::PlanGraph& g = plan.graph;
   std::set<int> senders;
-  const auto look = [&](model::OpId u) {
-    const model::Op& op = g[u];
-    if (op.kind == model::OpKind::Transfer && is_worker(op.destination, worker))
-      senders.insert(op.source.index);
-  };
-  for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
-    const model::OpId u = boost::source(*e, g);
-    look(u);
-    if (g[u].kind != model::OpKind::Barrier) continue;
-    for (auto [f, f_end] = boost::in_edges(u, g); f != f_end; ++f)
-      look(boost::source(*f, g));
+  std::set<model::OpId> seen;
+  std::vector<model::OpId> frontier{v};
+  while (!frontier.empty()) {
+    const model::OpId at = frontier.back();
+    frontier.pop_back();
+    for (auto [e, end] = boost::in_edges(at, g); e != end; ++e) {
+      const model::OpId u = boost::source(*e, g);
+      const model::Op& op = g[u];
+      const bool gather = op.kind == model::OpKind::Transfer && op.pass.gather;
+      if (op.kind == model::OpKind::Transfer && !gather && is_worker(op.destination, worker))
+        senders.insert(op.source.index);
+      if ((op.kind == model::OpKind::Barrier || gather) && seen.insert(u).second)
+        frontier.push_back(u);
+    }
   }
   if (senders.size() > 1) refuse(g[v], "its input comes from more than one rank");
   return senders.empty() ? -1 : *senders.begin();
@@ -50,6 +58,11 @@ class ProgramReader {
   RankProgram read() {
     for (model::OpId v : plan_.topological_order())
       visit(v);
+    if (!gathers_.empty())
+      throw std::invalid_argument(fmt::format(
+          "exec's layout trainer cannot run the Plan: worker {} all-gathers the input of a pass "
+          "it does not run",
+          program_.worker));
     if (program_.updates != 1 && !program_.passes.empty())
       throw std::invalid_argument(
           fmt::format("exec's layout trainer runs one update per step: the Plan gives worker {} {}",
@@ -98,6 +111,14 @@ class ProgramReader {
     step.forward = pass.forward;
     step.micro_batch = pass.micro_batch;
     step.receive_from = sender_feeding(plan_, v, me());
+    if (const auto gather = gathers_.find({pass.forward, pass.micro_batch});
+        gather != gathers_.end()) {
+      if (gather->second.stage != pass.stage)
+        refuse(op, "its input's all-gather is another stage's");
+      step.gather_sends = gather->second.sends;
+      step.gather_peers.assign(gather->second.peers.begin(), gather->second.peers.end());
+      gathers_.erase(gather);
+    }
     program_.passes.push_back(std::move(step));
   }
 
@@ -130,20 +151,59 @@ class ProgramReader {
     const auto server = model::Endpoint::Role::Server;
     if (op.source.role == server || op.destination.role == server)
       refuse(op, "a transfer with a parameter server");
+    if (op.pass.gather) {  // a step of the all-gather of a pass's input, not yet run here
+      if (index_.count({op.pass.forward, op.pass.micro_batch}) != 0)
+        refuse(op, "an all-gather of the input of a pass this rank has run");
+      Gather& gather = gathers_[{op.pass.forward, op.pass.micro_batch}];
+      gather.stage = op.pass.stage;
+      const bool sends = is_worker(op.source, me());
+      gather.sends += sends ? 1 : 0;
+      gather.peers.insert(sends ? op.destination.index : op.source.index);
+      return;
+    }
     if (!is_worker(op.source, me())) return;  // a receive: its pass reads it (sender_feeding)
     if (op.pass.stage < 0) refuse(op, "a transfer that no pass sends (ZeRO-3's gathers)");
-    pass_of(op).send_to.push_back(op.destination.index);
+    ProgramPass& pass = pass_of(op);
+    if (!pass.send_to.empty() && pass.send_slice != op.pass.sliced)
+      refuse(op, "whole and sliced sends in one pass");
+    pass.send_slice = op.pass.sliced;
+    pass.send_to.push_back(op.destination.index);
   }
+
+  /// What this rank does in the all-gather of a pass's input, before the pass.
+  struct Gather {
+    int stage = -1;
+    int sends = 0;
+    std::set<int> peers;
+  };
 
   const model::Plan& plan_;
   RankProgram program_;
   std::map<std::pair<bool, int>, std::size_t> index_;  ///< (forward, micro-batch) -> pass
+  std::map<std::pair<bool, int>, Gather> gathers_;     ///< of passes still to come
 };
 
 }  // namespace
 
 RankProgram rank_program(const model::Plan& plan, int worker) {
   return ProgramReader(plan, worker).read();
+}
+
+model::Plan layout_plan(const model::Workload& workload, const LayoutShape& shape) {
+  model::StrategyOptions strategy;
+  strategy.file = shape.file;
+  strategy.workers = shape.data * shape.tensor * shape.pipeline;
+  strategy.batch = static_cast<double>(shape.batch);
+  strategy.check_memory = false;
+  strategy.layout.data = shape.data;
+  strategy.layout.tensor = shape.tensor;
+  strategy.layout.pipeline = shape.pipeline;
+  strategy.layout.micro_batches = shape.micro_batches;
+  strategy.layout.schedule = shape.schedule;
+  const model::Platform platform = model::make_crossbar_platform(
+      std::vector<double>(static_cast<std::size_t>(strategy.workers), 1e9), 1e9, 1e-6);
+  const model::FixedCounts one_step(1, -1, shape.file);
+  return model::make_plan(model::mesh_strategy().name(), strategy, workload, platform, one_step);
 }
 
 }  // namespace tauplan::exec

@@ -16,7 +16,14 @@
 // (tensor, data, pipeline); the trainer checks before its first message that the program agrees
 // with it (neighbours, groups, the tensor all-reduces its shard runs) and refuses it otherwise.
 //
-// What it leaves out: ops a CPU MLP layout does not have. A Plan with an Apply, a transfer to or
+// A transformer's stage sends carry each tensor rank's 1/t slice, and the receiving tensor group
+// all-gathers them in a ring of Transfers before the pass (Op::pass names that pass and marks
+// them `gather`): the program says which sends are slices and, per pass, the ring steps this
+// rank sends and the neighbours it exchanges with. Both trainers run it: the MLP's
+// (exec/pipeline_parallel.hpp, whole sends, no all-gather) and the transformer block's
+// (exec/transformer_trainer.hpp).
+//
+// What it leaves out: ops a CPU layout does not have. A Plan with an Apply, a transfer to or
 // from a server, a transfer not sent by a pass, a pass with two compute ops (context
 // parallelism's attention core), a receive from two ranks, or passes of two stages on one rank
 // (interleaving) is refused with std::invalid_argument naming the op (or, for a count of
@@ -24,8 +31,11 @@
 // an input error naming the job's strategies before anything runs.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "model/inputs/mesh.hpp"
+#include "model/inputs/workload.hpp"
 #include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
@@ -36,6 +46,13 @@ struct ProgramPass {
   int micro_batch = 0;
   int receive_from = -1;     ///< worker whose send this pass waits for (-1: none)
   std::vector<int> send_to;  ///< workers that get this pass's output (forward) or input gradient
+  /// The sends carry this rank's 1/t slice of it (the receiving tensor group all-gathers them).
+  bool send_slice = false;
+  /// The input arrives as slices that the rank's group all-gathers in a ring: the Transfers
+  /// this rank sends in it (t - 1 steps) and the ranks it exchanges slices with (its ring
+  /// neighbours). 0 and empty: the input arrives whole.
+  int gather_sends = 0;
+  std::vector<int> gather_peers;
   long long tensor_allreduces = 0;  ///< the pass's tensor all-reduces (Op::repeat summed)
   std::vector<int> tensor_group;    ///< their group, in tensor-rank order (empty: none)
 };
@@ -52,5 +69,18 @@ struct RankProgram {
 /// The program of `worker` in `plan` (see the file comment). std::invalid_argument for an op
 /// exec's layout trainer cannot run.
 RankProgram rank_program(const model::Plan& plan, int worker);
+
+/// How a layout trainer splits its job, for lowering its Plan.
+struct LayoutShape {
+  int data = 1, tensor = 1, pipeline = 1, micro_batches = 1;
+  model::PipelineSchedule schedule = model::PipelineSchedule::OneFOneB;
+  long long batch = 1;                  ///< global batch per step
+  std::string file = "<command line>";  ///< named in errors
+};
+
+/// Strategy mesh's Plan of `workload` under `shape`, for one step, on a crossbar of one host per
+/// rank: exec reads its ops (their order, groups and neighbours), not their costs, so any hosts
+/// will do. InputError as model::make_plan.
+model::Plan layout_plan(const model::Workload& workload, const LayoutShape& shape);
 
 }  // namespace tauplan::exec

@@ -48,6 +48,25 @@ void allreduce_max(PeerGroup& peers, const std::vector<int>& members, float* dat
                             [](float a, float b) { return std::max(a, b); });
 }
 
+void ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
+                    int tag) {
+  const std::size_t g = members.size();
+  if (g < 2) return;
+  if (n % g != 0)
+    throw std::invalid_argument("ring_allgather: " + std::to_string(n) +
+                                " floats do not split into " + std::to_string(g) + " slices");
+  const auto at = std::find(members.begin(), members.end(), peers.rank());
+  assert(at != members.end());
+  const std::size_t me = static_cast<std::size_t>(at - members.begin()), slice = n / g;
+  const int next = members[(me + 1) % g], previous = members[(me + g - 1) % g];
+  // Step s: pass on the slice received in step s - 1 (own slice first), take the previous one.
+  for (std::size_t s = 0; s + 1 < g; ++s) {
+    const std::size_t out = (me + g - s) % g, in = (me + g - s - 1) % g;
+    peers.send(next, data + out * slice, slice, tag);
+    peers.recv(previous, data + in * slice, slice, tag);
+  }
+}
+
 class ThreadPeer final : public PeerGroup {
  public:
   ThreadPeer(ThreadPeerHub& hub, int rank) : hub_(hub), rank_(rank) {}

@@ -9,7 +9,9 @@
 // in the order they were sent. allreduce_sum() sums a buffer over a list of member ranks on top
 // of them: every member sends its buffer to every other and adds the members' buffers in member
 // order, so every member holds the same bits (no reduction tree whose order differs by rank);
-// allreduce_max() takes the element-wise maximum the same way (a vocabulary-parallel softmax).
+// allreduce_max() takes the element-wise maximum the same way (a vocabulary-parallel softmax);
+// ring_allgather() completes a buffer whose slices the members hold (a pipeline message sent as
+// tensor slices).
 // Implementations: ThreadPeers (ranks are threads of one process, messages are copies into
 // mailboxes) and MpiPeers (exec/mpi_peers.hpp: ranks are MPI processes, MPI_Isend/MPI_Recv).
 // What it leaves out: bandwidth-optimal collectives (the all-gather-and-add moves (g - 1) x the
@@ -56,6 +58,12 @@ void allreduce_sum(PeerGroup& peers, const std::vector<int>& members, float* dat
 /// every member sends its buffer to every other).
 void allreduce_max(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
                    int tag);
+
+/// Gathers `data` (n floats; member i of `members` holds slice i, floats [i n/g, (i+1) n/g)) on
+/// every member, in a ring: g - 1 steps, each sending one slice to the next member and taking
+/// one from the previous. std::invalid_argument unless g divides n.
+void ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
+                    int tag);
 
 /// Ranks that are threads of this process: one mailbox per (sender, receiver, tag).
 class ThreadPeerHub {

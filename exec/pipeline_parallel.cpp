@@ -259,6 +259,8 @@ class RankEngine {
         wrong("a pass sends to other ranks than the next stage's");
       if (pass.tensor_allreduces > 0 && pass.tensor_group != group_.members)
         wrong("a tensor all-reduce over another group");
+      if (pass.send_slice || pass.gather_sends > 0)
+        wrong("its stage sends are slices that the receivers all-gather (a transformer's)");
     }
     std::vector<std::vector<int>> reductions;
     if (o_.data > 1) {
@@ -293,28 +295,6 @@ class RankEngine {
 
 }  // namespace
 
-std::vector<std::pair<bool, int>> pipeline_schedule_ops(model::PipelineSchedule schedule, int p,
-                                                        int stage, int m) {
-  std::vector<std::pair<bool, int>> ops;
-  if (schedule == model::PipelineSchedule::GPipe) {
-    for (int j = 0; j < m; ++j)
-      ops.push_back({true, j});
-    for (int j = 0; j < m; ++j)
-      ops.push_back({false, j});
-    return ops;
-  }
-  const int warmup = std::min(p - stage - 1, m);
-  for (int j = 0; j < warmup; ++j)
-    ops.push_back({true, j});
-  for (int i = 0; i + warmup < m; ++i) {
-    ops.push_back({true, warmup + i});
-    ops.push_back({false, i});
-  }
-  for (int j = m - warmup; j < m; ++j)
-    ops.push_back({false, j});
-  return ops;
-}
-
 model::Plan mlp_layout_plan(const ModelParallelOptions& o) {
   check_model_parallel(o);
   model::Workload workload;
@@ -325,22 +305,15 @@ model::Plan mlp_layout_plan(const ModelParallelOptions& o) {
   for (int l = 0; l < o.shape.layers(); ++l)
     workload.flop_per_sample += 6.0 * o.shape.widths[static_cast<std::size_t>(l)] *
                                 o.shape.widths[static_cast<std::size_t>(l) + 1];
-  model::StrategyOptions strategy;
-  strategy.file = o.file;
-  strategy.workers = o.workers();
-  strategy.batch = static_cast<double>(o.batch);
-  strategy.check_memory = false;
-  strategy.layout.data = o.data;
-  strategy.layout.tensor = o.tensor;
-  strategy.layout.pipeline = o.pipeline;
-  strategy.layout.micro_batches = o.micro_batches;
-  strategy.layout.schedule = o.schedule;
-  // The ops' order, groups and neighbours are what exec reads; the hosts' speeds and links only
-  // cost the ops, and any will do.
-  const model::Platform platform = model::make_crossbar_platform(
-      std::vector<double>(static_cast<std::size_t>(o.workers()), 1e9), 1e9, 1e-6);
-  const model::FixedCounts one_step(1, -1, o.file);
-  return model::make_plan(model::mesh_strategy().name(), strategy, workload, platform, one_step);
+  LayoutShape shape;
+  shape.data = o.data;
+  shape.tensor = o.tensor;
+  shape.pipeline = o.pipeline;
+  shape.micro_batches = o.micro_batches;
+  shape.schedule = o.schedule;
+  shape.batch = o.batch;
+  shape.file = o.file;
+  return layout_plan(workload, shape);
 }
 
 std::string ModelParallelOptions::label() const {

@@ -85,14 +85,6 @@ struct ModelParallelReport {
   nlohmann::json to_json() const;
 };
 
-/// (forward?, micro-batch) in the order stage `stage` of `p` runs `m` micro-batches: GPipe (all
-/// forwards, then all backwards) or 1F1B (warm-up forwards, then one forward and one backward in
-/// turn, then the remaining backwards). The transformer block's trainer
-/// (exec/transformer_trainer.hpp) orders its passes with it; the MLP's layouts run the Plan's
-/// order, which a test compares with this one.
-std::vector<std::pair<bool, int>> pipeline_schedule_ops(model::PipelineSchedule schedule, int p,
-                                                        int stage, int m);
-
 /// The Plan of strategy mesh for these options (model/ir/strategy_mesh.cpp on a crossbar of one
 /// host per rank: exec reads its ops, not their costs). InputError as check_model_parallel.
 model::Plan mlp_layout_plan(const ModelParallelOptions& options);

@@ -70,8 +70,8 @@ CpuTransformerBlock::CpuTransformerBlock(const BlockConfig& config) : config_(co
     a.activation.assign(count(tokens_, ffn_), 0.0f);
   }
   size_norm(final_norm_);
-  for (std::vector<float>* w :
-       {&stream_, &stream_gradient_, &sublayer_, &sublayer_gradient_, &norm_gradient_})
+  for (std::vector<float>* w : {&stream_, &stream_gradient_, &sublayer_, &sublayer_gradient_,
+                                &norm_gradient_, &head_gradient_})
     w->assign(stream, 0.0f);
   q_gradient_.assign(count(tokens_, q_width_), 0.0f);
   attention_gradient_.assign(count(tokens_, q_width_), 0.0f);
@@ -112,38 +112,60 @@ void CpuTransformerBlock::check_tokens(const int* tokens) const {
 
 // ------------------------------------------------------------------ embedding
 
-void CpuTransformerBlock::embed_forward(const float* parameters, const int* tokens,
-                                        float* hidden) const {
+void CpuTransformerBlock::embed_forward(const float* parameters, const int* tokens, float* hidden,
+                                        TensorReduce* reduce) const {
   const size_t h = static_cast<size_t>(hidden_);
   const int s = config_.sequence;
+  const VocabularyRows rows = embedding_rows(reduce);
   for (int t = 0; t < tokens_; ++t) {
-    const int row = t / s, position = t % s;
-    const size_t token = static_cast<size_t>(tokens[row * (s + 1) + position]);
-    const float* token_row = parameters + layout_.token_embedding.offset + token * h;
+    const int row = t / s;
+    const int token = tokens[row * (s + 1) + t % s];
+    float* out = hidden + static_cast<size_t>(t) * h;
+    if (token < rows.first || token >= rows.end) {
+      std::fill(out, out + h, 0.0f);
+      continue;
+    }
+    const float* token_row =
+        parameters + layout_.token_embedding.offset + static_cast<size_t>(token) * h;
+    std::copy(token_row, token_row + h, out);
+  }
+  // Megatron's vocabulary-parallel embedding: a token's row lives on one rank, the others add
+  // zeros, so the sum is that row on every rank, bit for bit.
+  if (reduce != nullptr) reduce->sum(hidden, count(tokens_, hidden_));
+  for (int t = 0; t < tokens_; ++t) {
     const float* position_row =
-        parameters + layout_.position_embedding.offset + static_cast<size_t>(position) * h;
+        parameters + layout_.position_embedding.offset + static_cast<size_t>(t % s) * h;
     float* out = hidden + static_cast<size_t>(t) * h;
     for (size_t c = 0; c < h; ++c)
-      out[c] = token_row[c] + position_row[c];
+      out[c] += position_row[c];
   }
 }
 
 void CpuTransformerBlock::embed_backward(const int* tokens, const float* hidden_gradient,
-                                         float* gradients) const {
+                                         float* gradients, const TensorReduce* reduce) const {
   const size_t h = static_cast<size_t>(hidden_);
   const int s = config_.sequence;
+  const VocabularyRows rows = embedding_rows(reduce);
   for (int t = 0; t < tokens_; ++t) {
     const int row = t / s, position = t % s;
-    const size_t token = static_cast<size_t>(tokens[row * (s + 1) + position]);
-    float* token_row = gradients + layout_.token_embedding.offset + token * h;
+    const int token = tokens[row * (s + 1) + position];
     float* position_row =
         gradients + layout_.position_embedding.offset + static_cast<size_t>(position) * h;
     const float* d = hidden_gradient + static_cast<size_t>(t) * h;
-    for (size_t c = 0; c < h; ++c) {
-      token_row[c] += d[c];
+    for (size_t c = 0; c < h; ++c)
       position_row[c] += d[c];
-    }
+    if (token < rows.first || token >= rows.end) continue;
+    float* token_row = gradients + layout_.token_embedding.offset + static_cast<size_t>(token) * h;
+    for (size_t c = 0; c < h; ++c)
+      token_row[c] += d[c];
   }
+}
+
+CpuTransformerBlock::VocabularyRows CpuTransformerBlock::embedding_rows(
+    const TensorReduce* reduce) const {
+  if (reduce == nullptr) return {0, vocabulary_};
+  const int share = vocabulary_ / config_.tensor;
+  return {reduce->rank() * share, (reduce->rank() + 1) * share};
 }
 
 // ------------------------------------------------------------------ norms
@@ -221,7 +243,7 @@ void CpuTransformerBlock::attention_forward(int layer, const float* parameters, 
 
 void CpuTransformerBlock::attention_backward(int layer, const float* parameters,
                                              const float* output_gradient, float* input_gradient,
-                                             float* gradients) {
+                                             float* gradients, TensorReduce* reduce) {
   const LayerSlots& slots = layout_.layers.at(static_cast<size_t>(layer));
   const LayerActivations& a = layers_[static_cast<size_t>(layer)];
   linear_weight_gradient(tokens_, q_width_, hidden_, a.attention.data(), output_gradient,
@@ -271,6 +293,7 @@ void CpuTransformerBlock::attention_backward(int layer, const float* parameters,
                         parameters + slots.wk.offset, dnormed, 1.0f);
   linear_input_gradient(tokens_, hidden_, kv_width_, v_gradient_.data(),
                         parameters + slots.wv.offset, dnormed, 1.0f);
+  if (reduce != nullptr) reduce->sum(dnormed, count(tokens_, hidden_));  // Megatron's f
   norm_backward(a.norm1, slots.norm1_gain, slots.norm1_bias, parameters, dnormed, input_gradient,
                 gradients);
 }
@@ -296,7 +319,7 @@ void CpuTransformerBlock::feed_forward_forward(int layer, const float* parameter
 
 void CpuTransformerBlock::feed_forward_backward(int layer, const float* parameters,
                                                 const float* output_gradient, float* input_gradient,
-                                                float* gradients) {
+                                                float* gradients, TensorReduce* reduce) {
   const LayerSlots& slots = layout_.layers.at(static_cast<size_t>(layer));
   const LayerActivations& a = layers_[static_cast<size_t>(layer)];
   const size_t n = count(tokens_, ffn_);
@@ -320,15 +343,16 @@ void CpuTransformerBlock::feed_forward_backward(int layer, const float* paramete
   linear_weight_gradient(tokens_, hidden_, ffn_, normed, dup, gradients + slots.w_up.offset);
   linear_input_gradient(tokens_, hidden_, ffn_, dup, parameters + slots.w_up.offset, dnormed,
                         config_.feed_forward == BlockFeedForward::SwiGlu ? 1.0f : 0.0f);
+  if (reduce != nullptr) reduce->sum(dnormed, count(tokens_, hidden_));  // Megatron's f
   norm_backward(a.norm2, slots.norm2_gain, slots.norm2_bias, parameters, dnormed, input_gradient,
                 gradients);
 }
 
 // ------------------------------------------------------------------ head and loss
 
-float CpuTransformerBlock::head_loss_and_gradients(const float* parameters, const int* tokens,
-                                                   const float* hidden, float* hidden_gradient,
-                                                   float* gradients, TensorReduce* reduce) {
+float CpuTransformerBlock::head_forward(const float* parameters, const int* tokens,
+                                        const float* hidden, float* gradients,
+                                        TensorReduce* reduce) {
   norm_forward(hidden, layout_.final_gain, layout_.final_bias, parameters, final_norm_);
   linear(tokens_, hidden_, local_vocabulary_, final_norm_.output.data(),
          parameters + layout_.head.offset, logits_.data());
@@ -378,18 +402,32 @@ float CpuTransformerBlock::head_loss_and_gradients(const float* parameters, cons
     const int target = local_target(t);
     if (target >= 0) logits[target] -= inverse_tokens;
   }
-  if (hidden_gradient != nullptr) {
+  if (gradients != nullptr) {
     linear_weight_gradient(tokens_, hidden_, local_vocabulary_, final_norm_.output.data(),
                            logits_.data(), gradients + layout_.head.offset);
-    // This rank's part of d(loss)/d(final norm output), summed over the group (Megatron's f
-    // before a column-parallel layer), so the final norm's backward is the same on every rank.
+    // This rank's part of d(loss)/d(final norm output); head_backward sums it over the group.
     linear_input_gradient(tokens_, hidden_, local_vocabulary_, logits_.data(),
-                          parameters + layout_.head.offset, norm_gradient_.data(), 0.0f);
-    if (reduce != nullptr) reduce->sum(norm_gradient_.data(), count(tokens_, hidden_));
-    norm_backward(final_norm_, layout_.final_gain, layout_.final_bias, parameters,
-                  norm_gradient_.data(), hidden_gradient, gradients);
+                          parameters + layout_.head.offset, head_gradient_.data(), 0.0f);
   }
   return static_cast<float>(loss / tokens_);
+}
+
+void CpuTransformerBlock::head_backward(const float* parameters, float* hidden_gradient,
+                                        float* gradients, TensorReduce* reduce) {
+  // Summed over the group (Megatron's f before a column-parallel layer), so the final norm's
+  // backward is the same on every rank.
+  if (reduce != nullptr) reduce->sum(head_gradient_.data(), count(tokens_, hidden_));
+  norm_backward(final_norm_, layout_.final_gain, layout_.final_bias, parameters,
+                head_gradient_.data(), hidden_gradient, gradients);
+}
+
+float CpuTransformerBlock::head_loss_and_gradients(const float* parameters, const int* tokens,
+                                                   const float* hidden, float* hidden_gradient,
+                                                   float* gradients, TensorReduce* reduce) {
+  const float loss = head_forward(parameters, tokens, hidden,
+                                  hidden_gradient != nullptr ? gradients : nullptr, reduce);
+  if (hidden_gradient != nullptr) head_backward(parameters, hidden_gradient, gradients, reduce);
+  return loss;
 }
 
 // ------------------------------------------------------------------ Adam

@@ -9,12 +9,15 @@
 // pipeline stage can run a range of layers and a tensor-parallel wrapper can put its all-reduce
 // between a sublayer's partial output and the residual add. A block built with config.tensor > 1
 // is one Megatron rank's shard: fewer heads and feed-forward columns, V / tensor columns of the
-// vocabulary head, no communication here. The head's softmax cross-entropy is Megatron's
-// vocabulary-parallel one: per token the maximum logit, the sum of exponentials and the target's
-// logit are combined over the tensor group through a TensorReduce the caller gives (its
-// all-reduces), and the gradient of the final norm's output is summed over the group before the
-// norm's backward; without one (a lone shard, or tensor 1) the block's columns are the whole
-// softmax and it is tensor rank 0 (a target outside its columns adds no target logit).
+// vocabulary head. Its tensor group's all-reduces are asked of a TensorReduce the caller gives,
+// at Megatron's places: the vocabulary-parallel embedding's output (each rank looks up the
+// tokens of its V / tensor rows), the gradient of each norm's output before the norm's backward
+// (f), and the head's vocabulary-parallel softmax cross-entropy (per token the maximum logit,
+// then the sum of exponentials with the target's logit, and in head_backward the gradient of
+// the final norm's output); the sublayers' partial outputs forward (g) are summed by the caller
+// before the residual add. Without one (a lone shard, or tensor 1) the block's rows and columns
+// are the whole table and softmax and it is tensor rank 0 (a target outside its columns adds no
+// target logit).
 // GELU is the tanh approximation. The memory-bound loops are block_kernels.hpp's (the ones the
 // calibration times). Checked against the double reference
 // (transformer_reference.hpp). What it leaves out: mixed precision, dropout, KV caches,
@@ -30,8 +33,8 @@
 
 namespace tauplan::exec {
 
-/// The tensor group's reductions of a vocabulary-parallel head (Megatron's
-/// vocab_parallel_cross_entropy), which the block asks for and does not do itself. Every rank
+/// The tensor group's reductions that a shard's embedding, norms' backward and vocabulary-parallel
+/// head (Megatron's vocab_parallel_cross_entropy) ask for and do not do themselves. Every rank
 /// of the group calls them in the same order with the same n; each replaces values[0..n) by
 /// the element-wise maximum or sum over the group, the same bits on every rank.
 class TensorReduce {
@@ -62,21 +65,34 @@ class CpuTransformerBlock {
   // t = row * sequence + position. Parameter gradients are ADDED to `gradients` (the whole flat
   // vector); loss_and_gradients zeroes it first.
 
-  /// hidden = token embedding + position embedding of the input tokens.
-  void embed_forward(const float* parameters, const int* tokens, float* hidden) const;
-  /// Adds the embeddings' gradients.
-  void embed_backward(const int* tokens, const float* hidden_gradient, float* gradients) const;
+  /// hidden = token embedding + position embedding of the input tokens. With `reduce` (a
+  /// tensor shard), Megatron's vocabulary-parallel embedding: this rank looks up only the tokens
+  /// of its rows [r V/t, (r+1) V/t) of the (whole-sized) table, zeros for the others, and one sum
+  /// over the group gives every rank the whole embedding.
+  void embed_forward(const float* parameters, const int* tokens, float* hidden,
+                     TensorReduce* reduce = nullptr) const;
+  /// Adds the embeddings' gradients (with `reduce`, the token rows of this rank's range only; no
+  /// message).
+  void embed_backward(const int* tokens, const float* hidden_gradient, float* gradients,
+                      const TensorReduce* reduce = nullptr) const;
   /// hidden = layer `layer` applied to hidden (in place); saves its activations.
   void layer_forward(int layer, const float* parameters, float* hidden);
   /// On entry the gradient of the layer's output, on return of its input (in place).
   void layer_backward(int layer, const float* parameters, float* hidden_gradient, float* gradients);
-  /// Final norm, head and mean cross-entropy against the targets of `tokens`; when
-  /// hidden_gradient is not null, writes the gradient of `hidden` there and adds the head's
-  /// and final norm's gradients to `gradients`. With config.tensor > 1, `reduce` combines the
-  /// tensor group's ranks: three calls (a max of `tokens` floats, a sum of 2 x tokens, and
-  /// with gradients a sum of tokens x hidden), the loss and the final norm's gradients then the
-  /// same on every rank, the head's gradient the rank's own columns. Null: no reductions, the
-  /// block is tensor rank 0 and its columns the whole softmax.
+  /// Final norm, head and mean cross-entropy against the targets of `tokens`; when `gradients`
+  /// is not null, adds the head's gradient there and keeps this rank's part of the gradient of
+  /// the final norm's output for head_backward. With config.tensor > 1, `reduce` combines the
+  /// tensor group's ranks: two calls (a max of `tokens` floats, a sum of 2 x tokens), the loss
+  /// then the same on every rank, the head's gradient the rank's own columns. Null: no
+  /// reductions, the block is tensor rank 0 and its columns the whole softmax.
+  float head_forward(const float* parameters, const int* tokens, const float* hidden,
+                     float* gradients, TensorReduce* reduce = nullptr);
+  /// After head_forward with gradients: writes the gradient of its `hidden` to hidden_gradient
+  /// and adds the final norm's gradients; with `reduce`, one sum of tokens x hidden first (the
+  /// output projection's input gradient), so both are the same on every rank.
+  void head_backward(const float* parameters, float* hidden_gradient, float* gradients,
+                     TensorReduce* reduce = nullptr);
+  /// head_forward, then (hidden_gradient not null) head_backward.
   float head_loss_and_gradients(const float* parameters, const int* tokens, const float* hidden,
                                 float* hidden_gradient, float* gradients,
                                 TensorReduce* reduce = nullptr);
@@ -84,14 +100,17 @@ class CpuTransformerBlock {
   /// output = Attn(Norm1(input)) Wo, this block's heads only (a tensor rank's partial sum);
   /// the residual add is the caller's.
   void attention_forward(int layer, const float* parameters, const float* input, float* output);
-  /// input_gradient = (overwritten) this block's part of the gradient of `input`, given the
-  /// gradient of the sublayer's output.
+  /// input_gradient = (overwritten) the gradient of `input`, given the gradient of the
+  /// sublayer's output: this block's part of it, or with `reduce` the whole of it on every rank
+  /// (the gradient of the norm's output is summed over the group before the norm's backward,
+  /// Megatron's f, so the norm's own gradients are whole too).
   void attention_backward(int layer, const float* parameters, const float* output_gradient,
-                          float* input_gradient, float* gradients);
+                          float* input_gradient, float* gradients, TensorReduce* reduce = nullptr);
   /// output = FFN(Norm2(input)), this block's columns only; the residual add is the caller's.
   void feed_forward_forward(int layer, const float* parameters, const float* input, float* output);
   void feed_forward_backward(int layer, const float* parameters, const float* output_gradient,
-                             float* input_gradient, float* gradients);
+                             float* input_gradient, float* gradients,
+                             TensorReduce* reduce = nullptr);
 
  private:
   struct NormActivations {
@@ -113,6 +132,11 @@ class CpuTransformerBlock {
                      const ParameterSlot& bias, const float* parameters,
                      const float* output_gradient, float* input_gradient, float* gradients) const;
   void check_tokens(const int* tokens) const;
+  /// The token rows [first, end) this block looks up: all of them, or with `reduce` its rank's.
+  struct VocabularyRows {
+    int first = 0, end = 0;
+  };
+  VocabularyRows embedding_rows(const TensorReduce* reduce) const;
 
   BlockConfig config_;
   BlockParameters layout_;
@@ -130,6 +154,8 @@ class CpuTransformerBlock {
   /// [2 x tokens]: each token's sum of exp(logit - max), then its target's logit (0 where
   /// another tensor rank holds the target's column)
   std::vector<float> token_sums_;
+  /// [tokens x hidden]: head_forward's part of the gradient of the final norm's output
+  std::vector<float> head_gradient_;
 };
 
 /// Adam (Kingma and Ba) with bias correction, no weight decay, in fp32.

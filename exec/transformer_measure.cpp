@@ -229,6 +229,16 @@ std::vector<Measurement> measure_transformer(const model::Job& job, const model:
     check_transformer_layout(o);
     runs.emplace_back(std::move(plan), o);
   }
+  for (auto& [plan, o] : runs) {  // each rank runs its part of the job's own Plan
+    if (o.reduction == DataReduction::Communicator) continue;  // sync: no layout passes
+    o.plan = &plan;
+    try {
+      (void)transformer_rank_programs(o);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(job.file, "strategies",
+                       "a layout exec's transformer trainer can run from its Plan", e.what());
+    }
+  }
   if (log)
     *log << "measure: data synthetic token stream (exec/token_stream.hpp, seed "
          << settings.train.seed << "): entropy floor "

@@ -7,7 +7,9 @@
 // Strategies: single (one worker), sync (K data-parallel workers, gradients averaged through
 // the thread Communicator) and mesh (the job's data x tensor x pipeline layout, micro-batches and
 // schedule); the Plan is made by the model's generators first, so that a layout the model
-// refuses (tensor_parallel not dividing the heads ...) is refused here too. Every run is
+// refuses (tensor_parallel not dividing the heads ...) is refused here too, and mesh's ranks
+// each run their part of that Plan (a Plan a rank cannot run is refused before training,
+// naming `strategies`). Every run is
 // threads in this process on the wall clock (timing: concurrent), Adam at the job's
 // learning_rate, max_steps steps of the job's batch (global, in sequences) from the synthetic
 // token stream of the job's seed. The row's round is the median over steps of the slowest

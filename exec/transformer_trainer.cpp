@@ -9,19 +9,22 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "exec/layout_program.hpp"
 #include "exec/peer_group.hpp"
-#include "exec/pipeline_parallel.hpp"
 #include "exec/rank_threads.hpp"
 #include "exec/thread_communicator.hpp"
 #include "exec/token_stream.hpp"
 #include "exec/trainer.hpp"
 #include "exec/transformer_reference.hpp"
 #include "model/base/error.hpp"
+#include "model/inputs/transformer.hpp"
+#include "model/inputs/workload.hpp"
 #include "model/ir/layout.hpp"
 
 namespace tauplan::exec {
@@ -47,7 +50,15 @@ BlockShard::BlockShard(const BlockConfig& full, int first_layer, int layers, int
   const BlockParameters f = block_parameters(full_), l = block_parameters(local_);
   const bool lead = rank_ == 0;
   const bool first_stage = first_ == 0, last_stage = first_ + layers_ == full_.layers;
-  add_piece(l.token_embedding, f.token_embedding, 0, 0, first_stage && lead);
+  // Megatron's vocabulary-parallel embedding: rank k looks up (and owns) the token rows
+  // [k V/t, (k+1) V/t) of its whole-sized table; the position table is replicated.
+  const int rows = full_.vocabulary / tensor_;
+  add_piece(ParameterSlot{"", rows, l.token_embedding.cols,
+                          l.token_embedding.offset +
+                              static_cast<std::size_t>(rank_ * rows) *
+                                  static_cast<std::size_t>(l.token_embedding.cols)},
+            ParameterSlot{"", rows, f.token_embedding.cols, f.token_embedding.offset}, rank_ * rows,
+            0, first_stage);
   add_piece(l.position_embedding, f.position_embedding, 0, 0, first_stage && lead);
   const int q_col = rank_ * local_.local_width(), ffn_col = rank_ * local_.local_ffn();
   const bool shared_kv = tensor_ > full_.kv_heads;
@@ -55,10 +66,10 @@ BlockShard::BlockShard(const BlockConfig& full, int first_layer, int layers, int
   const int kv_col =
       (shared_kv ? rank_ / share : rank_ * local_.local_kv_heads()) * full_.head_dim();
   const bool kv_owned = rank_ % share == 0;
+  // Norms are replicated and their gradients whole on every rank (the norms' output gradients
+  // are summed before their backward): tensor rank 0 owns them.
   auto norm = [&](const ParameterSlot& local, const ParameterSlot& whole) {
-    if (local.size() == 0) return;
-    add_piece(local, whole, 0, 0, lead);
-    tensor_partial_.push_back({local.offset, local.size()});
+    if (local.size() > 0) add_piece(local, whole, 0, 0, lead);
   };
   for (int i = 0; i < layers_; ++i) {
     const LayerSlots& ls = l.layers[static_cast<std::size_t>(i)];
@@ -187,8 +198,8 @@ void check_transformer_layout(const TransformerTrainOptions& o) {
 
 namespace {
 
-constexpr int kTagTensor = 1, kTagForward = 2, kTagBackward = 3, kTagData = 4, kTagNorms = 5,
-              kTagKv = 6, kTagVocabulary = 7;
+constexpr int kTagTensor = 1, kTagForward = 2, kTagBackward = 3, kTagData = 4, kTagKv = 5,
+              kTagGather = 6;
 
 /// What the ranks of one process share: the data group's Communicator (sync) and its buffers.
 struct SharedState {
@@ -197,10 +208,12 @@ struct SharedState {
   std::mutex mutex;               ///< for gathering into one vector
 };
 
-/// One rank of the mesh: its shard, blocks (one per micro-batch in flight), step and update.
+/// One rank of the mesh: its shard, blocks (one per micro-batch in flight), and its program
+/// (exec/layout_program.hpp): the passes, sends, all-gathers and reductions the Plan gives it.
 class TransformerRank {
  public:
-  TransformerRank(const TransformerTrainOptions& o, PeerGroup& peers, SharedState& shared)
+  TransformerRank(const TransformerTrainOptions& o, RankProgram program, PeerGroup& peers,
+                  SharedState& shared)
       : o_(o),
         peers_(peers),
         shared_(shared),
@@ -208,27 +221,23 @@ class TransformerRank {
         d_i_((peers.rank() / o.tensor) % o.data),
         p_i_(peers.rank() / (o.tensor * o.data)),
         shard_(make_shard(o, p_i_, t_i_)),
-        vocabulary_reduce_(*this) {
+        program_(std::move(program)),
+        tensor_reduce_(*this) {
     BlockConfig local = shard_.config();
     local.micro_batch = o.micro_batch();
-    const int m = o.micro_batches;
-    const int in_flight = o.pipeline == 1 ? 1
-                          : o.schedule == model::PipelineSchedule::GPipe
-                              ? m
-                              : std::min(o.pipeline - p_i_, m);
     const std::size_t stream =
         static_cast<std::size_t>(local.tokens()) * static_cast<std::size_t>(local.hidden);
-    for (int k = 0; k < in_flight; ++k) {
+    for (int k = 0; k < in_flight(program_); ++k) {
       blocks_.push_back(std::make_unique<CpuTransformerBlock>(local));
       hidden_.emplace_back(stream, 0.0f);
-      hidden_gradient_.emplace_back(stream, 0.0f);
+      free_slots_.push_back(k);
     }
+    slot_of_.assign(static_cast<std::size_t>(o.micro_batches), -1);
+    hidden_gradient_.assign(stream, 0.0f);
     partial_.assign(stream, 0.0f);
     grads_.assign(shard_.size(), 0.0f);
     for (int k = 0; k < o.tensor; ++k)
       tensor_members_.push_back(rank_of(d_i_, k, p_i_));
-    for (int d = 0; d < o.data; ++d)
-      data_members_.push_back(rank_of(d, t_i_, p_i_));
     for (int k : shard_.kv_sharers())
       kv_members_.push_back(rank_of(d_i_, k, p_i_));
     if (shared_.communicator)
@@ -247,8 +256,9 @@ class TransformerRank {
   long long allreduces() const { return allreduces_; }
   long long messages() const { return messages_; }
 
-  /// Forward and backward of this replica's part of step `index`, gradients reduced over the
-  /// tensor and data groups. Returns the replica's mean loss where reports_loss(), else NaN.
+  /// Forward and backward of this replica's part of step `index` in the program's order,
+  /// gradients reduced over the tensor and data groups. Returns the replica's mean loss where
+  /// reports_loss(), else NaN.
   double step(long long index) {
     comm_s_ = 0;
     allreduces_ = messages_ = 0;
@@ -261,14 +271,19 @@ class TransformerRank {
     const int* replica = tokens.data() + static_cast<std::size_t>(d_i_) *
                                              static_cast<std::size_t>(o_.batch / o_.data) * row;
     double loss = 0;
-    for (const auto& [forward, j] :
-         pipeline_schedule_ops(o_.schedule, o_.pipeline, p_i_, o_.micro_batches)) {
-      const int* micro = replica + static_cast<std::size_t>(j) * n * row;
-      const std::size_t slot = static_cast<std::size_t>(j) % blocks_.size();
-      if (forward)
-        loss += forward_pass(*blocks_[slot], micro, hidden_[slot], hidden_gradient_[slot]);
-      else
-        backward_pass(*blocks_[slot], micro, hidden_gradient_[slot]);
+    for (const ProgramPass& pass : program_.passes) {
+      const int* micro = replica + static_cast<std::size_t>(pass.micro_batch) * n * row;
+      int& slot = slot_of_[static_cast<std::size_t>(pass.micro_batch)];
+      if (pass.forward) {
+        slot = free_slots_.back();
+        free_slots_.pop_back();
+        loss += forward_pass(pass, *blocks_[static_cast<std::size_t>(slot)], micro,
+                             hidden_[static_cast<std::size_t>(slot)]);
+      } else {
+        backward_pass(pass, *blocks_[static_cast<std::size_t>(slot)], micro);
+        free_slots_.push_back(slot);
+        slot = -1;
+      }
     }
     reduce_gradients();
     return reports_loss() ? loss / o_.micro_batches : std::numeric_limits<double>::quiet_NaN();
@@ -286,18 +301,28 @@ class TransformerRank {
                       o.tensor);
   }
 
+  /// The most micro-batches whose forward has run and backward not yet, in the program's order.
+  static int in_flight(const RankProgram& program) {
+    int open = 0, most = 1;
+    for (const ProgramPass& pass : program.passes) {
+      open += pass.forward ? 1 : -1;
+      most = std::max(most, open);
+    }
+    return most;
+  }
+
   int rank_of(int d, int t, int p) const { return t + o_.tensor * (d + o_.data * p); }
-  bool first_stage() const { return p_i_ == 0; }
   bool last_stage() const { return p_i_ == o_.pipeline - 1; }
 
-  /// Embedding (first stage) or the previous stage's activations, this stage's layers, then the
-  /// head's loss and gradient (last stage) or a send to the next stage.
-  double forward_pass(CpuTransformerBlock& block, const int* tokens, std::vector<float>& hidden,
-                      std::vector<float>& hidden_gradient) {
-    if (first_stage())
-      block.embed_forward(params_.data(), tokens, hidden.data());
+  /// The embedding (no input received) or the previous stage's activations, this stage's
+  /// layers, then the head's loss and gradient (last stage); the output goes where the pass
+  /// sends it.
+  double forward_pass(const ProgramPass& pass, CpuTransformerBlock& block, const int* tokens,
+                      std::vector<float>& hidden) {
+    if (pass.receive_from < 0)
+      block.embed_forward(params_.data(), tokens, hidden.data(), &tensor_reduce_);
     else
-      receive(rank_of(d_i_, t_i_, p_i_ - 1), hidden, kTagForward);
+      receive(pass, hidden, kTagForward);
     const float* p = params_.data();
     for (int l = 0; l < shard_.config().layers; ++l) {
       block.attention_forward(l, p, hidden.data(), partial_.data());
@@ -305,32 +330,43 @@ class TransformerRank {
       block.feed_forward_forward(l, p, hidden.data(), partial_.data());
       add_tensor_sum(hidden);
     }
+    double loss = 0;
     if (last_stage())
-      return static_cast<double>(block.head_loss_and_gradients(
-          p, tokens, hidden.data(), hidden_gradient.data(), grads_.data(), &vocabulary_reduce_));
-    send(rank_of(d_i_, t_i_, p_i_ + 1), hidden, kTagForward);
-    return 0;
+      loss = static_cast<double>(
+          block.head_forward(p, tokens, hidden.data(), grads_.data(), &tensor_reduce_));
+    send(pass, hidden, kTagForward);
+    return loss;
   }
 
-  void backward_pass(CpuTransformerBlock& block, const int* tokens,
-                     std::vector<float>& hidden_gradient) {
-    if (!last_stage()) receive(rank_of(d_i_, t_i_, p_i_ + 1), hidden_gradient, kTagBackward);
+  /// The head's backward (no input received) or the next stage's gradient, this stage's layers
+  /// backward, then the embedding's (first stage) or a send.
+  void backward_pass(const ProgramPass& pass, CpuTransformerBlock& block, const int* tokens) {
+    std::vector<float>& gradient = hidden_gradient_;
     const float* p = params_.data();
-    for (int l = shard_.config().layers - 1; l >= 0; --l) {
-      block.feed_forward_backward(l, p, hidden_gradient.data(), partial_.data(), grads_.data());
-      add_tensor_sum(hidden_gradient);
-      block.attention_backward(l, p, hidden_gradient.data(), partial_.data(), grads_.data());
-      add_tensor_sum(hidden_gradient);
-    }
-    if (first_stage())
-      block.embed_backward(tokens, hidden_gradient.data(), grads_.data());
+    if (pass.receive_from < 0)
+      block.head_backward(p, gradient.data(), grads_.data(), &tensor_reduce_);
     else
-      send(rank_of(d_i_, t_i_, p_i_ - 1), hidden_gradient, kTagBackward);
+      receive(pass, gradient, kTagBackward);
+    for (int l = shard_.config().layers - 1; l >= 0; --l) {
+      block.feed_forward_backward(l, p, gradient.data(), partial_.data(), grads_.data(),
+                                  &tensor_reduce_);
+      add_whole(gradient);
+      block.attention_backward(l, p, gradient.data(), partial_.data(), grads_.data(),
+                               &tensor_reduce_);
+      add_whole(gradient);
+    }
+    if (p_i_ == 0) block.embed_backward(tokens, gradient.data(), grads_.data(), &tensor_reduce_);
+    send(pass, gradient, kTagBackward);
   }
 
-  /// target += the tensor group's sum of partial_ (a sublayer's output or input gradient).
+  /// target += the tensor group's sum of partial_ (a sublayer's partial output: Megatron's g).
   void add_tensor_sum(std::vector<float>& target) {
     timed_allreduce(tensor_members_, partial_.data(), partial_.size(), kTagTensor);
+    add_whole(target);
+  }
+
+  /// target += partial_, already whole on every rank (summed inside the block: Megatron's f).
+  void add_whole(std::vector<float>& target) {
     for (std::size_t e = 0; e < target.size(); ++e)
       target[e] += partial_[e];
   }
@@ -344,20 +380,20 @@ class TransformerRank {
     else
       allreduce_sum(peers_, members, data, n, tag);
     comm_s_ += seconds_since(start);
-    if (tag == kTagTensor || tag == kTagVocabulary) ++allreduces_;
+    if (tag == kTagTensor) ++allreduces_;
   }
 
-  /// The vocabulary-parallel head's reductions (CpuTransformerBlock::head_loss_and_gradients)
-  /// over the tensor group, timed into the communication like the layers' all-reduces.
-  class VocabularyReduce final : public TensorReduce {
+  /// The block's own reductions over the tensor group (the embedding's, the norms' input
+  /// gradients, the vocabulary-parallel head's), timed and counted like the sublayers'.
+  class TensorGroupReduce final : public TensorReduce {
    public:
-    explicit VocabularyReduce(TransformerRank& owner) : owner_(owner) {}
+    explicit TensorGroupReduce(TransformerRank& owner) : owner_(owner) {}
     int rank() const override { return owner_.t_i_; }
     void max(float* values, std::size_t n) override {
-      owner_.timed_allreduce(owner_.tensor_members_, values, n, kTagVocabulary, true);
+      owner_.timed_allreduce(owner_.tensor_members_, values, n, kTagTensor, true);
     }
     void sum(float* values, std::size_t n) override {
-      owner_.timed_allreduce(owner_.tensor_members_, values, n, kTagVocabulary);
+      owner_.timed_allreduce(owner_.tensor_members_, values, n, kTagTensor);
     }
 
    private:
@@ -382,19 +418,17 @@ class TransformerRank {
     }
   }
 
-  /// The mean over micro-batches, the norms' (and shared K/V heads') partial sums over the
-  /// tensor group, then the mean over the data group.
+  /// The mean over micro-batches, the shared K/V heads' partial sums over the ranks that share
+  /// them (t > kv_heads), then the mean over each of the program's data groups.
   void reduce_gradients() {
     if (o_.micro_batches > 1) {
       const float scale = 1.0f / static_cast<float>(o_.micro_batches);
       for (float& g : grads_)
         g *= scale;
     }
-    allreduce_ranges(shard_.tensor_partial(), tensor_members_, kTagNorms);
     allreduce_ranges(shard_.kv_partial(), kv_members_, kTagKv);
-    if (o_.data < 2) return;
     const auto start = Clock::now();
-    if (o_.reduction == DataReduction::Communicator) {
+    if (o_.reduction == DataReduction::Communicator && o_.data > 1) {
       // Every worker's gradient is ready at the first barrier; one thread combines them all.
       peers_.barrier();
       if (peers_.rank() == 0)
@@ -402,22 +436,42 @@ class TransformerRank {
                                       std::vector<double>(shared_.gradients.size(), 1.0),
                                       grads_.size(), o_.combine);
       peers_.barrier();
-    } else {
-      allreduce_sum(peers_, data_members_, grads_.data(), grads_.size(), kTagData);
-      const float scale = 1.0f / static_cast<float>(o_.data);
+    }
+    for (const std::vector<int>& group : program_.reductions) {
+      allreduce_sum(peers_, group, grads_.data(), grads_.size(), kTagData);
+      const float scale = 1.0f / static_cast<float>(group.size());
       for (float& g : grads_)
         g *= scale;
     }
     comm_s_ += seconds_since(start);
   }
 
-  void receive(int from, std::vector<float>& buffer, int tag) {
-    timed_receive(peers_, from, buffer, tag, comm_s_);
+  /// The pass's input: whole from the rank it names, or this rank's slice from there and the
+  /// others by the tensor group's ring all-gather.
+  void receive(const ProgramPass& pass, std::vector<float>& buffer, int tag) {
+    const auto start = Clock::now();
+    if (pass.gather_sends == 0) {
+      peers_.recv(pass.receive_from, buffer.data(), buffer.size(), tag);
+    } else {
+      const std::size_t slice = buffer.size() / static_cast<std::size_t>(o_.tensor);
+      float* mine = buffer.data() + static_cast<std::size_t>(t_i_) * slice;
+      peers_.recv(pass.receive_from, mine, slice, tag);
+      ring_allgather(peers_, tensor_members_, buffer.data(), buffer.size(), kTagGather);
+      messages_ += pass.gather_sends;
+    }
+    comm_s_ += seconds_since(start);
   }
 
-  void send(int to, const std::vector<float>& data, int tag) {
-    peers_.send(to, data.data(), data.size(), tag);
-    ++messages_;
+  /// The pass's output (or input gradient) to the ranks it names: whole, or this rank's slice.
+  void send(const ProgramPass& pass, const std::vector<float>& data, int tag) {
+    const std::size_t slice =
+        pass.send_slice ? data.size() / static_cast<std::size_t>(o_.tensor) : data.size();
+    const float* from =
+        data.data() + (pass.send_slice ? static_cast<std::size_t>(t_i_) * slice : 0);
+    for (int to : pass.send_to) {
+      peers_.send(to, from, slice, tag);
+      ++messages_;
+    }
   }
 
   const TransformerTrainOptions& o_;
@@ -425,15 +479,122 @@ class TransformerRank {
   SharedState& shared_;
   int t_i_, d_i_, p_i_;
   BlockShard shard_;
-  VocabularyReduce vocabulary_reduce_;
+  RankProgram program_;
+  TensorGroupReduce tensor_reduce_;
   std::vector<std::unique_ptr<CpuTransformerBlock>> blocks_;
-  std::vector<std::vector<float>> hidden_, hidden_gradient_;
-  std::vector<float> partial_, params_, grads_;
+  std::vector<std::vector<float>> hidden_;  ///< per block
+  std::vector<int> free_slots_, slot_of_;   ///< blocks not in use; each micro-batch's block
+  std::vector<float> hidden_gradient_, partial_, params_, grads_;
   AdamState adam_;
-  std::vector<int> tensor_members_, data_members_, kv_members_;
+  std::vector<int> tensor_members_, kv_members_;
   double comm_s_ = 0;
   long long allreduces_ = 0, messages_ = 0;
 };
+
+/// Rank r's program must place its shard where exec's rank order does (tensor, data, pipeline)
+/// and charge what the shard runs: its stage, one pass per micro-batch and direction, its
+/// neighbours, sliced sends and the ring all-gather of sliced inputs, its tensor group and each
+/// pass's tensor all-reduces, and its data group's reduction. Checked for every rank before any
+/// rank starts (a refusal on one rank after the others began would leave them waiting).
+void check_program(const TransformerTrainOptions& o, const model::Plan& plan, int rank,
+                   const RankProgram& program) {
+  const int t = o.tensor, d = o.data, p = o.pipeline;
+  const int t_i = rank % t, d_i = (rank / t) % d, p_i = rank / (t * d);
+  const auto rank_of = [&](int di, int ti, int pi) { return ti + t * (di + d * pi); };
+  const auto wrong = [&](const std::string& what) {
+    throw std::invalid_argument(fmt::format(
+        "exec's transformer trainer cannot run the Plan ({} on {} workers) on rank {} (stage {} "
+        "of d{} t{} p{}, tensor-data-pipeline order): {}",
+        plan.strategy, plan.workers, rank, p_i, d, t, p, what));
+  };
+  if (plan.workers != o.workers()) wrong(fmt::format("the Plan is for {} workers", plan.workers));
+  if (plan.micro_batches != o.micro_batches)
+    wrong(fmt::format("the Plan is for {} micro-batches", plan.micro_batches));
+  if (program.stage != p_i) wrong(fmt::format("its passes are on stage {}", program.stage));
+  if (static_cast<int>(program.passes.size()) != 2 * o.micro_batches)
+    wrong(fmt::format("it has {} passes, not 2 x {} micro-batches", program.passes.size(),
+                      o.micro_batches));
+  const int layers = model::stage_layers(o.block.layers, p)[static_cast<std::size_t>(p_i)];
+  const bool first = p_i == 0, last = p_i == p - 1;
+  std::vector<int> tensor_group, ring;
+  for (int k = 0; k < t; ++k)
+    tensor_group.push_back(rank_of(d_i, k, p_i));
+  if (t > 1) ring = {rank_of(d_i, (t_i + t - 1) % t, p_i), rank_of(d_i, (t_i + 1) % t, p_i)};
+  std::sort(ring.begin(), ring.end());
+  ring.erase(std::unique(ring.begin(), ring.end()), ring.end());
+  std::vector<bool> seen(static_cast<std::size_t>(2 * o.micro_batches), false);
+  for (const ProgramPass& pass : program.passes) {
+    if (pass.micro_batch < 0 || pass.micro_batch >= o.micro_batches)
+      wrong(fmt::format("a pass of micro-batch {}", pass.micro_batch));
+    auto once = seen[static_cast<std::size_t>(2 * pass.micro_batch + (pass.forward ? 0 : 1))];
+    if (once) wrong(fmt::format("two passes of micro-batch {}", pass.micro_batch));
+    once = true;
+    // The block's tensor all-reduces: two per layer each way (g forward, f backward), the
+    // embedding's on the first stage, the head's two forward and one backward on the last.
+    const long long runs =
+        t == 1 ? 0
+               : 2LL * layers + (pass.forward ? (first ? 1 : 0) + (last ? 2 : 0) : (last ? 1 : 0));
+    if (pass.tensor_allreduces != runs)
+      wrong(fmt::format("a pass charged {} tensor all-reduces, where the shard runs {}",
+                        pass.tensor_allreduces, runs));
+    if (runs > 0 && pass.tensor_group != tensor_group)
+      wrong("a tensor all-reduce over another group");
+    const bool from_none = pass.forward ? first : last, to_none = pass.forward ? last : first;
+    const int from = rank_of(d_i, t_i, p_i + (pass.forward ? -1 : 1));
+    const int to = rank_of(d_i, t_i, p_i + (pass.forward ? 1 : -1));
+    if (pass.receive_from != (from_none ? -1 : from))
+      wrong(fmt::format("a pass receives from rank {}", pass.receive_from));
+    if (pass.send_to != (to_none ? std::vector<int>{} : std::vector<int>{to}))
+      wrong("a pass sends to other ranks than the next stage's");
+    if (!to_none && pass.send_slice != (t > 1))
+      wrong(t > 1 ? "a pass sends its whole output, not its 1/t slice"
+                  : "a pass sends a slice with no tensor split");
+    const bool gathers = !from_none && t > 1;
+    if (pass.gather_sends != (gathers ? t - 1 : 0) ||
+        pass.gather_peers != (gathers ? ring : std::vector<int>{}))
+      wrong("a pass's input is not all-gathered by its tensor group's ring");
+  }
+  std::vector<std::vector<int>> reductions;
+  if (d > 1 && o.reduction == DataReduction::PeerAllReduce) {
+    reductions.emplace_back();
+    for (int di = 0; di < d; ++di)
+      reductions.back().push_back(rank_of(di, t_i, p_i));
+  }
+  if (program.reductions != reductions) wrong("its gradient reductions are over other groups");
+}
+
+}  // namespace
+
+std::vector<RankProgram> transformer_rank_programs(const TransformerTrainOptions& o) {
+  std::vector<RankProgram> programs;
+  if (o.reduction == DataReduction::Communicator) {
+    RankProgram program;
+    program.stage = 0;
+    program.updates = 1;
+    for (int j = 0; j < o.micro_batches; ++j)
+      for (bool forward : {true, false}) {
+        ProgramPass pass;
+        pass.forward = forward;
+        pass.micro_batch = j;
+        program.passes.push_back(pass);
+      }
+    for (int r = 0; r < o.workers(); ++r) {
+      program.worker = r;
+      programs.push_back(program);
+    }
+    return programs;
+  }
+  std::optional<model::Plan> owned;
+  if (o.plan == nullptr) owned = transformer_layout_plan(o);
+  const model::Plan& plan = o.plan != nullptr ? *o.plan : *owned;
+  for (int r = 0; r < o.workers(); ++r) {
+    programs.push_back(rank_program(plan, r));
+    check_program(o, plan, r, programs.back());
+  }
+  return programs;
+}
+
+namespace {
 
 void prepare_shared(const TransformerTrainOptions& o, SharedState& shared) {
   if (o.reduction != DataReduction::Communicator || o.data < 2) return;
@@ -474,8 +635,45 @@ TransformerReport assemble(const TransformerTrainOptions& o, const std::vector<R
 
 }  // namespace
 
+model::Plan transformer_layout_plan(const TransformerTrainOptions& o) {
+  check_transformer_layout(o);
+  model::Transformer shape;
+  shape.layers = o.block.layers;
+  shape.hidden = o.block.hidden;
+  shape.heads = o.block.heads;
+  shape.kv_heads = o.block.kv_heads;
+  shape.ffn_hidden = o.block.ffn_hidden;
+  shape.feed_forward = o.block.feed_forward == BlockFeedForward::SwiGlu ? model::FeedForward::SwiGlu
+                                                                        : model::FeedForward::Gelu;
+  shape.sequence = o.block.sequence;
+  shape.vocabulary = o.block.vocabulary;
+  shape.tied_embeddings = false;
+  shape.linear_bias = false;
+  shape.normalization = o.block.norm == BlockNorm::RmsNorm ? model::Normalization::RmsNorm
+                                                           : model::Normalization::LayerNorm;
+  shape.positions = model::PositionEmbedding::Learned;
+  shape.max_positions = o.block.sequence;
+  shape.element_bytes = 4;
+  model::Workload workload;
+  workload.name = "exec's decoder block";
+  workload.source = o.file;
+  workload.bytes_per_parameter = 4;
+  workload.transformer = shape;
+  model::derive_workload_fields(workload);
+  LayoutShape layout;
+  layout.data = o.data;
+  layout.tensor = o.tensor;
+  layout.pipeline = o.pipeline;
+  layout.micro_batches = o.micro_batches;
+  layout.schedule = o.schedule;
+  layout.batch = o.batch;
+  layout.file = o.file;
+  return layout_plan(workload, layout);
+}
+
 TransformerReport train_transformer_threads(const TransformerTrainOptions& options) {
   check_transformer_layout(options);
+  std::vector<RankProgram> programs = transformer_rank_programs(options);
   const std::vector<float> initial = init_block_parameters(options.block, options.seed);
   ThreadPeerHub hub(options.workers());
   SharedState shared;
@@ -484,7 +682,7 @@ TransformerReport train_transformer_threads(const TransformerTrainOptions& optio
   std::vector<float> final_parameters(initial.size(), 0.0f);
   on_threads(options.workers(), [&](int r) {
     PeerGroup& peers = hub.peer(r);
-    TransformerRank rank(options, peers, shared);
+    TransformerRank rank(options, std::move(programs[static_cast<std::size_t>(r)]), peers, shared);
     rank.load(initial);
     RankRecord& record = records[static_cast<std::size_t>(r)];
     std::vector<double> compute_s;
@@ -524,13 +722,15 @@ TransformerStepGradients transformer_step_gradients_threads(const TransformerTra
                                                             const std::vector<float>& parameters,
                                                             long long step) {
   check_transformer_layout(options);
+  std::vector<RankProgram> programs = transformer_rank_programs(options);
   ThreadPeerHub hub(options.workers());
   SharedState shared;
   prepare_shared(options, shared);
   TransformerStepGradients result;
   result.gradients.assign(block_parameters(options.block).total, 0.0f);
   on_threads(options.workers(), [&](int r) {
-    TransformerRank rank(options, hub.peer(r), shared);
+    TransformerRank rank(options, std::move(programs[static_cast<std::size_t>(r)]), hub.peer(r),
+                         shared);
     rank.load(parameters);
     hub.peer(r).barrier();  // every rank has registered its buffers before a combine
     const double loss = rank.step(step);

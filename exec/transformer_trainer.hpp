@@ -2,40 +2,44 @@
 // on the synthetic token stream, one worker or split over a data x tensor x pipeline mesh.
 //
 // Every rank is a thread of this process (exec/peer_group.hpp's ThreadPeerHub carries its
-// messages). Rank r = t_i + t (d_i + d p_i), the order of the MLP's layouts (tensor first, then
-// data, then pipeline). Pipeline stage p_i holds a run of consecutive layers (model::stage_layers:
-// layers / p each, the first ones one more); the first stage also holds the embeddings, the last
-// one the final norm and the vocabulary head. Tensor rank t_i holds a Megatron shard of each of
-// those layers (BlockConfig::tensor = t: heads / t query heads and their K/V heads, ffn_hidden / t
-// feed-forward columns, the matching rows of Wo and W2) and of the vocabulary head (V / t of its
-// columns: Megatron's vocabulary-parallel head); norms and embeddings are replicated. Per layer,
-// the attention and feed-forward partial outputs are summed over the tensor group forward
-// (Megatron's g) and the partial gradients of their inputs backward (its f): four all-reduces per
-// layer and micro-batch. The last stage's head adds three per micro-batch (Megatron's
-// vocab_parallel_cross_entropy): each token's largest logit (a maximum), its sum of exponentials
-// and target logit (one sum), and the gradient of the final norm's output (a sum, before the
-// norm's backward); the loss is then the same on every tensor rank, each rank keeps its columns'
-// head gradient. Every tensor rank computes the replicated parts on the same bits, so the
-// embedding and final norm gradients come out identical on every rank; the layers' norm gains'
-// gradients are partial (each rank's heads and columns only) and are summed over the tensor group
-// once per step, and so are Wk and Wv's when t > kv_heads (ranks sharing a K/V head).
+// messages) and runs its part of the layout's Plan (strategy mesh, model/ir/strategy_mesh.cpp),
+// read by exec/layout_program.hpp: its passes in the Plan's order, the ranks it receives from and
+// sends to, the all-gathers of its inputs and its gradient reductions. Where a rank's shard sits
+// follows exec's rank order, r = t_i + t (d_i + d p_i) (tensor first, then data, then pipeline),
+// and every rank's program is checked against it before any rank starts. Pipeline stage p_i
+// holds a run of consecutive layers (model::stage_layers: layers / p each, the first ones one
+// more); the first stage also holds the embeddings, the last one the final norm and the
+// vocabulary head. Tensor rank t_i holds a Megatron shard of each of those layers
+// (BlockConfig::tensor = t: heads / t query heads and their K/V heads, ffn_hidden / t
+// feed-forward columns, the matching rows of Wo and W2), of the vocabulary head (V / t of its
+// columns) and of the token embedding (its rows [t_i V/t, (t_i+1) V/t) used and owned, in a
+// table of the whole size); position embeddings and norms are replicated. The tensor group's
+// all-reduces are Megatron's, and the Plan charges each of them: per layer, the attention's and
+// the feed-forward's partial outputs forward (g) and the gradients of their norms' outputs
+// backward (f, before the norm's backward, so norm gradients are whole on every rank); the
+// vocabulary-parallel embedding's output (first stage, forward); the vocabulary-parallel
+// cross-entropy's largest logit and sums of exponentials with target logits (last stage,
+// forward) and the output projection's input gradient (last stage, backward). Between stages
+// each tensor rank sends its 1/t slice of the activations (gradients) to the same tensor rank of
+// the next (previous) stage and the receiving group all-gathers the slices in a ring (Megatron's
+// scatter-gather of pipeline messages). Wk and Wv's gradients are summed once per step over the
+// ranks that share a K/V head (t > kv_heads), which the Plan does not charge.
 // Data replica d_i takes rows [d_i b/d, (d_i+1) b/d) of the step's global batch of b sequences
 // (synthetic_tokens(seed, step), so a step sees the same sequences whatever the layout), cut
-// into m micro-batches run in the schedule's order, GPipe or 1F1B as exec/pipeline_parallel.hpp
-// runs the MLP (activations forward and their gradients backward, point to point), with one
-// block per micro-batch in flight (m with GPipe, min(p - p_i, m) with 1F1B). Gradients are
-// accumulated over micro-batches and scaled by 1 / m, then averaged over the data group: an
-// all-reduce over the group's ranks (mesh), or for `sync` (no tensor or pipeline split) a
-// combine of the K gradient vectors through the thread Communicator (exec/communicator.hpp), as
-// the MLP's sync does. Then Adam (exec/transformer_block.hpp) on every rank's own parameters.
-// The loss of a step is the mean next-token cross-entropy of its global batch, computed before
-// the update on sequences the model has not seen (the stream never repeats a step).
-// Measured per rank on the wall clock, every rank running at once: each step's time, its
-// communication (pipeline receives, tensor and data all-reduces, the combine and its barriers)
-// and the rest. What it leaves out: MPI ranks (threads only), sequence parallelism, ZeRO,
-// recomputation, interleaved schedules, a vocabulary-parallel token embedding (each rank holds
-// the whole table), overlap of communication with compute; on fewer cores than ranks the ranks
-// share cores (the times say so by being longer).
+// into m micro-batches, each pass on a block of its own while its micro-batch is in flight (as
+// many blocks as the program has micro-batches in flight at once: m with GPipe, min(p - p_i, m)
+// with 1F1B). Gradients are accumulated over micro-batches and scaled by 1 / m, then averaged
+// over the data group: an all-reduce over the group's ranks (mesh), or for `sync` (no tensor or
+// pipeline split; its Plan has no layout passes, so each micro-batch's forward and backward run
+// in turn) a combine of the K gradient vectors through the thread Communicator
+// (exec/communicator.hpp), as the MLP's sync does. Then Adam (exec/transformer_block.hpp) on
+// every rank's own parameters. The loss of a step is the mean next-token cross-entropy of its
+// global batch, computed before the update on sequences the model has not seen (the stream never
+// repeats a step). Measured per rank on the wall clock, every rank running at once: each step's
+// time, its communication (pipeline receives and all-gathers, tensor and data all-reduces, the
+// combine and its barriers) and the rest. What it leaves out: MPI ranks (threads only), sequence
+// parallelism, ZeRO, recomputation, interleaved schedules, overlap of communication with
+// compute; on fewer cores than ranks the ranks share cores (the times say so by being longer).
 #pragma once
 
 #include <cstddef>
@@ -45,10 +49,12 @@
 #include <vector>
 
 #include "exec/combine.hpp"
+#include "exec/layout_program.hpp"
 #include "exec/rank_times.hpp"
 #include "exec/transformer_block.hpp"
 #include "exec/transformer_config.hpp"
 #include "model/inputs/mesh.hpp"
+#include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
 
@@ -70,11 +76,6 @@ class BlockShard {
   /// holds it), embeddings from the first stage, the final norm and the head's columns from the
   /// last; summing every rank's contribution gives each value once.
   void add_to(const float* local, float* full) const;
-  /// Local (offset, count) ranges whose gradients are partial sums over the tensor group: the
-  /// layers' norm gains and biases.
-  const std::vector<std::pair<std::size_t, std::size_t>>& tensor_partial() const {
-    return tensor_partial_;
-  }
   /// Local ranges of Wk and Wv when K/V heads are shared by several tensor ranks (t > kv_heads).
   const std::vector<std::pair<std::size_t, std::size_t>>& kv_partial() const { return kv_partial_; }
   /// The tensor ranks that share this rank's K/V heads (itself alone when t <= kv_heads).
@@ -92,7 +93,7 @@ class BlockShard {
   BlockConfig full_, local_;
   int first_, layers_, rank_, tensor_;
   std::vector<Piece> pieces_;
-  std::vector<std::pair<std::size_t, std::size_t>> tensor_partial_, kv_partial_;
+  std::vector<std::pair<std::size_t, std::size_t>> kv_partial_;
 };
 
 /// Tensor rank `rank` of `tensor`'s shard of every layer of `full` (the unsplit parameter
@@ -120,6 +121,10 @@ struct TransformerTrainOptions {
   DataReduction reduction = DataReduction::PeerAllReduce;
   CombineRule combine = CombineRule::Mean;  ///< with DataReduction::Communicator
   std::string file = "<command line>";      ///< named in errors
+  /// The layout's Plan (strategy mesh), whose part for each rank the rank runs
+  /// (exec/layout_program.hpp). nullptr: the Plan transformer_layout_plan() lowers from these
+  /// options. Not owned; unused by the Communicator's reduction (sync), which has no layout Plan.
+  const model::Plan* plan = nullptr;
 
   int workers() const { return data * tensor * pipeline; }
   /// Sequences of one micro-batch: batch / (data x micro_batches).
@@ -146,7 +151,21 @@ struct TransformerReport {
   std::vector<float> final_parameters;  ///< unsplit, gathered from every rank after training
 };
 
-/// Trains options.steps steps from init_block_parameters(block, seed), one thread per rank.
+/// The Plan of strategy mesh for these options: the block as a transformer workload (fp32,
+/// untied head, learned positions, no biases) on a crossbar of one host per rank; exec reads its
+/// ops, not their costs. InputError as check_transformer_layout.
+model::Plan transformer_layout_plan(const TransformerTrainOptions& options);
+
+/// Every rank's program (exec/layout_program.hpp): read from the Plan (options.plan, or
+/// transformer_layout_plan's) and checked against the rank's place and what its shard runs;
+/// for the Communicator's sync, which has no layout Plan, one forward and one backward of each
+/// micro-batch in turn, the combine after them. std::invalid_argument naming the rank and what
+/// differs, or the op a rank cannot run.
+std::vector<RankProgram> transformer_rank_programs(const TransformerTrainOptions& options);
+
+/// Trains options.steps steps from init_block_parameters(block, seed), one thread per rank, each
+/// running its part of the Plan. std::invalid_argument, before any rank starts, for a Plan a rank
+/// cannot run (exec/layout_program.hpp) or one that places a rank elsewhere than the rank order.
 TransformerReport train_transformer_threads(const TransformerTrainOptions& options);
 
 struct TransformerStepGradients {

@@ -365,7 +365,7 @@ StageTime stage_time(int stage, const StageWork& work, const Layout& layout,
   time.stage = stage;
   const double flop = work.forward_flop + work.backward_flop;
   const long long allreduces = work.forward_allreduces + work.backward_allreduces;
-  double allreduce_s = 0, ring_s = 0, attention_s = 0;
+  double allreduce_s = 0, loss_allreduces_s = 0, ring_s = 0, attention_s = 0;
   for (int i = 0; i < layout.data; ++i)
     for (int c = 0; c < layout.context; ++c) {
       const std::vector<int> group = placement.tensor_group(i, stage, c);
@@ -382,8 +382,12 @@ StageTime stage_time(int stage, const StageWork& work, const Layout& layout,
             std::max(time.elementwise_s, elementwise_seconds(host, platform, work.traffic_bytes));
       }
       allreduce_s = std::max(allreduce_s, ring_allreduce_s(work.allreduce_bytes, group, platform));
+      double loss_s = 0;
+      for (double bytes : work.loss_allreduce_bytes)
+        loss_s += ring_allreduce_s(bytes, group, platform);
+      loss_allreduces_s = std::max(loss_allreduces_s, loss_s);
     }
-  time.tensor_s = static_cast<double>(allreduces) * allreduce_s;
+  time.tensor_s = static_cast<double>(allreduces) * allreduce_s + loss_allreduces_s;
   if (work.context_messages > 0) {
     for (int i = 0; i < layout.data; ++i)
       for (int k = 0; k < layout.tensor; ++k) {
@@ -485,7 +489,14 @@ StageWork stage_work(const Workload& workload, const Layout& layout, double batc
     work.forward_flop += forward / ranks;
     work.backward_flop += (shape.logits_training_flop(b) - forward) / ranks;
     work.traffic_bytes += shape.output_activation_bytes(b, t, sp) / c;
-    if (t > 1) ++work.backward_allreduces;  // the output projection's input gradient
+    if (t > 1) {
+      ++work.backward_allreduces;  // the output projection's input gradient
+      // Megatron's vocab_parallel_cross_entropy in fp32: a maximum over the tokens, then their
+      // sums of exponentials and target logits. Megatron reduces the last two in two calls;
+      // exec's head (exec/transformer_block.hpp) packs them in one, and this counts exec's.
+      const double tokens = b * shape.sequence / c;
+      work.loss_allreduce_bytes = {4 * tokens, 8 * tokens};
+    }
   }
   return work;
 }

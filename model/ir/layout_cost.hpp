@@ -7,7 +7,10 @@
 // rank (ring; Narayanan et al. 2021, arXiv 2104.04473, Section 3.2: 8 b s h (t-1)/t per layer
 // and micro-batch); sequence parallelism turns each into a reduce-scatter and an all-gather of
 // the same volume. The first stage all-reduces its vocabulary-parallel embedding output once and
-// the last stage the gradient of the output projection's input once per micro-batch. Pipeline
+// the last stage the gradient of the output projection's input once per micro-batch, and its
+// vocabulary-parallel cross-entropy reduces in fp32 each token's largest logit (b s values), then
+// its sum of exponentials and target logit (2 b s values, one all-reduce as exec packs them;
+// Megatron's vocab_parallel_cross_entropy makes that two calls of b s). Pipeline
 // stages send b s h values per micro-batch each way (as t slices of b s h / t over the rails
 // and an all-gather inside the receiving node when t > 1, Narayanan Section 4.1; already split
 // under sequence parallelism), v times with v interleaved chunks. The data dimension all-reduces
@@ -121,7 +124,11 @@ struct StageWork {
   long long forward_allreduces = 0;   ///< tensor all-reduces: 2 per layer, + the embedding's
   long long backward_allreduces = 0;  ///< 2 per layer (4 with full recomputation), + output's
   double allreduce_bytes = 0;         ///< b s h e / c each
-  long long context_messages = 0;     ///< K/V block sends (context parallelism)
+  /// The last stage's vocabulary-parallel cross-entropy (t > 1), forward: the tokens' largest
+  /// logit, then their sum of exponentials with the target's logit, one all-reduce each, fp32
+  /// (bytes each: 4 b s / c, then 8 b s / c).
+  std::vector<double> loss_allreduce_bytes;
+  long long context_messages = 0;  ///< K/V block sends (context parallelism)
   double context_message_bytes = 0;
   double attention_flop = 0;         ///< the attention core's training flop on one rank
   long long expert_alltoalls = 0;    ///< MoE all-to-alls

@@ -58,6 +58,12 @@ struct LayoutPass {
   int chunk = 0;
   int micro_batch = -1;
   bool forward = true;
+  /// A stage send that carries the sender's 1/t slice of the pass's output (the receiving tensor
+  /// group all-gathers the slices) rather than the whole of it.
+  bool sliced = false;
+  /// A Transfer of that all-gather: the op belongs to the receiving pass (stage, chunk,
+  /// micro-batch and direction are the receiver's), whose input it completes.
+  bool gather = false;
 };
 
 struct Op {

@@ -20,27 +20,30 @@
 // the pass as a pairwise exchange of e - 1 steps of Transfers, each repeated once per all-to-all,
 // every step ended by a Barrier) (2 per layer forward and backward, 2 more backward with full
 // recomputation, the embedding's on the first stage forward and the output projection's on the last
-// stage backward; model/ir/layout_cost.hpp). Between stages, each rank sends its 1/t slice of the b
-// s h activations (forward) or gradients (backward) to the matching rank of the next (previous)
-// stage as a Transfer, and without sequence parallelism the receiving tensor group all-gathers the
-// slices: a ring of Transfers, t - 1 steps each ended by a Barrier. The receiver's pass waits for
-// its input; a sender does not wait for its send (the network carries it while the stage computes:
-// non-blocking point-to-point). After its last backward, each data group (same tensor rank and
-// stage, one per lane) all-reduces its stage's dense gradients, then each group of ranks holding
-// the same experts (every e-th of the stage's t c d) its routed experts' gradients with a ring
-// Collective (ZeRO 0-2: reduce-scatter + all-gather), and under ZeRO 3 all-gathers the parameters
-// once more (a ring of Transfers as above: three ring halves in all, model/ir/layout_cost.hpp's 1.5
-// all-reduces); then every rank updates its parameters (its 1/d shard from ZeRO 1). With uniform
-// stages and free sends the longest path is (m + p - 1)(forward + backward) [identity of the
-// schedules: the bubble (p - 1)/(m + p - 1)]. Interleaved 1F1B (virtual_stages v > 1): stage r
-// runs model chunks r, r + p, ..., each the work of that stage of a pipeline of p v stages, in
-// Megatron-LM's order (stage_schedule below); a chunk's sends go to the next chunk's stage (the
-// last stage's to the first), and with uniform chunks and free sends the longest path is
-// (m + (p - 1)/v)(forward + backward). What it leaves out: ZeRO 3's per-micro-batch
+// stage backward, each of b s h values; and on the last stage forward the vocabulary-parallel
+// cross-entropy's two, of b s and 2 b s fp32 values, as ring Collectives of their own;
+// model/ir/layout_cost.hpp). Between stages, each rank sends its 1/t slice of the b s h
+// activations (forward) or gradients (backward) to the matching rank of the next (previous)
+// stage as a Transfer (Op::pass sliced), and without sequence parallelism the receiving tensor
+// group all-gathers the slices: a ring of Transfers, t - 1 steps each ended by a Barrier, marked
+// as the receiving pass's (Op::pass gather: exec runs them, exec/layout_program.hpp). The
+// receiver's pass waits for its input; a sender does not wait for its send (the network carries it
+// while the stage computes: non-blocking point-to-point). After its last backward, each data group
+// (same tensor rank and stage, one per lane) all-reduces its stage's dense gradients, then each
+// group of ranks holding the same experts (every e-th of the stage's t c d) its routed experts'
+// gradients with a ring Collective (ZeRO 0-2: reduce-scatter + all-gather), and under ZeRO 3
+// all-gathers the parameters once more (a ring of Transfers as above: three ring halves in all,
+// model/ir/layout_cost.hpp's 1.5 all-reduces); then every rank updates its parameters (its 1/d
+// shard from ZeRO 1). With uniform stages and free sends the longest path is (m + p - 1)(forward +
+// backward) [identity of the schedules: the bubble (p - 1)/(m + p - 1)]. Interleaved 1F1B
+// (virtual_stages v > 1): stage r runs model chunks r, r + p, ..., each the work of that stage of a
+// pipeline of p v stages, in Megatron-LM's order (stage_schedule below); a chunk's sends go to the
+// next chunk's stage (the last stage's to the first), and with uniform chunks and free sends the
+// longest path is (m + (p - 1)/v)(forward + backward). What it leaves out: ZeRO 3's per-micro-batch
 // parameter gathers (one gather per step is charged, as the closed form does), overlap of tensor
 // all-reduces with compute, the tied embedding's all-reduce between first and last stage, and the
-// what-if C(b) and S overrides. `tauplan measure` trains an MLP's layout for real
-// (exec/pipeline_parallel.hpp).
+// what-if C(b) and S overrides. `tauplan measure` trains an MLP's layout and exec's decoder
+// block's for real from this Plan (exec/pipeline_parallel.hpp, exec/transformer_trainer.hpp).
 #include <algorithm>
 #include <map>
 #include <string>
@@ -193,6 +196,8 @@ StageCosts stage_costs(const Workload& workload, const Layout& layout, double ba
     costs.traffic_bytes = work.traffic_bytes;
     if (work.forward_allreduces > 0)
       costs.forward_allreduces.emplace_back(work.allreduce_bytes, work.forward_allreduces);
+    for (double bytes : work.loss_allreduce_bytes)
+      costs.forward_allreduces.emplace_back(bytes, 1);
     if (work.backward_allreduces > 0)
       costs.backward_allreduces.emplace_back(work.allreduce_bytes, work.backward_allreduces);
     costs.forward_message_bytes = costs.backward_message_bytes =
@@ -546,6 +551,7 @@ class LayoutLowering {
     if (q < 0 || q >= p * v) return;
     const int to = q % p, to_chunk = q / p;
     const double message = forward ? work.forward_message_bytes : work.backward_message_bytes;
+    const bool gathered = work.sliced_messages && !layout_.sequence_parallel;
     const double slice = work.sliced_messages ? message / t : message;
     std::vector<OpId> sends;
     for (int k = 0; k < t; ++k) {
@@ -558,16 +564,20 @@ class LayoutLowering {
       op.payload = forward ? CollectivePayload::Parameters : CollectivePayload::Gradients;
       op.bytes = slice;
       op.pass = LayoutPass{r, step.chunk, j, forward};
+      op.pass.sliced = work.sliced_messages && t > 1;
       sends.push_back(add(op, {done[static_cast<size_t>(k)]}));
     }
     std::vector<int> receivers;
     for (int k = 0; k < t; ++k)
       receivers.push_back(worker(l, k, to));
+    LayoutPass receiving{to, to_chunk, j, forward};
+    receiving.gather = true;
     arrival(l, to, j, to_chunk, forward) =
-        layout_.sequence_parallel || !work.sliced_messages
-            ? barrier(fmt::format("lane {} stage {} {} mb {} arrived", l, to, pass, j), sends)
-            : ring_allgather(receivers, slice * t, sends,
-                             fmt::format("lane {} stage {} {} mb {} all-gather", l, to, pass, j));
+        gathered
+            ? ring_allgather(receivers, slice * t, sends,
+                             fmt::format("lane {} stage {} {} mb {} all-gather", l, to, pass, j),
+                             receiving)
+            : barrier(fmt::format("lane {} stage {} {} mb {} arrived", l, to, pass, j), sends);
   }
 
   OpId barrier(const std::string& label, const std::vector<OpId>& after) {
@@ -579,10 +589,11 @@ class LayoutLowering {
 
   /// n - 1 steps of Transfers among `members` (worker indices), each step ended by a Barrier,
   /// starting after `after`; in step s member q sends `bytes` (`repeat` times back to back) to
-  /// member q + 1 (a ring) or q + s (a pairwise exchange). Returns the last Barrier.
+  /// member q + 1 (a ring) or q + s (a pairwise exchange); every Transfer carries `pass`.
+  /// Returns the last Barrier.
   OpId exchange_steps(const std::vector<int>& members, double bytes, long long repeat, bool ring,
                       CollectivePayload payload, const std::vector<OpId>& after,
-                      const std::string& label) {
+                      const std::string& label, const LayoutPass& pass = {}) {
     OpId step_done = barrier(label + " start", after);
     const int n = static_cast<int>(members.size());
     for (int s = 1; s < n; ++s) {
@@ -597,6 +608,7 @@ class LayoutLowering {
         op.payload = payload;
         op.bytes = bytes;
         op.repeat = static_cast<int>(repeat);
+        op.pass = pass;
         transfers.push_back(add(op, {step_done}));
       }
       step_done = barrier(fmt::format("{} step {} done", label, s), transfers);
@@ -606,9 +618,9 @@ class LayoutLowering {
 
   /// A ring all-gather of `bytes` over `members`: n - 1 ring steps of bytes / n.
   OpId ring_allgather(const std::vector<int>& members, double bytes, const std::vector<OpId>& after,
-                      const std::string& label) {
+                      const std::string& label, const LayoutPass& pass = {}) {
     return exchange_steps(members, bytes / static_cast<double>(members.size()), 1, true,
-                          CollectivePayload::Parameters, after, label);
+                          CollectivePayload::Parameters, after, label, pass);
   }
 
   /// A gradient all-reduce of `bytes` over `members` after their last ops, and under ZeRO 3 a

@@ -8,15 +8,23 @@
 // the data group and one update. A Plan exec cannot run is refused naming the op, a Plan of
 // another layout is refused on every rank before any message (one with as many workers
 // included), and a Plan whose order differs from the options' runs in its own order, to the same
-// gradients.
+// gradients. The same for exec's decoder block (exec/transformer_trainer.hpp): its programs'
+// sliced sends, the receivers' ring all-gathers and Megatron's tensor all-reduces per pass as
+// closed forms, each rank's counted all-reduces and sends per step equal to its Plan's, a Plan
+// of another layout refused before any rank starts, and GPipe's order run under 1F1B options.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "exec/layout_program.hpp"
+#include "exec/peer_group.hpp"
 #include "exec/pipeline_parallel.hpp"
+#include "exec/transformer_reference.hpp"
+#include "exec/transformer_trainer.hpp"
 #include "model/convergence/convergence.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/ir/layout.hpp"
@@ -55,6 +63,52 @@ std::vector<std::pair<bool, int>> expected_passes(PipelineSchedule schedule, int
   return passes;
 }
 
+struct Mesh {
+  int d, t, p;
+};
+
+/// Worker w's program in rank order (tensor, data, pipeline) on `mesh`: its stage's passes in
+/// the schedule's order, each receiving from and sending to the same tensor and data index of
+/// the neighbouring stages, one update, and one reduction over its data group.
+void check_place(const exec::RankProgram& program, int w, Mesh mesh, int m,
+                 PipelineSchedule schedule) {
+  const int d = mesh.d, t = mesh.t, p = mesh.p;
+  const int k = w % t, di = (w / t) % d, r = w / (t * d);
+  CHECK(program.stage == r);
+  CHECK(program.updates == 1);
+  std::vector<std::pair<bool, int>> order;
+  for (const exec::ProgramPass& pass : program.passes) {
+    order.emplace_back(pass.forward, pass.micro_batch);
+    const int from = pass.forward ? r - 1 : r + 1, to = pass.forward ? r + 1 : r - 1;
+    const bool has_from = from >= 0 && from < p, has_to = to >= 0 && to < p;
+    CHECK(pass.receive_from == (has_from ? k + t * (di + d * from) : -1));
+    CHECK(pass.send_to == (has_to ? std::vector<int>{k + t * (di + d * to)} : std::vector<int>{}));
+  }
+  CHECK(order == expected_passes(schedule, p, r, m));
+  std::vector<std::vector<int>> reductions;
+  if (d > 1) {
+    reductions.emplace_back();
+    for (int i = 0; i < d; ++i)
+      reductions.back().push_back(k + t * (i + d * r));
+  }
+  CHECK(program.reductions == reductions);
+}
+
+/// sum (a_i - b_i)^2; REQUIREs equal sizes.
+double squared_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double delta = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+    sum += delta * delta;
+  }
+  return sum;
+}
+
+double squared_norm(const std::vector<float>& a) {
+  return squared_difference(a, std::vector<float>(a.size(), 0.0f));
+}
+
 /// Split pairs of a stage's layers [first, end) (consecutive layers paired, columns then rows;
 /// an odd one left whole).
 long long pairs(int first, int end) {
@@ -78,41 +132,22 @@ TEST_CASE("each rank's program is its stage's schedule, neighbours and groups (c
         for (int w = 0; w < o.workers(); ++w) {
           INFO("worker " << w);
           const exec::RankProgram program = exec::rank_program(plan, w);
-          const int k = w % t, di = (w / t) % d, r = w / (t * d);
+          const int k = w % t, r = w / (t * d);
           int first = 0;
           for (int q = 0; q < r; ++q)
             first += layers[static_cast<std::size_t>(q)];
           const int end = first + layers[static_cast<std::size_t>(r)];
-          CHECK(program.stage == r);
-          CHECK(program.updates == 1);
-          std::vector<std::pair<bool, int>> order;
-          for (const exec::ProgramPass& pass : program.passes)
-            order.emplace_back(pass.forward, pass.micro_batch);
-          CHECK(order == expected_passes(schedule, p, r, m));
-          // The transformer block's trainer orders its passes with this function.
-          CHECK(order == exec::pipeline_schedule_ops(schedule, p, r, m));
+          check_place(program, w, {d, t, p}, m, schedule);
           std::vector<int> tensor_group;
           for (int i = 0; i < t; ++i)
             tensor_group.push_back(w - k + i);
           for (const exec::ProgramPass& pass : program.passes) {
-            const int from = pass.forward ? r - 1 : r + 1, to = pass.forward ? r + 1 : r - 1;
-            const bool has_from = from >= 0 && from < p, has_to = to >= 0 && to < p;
-            CHECK(pass.receive_from == (has_from ? k + t * (di + d * from) : -1));
-            CHECK(pass.send_to ==
-                  (has_to ? std::vector<int>{k + t * (di + d * to)} : std::vector<int>{}));
             const long long split_pairs = t > 1 ? pairs(first, end) : 0;
             const bool starts_network = r == 0 && split_pairs > 0;
             CHECK(pass.tensor_allreduces ==
                   (pass.forward ? split_pairs : split_pairs - (starts_network ? 1 : 0)));
             if (pass.tensor_allreduces > 0) CHECK(pass.tensor_group == tensor_group);
           }
-          std::vector<std::vector<int>> reductions;
-          if (d > 1) {
-            reductions.emplace_back();
-            for (int i = 0; i < d; ++i)
-              reductions.back().push_back(k + t * (i + d * r));
-          }
-          CHECK(program.reductions == reductions);
         }
       }
 }
@@ -178,17 +213,173 @@ TEST_CASE("a step runs the Plan's order, not the options' schedule") {
   const exec::StepGradients b =
       exec::step_gradients_threads(other, parameters, batch.x.data(), batch.y.data());
   CHECK(b.loss == Approx(a.loss).epsilon(1e-6));
-  REQUIRE(a.gradients.size() == b.gradients.size());
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < a.gradients.size(); ++i) {
-    const double delta = static_cast<double>(a.gradients[i]) - static_cast<double>(b.gradients[i]);
-    diff += delta * delta;
-    norm += static_cast<double>(a.gradients[i]) * static_cast<double>(a.gradients[i]);
-  }
-  CHECK(diff <= 1e-12 * norm);
+  CHECK(squared_difference(a.gradients, b.gradients) <= 1e-12 * squared_norm(a.gradients));
   CHECK(b.messages == a.messages);
   // Rank 0 (stage 0) ran each Plan's order.
   CHECK(a.passes == expected_passes(PipelineSchedule::OneFOneB, 2, 0, 4));
   CHECK(b.passes == expected_passes(PipelineSchedule::GPipe, 2, 0, 4));
   CHECK(a.passes != b.passes);
+}
+
+namespace {
+
+/// exec's decoder block of 3 layers (2 stages split them 2 + 1), 4 heads sharing 2 K/V heads.
+exec::TransformerTrainOptions block_mesh(int d, int t, int p, int m, PipelineSchedule schedule) {
+  exec::TransformerTrainOptions o;
+  o.block.vocabulary = 32;
+  o.block.hidden = 32;
+  o.block.heads = 4;
+  o.block.kv_heads = 2;
+  o.block.ffn_hidden = 48;
+  o.block.layers = 3;
+  o.block.sequence = 12;
+  o.block.micro_batch = 1;
+  o.data = d, o.tensor = t, o.pipeline = p, o.micro_batches = m;
+  o.schedule = schedule;
+  o.batch = 12;
+  o.seed = 7;
+  o.steps = 1;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a transformer layout's program: its schedule, 1/t slices sent, the receivers' ring "
+    "all-gather, Megatron's tensor all-reduces (closed forms)") {
+  const struct {
+    int d, t, p;
+  } meshes[] = {{1, 2, 2}, {2, 2, 2}, {1, 4, 1}, {1, 1, 3}, {2, 1, 2}, {1, 4, 3}};
+  for (PipelineSchedule schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB})
+    for (const auto& shape : meshes)
+      for (int m : {1, 2, 3}) {
+        const int d = shape.d, t = shape.t, p = shape.p;
+        if (12 % (d * m) != 0) continue;
+        const exec::TransformerTrainOptions o = block_mesh(d, t, p, m, schedule);
+        INFO(o.label());
+        const model::Plan plan = exec::transformer_layout_plan(o);
+        // Layers per stage: 3 layers over p stages, the first ones one more.
+        const std::vector<int> layers = p == 1   ? std::vector<int>{3}
+                                        : p == 2 ? std::vector<int>{2, 1}
+                                                 : std::vector<int>{1, 1, 1};
+        for (int w = 0; w < d * t * p; ++w) {
+          INFO("worker " << w);
+          const exec::RankProgram program = exec::rank_program(plan, w);
+          const int k = w % t, r = w / (t * d);
+          check_place(program, w, {d, t, p}, m, schedule);
+          std::vector<int> tensor_group, ring;
+          for (int i = 0; i < t; ++i)
+            tensor_group.push_back(w - k + i);
+          if (t > 1) ring = {w - k + (k + t - 1) % t, w - k + (k + 1) % t};
+          std::sort(ring.begin(), ring.end());
+          ring.erase(std::unique(ring.begin(), ring.end()), ring.end());
+          const int stage_layers = layers[static_cast<std::size_t>(r)];
+          for (const exec::ProgramPass& pass : program.passes) {
+            const int from = pass.forward ? r - 1 : r + 1, to = pass.forward ? r + 1 : r - 1;
+            const bool has_from = from >= 0 && from < p, has_to = to >= 0 && to < p;
+            CHECK(pass.send_slice == (has_to && t > 1));
+            CHECK(pass.gather_sends == (has_from && t > 1 ? t - 1 : 0));
+            CHECK(pass.gather_peers == (has_from ? ring : std::vector<int>{}));
+            // Per layer g (forward) or f (backward) after each sublayer; the embedding's on the
+            // first stage forward; the loss's maximum and sums forward and the output
+            // projection's input gradient backward on the last.
+            const long long expected =
+                t == 1 ? 0
+                       : 2 * stage_layers + (pass.forward ? (r == 0 ? 1 : 0) + (r == p - 1 ? 2 : 0)
+                                                          : (r == p - 1 ? 1 : 0));
+            CHECK(pass.tensor_allreduces == expected);
+            if (expected > 0) CHECK(pass.tensor_group == tensor_group);
+          }
+        }
+      }
+}
+
+TEST_CASE(
+    "the transformer trainer runs what its Plan charges: each rank's counted tensor all-reduces "
+    "and sends per step are the Plan's") {
+  for (const exec::TransformerTrainOptions& o : {block_mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB),
+                                                 block_mesh(2, 2, 1, 1, PipelineSchedule::OneFOneB),
+                                                 block_mesh(1, 4, 1, 1, PipelineSchedule::OneFOneB),
+                                                 block_mesh(1, 2, 3, 3, PipelineSchedule::GPipe)}) {
+    INFO(o.label());
+    const model::Plan plan = exec::transformer_layout_plan(o);
+    const exec::TransformerReport report = exec::train_transformer_threads(o);
+    REQUIRE(report.ranks.size() == static_cast<std::size_t>(o.workers()));
+    for (const exec::RankTimes& rank : report.ranks) {
+      INFO("rank " << rank.rank);
+      long long allreduces = 0, sends = 0;
+      for (const exec::ProgramPass& pass : exec::rank_program(plan, rank.rank).passes) {
+        allreduces += pass.tensor_allreduces;
+        sends += static_cast<long long>(pass.send_to.size()) + pass.gather_sends;
+      }
+      CHECK(rank.tensor_allreduces == allreduces);
+      CHECK(rank.messages == sends);
+      CHECK(allreduces > 0);
+    }
+  }
+}
+
+TEST_CASE("the transformer trainer refuses a Plan of another layout before any rank starts") {
+  // The same four workers as d2 t1 p2, whose stage sends are whole and whose passes charge no
+  // tensor all-reduce: refused naming what differs.
+  exec::TransformerTrainOptions tensor = block_mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB);
+  const model::Plan data_plan =
+      exec::transformer_layout_plan(block_mesh(2, 1, 2, 2, PipelineSchedule::OneFOneB));
+  tensor.plan = &data_plan;
+  CHECK_THROWS_WITH(exec::train_transformer_threads(tensor),
+                    Contains("cannot run the Plan") && Contains("tensor all-reduces"));
+  // An MLP's Plan for as many workers: its passes charge the MLP's all-reduces.
+  const model::Plan mlp = exec::mlp_layout_plan(mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB));
+  tensor.plan = &mlp;
+  CHECK_THROWS_WITH(exec::transformer_rank_programs(tensor), Contains("cannot run the Plan"));
+  // And the MLP's trainer refuses a transformer's Plan: its sends are slices.
+  exec::ModelParallelOptions split = mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB);
+  const model::Plan block_plan =
+      exec::transformer_layout_plan(block_mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB));
+  split.plan = &block_plan;
+  const test::PixelBatch batch = test::pixel_batch();
+  std::vector<float> parameters(split.shape.parameters());
+  exec::init_parameters(split.shape, 3, parameters.data());
+  CHECK_THROWS_WITH(exec::step_gradients_threads(split, parameters, batch.x.data(), batch.y.data()),
+                    Contains("cannot run the Plan"));
+}
+
+TEST_CASE("the transformer trainer runs its Plan's order: GPipe's Plan under 1F1B options") {
+  // Stage 0 of p = 2 then holds all m micro-batches in flight, one block each.
+  exec::TransformerTrainOptions own = block_mesh(1, 2, 2, 3, PipelineSchedule::OneFOneB);
+  exec::TransformerTrainOptions other = own;
+  const model::Plan gpipe =
+      exec::transformer_layout_plan(block_mesh(1, 2, 2, 3, PipelineSchedule::GPipe));
+  other.plan = &gpipe;
+  CHECK(exec::rank_program(gpipe, 0).passes[2].forward);
+  CHECK_FALSE(exec::rank_program(exec::transformer_layout_plan(own), 0).passes[2].forward);
+  const std::vector<float> parameters = exec::init_block_parameters(own.block, 3);
+  const exec::TransformerStepGradients a =
+      exec::transformer_step_gradients_threads(own, parameters, 1);
+  const exec::TransformerStepGradients b =
+      exec::transformer_step_gradients_threads(other, parameters, 1);
+  CHECK(b.loss == Approx(a.loss).epsilon(1e-6));
+  CHECK(squared_difference(a.gradients, b.gradients) <= 1e-12 * squared_norm(a.gradients));
+}
+
+TEST_CASE("ring all-gather: every member ends with every member's slice; g must divide n") {
+  exec::ThreadPeerHub hub(3);
+  std::vector<std::vector<float>> buffers(3, std::vector<float>(6, -1.0f));
+  for (int r = 0; r < 3; ++r)
+    for (int e = 0; e < 2; ++e)
+      buffers[static_cast<std::size_t>(r)][static_cast<std::size_t>(2 * r + e)] =
+          static_cast<float>(10 * r + e);
+  const std::vector<int> members = {0, 1, 2};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      exec::ring_allgather(hub.peer(r), members, buffers[static_cast<std::size_t>(r)].data(), 6, 9);
+    });
+  for (std::thread& thread : threads)
+    thread.join();
+  for (const std::vector<float>& buffer : buffers)
+    CHECK(buffer == std::vector<float>{0, 1, 10, 11, 20, 21});
+  std::vector<float> odd(7, 0.0f);
+  CHECK_THROWS_WITH(exec::ring_allgather(hub.peer(0), members, odd.data(), 7, 9),
+                    Contains("do not split into 3 slices"));
 }

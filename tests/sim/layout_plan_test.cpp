@@ -137,27 +137,39 @@ void check_closed_forms(const nlohmann::json& rows) {
 
 TEST_CASE(
     "layout plans: tensor all-reduces per stage and micro-batch are 4 per layer (6 with "
-    "full recomputation) + the embedding's and the output's, of b s h values each") {
+    "full recomputation) + the embedding's and the output's, of b s h values each, and the "
+    "vocabulary-parallel loss's two, of b s and 2 b s fp32 values") {
   const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
   const model::Workload w = model::load_workload("gpt2-small");  // 12 layers, fp32
+  const double tokens = 4.0 * 1024;                              // micro-batch 4 x sequence
   for (auto recompute : {model::Recompute::None, model::Recompute::Full})
     for (int p : {1, 2}) {
       auto o = layout_options(1, 4, p, 2, 8);
       o.layout.recompute = recompute;
       const model::Plan plan = layout_plan(o, w, platform);
-      long long calls = 0;
+      long long calls = 0, maxima = 0, sums = 0;
       for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
         const model::Op& op = plan.graph[v];
         if (op.kind != model::OpKind::Collective) continue;
         CHECK(op.group.size() == 4);
-        CHECK(op.bytes == 4.0 * 1024 * 768 * 4);  // micro-batch 4 x sequence x hidden x fp32
-        calls += op.repeat;
+        INFO(op.label);
+        if (op.bytes == tokens * 768 * 4) {  // x hidden x fp32
+          calls += op.repeat;
+        } else {  // the loss's: on the last stage, forward, once each
+          CHECK(op.pass.stage == p - 1);
+          CHECK(op.pass.forward);
+          CHECK(op.repeat == 1);
+          (op.bytes == tokens * 4 ? maxima : sums) += 1;
+          CHECK((op.bytes == tokens * 4 || op.bytes == tokens * 8));
+        }
       }
       const int per_layer = recompute == model::Recompute::Full ? 6 : 4;
       INFO("p = " << p << ", recompute " << model::to_string(recompute));
       // 12 layers over the stages, + 1 embedding (first stage) + 1 output (last), per
       // micro-batch (2).
       CHECK(calls == 2 * (12 * per_layer + 2));
+      CHECK(maxima == 2);
+      CHECK(sums == 2);
       CHECK(plan.count(model::OpKind::Compute) == 4 * p * 2 * 2);  // ranks x passes
     }
 }
