@@ -418,15 +418,14 @@ class TransformerRank {
     }
   }
 
-  /// The mean over micro-batches, the shared K/V heads' partial sums over the ranks that share
-  /// them (t > kv_heads), then the mean over each of the program's data groups.
+  /// The mean over micro-batches, then the program's reductions: the shared K/V heads' partial
+  /// sums over the ranks that share them (t > kv_heads), the mean over the data group.
   void reduce_gradients() {
     if (o_.micro_batches > 1) {
       const float scale = 1.0f / static_cast<float>(o_.micro_batches);
       for (float& g : grads_)
         g *= scale;
     }
-    allreduce_ranges(shard_.kv_partial(), kv_members_, kTagKv);
     const auto start = Clock::now();
     if (o_.reduction == DataReduction::Communicator && o_.data > 1) {
       // Every worker's gradient is ready at the first barrier; one thread combines them all.
@@ -438,6 +437,10 @@ class TransformerRank {
       peers_.barrier();
     }
     for (const std::vector<int>& group : program_.reductions) {
+      if (group == kv_members_) {  // ranks sharing a K/V head: its projections' partial sums
+        allreduce_ranges(shard_.kv_partial(), group, kTagKv);
+        continue;
+      }
       allreduce_sum(peers_, group, grads_.data(), grads_.size(), kTagData);
       const float scale = 1.0f / static_cast<float>(group.size());
       for (float& g : grads_)
@@ -494,8 +497,9 @@ class TransformerRank {
 /// Rank r's program must place its shard where exec's rank order does (tensor, data, pipeline)
 /// and charge what the shard runs: its stage, one pass per micro-batch and direction, its
 /// neighbours, sliced sends and the ring all-gather of sliced inputs, its tensor group and each
-/// pass's tensor all-reduces, and its data group's reduction. Checked for every rank before any
-/// rank starts (a refusal on one rank after the others began would leave them waiting).
+/// pass's tensor all-reduces, and its reductions (the ranks sharing its K/V head, its data group).
+/// Checked for every rank before any rank starts (a refusal on one rank after the others began
+/// would leave them waiting).
 void check_program(const TransformerTrainOptions& o, const model::Plan& plan, int rank,
                    const RankProgram& program) {
   const int t = o.tensor, d = o.data, p = o.pipeline;
@@ -555,6 +559,12 @@ void check_program(const TransformerTrainOptions& o, const model::Plan& plan, in
       wrong("a pass's input is not all-gathered by its tensor group's ring");
   }
   std::vector<std::vector<int>> reductions;
+  if (t > o.block.kv_heads) {  // the ranks that share this rank's K/V head
+    const int share = t / o.block.kv_heads;
+    reductions.emplace_back();
+    for (int k = t_i / share * share; k < (t_i / share + 1) * share; ++k)
+      reductions.back().push_back(rank_of(d_i, k, p_i));
+  }
   if (d > 1 && o.reduction == DataReduction::PeerAllReduce) {
     reductions.emplace_back();
     for (int di = 0; di < d; ++di)

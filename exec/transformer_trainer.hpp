@@ -22,8 +22,9 @@
 // forward) and the output projection's input gradient (last stage, backward). Between stages
 // each tensor rank sends its 1/t slice of the activations (gradients) to the same tensor rank of
 // the next (previous) stage and the receiving group all-gathers the slices in a ring (Megatron's
-// scatter-gather of pipeline messages). Wk and Wv's gradients are summed once per step over the
-// ranks that share a K/V head (t > kv_heads), which the Plan does not charge.
+// scatter-gather of pipeline messages). After the passes, Wk and Wv's gradients are summed over
+// the ranks that share a K/V head (t > kv_heads), then the data group's mean: the Plan's
+// reductions.
 // Data replica d_i takes rows [d_i b/d, (d_i+1) b/d) of the step's global batch of b sequences
 // (synthetic_tokens(seed, step), so a step sees the same sequences whatever the layout), cut
 // into m micro-batches, each pass on a block of its own while its micro-batch is in flight (as

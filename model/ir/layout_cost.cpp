@@ -592,7 +592,24 @@ LayoutTime layout_time(const Workload& workload, const Layout& layout, double ba
     if (experts > 0 && expert_reducers > 1)
       for (const std::vector<int>& group : placement.expert_data_groups(r))
         experts_s = std::max(experts_s, ring_allreduce_s(experts * e, group, platform));
-    time.data_s = std::max(time.data_s, zero3 * (dense_s + experts_s));
+    // Ranks sharing a K/V head (t > kv_heads) first sum its gradients, t / kv_heads at a time.
+    double shared_kv_s = 0;
+    if (const double kv = stage_shared_kv_parameters(shape, layout, r); kv > 0) {
+      const size_t share = static_cast<size_t>(t / shape.kv_heads);
+      for (int i = 0; i < d; ++i)
+        for (int j = 0; j < c; ++j) {
+          const std::vector<int> tensor = placement.tensor_group(i, r, j);
+          for (size_t first = 0; first < tensor.size(); first += share)
+            shared_kv_s =
+                std::max(shared_kv_s,
+                         ring_allreduce_s(
+                             kv * e,
+                             std::vector<int>(tensor.begin() + static_cast<long>(first),
+                                              tensor.begin() + static_cast<long>(first + share)),
+                             platform));
+        }
+    }
+    time.data_s = std::max(time.data_s, shared_kv_s + zero3 * (dense_s + experts_s));
     const double updated = dense / (layout.zero_stage >= 1 ? reducers : 1) +
                            experts / (layout.zero_stage >= 1 ? expert_reducers : 1);
     for (int k = 0; k < t; ++k)

@@ -53,6 +53,12 @@ double stage_expert_parameters(const Transformer& shape, const Layout& layout, i
   return kinds.moe * shape.routed_expert_parameters() / layout.expert;
 }
 
+double stage_shared_kv_parameters(const Transformer& shape, const Layout& layout, int stage) {
+  if (shape.mla.enabled() || layout.tensor <= shape.kv_heads) return 0;
+  const StageLayerKinds kinds = stage_layer_kinds(shape, layout.pipeline, stage);
+  return (kinds.dense + kinds.moe) * 2.0 * shape.hidden * shape.head_dim();
+}
+
 int expert_data_size(const Layout& layout) {
   return layout.tensor * layout.context * layout.data / layout.expert;
 }

@@ -92,6 +92,11 @@ struct LayoutMemory {
 double stage_parameters(const Transformer& shape, const Layout& layout, int stage);
 /// Of those, the routed experts: the stage's MoE layers x the routed experts / e.
 double stage_expert_parameters(const Transformer& shape, const Layout& layout, int stage);
+/// Of those, the K and V projections of the one K/V head a worker holds when more tensor ranks
+/// than K/V heads share each head (t > kv_heads, grouped-query attention without latent
+/// attention): 2 h head_dim per layer of the stage. The t / kv_heads ranks that share a head
+/// each hold part of its gradient and sum it over their group once per step; 0 otherwise.
+double stage_shared_kv_parameters(const Transformer& shape, const Layout& layout, int stage);
 /// Ranks that hold the same routed experts and reduce their gradients: t c d / e (expert tensor
 /// parallelism 1: experts are carved out of the tensor x context x data ranks of a stage).
 int expert_data_size(const Layout& layout);

@@ -70,7 +70,8 @@ namespace {
 /// crossing of a stage boundary, t sends and either a barrier (sequence parallel) or the
 /// receivers' ring all-gather (t - 1 steps of t transfers and a barrier, after a start barrier);
 /// per tensor rank and stage, the data group's all-reduce (d > 1), ZeRO 3's ring all-gather, and
-/// d updates.
+/// d updates; per lane's last-stage forward, the loss's two all-reduces (t > 1); per lane and
+/// stage, at most t groups sharing K/V heads.
 double mesh_plan_ops(const Layout& layout) {
   const double t = layout.tensor, p = layout.pipeline, m = layout.micro_batches;
   const double c = layout.context, e = layout.expert, d = layout.data * c;  // lanes
@@ -84,8 +85,9 @@ double mesh_plan_ops(const Layout& layout) {
   // pass of a stage: each expert group's e - 1 steps of e transfers and a barrier.
   const double ring = c > 1 ? passes * t * (1 + ((c - 1) * (c + 1) + 2) / c) : 0;
   const double alltoall = e > 1 ? 2 * p * m * (d * t / e) * ((e - 1) * (e + 1) + 1) : 0;
+  const double loss_and_kv = t > 1 ? 2 * d * m + p * d * t : 0;
   return passes * (t + (t > 1 ? 1 : 0)) + crossings * (t + arrival) + p * t * (data_group + d) +
-         ring + alltoall + (e > 1 ? p * d * t * 2 : 0);
+         ring + alltoall + (e > 1 ? p * d * t * 2 : 0) + loss_and_kv;
 }
 
 /// Refuses a layout whose Plan exceeds kMaxMeshPlanOps or this machine's available memory at
@@ -169,6 +171,8 @@ struct StageCosts {
   bool sliced_messages = true;
   double parameters = 0;         ///< held by one tensor rank (its routed experts included)
   double expert_parameters = 0;  ///< of those, the routed experts
+  /// Of those, a shared K/V head's projections (t > kv_heads), summed over its sharers.
+  double shared_kv_parameters = 0;
   /// The attention core's flop of a pass (what hides context parallelism's ring).
   double attention_forward_flop = 0, attention_backward_flop = 0;
   /// Context parallelism: K/V blocks of `context_block_bytes` sent per ring step of a pass
@@ -205,6 +209,7 @@ StageCosts stage_costs(const Workload& workload, const Layout& layout, double ba
         layout.context;
     costs.parameters = stage_parameters(*workload.transformer, layout, stage);
     costs.expert_parameters = stage_expert_parameters(*workload.transformer, layout, stage);
+    costs.shared_kv_parameters = stage_shared_kv_parameters(*workload.transformer, layout, stage);
     const double forward_share = attention_forward_share(layout.recompute);
     costs.attention_forward_flop = work.attention_flop * forward_share;
     costs.attention_backward_flop = work.attention_flop - costs.attention_forward_flop;
@@ -278,6 +283,7 @@ class LayoutLowering {
         chunk_work_[static_cast<size_t>(r)].push_back(costs);
         work[static_cast<size_t>(r)].parameters += costs.parameters;
         work[static_cast<size_t>(r)].expert_parameters += costs.expert_parameters;
+        work[static_cast<size_t>(r)].shared_kv_parameters += costs.shared_kv_parameters;
       }
     std::vector<std::vector<Pass>> order;
     for (int r = 0; r < p; ++r)
@@ -306,6 +312,7 @@ class LayoutLowering {
       if (next[static_cast<size_t>(r)] != order[static_cast<size_t>(r)].size())
         throw std::logic_error("layout lowering: a pipeline schedule waits on itself");
     for (int r = 0; r < p; ++r) {
+      add_shared_kv_reductions(r, work[static_cast<size_t>(r)]);
       for (int k = 0; k < t; ++k)
         add_dense_reduction(k, r, work[static_cast<size_t>(r)]);
       add_expert_reductions_and_updates(r, work[static_cast<size_t>(r)]);
@@ -623,9 +630,11 @@ class LayoutLowering {
                           CollectivePayload::Parameters, after, label, pass);
   }
 
-  /// A gradient all-reduce of `bytes` over `members` after their last ops, and under ZeRO 3 a
-  /// parameter all-gather after it; each member's last op becomes its end.
-  void reduce_over(const std::vector<int>& members, double bytes, const std::string& label) {
+  /// A gradient all-reduce of `bytes` over `members` after their last ops, and under ZeRO 3
+  /// (unless !zero3_gather) a parameter all-gather after it; each member's last op becomes its
+  /// end.
+  void reduce_over(const std::vector<int>& members, double bytes, const std::string& label,
+                   bool zero3_gather = true) {
     if (members.size() < 2 || bytes <= 0) return;
     std::vector<OpId> ends;
     for (int w : members)
@@ -639,7 +648,7 @@ class LayoutLowering {
     op.group = members;
     op.worker = members.front();
     OpId end = add(op, ends);
-    if (layout_.zero_stage >= 3)
+    if (layout_.zero_stage >= 3 && zero3_gather)
       end = ring_allgather(members, bytes, {end}, label + " ZeRO-3 parameter all-gather");
     for (int w : members)
       last_[static_cast<size_t>(w)] = end;
@@ -652,6 +661,24 @@ class LayoutLowering {
       members.push_back(worker(l, k, r));
     reduce_over(members, (work.parameters - work.expert_parameters) * workload_.bytes_per_parameter,
                 fmt::format("stage {} tensor rank {}", r, k));
+  }
+
+  /// Stage r with t > kv_heads: per lane, each group of tensor ranks that share a K/V head sums
+  /// its projections' gradients (t / kv_heads consecutive tensor ranks), before the data group's
+  /// reduction.
+  void add_shared_kv_reductions(int r, const StageCosts& work) {
+    if (work.shared_kv_parameters <= 0) return;
+    const int share = layout_.tensor / workload_.transformer->kv_heads;
+    for (int l = 0; l < lanes(); ++l)
+      for (int first = 0; first < layout_.tensor; first += share) {
+        std::vector<int> members;
+        for (int k = first; k < first + share; ++k)
+          members.push_back(worker(l, k, r));
+        reduce_over(members, work.shared_kv_parameters * workload_.bytes_per_parameter,
+                    fmt::format("lane {} stage {} shared K/V heads of ranks {}-{}", l, r, first,
+                                first + share - 1),
+                    false);
+      }
   }
 
   /// Stage r: the routed experts' gradients over each group of ranks that hold the same experts

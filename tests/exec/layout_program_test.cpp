@@ -69,9 +69,10 @@ struct Mesh {
 
 /// Worker w's program in rank order (tensor, data, pipeline) on `mesh`: its stage's passes in
 /// the schedule's order, each receiving from and sending to the same tensor and data index of
-/// the neighbouring stages, one update, and one reduction over its data group.
+/// the neighbouring stages, one update, and its reductions: over the `kv_share` consecutive
+/// tensor ranks that share its K/V head (when more than one), then over its data group.
 void check_place(const exec::RankProgram& program, int w, Mesh mesh, int m,
-                 PipelineSchedule schedule) {
+                 PipelineSchedule schedule, int kv_share = 1) {
   const int d = mesh.d, t = mesh.t, p = mesh.p;
   const int k = w % t, di = (w / t) % d, r = w / (t * d);
   CHECK(program.stage == r);
@@ -86,6 +87,11 @@ void check_place(const exec::RankProgram& program, int w, Mesh mesh, int m,
   }
   CHECK(order == expected_passes(schedule, p, r, m));
   std::vector<std::vector<int>> reductions;
+  if (kv_share > 1) {
+    reductions.emplace_back();
+    for (int i = k / kv_share * kv_share; i < (k / kv_share + 1) * kv_share; ++i)
+      reductions.back().push_back(w - k + i);
+  }
   if (d > 1) {
     reductions.emplace_back();
     for (int i = 0; i < d; ++i)
@@ -266,7 +272,8 @@ TEST_CASE(
           INFO("worker " << w);
           const exec::RankProgram program = exec::rank_program(plan, w);
           const int k = w % t, r = w / (t * d);
-          check_place(program, w, {d, t, p}, m, schedule);
+          // 2 K/V heads: with 4 tensor ranks, two share each.
+          check_place(program, w, {d, t, p}, m, schedule, t > 2 ? t / 2 : 1);
           std::vector<int> tensor_group, ring;
           for (int i = 0; i < t; ++i)
             tensor_group.push_back(w - k + i);

@@ -175,6 +175,35 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "layout plans: ranks sharing a K/V head (t > kv_heads) sum its gradients before the data "
+    "group's reduction, in both engines and the closed form") {
+  const auto gqa = [] {  // gpt2-small with 2 K/V heads: 4 tensor ranks share each in pairs
+    model::Workload w = gpt2_with_optimizer_step();
+    w.transformer->kv_heads = 2;
+    model::derive_workload_fields(w);
+    return w;
+  };
+  const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+  const model::Plan plan = layout_plan(layout_options(1, 4, 2, 2, 8), gqa(), platform);
+  long long shared = 0;
+  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+    const model::Op& op = plan.graph[v];
+    if (op.kind != model::OpKind::Collective || op.group.size() != 2 || op.pass.stage >= 0)
+      continue;
+    if (op.label.find("shared K/V") == std::string::npos) continue;
+    INFO(op.label);
+    ++shared;
+    // 6 layers per stage x K and V (768 x 64 each) x fp32.
+    CHECK(op.bytes == 6.0 * 2 * 768 * 64 * 4);
+    CHECK(op.group[1] == op.group[0] + 1);  // neighbouring tensor ranks
+  }
+  CHECK(shared == 2 * 2);  // stages x pairs
+  std::vector<model::StrategyOptions> cases = {layout_options(1, 4, 1, 2, 8),
+                                               layout_options(2, 4, 1, 1, 8)};
+  check_closed_forms(both_engines(cases, gqa));
+}
+
+TEST_CASE(
     "layout plans: without a pipeline, analytic and SimGrid rounds equal the closed form "
     "(tensor inside a node, data across nodes, ZeRO 0-3, recomputation)") {
   std::vector<model::StrategyOptions> cases;
