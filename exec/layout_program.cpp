@@ -152,6 +152,7 @@ class ProgramReader {
     if (op.source.role == server || op.destination.role == server)
       refuse(op, "a transfer with a parameter server");
     if (op.pass.gather) {  // a step of the all-gather of a pass's input, not yet run here
+      if (op.pass.chunk != 0) refuse(op, "a model chunk of an interleaved schedule");
       if (index_.count({op.pass.forward, op.pass.micro_batch}) != 0)
         refuse(op, "an all-gather of the input of a pass this rank has run");
       Gather& gather = gathers_[{op.pass.forward, op.pass.micro_batch}];
@@ -187,6 +188,57 @@ class ProgramReader {
 
 RankProgram rank_program(const model::Plan& plan, int worker) {
   return ProgramReader(plan, worker).read();
+}
+
+std::vector<int> MeshRank::tensor_group() const {
+  std::vector<int> members;
+  for (int k = 0; k < tensor; ++k)
+    members.push_back(rank_of(data_index(), k, stage()));
+  return members;
+}
+
+void refuse_program(const std::string& trainer, const model::Plan& plan, const MeshRank& place,
+                    const std::string& what) {
+  throw std::invalid_argument(
+      fmt::format("exec's {} cannot run the Plan ({} on {} workers) on rank {} (stage {} of d{} "
+                  "t{} p{}, tensor-data-pipeline order): {}",
+                  trainer, plan.strategy, plan.workers, place.rank, place.stage(), place.data,
+                  place.tensor, place.pipeline, what));
+}
+
+void check_place(const std::string& trainer, const model::Plan& plan, const RankProgram& program,
+                 const MeshRank& place, const std::vector<std::vector<int>>& reductions) {
+  const auto wrong = [&](const std::string& what) { refuse_program(trainer, plan, place, what); };
+  const int m = place.micro_batches, r = place.stage();
+  if (plan.workers != place.data * place.tensor * place.pipeline)
+    wrong(fmt::format("the Plan is for {} workers", plan.workers));
+  if (plan.micro_batches != m)
+    wrong(fmt::format("the Plan is for {} micro-batches", plan.micro_batches));
+  if (program.stage != r) wrong(fmt::format("its passes are on stage {}", program.stage));
+  if (static_cast<int>(program.passes.size()) != 2 * m)
+    wrong(fmt::format("it has {} passes, not 2 x {} micro-batches", program.passes.size(), m));
+  std::vector<int> state(static_cast<std::size_t>(m), 0);  // 0 none, 1 forward run, 2 both
+  for (const ProgramPass& pass : program.passes) {
+    if (pass.micro_batch < 0 || pass.micro_batch >= m)
+      wrong(fmt::format("a pass of micro-batch {}", pass.micro_batch));
+    int& seen = state[static_cast<std::size_t>(pass.micro_batch)];
+    if (seen != (pass.forward ? 0 : 1))
+      wrong(fmt::format("micro-batch {}'s {} pass comes {}", pass.micro_batch,
+                        pass.forward ? "forward" : "backward",
+                        pass.forward ? "twice" : "before its forward or twice"));
+    seen = pass.forward ? 1 : 2;
+    const bool from_none = pass.forward ? r == 0 : r == place.pipeline - 1;
+    const bool to_none = pass.forward ? r == place.pipeline - 1 : r == 0;
+    const int from =
+        place.rank_of(place.data_index(), place.tensor_index(), r + (pass.forward ? -1 : 1));
+    const int to =
+        place.rank_of(place.data_index(), place.tensor_index(), r + (pass.forward ? 1 : -1));
+    if (pass.receive_from != (from_none ? -1 : from))
+      wrong(fmt::format("a pass receives from rank {}", pass.receive_from));
+    if (pass.send_to != (to_none ? std::vector<int>{} : std::vector<int>{to}))
+      wrong("a pass sends to other ranks than the next stage's");
+  }
+  if (program.reductions != reductions) wrong("its gradient reductions are over other groups");
 }
 
 model::Plan layout_plan(const model::Workload& workload, const LayoutShape& shape) {

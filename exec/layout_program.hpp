@@ -70,6 +70,33 @@ struct RankProgram {
 /// exec's layout trainer cannot run.
 RankProgram rank_program(const model::Plan& plan, int worker);
 
+/// Where exec's rank order (tensor, then data, then pipeline) puts rank `rank` of a layout of
+/// data x tensor x pipeline ranks and `micro_batches` micro-batches per step.
+struct MeshRank {
+  int data = 1, tensor = 1, pipeline = 1, micro_batches = 1;
+  int rank = 0;
+  int tensor_index() const { return rank % tensor; }
+  int data_index() const { return (rank / tensor) % data; }
+  int stage() const { return rank / (tensor * data); }
+  int rank_of(int d, int t, int p) const { return t + tensor * (d + data * p); }
+  /// The ranks of this rank's tensor group, in tensor order.
+  std::vector<int> tensor_group() const;
+};
+
+/// Refuses (std::invalid_argument naming `trainer`, the Plan, the rank's place and `what`) a
+/// program its trainer cannot run on that rank.
+[[noreturn]] void refuse_program(const std::string& trainer, const model::Plan& plan,
+                                 const MeshRank& place, const std::string& what);
+
+/// Checks that `program` (the rank's part of `plan`) puts the rank where `place` does, before
+/// any message: the Plan's workers and micro-batches, the rank's stage, one pass per micro-batch
+/// and direction with each forward before its backward, receives from and sends to the same
+/// tensor and data index of the neighbouring stages, and `reductions` (groups of ranks, in
+/// order) as its gradient reductions. What each pass computes (its tensor all-reduces, slices)
+/// is the trainer's to check. refuse_program otherwise.
+void check_place(const std::string& trainer, const model::Plan& plan, const RankProgram& program,
+                 const MeshRank& place, const std::vector<std::vector<int>>& reductions);
+
 /// How a layout trainer splits its job, for lowering its Plan.
 struct LayoutShape {
   int data = 1, tensor = 1, pipeline = 1, micro_batches = 1;

@@ -48,15 +48,17 @@ void allreduce_max(PeerGroup& peers, const std::vector<int>& members, float* dat
                             [](float a, float b) { return std::max(a, b); });
 }
 
-void ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
-                    int tag) {
+int ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
+                   int tag) {
   const std::size_t g = members.size();
-  if (g < 2) return;
+  if (g < 2) return 0;
   if (n % g != 0)
     throw std::invalid_argument("ring_allgather: " + std::to_string(n) +
                                 " floats do not split into " + std::to_string(g) + " slices");
   const auto at = std::find(members.begin(), members.end(), peers.rank());
-  assert(at != members.end());
+  if (at == members.end())
+    throw std::invalid_argument("ring_allgather: rank " + std::to_string(peers.rank()) +
+                                " is not a member");
   const std::size_t me = static_cast<std::size_t>(at - members.begin()), slice = n / g;
   const int next = members[(me + 1) % g], previous = members[(me + g - 1) % g];
   // Step s: pass on the slice received in step s - 1 (own slice first), take the previous one.
@@ -65,6 +67,7 @@ void ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* da
     peers.send(next, data + out * slice, slice, tag);
     peers.recv(previous, data + in * slice, slice, tag);
   }
+  return static_cast<int>(g - 1);
 }
 
 class ThreadPeer final : public PeerGroup {

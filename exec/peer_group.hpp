@@ -61,9 +61,10 @@ void allreduce_max(PeerGroup& peers, const std::vector<int>& members, float* dat
 
 /// Gathers `data` (n floats; member i of `members` holds slice i, floats [i n/g, (i+1) n/g)) on
 /// every member, in a ring: g - 1 steps, each sending one slice to the next member and taking
-/// one from the previous. std::invalid_argument unless g divides n.
-void ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
-                    int tag);
+/// one from the previous. Returns the messages this member sent. std::invalid_argument unless g
+/// divides n and the caller is a member.
+int ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
+                   int tag);
 
 /// Ranks that are threads of this process: one mailbox per (sender, receiver, tag).
 class ThreadPeerHub {

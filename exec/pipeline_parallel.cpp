@@ -221,54 +221,34 @@ class RankEngine {
                                tensor, o.tensor);
   }
 
-  /// The program must place this rank where exec's rank order does (tensor, data, pipeline) and
-  /// charge what its shard runs, before any message: its stage, one pass per micro-batch and
-  /// direction, its neighbours, its tensor group and each pass's tensor all-reduces, and its data
-  /// group's reduction. A Plan of another layout is refused here on every rank it misplaces
-  /// (a refusal after the first message would leave the other ranks waiting).
+  /// The program must place this rank where exec's rank order does (check_place) and charge what
+  /// its shard runs, before any message: each pass's tensor all-reduces over its tensor group,
+  /// whole sends (no all-gather), and its data group's reduction. A Plan of another layout is
+  /// refused here on every rank it misplaces (a refusal after the first message would leave the
+  /// other ranks waiting).
   void check_program(const model::Plan& plan) const {
+    const MeshRank place{o_.data, o_.tensor, o_.pipeline, o_.micro_batches, peers_.rank()};
     const auto wrong = [&](const std::string& what) {
-      throw std::invalid_argument(fmt::format(
-          "exec's layout trainer cannot run the Plan ({} on {} workers) on rank {} (stage {} of "
-          "d{} t{} p{}, tensor-data-pipeline order): {}",
-          plan.strategy, plan.workers, peers_.rank(), p_i_, o_.data, o_.tensor, o_.pipeline, what));
+      refuse_program("layout trainer", plan, place, what);
     };
-    if (plan.workers != o_.workers())
-      wrong(fmt::format("the Plan is for {} workers", plan.workers));
-    if (program_.stage != p_i_) wrong(fmt::format("its passes are on stage {}", program_.stage));
-    if (static_cast<int>(program_.passes.size()) != 2 * o_.micro_batches)
-      wrong(fmt::format("it has {} passes, not 2 x {} micro-batches", program_.passes.size(),
-                        o_.micro_batches));
-    if (plan.micro_batches != o_.micro_batches)
-      wrong(fmt::format("the Plan is for {} micro-batches", plan.micro_batches));
-    for (const ProgramPass& pass : program_.passes) {
-      if (pass.micro_batch < 0 || pass.micro_batch >= o_.micro_batches)
-        wrong(fmt::format("a pass of micro-batch {}", pass.micro_batch));
-      const long long runs =
-          pass.forward ? stage_.forward_allreduces() : stage_.backward_allreduces(!first_stage());
-      if (pass.tensor_allreduces != runs)
-        wrong(fmt::format("a pass charged {} tensor all-reduces, where the shard runs {}",
-                          pass.tensor_allreduces, runs));
-      const bool from_none = pass.forward ? first_stage() : last_stage();
-      const bool to_none = pass.forward ? last_stage() : first_stage();
-      const int neighbour = rank_of(d_i_, t_i_, p_i_ + (pass.forward ? -1 : 1));
-      const int next = rank_of(d_i_, t_i_, p_i_ + (pass.forward ? 1 : -1));
-      if (pass.receive_from != (from_none ? -1 : neighbour))
-        wrong(fmt::format("a pass receives from rank {}", pass.receive_from));
-      if (pass.send_to != (to_none ? std::vector<int>{} : std::vector<int>{next}))
-        wrong("a pass sends to other ranks than the next stage's");
-      if (pass.tensor_allreduces > 0 && pass.tensor_group != group_.members)
-        wrong("a tensor all-reduce over another group");
-      if (pass.send_slice || pass.gather_sends > 0)
-        wrong("its stage sends are slices that the receivers all-gather (a transformer's)");
-    }
     std::vector<std::vector<int>> reductions;
     if (o_.data > 1) {
       reductions.emplace_back();
       for (int d = 0; d < o_.data; ++d)
         reductions.back().push_back(rank_of(d, t_i_, p_i_));
     }
-    if (program_.reductions != reductions) wrong("its gradient reductions are over other groups");
+    check_place("layout trainer", plan, program_, place, reductions);
+    for (const ProgramPass& pass : program_.passes) {
+      const long long runs =
+          pass.forward ? stage_.forward_allreduces() : stage_.backward_allreduces(!first_stage());
+      if (pass.tensor_allreduces != runs)
+        wrong(fmt::format("a pass charged {} tensor all-reduces, where the shard runs {}",
+                          pass.tensor_allreduces, runs));
+      if (pass.tensor_allreduces > 0 && pass.tensor_group != group_.members)
+        wrong("a tensor all-reduce over another group");
+      if (pass.send_slice || pass.gather_sends > 0)
+        wrong("its stage sends are slices that the receivers all-gather (a transformer's)");
+    }
   }
 
   void receive(int from, std::vector<float>& buffer, int n, int tag) {

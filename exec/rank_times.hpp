@@ -14,9 +14,10 @@ struct RankTimes {
   double compute_s = 0;  ///< median of step - communication waits
   /// Median of receives + tensor and data all-reduces (+ a transformer's combine and barriers).
   double comm_s = 0;
-  long long tensor_allreduces = 0;  ///< per step (a transformer's: also the embedding's and head's)
-  long long messages =
-      0;  ///< pipeline sends per step (a transformer's: slices and all-gather steps)
+  /// Per step (a transformer's: also its embedding's and head's).
+  long long tensor_allreduces = 0;
+  /// Pipeline sends per step (a transformer's: its slices and its all-gathers' sends).
+  long long messages = 0;
 };
 
 /// The ranks' times, one object each (rank, its indices in the mesh, step, compute and

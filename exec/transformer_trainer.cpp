@@ -94,6 +94,23 @@ BlockShard::BlockShard(const BlockConfig& full, int first_layer, int layers, int
   if (l.final_bias.size() > 0) add_piece(l.final_bias, f.final_bias, 0, 0, last_stage && lead);
   // The vocabulary-parallel head: this rank's V / t columns, its own on every tensor rank.
   add_piece(l.head, f.head, 0, rank_ * local_.local_vocabulary(), last_stage);
+  // What the stage uses, as strategy mesh's Plan counts a stage's parameters.
+  const auto use = [this](std::size_t offset, std::size_t count) {
+    if (count > 0) stage_ranges_.push_back({offset, count});
+  };
+  if (first_stage) {
+    use(l.token_embedding.offset + static_cast<std::size_t>(rank_ * rows) *
+                                       static_cast<std::size_t>(l.token_embedding.cols),
+        static_cast<std::size_t>(rows) * static_cast<std::size_t>(l.token_embedding.cols));
+    use(l.position_embedding.offset, l.position_embedding.size());
+  }
+  for (const LayerSlots& ls : l.layers)
+    for (const ParameterSlot& slot : {ls.norm1_gain, ls.norm1_bias, ls.wq, ls.wk, ls.wv, ls.wo,
+                                      ls.norm2_gain, ls.norm2_bias, ls.w_gate, ls.w_up, ls.w2})
+      use(slot.offset, slot.size());
+  if (last_stage)
+    for (const ParameterSlot& slot : {l.final_gain, l.final_bias, l.head})
+      use(slot.offset, slot.size());
 }
 
 void BlockShard::add_piece(const ParameterSlot& local, const ParameterSlot& full, int row_begin,
@@ -383,7 +400,7 @@ class TransformerRank {
     if (tag == kTagTensor) ++allreduces_;
   }
 
-  /// The block's own reductions over the tensor group (the embedding's, the norms' input
+  /// The block's own reductions over the tensor group (the embedding's output, the norms' output
   /// gradients, the vocabulary-parallel head's), timed and counted like the sublayers'.
   class TensorGroupReduce final : public TensorReduce {
    public:
@@ -441,7 +458,7 @@ class TransformerRank {
         allreduce_ranges(shard_.kv_partial(), group, kTagKv);
         continue;
       }
-      allreduce_sum(peers_, group, grads_.data(), grads_.size(), kTagData);
+      allreduce_ranges(shard_.stage_ranges(), group, kTagData);  // the rest is zero
       const float scale = 1.0f / static_cast<float>(group.size());
       for (float& g : grads_)
         g *= scale;
@@ -459,8 +476,8 @@ class TransformerRank {
       const std::size_t slice = buffer.size() / static_cast<std::size_t>(o_.tensor);
       float* mine = buffer.data() + static_cast<std::size_t>(t_i_) * slice;
       peers_.recv(pass.receive_from, mine, slice, tag);
-      ring_allgather(peers_, tensor_members_, buffer.data(), buffer.size(), kTagGather);
-      messages_ += pass.gather_sends;
+      messages_ +=
+          ring_allgather(peers_, tensor_members_, buffer.data(), buffer.size(), kTagGather);
     }
     comm_s_ += seconds_since(start);
   }
@@ -494,45 +511,40 @@ class TransformerRank {
   long long allreduces_ = 0, messages_ = 0;
 };
 
-/// Rank r's program must place its shard where exec's rank order does (tensor, data, pipeline)
-/// and charge what the shard runs: its stage, one pass per micro-batch and direction, its
-/// neighbours, sliced sends and the ring all-gather of sliced inputs, its tensor group and each
-/// pass's tensor all-reduces, and its reductions (the ranks sharing its K/V head, its data group).
-/// Checked for every rank before any rank starts (a refusal on one rank after the others began
-/// would leave them waiting).
+/// Rank r's program must place its shard where exec's rank order does (check_place) and charge
+/// what the shard runs: each pass's tensor all-reduces over its tensor group, 1/t slices sent and
+/// sliced inputs all-gathered by the tensor group's ring, and its reductions (the ranks sharing
+/// its K/V head, its data group). Checked for every rank before any rank starts (a refusal on
+/// one rank after the others began would leave them waiting).
 void check_program(const TransformerTrainOptions& o, const model::Plan& plan, int rank,
                    const RankProgram& program) {
-  const int t = o.tensor, d = o.data, p = o.pipeline;
-  const int t_i = rank % t, d_i = (rank / t) % d, p_i = rank / (t * d);
-  const auto rank_of = [&](int di, int ti, int pi) { return ti + t * (di + d * pi); };
+  const int t = o.tensor, p = o.pipeline;
+  const MeshRank place{o.data, t, p, o.micro_batches, rank};
+  const int t_i = place.tensor_index(), d_i = place.data_index(), p_i = place.stage();
   const auto wrong = [&](const std::string& what) {
-    throw std::invalid_argument(fmt::format(
-        "exec's transformer trainer cannot run the Plan ({} on {} workers) on rank {} (stage {} "
-        "of d{} t{} p{}, tensor-data-pipeline order): {}",
-        plan.strategy, plan.workers, rank, p_i, d, t, p, what));
+    refuse_program("transformer trainer", plan, place, what);
   };
-  if (plan.workers != o.workers()) wrong(fmt::format("the Plan is for {} workers", plan.workers));
-  if (plan.micro_batches != o.micro_batches)
-    wrong(fmt::format("the Plan is for {} micro-batches", plan.micro_batches));
-  if (program.stage != p_i) wrong(fmt::format("its passes are on stage {}", program.stage));
-  if (static_cast<int>(program.passes.size()) != 2 * o.micro_batches)
-    wrong(fmt::format("it has {} passes, not 2 x {} micro-batches", program.passes.size(),
-                      o.micro_batches));
+  std::vector<std::vector<int>> reductions;
+  if (t > o.block.kv_heads) {  // the ranks that share this rank's K/V head
+    const int share = t / o.block.kv_heads;
+    reductions.emplace_back();
+    for (int k = t_i / share * share; k < (t_i / share + 1) * share; ++k)
+      reductions.back().push_back(place.rank_of(d_i, k, p_i));
+  }
+  if (o.data > 1 && o.reduction == DataReduction::PeerAllReduce) {
+    reductions.emplace_back();
+    for (int di = 0; di < o.data; ++di)
+      reductions.back().push_back(place.rank_of(di, t_i, p_i));
+  }
+  check_place("transformer trainer", plan, program, place, reductions);
   const int layers = model::stage_layers(o.block.layers, p)[static_cast<std::size_t>(p_i)];
   const bool first = p_i == 0, last = p_i == p - 1;
-  std::vector<int> tensor_group, ring;
-  for (int k = 0; k < t; ++k)
-    tensor_group.push_back(rank_of(d_i, k, p_i));
-  if (t > 1) ring = {rank_of(d_i, (t_i + t - 1) % t, p_i), rank_of(d_i, (t_i + 1) % t, p_i)};
+  std::vector<int> ring;
+  if (t > 1)
+    ring = {place.rank_of(d_i, (t_i + t - 1) % t, p_i), place.rank_of(d_i, (t_i + 1) % t, p_i)};
   std::sort(ring.begin(), ring.end());
   ring.erase(std::unique(ring.begin(), ring.end()), ring.end());
-  std::vector<bool> seen(static_cast<std::size_t>(2 * o.micro_batches), false);
   for (const ProgramPass& pass : program.passes) {
-    if (pass.micro_batch < 0 || pass.micro_batch >= o.micro_batches)
-      wrong(fmt::format("a pass of micro-batch {}", pass.micro_batch));
-    auto once = seen[static_cast<std::size_t>(2 * pass.micro_batch + (pass.forward ? 0 : 1))];
-    if (once) wrong(fmt::format("two passes of micro-batch {}", pass.micro_batch));
-    once = true;
     // The block's tensor all-reduces: two per layer each way (g forward, f backward), the
     // embedding's on the first stage, the head's two forward and one backward on the last.
     const long long runs =
@@ -541,36 +553,16 @@ void check_program(const TransformerTrainOptions& o, const model::Plan& plan, in
     if (pass.tensor_allreduces != runs)
       wrong(fmt::format("a pass charged {} tensor all-reduces, where the shard runs {}",
                         pass.tensor_allreduces, runs));
-    if (runs > 0 && pass.tensor_group != tensor_group)
+    if (runs > 0 && pass.tensor_group != place.tensor_group())
       wrong("a tensor all-reduce over another group");
-    const bool from_none = pass.forward ? first : last, to_none = pass.forward ? last : first;
-    const int from = rank_of(d_i, t_i, p_i + (pass.forward ? -1 : 1));
-    const int to = rank_of(d_i, t_i, p_i + (pass.forward ? 1 : -1));
-    if (pass.receive_from != (from_none ? -1 : from))
-      wrong(fmt::format("a pass receives from rank {}", pass.receive_from));
-    if (pass.send_to != (to_none ? std::vector<int>{} : std::vector<int>{to}))
-      wrong("a pass sends to other ranks than the next stage's");
-    if (!to_none && pass.send_slice != (t > 1))
+    if (!pass.send_to.empty() && pass.send_slice != (t > 1))
       wrong(t > 1 ? "a pass sends its whole output, not its 1/t slice"
                   : "a pass sends a slice with no tensor split");
-    const bool gathers = !from_none && t > 1;
+    const bool gathers = pass.receive_from >= 0 && t > 1;
     if (pass.gather_sends != (gathers ? t - 1 : 0) ||
         pass.gather_peers != (gathers ? ring : std::vector<int>{}))
       wrong("a pass's input is not all-gathered by its tensor group's ring");
   }
-  std::vector<std::vector<int>> reductions;
-  if (t > o.block.kv_heads) {  // the ranks that share this rank's K/V head
-    const int share = t / o.block.kv_heads;
-    reductions.emplace_back();
-    for (int k = t_i / share * share; k < (t_i / share + 1) * share; ++k)
-      reductions.back().push_back(rank_of(d_i, k, p_i));
-  }
-  if (d > 1 && o.reduction == DataReduction::PeerAllReduce) {
-    reductions.emplace_back();
-    for (int di = 0; di < d; ++di)
-      reductions.back().push_back(rank_of(di, t_i, p_i));
-  }
-  if (program.reductions != reductions) wrong("its gradient reductions are over other groups");
 }
 
 }  // namespace

@@ -77,6 +77,13 @@ class BlockShard {
   /// holds it), embeddings from the first stage, the final norm and the head's columns from the
   /// last; summing every rank's contribution gives each value once.
   void add_to(const float* local, float* full) const;
+  /// Local (offset, count) ranges of what the stage uses: its layers, and its token embedding rows
+  /// and position embedding (first stage) or final norm and head columns (last stage). Its
+  /// gradients are zero elsewhere, and the data group reduces these ranges only (the bytes
+  /// strategy mesh's Plan charges).
+  const std::vector<std::pair<std::size_t, std::size_t>>& stage_ranges() const {
+    return stage_ranges_;
+  }
   /// Local ranges of Wk and Wv when K/V heads are shared by several tensor ranks (t > kv_heads).
   const std::vector<std::pair<std::size_t, std::size_t>>& kv_partial() const { return kv_partial_; }
   /// The tensor ranks that share this rank's K/V heads (itself alone when t <= kv_heads).
@@ -94,7 +101,7 @@ class BlockShard {
   BlockConfig full_, local_;
   int first_, layers_, rank_, tensor_;
   std::vector<Piece> pieces_;
-  std::vector<std::pair<std::size_t, std::size_t>> kv_partial_;
+  std::vector<std::pair<std::size_t, std::size_t>> kv_partial_, stage_ranges_;
 };
 
 /// Tensor rank `rank` of `tensor`'s shard of every layer of `full` (the unsplit parameter

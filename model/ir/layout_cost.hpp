@@ -94,7 +94,10 @@ double alltoall_bytes_per_rank(double bytes, int ranks);
 /// all-gathered forward and backward, gradients reduce-scattered).
 double data_parallel_values(double parameters, int zero_stage);
 
-/// A layout's traffic per step, for one worker of the stage that moves the most.
+/// A layout's traffic per step, for one worker of the stage that moves the most. The tensor counts
+/// are the b s h all-reduces: the last stage's two small loss all-reduces (b s and 2 b s fp32
+/// values per micro-batch) and the sums of shared K/V heads' gradients (t > kv_heads) are charged
+/// in the step's time (stage_time, layout_time) but left out here.
 struct LayoutTraffic {
   long long tensor_allreduces = 0;        ///< per step (all micro-batches), on the busiest stage
   double tensor_allreduce_bytes = 0;      ///< payload of one: b s h e

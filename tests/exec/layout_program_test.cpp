@@ -199,7 +199,7 @@ TEST_CASE("a Plan of another layout is refused on every rank before any message"
   tensor.plan = &data_plan;
   CHECK_THROWS_WITH(
       exec::step_gradients_threads(tensor, parameters, batch.x.data(), batch.y.data()),
-      Contains("charged 0 tensor all-reduces, where the shard runs 1"));
+      Contains("gradient reductions are over other groups"));
 }
 
 TEST_CASE("a step runs the Plan's order, not the options' schedule") {
@@ -334,11 +334,19 @@ TEST_CASE("the transformer trainer refuses a Plan of another layout before any r
       exec::transformer_layout_plan(block_mesh(2, 1, 2, 2, PipelineSchedule::OneFOneB));
   tensor.plan = &data_plan;
   CHECK_THROWS_WITH(exec::train_transformer_threads(tensor),
-                    Contains("cannot run the Plan") && Contains("tensor all-reduces"));
-  // An MLP's Plan for as many workers: its passes charge the MLP's all-reduces.
+                    Contains("cannot run the Plan") && Contains("gradient reductions"));
+  // An MLP's Plan of the same layout: the same places, but its passes charge the MLP's
+  // all-reduces.
   const model::Plan mlp = exec::mlp_layout_plan(mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB));
   tensor.plan = &mlp;
-  CHECK_THROWS_WITH(exec::transformer_rank_programs(tensor), Contains("cannot run the Plan"));
+  CHECK_THROWS_WITH(exec::transformer_rank_programs(tensor),
+                    Contains("cannot run the Plan") && Contains("tensor all-reduces"));
+  // A backward before its forward (a hand-made order) is refused before any rank starts.
+  exec::RankProgram swapped = exec::rank_program(data_plan, 0);
+  std::swap(swapped.passes.front(), swapped.passes.back());
+  CHECK_THROWS_WITH(
+      exec::check_place("test", data_plan, swapped, {2, 1, 2, 2, 0}, swapped.reductions),
+      Contains("before its forward"));
   // And the MLP's trainer refuses a transformer's Plan: its sends are slices.
   exec::ModelParallelOptions split = mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB);
   const model::Plan block_plan =
