@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <boost/range/iterator_range.hpp>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -397,4 +398,38 @@ TEST_CASE("ring all-gather: every member ends with every member's slice; g must 
   std::vector<float> odd(7, 0.0f);
   CHECK_THROWS_WITH(exec::ring_allgather(hub.peer(0), members, odd.data(), 7, 9),
                     Contains("do not split into 3 slices"));
+}
+
+TEST_CASE(
+    "a transformer rank's data reduction moves what its Plan charges: the stage's parameters, "
+    "vocabulary-parallel rows and head columns included") {
+  for (const exec::TransformerTrainOptions& o : {block_mesh(2, 2, 2, 2, PipelineSchedule::OneFOneB),
+                                                 block_mesh(2, 4, 1, 1, PipelineSchedule::OneFOneB),
+                                                 block_mesh(2, 1, 3, 1, PipelineSchedule::GPipe)}) {
+    INFO(o.label());
+    const model::Plan plan = exec::transformer_layout_plan(o);
+    const std::vector<int> layers = model::stage_layers(o.block.layers, o.pipeline);
+    for (int w = 0; w < o.workers(); ++w) {
+      INFO("worker " << w);
+      const int k = w % o.tensor, r = w / (o.tensor * o.data);
+      int first = 0;
+      for (int q = 0; q < r; ++q)
+        first += layers[static_cast<std::size_t>(q)];
+      const exec::BlockShard shard(o.block, first, layers[static_cast<std::size_t>(r)], k,
+                                   o.tensor);
+      double floats = 0;
+      for (const auto& range : shard.stage_ranges())
+        floats += static_cast<double>(range.second);
+      const std::vector<int> data_group = {k + o.tensor * (o.data * r),
+                                           k + o.tensor * (1 + o.data * r)};
+      int found = 0;
+      for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
+        const model::Op& op = plan.graph[v];
+        if (op.kind != model::OpKind::Collective || op.group != data_group) continue;
+        ++found;
+        CHECK(op.bytes == 4 * floats);  // fp32
+      }
+      CHECK(found == 1);
+    }
+  }
 }
