@@ -285,15 +285,8 @@ model::Plan mlp_layout_plan(const ModelParallelOptions& o) {
   for (int l = 0; l < o.shape.layers(); ++l)
     workload.flop_per_sample += 6.0 * o.shape.widths[static_cast<std::size_t>(l)] *
                                 o.shape.widths[static_cast<std::size_t>(l) + 1];
-  LayoutShape shape;
-  shape.data = o.data;
-  shape.tensor = o.tensor;
-  shape.pipeline = o.pipeline;
-  shape.micro_batches = o.micro_batches;
-  shape.schedule = o.schedule;
-  shape.batch = o.batch;
-  shape.file = o.file;
-  return layout_plan(workload, shape);
+  return layout_plan(workload, LayoutShape{o.data, o.tensor, o.pipeline, o.micro_batches,
+                                           o.schedule, o.batch, o.file});
 }
 
 std::string ModelParallelOptions::label() const {

@@ -662,15 +662,8 @@ model::Plan transformer_layout_plan(const TransformerTrainOptions& o) {
   workload.bytes_per_parameter = 4;
   workload.transformer = shape;
   model::derive_workload_fields(workload);
-  LayoutShape layout;
-  layout.data = o.data;
-  layout.tensor = o.tensor;
-  layout.pipeline = o.pipeline;
-  layout.micro_batches = o.micro_batches;
-  layout.schedule = o.schedule;
-  layout.batch = o.batch;
-  layout.file = o.file;
-  return layout_plan(workload, layout);
+  return layout_plan(workload, LayoutShape{o.data, o.tensor, o.pipeline, o.micro_batches,
+                                           o.schedule, o.batch, o.file});
 }
 
 TransformerReport train_transformer_threads(const TransformerTrainOptions& options) {

@@ -101,6 +101,25 @@ void check_place(const exec::RankProgram& program, int w, Mesh mesh, int m,
   CHECK(program.reductions == reductions);
 }
 
+/// exec's decoder block of 3 layers (2 stages split them 2 + 1), 4 heads sharing 2 K/V heads.
+exec::TransformerTrainOptions block_mesh(int d, int t, int p, int m, PipelineSchedule schedule) {
+  exec::TransformerTrainOptions o;
+  o.block.vocabulary = 32;
+  o.block.hidden = 32;
+  o.block.heads = 4;
+  o.block.kv_heads = 2;
+  o.block.ffn_hidden = 48;
+  o.block.layers = 3;
+  o.block.sequence = 12;
+  o.block.micro_batch = 1;
+  o.data = d, o.tensor = t, o.pipeline = p, o.micro_batches = m;
+  o.schedule = schedule;
+  o.batch = 12;
+  o.seed = 7;
+  o.steps = 1;
+  return o;
+}
+
 /// sum (a_i - b_i)^2; REQUIREs equal sizes.
 double squared_difference(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
@@ -201,6 +220,13 @@ TEST_CASE("a Plan of another layout is refused on every rank before any message"
   CHECK_THROWS_WITH(
       exec::step_gradients_threads(tensor, parameters, batch.x.data(), batch.y.data()),
       Contains("gradient reductions are over other groups"));
+  // A transformer's Plan of the same layout: its sends are slices the receivers all-gather.
+  const model::Plan block_plan =
+      exec::transformer_layout_plan(block_mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB));
+  tensor.plan = &block_plan;
+  CHECK_THROWS_WITH(
+      exec::step_gradients_threads(tensor, parameters, batch.x.data(), batch.y.data()),
+      Contains("cannot run the Plan"));
 }
 
 TEST_CASE("a step runs the Plan's order, not the options' schedule") {
@@ -227,29 +253,6 @@ TEST_CASE("a step runs the Plan's order, not the options' schedule") {
   CHECK(b.passes == expected_passes(PipelineSchedule::GPipe, 2, 0, 4));
   CHECK(a.passes != b.passes);
 }
-
-namespace {
-
-/// exec's decoder block of 3 layers (2 stages split them 2 + 1), 4 heads sharing 2 K/V heads.
-exec::TransformerTrainOptions block_mesh(int d, int t, int p, int m, PipelineSchedule schedule) {
-  exec::TransformerTrainOptions o;
-  o.block.vocabulary = 32;
-  o.block.hidden = 32;
-  o.block.heads = 4;
-  o.block.kv_heads = 2;
-  o.block.ffn_hidden = 48;
-  o.block.layers = 3;
-  o.block.sequence = 12;
-  o.block.micro_batch = 1;
-  o.data = d, o.tensor = t, o.pipeline = p, o.micro_batches = m;
-  o.schedule = schedule;
-  o.batch = 12;
-  o.seed = 7;
-  o.steps = 1;
-  return o;
-}
-
-}  // namespace
 
 TEST_CASE(
     "a transformer layout's program: its schedule, 1/t slices sent, the receivers' ring "
@@ -348,16 +351,6 @@ TEST_CASE("the transformer trainer refuses a Plan of another layout before any r
   CHECK_THROWS_WITH(
       exec::check_place("test", data_plan, swapped, {2, 1, 2, 2, 0}, swapped.reductions),
       Contains("before its forward"));
-  // And the MLP's trainer refuses a transformer's Plan: its sends are slices.
-  exec::ModelParallelOptions split = mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB);
-  const model::Plan block_plan =
-      exec::transformer_layout_plan(block_mesh(1, 2, 2, 2, PipelineSchedule::OneFOneB));
-  split.plan = &block_plan;
-  const test::PixelBatch batch = test::pixel_batch();
-  std::vector<float> parameters(split.shape.parameters());
-  exec::init_parameters(split.shape, 3, parameters.data());
-  CHECK_THROWS_WITH(exec::step_gradients_threads(split, parameters, batch.x.data(), batch.y.data()),
-                    Contains("cannot run the Plan"));
 }
 
 TEST_CASE("the transformer trainer runs its Plan's order: GPipe's Plan under 1F1B options") {
