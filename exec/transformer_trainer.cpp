@@ -53,10 +53,10 @@ BlockShard::BlockShard(const BlockConfig& full, int first_layer, int layers, int
   // Megatron's vocabulary-parallel embedding: rank k looks up (and owns) the token rows
   // [k V/t, (k+1) V/t) of its whole-sized table; the position table is replicated.
   const int rows = full_.vocabulary / tensor_;
-  add_piece(ParameterSlot{"", rows, l.token_embedding.cols,
-                          l.token_embedding.offset +
-                              static_cast<std::size_t>(rank_ * rows) *
-                                  static_cast<std::size_t>(l.token_embedding.cols)},
+  const std::size_t token_rows =
+      l.token_embedding.offset +
+      static_cast<std::size_t>(rank_ * rows) * static_cast<std::size_t>(l.token_embedding.cols);
+  add_piece(ParameterSlot{"", rows, l.token_embedding.cols, token_rows},
             ParameterSlot{"", rows, f.token_embedding.cols, f.token_embedding.offset}, rank_ * rows,
             0, first_stage);
   add_piece(l.position_embedding, f.position_embedding, 0, 0, first_stage && lead);
@@ -99,8 +99,7 @@ BlockShard::BlockShard(const BlockConfig& full, int first_layer, int layers, int
     if (count > 0) stage_ranges_.push_back({offset, count});
   };
   if (first_stage) {
-    use(l.token_embedding.offset + static_cast<std::size_t>(rank_ * rows) *
-                                       static_cast<std::size_t>(l.token_embedding.cols),
+    use(token_rows,
         static_cast<std::size_t>(rows) * static_cast<std::size_t>(l.token_embedding.cols));
     use(l.position_embedding.offset, l.position_embedding.size());
   }
