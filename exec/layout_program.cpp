@@ -197,6 +197,13 @@ std::vector<int> MeshRank::tensor_group() const {
   return members;
 }
 
+std::vector<int> MeshRank::data_group() const {
+  std::vector<int> members;
+  for (int d = 0; d < data; ++d)
+    members.push_back(rank_of(d, tensor_index(), stage()));
+  return members;
+}
+
 void refuse_program(const std::string& trainer, const model::Plan& plan, const MeshRank& place,
                     const std::string& what) {
   throw std::invalid_argument(

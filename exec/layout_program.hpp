@@ -81,6 +81,8 @@ struct MeshRank {
   int rank_of(int d, int t, int p) const { return t + tensor * (d + data * p); }
   /// The ranks of this rank's tensor group, in tensor order.
   std::vector<int> tensor_group() const;
+  /// The ranks of this rank's data group (same tensor index and stage), in data order.
+  std::vector<int> data_group() const;
 };
 
 /// Refuses (std::invalid_argument naming `trainer`, the Plan, the rank's place and `what`) a

@@ -232,11 +232,7 @@ class RankEngine {
       refuse_program("layout trainer", plan, place, what);
     };
     std::vector<std::vector<int>> reductions;
-    if (o_.data > 1) {
-      reductions.emplace_back();
-      for (int d = 0; d < o_.data; ++d)
-        reductions.back().push_back(rank_of(d, t_i_, p_i_));
-    }
+    if (o_.data > 1) reductions.push_back(place.data_group());
     check_place("layout trainer", plan, program_, place, reductions);
     for (const ProgramPass& pass : program_.passes) {
       const long long runs =

@@ -156,13 +156,17 @@ void BlockShard::add_to(const float* local, float* full) const {
   }
 }
 
-std::vector<int> BlockShard::kv_sharers() const {
-  if (tensor_ <= full_.kv_heads) return {rank_};
-  const int share = tensor_ / full_.kv_heads, first = rank_ / share * share;
+std::vector<int> kv_sharing_ranks(int kv_heads, int tensor, int tensor_rank) {
+  if (tensor <= kv_heads) return {tensor_rank};
+  const int share = tensor / kv_heads, first = tensor_rank / share * share;
   std::vector<int> ranks;
   for (int k = 0; k < share; ++k)
     ranks.push_back(first + k);
   return ranks;
+}
+
+std::vector<int> BlockShard::kv_sharers() const {
+  return kv_sharing_ranks(full_.kv_heads, tensor_, rank_);
 }
 
 std::vector<float> shard_parameters(const std::vector<float>& full, const BlockConfig& config,
@@ -525,16 +529,12 @@ void check_program(const TransformerTrainOptions& o, const model::Plan& plan, in
   };
   std::vector<std::vector<int>> reductions;
   if (t > o.block.kv_heads) {  // the ranks that share this rank's K/V head
-    const int share = t / o.block.kv_heads;
     reductions.emplace_back();
-    for (int k = t_i / share * share; k < (t_i / share + 1) * share; ++k)
+    for (int k : kv_sharing_ranks(o.block.kv_heads, t, t_i))
       reductions.back().push_back(place.rank_of(d_i, k, p_i));
   }
-  if (o.data > 1 && o.reduction == DataReduction::PeerAllReduce) {
-    reductions.emplace_back();
-    for (int di = 0; di < o.data; ++di)
-      reductions.back().push_back(place.rank_of(di, t_i, p_i));
-  }
+  if (o.data > 1 && o.reduction == DataReduction::PeerAllReduce)
+    reductions.push_back(place.data_group());
   check_place("transformer trainer", plan, program, place, reductions);
   const int layers = model::stage_layers(o.block.layers, p)[static_cast<std::size_t>(p_i)];
   const bool first = p_i == 0, last = p_i == p - 1;

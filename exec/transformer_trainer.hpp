@@ -104,6 +104,10 @@ class BlockShard {
   std::vector<std::pair<std::size_t, std::size_t>> kv_partial_, stage_ranges_;
 };
 
+/// The tensor ranks that share tensor rank `tensor_rank`'s K/V head: tensor / kv_heads
+/// consecutive ranks when tensor > kv_heads, else the rank alone.
+std::vector<int> kv_sharing_ranks(int kv_heads, int tensor, int tensor_rank);
+
 /// Tensor rank `rank` of `tensor`'s shard of every layer of `full` (the unsplit parameter
 /// vector of `config`, whose tensor is 1), in the flat layout of `config` with tensor set.
 std::vector<float> shard_parameters(const std::vector<float>& full, const BlockConfig& config,
