@@ -8,12 +8,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "exec/async_trainer.hpp"
+#include "exec/async_ranks.hpp"
 #include "exec/cpu_replica.hpp"
 #include "exec/dataset.hpp"
 #include "exec/job_keys.hpp"
 #include "exec/layout_program.hpp"
-#include "exec/mpi_async.hpp"
 #include "exec/mpi_peers.hpp"
 #include "exec/pipeline_parallel.hpp"
 #include "exec/report.hpp"
@@ -171,7 +170,10 @@ Measurement measure_asynchronous(const model::Job& job, const ExecSettings& sett
     *log << "measure: " << plan.strategy << " K=" << plan.workers
          << " servers=" << plan.server_hosts.size() << " b=" << plan.batch << " on "
          << (distributed ? "mpi" : "threads") << " (concurrent, wall clock) ...\n";
-  if (distributed) return train_async_mpi(plan, platform, data, shape, settings.train, reporter);
+  if (distributed) {
+    MpiPeers peers;
+    return train_async(plan, platform, data, shape, settings.train, peers, reporter);
+  }
   reporter = true;
   return train_async_threads(plan, platform, data, shape, settings.train);
 }
@@ -380,7 +382,7 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
       if (reporter) run.measurements.push_back(std::move(m));
       continue;
     }
-    if (plan.asynchronous) {  // worker and server threads or ranks: exec/async_trainer.hpp
+    if (plan.asynchronous) {  // worker and server threads or ranks: exec/async_ranks.hpp
       if (mpi) mpi->barrier();
       bool reporter = true;
       Measurement m =

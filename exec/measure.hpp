@@ -9,7 +9,7 @@
 // server ranks of ps and sparknet serve (ranks K..K+s-1), `single` runs on rank 0 only while
 // the others wait, and every rank's trace spans are gathered to rank 0, then every server rank's
 // own processing (the row's `servers`, exec/report.hpp; only runs with server ranks have the key;
-// async-ps's come from exec/mpi_async.hpp, async-ps on threads has none). A strategy that splits
+// async-ps's come from exec/async_ranks.hpp, on threads as under MPI). A strategy that splits
 // the model (mesh) trains the MLP's layout instead, a thread or an MPI rank per rank of its mesh
 // (exec/pipeline_parallel.hpp), on the wall clock. A transformer workload trains exec's
 // decoder block instead, in every strategy (exec/transformer_measure.hpp). What it leaves out:

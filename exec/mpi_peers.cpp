@@ -27,7 +27,7 @@ int as_count(std::size_t n) {
 }  // namespace
 
 struct MpiPeers::Pending {
-  std::vector<float> data;
+  std::vector<char> data;
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
@@ -58,18 +58,38 @@ void MpiPeers::reclaim(bool wait) {
 }
 
 void MpiPeers::send(int to, const float* data, std::size_t n, int tag) {
+  send_bytes(to, data, n * sizeof(float), tag);
+}
+
+void MpiPeers::recv(int from, float* data, std::size_t n, int tag) {
+  check(MPI_Recv(data, as_count(n * sizeof(float)), MPI_BYTE, from, tag, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE),
+        "MPI_Recv");
+}
+
+void MpiPeers::send_bytes(int to, const void* data, std::size_t bytes, int tag) {
   reclaim(false);
   auto pending = std::make_unique<Pending>();
-  pending->data.assign(data, data + n);
-  check(MPI_Isend(pending->data.data(), as_count(n), MPI_FLOAT, to, tag, MPI_COMM_WORLD,
+  const char* first = static_cast<const char*>(data);
+  pending->data.assign(first, first + bytes);
+  check(MPI_Isend(pending->data.data(), as_count(bytes), MPI_BYTE, to, tag, MPI_COMM_WORLD,
                   &pending->request),
         "MPI_Isend");
   pending_.push_back(std::move(pending));
 }
 
-void MpiPeers::recv(int from, float* data, std::size_t n, int tag) {
-  check(MPI_Recv(data, as_count(n), MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+PeerEnvelope MpiPeers::recv_any(int from, int tag, std::vector<char>& message) {
+  MPI_Status status;
+  check(MPI_Probe(from == kAnySource ? MPI_ANY_SOURCE : from, tag == kAnyTag ? MPI_ANY_TAG : tag,
+                  MPI_COMM_WORLD, &status),
+        "MPI_Probe");
+  int bytes = 0;
+  check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+  message.resize(static_cast<std::size_t>(bytes));
+  check(MPI_Recv(message.data(), bytes, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE),
         "MPI_Recv");
+  return PeerEnvelope{status.MPI_SOURCE, status.MPI_TAG, message.size()};
 }
 
 void MpiPeers::barrier() {
@@ -88,6 +108,10 @@ MpiPeers::~MpiPeers() = default;
 void MpiPeers::reclaim(bool /*wait*/) {}
 void MpiPeers::send(int /*to*/, const float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
 void MpiPeers::recv(int /*from*/, float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
+void MpiPeers::send_bytes(int /*to*/, const void* /*data*/, std::size_t /*bytes*/, int /*tag*/) {}
+PeerEnvelope MpiPeers::recv_any(int /*from*/, int /*tag*/, std::vector<char>& /*message*/) {
+  return {};
+}
 void MpiPeers::barrier() {}
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -77,14 +78,23 @@ class ThreadPeer final : public PeerGroup {
   int rank() const override { return rank_; }
   int size() const override { return hub_.ranks(); }
   void send(int to, const float* data, std::size_t n, int tag) override {
-    hub_.deliver(rank_, to, tag, std::vector<float>(data, data + n));
+    send_bytes(to, data, n * sizeof(float), tag);
   }
   void recv(int from, float* data, std::size_t n, int tag) override {
-    const std::vector<float> message = hub_.take(from, rank_, tag);
-    if (message.size() != n)
-      throw std::logic_error("peer message of " + std::to_string(message.size()) +
-                             " floats where " + std::to_string(n) + " were expected");
-    std::copy(message.begin(), message.end(), data);
+    const std::vector<char> message = hub_.take(from, rank_, tag).second;
+    if (message.size() != n * sizeof(float))
+      throw std::logic_error("peer message of " + std::to_string(message.size()) + " bytes where " +
+                             std::to_string(n) + " floats were expected");
+    std::memcpy(data, message.data(), message.size());
+  }
+  void send_bytes(int to, const void* data, std::size_t bytes, int tag) override {
+    const char* first = static_cast<const char*>(data);
+    hub_.deliver(rank_, to, tag, std::vector<char>(first, first + bytes));
+  }
+  PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) override {
+    auto [key, bytes] = hub_.take(from, rank_, tag);
+    message = std::move(bytes);
+    return PeerEnvelope{std::get<1>(key), std::get<2>(key), message.size()};
   }
   void barrier() override { hub_.arrive_at_barrier(); }
 
@@ -104,25 +114,56 @@ PeerGroup& ThreadPeerHub::peer(int rank) {
   return *ends_.at(static_cast<std::size_t>(rank));
 }
 
-void ThreadPeerHub::deliver(int from, int to, int tag, std::vector<float> message) {
+void ThreadPeerHub::abort() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    mailboxes_[{from, to, tag}].push_back(std::move(message));
+    aborted_ = true;
   }
   changed_.notify_all();
 }
 
-std::vector<float> ThreadPeerHub::take(int from, int to, int tag) {
+void ThreadPeerHub::throw_if_aborted() const {
+  if (aborted_) throw std::runtime_error("peer group aborted: another rank failed");
+}
+
+void ThreadPeerHub::deliver(int from, int to, int tag, std::vector<char> message) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mailboxes_[{to, from, tag}].push_back(Stamped{sent_++, std::move(message)});
+  }
+  changed_.notify_all();
+}
+
+std::pair<ThreadPeerHub::Key, std::vector<char>> ThreadPeerHub::take(int from, int to, int tag) {
+  const auto matches = [&](const Key& key) {
+    return std::get<0>(key) == to && (from == PeerGroup::kAnySource || std::get<1>(key) == from) &&
+           (tag == PeerGroup::kAnyTag || std::get<2>(key) == tag);
+  };
   std::unique_lock<std::mutex> lock(mutex_);
-  auto& box = mailboxes_[{from, to, tag}];
-  changed_.wait(lock, [&box] { return !box.empty(); });
-  std::vector<float> message = std::move(box.front());
-  box.pop_front();
-  return message;
+  std::deque<Stamped>* oldest = nullptr;
+  Key key;
+  changed_.wait(lock, [&] {
+    if (aborted_) return true;
+    oldest = nullptr;
+    // The receiver's mailboxes are one contiguous range of the map (the receiver leads the key).
+    for (auto it = mailboxes_.lower_bound(Key{to, -1, -1});
+         it != mailboxes_.end() && std::get<0>(it->first) == to; ++it)
+      if (!it->second.empty() && matches(it->first) &&
+          (!oldest || it->second.front().order < oldest->front().order)) {
+        oldest = &it->second;
+        key = it->first;
+      }
+    return oldest != nullptr;
+  });
+  throw_if_aborted();
+  std::vector<char> message = std::move(oldest->front().bytes);
+  oldest->pop_front();
+  return {key, std::move(message)};
 }
 
 void ThreadPeerHub::arrive_at_barrier() {
   std::unique_lock<std::mutex> lock(mutex_);
+  throw_if_aborted();
   const long long generation = barrier_generation_;
   if (++barrier_waiting_ == ranks()) {
     barrier_waiting_ = 0;
@@ -131,7 +172,8 @@ void ThreadPeerHub::arrive_at_barrier() {
     changed_.notify_all();
     return;
   }
-  changed_.wait(lock, [&] { return barrier_generation_ != generation; });
+  changed_.wait(lock, [&] { return aborted_ || barrier_generation_ != generation; });
+  throw_if_aborted();
 }
 
 }  // namespace tauplan::exec

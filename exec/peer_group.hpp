@@ -11,9 +11,12 @@
 // order, so every member holds the same bits (no reduction tree whose order differs by rank);
 // allreduce_max() takes the element-wise maximum the same way (a vocabulary-parallel softmax);
 // ring_allgather() completes a buffer whose slices the members hold (a pipeline message sent as
-// tensor slices).
+// tensor slices). Besides floats, a rank may send bytes (a header and floats, a record) and
+// receive the oldest message from any rank or with any tag, whatever its size (recv_any: a
+// parameter server takes its workers' pushes in arrival order).
 // Implementations: ThreadPeers (ranks are threads of one process, messages are copies into
-// mailboxes) and MpiPeers (exec/mpi_peers.hpp: ranks are MPI processes, MPI_Isend/MPI_Recv).
+// mailboxes, abort() wakes every waiting rank with an error) and MpiPeers (exec/mpi_peers.hpp:
+// ranks are MPI processes, MPI_Isend/MPI_Recv, MPI_Probe for recv_any).
 // What it leaves out: bandwidth-optimal collectives (the all-gather-and-add moves (g - 1) x the
 // buffer per member instead of a ring's 2 (g - 1)/g: the groups here are 2 to 4 ranks of an
 // MLP), GPU memory, and overlap.
@@ -27,12 +30,23 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tauplan::exec {
 
+/// What recv_any received: from which rank, with which tag, how many bytes.
+struct PeerEnvelope {
+  int from = -1;
+  int tag = -1;
+  std::size_t bytes = 0;
+};
+
 class PeerGroup {
  public:
+  static constexpr int kAnySource = -1;
+  static constexpr int kAnyTag = -1;
+
   virtual ~PeerGroup() = default;
   PeerGroup() = default;
   PeerGroup(const PeerGroup&) = delete;
@@ -46,6 +60,12 @@ class PeerGroup {
   virtual void send(int to, const float* data, std::size_t n, int tag) = 0;
   /// Receives `n` floats from rank `from` (the oldest message with `tag`); blocks.
   virtual void recv(int from, float* data, std::size_t n, int tag) = 0;
+  /// Sends `bytes` bytes to rank `to`; copied, so the call returns at once.
+  virtual void send_bytes(int to, const void* data, std::size_t bytes, int tag) = 0;
+  /// Receives the oldest message to this rank from `from` (kAnySource: any rank) with `tag`
+  /// (kAnyTag: any tag) into `message`, resized to its bytes; blocks. Messages from one rank
+  /// arrive in the order they were sent. Pairs with send_bytes (not with send's floats).
+  virtual PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) = 0;
   /// Returns when every rank has called it (and this rank's sends have completed).
   virtual void barrier() = 0;
 };
@@ -66,7 +86,8 @@ void allreduce_max(PeerGroup& peers, const std::vector<int>& members, float* dat
 int ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
                    int tag);
 
-/// Ranks that are threads of this process: one mailbox per (sender, receiver, tag).
+/// Ranks that are threads of this process: one mailbox per (receiver, sender, tag), each message
+/// stamped with its place in the hub's order of sends (recv_any takes the oldest that matches).
 class ThreadPeerHub {
  public:
   explicit ThreadPeerHub(int ranks);
@@ -74,16 +95,28 @@ class ThreadPeerHub {
   /// The end of rank `rank` (owned by the hub; use it from that rank's thread).
   PeerGroup& peer(int rank);
   int ranks() const { return static_cast<int>(ends_.size()); }
+  /// Wakes every rank waiting in a receive or the barrier, and every later one, with a
+  /// std::runtime_error: a rank that failed must not leave the others waiting for it.
+  void abort();
 
  private:
   friend class ThreadPeer;
-  void deliver(int from, int to, int tag, std::vector<float> message);
-  std::vector<float> take(int from, int to, int tag);
+  struct Stamped {
+    long long order = 0;
+    std::vector<char> bytes;
+  };
+  using Key = std::tuple<int, int, int>;  // receiver, sender, tag
+  void deliver(int from, int to, int tag, std::vector<char> message);
+  /// The oldest message to `to` matching `from` and `tag` (either may be "any").
+  std::pair<Key, std::vector<char>> take(int from, int to, int tag);
   void arrive_at_barrier();
+  void throw_if_aborted() const;
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<std::tuple<int, int, int>, std::deque<std::vector<float>>> mailboxes_;
+  std::map<Key, std::deque<Stamped>> mailboxes_;
+  long long sent_ = 0;
+  bool aborted_ = false;
   int barrier_waiting_ = 0;
   long long barrier_generation_ = 0;
   std::vector<std::unique_ptr<PeerGroup>> ends_;

@@ -2,7 +2,7 @@
 //
 // A server rank computes between its waits on the network: the synchronous `ps` and `sparknet`
 // (mpi_algorithm.cpp's serve_push_pull) combine the K pushed shards and post K replies, the
-// asynchronous server (mpi_async.cpp) applies one worker's gradient shard and prepares its reply.
+// asynchronous server (async_ranks.cpp) applies one worker's gradient shard and prepares its reply.
 // Each such unit is a call (sync: one push-combine-reply; async: one update applied), recorded
 // with its processing seconds on the steady clock (waits for messages excluded), the messages it
 // handled (sync: K received + K sent; async: the push and its reply) and the payload bytes it

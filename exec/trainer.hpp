@@ -55,7 +55,7 @@
 // the plan's most plus one, the sample stream's stride): on the lockstep virtual clock (measured x
 // slowdown), or in concurrent timing on the wall clock from the op's start (the emulated
 // slowdown's sleeps included); the average weights each worker by its steps. Asynchronous plans
-// run in async_trainer.hpp, not here.
+// run in async_cycle.hpp and async_ranks.hpp, not here.
 //
 // What it leaves out: real overlap of communication with computation (in lockstep the DAG
 // composes bucket collectives with the backward pass; in concurrent mode they run after it),

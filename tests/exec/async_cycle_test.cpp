@@ -7,7 +7,7 @@
 
 #include <boost/range/iterator_range.hpp>
 
-#include "exec/async_trainer.hpp"
+#include "exec/async_ranks.hpp"
 #include "exec_support.hpp"
 #include "model/base/error.hpp"
 

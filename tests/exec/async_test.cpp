@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "exec/async_trainer.hpp"
+#include "exec/async_ranks.hpp"
 #include "exec/dataset.hpp"
 #include "exec/job_keys.hpp"
 #include "exec/measure.hpp"
@@ -79,7 +79,15 @@ TEST_CASE("async threads: two servers share the vector; shards cover it once", "
       measure(job, test::tiny_workload(), platform, {"async-ps"}, nullptr, nullptr);
   REQUIRE(run.measurements.size() == 1);
   const nlohmann::json row = model::to_json(to_result_row(run.measurements[0]));
-  CHECK(row["servers"] == 2);
+  // Both servers' own processing (as under MPI, tests/exec/async_mpi.sh): server j applied
+  // its shard once per update, with 2 messages each; the lead applied every update counted.
+  REQUIRE(row["servers"].size() == 2);
+  for (int j = 0; j < 2; ++j) {
+    const auto& server = row["servers"][static_cast<std::size_t>(j)];
+    CHECK(server["server"] == j);
+    CHECK(server["messages"].get<long long>() == 2 * server["calls"].get<long long>());
+  }
+  CHECK(row["servers"][0]["calls"] == row["updates_applied"]);
   const auto histogram = row["staleness_histogram"].get<std::vector<long long>>();
   // The lead applied 400; the other server lags it by at most one update per worker (3) when
   // the lead stops everything.

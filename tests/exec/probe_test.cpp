@@ -62,6 +62,14 @@ class DelayLine {
       while (seconds_now() < due)
         std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+    // The probes send floats only.
+    void send_bytes(int /*to*/, const void* /*data*/, std::size_t /*bytes*/, int /*tag*/) override {
+      throw std::logic_error("the delay line carries floats only");
+    }
+    exec::PeerEnvelope recv_any(int /*from*/, int /*tag*/,
+                                std::vector<char>& /*message*/) override {
+      throw std::logic_error("the delay line carries floats only");
+    }
     void barrier() override { line_.hub_.peer(rank_).barrier(); }
 
    private:

@@ -1,4 +1,5 @@
-// async_trainer.hpp: asynchronous parameter-server training for real (an asynchronous Plan).
+// async_cycle.hpp: asynchronous parameter-server training for real (an asynchronous Plan): what a
+// worker's cycle is, and what a run measured.
 //
 // K workers and S servers; the parameter vector is cut into S contiguous shards, one per server.
 // A worker loops with no barrier over its cycle of the Plan's ops (worker_cycle): each
@@ -17,10 +18,11 @@
 // per evaluation) and stops at the target accuracy or after max_steps updates. Everything is
 // timed on the wall clock, workers really running at the same time (threads: timing must be
 // concurrent); a worker's emulated slowdown is slept after its step, as the trainer does.
-// Two transports: threads in one process (train_async_threads, here: a pull is a copy under the
-// shard's lock, a push hands the server a pointer to the gradient), and MPI ranks (mpi_async.hpp:
-// ranks 0..K-1 are workers, K..K+S-1 servers, real messages). What it leaves out: CUDA workers,
-// optimizer state on the servers (plain SGD), and learning rates scaled by staleness.
+// The handlers of those ops, worker and server, are written once over a PeerGroup
+// (exec/async_ranks.hpp): ranks 0..K-1 are workers, K..K+S-1 servers, real messages, as threads
+// of one process or MPI ranks. Here: the cycle read from the Plan, a worker's step, the lead's
+// evaluation, the shards, and the Measurement. What it leaves out: CUDA workers, optimizer state
+// on the servers (plain SGD), and learning rates scaled by staleness.
 #pragma once
 
 #include <memory>
@@ -58,6 +60,7 @@ struct AsyncRecord {
   std::vector<long long> staleness_histogram;  ///< applies (update x server) by staleness
   long long clock_skew_max = 0;  ///< most steps a worker was ahead of the slowest at its start
   std::vector<AsyncWorkerRecord> workers;
+  nlohmann::json servers = nlohmann::json::array();  ///< each server's processing (report.hpp)
 };
 
 /// One worker's model and data: computes the gradient of its n-th step.
@@ -123,14 +126,10 @@ void check_async_job(const model::Plan& plan, const Dataset& data, const TrainOp
 
 /// The Measurement (the schema every exec run reports) of an asynchronous run: rounds and steps
 /// are server updates, total_s the training clock when the target was reached (or at the end),
-/// round_s = total_s / updates; extra holds throughput, staleness and per-worker details.
+/// round_s = total_s / updates; extra holds throughput, staleness, per-worker details and the
+/// servers' own processing.
 Measurement async_measurement(const AsyncRecord& record, const model::Plan& plan,
                               const model::Platform& platform, const Dataset& data,
                               const MlpShape& shape, const TrainOptions& options);
-
-/// K worker threads and S server threads in this process.
-Measurement train_async_threads(const model::Plan& plan, const model::Platform& platform,
-                                const Dataset& data, const MlpShape& shape,
-                                const TrainOptions& options);
 
 }  // namespace tauplan::exec
