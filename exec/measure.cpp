@@ -19,6 +19,7 @@
 #include "exec/thread_communicator.hpp"
 #include "exec/transformer_measure.hpp"
 #include "model/base/error.hpp"
+#include "model/ir/mlp_layout.hpp"
 #include "model/ir/strategy.hpp"
 #ifdef TAUPLAN_HAVE_CUDA
 #include "exec/cuda/cuda_backend.hpp"
@@ -226,6 +227,9 @@ void check_layouts_measurable(const model::Job& job, const ExecSettings& setting
                        "0 to measure strategy mesh on an MLP (exec's layouts shard no parameters, "
                        "gradients or optimizer state)",
                        job.text("zero_stage"));
+    // The layout's shape (stages, divisible widths), before the data is loaded.
+    model::check_mlp_layout(model::layout_from_job(job), workload, job.real("batch"),
+                            static_cast<int>(job.integer("workers")), job.file);
   }
 }
 
