@@ -11,6 +11,7 @@
 
 #include "exec/job_keys.hpp"
 #include "exec/measure.hpp"
+#include "exec/mpi_peers.hpp"
 #include "exec/rank_times.hpp"
 #include "exec/token_stream.hpp"
 #include "exec/transformer_trainer.hpp"
@@ -44,11 +45,31 @@ void refuse_mlp_keys(const model::Job& job, const ExecSettings& settings) {
                      to_string(settings.train.timing));
   if (settings.device != Device::Cpu)
     throw InputError(job.file, "device", "cpu with a transformer workload", "cuda");
-  if (settings.communicator != "auto" && settings.communicator != "threads")
+}
+
+/// Under mpirun (`world` processes, one per rank) only a layout's Plan runs, on exactly its
+/// ranks; on threads the communicator must be threads.
+void check_transport(const model::Job& job, const ExecSettings& settings, int world,
+                     const model::Plan& plan, const TransformerTrainOptions& o) {
+  const bool distributed = world > 1;
+  const std::string expected = distributed ? "mpi" : "threads";
+  if (settings.communicator != "auto" && settings.communicator != expected)
     throw InputError(job.file, "communicator",
-                     "threads or auto with a transformer workload (its ranks are threads of "
-                     "one process)",
+                     expected + " or auto with a transformer workload" +
+                         (distributed ? " under mpirun" : " (not under mpirun)"),
                      settings.communicator);
+  if (!distributed) return;
+  if (o.reduction == DataReduction::Communicator && o.data > 1)
+    throw InputError(job.file, "strategies",
+                     "single or mesh with a transformer workload under mpirun (sync combines "
+                     "through the threads' Communicator; mesh with data_parallel = workers is "
+                     "its data-parallel layout)",
+                     plan.strategy);
+  if (o.workers() != 1 && o.workers() != world)
+    throw InputError(job.file, "workers",
+                     "the MPI world size " + std::to_string(world) + " for " + plan.strategy +
+                         " (one rank per worker: mpirun -np K; one worker runs on rank 0)",
+                     std::to_string(o.workers()));
 }
 
 /// The layout a strategy asks for, from its Plan and normalised options; InputError for what
@@ -206,11 +227,7 @@ std::vector<Measurement> measure_transformer(const model::Job& job, const model:
                                              const std::vector<std::string>& strategies,
                                              MpiSession* mpi, std::ostream* log) {
   const ExecSettings settings = exec_settings(job);
-  if (mpi && mpi->size() > 1)
-    throw InputError(job.file, "communicator",
-                     "threads with a transformer workload (not under mpirun: its ranks are "
-                     "threads of one process)",
-                     "mpi with " + std::to_string(mpi->size()) + " ranks");
+  const bool distributed = mpi && mpi->size() > 1;
   const BlockConfig block = transformer_block_config(workload);
   refuse_mlp_keys(job, settings);
   const model::StrategyOptions options = model::strategy_options(job);
@@ -227,6 +244,7 @@ std::vector<Measurement> measure_transformer(const model::Job& job, const model:
     o.steps = settings.train.max_steps;
     o.combine = settings.train.combine;
     check_transformer_layout(o);
+    check_transport(job, settings, distributed ? mpi->size() : 1, plan, o);
     runs.emplace_back(std::move(plan), o);
   }
   for (auto& [plan, o] : runs) {  // each rank runs its part of the job's own Plan
@@ -253,11 +271,21 @@ std::vector<Measurement> measure_transformer(const model::Job& job, const model:
   for (const auto& [plan, o] : runs) {
     if (log)
       *log << "measure: " << plan.strategy << " " << o.label() << " K=" << o.workers()
-           << " b=" << o.batch << " on threads (concurrent, wall clock), " << o.steps
-           << " steps ...\n";
+           << " b=" << o.batch << " on " << (distributed && o.workers() > 1 ? "mpi" : "threads")
+           << " (concurrent, wall clock), " << o.steps << " steps ...\n";
     const auto started = std::chrono::steady_clock::now();
-    const TransformerReport report = train_transformer_threads(o);
+    // Under mpirun a layout runs one rank per process; one worker runs on rank 0 alone.
+    const bool across_processes = distributed && o.workers() > 1;
+    TransformerReport report;
+    if (across_processes) {
+      MpiPeers peers;
+      report = train_transformer(o, peers);
+    } else if (!distributed || mpi->rank() == 0) {
+      report = train_transformer_threads(o);
+    }
+    if (distributed && mpi->rank() != 0) continue;  // rank 0 reports
     Measurement m = to_measurement(plan, platform, settings, o, report);
+    m.communicator = across_processes ? "mpi" : "threads";
     m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     m.eval_wall_s = std::max(0.0, m.wall_s - m.total_s);
     add_transformer_extra(m, o, report);

@@ -10,13 +10,16 @@
 // refuses (tensor_parallel not dividing the heads ...) is refused here too, and mesh's ranks
 // each run their part of that Plan (a Plan a rank cannot run is refused before training,
 // naming `strategies`). Every run is
-// threads in this process on the wall clock (timing: concurrent), Adam at the job's
+// threads in this process, or under mpirun one MPI process per rank of mesh's layout (sync's
+// thread Communicator is refused there, single runs on rank 0 alone), on the wall clock
+// (timing: concurrent), Adam at the job's
 // learning_rate, max_steps steps of the job's batch (global, in sequences) from the synthetic
 // token stream of the job's seed. The row's round is the median over steps of the slowest
 // rank's step, its compute and communication that rank's medians; the loss (first step, mean of
 // the last tenth of the steps, the stream's entropy floor, log vocabulary) and the loss of every
-// step are in its extra. What it leaves out: MPI ranks and CUDA (refused), local SGD and the
-// asynchronous strategies (refused), a target loss (it runs max_steps), and trace spans.
+// step are in its extra. What it leaves out: CUDA (refused), sync across MPI processes (refused),
+// local SGD and the asynchronous strategies (refused), a target loss (it runs max_steps), and trace
+// spans.
 #pragma once
 
 #include <ostream>

@@ -606,12 +606,39 @@ void prepare_shared(const TransformerTrainOptions& o, SharedState& shared) {
 /// What one rank measured over the run.
 struct RankRecord {
   std::vector<double> loss, step_s, comm_s;
-  Clock::time_point start, end;
+  double wall_s = 0;  ///< from its first step's start to its last step's end
   RankTimes times;
 };
 
+nlohmann::json record_json(const RankRecord& r) {
+  const RankTimes& t = r.times;
+  return {{"loss", r.loss},
+          {"step_s", r.step_s},
+          {"comm_s", r.comm_s},
+          {"wall_s", r.wall_s},
+          {"times",
+           {t.rank, t.data_index, t.tensor_index, t.stage, t.step_s, t.compute_s, t.comm_s,
+            t.tensor_allreduces, t.messages}}};
+}
+
+RankRecord record_from_json(const nlohmann::json& j) {
+  RankRecord r;
+  // A rank that computes no loss (not the last stage) sends NaN, which JSON writes as null.
+  for (const nlohmann::json& loss : j.at("loss"))
+    r.loss.push_back(loss.is_null() ? std::nan("") : loss.get<double>());
+  r.step_s = j.at("step_s").get<std::vector<double>>();
+  r.comm_s = j.at("comm_s").get<std::vector<double>>();
+  r.wall_s = j.at("wall_s").get<double>();
+  const nlohmann::json& t = j.at("times");
+  r.times = {t[0].get<int>(),    t[1].get<int>(),       t[2].get<int>(),
+             t[3].get<int>(),    t[4].get<double>(),    t[5].get<double>(),
+             t[6].get<double>(), t[7].get<long long>(), t[8].get<long long>()};
+  return r;
+}
+
 /// The report from every rank's record: the global loss per step (the mean of the replicas'),
-/// the slowest rank's step, medians per rank.
+/// the slowest rank's step, medians per rank; the wall is the longest rank's (every rank
+/// starts as the barrier releases it).
 TransformerReport assemble(const TransformerTrainOptions& o, const std::vector<RankRecord>& ranks) {
   TransformerReport report;
   report.label = o.label();
@@ -619,20 +646,60 @@ TransformerReport assemble(const TransformerTrainOptions& o, const std::vector<R
   report.parameters = block_parameters(o.block).total;
   report.loss.assign(static_cast<std::size_t>(o.steps), 0.0);
   report.step_s.assign(static_cast<std::size_t>(o.steps), 0.0);
-  Clock::time_point start = ranks.front().start, end = ranks.front().end;
   for (const RankRecord& r : ranks) {
-    start = std::min(start, r.start);
-    end = std::max(end, r.end);
+    report.wall_s = std::max(report.wall_s, r.wall_s);
     for (std::size_t s = 0; s < report.step_s.size(); ++s) {
       report.step_s[s] = std::max(report.step_s[s], r.step_s[s]);
       if (!std::isnan(r.loss[s])) report.loss[s] += r.loss[s] / o.data;
     }
     report.ranks.push_back(r.times);
   }
-  report.wall_s = std::chrono::duration<double>(end - start).count();
   report.step_median_s = median(report.step_s);
   return report;
 }
+
+/// Rank peers.rank()'s training: options.steps steps from `initial`, timed; its record, and
+/// for replica 0's ranks their shard's final parameters added into `final_parameters`
+/// (unsplit, under `shared.mutex`).
+RankRecord train_rank(const TransformerTrainOptions& options, RankProgram program, PeerGroup& peers,
+                      SharedState& shared, const std::vector<float>& initial,
+                      std::vector<float>& final_parameters) {
+  TransformerRank rank(options, std::move(program), peers, shared);
+  rank.load(initial);
+  RankRecord record;
+  std::vector<double> compute_s;
+  long long allreduces = 0, messages = 0;
+  peers.barrier();  // every rank built: the clocks start together
+  const auto start = Clock::now();
+  for (long long s = 0; s < options.steps; ++s) {
+    const auto step_start = Clock::now();
+    record.loss.push_back(rank.step(s));
+    rank.update();
+    record.step_s.push_back(seconds_since(step_start));
+    record.comm_s.push_back(rank.comm_s());
+    compute_s.push_back(record.step_s.back() - rank.comm_s());
+    allreduces = rank.allreduces();
+    messages = rank.messages();
+  }
+  record.wall_s = seconds_since(start);
+  record.times = {peers.rank(),
+                  rank.data_index(),
+                  rank.tensor_index(),
+                  rank.stage_index(),
+                  median(record.step_s),
+                  median(compute_s),
+                  median(record.comm_s),
+                  allreduces,
+                  messages};
+  if (rank.data_index() == 0) {  // replica 0 holds the model (replicas are identical)
+    std::lock_guard<std::mutex> lock(shared.mutex);
+    rank.shard().add_to(rank.parameters().data(), final_parameters.data());
+  }
+  return record;
+}
+
+constexpr int kTagRecord = 900;      ///< a rank's record, JSON text, to rank 0
+constexpr int kTagParameters = 901;  ///< replica 0's ranks' final parameters, to rank 0
 
 }  // namespace
 
@@ -674,39 +741,55 @@ TransformerReport train_transformer_threads(const TransformerTrainOptions& optio
   prepare_shared(options, shared);
   std::vector<RankRecord> records(static_cast<std::size_t>(options.workers()));
   std::vector<float> final_parameters(initial.size(), 0.0f);
-  on_threads(options.workers(), [&](int r) {
-    PeerGroup& peers = hub.peer(r);
-    TransformerRank rank(options, std::move(programs[static_cast<std::size_t>(r)]), peers, shared);
-    rank.load(initial);
-    RankRecord& record = records[static_cast<std::size_t>(r)];
-    std::vector<double> compute_s;
-    long long allreduces = 0, messages = 0;
-    peers.barrier();  // every rank built: the clocks start together
-    record.start = Clock::now();
-    for (long long s = 0; s < options.steps; ++s) {
-      const auto start = Clock::now();
-      record.loss.push_back(rank.step(s));
-      rank.update();
-      record.step_s.push_back(seconds_since(start));
-      record.comm_s.push_back(rank.comm_s());
-      compute_s.push_back(record.step_s.back() - rank.comm_s());
-      allreduces = rank.allreduces();
-      messages = rank.messages();
-    }
-    record.end = Clock::now();
-    record.times = {r,
-                    rank.data_index(),
-                    rank.tensor_index(),
-                    rank.stage_index(),
-                    median(record.step_s),
-                    median(compute_s),
-                    median(record.comm_s),
-                    allreduces,
-                    messages};
-    if (rank.data_index() != 0) return;  // replica 0 holds the model (replicas are identical)
-    std::lock_guard<std::mutex> lock(shared.mutex);
-    rank.shard().add_to(rank.parameters().data(), final_parameters.data());
-  });
+  on_threads(
+      options.workers(),
+      [&](int r) {
+        records[static_cast<std::size_t>(r)] =
+            train_rank(options, std::move(programs[static_cast<std::size_t>(r)]), hub.peer(r),
+                       shared, initial, final_parameters);
+      },
+      [&hub] { hub.abort(); });
+  TransformerReport report = assemble(options, records);
+  report.final_parameters = std::move(final_parameters);
+  return report;
+}
+
+TransformerReport train_transformer(const TransformerTrainOptions& options, PeerGroup& peers) {
+  check_transformer_layout(options);
+  if (peers.size() != options.workers())
+    throw std::invalid_argument("train_transformer: " + std::to_string(peers.size()) +
+                                " ranks for a layout of " + std::to_string(options.workers()));
+  if (options.reduction == DataReduction::Communicator && options.data > 1)
+    throw std::invalid_argument(
+        "train_transformer: the Communicator's combine runs on threads of one process only");
+  std::vector<RankProgram> programs = transformer_rank_programs(options);
+  const std::vector<float> initial = init_block_parameters(options.block, options.seed);
+  SharedState shared;
+  std::vector<float> final_parameters(initial.size(), 0.0f);
+  const RankRecord mine =
+      train_rank(options, std::move(programs[static_cast<std::size_t>(peers.rank())]), peers,
+                 shared, initial, final_parameters);
+  // Every rank's record and replica 0's parameters meet on rank 0.
+  if (peers.rank() != 0) {
+    const std::string text = record_json(mine).dump();
+    peers.send_bytes(0, text.data(), text.size(), kTagRecord);
+    if ((peers.rank() / options.tensor) % options.data == 0)
+      peers.send(0, final_parameters.data(), final_parameters.size(), kTagParameters);
+    peers.barrier();  // rank 0 has everything
+    return TransformerReport{};
+  }
+  std::vector<RankRecord> records{mine};
+  std::vector<char> text;
+  std::vector<float> part(final_parameters.size());
+  for (int r = 1; r < peers.size(); ++r) {
+    peers.recv_any(r, kTagRecord, text);
+    records.push_back(record_from_json(nlohmann::json::parse(text.begin(), text.end())));
+    if ((r / options.tensor) % options.data != 0) continue;
+    peers.recv(r, part.data(), part.size(), kTagParameters);
+    for (std::size_t i = 0; i < part.size(); ++i)
+      final_parameters[i] += part[i];
+  }
+  peers.barrier();
   TransformerReport report = assemble(options, records);
   report.final_parameters = std::move(final_parameters);
   return report;

@@ -1,8 +1,8 @@
 // transformer_trainer.hpp: real training of the decoder block stack (exec/transformer_block.hpp)
 // on the synthetic token stream, one worker or split over a data x tensor x pipeline mesh.
 //
-// Every rank is a thread of this process (exec/peer_group.hpp's ThreadPeerHub carries its
-// messages) and runs its part of the layout's Plan (strategy mesh, model/ir/strategy_mesh.cpp),
+// Every rank, a thread of this process or an MPI process (exec/peer_group.hpp carries its
+// messages), runs its part of the layout's Plan (strategy mesh, model/ir/strategy_mesh.cpp),
 // read by exec/layout_program.hpp: its passes in the Plan's order, the ranks it receives from and
 // sends to, the all-gathers of its inputs and its gradient reductions. Where a rank's shard sits
 // follows exec's rank order, r = t_i + t (d_i + d p_i) (tensor first, then data, then pipeline),
@@ -38,9 +38,11 @@
 // global batch, computed before the update on sequences the model has not seen (the stream never
 // repeats a step). Measured per rank on the wall clock, every rank running at once: each step's
 // time, its communication (pipeline receives and all-gathers, tensor and data all-reduces, the
-// combine and its barriers) and the rest. What it leaves out: MPI ranks (threads only), sequence
-// parallelism, ZeRO, recomputation, interleaved schedules, overlap of communication with
-// compute; on fewer cores than ranks the ranks share cores (the times say so by being longer).
+// combine and its barriers) and the rest. The ranks are threads (train_transformer_threads) or
+// MPI processes (train_transformer over MpiPeers; a layout's Plan only, not sync's combine).
+// What it leaves out: sequence parallelism, ZeRO, recomputation, interleaved schedules, overlap of
+// communication with compute; on fewer cores than ranks the ranks share cores (the times say so by
+// being longer).
 #pragma once
 
 #include <cstddef>
@@ -51,6 +53,7 @@
 
 #include "exec/combine.hpp"
 #include "exec/layout_program.hpp"
+#include "exec/peer_group.hpp"
 #include "exec/rank_times.hpp"
 #include "exec/transformer_block.hpp"
 #include "exec/transformer_config.hpp"
@@ -179,6 +182,13 @@ std::vector<RankProgram> transformer_rank_programs(const TransformerTrainOptions
 /// running its part of the Plan. std::invalid_argument, before any rank starts, for a Plan a rank
 /// cannot run (exec/layout_program.hpp) or one that places a rank elsewhere than the rank order.
 TransformerReport train_transformer_threads(const TransformerTrainOptions& options);
+
+/// The same on every rank of `peers` (MpiPeers: one MPI process per rank), options.workers()
+/// of them: each runs its own part, and every rank's record and replica 0's parameters meet on
+/// rank 0, whose report is the run's (the other ranks return an empty one). The wall is the
+/// longest rank's, from the barrier that starts them. std::invalid_argument for another number
+/// of ranks, or for sync's Communicator combine (threads of one process only).
+TransformerReport train_transformer(const TransformerTrainOptions& options, PeerGroup& peers);
 
 struct TransformerStepGradients {
   double loss = 0;               ///< mean over the global batch
