@@ -151,21 +151,34 @@ class WorkerExchange {
     on_its_way_[s] = true;
   }
   /// Completes the exchange with server s, if one is on its way: its reply, params or a stop.
+  /// Replies are taken as they come, whichever server sent them (a server's reply holds its one
+  /// thread until taken, so waiting for one server while another's reply waits could deadlock:
+  /// the lead asks the other servers for their shards before it replies).
   void wait(std::size_t s) {
-    if (!on_its_way_[s]) return;
-    const PeerEnvelope reply = peers_.recv_any(server(s), PeerGroup::kAnyTag, in_[s]);
-    on_its_way_[s] = false;
-    if (reply.tag != kParams && reply.tag != kStop)
-      throw std::logic_error("async worker: unexpected message tag " + std::to_string(reply.tag));
-    unread_[s] = reply.tag == kParams;
-    if (pushed_[s]) applied_[s] = reply.tag == kParams || header_of(in_[s]).applied == 1;
-    if (reply.tag == kStop) stop_ = stopped_us_[s] = true;
+    while (on_its_way_[s])
+      take_reply();
+  }
+  void take_reply() {
+    const PeerEnvelope reply = peers_.recv_any(PeerGroup::kAnySource, PeerGroup::kAnyTag, spare_);
+    const int index = reply.from - layout_.workers;
+    if (index < 0 || index >= layout_.servers || !on_its_way_[static_cast<std::size_t>(index)] ||
+        (reply.tag != kParams && reply.tag != kStop))
+      throw std::logic_error("async worker: unexpected message from rank " +
+                             std::to_string(reply.from) + " with tag " +
+                             std::to_string(reply.tag));
+    const auto r = static_cast<std::size_t>(index);
+    in_[r].swap(spare_);  // the old reply's buffer takes the next one
+    on_its_way_[r] = false;
+    unread_[r] = reply.tag == kParams;
+    if (pushed_[r]) applied_[r] = reply.tag == kParams || header_of(in_[r]).applied == 1;
+    if (reply.tag == kStop) stop_ = stopped_us_[r] = true;
   }
 
   PeerGroup& peers_;
   const Layout& layout_;
   std::size_t servers_;
   std::vector<std::vector<char>> in_;  // per server: its last reply
+  std::vector<char> spare_;            // where the next reply is received
   std::vector<char> out_;
   std::vector<bool> on_its_way_;  // an exchange awaits the server's reply
   std::vector<bool> unread_;      // a reply with parameters not yet pulled
@@ -332,6 +345,7 @@ void ServerRank::reply(int w) {
     awaiting = -1;
   }
   peers_.send_bytes(w, out_.data(), out_.size(), kParams);
+  peers_.complete_sends();  // the reply holds the server's one thread, as a blocking send does
 }
 
 void ServerRank::reply_or_defer(int w) {
@@ -346,6 +360,7 @@ void ServerRank::send_stop(int w, bool applied) {
   h.applied = applied ? 1 : 0;
   pack(h, nullptr, 0, out_);
   peers_.send_bytes(w, out_.data(), out_.size(), kStop);
+  peers_.complete_sends();
   finished_[static_cast<std::size_t>(w)] = true;
 }
 
@@ -461,6 +476,7 @@ void ServerRank::run() {
         break;
       case kShardRequest:
         peers_.send(source, shard_.data(), size(), kShard);
+        peers_.complete_sends();
         break;
       case kServerStop:
         told_to_stop_ = true;

@@ -7,7 +7,9 @@
 // cycle), the Compute takes a step, a Push sends the gradient's shard, and an Apply waits for the
 // server's reply, which it sends once it has applied the gradient (the push's acknowledgement and
 // the next pull in one message); with a staleness bound the server holds that reply until the
-// bound lets the worker go on. Servers receive messages in arrival order (recv_any from any rank)
+// bound lets the worker go on. A server is one thread: each reply holds it until the reply has
+// left (PeerGroup::complete_sends, a blocking send's wait under MPI's rendezvous protocol), the
+// behaviour the engines model (sim/async_simulation.hpp, model/ir/plan_timing.cpp). Servers receive messages in arrival order (recv_any from any rank)
 // and apply them one at a time; the lead evaluates (gathering the other shards) and decides to
 // stop, tells the other servers, and every server answers each worker's next message with a
 // stop; a worker told to stop completes its exchanges and says goodbye to every server that has

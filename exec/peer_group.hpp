@@ -66,6 +66,9 @@ class PeerGroup {
   /// (kAnyTag: any tag) into `message`, resized to its bytes; blocks. Messages from one rank
   /// arrive in the order they were sent. Pairs with send_bytes (not with send's floats).
   virtual PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) = 0;
+  /// Returns when every message this rank has sent has left its buffer (MPI: each pending send
+  /// waited for, as a blocking send would; threads: at once, a send is a copy).
+  virtual void complete_sends() {}
   /// Returns when every rank has called it (and this rank's sends have completed).
   virtual void barrier() = 0;
 };
