@@ -41,7 +41,9 @@ namespace tauplan::exec {
 
 /// What one worker did, as its transport recorded it.
 struct AsyncWorkerRecord {
-  long long updates = 0;           ///< its updates every server it pushed to applied
+  /// Its cycles whose push every server applied (with several servers, a cycle one server
+  /// applied and another answered with a stop is not counted).
+  long long updates = 0;
   std::vector<double> step_s;      ///< measured duration of each step (before the slowdown)
   std::vector<double> exchange_s;  ///< per update: pull + push + waiting for the applies
   double staleness_sum = 0;        ///< over its applied updates (all servers)

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "exec/combine.hpp"
 #include "exec/mpi_communicator.hpp"
@@ -61,10 +63,6 @@ Header header_of(const std::vector<char>& message) {
 
 const float* floats_of(const std::vector<char>& message) {
   return reinterpret_cast<const float*>(message.data() + sizeof(Header));
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 struct Layout {
@@ -147,7 +145,7 @@ class WorkerExchange {
   int server(std::size_t s) const { return layout_.server_rank(static_cast<int>(s)); }
   void send(std::size_t s, int tag, const float* floats, std::size_t n, const Header& header) {
     pack(header, floats, n, out_);
-    peers_.send_bytes(server(s), out_.data(), out_.size(), tag);
+    peers_.send_message(server(s), std::move(out_), tag);  // out_ is packed afresh each time
     on_its_way_[s] = true;
   }
   /// Completes the exchange with server s, if one is on its way: its reply, params or a stop.
@@ -164,8 +162,7 @@ class WorkerExchange {
     if (index < 0 || index >= layout_.servers || !on_its_way_[static_cast<std::size_t>(index)] ||
         (reply.tag != kParams && reply.tag != kStop))
       throw std::logic_error("async worker: unexpected message from rank " +
-                             std::to_string(reply.from) + " with tag " +
-                             std::to_string(reply.tag));
+                             std::to_string(reply.from) + " with tag " + std::to_string(reply.tag));
     const auto r = static_cast<std::size_t>(index);
     in_[r].swap(spare_);  // the old reply's buffer takes the next one
     on_its_way_[r] = false;
@@ -344,7 +341,7 @@ void ServerRank::reply(int w) {
     processing.add_seconds(static_cast<std::size_t>(awaiting), seconds_since(prepare_start));
     awaiting = -1;
   }
-  peers_.send_bytes(w, out_.data(), out_.size(), kParams);
+  peers_.send_message(w, std::move(out_), kParams);  // out_ is packed afresh each time
   peers_.complete_sends();  // the reply holds the server's one thread, as a blocking send does
 }
 
@@ -490,6 +487,11 @@ void ServerRank::run() {
   wall_s = seconds_since(start_);
 }
 
+/// A number of a rank's record: JSON writes NaN and infinities as null (a diverged run's loss).
+double number_of(const nlohmann::json& value) {
+  return value.is_null() ? std::nan("") : value.get<double>();
+}
+
 /// What a rank measured, as JSON for rank 0 (`server` null on a worker rank).
 nlohmann::json rank_record(const AsyncWorkerRecord& worker, const ServerRank* server) {
   if (!server)
@@ -556,9 +558,9 @@ AsyncRecord assemble_record(PeerGroup& peers, const Layout& layout, nlohmann::js
     for (const nlohmann::json& p : lead.at("curve")) {
       AccuracyPoint point;
       point.round = point.steps = p[0].get<long long>();
-      point.time_s = p[1].get<double>();
-      point.accuracy = p[2].get<double>();
-      point.train_loss = p[3].get<double>();
+      point.time_s = number_of(p[1]);
+      point.accuracy = number_of(p[2]);
+      point.train_loss = number_of(p[3]);
       record.curve.push_back(point);
     }
   }

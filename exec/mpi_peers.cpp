@@ -3,6 +3,7 @@
 
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #ifdef TAUPLAN_HAVE_MPI
 #include <mpi.h>
@@ -62,18 +63,22 @@ void MpiPeers::send(int to, const float* data, std::size_t n, int tag) {
 }
 
 void MpiPeers::recv(int from, float* data, std::size_t n, int tag) {
-  check(MPI_Recv(data, as_count(n * sizeof(float)), MPI_BYTE, from, tag, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE),
+  MPI_Status status;
+  check(MPI_Recv(data, as_count(n * sizeof(float)), MPI_BYTE, from, tag, MPI_COMM_WORLD, &status),
         "MPI_Recv");
+  int bytes = 0;
+  check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+  if (static_cast<std::size_t>(bytes) != n * sizeof(float))
+    throw std::logic_error("peer message of " + std::to_string(bytes) + " bytes where " +
+                           std::to_string(n) + " floats were expected");
 }
 
-void MpiPeers::send_bytes(int to, const void* data, std::size_t bytes, int tag) {
+void MpiPeers::send_message(int to, std::vector<char> message, int tag) {
   reclaim(false);
   auto pending = std::make_unique<Pending>();
-  const char* first = static_cast<const char*>(data);
-  pending->data.assign(first, first + bytes);
-  check(MPI_Isend(pending->data.data(), as_count(bytes), MPI_BYTE, to, tag, MPI_COMM_WORLD,
-                  &pending->request),
+  pending->data = std::move(message);
+  check(MPI_Isend(pending->data.data(), as_count(pending->data.size()), MPI_BYTE, to, tag,
+                  MPI_COMM_WORLD, &pending->request),
         "MPI_Isend");
   pending_.push_back(std::move(pending));
 }
@@ -108,7 +113,7 @@ MpiPeers::~MpiPeers() = default;
 void MpiPeers::reclaim(bool /*wait*/) {}
 void MpiPeers::send(int /*to*/, const float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
 void MpiPeers::recv(int /*from*/, float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
-void MpiPeers::send_bytes(int /*to*/, const void* /*data*/, std::size_t /*bytes*/, int /*tag*/) {}
+void MpiPeers::send_message(int /*to*/, std::vector<char> /*message*/, int /*tag*/) {}
 PeerEnvelope MpiPeers::recv_any(int /*from*/, int /*tag*/, std::vector<char>& /*message*/) {
   return {};
 }

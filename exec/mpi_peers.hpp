@@ -1,12 +1,13 @@
 // mpi_peers.hpp: a PeerGroup over MPI_COMM_WORLD, one rank per process (exec/peer_group.hpp).
 //
-// send() copies the floats into a buffer of its own and posts MPI_Isend, so that two stages can
+// send() copies the floats into a buffer of its own (send_message takes the caller's) and posts
+// MPI_Isend, so that two stages can
 // send to each other before either receives (1F1B does: stage r sends an activation forward while
 // stage r + 1 sends a gradient back); completed sends are reclaimed on later calls and all are
-// waited for in barrier(). Every message travels as MPI_BYTE (floats and bytes alike); recv() is
-// MPI_Recv of the expected bytes with the tag, recv_any() MPI_Probe (MPI_ANY_SOURCE, MPI_ANY_TAG
-// where asked) for the size, then MPI_Recv of that message; MPI keeps messages from one rank in
-// order, as PeerGroup promises. Needs an MpiSession alive
+// waited for in complete_sends() and barrier(). Every message travels as MPI_BYTE (floats and bytes
+// alike); recv() is MPI_Recv of the expected bytes with the tag, recv_any() MPI_Probe
+// (MPI_ANY_SOURCE, MPI_ANY_TAG where asked) for the size, then MPI_Recv of that message; MPI keeps
+// messages from one rank in order, as PeerGroup promises. Needs an MpiSession alive
 // (exec/mpi_communicator.hpp); in a build without MPI constructing one throws. What it leaves out:
 // GPU buffers, communicators other than the world, and messages above 2^31 floats (refused).
 #pragma once
@@ -30,7 +31,7 @@ class MpiPeers final : public PeerGroup {
   int size() const override { return size_; }
   void send(int to, const float* data, std::size_t n, int tag) override;
   void recv(int from, float* data, std::size_t n, int tag) override;
-  void send_bytes(int to, const void* data, std::size_t bytes, int tag) override;
+  void send_message(int to, std::vector<char> message, int tag) override;
   PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) override;
   void complete_sends() override { reclaim(true); }
   void barrier() override;

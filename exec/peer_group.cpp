@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tauplan::exec {
 
@@ -87,9 +88,8 @@ class ThreadPeer final : public PeerGroup {
                              std::to_string(n) + " floats were expected");
     std::memcpy(data, message.data(), message.size());
   }
-  void send_bytes(int to, const void* data, std::size_t bytes, int tag) override {
-    const char* first = static_cast<const char*>(data);
-    hub_.deliver(rank_, to, tag, std::vector<char>(first, first + bytes));
+  void send_message(int to, std::vector<char> message, int tag) override {
+    hub_.deliver(rank_, to, tag, std::move(message));
   }
   PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) override {
     auto [key, bytes] = hub_.take(from, rank_, tag);

@@ -14,7 +14,7 @@
 // tensor slices). Besides floats, a rank may send bytes (a header and floats, a record) and
 // receive the oldest message from any rank or with any tag, whatever its size (recv_any: a
 // parameter server takes its workers' pushes in arrival order).
-// Implementations: ThreadPeers (ranks are threads of one process, messages are copies into
+// Implementations: ThreadPeerHub's ends (ranks are threads of one process, messages are copies into
 // mailboxes, abort() wakes every waiting rank with an error) and MpiPeers (exec/mpi_peers.hpp:
 // ranks are MPI processes, MPI_Isend/MPI_Recv, MPI_Probe for recv_any).
 // What it leaves out: bandwidth-optimal collectives (the all-gather-and-add moves (g - 1) x the
@@ -60,11 +60,16 @@ class PeerGroup {
   virtual void send(int to, const float* data, std::size_t n, int tag) = 0;
   /// Receives `n` floats from rank `from` (the oldest message with `tag`); blocks.
   virtual void recv(int from, float* data, std::size_t n, int tag) = 0;
+  /// Sends `message` to rank `to`, taking it over (no copy: move a buffer in); returns at once.
+  virtual void send_message(int to, std::vector<char> message, int tag) = 0;
   /// Sends `bytes` bytes to rank `to`; copied, so the call returns at once.
-  virtual void send_bytes(int to, const void* data, std::size_t bytes, int tag) = 0;
+  void send_bytes(int to, const void* data, std::size_t bytes, int tag) {
+    const char* first = static_cast<const char*>(data);
+    send_message(to, std::vector<char>(first, first + bytes), tag);
+  }
   /// Receives the oldest message to this rank from `from` (kAnySource: any rank) with `tag`
   /// (kAnyTag: any tag) into `message`, resized to its bytes; blocks. Messages from one rank
-  /// arrive in the order they were sent. Pairs with send_bytes (not with send's floats).
+  /// arrive in the order they were sent. Pairs with send_message / send_bytes (not send's floats).
   virtual PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) = 0;
   /// Returns when every message this rank has sent has left its buffer (MPI: each pending send
   /// waited for, as a blocking send would; threads: at once, a send is a copy).

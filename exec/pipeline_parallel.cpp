@@ -455,10 +455,13 @@ ModelParallelReport train_model_parallel_threads(const ModelParallelOptions& opt
   shared.plan = &plan.plan();
   ThreadPeerHub hub(options.workers());
   ModelParallelReport report;
-  on_threads(options.workers(), [&](int r) {
-    ModelParallelReport mine = train_model_parallel(shared, data, hub.peer(r));
-    if (r == 0) report = std::move(mine);
-  });
+  on_threads(
+      options.workers(),
+      [&](int r) {
+        ModelParallelReport mine = train_model_parallel(shared, data, hub.peer(r));
+        if (r == 0) report = std::move(mine);
+      },
+      [&hub] { hub.abort(); });
   return report;
 }
 
@@ -507,10 +510,13 @@ StepGradients step_gradients_threads(const ModelParallelOptions& options,
   shared.plan = &plan.plan();
   ThreadPeerHub hub(options.workers());
   StepGradients result;
-  on_threads(options.workers(), [&](int r) {
-    StepGradients mine = step_gradients(shared, parameters, x, y, hub.peer(r));
-    if (r == 0) result = std::move(mine);
-  });
+  on_threads(
+      options.workers(),
+      [&](int r) {
+        StepGradients mine = step_gradients(shared, parameters, x, y, hub.peer(r));
+        if (r == 0) result = std::move(mine);
+      },
+      [&hub] { hub.abort(); });
   return result;
 }
 

@@ -283,7 +283,8 @@ std::vector<Measurement> measure_transformer(const model::Job& job, const model:
     } else if (!distributed || mpi->rank() == 0) {
       report = train_transformer_threads(o);
     }
-    if (distributed && mpi->rank() != 0) continue;  // rank 0 reports
+    if (distributed && !across_processes) mpi->barrier(false);  // no deadline: rank 0 trains
+    if (distributed && mpi->rank() != 0) continue;              // rank 0 reports
     Measurement m = to_measurement(plan, platform, settings, o, report);
     m.communicator = across_processes ? "mpi" : "threads";
     m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

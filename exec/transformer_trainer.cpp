@@ -805,17 +805,20 @@ TransformerStepGradients transformer_step_gradients_threads(const TransformerTra
   prepare_shared(options, shared);
   TransformerStepGradients result;
   result.gradients.assign(block_parameters(options.block).total, 0.0f);
-  on_threads(options.workers(), [&](int r) {
-    TransformerRank rank(options, std::move(programs[static_cast<std::size_t>(r)]), hub.peer(r),
-                         shared);
-    rank.load(parameters);
-    hub.peer(r).barrier();  // every rank has registered its buffers before a combine
-    const double loss = rank.step(step);
-    std::lock_guard<std::mutex> lock(shared.mutex);
-    if (!std::isnan(loss)) result.loss += loss / options.data;
-    if (rank.data_index() == 0)
-      rank.shard().add_to(rank.gradients().data(), result.gradients.data());
-  });
+  on_threads(
+      options.workers(),
+      [&](int r) {
+        TransformerRank rank(options, std::move(programs[static_cast<std::size_t>(r)]), hub.peer(r),
+                             shared);
+        rank.load(parameters);
+        hub.peer(r).barrier();  // every rank has registered its buffers before a combine
+        const double loss = rank.step(step);
+        std::lock_guard<std::mutex> lock(shared.mutex);
+        if (!std::isnan(loss)) result.loss += loss / options.data;
+        if (rank.data_index() == 0)
+          rank.shard().add_to(rank.gradients().data(), result.gradients.data());
+      },
+      [&hub] { hub.abort(); });
   return result;
 }
 

@@ -63,7 +63,7 @@ class DelayLine {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     // The probes send floats only.
-    void send_bytes(int /*to*/, const void* /*data*/, std::size_t /*bytes*/, int /*tag*/) override {
+    void send_message(int /*to*/, std::vector<char> /*message*/, int /*tag*/) override {
       throw std::logic_error("the delay line carries floats only");
     }
     exec::PeerEnvelope recv_any(int /*from*/, int /*tag*/,
