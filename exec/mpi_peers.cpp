@@ -28,7 +28,8 @@ int as_count(std::size_t n) {
 }  // namespace
 
 struct MpiPeers::Pending {
-  std::vector<char> data;
+  std::vector<char> data;     // send_message's
+  std::vector<float> floats;  // send's
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
@@ -59,18 +60,18 @@ void MpiPeers::reclaim(bool wait) {
 }
 
 void MpiPeers::send(int to, const float* data, std::size_t n, int tag) {
-  send_bytes(to, data, n * sizeof(float), tag);
+  reclaim(false);
+  auto pending = std::make_unique<Pending>();
+  pending->floats.assign(data, data + n);
+  check(MPI_Isend(pending->floats.data(), as_count(n), MPI_FLOAT, to, tag, MPI_COMM_WORLD,
+                  &pending->request),
+        "MPI_Isend");
+  pending_.push_back(std::move(pending));
 }
 
 void MpiPeers::recv(int from, float* data, std::size_t n, int tag) {
-  MPI_Status status;
-  check(MPI_Recv(data, as_count(n * sizeof(float)), MPI_BYTE, from, tag, MPI_COMM_WORLD, &status),
+  check(MPI_Recv(data, as_count(n), MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
         "MPI_Recv");
-  int bytes = 0;
-  check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
-  if (static_cast<std::size_t>(bytes) != n * sizeof(float))
-    throw std::logic_error("peer message of " + std::to_string(bytes) + " bytes where " +
-                           std::to_string(n) + " floats were expected");
 }
 
 void MpiPeers::send_message(int to, std::vector<char> message, int tag) {

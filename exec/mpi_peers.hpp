@@ -4,12 +4,13 @@
 // MPI_Isend, so that two stages can
 // send to each other before either receives (1F1B does: stage r sends an activation forward while
 // stage r + 1 sends a gradient back); completed sends are reclaimed on later calls and all are
-// waited for in complete_sends() and barrier(). Every message travels as MPI_BYTE (floats and bytes
-// alike); recv() is MPI_Recv of the expected bytes with the tag, recv_any() MPI_Probe
-// (MPI_ANY_SOURCE, MPI_ANY_TAG where asked) for the size, then MPI_Recv of that message; MPI keeps
-// messages from one rank in order, as PeerGroup promises. Needs an MpiSession alive
-// (exec/mpi_communicator.hpp); in a build without MPI constructing one throws. What it leaves out:
-// GPU buffers, communicators other than the world, and messages above 2^31 floats (refused).
+// waited for in complete_sends() and barrier(). Floats travel as MPI_FLOAT (send, then recv:
+// MPI_Recv of n floats with the tag), byte messages as MPI_BYTE (send_message, then recv_any:
+// MPI_Probe, MPI_ANY_SOURCE / MPI_ANY_TAG where asked, for the size, then MPI_Recv); each is
+// received as it was sent. MPI keeps messages from one rank in order, as PeerGroup promises. Needs
+// an MpiSession alive (exec/mpi_communicator.hpp); in a build without MPI constructing one throws.
+// What it leaves out: GPU buffers, communicators other than the world, and messages above 2^31
+// floats (refused).
 #pragma once
 
 #include <deque>
