@@ -53,6 +53,9 @@ class Communicator {
   virtual void combine(const std::vector<float*>& local_buffers,
                        const std::vector<double>& local_weights, std::size_t n,
                        CombineRule rule) = 0;
+  /// Whether combine() does its work on the calling thread (so that thread's CPU clock times it
+  /// in lockstep); false when other threads do it (thread-messages: the wall clock times it).
+  virtual bool combines_on_calling_thread() const { return true; }
   /// Whether combine_group() runs groups other than all K workers.
   virtual bool runs_subgroups() const { return false; }
   /// Combines over the workers of `group` (indices of the K workers, each once, in the
@@ -108,6 +111,22 @@ class HostCommunicator : public Communicator {
  public:
   MemorySpace memory() const final { return MemorySpace::Host; }
   bool runs_subgroups() const final { return true; }
+};
+
+/// A host communicator whose K workers all live in this one process (threads, thread-messages).
+class InProcessCommunicator : public HostCommunicator {
+ public:
+  explicit InProcessCommunicator(int workers) : workers_(workers) {}
+  int rank() const final { return 0; }
+  int size() const final { return 1; }
+  int workers() const final { return workers_; }
+  int local_workers() const final { return workers_; }
+  int first_local_worker() const final { return 0; }
+  void barrier() final {}
+  double max_all(double value) final { return value; }
+
+ private:
+  int workers_;
 };
 
 }  // namespace tauplan::exec

@@ -48,9 +48,10 @@ std::vector<model::KeySpec> exec_job_keys() {
       "measure: how workers' vectors are combined: mean (SparkNet) or adasum", {"mean", "adasum"});
   add("device", KeyType::Text, "cpu", "measure: cpu (Eigen) or cuda (cuBLAS)", {"cpu", "cuda"});
   add("communicator", KeyType::Text, "auto",
-      "measure: auto (mpi under mpirun, else threads on cpu, device on cuda), threads, mpi, "
-      "device (K workers on one GPU) or nccl (one GPU per worker)",
-      {"auto", "threads", "mpi", "device", "nccl"});
+      "measure: auto (mpi under mpirun, else threads on cpu, device on cuda), threads (shared-"
+      "memory reduction), thread-messages (the plan's collective algorithm as messages between "
+      "threads), mpi, device (K workers on one GPU) or nccl (one GPU per worker)",
+      {"auto", "threads", "thread-messages", "mpi", "device", "nccl"});
   add("hidden", KeyType::TextList, "256,128", "measure: hidden layer widths of the MLP");
   add("data_dir", KeyType::Path, "",
       "measure: folder with the Fashion-MNIST IDX files (default $TAUPLAN_DATA_DIR, else "

@@ -17,6 +17,7 @@
 #include "exec/pipeline_parallel.hpp"
 #include "exec/report.hpp"
 #include "exec/thread_communicator.hpp"
+#include "exec/thread_message_communicator.hpp"
 #include "exec/transformer_measure.hpp"
 #include "model/base/error.hpp"
 #include "model/ir/mlp_layout.hpp"
@@ -65,8 +66,9 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
   std::string kind = settings.communicator;
   if (kind == "auto") kind = world > 1 ? (cuda ? "nccl" : "mpi") : (cuda ? "device" : "threads");
   if (!cuda && (kind == "device" || kind == "nccl"))
-    throw InputError(job.file, "communicator", "threads or mpi with device: cpu", kind);
-  if (cuda && (kind == "threads" || kind == "mpi"))
+    throw InputError(job.file, "communicator", "threads, thread-messages or mpi with device: cpu",
+                     kind);
+  if (cuda && (kind == "threads" || kind == "thread-messages" || kind == "mpi"))
     throw InputError(job.file, "communicator", "device or nccl with device: cuda", kind);
 #ifndef TAUPLAN_HAVE_CUDA
   if (cuda)
@@ -96,6 +98,9 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
 
   if (kind == "threads") {
     setup.comm = std::make_unique<ThreadCommunicator>(plan.workers);
+    setup.factory = cpu_replica_factory();
+  } else if (kind == "thread-messages") {
+    setup.comm = std::make_unique<ThreadMessageCommunicator>(plan, platform, job.file);
     setup.factory = cpu_replica_factory();
   } else if (kind == "mpi") {
     if (!mpi)

@@ -20,14 +20,14 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "exec/mpi_algorithm.hpp"
+#include "exec/mpi_peers.hpp"
 #include "exec/mpi_watchdog.hpp"
+#include "exec/p2p_collective.hpp"
 #include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {
 
-constexpr int kTagAdasumGather = 51;
 constexpr int kTagClockProbe = 52;
 constexpr int kClockProbes = 16;  // ping-pongs per rank for its clock offset
 
@@ -38,21 +38,6 @@ constexpr std::size_t kHostNameBytes = 128;
 
 void check(int code, const char* what) {
   if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
-}
-
-/// Workers (positions in `worker_hosts`) grouped by Host::node of their host, nodes in
-/// first-seen order.
-std::vector<std::vector<int>> workers_by_node(const std::vector<int>& worker_hosts,
-                                              const model::Platform& platform) {
-  std::vector<std::vector<int>> nodes;
-  std::map<std::string, std::size_t> index;
-  for (std::size_t k = 0; k < worker_hosts.size(); ++k) {
-    const std::string& node = platform.hosts.at(static_cast<std::size_t>(worker_hosts[k])).node;
-    const auto [it, inserted] = index.emplace(node, nodes.size());
-    if (inserted) nodes.emplace_back();
-    nodes[it->second].push_back(static_cast<int>(k));
-  }
-  return nodes;
 }
 
 }  // namespace
@@ -150,16 +135,18 @@ void MpiSession::set_wait_timeout(double seconds) const {
 
 /// A collective's subgroup of the workers on a communicator of its own (ranks in group order).
 struct Subgroup {
-  MpiLayout layout;  ///< comm: the members; rank: this rank's position (-1: not a member)
-  std::unique_ptr<MpiMessages> messages;
+  MPI_Comm comm = MPI_COMM_NULL;  ///< the members (MPI_COMM_NULL: not a member)
+  CollectiveRanks ranks;          ///< rank: this rank's position (-1: not a member)
+  std::unique_ptr<MpiPeers> peers;
 };
 
 struct MpiCommunicator::State {
-  const MpiAlgorithm* algorithm = nullptr;
+  const P2pCollective* algorithm = nullptr;
   std::map<std::vector<int>, Subgroup> subgroups;  // the plan's groups other than all K
-  MpiLayout layout;
+  MPI_Comm comm = MPI_COMM_NULL;                   // every rank of the run
+  CollectiveRanks layout;
   MPI_Comm role_comm = MPI_COMM_NULL;  // the workers (or the servers) among themselves
-  std::unique_ptr<MpiMessages> messages;
+  std::unique_ptr<MpiPeers> peers;
   std::vector<std::string> hosts;             // per rank
   std::vector<std::string> collective_names;  // trace names of one round's collectives
   std::vector<float> gathered;                // Adasum: K blocks of n + 1 floats
@@ -174,7 +161,7 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  s.algorithm = &mpi_algorithm(plan.collective, job_file);
+  s.algorithm = &p2p_collective(plan.collective, job_file);
   s.algorithm->check(plan.worker_hosts, platform);
   const int servers = s.algorithm->uses_servers() ? static_cast<int>(plan.server_hosts.size()) : 0;
   if (world != plan.workers + servers)
@@ -190,10 +177,9 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
   s.layout.workers = plan.workers;
   s.layout.servers = servers;
   s.layout.nodes = workers_by_node(plan.worker_hosts, platform);
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &s.layout.comm), "MPI_Comm_dup");
-  check(MPI_Comm_split(s.layout.comm, s.layout.is_server() ? 1 : 0, rank, &s.role_comm),
-        "MPI_Comm_split");
-  s.messages = std::make_unique<MpiMessages>(s.layout.comm);
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &s.comm), "MPI_Comm_dup");
+  check(MPI_Comm_split(s.comm, s.layout.is_server() ? 1 : 0, rank, &s.role_comm), "MPI_Comm_split");
+  s.peers = std::make_unique<MpiPeers>(s.comm);
 
   std::vector<char> names(kHostNameBytes * static_cast<std::size_t>(world), '\0');
   std::string mine = mpi_process_host().substr(0, kHostNameBytes - 1);
@@ -201,7 +187,7 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
   {
     const MpiWait wait("the exchange of host names");
     check(MPI_Allgather(mine.data(), static_cast<int>(kHostNameBytes), MPI_CHAR, names.data(),
-                        static_cast<int>(kHostNameBytes), MPI_CHAR, s.layout.comm),
+                        static_cast<int>(kHostNameBytes), MPI_CHAR, s.comm),
           "MPI_Allgather");
   }
   for (int r = 0; r < world; ++r)
@@ -215,33 +201,19 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
 void MpiCommunicator::make_subgroups(const model::Plan& plan, const model::Platform& platform,
                                      const std::string& job_file) {
   State& s = *state_;
-  for (model::OpId v : plan.topological_order()) {
-    const model::Op& op = plan.graph[v];
-    if (op.kind != model::OpKind::Collective || op.group.empty() ||
-        static_cast<int>(op.group.size()) == plan.workers || s.subgroups.count(op.group) > 0)
-      continue;
-    if (s.algorithm->uses_servers())
-      throw InputError(job_file, "collective",
-                       "a peer-to-peer algorithm for a collective over a subgroup of the workers "
-                       "(its server ranks serve all K)",
-                       "'" + plan.collective + "'");
-    // The algorithm's own check on the group alone (hierarchical: equal members per node).
-    std::vector<int> member_hosts;
-    for (int w : op.group)
-      member_hosts.push_back(plan.worker_hosts.at(static_cast<std::size_t>(w)));
-    s.algorithm->check(member_hosts, platform);
-    Subgroup& sub = s.subgroups[op.group];
-    const auto at = std::find(op.group.begin(), op.group.end(), s.layout.rank);
-    const bool member = at != op.group.end() && !s.layout.is_server();
-    const int position = member ? static_cast<int>(at - op.group.begin()) : -1;
+  for (CollectiveSubgroup& planned : plan_subgroups(plan, platform, *s.algorithm, job_file)) {
+    Subgroup& sub = s.subgroups[planned.group];
+    const auto at = std::find(planned.group.begin(), planned.group.end(), s.layout.rank);
+    const bool member = at != planned.group.end() && !s.layout.is_server();
+    const int position = member ? static_cast<int>(at - planned.group.begin()) : -1;
     // Every rank takes part in the split (servers and non-members get MPI_COMM_NULL), in the
     // plan's order, so that no two ranks wait on different splits.
-    check(MPI_Comm_split(s.layout.comm, member ? 0 : MPI_UNDEFINED, position, &sub.layout.comm),
+    check(MPI_Comm_split(s.comm, member ? 0 : MPI_UNDEFINED, position, &sub.comm),
           "MPI_Comm_split");
-    sub.layout.rank = position;
-    sub.layout.workers = static_cast<int>(op.group.size());
-    sub.layout.nodes = workers_by_node(member_hosts, platform);
-    if (member) sub.messages = std::make_unique<MpiMessages>(sub.layout.comm);
+    sub.ranks.rank = position;
+    sub.ranks.workers = static_cast<int>(planned.group.size());
+    sub.ranks.nodes = std::move(planned.nodes);
+    if (member) sub.peers = std::make_unique<MpiPeers>(sub.comm);
   }
 }
 
@@ -256,16 +228,18 @@ void MpiCommunicator::combine_group(const std::vector<int>& group,
   Subgroup& sub = state_->subgroups.at(group);
   if (rule != CombineRule::Mean)
     throw std::logic_error("exec: Adasum over a subgroup of MPI ranks is not implemented");
-  state_->algorithm->mean(sub.layout, *sub.messages, member_buffers.front(), member_weights.front(),
-                          n);
+  state_->algorithm->mean(sub.ranks, *sub.peers, member_buffers.front(), member_weights.front(), n);
 }
 
 MpiCommunicator::~MpiCommunicator() {
   if (std::uncaught_exceptions() > 0) return;  // see ~MpiSession
-  for (auto& [group, sub] : state_->subgroups)
-    if (sub.layout.comm != MPI_COMM_NULL) MPI_Comm_free(&sub.layout.comm);
+  for (auto& [group, sub] : state_->subgroups) {
+    sub.peers.reset();  // its sends completed before its communicator goes
+    if (sub.comm != MPI_COMM_NULL) MPI_Comm_free(&sub.comm);
+  }
+  state_->peers.reset();
   if (state_->role_comm != MPI_COMM_NULL) MPI_Comm_free(&state_->role_comm);
-  if (state_->layout.comm != MPI_COMM_NULL) MPI_Comm_free(&state_->layout.comm);
+  if (state_->comm != MPI_COMM_NULL) MPI_Comm_free(&state_->comm);
 }
 
 bool MpiCommunicator::is_server() const {
@@ -299,25 +273,8 @@ void MpiCommunicator::combine(const std::vector<float*>& local_buffers,
   State& s = *state_;
   float* buffer = local_buffers.front();
   if (rule == CombineRule::Mean)
-    return s.algorithm->mean(s.layout, *s.messages, buffer, local_weights.front(), n);
-  // Adasum: every worker's [x, w] block around the ring of workers, then the pairwise tree.
-  const auto k = static_cast<std::size_t>(s.layout.workers);
-  const std::size_t block = n + 1;
-  s.gathered.assign(k * block, 0.0f);
-  float* own = s.gathered.data() + block * static_cast<std::size_t>(s.layout.rank);
-  std::copy(buffer, buffer + n, own);
-  own[n] = static_cast<float>(local_weights.front());
-  std::vector<int> ring(k);
-  std::iota(ring.begin(), ring.end(), 0);
-  ring_all_gather(*s.messages, ring, s.layout.rank, s.gathered.data(), s.gathered.size(), 0,
-                  kTagAdasumGather, "the all-gather for Adasum");
-  std::vector<const float*> inputs;
-  std::vector<double> weights;
-  for (std::size_t w = 0; w < k; ++w) {
-    inputs.push_back(s.gathered.data() + w * block);
-    weights.push_back(static_cast<double>(s.gathered[w * block + n]));
-  }
-  combine_adasum(inputs, weights, n, buffer);
+    return s.algorithm->mean(s.layout, *s.peers, buffer, local_weights.front(), n);
+  adasum_by_all_gather(s.layout, *s.peers, buffer, local_weights.front(), n, s.gathered);
 }
 
 void MpiCommunicator::barrier() {
@@ -345,7 +302,7 @@ void MpiCommunicator::align_start() {
   State& s = *state_;
   {
     const MpiWait wait("the start barrier of the run");
-    check(MPI_Barrier(s.layout.comm), "MPI_Barrier");
+    check(MPI_Barrier(s.comm), "MPI_Barrier");
   }
   if (s.layout.is_server()) return;
   const MpiWait wait("the clock offsets of the workers");
@@ -392,7 +349,7 @@ std::chrono::steady_clock::time_point MpiCommunicator::agree_round_start() {
 }
 
 void MpiCommunicator::finish() {
-  if (!is_server()) state_->algorithm->finish(state_->layout, *state_->messages);
+  if (!is_server()) state_->algorithm->finish(state_->layout, *state_->peers);
 }
 
 std::vector<std::string> MpiCommunicator::gather_to_first(const std::string& text) {
@@ -401,15 +358,14 @@ std::vector<std::string> MpiCommunicator::gather_to_first(const std::string& tex
   const int processes = size();
   int length = static_cast<int>(text.size());
   std::vector<int> lengths(static_cast<std::size_t>(processes), 0);
-  check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, s.layout.comm),
-        "MPI_Gather");
+  check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, s.comm), "MPI_Gather");
   std::vector<int> offsets(lengths.size(), 0);
   for (std::size_t r = 1; r < lengths.size(); ++r)
     offsets[r] = offsets[r - 1] + lengths[r - 1];
   std::vector<char> all(
       s.layout.rank == 0 ? static_cast<std::size_t>(offsets.back() + lengths.back()) : 0);
   check(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-                    MPI_CHAR, 0, s.layout.comm),
+                    MPI_CHAR, 0, s.comm),
         "MPI_Gatherv");
   std::vector<std::string> out;
   if (s.layout.rank != 0) return out;
@@ -419,9 +375,9 @@ std::vector<std::string> MpiCommunicator::gather_to_first(const std::string& tex
 }
 
 long long MpiCommunicator::messages_sent() const {
-  long long sent = state_->messages->sent();
+  long long sent = state_->peers->messages_sent();
   for (const auto& [group, sub] : state_->subgroups)
-    if (sub.messages) sent += sub.messages->sent();
+    if (sub.peers) sent += sub.peers->messages_sent();
   return sent;
 }
 
@@ -445,8 +401,8 @@ std::vector<TraceEvent> MpiCommunicator::serve(long long trace_rounds,
   const auto per_round = static_cast<long long>(s.collective_names.size());
   for (long long call = 0;; ++call) {
     ServedCall served;
-    const long long sent_before = s.messages->sent();
-    if (!s.algorithm->serve(s.layout, *s.messages, &served)) break;
+    const long long sent_before = s.peers->messages_sent();
+    if (!s.algorithm->serve(s.layout, *s.peers, &served)) break;
     const auto done = Clock::now();
     const Clock::time_point first = served.first_message;
     if (processing != nullptr) {
@@ -463,7 +419,7 @@ std::vector<TraceEvent> MpiCommunicator::serve(long long trace_rounds,
     e.round = round;
     e.start_s = std::chrono::duration<double>(first - origin).count();
     e.duration_s = std::chrono::duration<double>(done - first).count();
-    e.messages = s.messages->sent() - sent_before;
+    e.messages = s.peers->messages_sent() - sent_before;
     events.push_back(std::move(e));
   }
   return events;

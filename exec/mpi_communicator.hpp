@@ -6,11 +6,11 @@
 // MpiCommunicator runs one strategy over MPI_COMM_WORLD: ranks 0..K-1 are the workers, and for
 // the server algorithms (ps, sparknet) ranks K..K+s-1 are the plan's servers, so the world must
 // hold K ranks, or K + s (InputError `workers` otherwise). combine() executes the plan's
-// collective algorithm as point-to-point messages (mpi_algorithm.hpp: ring, ps, tree, sparknet,
-// hierarchical), over all K workers or, for a collective over a subgroup, over a communicator
-// split off for that group; Adasum all-gathers the K vectors (a ring of K-1 steps) and runs the
-// same pairwise tree on every rank as the thread communicator. A server rank calls serve() instead
-// of training, and records its own processing call by call (server_processing.hpp). Only
+// collective algorithm as point-to-point messages over MpiPeers (p2p_collective.hpp: ring, ps,
+// tree, sparknet, hierarchical), over all K workers or, for a collective over a subgroup, over a
+// communicator split off for that group; Adasum all-gathers the K vectors (a ring of K-1 steps) and
+// runs the same pairwise tree on every rank as the thread communicator. A server rank calls serve()
+// instead of training, and records its own processing call by call (server_processing.hpp). Only
 // TCP-capable transports are assumed (no shared memory), so the same code runs on one machine, in
 // the emulated testbed and across machines. This header needs no MPI; the implementation is built
 // when MPI is found (TAUPLAN_HAVE_MPI). What it leaves out: several workers per rank, GPU-aware

@@ -1,12 +1,16 @@
-// mpi_peers.cpp: MPI_Isend / MPI_Recv behind PeerGroup; a stub that throws without MPI.
+// mpi_peers.cpp: MPI point-to-point calls behind PeerGroup, each blocking one watched (MpiWait);
+// a stub that throws without MPI.
 #include "exec/mpi_peers.hpp"
 
+#include <exception>
 #include <limits>
 #include <stdexcept>
 #include <utility>
 
 #ifdef TAUPLAN_HAVE_MPI
 #include <mpi.h>
+
+#include "exec/mpi_watchdog.hpp"
 #endif
 
 namespace tauplan::exec {
@@ -29,23 +33,34 @@ int as_count(std::size_t n) {
 
 struct MpiPeers::Pending {
   std::vector<char> data;     // send_message's
-  std::vector<float> floats;  // send's
+  std::vector<float> floats;  // send's (post_send's buffer is the caller's)
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
-MpiPeers::MpiPeers() {
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
-  check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+struct MpiPeers::Comm {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  std::vector<MPI_Request> posted_recvs;
+};
+
+MpiPeers::MpiPeers() : MpiPeers(MPI_COMM_WORLD) {}
+
+MpiPeers::MpiPeers(MPI_Comm comm) : comm_(std::make_unique<Comm>()) {
+  comm_->comm = comm;
+  check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
 }
 
 MpiPeers::~MpiPeers() {
+  // While an exception unwinds, another rank may be gone: nothing is waited for (~MpiSession).
+  if (std::uncaught_exceptions() > 0) return;
   try {
-    reclaim(true);
+    complete_posted();
   } catch (...) {  // a destructor does not throw; MPI reports its own errors
   }
 }
 
 void MpiPeers::reclaim(bool wait) {
+  const MpiWait waiting(wait_label());
   while (!pending_.empty()) {
     Pending& oldest = *pending_.front();
     if (wait) {
@@ -59,53 +74,101 @@ void MpiPeers::reclaim(bool wait) {
   }
 }
 
+void MpiPeers::post(std::unique_ptr<Pending> pending, const void* data, std::size_t count,
+                    bool floats, int to, int tag) {
+  check(MPI_Isend(data, as_count(count), floats ? MPI_FLOAT : MPI_BYTE, to, tag, comm_->comm,
+                  &pending->request),
+        "MPI_Isend");
+  pending_.push_back(std::move(pending));
+  ++sent_;
+}
+
 void MpiPeers::send(int to, const float* data, std::size_t n, int tag) {
   reclaim(false);
   auto pending = std::make_unique<Pending>();
   pending->floats.assign(data, data + n);
-  check(MPI_Isend(pending->floats.data(), as_count(n), MPI_FLOAT, to, tag, MPI_COMM_WORLD,
-                  &pending->request),
-        "MPI_Isend");
-  pending_.push_back(std::move(pending));
+  const float* buffer = pending->floats.data();
+  post(std::move(pending), buffer, n, true, to, tag);
 }
 
-void MpiPeers::recv(int from, float* data, std::size_t n, int tag) {
-  check(MPI_Recv(data, as_count(n), MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-        "MPI_Recv");
+void MpiPeers::post_send(int to, const float* data, std::size_t n, int tag) {
+  reclaim(false);
+  post(std::make_unique<Pending>(), data, n, true, to, tag);
 }
 
 void MpiPeers::send_message(int to, std::vector<char> message, int tag) {
   reclaim(false);
   auto pending = std::make_unique<Pending>();
   pending->data = std::move(message);
-  check(MPI_Isend(pending->data.data(), as_count(pending->data.size()), MPI_BYTE, to, tag,
-                  MPI_COMM_WORLD, &pending->request),
-        "MPI_Isend");
-  pending_.push_back(std::move(pending));
+  const char* buffer = pending->data.data();
+  const std::size_t bytes = pending->data.size();
+  post(std::move(pending), buffer, bytes, false, to, tag);
 }
 
-PeerEnvelope MpiPeers::recv_any(int from, int tag, std::vector<char>& message) {
+void MpiPeers::recv(int from, float* data, std::size_t n, int tag) {
+  const MpiWait waiting(wait_label());
+  check(MPI_Recv(data, as_count(n), MPI_FLOAT, from, tag, comm_->comm, MPI_STATUS_IGNORE),
+        "MPI_Recv");
+}
+
+void MpiPeers::post_recv(int from, float* data, std::size_t n, int tag) {
+  comm_->posted_recvs.emplace_back();
+  check(
+      MPI_Irecv(data, as_count(n), MPI_FLOAT, from, tag, comm_->comm, &comm_->posted_recvs.back()),
+      "MPI_Irecv");
+}
+
+void MpiPeers::complete_posted() {
+  std::vector<MPI_Request>& recvs = comm_->posted_recvs;
+  {
+    const MpiWait waiting(wait_label());
+    check(MPI_Waitall(static_cast<int>(recvs.size()), recvs.data(), MPI_STATUSES_IGNORE),
+          "MPI_Waitall");
+  }
+  recvs.clear();
+  reclaim(true);
+}
+
+void MpiPeers::send_recv(int to, const float* send_data, std::size_t send_n, int from,
+                         float* recv_data, std::size_t recv_n, int tag) {
+  const MpiWait waiting(wait_label());
+  check(MPI_Sendrecv(send_data, as_count(send_n), MPI_FLOAT, to, tag, recv_data, as_count(recv_n),
+                     MPI_FLOAT, from, tag, comm_->comm, MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
+  ++sent_;
+}
+
+PeerEnvelope MpiPeers::probe(int from, int tag) {
+  const MpiWait waiting(wait_label());
   MPI_Status status;
   check(MPI_Probe(from == kAnySource ? MPI_ANY_SOURCE : from, tag == kAnyTag ? MPI_ANY_TAG : tag,
-                  MPI_COMM_WORLD, &status),
+                  comm_->comm, &status),
         "MPI_Probe");
   int bytes = 0;
   check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
-  message.resize(static_cast<std::size_t>(bytes));
-  check(MPI_Recv(message.data(), bytes, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE),
+  return PeerEnvelope{status.MPI_SOURCE, status.MPI_TAG, static_cast<std::size_t>(bytes)};
+}
+
+PeerEnvelope MpiPeers::recv_any(int from, int tag, std::vector<char>& message) {
+  const PeerEnvelope envelope = probe(from, tag);
+  message.resize(envelope.bytes);
+  const MpiWait waiting(wait_label());
+  check(MPI_Recv(message.data(), as_count(envelope.bytes), MPI_BYTE, envelope.from, envelope.tag,
+                 comm_->comm, MPI_STATUS_IGNORE),
         "MPI_Recv");
-  return PeerEnvelope{status.MPI_SOURCE, status.MPI_TAG, message.size()};
+  return envelope;
 }
 
 void MpiPeers::barrier() {
-  reclaim(true);
-  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  complete_posted();
+  const MpiWait waiting(wait_label());
+  check(MPI_Barrier(comm_->comm), "MPI_Barrier");
 }
 
 #else
 
 struct MpiPeers::Pending {};
+struct MpiPeers::Comm {};
 
 MpiPeers::MpiPeers() {
   throw std::runtime_error("tauplan was built without MPI");
@@ -119,6 +182,14 @@ PeerEnvelope MpiPeers::recv_any(int /*from*/, int /*tag*/, std::vector<char>& /*
   return {};
 }
 void MpiPeers::barrier() {}
+void MpiPeers::post_send(int /*to*/, const float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
+void MpiPeers::post_recv(int /*from*/, float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
+void MpiPeers::complete_posted() {}
+void MpiPeers::send_recv(int /*to*/, const float* /*send_data*/, std::size_t /*send_n*/,
+                         int /*from*/, float* /*recv_data*/, std::size_t /*recv_n*/, int /*tag*/) {}
+PeerEnvelope MpiPeers::probe(int /*from*/, int /*tag*/) {
+  return {};
+}
 
 #endif
 

@@ -7,10 +7,14 @@
 // waited for in complete_sends() and barrier(). Floats travel as MPI_FLOAT (send, then recv:
 // MPI_Recv of n floats with the tag), byte messages as MPI_BYTE (send_message, then recv_any:
 // MPI_Probe, MPI_ANY_SOURCE / MPI_ANY_TAG where asked, for the size, then MPI_Recv); each is
-// received as it was sent. MPI keeps messages from one rank in order, as PeerGroup promises. Needs
-// an MpiSession alive (exec/mpi_communicator.hpp); in a build without MPI constructing one throws.
-// What it leaves out: GPU buffers, communicators other than the world, and messages above 2^31
-// floats (refused).
+// received as it was sent. The collective algorithms' forms copy nothing: post_send is MPI_Isend
+// of the caller's buffer, post_recv MPI_Irecv, both completed by complete_posted (MPI_Waitall),
+// send_recv is MPI_Sendrecv. Every blocking call runs inside an MpiWait named by wait_label()
+// (the job's mpi_timeout_s bounds it, exec/mpi_watchdog.hpp). MPI keeps messages from one rank in
+// order, as PeerGroup promises. The ranks are MPI_COMM_WORLD's or those of a communicator given
+// (a collective's subgroup). Needs an MpiSession alive (exec/mpi_communicator.hpp); in a build
+// without MPI constructing one throws.
+// What it leaves out: GPU buffers, and messages above 2^31 floats (refused).
 #pragma once
 
 #include <deque>
@@ -20,28 +24,59 @@
 
 #include "exec/peer_group.hpp"
 
+#ifdef TAUPLAN_HAVE_MPI
+#include <mpi.h>
+#endif
+
 namespace tauplan::exec {
 
 class MpiPeers final : public PeerGroup {
  public:
+  /// The ranks of MPI_COMM_WORLD.
   MpiPeers();
+#ifdef TAUPLAN_HAVE_MPI
+  /// The ranks of `comm` (not owned: it must outlive this object).
+  explicit MpiPeers(MPI_Comm comm);
+#endif
   ~MpiPeers() override;
 
-  std::string name() const override { return "mpi"; }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
+  std::string name() const override {
+    return "mpi";
+  }
+  int rank() const override {
+    return rank_;
+  }
+  int size() const override {
+    return size_;
+  }
   void send(int to, const float* data, std::size_t n, int tag) override;
   void recv(int from, float* data, std::size_t n, int tag) override;
   void send_message(int to, std::vector<char> message, int tag) override;
   PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) override;
-  void complete_sends() override { reclaim(true); }
+  void complete_sends() override {
+    reclaim(true);
+  }
   void barrier() override;
+  void post_send(int to, const float* data, std::size_t n, int tag) override;
+  void post_recv(int from, float* data, std::size_t n, int tag) override;
+  void complete_posted() override;
+  void send_recv(int to, const float* send_data, std::size_t send_n, int from, float* recv_data,
+                 std::size_t recv_n, int tag) override;
+  PeerEnvelope probe(int from, int tag) override;
+  long long messages_sent() const override {
+    return sent_;
+  }
 
  private:
   struct Pending;
+  struct Comm;
   void reclaim(bool wait);
+  void post(std::unique_ptr<Pending> pending, const void* data, std::size_t count, bool floats,
+            int to, int tag);
+  std::unique_ptr<Comm> comm_;
   int rank_ = 0;
   int size_ = 1;
+  long long sent_ = 0;
   std::deque<std::unique_ptr<Pending>> pending_;
 };
 

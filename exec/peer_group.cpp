@@ -72,6 +72,13 @@ int ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* dat
   return static_cast<int>(g - 1);
 }
 
+void PeerGroup::complete_posted() {
+  for (const PostedRecv& posted : posted_recvs_)
+    recv(posted.from, posted.data, posted.n, posted.tag);
+  posted_recvs_.clear();
+  complete_sends();
+}
+
 class ThreadPeer final : public PeerGroup {
  public:
   ThreadPeer(ThreadPeerHub& hub, int rank) : hub_(hub), rank_(rank) {}
@@ -90,6 +97,7 @@ class ThreadPeer final : public PeerGroup {
   }
   void send_message(int to, std::vector<char> message, int tag) override {
     hub_.deliver(rank_, to, tag, std::move(message));
+    ++sent_;
   }
   PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) override {
     auto [key, bytes] = hub_.take(from, rank_, tag);
@@ -97,10 +105,16 @@ class ThreadPeer final : public PeerGroup {
     return PeerEnvelope{std::get<1>(key), std::get<2>(key), message.size()};
   }
   void barrier() override { hub_.arrive_at_barrier(); }
+  PeerEnvelope probe(int from, int tag) override {
+    const auto [key, bytes] = hub_.peek(from, rank_, tag);
+    return PeerEnvelope{std::get<1>(key), std::get<2>(key), bytes};
+  }
+  long long messages_sent() const override { return sent_; }
 
  private:
   ThreadPeerHub& hub_;
   int rank_;
+  long long sent_ = 0;
 };
 
 ThreadPeerHub::ThreadPeerHub(int ranks) {
@@ -134,12 +148,12 @@ void ThreadPeerHub::deliver(int from, int to, int tag, std::vector<char> message
   changed_.notify_all();
 }
 
-std::pair<ThreadPeerHub::Key, std::vector<char>> ThreadPeerHub::take(int from, int to, int tag) {
+std::pair<ThreadPeerHub::Key, std::deque<ThreadPeerHub::Stamped>*> ThreadPeerHub::wait_for_oldest(
+    std::unique_lock<std::mutex>& lock, int from, int to, int tag) {
   const auto matches = [&](const Key& key) {
     return std::get<0>(key) == to && (from == PeerGroup::kAnySource || std::get<1>(key) == from) &&
            (tag == PeerGroup::kAnyTag || std::get<2>(key) == tag);
   };
-  std::unique_lock<std::mutex> lock(mutex_);
   std::deque<Stamped>* oldest = nullptr;
   Key key;
   changed_.wait(lock, [&] {
@@ -156,9 +170,21 @@ std::pair<ThreadPeerHub::Key, std::vector<char>> ThreadPeerHub::take(int from, i
     return oldest != nullptr;
   });
   throw_if_aborted();
+  return {key, oldest};
+}
+
+std::pair<ThreadPeerHub::Key, std::vector<char>> ThreadPeerHub::take(int from, int to, int tag) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto [key, oldest] = wait_for_oldest(lock, from, to, tag);
   std::vector<char> message = std::move(oldest->front().bytes);
   oldest->pop_front();
   return {key, std::move(message)};
+}
+
+std::pair<ThreadPeerHub::Key, std::size_t> ThreadPeerHub::peek(int from, int to, int tag) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto [key, oldest] = wait_for_oldest(lock, from, to, tag);
+  return {key, oldest->front().bytes.size()};
 }
 
 void ThreadPeerHub::arrive_at_barrier() {

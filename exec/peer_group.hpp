@@ -76,6 +76,64 @@ class PeerGroup {
   virtual void complete_sends() {}
   /// Returns when every rank has called it (and this rank's sends have completed).
   virtual void barrier() = 0;
+
+  // The collective algorithms' forms (exec/p2p_collective.hpp): no copy where the transport can
+  // avoid one, and receives posted before the sends they answer (MPI's rendezvous needs them).
+  /// Sends `n` floats from `data` without copying where the transport can (MPI: MPI_Isend of
+  /// the caller's buffer); `data` must stay unchanged until complete_posted() returns.
+  /// Threads: copied at once.
+  virtual void post_send(int to, const float* data, std::size_t n, int tag) {
+    send(to, data, n, tag);
+  }
+  /// Posts a receive of `n` floats from `from` with `tag` into `data`, done by complete_posted()
+  /// (MPI: MPI_Irecv; the default receives in posting order inside complete_posted()).
+  virtual void post_recv(int from, float* data, std::size_t n, int tag) {
+    posted_recvs_.push_back(PostedRecv{from, data, n, tag});
+  }
+  /// Completes every posted receive and send.
+  virtual void complete_posted();
+  /// Sends `send_n` floats to `to` while receiving `recv_n` from `from`, one tag (MPI:
+  /// MPI_Sendrecv; the default sends a copy, then receives).
+  virtual void send_recv(int to, const float* send_data, std::size_t send_n, int from,
+                         float* recv_data, std::size_t recv_n, int tag) {
+    send(to, send_data, send_n, tag);
+    recv(from, recv_data, recv_n, tag);
+  }
+  /// Waits for the oldest message from `from` with `tag` (kAnyTag: any) and returns its
+  /// envelope (bytes: its size) without receiving it.
+  virtual PeerEnvelope probe(int from, int tag) = 0;
+  /// Messages this rank has sent so far.
+  virtual long long messages_sent() const = 0;
+
+  /// What this rank waits for, named in the error when a wait outlives its deadline (MPI's
+  /// watchdog, exec/mpi_watchdog.hpp); a string literal, kept by pointer. PeerWaitLabel sets it.
+  const char* wait_label() const { return wait_label_; }
+  void set_wait_label(const char* what) { wait_label_ = what; }
+
+ private:
+  struct PostedRecv {
+    int from;
+    float* data;
+    std::size_t n;
+    int tag;
+  };
+  std::vector<PostedRecv> posted_recvs_;
+  const char* wait_label_ = "a message between ranks";
+};
+
+/// Names what `peers` waits for inside a scope (PeerGroup::wait_label), then restores the name.
+class PeerWaitLabel {
+ public:
+  PeerWaitLabel(PeerGroup& peers, const char* what) : peers_(peers), previous_(peers.wait_label()) {
+    peers.set_wait_label(what);
+  }
+  ~PeerWaitLabel() { peers_.set_wait_label(previous_); }
+  PeerWaitLabel(const PeerWaitLabel&) = delete;
+  PeerWaitLabel& operator=(const PeerWaitLabel&) = delete;
+
+ private:
+  PeerGroup& peers_;
+  const char* previous_;
 };
 
 /// Sums `data` (n floats) over `members` (ranks, the caller among them) into every member's
@@ -117,11 +175,16 @@ class ThreadPeerHub {
   void deliver(int from, int to, int tag, std::vector<char> message);
   /// The oldest message to `to` matching `from` and `tag` (either may be "any").
   std::pair<Key, std::vector<char>> take(int from, int to, int tag);
+  /// take()'s message, left in its mailbox: its key and size.
+  std::pair<Key, std::size_t> peek(int from, int to, int tag);
   void arrive_at_barrier();
   void throw_if_aborted() const;
 
   std::mutex mutex_;
   std::condition_variable changed_;
+  /// The oldest message matching (under the lock, waiting until one exists or abort()).
+  std::pair<Key, std::deque<Stamped>*> wait_for_oldest(std::unique_lock<std::mutex>& lock, int from,
+                                                       int to, int tag);
   std::map<Key, std::deque<Stamped>> mailboxes_;
   long long sent_ = 0;
   bool aborted_ = false;

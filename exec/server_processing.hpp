@@ -1,7 +1,7 @@
 // server_processing.hpp: a parameter-server rank's own work, as the rank measured it.
 //
 // A server rank computes between its waits on the network: the synchronous `ps` and `sparknet`
-// (mpi_algorithm.cpp's serve_push_pull) combine the K pushed shards and post K replies, the
+// (p2p_collective.cpp's serve_push_pull) combine the K pushed shards and post K replies, the
 // asynchronous server (async_ranks.cpp) applies one worker's gradient shard and prepares its reply.
 // Each such unit is a call (sync: one push-combine-reply; async: one update applied), recorded
 // with its processing seconds on the steady clock (waits for messages excluded), the messages it

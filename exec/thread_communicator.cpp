@@ -8,14 +8,14 @@
 
 namespace tauplan::exec {
 
-ThreadCommunicator::ThreadCommunicator(int workers) : workers_(workers) {
+ThreadCommunicator::ThreadCommunicator(int workers) : InProcessCommunicator(workers) {
   assert(workers >= 1);
 }
 
 void ThreadCommunicator::combine(const std::vector<float*>& local_buffers,
                                  const std::vector<double>& local_weights, std::size_t n,
                                  CombineRule rule) {
-  assert(static_cast<int>(local_buffers.size()) == workers_);
+  assert(static_cast<int>(local_buffers.size()) == workers());
   combine_buffers(local_buffers, local_weights, n, rule);
 }
 

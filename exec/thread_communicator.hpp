@@ -15,31 +15,23 @@
 
 namespace tauplan::exec {
 
-class ThreadCommunicator final : public HostCommunicator {
+class ThreadCommunicator final : public InProcessCommunicator {
  public:
   explicit ThreadCommunicator(int workers);
 
   std::string name() const override { return "threads"; }
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  int workers() const override { return workers_; }
-  int local_workers() const override { return workers_; }
-  int first_local_worker() const override { return 0; }
   void combine(const std::vector<float*>& local_buffers, const std::vector<double>& local_weights,
                std::size_t n, CombineRule rule) override;
   /// A subgroup's buffers reduced the same way, in group order.
   void combine_group(const std::vector<int>& group, const std::vector<float*>& member_buffers,
                      const std::vector<double>& member_weights, std::size_t n,
                      CombineRule rule) override;
-  void barrier() override {}
-  double max_all(double value) override { return value; }
 
  private:
   void combine_buffers(const std::vector<float*>& local_buffers,
                        const std::vector<double>& local_weights, std::size_t n, CombineRule rule);
   void mean_into_all(const std::vector<float*>& buffers, const std::vector<double>& weights,
                      std::size_t n);
-  int workers_;
 };
 
 }  // namespace tauplan::exec

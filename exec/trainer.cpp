@@ -599,8 +599,9 @@ double Runner::run_worker_op(const ProgramOp& op, long long round) {
 }
 
 double Runner::run_sync_op(const ProgramOp& op) {
-  comm_.barrier();                                         // S excludes waiting for stragglers
-  const Stopwatch watch(cpu_clock_ && comm_.size() == 1);  // in-process reductions only
+  comm_.barrier();  // S excludes waiting for stragglers
+  // The CPU clock times in-process reductions done by this thread only.
+  const Stopwatch watch(cpu_clock_ && comm_.size() == 1 && comm_.combines_on_calling_thread());
   run_collective(op);
   return comm_.max_all(watch.seconds());
 }

@@ -33,13 +33,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "exec/p2p_collective.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/ir/collective.hpp"
 #include "model/ir/strategy.hpp"
 #include "sim/collective_lowering.hpp"
-#if TAUPLAN_HAVE_MPI
-#include "exec/mpi_algorithm.hpp"
-#endif
 #include "study/common/engines.hpp"
 
 #ifndef TAUPLAN_SOURCE_DIR
@@ -898,16 +896,14 @@ TEST_CASE("extending: every collective has its cost and its lowering, each in a 
     CHECK(fs::is_regular_file(kRoot / "model" / "ir" / ("collective_" + name + ".cpp")));
     CHECK(fs::is_regular_file(kRoot / "sim" / ("lower_" + name + ".cpp")));
   }
-#if TAUPLAN_HAVE_MPI
-  // The MPI communicator executes every algorithm for real (exec/mpi_<name>.cpp).
-  const auto executed = tauplan::exec::mpi_algorithm_names();
+  // exec executes every algorithm for real as messages over a PeerGroup (exec/p2p_<name>.cpp).
+  const auto executed = tauplan::exec::p2p_collective_names();
   CHECK(std::set<std::string>(algorithms.begin(), algorithms.end()) ==
         std::set<std::string>(executed.begin(), executed.end()));
   for (std::string name : executed) {
     std::replace(name.begin(), name.end(), '-', '_');
-    CHECK(fs::is_regular_file(kRoot / "exec" / ("mpi_" + name + ".cpp")));
+    CHECK(fs::is_regular_file(kRoot / "exec" / ("p2p_" + name + ".cpp")));
   }
-#endif
 }
 
 TEST_CASE("extending: every strategy is a file of its own, one baseline among them") {
@@ -928,7 +924,7 @@ TEST_CASE("extending: README's Extending section names the files the registries 
   for (const char* path :
        {"model/ir/collective_<name>.cpp", "sim/lower_<name>.cpp", "model/ir/strategy_<name>.cpp",
         "model/ir/collective.cpp", "sim/collective_lowering.cpp", "model/ir/strategy.cpp",
-        "exec/mpi_<name>.cpp", "exec/mpi_algorithm.cpp", "model/ir/engine.hpp",
+        "exec/p2p_<name>.cpp", "exec/p2p_collective.cpp", "model/ir/engine.hpp",
         "study/common/engines.cpp", "study/common/strategy_extension_test.cpp"})
     CHECK(section.find(path) != std::string::npos);
   // What the section promises is what the tree does: the test it names defines a strategy,

@@ -35,8 +35,8 @@
 #include <string>
 
 #include "exec/cpu_replica.hpp"
-#include "exec/mpi_algorithm.hpp"
 #include "exec/mpi_communicator.hpp"
+#include "exec/p2p_collective.hpp"
 #include "exec/thread_communicator.hpp"
 #include "exec/trainer.hpp"
 #include "exec_support.hpp"
@@ -124,8 +124,8 @@ Difference compare(const std::vector<float>& got, const std::vector<float>& want
 
 std::vector<Case> cases_for(int world) {
   std::vector<Case> cases;
-  for (const std::string& name : mpi_algorithm_names()) {
-    const bool servers = mpi_algorithm(name, "<mpi_check>").uses_servers();
+  for (const std::string& name : p2p_collective_names()) {
+    const bool servers = p2p_collective(name, "<mpi_check>").uses_servers();
     std::vector<int> server_counts = servers ? std::vector<int>{1} : std::vector<int>{0};
     if (name == "ps") server_counts = {1, 2};
     for (int s : server_counts) {
@@ -175,7 +175,7 @@ std::string subgroup_case(const Case& c, const model::Platform& platform, int ra
   narrow.algorithm = c.algorithm;
   narrow.group = {c.workers - 1, 1};
   plan.add(narrow);
-  if (mpi_algorithm(c.algorithm, "<mpi_check>").uses_servers()) {
+  if (p2p_collective(c.algorithm, "<mpi_check>").uses_servers()) {
     try {
       MpiCommunicator refused(plan, platform, "job.yaml");
       fail(c.label() + ": a subgroup collective was accepted by a server algorithm");
@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
   // Every algorithm the model costs (and the simulator lowers) is executed over MPI.
   {
     std::vector<std::string> model_names = model::collective_algorithm_names();
-    std::vector<std::string> mpi_names = mpi_algorithm_names();
+    std::vector<std::string> mpi_names = p2p_collective_names();
     std::sort(model_names.begin(), model_names.end());
     std::sort(mpi_names.begin(), mpi_names.end());
     if (model_names != mpi_names) fail("the MPI algorithms are not the model's collectives");

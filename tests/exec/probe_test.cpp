@@ -71,6 +71,10 @@ class DelayLine {
       throw std::logic_error("the delay line carries floats only");
     }
     void barrier() override { line_.hub_.peer(rank_).barrier(); }
+    exec::PeerEnvelope probe(int from, int tag) override {
+      return line_.hub_.peer(rank_).probe(from, tag);
+    }
+    long long messages_sent() const override { return line_.hub_.peer(rank_).messages_sent(); }
 
    private:
     DelayLine& line_;

@@ -1,4 +1,4 @@
-// mpi_hierarchical.cpp: two-level all-reduce over MPI point-to-point messages
+// p2p_hierarchical.cpp: two-level all-reduce over point-to-point messages (a PeerGroup)
 // (model/ir/collective_hierarchical.cpp's and sim/lower_hierarchical.cpp's "hierarchical").
 //
 // Workers are grouped by their host's node (Host::node; G per node on M nodes, checked when the
@@ -8,8 +8,8 @@
 // ring all-reduce (reduce-scatter then all-gather, 2(M-1) steps of N/(G M)) of that chunk;
 // (3) a ring all-gather inside every node; then every worker divides by the summed weight.
 // Messages: K (2(G-1) + 2(M-1)) per call, as the simulator's flows. With one worker per node it
-// is the ring of mpi_ring.cpp. Leaves out: NVLS/SHARP in-switch reduction, overlap of phases.
-#include "exec/mpi_algorithm.hpp"
+// is the ring of p2p_ring.cpp. Leaves out: NVLS/SHARP in-switch reduction, overlap of phases.
+#include "exec/p2p_collective.hpp"
 #include "model/ir/collective.hpp"
 
 namespace tauplan::exec {
@@ -20,21 +20,21 @@ constexpr int kTagInterReduceScatter = 13;
 constexpr int kTagInterAllGather = 14;
 constexpr int kTagIntraAllGather = 12;
 
-class MpiHierarchical : public MpiAlgorithm {
+class P2pHierarchical : public P2pCollective {
  public:
   const char* name() const override { return "hierarchical"; }
   void check(const std::vector<int>& worker_hosts, const model::Platform& platform) const override {
     model::equal_node_groups(worker_hosts, platform);  // throws on unequal nodes
   }
-  void mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
+  void mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
             std::size_t n) const override {
-    const auto& nodes = layout.nodes;
+    const auto& nodes = ranks.nodes;
     const int g = static_cast<int>(nodes.front().size());
     // This worker's node j and index i in it.
     int j = 0, i = 0;
     for (std::size_t a = 0; a < nodes.size(); ++a)
       for (std::size_t b = 0; b < nodes[a].size(); ++b)
-        if (nodes[a][b] == layout.rank) {
+        if (nodes[a][b] == ranks.rank) {
           j = static_cast<int>(a);
           i = static_cast<int>(b);
         }
@@ -44,14 +44,14 @@ class MpiHierarchical : public MpiAlgorithm {
       across.push_back(other[static_cast<std::size_t>(i)]);
 
     std::vector<float> sum = weighted_with_weight(data, weight, n);
-    ring_reduce_scatter(messages, node, i, sum.data(), sum.size(), kTagIntraReduceScatter,
+    ring_reduce_scatter(peers, node, i, sum.data(), sum.size(), kTagIntraReduceScatter,
                         "hierarchical intra-node reduce-scatter");
     const auto [begin, end] = chunk_range(sum.size(), g, (i + 1) % g);
-    ring_reduce_scatter(messages, across, j, sum.data() + begin, end - begin,
-                        kTagInterReduceScatter, "hierarchical inter-node reduce-scatter");
-    ring_all_gather(messages, across, j, sum.data() + begin, end - begin, 1, kTagInterAllGather,
+    ring_reduce_scatter(peers, across, j, sum.data() + begin, end - begin, kTagInterReduceScatter,
+                        "hierarchical inter-node reduce-scatter");
+    ring_all_gather(peers, across, j, sum.data() + begin, end - begin, 1, kTagInterAllGather,
                     "hierarchical inter-node all-gather");
-    ring_all_gather(messages, node, i, sum.data(), sum.size(), 1, kTagIntraAllGather,
+    ring_all_gather(peers, node, i, sum.data(), sum.size(), 1, kTagIntraAllGather,
                     "hierarchical intra-node all-gather");
     divide_by_weight(sum.data(), n, data);
   }
@@ -59,8 +59,8 @@ class MpiHierarchical : public MpiAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<MpiAlgorithm> make_mpi_hierarchical() {
-  return std::make_unique<MpiHierarchical>();
+std::unique_ptr<P2pCollective> make_p2p_hierarchical() {
+  return std::make_unique<P2pHierarchical>();
 }
 
 }  // namespace tauplan::exec

@@ -1,4 +1,4 @@
-// mpi_sparknet.cpp: SparkNet's driver over MPI point-to-point messages
+// p2p_sparknet.cpp: SparkNet's driver over point-to-point messages (a PeerGroup)
 // (model/ir/collective_sparknet.cpp's and sim/lower_sparknet.cpp's "sparknet").
 //
 // The driver is the run's one server rank (rank K, the plan's first server host). Each call:
@@ -10,7 +10,7 @@
 // broadcast per call, as the simulator's flows; the driver reports its processing per call as a
 // ps server does (the row's `servers`). Leaves out: Spark's torrent broadcast and tree
 // aggregation, task scheduling and serialisation.
-#include "exec/mpi_algorithm.hpp"
+#include "exec/p2p_collective.hpp"
 
 namespace tauplan::exec {
 namespace {
@@ -19,29 +19,29 @@ constexpr int kTagCollect = 41;
 constexpr int kTagBroadcast = 42;
 constexpr int kTagStop = 43;
 
-class MpiSparkNet : public MpiAlgorithm {
+class P2pSparkNet : public P2pCollective {
  public:
   const char* name() const override { return "sparknet"; }
   bool uses_servers() const override { return true; }
-  void mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
+  void mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
             std::size_t n) const override {
     // One server (model's servers_needed() is 1): its shard is the whole vector.
-    push_pull_mean(layout, messages, data, weight, n, kTagCollect, kTagBroadcast,
+    push_pull_mean(ranks, peers, data, weight, n, kTagCollect, kTagBroadcast,
                    "sparknet collect and broadcast with the driver");
   }
-  bool serve(const MpiLayout& layout, MpiMessages& messages, ServedCall* call) const override {
-    return serve_push_pull(layout, messages, kTagCollect, kTagBroadcast, kTagStop,
+  bool serve(const CollectiveRanks& ranks, PeerGroup& peers, ServedCall* call) const override {
+    return serve_push_pull(ranks, peers, kTagCollect, kTagBroadcast, kTagStop,
                            "sparknet driver: the workers' collect", call);
   }
-  void finish(const MpiLayout& layout, MpiMessages& messages) const override {
-    stop_servers(layout, messages, kTagStop);
+  void finish(const CollectiveRanks& ranks, PeerGroup& peers) const override {
+    stop_servers(ranks, peers, kTagStop);
   }
 };
 
 }  // namespace
 
-std::unique_ptr<MpiAlgorithm> make_mpi_sparknet() {
-  return std::make_unique<MpiSparkNet>();
+std::unique_ptr<P2pCollective> make_p2p_sparknet() {
+  return std::make_unique<P2pSparkNet>();
 }
 
 }  // namespace tauplan::exec

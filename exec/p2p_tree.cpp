@@ -1,4 +1,4 @@
-// mpi_tree.cpp: binary-tree reduce then broadcast over MPI point-to-point messages
+// p2p_tree.cpp: binary-tree reduce then broadcast over point-to-point messages (a PeerGroup)
 // (model/ir/collective_tree.cpp's and sim/lower_tree.cpp's "tree").
 //
 // The workers form a binary heap in worker order, the tree of model::heap_parents_by_depth
@@ -9,7 +9,7 @@
 // and K-1 down per call, as the simulator's flows. Leaves out: pipelining chunks down the tree.
 #include <cstddef>
 
-#include "exec/mpi_algorithm.hpp"
+#include "exec/p2p_collective.hpp"
 #include "model/ir/collective.hpp"
 
 namespace tauplan::exec {
@@ -18,45 +18,52 @@ namespace {
 constexpr int kTagReduce = 21;
 constexpr int kTagBroadcast = 22;
 
-class MpiTree : public MpiAlgorithm {
+class P2pTree : public P2pCollective {
  public:
   const char* name() const override { return "tree"; }
-  void mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
+  void mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
             std::size_t n) const override {
-    const auto k = static_cast<std::size_t>(layout.workers);
-    const auto me = static_cast<std::size_t>(layout.rank);
+    const auto k = static_cast<std::size_t>(ranks.workers);
+    const auto me = static_cast<std::size_t>(ranks.rank);
     std::vector<int> children;
     for (const auto& parents : model::heap_parents_by_depth(k))
       for (std::size_t parent : parents)
         if (parent == me)
           for (std::size_t child = 2 * parent + 1; child <= 2 * parent + 2 && child < k; ++child)
             children.push_back(static_cast<int>(child));
-    const int parent = layout.rank == 0 ? -1 : (layout.rank - 1) / 2;
+    const int parent = ranks.rank == 0 ? -1 : (ranks.rank - 1) / 2;
 
     std::vector<float> sum = weighted_with_weight(data, weight, n);
     std::vector<std::vector<float>> from_children(children.size(), std::vector<float>(n + 1));
-    for (std::size_t c = 0; c < children.size(); ++c)
-      messages.post_recv(from_children[c].data(), n + 1, children[c], kTagReduce);
-    messages.wait_all("tree reduce: the children's sums");
+    {
+      const PeerWaitLabel label(peers, "tree reduce: the children's sums");
+      for (std::size_t c = 0; c < children.size(); ++c)
+        peers.post_recv(children[c], from_children[c].data(), n + 1, kTagReduce);
+      peers.complete_posted();
+    }
     for (const auto& partial : from_children)
       for (std::size_t i = 0; i <= n; ++i)
         sum[i] += partial[i];
     if (parent >= 0) {
-      messages.send(sum.data(), n + 1, parent, kTagReduce, "tree reduce: the sum to the parent");
-      messages.recv(data, n, parent, kTagBroadcast, "tree broadcast: the mean from the parent");
+      const PeerWaitLabel label(peers,
+                                "tree reduce and broadcast: the sum to the parent, the mean back");
+      peers.post_send(parent, sum.data(), n + 1, kTagReduce);
+      peers.complete_posted();  // a blocking send, as the flows of the simulator
+      peers.recv(parent, data, n, kTagBroadcast);
     } else {
       divide_by_weight(sum.data(), n, data);
     }
+    const PeerWaitLabel label(peers, "tree broadcast: the mean to the children");
     for (int child : children)
-      messages.post_send(data, n, child, kTagBroadcast);
-    messages.wait_all("tree broadcast: the mean to the children");
+      peers.post_send(child, data, n, kTagBroadcast);
+    peers.complete_posted();
   }
 };
 
 }  // namespace
 
-std::unique_ptr<MpiAlgorithm> make_mpi_tree() {
-  return std::make_unique<MpiTree>();
+std::unique_ptr<P2pCollective> make_p2p_tree() {
+  return std::make_unique<P2pTree>();
 }
 
 }  // namespace tauplan::exec

@@ -1,5 +1,7 @@
-// mpi_algorithm.hpp: the collective algorithms of the MPI communicator, executed for real as
-// point-to-point messages, behind one interface and one registry keyed by the algorithm's name.
+// p2p_collective.hpp: the collective algorithms executed for real as point-to-point messages
+// over a PeerGroup (exec/peer_group.hpp), behind one interface and one registry keyed by the
+// algorithm's name: the MPI communicator runs them over MpiPeers (one worker per process), and
+// any PeerGroup can (ThreadPeerHub's threads in the tests).
 //
 // The names and the algorithms are model/ir/collective.hpp's (the analytic cost) and sim/lower_*'s
 // (the simulated flows), so that one Plan's collective is the same algorithm in every engine:
@@ -13,22 +15,20 @@
 //   hierarchical  by Host::node of the workers' hosts: ring reduce-scatter inside every node,
 //                 G rings across nodes (the i-th worker of every node) on each node's chunks,
 //                 ring all-gather inside every node.
-// Each is one file (mpi_ring.cpp, ...) and one line in mpi_algorithm.cpp's registry.
+// Each is one file (p2p_ring.cpp, ...) and one line in p2p_collective.cpp's registry.
 // The weighted mean: peer algorithms sum [w_k x_k, w_k] (the weight rides as one extra float,
 // exact for the integer weights the trainer passes) and divide at the end; server algorithms
 // send [x_k, w_k] and the server calls combine_mean in worker order, so ps and sparknet give
 // the thread communicator's floats bit for bit, ring, tree and hierarchical agree to float
-// rounding (sums in float, in another order). Every blocking call runs inside an MpiWait
-// (mpi_watchdog.hpp). A server algorithm reports each call it serves (ServedCall): when its
-// first message arrived, and its processing, the server's own work (server_processing.hpp):
-// from the arrival of the K pushes (the receives' wait_all) to the K replies posted, so the
+// rounding (sums in float, in another order). Every wait is named (PeerWaitLabel: under MPI the
+// watchdog's error names it). A server algorithm reports each call it serves (ServedCall): when
+// its first message arrived, and its processing, the server's own work (server_processing.hpp):
+// from the arrival of the K pushes (the receives' completion) to the K replies posted, so the
 // combine, the allocations and the replies' posting, not the waits; with its messages (K
 // received + K sent) and payload bytes (K x the shard's floats x 4). What it leaves out: pipelining
 // of chunks inside a step, overlap of the phases, and Adasum (the communicator all-gathers for it,
 // whatever the algorithm).
 #pragma once
-
-#include <mpi.h>
 
 #include <chrono>
 #include <cstddef>
@@ -37,16 +37,16 @@
 #include <utility>
 #include <vector>
 
+#include "exec/peer_group.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
 
-/// The ranks of one distributed run (of one strategy): ranks 0..K-1 run workers 0..K-1 of the
-/// plan, ranks K..K+s-1 its servers (Plan::server_hosts, in order) when the algorithm uses them.
-struct MpiLayout {
-  MPI_Comm comm = MPI_COMM_NULL;  ///< every rank of the run
-  int rank = 0;
+/// The ranks of one collective over a PeerGroup: ranks 0..K-1 run workers 0..K-1 of the plan,
+/// ranks K..K+s-1 its servers (Plan::server_hosts, in order) when the algorithm uses them.
+struct CollectiveRanks {
+  int rank = 0;     ///< this rank in the PeerGroup
   int workers = 0;  ///< K
   int servers = 0;  ///< s
   /// Workers grouped by their host's node (Host::node), nodes in first-seen order, the same
@@ -55,33 +55,7 @@ struct MpiLayout {
   bool is_server() const { return rank >= workers; }
 };
 
-/// Point-to-point messages of float buffers on the run's communicator; every blocking call is
-/// watched (MpiWait) and every message sent is counted.
-class MpiMessages {
- public:
-  explicit MpiMessages(MPI_Comm comm) : comm_(comm) {}
-
-  void send(const float* data, std::size_t count, int to, int tag, const char* what);
-  void recv(float* data, std::size_t count, int from, int tag, const char* what);
-  /// MPI_Sendrecv: sends to `to` while receiving from `from`.
-  void send_recv(const float* send_data, std::size_t send_count, int to, float* recv_data,
-                 std::size_t recv_count, int from, int tag, const char* what);
-  /// Non-blocking forms, completed together by wait_all().
-  void post_send(const float* data, std::size_t count, int to, int tag);
-  void post_recv(float* data, std::size_t count, int from, int tag);
-  void wait_all(const char* what);
-  /// Waits for the next message from `from` (any tag); returns its tag and length in floats.
-  std::pair<int, std::size_t> probe(int from, const char* what);
-
-  long long sent() const { return sent_; }
-
- private:
-  MPI_Comm comm_;
-  std::vector<MPI_Request> pending_;
-  long long sent_ = 0;
-};
-
-/// One call a server rank served (MpiAlgorithm::serve).
+/// One call a server rank served (P2pCollective::serve).
 struct ServedCall {
   std::chrono::steady_clock::time_point first_message{};  ///< the call's first message arrived
   double processing_s = 0;  ///< the server's own work: the K pushes in to the K replies posted
@@ -89,9 +63,9 @@ struct ServedCall {
   long long bytes = 0;      ///< payload bytes combined (K x the shard's floats x 4)
 };
 
-class MpiAlgorithm {
+class P2pCollective {
  public:
-  virtual ~MpiAlgorithm() = default;
+  virtual ~P2pCollective() = default;
   /// model/ir/collective.hpp's name of the algorithm.
   virtual const char* name() const = 0;
   /// True when the algorithm runs on server ranks (the run then has K + s ranks).
@@ -102,23 +76,23 @@ class MpiAlgorithm {
                      const model::Platform& /*platform*/) const {}
   /// On a worker rank: replaces `data` (n floats of this worker, weight >= 0) by the weighted
   /// mean over the K workers, sum w_k x_k / sum w_k; every worker ends with the same floats.
-  virtual void mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
+  virtual void mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
                     std::size_t n) const = 0;
   /// On a server rank: serves one collective call of the workers and returns true (with what
   /// the call was, when `call` is not null), or returns false when the workers have finished.
-  virtual bool serve(const MpiLayout& /*layout*/, MpiMessages& /*messages*/,
+  virtual bool serve(const CollectiveRanks& /*ranks*/, PeerGroup& /*peers*/,
                      ServedCall* /*call*/) const {
     return false;
   }
   /// On a worker rank, once at the end of the run: releases the server ranks.
-  virtual void finish(const MpiLayout& /*layout*/, MpiMessages& /*messages*/) const {}
+  virtual void finish(const CollectiveRanks& /*ranks*/, PeerGroup& /*peers*/) const {}
 };
 
 /// The algorithm named `name`; throws InputError(file, "collective", ...) when exec/ has none.
-const MpiAlgorithm& mpi_algorithm(const std::string& name, const std::string& file);
-std::vector<std::string> mpi_algorithm_names();
+const P2pCollective& p2p_collective(const std::string& name, const std::string& file);
+std::vector<std::string> p2p_collective_names();
 
-// Building blocks shared by the algorithms (mpi_algorithm.cpp).
+// Building blocks shared by the algorithms (p2p_collective.cpp).
 
 /// Range i of `parts` contiguous, balanced ranges of [0, n) (the first n % parts get one more).
 std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, int parts, int i);
@@ -128,29 +102,53 @@ std::vector<float> weighted_with_weight(const float* data, double weight, std::s
 void divide_by_weight(const float* sum, std::size_t n, float* out);
 /// Ring reduce-scatter (sum) of `data` (n floats, in ring.size() chunks) over the ranks `ring`,
 /// this rank at `position`: afterwards it holds the full sum of chunk (position + 1) mod R.
-void ring_reduce_scatter(MpiMessages& messages, const std::vector<int>& ring, int position,
-                         float* data, std::size_t n, int tag, const char* what);
+void ring_reduce_scatter(PeerGroup& peers, const std::vector<int>& ring, int position, float* data,
+                         std::size_t n, int tag, const char* what);
 /// Ring all-gather of `data` (n floats, in ring.size() chunks) over `ring`, where the rank at
 /// position p holds chunk (p + shift) mod R; afterwards every rank holds every chunk.
-void ring_all_gather(MpiMessages& messages, const std::vector<int>& ring, int position, float* data,
+void ring_all_gather(PeerGroup& peers, const std::vector<int>& ring, int position, float* data,
                      std::size_t n, int shift, int tag, const char* what);
 /// Server-based mean, worker side: sends [shard j of x, w] to server rank K + j for each of the
 /// s servers and receives the mean of each shard back into `data`.
-void push_pull_mean(const MpiLayout& layout, MpiMessages& messages, float* data, double weight,
+void push_pull_mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
                     std::size_t n, int push_tag, int pull_tag, const char* what);
 /// Server side of push_pull_mean for one call: receives [shard, w] from every worker,
 /// combine_mean in worker order, sends the shard's mean back. False on the workers' stop message.
 /// Fills `call` (when not null): first message, processing, messages, bytes (see above).
-bool serve_push_pull(const MpiLayout& layout, MpiMessages& messages, int push_tag, int pull_tag,
+bool serve_push_pull(const CollectiveRanks& ranks, PeerGroup& peers, int push_tag, int pull_tag,
                      int stop_tag, const char* what, ServedCall* call);
 /// Worker side of the end of a server-based run: a stop message to every server rank.
-void stop_servers(const MpiLayout& layout, MpiMessages& messages, int stop_tag);
+void stop_servers(const CollectiveRanks& ranks, PeerGroup& peers, int stop_tag);
+
+/// Adasum over the K workers of `ranks` whatever the algorithm: every worker's [x, w] block
+/// around a ring of the workers (K - 1 steps), then combine_adasum's pairwise tree on every
+/// worker (the same floats everywhere). `gathered` is the caller's scratch (K (n + 1) floats).
+void adasum_by_all_gather(const CollectiveRanks& ranks, PeerGroup& peers, float* data,
+                          double weight, std::size_t n, std::vector<float>& gathered);
+
+/// Workers (positions in `worker_hosts`) grouped by Host::node of their host, nodes in
+/// first-seen order (hierarchical's shape).
+std::vector<std::vector<int>> workers_by_node(const std::vector<int>& worker_hosts,
+                                              const model::Platform& platform);
+
+/// A collective of the plan over a subgroup of its workers (not all K).
+struct CollectiveSubgroup {
+  std::vector<int> group;               ///< the members (worker indices), in the plan's order
+  std::vector<std::vector<int>> nodes;  ///< the members' positions grouped by node
+};
+/// The plan's collectives over subgroups, each group once, in the plan's topological order,
+/// checked against `algorithm` (InputError(job_file, "collective", ...) for a server algorithm,
+/// whose servers serve all K; the algorithm's own check on the members' hosts).
+std::vector<CollectiveSubgroup> plan_subgroups(const model::Plan& plan,
+                                               const model::Platform& platform,
+                                               const P2pCollective& algorithm,
+                                               const std::string& job_file);
 
 // One factory per algorithm file.
-std::unique_ptr<MpiAlgorithm> make_mpi_ring();
-std::unique_ptr<MpiAlgorithm> make_mpi_ps();
-std::unique_ptr<MpiAlgorithm> make_mpi_tree();
-std::unique_ptr<MpiAlgorithm> make_mpi_sparknet();
-std::unique_ptr<MpiAlgorithm> make_mpi_hierarchical();
+std::unique_ptr<P2pCollective> make_p2p_ring();
+std::unique_ptr<P2pCollective> make_p2p_ps();
+std::unique_ptr<P2pCollective> make_p2p_tree();
+std::unique_ptr<P2pCollective> make_p2p_sparknet();
+std::unique_ptr<P2pCollective> make_p2p_hierarchical();
 
 }  // namespace tauplan::exec

@@ -1,0 +1,122 @@
+// thread_messages_test.cpp: the `thread-messages` communicator
+// (exec/thread_message_communicator.hpp) trains as the shared-memory one does: the same model from
+// every collective algorithm (bit for bit through the servers and for Adasum, to float rounding
+// around a ring or a tree), the messages each algorithm is charged, subgroups, and a plan it cannot
+// run refused.
+#include <catch2/catch.hpp>
+
+#include <boost/range/iterator_range.hpp>
+#include <string>
+#include <vector>
+
+#include "exec/cpu_replica.hpp"
+#include "exec/thread_communicator.hpp"
+#include "exec/thread_message_communicator.hpp"
+#include "exec/trainer.hpp"
+#include "exec_support.hpp"
+#include "model/base/error.hpp"
+
+using namespace tauplan;
+using namespace tauplan::exec;
+
+namespace {
+
+/// Eight hosts of one speed, two per node (hierarchical's shape at K = 4: 2 nodes of 2), the
+/// last two parameter servers.
+model::Platform two_per_node() {
+  model::Platform platform = model::make_crossbar_platform(std::vector<double>(8, 1e9), 1e9, 1e-5);
+  for (std::size_t h = 0; h < platform.hosts.size(); ++h) {
+    platform.hosts[h].node = "node" + std::to_string(h / 2);
+    if (h >= 6) platform.hosts[h].role = model::HostRole::Server;
+  }
+  return platform;
+}
+
+model::Plan plan_with(const std::string& strategy, const std::string& collective, int workers,
+                      const model::Platform& platform) {
+  model::StrategyOptions o;
+  o.file = "<test>";
+  o.workers = workers;
+  o.batch = 32;
+  o.collective = collective;
+  o.servers = collective == "ps" ? 2 : 1;
+  o.check_memory = false;
+  return model::make_plan(strategy, o, test::tiny_workload(), platform, model::FixedCounts(1));
+}
+
+}  // namespace
+
+TEST_CASE("thread-messages trains the same model as the shared-memory threads, every algorithm",
+          "[exec][trainer]") {
+  const Dataset data = test::tiny_data();
+  const TrainOptions o = test::quick_options(8);
+  const model::Platform platform = two_per_node();
+  const int k = 4;
+  for (const std::string& name : p2p_collective_names()) {
+    INFO(name);
+    const model::Plan plan = plan_with("sync", name, k, platform);
+    REQUIRE(plan.collective == name);
+    ThreadCommunicator shared(k);
+    const Measurement reference =
+        train(plan, platform, data, test::tiny_shape(), shared, cpu_replica_factory(), o);
+    ThreadMessageCommunicator messages(plan, platform, "<test>");
+    const Measurement measured =
+        train(plan, platform, data, test::tiny_shape(), messages, cpu_replica_factory(), o);
+    CHECK(measured.communicator == "thread-messages");
+    REQUIRE(measured.final_parameters.size() == reference.final_parameters.size());
+    if (name == "ps" || name == "sparknet")
+      CHECK(measured.final_parameters == reference.final_parameters);
+    else
+      CHECK(test::max_abs_diff(measured.final_parameters, reference.final_parameters) < 1e-5);
+    // The messages of the engines' flows, one combine per step (model/ir/collective_<name>.cpp).
+    const long long steps = 8, kk = k;
+    long long per_call = 2 * kk * (kk - 1), stops = 0;  // ring
+    if (name == "tree") per_call = 2 * (kk - 1);
+    if (name == "hierarchical") per_call = 2 * kk * (2 - 1) + 2 * kk * (2 - 1);
+    if (name == "ps") per_call = 2 * kk * 2, stops = kk * 2;
+    if (name == "sparknet") per_call = 2 * kk, stops = kk;
+    CHECK(messages.messages_sent() == steps * per_call + stops);
+  }
+}
+
+TEST_CASE("thread-messages runs Adasum and subgroups as the shared-memory threads do",
+          "[exec][trainer]") {
+  const Dataset data = test::tiny_data();
+  const model::Platform platform = two_per_node();
+  TrainOptions o = test::quick_options(6);
+  o.combine = CombineRule::Adasum;
+  const model::Plan plan = plan_with("sync", "ring", 3, platform);
+  ThreadCommunicator shared(3);
+  ThreadMessageCommunicator messages(plan, platform, "<test>");
+  CHECK(train(plan, platform, data, test::tiny_shape(), messages, cpu_replica_factory(), o)
+            .final_parameters ==
+        train(plan, platform, data, test::tiny_shape(), shared, cpu_replica_factory(), o)
+            .final_parameters);
+
+  // sync at K = 4 with its all-reduce narrowed to workers 2 and 0 (a hub of their own).
+  o.combine = CombineRule::Mean;
+  model::Plan narrowed = plan_with("sync", "ring", 4, platform);
+  for (auto v : boost::make_iterator_range(boost::vertices(narrowed.graph)))
+    if (narrowed.graph[v].kind == model::OpKind::Collective) narrowed.graph[v].group = {2, 0};
+  ThreadCommunicator shared4(4);
+  ThreadMessageCommunicator messages4(narrowed, platform, "<test>");
+  const Measurement a =
+      train(narrowed, platform, data, test::tiny_shape(), messages4, cpu_replica_factory(), o);
+  const Measurement b =
+      train(narrowed, platform, data, test::tiny_shape(), shared4, cpu_replica_factory(), o);
+  CHECK(test::max_abs_diff(a.final_parameters, b.final_parameters) < 1e-6);
+  CHECK(messages4.messages_sent() == 6 * 4);  // a ring of 2: 2 (K - 1) messages per member
+}
+
+TEST_CASE("thread-messages refuses what its algorithm cannot run, naming the key") {
+  const model::Platform platform = two_per_node();
+  model::Plan narrowed = plan_with("sync", "ps", 4, platform);
+  for (auto v : boost::make_iterator_range(boost::vertices(narrowed.graph)))
+    if (narrowed.graph[v].kind == model::OpKind::Collective) narrowed.graph[v].group = {2, 0};
+  CHECK_THROWS_WITH(ThreadMessageCommunicator(narrowed, platform, "job.yaml"),
+                    Catch::Contains("job.yaml") && Catch::Contains("collective"));
+  // hierarchical with unequal nodes: 3 workers on nodes of 2.
+  CHECK_THROWS_AS(ThreadMessageCommunicator(plan_with("sync", "hierarchical", 3, platform),
+                                            platform, "job.yaml"),
+                  InputError);
+}
