@@ -6,17 +6,18 @@
 // see combine.hpp) in every one of them, across all processes. Buffers live in host memory or
 // device memory, as memory() says; the trainer checks that its replicas agree.
 // Implementations: thread_communicator (K replicas in one process, shared memory),
-// mpi_communicator (one worker per rank, the plan's collective algorithm as point-to-point
-// messages, server ranks for ps and sparknet), and in exec/cuda/ the device communicator (K
-// logical workers on one GPU) and the NCCL communicator (one rank per GPU).
-// The defaults below suit a communicator that lives in one process.
-// combine_group() combines over a subgroup of the workers (a Plan's collective whose `group` is
-// not all K): the thread and MPI communicators run it (runs_subgroups()); the CUDA ones do not,
-// and the trainer refuses such a plan on them before it starts.
-// agree_round_start() gives every worker process one instant to start a round at (the MPI one
-// estimates each rank's clock offset to rank 0 when the run starts and has rank 0 name a start
-// time just ahead of the slowest rank's arrival), instead of the moment a barrier releases it.
-// What it leaves out: asynchronous (overlapped) collectives, and clock drift during a run.
+// thread_message_communicator (K replicas in one process, the plan's collective algorithm as
+// messages between threads), mpi_communicator (one worker per rank, the plan's collective algorithm
+// as point-to-point messages, server ranks for ps and sparknet), and in exec/cuda/ the device
+// communicator (K logical workers on one GPU) and the NCCL communicator (one rank per GPU). The
+// defaults below suit a communicator that lives in one process. combine_group() combines over a
+// subgroup of the workers (a Plan's collective whose `group` is not all K): the thread and MPI
+// communicators run it (runs_subgroups()); the CUDA ones do not, and the trainer refuses such a
+// plan on them before it starts. agree_round_start() gives every worker process one instant to
+// start a round at (the MPI one estimates each rank's clock offset to rank 0 when the run starts
+// and has rank 0 name a start time just ahead of the slowest rank's arrival), instead of the moment
+// a barrier releases it. What it leaves out: asynchronous (overlapped) collectives, and clock drift
+// during a run.
 #pragma once
 
 #include <chrono>
@@ -38,7 +39,7 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  /// "threads", "mpi", "device", "nccl".
+  /// "threads", "thread-messages", "mpi", "device", "nccl".
   virtual std::string name() const = 0;
   /// This process's rank and the number of processes.
   virtual int rank() const = 0;

@@ -2,6 +2,7 @@
 // a stub that throws without MPI.
 #include "exec/mpi_peers.hpp"
 
+#include <deque>
 #include <exception>
 #include <limits>
 #include <stdexcept>
@@ -40,6 +41,7 @@ struct MpiPeers::Pending {
 struct MpiPeers::Comm {
   MPI_Comm comm = MPI_COMM_WORLD;
   std::vector<MPI_Request> posted_recvs;
+  std::deque<Pending> pending;  // sends in flight, oldest first (a deque: they never move)
 };
 
 MpiPeers::MpiPeers() : MpiPeers(MPI_COMM_WORLD) {}
@@ -51,58 +53,66 @@ MpiPeers::MpiPeers(MPI_Comm comm) : comm_(std::make_unique<Comm>()) {
 }
 
 MpiPeers::~MpiPeers() {
-  // While an exception unwinds, another rank may be gone: nothing is waited for (~MpiSession).
-  if (std::uncaught_exceptions() > 0) return;
+  if (std::uncaught_exceptions() > 0) {
+    // While an exception unwinds, another rank may be gone: nothing is waited for (~MpiSession),
+    // and the buffers of sends in flight are left to the process's end, where MPI may still read
+    // them (a deque's move keeps its elements where they are).
+    static_cast<void>(new std::deque<Pending>(std::move(comm_->pending)));
+    return;
+  }
   try {
-    complete_posted();
+    // Receives still posted (a collective that threw) must not land in buffers that are gone.
+    for (MPI_Request& request : comm_->posted_recvs) {
+      MPI_Cancel(&request);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
+    reclaim(true);
   } catch (...) {  // a destructor does not throw; MPI reports its own errors
   }
 }
 
 void MpiPeers::reclaim(bool wait) {
-  const MpiWait waiting(wait_label());
-  while (!pending_.empty()) {
-    Pending& oldest = *pending_.front();
+  while (!comm_->pending.empty()) {
+    Pending& oldest = comm_->pending.front();
     if (wait) {
+      const MpiWait waiting(wait_label());
       check(MPI_Wait(&oldest.request, MPI_STATUS_IGNORE), "MPI_Wait");
     } else {
       int done = 0;
       check(MPI_Test(&oldest.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
       if (!done) return;
     }
-    pending_.pop_front();
+    comm_->pending.pop_front();
   }
 }
 
-void MpiPeers::post(std::unique_ptr<Pending> pending, const void* data, std::size_t count,
-                    bool floats, int to, int tag) {
+MpiPeers::Pending& MpiPeers::post(const void* data, std::size_t count, bool floats, int to,
+                                  int tag) {
+  Pending& pending = comm_->pending.back();
   check(MPI_Isend(data, as_count(count), floats ? MPI_FLOAT : MPI_BYTE, to, tag, comm_->comm,
-                  &pending->request),
+                  &pending.request),
         "MPI_Isend");
-  pending_.push_back(std::move(pending));
   ++sent_;
+  return pending;
 }
 
 void MpiPeers::send(int to, const float* data, std::size_t n, int tag) {
   reclaim(false);
-  auto pending = std::make_unique<Pending>();
-  pending->floats.assign(data, data + n);
-  const float* buffer = pending->floats.data();
-  post(std::move(pending), buffer, n, true, to, tag);
+  Pending& pending = comm_->pending.emplace_back();
+  pending.floats.assign(data, data + n);
+  post(pending.floats.data(), n, true, to, tag);
 }
 
 void MpiPeers::post_send(int to, const float* data, std::size_t n, int tag) {
-  reclaim(false);
-  post(std::make_unique<Pending>(), data, n, true, to, tag);
+  comm_->pending.emplace_back();  // no buffer: the caller's stays until complete_posted()
+  post(data, n, true, to, tag);
 }
 
 void MpiPeers::send_message(int to, std::vector<char> message, int tag) {
   reclaim(false);
-  auto pending = std::make_unique<Pending>();
-  pending->data = std::move(message);
-  const char* buffer = pending->data.data();
-  const std::size_t bytes = pending->data.size();
-  post(std::move(pending), buffer, bytes, false, to, tag);
+  Pending& pending = comm_->pending.emplace_back();
+  pending.data = std::move(message);
+  post(pending.data.data(), pending.data.size(), false, to, tag);
 }
 
 void MpiPeers::recv(int from, float* data, std::size_t n, int tag) {

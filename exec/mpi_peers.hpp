@@ -17,7 +17,6 @@
 // What it leaves out: GPU buffers, and messages above 2^31 floats (refused).
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,14 +69,14 @@ class MpiPeers final : public PeerGroup {
  private:
   struct Pending;
   struct Comm;
+  /// Completed sends leave the queue: all of them (waited for), or those done so far.
   void reclaim(bool wait);
-  void post(std::unique_ptr<Pending> pending, const void* data, std::size_t count, bool floats,
-            int to, int tag);
+  /// MPI_Isend of `count` floats or bytes from `data` into the newest pending send's request.
+  Pending& post(const void* data, std::size_t count, bool floats, int to, int tag);
   std::unique_ptr<Comm> comm_;
   int rank_ = 0;
   int size_ = 1;
   long long sent_ = 0;
-  std::deque<std::unique_ptr<Pending>> pending_;
 };
 
 }  // namespace tauplan::exec

@@ -2,6 +2,7 @@
 #include "exec/peer_group.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cstring>
 #include <limits>
@@ -73,9 +74,10 @@ int ring_allgather(PeerGroup& peers, const std::vector<int>& members, float* dat
 }
 
 void PeerGroup::complete_posted() {
-  for (const PostedRecv& posted : posted_recvs_)
-    recv(posted.from, posted.data, posted.n, posted.tag);
-  posted_recvs_.clear();
+  std::vector<PostedRecv> posted;
+  posted.swap(posted_recvs_);  // a receive that throws leaves no posted buffer behind
+  for (const PostedRecv& receive : posted)
+    recv(receive.from, receive.data, receive.n, receive.tag);
   complete_sends();
 }
 
@@ -96,8 +98,8 @@ class ThreadPeer final : public PeerGroup {
     std::memcpy(data, message.data(), message.size());
   }
   void send_message(int to, std::vector<char> message, int tag) override {
+    ++sent_;  // before the receiver can see the message (and whoever waits on the receiver)
     hub_.deliver(rank_, to, tag, std::move(message));
-    ++sent_;
   }
   PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) override {
     auto [key, bytes] = hub_.take(from, rank_, tag);
@@ -109,12 +111,12 @@ class ThreadPeer final : public PeerGroup {
     const auto [key, bytes] = hub_.peek(from, rank_, tag);
     return PeerEnvelope{std::get<1>(key), std::get<2>(key), bytes};
   }
-  long long messages_sent() const override { return sent_; }
+  long long messages_sent() const override { return sent_.load(std::memory_order_relaxed); }
 
  private:
   ThreadPeerHub& hub_;
   int rank_;
-  long long sent_ = 0;
+  std::atomic<long long> sent_{0};  // read by other threads (a communicator's count)
 };
 
 ThreadPeerHub::ThreadPeerHub(int ranks) {

@@ -16,7 +16,9 @@
 // parameter server takes its workers' pushes in arrival order).
 // Implementations: ThreadPeerHub's ends (ranks are threads of one process, messages are copies into
 // mailboxes, abort() wakes every waiting rank with an error) and MpiPeers (exec/mpi_peers.hpp:
-// ranks are MPI processes, MPI_Isend/MPI_Recv, MPI_Probe for recv_any).
+// ranks are MPI processes of the world or of a communicator split off; MPI_Isend, MPI_Recv,
+// MPI_Irecv and MPI_Waitall, MPI_Sendrecv, MPI_Probe). The MPI and thread-messages
+// communicators run their collective algorithms on it (exec/p2p_collective.hpp).
 // What it leaves out: bandwidth-optimal collectives (the all-gather-and-add moves (g - 1) x the
 // buffer per member instead of a ring's 2 (g - 1)/g: the groups here are 2 to 4 ranks of an
 // MLP), GPU memory, and overlap.

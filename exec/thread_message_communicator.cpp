@@ -29,27 +29,45 @@ ThreadMessageCommunicator::ThreadMessageCommunicator(const model::Plan& plan,
   }
   all_.ranks = ranks_;
   all_.hub = std::make_unique<ThreadPeerHub>(ranks_.workers + ranks_.servers);
-  for (int j = 0; j < ranks_.servers; ++j)
-    servers_.emplace_back([this, j] {
-      CollectiveRanks server = ranks_;
-      server.rank = ranks_.workers + j;
-      try {
-        while (algorithm_->serve(server, all_.hub->peer(server.rank), nullptr)) {
+  try {
+    for (int j = 0; j < ranks_.servers; ++j)
+      servers_.emplace_back([this, j] {
+        CollectiveRanks server = ranks_;
+        server.rank = ranks_.workers + j;
+        try {
+          while (algorithm_->serve(server, all_.hub->peer(server.rank), nullptr)) {
+          }
+        } catch (...) {
+          fail(*all_.hub);  // the workers waiting for this server give up
         }
-      } catch (...) {
-        {
-          std::lock_guard<std::mutex> lock(server_error_mutex_);
-          if (!server_error_) server_error_ = std::current_exception();
-        }
-        all_.hub->abort();  // the workers waiting for this server give up
-      }
-    });
+      });
+  } catch (...) {  // a server thread could not start: stop the ones that did
+    stop_servers();
+    throw;
+  }
 }
 
 ThreadMessageCommunicator::~ThreadMessageCommunicator() {
+  stop_servers();
+}
+
+void ThreadMessageCommunicator::stop_servers() {
   if (!finished_) all_.hub->abort();  // servers waiting for workers that will not come
   for (std::thread& server : servers_)
     if (server.joinable()) server.join();
+}
+
+void ThreadMessageCommunicator::fail(ThreadPeerHub& hub) {
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!first_error_) first_error_ = std::current_exception();  // the cause comes first
+  }
+  hub.abort();  // every rank waiting on the hub throws (after the cause is kept)
+}
+
+void ThreadMessageCommunicator::rethrow_first_error() {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  if (first_error_) std::rethrow_exception(first_error_);
 }
 
 void ThreadMessageCommunicator::run_workers(Group& group, const std::vector<float*>& buffers,
@@ -59,19 +77,22 @@ void ThreadMessageCommunicator::run_workers(Group& group, const std::vector<floa
   group.scratch.resize(buffers.size());
   try {
     pool_.run(group.ranks.workers, [&](int k) {
-      CollectiveRanks me = group.ranks;
-      me.rank = k;
-      PeerGroup& peers = group.hub->peer(k);
-      const auto index = static_cast<std::size_t>(k);
-      if (rule == CombineRule::Mean)
-        algorithm_->mean(me, peers, buffers[index], weights[index], n);
-      else
-        adasum_by_all_gather(me, peers, buffers[index], weights[index], n, group.scratch[index]);
+      try {
+        CollectiveRanks me = group.ranks;
+        me.rank = k;
+        PeerGroup& peers = group.hub->peer(k);
+        const auto index = static_cast<std::size_t>(k);
+        if (rule == CombineRule::Mean)
+          algorithm_->mean(me, peers, buffers[index], weights[index], n);
+        else
+          adasum_by_all_gather(me, peers, buffers[index], weights[index], n, group.scratch[index]);
+      } catch (...) {
+        fail(*group.hub);  // the other workers (and servers) waiting for this one give up
+        throw;
+      }
     });
   } catch (...) {
-    group.hub->abort();  // the hub is spent: a later call fails at once
-    std::lock_guard<std::mutex> lock(server_error_mutex_);
-    if (server_error_) std::rethrow_exception(server_error_);  // the cause, not the abort
+    rethrow_first_error();  // the cause, not a rank's "aborted"
     throw;
   }
 }
@@ -93,7 +114,6 @@ void ThreadMessageCommunicator::combine_group(const std::vector<int>& group,
 
 void ThreadMessageCommunicator::finish() {
   if (finished_) return;
-  finished_ = true;
   if (!servers_.empty())
     pool_.run(ranks_.workers, [&](int k) {
       CollectiveRanks me = ranks_;
@@ -102,8 +122,8 @@ void ThreadMessageCommunicator::finish() {
     });
   for (std::thread& server : servers_)
     server.join();
-  std::lock_guard<std::mutex> lock(server_error_mutex_);
-  if (server_error_) std::rethrow_exception(server_error_);
+  finished_ = true;
+  rethrow_first_error();
 }
 
 long long ThreadMessageCommunicator::messages_sent() const {

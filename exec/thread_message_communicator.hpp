@@ -7,12 +7,13 @@
 // ThreadPeerHub of K worker ranks and, for the server algorithms, s server ranks. combine() runs
 // the K workers' sides at once on a pool of K threads; each server rank is a thread of its own
 // that serves call after call from construction until finish() (or destruction, which aborts the
-// hub first). A collective over a subgroup runs on a hub of its own, as MPI splits a
-// communicator for it. Adasum all-gathers the [x, w] blocks around a ring, as under MPI. The
-// floats are the MPI communicator's (bit for bit through the servers; to float rounding around
-// a ring or tree). What it leaves out: a network (the messages are copies through memory: its
-// time is the algorithm's memory traffic and thread hand-offs on this machine), and the servers'
-// processing report (measure's `servers`, MPI only).
+// hub first). A rank that fails aborts its hub, so that no other rank waits for it, and the first
+// error (its cause) is what combine() or finish() throws. A collective over a subgroup runs on a
+// hub of its own, as MPI splits a communicator for it. Adasum all-gathers the [x, w] blocks around
+// a ring, as under MPI. The floats are the MPI communicator's (bit for bit through the servers; to
+// float rounding around a ring or tree). What it leaves out: a network (the messages are copies
+// through memory: its time is the algorithm's memory traffic and thread hand-offs on this machine),
+// and the servers' processing report (measure's `servers`, MPI only).
 #pragma once
 
 #include <exception>
@@ -59,7 +60,11 @@ class ThreadMessageCommunicator final : public InProcessCommunicator {
   };
   void run_workers(Group& group, const std::vector<float*>& buffers,
                    const std::vector<double>& weights, std::size_t n, CombineRule rule);
+  /// Aborts the hub unless finished and joins the server threads.
   void stop_servers();
+  /// From a rank's catch: keeps the first error (the cause) and aborts `hub`.
+  void fail(ThreadPeerHub& hub);
+  void rethrow_first_error();
 
   const P2pCollective* algorithm_ = nullptr;
   CollectiveRanks ranks_;
@@ -67,8 +72,8 @@ class ThreadMessageCommunicator final : public InProcessCommunicator {
   std::map<std::vector<int>, Group> subgroups_;
   WorkerPool pool_;
   std::vector<std::thread> servers_;
-  std::mutex server_error_mutex_;
-  std::exception_ptr server_error_;
+  std::mutex error_mutex_;
+  std::exception_ptr first_error_;  // the first rank's error (worker or server)
   bool finished_ = false;
 };
 

@@ -134,7 +134,7 @@ struct Measurement {
   double batch = 0;
   std::string split;
   std::string collective;    ///< the plan's algorithm name
-  std::string communicator;  ///< the real one: threads, mpi, device, nccl
+  std::string communicator;  ///< the real one: threads, thread-messages, mpi, device, nccl
   std::string engine;
   Timing timing = Timing::Lockstep;
   CombineRule combine = CombineRule::Mean;

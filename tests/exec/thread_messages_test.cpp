@@ -120,3 +120,21 @@ TEST_CASE("thread-messages refuses what its algorithm cannot run, naming the key
                                             platform, "job.yaml"),
                   InputError);
 }
+
+TEST_CASE("thread-messages with servers ends without finish() and after a finish()") {
+  const model::Platform platform = two_per_node();
+  const model::Plan plan = plan_with("sync", "ps", 2, platform);
+  {
+    // Destroyed unused: its server threads are waiting for pushes that will not come.
+    ThreadMessageCommunicator unused(plan, platform, "<test>");
+    CHECK(unused.messages_sent() == 0);
+  }
+  ThreadMessageCommunicator used(plan, platform, "<test>");
+  std::vector<float> a{1, 2, 3}, b{3, 4, 5};
+  used.combine({a.data(), b.data()}, {1.0, 3.0}, 3, CombineRule::Mean);
+  CHECK(a == std::vector<float>{2.5f, 3.5f, 4.5f});
+  CHECK(b == a);
+  used.finish();
+  used.finish();                                     // once is enough; a second call does nothing
+  CHECK(used.messages_sent() == 2 * 2 * 2 + 2 * 2);  // K s pushes, K s replies, K s stops
+}
