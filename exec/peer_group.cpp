@@ -95,7 +95,8 @@ class ThreadPeer final : public PeerGroup {
     if (message.size() != n * sizeof(float))
       throw std::logic_error("peer message of " + std::to_string(message.size()) + " bytes where " +
                              std::to_string(n) + " floats were expected");
-    std::memcpy(data, message.data(), message.size());
+    if (!message.empty())  // an empty message (a stop) has no buffer to copy from
+      std::memcpy(data, message.data(), message.size());
   }
   void send_message(int to, std::vector<char> message, int tag) override {
     ++sent_;  // before the receiver can see the message (and whoever waits on the receiver)
