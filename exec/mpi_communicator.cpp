@@ -17,7 +17,6 @@
 #include <cstring>
 #include <exception>
 #include <map>
-#include <numeric>
 #include <stdexcept>
 
 #include "exec/mpi_peers.hpp"
@@ -147,6 +146,8 @@ struct MpiCommunicator::State {
   CollectiveRanks layout;
   MPI_Comm role_comm = MPI_COMM_NULL;  // the workers (or the servers) among themselves
   std::unique_ptr<MpiPeers> peers;
+  std::unique_ptr<MpiPeers> worker_peers;  // on a copy of role_comm (workers), made when asked
+  MPI_Comm worker_comm = MPI_COMM_NULL;
   std::vector<std::string> hosts;             // per rank
   std::vector<std::string> collective_names;  // trace names of one round's collectives
   std::vector<float> gathered;                // Adasum: K blocks of n + 1 floats
@@ -238,12 +239,24 @@ MpiCommunicator::~MpiCommunicator() {
     if (sub.comm != MPI_COMM_NULL) MPI_Comm_free(&sub.comm);
   }
   state_->peers.reset();
+  state_->worker_peers.reset();
+  if (state_->worker_comm != MPI_COMM_NULL) MPI_Comm_free(&state_->worker_comm);
   if (state_->role_comm != MPI_COMM_NULL) MPI_Comm_free(&state_->role_comm);
   if (state_->comm != MPI_COMM_NULL) MPI_Comm_free(&state_->comm);
 }
 
 bool MpiCommunicator::is_server() const {
   return state_->layout.is_server();
+}
+
+PeerGroup& MpiCommunicator::worker_peers() {
+  State& s = *state_;
+  if (s.layout.is_server()) throw std::logic_error("a server rank has no worker peers");
+  if (!s.worker_peers) {  // collective over the workers: every worker asks at the same point
+    check(MPI_Comm_dup(s.role_comm, &s.worker_comm), "MPI_Comm_dup");
+    s.worker_peers = std::make_unique<MpiPeers>(s.worker_comm);
+  }
+  return *s.worker_peers;
 }
 
 int MpiCommunicator::rank() const {

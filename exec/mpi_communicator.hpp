@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "exec/communicator.hpp"
+#include "exec/peer_group.hpp"
 #include "exec/server_processing.hpp"
 #include "exec/trace_event.hpp"
 #include "model/inputs/platform.hpp"
@@ -78,6 +79,9 @@ class MpiCommunicator final : public HostCommunicator {
   /// `processing` is not null, fills it with this server's own work, call by call (its index j,
   /// its host, each call's processing, messages and bytes: server_processing.hpp).
   std::vector<TraceEvent> serve(long long trace_rounds, ServerProcessing* processing = nullptr);
+  /// Worker ranks: the K workers among themselves as point-to-point peers (rank r is worker r;
+  /// a communicator of their own, so no message of theirs meets the collectives').
+  PeerGroup& worker_peers();
 
   std::string name() const override { return "mpi"; }
   int rank() const override;

@@ -48,6 +48,9 @@ MpiCommunicator::~MpiCommunicator() = default;
 bool MpiCommunicator::is_server() const {
   return false;
 }
+PeerGroup& MpiCommunicator::worker_peers() {
+  throw std::logic_error("tauplan was built without MPI");
+}
 std::vector<TraceEvent> MpiCommunicator::serve(long long /*trace_rounds*/,
                                                ServerProcessing* /*processing*/) {
   return {};

@@ -11,8 +11,13 @@
 
 #include "exec/job_keys.hpp"
 #include "exec/measure.hpp"
+#include "exec/mpi_communicator.hpp"
 #include "exec/mpi_peers.hpp"
+#include "exec/p2p_collective.hpp"
 #include "exec/rank_times.hpp"
+#include "exec/report.hpp"
+#include "exec/server_processing.hpp"
+#include "exec/thread_message_communicator.hpp"
 #include "exec/token_stream.hpp"
 #include "exec/transformer_trainer.hpp"
 #include "model/base/error.hpp"
@@ -47,29 +52,48 @@ void refuse_mlp_keys(const model::Job& job, const ExecSettings& settings) {
     throw InputError(job.file, "device", "cpu with a transformer workload", "cuda");
 }
 
-/// Under mpirun (`world` processes, one per rank) only a layout's Plan runs, on exactly its
-/// ranks; on threads the communicator must be threads.
+bool syncs_through_communicator(const TransformerTrainOptions& o) {
+  return o.reduction == DataReduction::Communicator && o.data > 1;
+}
+
+/// The server ranks sync's collective algorithm adds under mpirun (ps, sparknet: the plan's).
+int server_ranks(const model::Job& job, const model::Plan& plan) {
+  return p2p_collective(plan.collective, job.file).uses_servers()
+             ? static_cast<int>(plan.server_hosts.size())
+             : 0;
+}
+
+/// Under mpirun (`world` processes) a layout runs one rank per process, sync one worker per
+/// process and one per server of its algorithm, single on rank 0 alone; on threads the
+/// communicator is threads, or thread-messages for sync (the plan's collective algorithm).
 void check_transport(const model::Job& job, const ExecSettings& settings, int world,
                      const model::Plan& plan, const TransformerTrainOptions& o) {
   const bool distributed = world > 1;
-  const std::string expected = distributed ? "mpi" : "threads";
-  if (settings.communicator != "auto" && settings.communicator != expected)
-    throw InputError(job.file, "communicator",
-                     expected + " or auto with a transformer workload" +
-                         (distributed ? " under mpirun" : " (not under mpirun)"),
-                     settings.communicator);
-  if (!distributed) return;
-  if (o.reduction == DataReduction::Communicator && o.data > 1)
-    throw InputError(job.file, "strategies",
-                     "single or mesh with a transformer workload under mpirun (sync combines "
-                     "through the threads' Communicator; mesh with data_parallel = workers is "
-                     "its data-parallel layout)",
-                     plan.strategy);
-  if (o.workers() != 1 && o.workers() != world)
-    throw InputError(job.file, "workers",
-                     "the MPI world size " + std::to_string(world) + " for " + plan.strategy +
-                         " (one rank per worker: mpirun -np K; one worker runs on rank 0)",
-                     std::to_string(o.workers()));
+  const bool sync = syncs_through_communicator(o);
+  const std::string& asked = settings.communicator;
+  const bool allowed =
+      asked == "auto" ||
+      (distributed ? asked == "mpi" : asked == "threads" || (sync && asked == "thread-messages"));
+  if (!allowed)
+    throw InputError(
+        job.file, "communicator",
+        distributed ? "mpi or auto with a transformer workload under mpirun"
+        : sync      ? "threads, thread-messages or auto with a transformer's sync"
+                    : "threads or auto with a transformer " + plan.strategy + " (not under mpirun)",
+        asked);
+  if (!distributed || o.workers() == 1) return;
+  const int servers = sync ? server_ranks(job, plan) : 0;
+  if (o.workers() + servers != world)
+    throw InputError(
+        job.file, "workers",
+        servers == 0
+            ? fmt::format("the MPI world size {} for {} (one rank per worker: mpirun -np K; one "
+                          "worker runs on rank 0 alone)",
+                          world, plan.strategy)
+            : fmt::format("{}, the MPI world size {} minus the {} server rank(s) of '{}' "
+                          "(mpirun -np K+s: one rank per worker, then one per server)",
+                          world - servers, world, servers, plan.collective),
+        std::to_string(o.workers()));
 }
 
 /// The layout a strategy asks for, from its Plan and normalised options; InputError for what
@@ -179,6 +203,75 @@ void add_transformer_extra(Measurement& m, const TransformerTrainOptions& o,
              {"steps_to_target", nullptr}};
 }
 
+/// The transport a run of `o` takes: its communicator's name (the MLP rows' `communicator`).
+std::string transport_name(const ExecSettings& settings, const TransformerTrainOptions& o,
+                           bool distributed) {
+  if (distributed && o.workers() > 1) return "mpi";
+  if (!distributed && syncs_through_communicator(o) && settings.communicator == "thread-messages")
+    return "thread-messages";
+  return "threads";
+}
+
+/// What one process takes from a run: rank 0's report (or this process's, without MPI), and the
+/// servers' processing under mpirun.
+struct RunOutcome {
+  TransformerReport report;
+  nlohmann::json servers = nlohmann::json::array();
+  bool reporter = true;
+};
+
+/// Sync under mpirun: a worker rank trains through the MPI communicator (the plan's collective
+/// algorithm) with the workers' own peers for the rest; a server rank serves, then sends its
+/// processing to rank 0.
+RunOutcome run_sync_mpi(const model::Job& job, const model::Plan& plan,
+                        const model::Platform& platform, TransformerTrainOptions o) {
+  RunOutcome out;
+  MpiCommunicator comm(plan, platform, job.file);
+  if (comm.is_server()) {
+    ServerProcessing processing;
+    (void)comm.serve(0, &processing);
+    (void)comm.gather_to_first(server_processing_json(processing).dump());
+    out.reporter = false;
+    return out;
+  }
+  comm.align_start();
+  o.communicator = &comm;
+  out.report = train_transformer(o, comm.worker_peers());
+  comm.finish();
+  if (comm.size() > comm.workers())
+    for (const std::string& part : comm.gather_to_first(std::string()))
+      if (!part.empty()) out.servers.push_back(nlohmann::json::parse(part));
+  out.reporter = comm.rank() == 0;
+  return out;
+}
+
+/// One run of `o` on `transport`: on threads; under mpirun one rank per worker (sync: and per
+/// server of its algorithm), or one worker on rank 0 alone while the others wait.
+RunOutcome run_layout(const model::Job& job, const model::Plan& plan,
+                      const model::Platform& platform, TransformerTrainOptions o, MpiSession* mpi,
+                      const std::string& transport) {
+  RunOutcome out;
+  const bool distributed = mpi && mpi->size() > 1;
+  if (transport == "mpi" && syncs_through_communicator(o))
+    return run_sync_mpi(job, plan, platform, o);
+  if (transport == "mpi") {
+    MpiPeers peers;
+    out.report = train_transformer(o, peers);
+    out.reporter = peers.rank() == 0;
+    return out;
+  }
+  std::unique_ptr<Communicator> messages;
+  if (transport == "thread-messages") {
+    messages = std::make_unique<ThreadMessageCommunicator>(plan, platform, job.file);
+    o.communicator = messages.get();
+  }
+  if (!distributed || mpi->rank() == 0) out.report = train_transformer_threads(o);
+  if (messages) messages->finish();
+  if (distributed) mpi->barrier(false);  // no deadline: rank 0 trains alone
+  out.reporter = !distributed || mpi->rank() == 0;
+  return out;
+}
+
 void require_transformer(bool ok, const model::Workload& w, const std::string& key,
                          const std::string& expected, const std::string& got) {
   if (!ok) throw InputError(w.source, key, expected, got);
@@ -269,31 +362,28 @@ std::vector<Measurement> measure_transformer(const model::Job& job, const model:
          << " parameters; the measured block has " << parameters << "\n";
   std::vector<Measurement> measurements;
   for (const auto& [plan, o] : runs) {
+    const std::string transport = transport_name(settings, o, distributed);
     if (log)
       *log << "measure: " << plan.strategy << " " << o.label() << " K=" << o.workers()
-           << " b=" << o.batch << " on " << (distributed && o.workers() > 1 ? "mpi" : "threads")
+           << " b=" << o.batch << " on " << transport
+           << (syncs_through_communicator(o) && transport != "threads"
+                   ? " (" + plan.collective + ")"
+                   : std::string())
            << " (concurrent, wall clock), " << o.steps << " steps ...\n";
     const auto started = std::chrono::steady_clock::now();
-    // Under mpirun a layout runs one rank per process; one worker runs on rank 0 alone.
-    const bool across_processes = distributed && o.workers() > 1;
-    TransformerReport report;
-    if (across_processes) {
-      MpiPeers peers;
-      report = train_transformer(o, peers);
-    } else if (!distributed || mpi->rank() == 0) {
-      report = train_transformer_threads(o);
-    }
-    if (distributed && !across_processes) mpi->barrier(false);  // no deadline: rank 0 trains
-    if (distributed && mpi->rank() != 0) continue;              // rank 0 reports
-    Measurement m = to_measurement(plan, platform, settings, o, report);
-    m.communicator = across_processes ? "mpi" : "threads";
+    RunOutcome run = run_layout(job, plan, platform, o, mpi, transport);
+    if (!run.reporter) continue;  // rank 0 reports
+    Measurement m = to_measurement(plan, platform, settings, o, run.report);
+    m.communicator = transport;
     m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     m.eval_wall_s = std::max(0.0, m.wall_s - m.total_s);
-    add_transformer_extra(m, o, report);
+    add_transformer_extra(m, o, run.report);
+    if (!run.servers.empty()) m.extra["servers"] = std::move(run.servers);
     if (log)
-      *log << "measure: " << plan.strategy << " " << o.label() << ": loss " << report.loss.front()
-           << " -> " << final_loss(report.loss) << " after " << report.steps << " steps, training "
-           << m.total_s << " s, median step of the slowest rank " << m.round_median_s << " s\n";
+      *log << "measure: " << plan.strategy << " " << o.label() << ": loss "
+           << run.report.loss.front() << " -> " << final_loss(run.report.loss) << " after "
+           << run.report.steps << " steps, training " << m.total_s
+           << " s, median step of the slowest rank " << m.round_median_s << " s\n";
     measurements.push_back(std::move(m));
   }
   return measurements;

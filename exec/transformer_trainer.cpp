@@ -221,11 +221,13 @@ namespace {
 constexpr int kTagTensor = 1, kTagForward = 2, kTagBackward = 3, kTagData = 4, kTagKv = 5,
               kTagGather = 6;
 
-/// What the ranks of one process share: the data group's Communicator (sync) and its buffers.
+/// What the ranks of one process share: the data group's Communicator (sync) and, when its K
+/// workers are all in this process, their gradient buffers.
 struct SharedState {
-  std::unique_ptr<ThreadCommunicator> communicator;
-  std::vector<float*> gradients;  ///< per rank
-  std::mutex mutex;               ///< for gathering into one vector
+  std::unique_ptr<Communicator> owned;
+  Communicator* communicator = nullptr;  ///< sync with data > 1: owned or the caller's
+  std::vector<float*> gradients;         ///< per rank (in-process communicators)
+  std::mutex mutex;                      ///< for gathering into one vector
 };
 
 /// One rank of the mesh: its shard, blocks (one per micro-batch in flight), and its program
@@ -260,7 +262,7 @@ class TransformerRank {
       tensor_members_.push_back(rank_of(d_i_, k, p_i_));
     for (int k : shard_.kv_sharers())
       kv_members_.push_back(rank_of(d_i_, k, p_i_));
-    if (shared_.communicator)
+    if (!shared_.gradients.empty())
       shared_.gradients[static_cast<std::size_t>(peers.rank())] = grads_.data();
   }
 
@@ -447,7 +449,11 @@ class TransformerRank {
         g *= scale;
     }
     const auto start = Clock::now();
-    if (o_.reduction == DataReduction::Communicator && o_.data > 1) {
+    if (shared_.communicator != nullptr && shared_.gradients.empty()) {
+      // One worker per process: each combines its own gradient with the others' (the plan's
+      // collective algorithm, its messages and waits are this rank's communication).
+      shared_.communicator->combine({grads_.data()}, {1.0}, grads_.size(), o_.combine);
+    } else if (shared_.communicator != nullptr) {
       // Every worker's gradient is ready at the first barrier; one thread combines them all.
       peers_.barrier();
       if (peers_.rank() == 0)
@@ -597,10 +603,23 @@ std::vector<RankProgram> transformer_rank_programs(const TransformerTrainOptions
 
 namespace {
 
-void prepare_shared(const TransformerTrainOptions& o, SharedState& shared) {
+/// Sync's communicator for ranks that are threads of this process (`in_process`) or one MPI
+/// process each; std::invalid_argument when the one the options give cannot serve them.
+void prepare_shared(const TransformerTrainOptions& o, SharedState& shared, bool in_process) {
   if (o.reduction != DataReduction::Communicator || o.data < 2) return;
-  shared.communicator = std::make_unique<ThreadCommunicator>(o.workers());
-  shared.gradients.assign(static_cast<std::size_t>(o.workers()), nullptr);
+  if (o.communicator == nullptr && !in_process)
+    throw std::invalid_argument(
+        "train_transformer: sync across processes needs a communicator of one worker per process");
+  if (o.communicator == nullptr) shared.owned = std::make_unique<ThreadCommunicator>(o.workers());
+  shared.communicator = o.communicator != nullptr ? o.communicator : shared.owned.get();
+  Communicator& c = *shared.communicator;
+  const int local = in_process ? o.workers() : 1;
+  if (c.workers() != o.workers() || c.local_workers() != local)
+    throw std::invalid_argument(fmt::format(
+        "train_transformer: a {} communicator of {} workers, {} in this process, for {} ranks {}",
+        c.name(), c.workers(), c.local_workers(), o.workers(),
+        in_process ? "on threads" : "one per process"));
+  if (in_process) shared.gradients.assign(static_cast<std::size_t>(o.workers()), nullptr);
 }
 
 /// What one rank measured over the run.
@@ -738,7 +757,7 @@ TransformerReport train_transformer_threads(const TransformerTrainOptions& optio
   const std::vector<float> initial = init_block_parameters(options.block, options.seed);
   ThreadPeerHub hub(options.workers());
   SharedState shared;
-  prepare_shared(options, shared);
+  prepare_shared(options, shared, true);
   std::vector<RankRecord> records(static_cast<std::size_t>(options.workers()));
   std::vector<float> final_parameters(initial.size(), 0.0f);
   on_threads(
@@ -759,12 +778,14 @@ TransformerReport train_transformer(const TransformerTrainOptions& options, Peer
   if (peers.size() != options.workers())
     throw std::invalid_argument("train_transformer: " + std::to_string(peers.size()) +
                                 " ranks for a layout of " + std::to_string(options.workers()));
-  if (options.reduction == DataReduction::Communicator && options.data > 1)
+  SharedState shared;
+  prepare_shared(options, shared, false);
+  if (shared.communicator != nullptr && shared.communicator->first_local_worker() != peers.rank())
     throw std::invalid_argument(
-        "train_transformer: the Communicator's combine runs on threads of one process only");
+        fmt::format("train_transformer: rank {} holds worker {} of the communicator", peers.rank(),
+                    shared.communicator->first_local_worker()));
   std::vector<RankProgram> programs = transformer_rank_programs(options);
   const std::vector<float> initial = init_block_parameters(options.block, options.seed);
-  SharedState shared;
   std::vector<float> final_parameters(initial.size(), 0.0f);
   const RankRecord mine =
       train_rank(options, std::move(programs[static_cast<std::size_t>(peers.rank())]), peers,
@@ -802,7 +823,7 @@ TransformerStepGradients transformer_step_gradients_threads(const TransformerTra
   std::vector<RankProgram> programs = transformer_rank_programs(options);
   ThreadPeerHub hub(options.workers());
   SharedState shared;
-  prepare_shared(options, shared);
+  prepare_shared(options, shared, true);
   TransformerStepGradients result;
   result.gradients.assign(block_parameters(options.block).total, 0.0f);
   on_threads(

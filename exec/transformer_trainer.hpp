@@ -32,14 +32,16 @@
 // with 1F1B). Gradients are accumulated over micro-batches and scaled by 1 / m, then averaged
 // over the data group: an all-reduce over the group's ranks (mesh), or for `sync` (no tensor or
 // pipeline split; its Plan has no layout passes, so each micro-batch's forward and backward run
-// in turn) a combine of the K gradient vectors through the thread Communicator
-// (exec/communicator.hpp), as the MLP's sync does. Then Adam (exec/transformer_block.hpp) on
+// in turn) a combine of the K gradient vectors through a Communicator (exec/communicator.hpp),
+// as the MLP's sync does: the shared-memory threads one by default, or the one the caller gives,
+// which runs the plan's collective algorithm (thread-messages: one thread hands the K vectors to
+// it; MPI: every process combines its own). Then Adam (exec/transformer_block.hpp) on
 // every rank's own parameters. The loss of a step is the mean next-token cross-entropy of its
 // global batch, computed before the update on sequences the model has not seen (the stream never
 // repeats a step). Measured per rank on the wall clock, every rank running at once: each step's
 // time, its communication (pipeline receives and all-gathers, tensor and data all-reduces, the
 // combine and its barriers) and the rest. The ranks are threads (train_transformer_threads) or
-// MPI processes (train_transformer over MpiPeers; a layout's Plan only, not sync's combine).
+// MPI processes (train_transformer over MpiPeers; sync's combine through the MPI communicator).
 // What it leaves out: sequence parallelism, ZeRO, recomputation, interleaved schedules, overlap of
 // communication with compute; on fewer cores than ranks the ranks share cores (the times say so by
 // being longer).
@@ -119,8 +121,10 @@ std::vector<float> shard_parameters(const std::vector<float>& full, const BlockC
 /// How the data group averages its gradients.
 enum class DataReduction {
   PeerAllReduce,  ///< a sum over the group's ranks (exec/peer_group.hpp), then / d
-  Communicator,   ///< the thread Communicator's combine over all K workers (sync; t = p = 1)
+  Communicator,   ///< a Communicator's combine over all K workers (sync; t = p = 1)
 };
+
+class Communicator;
 
 struct TransformerTrainOptions {
   BlockConfig block;  ///< the unsplit shape; micro_batch and tensor are set per rank
@@ -135,7 +139,11 @@ struct TransformerTrainOptions {
   long long steps = 100;
   DataReduction reduction = DataReduction::PeerAllReduce;
   CombineRule combine = CombineRule::Mean;  ///< with DataReduction::Communicator
-  std::string file = "<command line>";      ///< named in errors
+  /// With DataReduction::Communicator and data > 1: the communicator that combines the K
+  /// gradients (not owned; K workers, all in this process for train_transformer_threads, one per
+  /// process for train_transformer). nullptr: a shared-memory ThreadCommunicator (threads only).
+  Communicator* communicator = nullptr;
+  std::string file = "<command line>";  ///< named in errors
   /// The layout's Plan (strategy mesh), whose part for each rank the rank runs
   /// (exec/layout_program.hpp). nullptr: the Plan transformer_layout_plan() lowers from these
   /// options. Not owned; unused by the Communicator's reduction (sync), which has no layout Plan.
@@ -180,14 +188,17 @@ std::vector<RankProgram> transformer_rank_programs(const TransformerTrainOptions
 
 /// Trains options.steps steps from init_block_parameters(block, seed), one thread per rank, each
 /// running its part of the Plan. std::invalid_argument, before any rank starts, for a Plan a rank
-/// cannot run (exec/layout_program.hpp) or one that places a rank elsewhere than the rank order.
+/// cannot run (exec/layout_program.hpp) or one that places a rank elsewhere than the rank order,
+/// or for sync through a communicator whose K workers are not all in this process.
 TransformerReport train_transformer_threads(const TransformerTrainOptions& options);
 
 /// The same on every rank of `peers` (MpiPeers: one MPI process per rank), options.workers()
 /// of them: each runs its own part, and every rank's record and replica 0's parameters meet on
 /// rank 0, whose report is the run's (the other ranks return an empty one). The wall is the
-/// longest rank's, from the barrier that starts them. std::invalid_argument for another number
-/// of ranks, or for sync's Communicator combine (threads of one process only).
+/// longest rank's, from the barrier that starts them. Sync's combine (DataReduction::
+/// Communicator, data > 1) goes through options.communicator, one worker per process, worker
+/// peers.rank() on this one. std::invalid_argument for another number of ranks, or for sync
+/// without such a communicator.
 TransformerReport train_transformer(const TransformerTrainOptions& options, PeerGroup& peers);
 
 struct TransformerStepGradients {

@@ -2,7 +2,7 @@
 // (exec/thread_message_communicator.hpp) trains as the shared-memory one does: the same model from
 // every collective algorithm (bit for bit through the servers and for Adasum, to float rounding
 // around a ring or a tree), the messages each algorithm is charged, subgroups, and a plan it cannot
-// run refused.
+// run refused; the transformer's sync through it.
 #include <catch2/catch.hpp>
 
 #include <boost/range/iterator_range.hpp>
@@ -13,6 +13,8 @@
 #include "exec/thread_communicator.hpp"
 #include "exec/thread_message_communicator.hpp"
 #include "exec/trainer.hpp"
+#include "exec/transformer_reference.hpp"
+#include "exec/transformer_trainer.hpp"
 #include "exec_support.hpp"
 #include "model/base/error.hpp"
 
@@ -44,6 +46,37 @@ model::Plan plan_with(const std::string& strategy, const std::string& collective
   return model::make_plan(strategy, o, test::tiny_workload(), platform, model::FixedCounts(1));
 }
 
+/// The messages one combine of `name` sends at K workers on nodes of 2 (2 servers for ps, 1 for
+/// sparknet), and the stop messages finish() sends: the engines' flows
+/// (model/ir/collective_<name>.cpp).
+struct CombineMessages {
+  long long per_call = 0, stops = 0;
+};
+CombineMessages messages_of(const std::string& name, long long k) {
+  if (name == "tree") return {2 * (k - 1), 0};
+  if (name == "hierarchical") return {2 * k * (2 - 1) + 2 * k * (k / 2 - 1), 0};
+  if (name == "ps") return {2 * k * 2, k * 2};
+  if (name == "sparknet") return {2 * k, k};
+  return {2 * k * (k - 1), 0};  // ring
+}
+
+/// The decoder block of the transformer tests, small enough for a step in milliseconds.
+TransformerTrainOptions transformer_sync(int workers) {
+  TransformerTrainOptions o;
+  o.block.vocabulary = 32;
+  o.block.hidden = 32;
+  o.block.heads = 4;
+  o.block.kv_heads = 2;
+  o.block.ffn_hidden = 48;
+  o.block.layers = 2;
+  o.block.sequence = 12;
+  o.data = workers;
+  o.batch = 8;
+  o.seed = 7;
+  o.reduction = DataReduction::Communicator;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("thread-messages trains the same model as the shared-memory threads, every algorithm",
@@ -68,15 +101,52 @@ TEST_CASE("thread-messages trains the same model as the shared-memory threads, e
       CHECK(measured.final_parameters == reference.final_parameters);
     else
       CHECK(test::max_abs_diff(measured.final_parameters, reference.final_parameters) < 1e-5);
-    // The messages of the engines' flows, one combine per step (model/ir/collective_<name>.cpp).
-    const long long steps = 8, kk = k;
-    long long per_call = 2 * kk * (kk - 1), stops = 0;  // ring
-    if (name == "tree") per_call = 2 * (kk - 1);
-    if (name == "hierarchical") per_call = 2 * kk * (2 - 1) + 2 * kk * (2 - 1);
-    if (name == "ps") per_call = 2 * kk * 2, stops = kk * 2;
-    if (name == "sparknet") per_call = 2 * kk, stops = kk;
-    CHECK(messages.messages_sent() == steps * per_call + stops);
+    const CombineMessages expected = messages_of(name, k);  // one combine per step
+    CHECK(messages.messages_sent() == 8 * expected.per_call + expected.stops);
   }
+}
+
+TEST_CASE(
+    "a transformer's sync through thread-messages takes the shared-memory combine's "
+    "gradient, every algorithm",
+    "[exec][transformer]") {
+  const model::Platform platform = two_per_node();
+  const int k = 4;
+  TransformerTrainOptions o = transformer_sync(k);
+  const std::vector<float> parameters = init_block_parameters(o.block, 3);
+  const TransformerStepGradients shared = transformer_step_gradients_threads(o, parameters, 2);
+  for (const std::string& name : p2p_collective_names()) {
+    INFO(name);
+    ThreadMessageCommunicator messages(plan_with("sync", name, k, platform), platform, "<test>");
+    o.communicator = &messages;
+    const TransformerStepGradients measured = transformer_step_gradients_threads(o, parameters, 2);
+    CHECK(measured.loss == shared.loss);
+    REQUIRE(measured.gradients.size() == shared.gradients.size());
+    if (name == "ps" || name == "sparknet")  // the servers sum in worker order, as threads do
+      CHECK(measured.gradients == shared.gradients);
+    else
+      CHECK(test::max_abs_diff(measured.gradients, shared.gradients) < 1e-6);
+    messages.finish();
+    const CombineMessages expected = messages_of(name, k);
+    CHECK(messages.messages_sent() == expected.per_call + expected.stops);
+  }
+  // The comparison can fail: another step's tokens give another gradient.
+  o.communicator = nullptr;
+  CHECK(test::max_abs_diff(transformer_step_gradients_threads(o, parameters, 3).gradients,
+                           shared.gradients) > 1e-3);
+}
+
+TEST_CASE("a transformer's sync refuses a communicator that does not hold its workers") {
+  const model::Platform platform = two_per_node();
+  TransformerTrainOptions o = transformer_sync(4);
+  o.steps = 1;
+  ThreadMessageCommunicator three(plan_with("sync", "ring", 3, platform), platform, "<test>");
+  o.communicator = &three;
+  CHECK_THROWS_WITH(train_transformer_threads(o), Catch::Contains("3 workers"));
+  // Across processes (a PeerGroup of one process per rank) sync needs its communicator.
+  o.communicator = nullptr;
+  ThreadPeerHub hub(4);
+  CHECK_THROWS_WITH(train_transformer(o, hub.peer(0)), Catch::Contains("needs a communicator"));
 }
 
 TEST_CASE("thread-messages runs Adasum and subgroups as the shared-memory threads do",

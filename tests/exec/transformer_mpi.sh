@@ -6,9 +6,15 @@
 #    communicator mpi, 4 ranks; and the same job on 4 threads: the loss of every step equal to
 #    within 1e-6 relative (the ranks run the same Plan and sum in member order on both
 #    transports), the tensor all-reduces and messages per step of every rank equal;
-# 2. single runs on rank 0 alone under mpirun (communicator threads, 1 worker);
-# 3. refused with exit 2 and an error line naming the key (each rank prints its own): sync
-#    under mpirun (key strategies), and a mesh of 4 workers under `mpirun -np 2` (key workers).
+# 2. sync of 2 workers through the MPI communicator, the plan's collective algorithm: a ring
+#    under `mpirun -np 2`, and ps under `mpirun -np 3` (2 workers, 1 server rank, platform
+#    test-ps), 4 steps each: communicator mpi, the loss of every step that of sync on 2 threads
+#    (the shared-memory combine) within 1e-6 relative; the ps row names its server's processing,
+#    one call per step, 2 pushes and 2 replies per call, the pushes the whole gradient in fp32;
+# 3. single runs on rank 0 alone under mpirun (communicator threads, 1 worker);
+# 4. refused with exit 2 and an error line naming the key (each rank prints its own): a mesh of 4
+#    workers under `mpirun -np 2` and ps's sync of 2 workers without its server rank (key
+#    workers), thread-messages under mpirun (key communicator).
 set -u
 tauplan=$1
 mpirun=$2
@@ -41,6 +47,32 @@ print("ok: %s on 4 MPI ranks and 4 threads: loss %.4f -> %.4f, largest relative 
       % (mpi["layout"], a[0], a[-1], worst))
 PY
 
+sync=(--strategies sync --workers 2 --tensor-parallel 1 --max-steps 4 --json)
+"$tauplan" measure "$job" "${sync[@]}" > "$dir/sync-threads.json" 2> "$dir/sync-threads.err" \
+  || fail "sync on threads exited $?"
+"${run[@]}" -np 2 "$tauplan" measure "$job" "${sync[@]}" --collective ring > "$dir/sync-ring.json" \
+  2> "$dir/sync-ring.err" || fail "sync ring under mpirun -np 2 exited $?"
+"${run[@]}" -np 3 "$tauplan" measure "$job" "${sync[@]}" --collective ps --platform test-ps \
+  > "$dir/sync-ps.json" 2> "$dir/sync-ps.err" || fail "sync ps under mpirun -np 3 exited $?"
+python3 - "$dir/sync-threads.json" "$dir/sync-ring.json" "$dir/sync-ps.json" <<'PY' || fail "sync under MPI"
+import json, sys
+(threads,), (ring,), (ps,) = (json.load(open(f))["results"] for f in sys.argv[1:])
+assert threads["communicator"] == "threads" and ring["communicator"] == ps["communicator"] == "mpi"
+assert (ring["collective"], ps["collective"]) == ("ring", "ps"), (ring["collective"], ps["collective"])
+for row in (ring, ps):
+    a, b = row["loss_per_step"], threads["loss_per_step"]
+    assert len(a) == len(b) == 4, (a, b)
+    worst = max(abs(x - y) / abs(y) for x, y in zip(a, b))
+    assert worst <= 1e-6, (row["collective"], a, b)
+(server,) = ps["servers"]
+params = ps["parameters"]
+assert server["calls"] == 4 and server["call_messages"] == [4] * 4, server
+assert server["call_bytes"] == [2 * 4 * params] * 4, (server["call_bytes"], params)  # the pushes' payload
+assert "servers" not in ring
+print("ok: sync on 2 MPI ranks (ring) and 2 + 1 server (ps) gives the threads' losses; server calls %d of %d bytes"
+      % (server["calls"], server["call_bytes"][0]))
+PY
+
 "${run[@]}" -np 2 "$tauplan" measure "$job" --strategies single --workers 1 --tensor-parallel 1 --max-steps 3 --json \
   > "$dir/single.json" 2> "$dir/single.err" || fail "single under mpirun exited $?"
 python3 - "$dir/single.json" <<'PY' || fail "single under mpirun"
@@ -63,5 +95,6 @@ refused() {  # refused KEY ARGS...: exit 2 and one line naming the job file and 
     *) fail "$* under mpirun -np 2: '$line' does not name $key" ;;
   esac
 }
-refused strategies --strategies sync --workers 2 --tensor-parallel 1 --max-steps 3
 refused workers "${mesh[@]}"
+refused workers --strategies sync --workers 2 --tensor-parallel 1 --collective ps --platform test-ps
+refused communicator --strategies sync --workers 2 --tensor-parallel 1 --communicator thread-messages
