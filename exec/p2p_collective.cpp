@@ -6,6 +6,7 @@
 #include "exec/p2p_collective.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <map>
 #include <numeric>
@@ -50,8 +51,15 @@ std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, int parts, int i)
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
-std::vector<float> weighted_with_weight(const float* data, double weight, std::size_t n) {
-  std::vector<float> out(n + 1);
+float* reused_floats(ReusedBuffer which, std::size_t n) {
+  thread_local std::array<std::vector<float>, static_cast<std::size_t>(ReusedBuffer::Count)> kept;
+  std::vector<float>& buffer = kept[static_cast<std::size_t>(which)];
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+float* weighted_with_weight(const float* data, double weight, std::size_t n) {
+  float* out = reused_floats(ReusedBuffer::Weighted, n + 1);
   for (std::size_t i = 0; i < n; ++i)
     out[i] = static_cast<float>(weight * static_cast<double>(data[i]));
   out[n] = static_cast<float>(weight);
@@ -72,11 +80,11 @@ void ring_reduce_scatter(PeerGroup& peers, const std::vector<int>& ring, int pos
   const int next = ring[static_cast<std::size_t>(modulo(position + 1, r))];
   const int previous = ring[static_cast<std::size_t>(modulo(position - 1, r))];
   const PeerWaitLabel label(peers, what);
-  std::vector<float> incoming(chunk_range(n, r, 0).second);  // the largest chunk
+  float* incoming = reused_floats(ReusedBuffer::Incoming, chunk_range(n, r, 0).second);
   for (int step = 0; step < r - 1; ++step) {
     const auto [send_begin, send_end] = chunk_range(n, r, modulo(position - step, r));
     const auto [recv_begin, recv_end] = chunk_range(n, r, modulo(position - step - 1, r));
-    peers.send_recv(next, data + send_begin, send_end - send_begin, previous, incoming.data(),
+    peers.send_recv(next, data + send_begin, send_end - send_begin, previous, incoming,
                     recv_end - recv_begin, tag);
     for (std::size_t i = recv_begin; i < recv_end; ++i)
       data[i] += incoming[i - recv_begin];
@@ -101,14 +109,15 @@ void ring_all_gather(PeerGroup& peers, const std::vector<int>& ring, int positio
 void push_pull_mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
                     std::size_t n, int push_tag, int pull_tag, const char* what) {
   const PeerWaitLabel label(peers, what);
-  std::vector<std::vector<float>> shards(static_cast<std::size_t>(ranks.servers));
+  // Shard j and its weight at [begin_j + j, end_j + j] of one buffer of n + s floats.
+  float* shards = reused_floats(ReusedBuffer::Shards, n + static_cast<std::size_t>(ranks.servers));
   for (int j = 0; j < ranks.servers; ++j) {
     const auto [begin, end] = chunk_range(n, ranks.servers, j);
-    std::vector<float>& shard = shards[static_cast<std::size_t>(j)];
-    shard.assign(data + begin, data + end);
-    shard.push_back(static_cast<float>(weight));
+    float* shard = shards + begin + static_cast<std::size_t>(j);
+    std::copy(data + begin, data + end, shard);
+    shard[end - begin] = static_cast<float>(weight);
     peers.post_recv(ranks.workers + j, data + begin, end - begin, pull_tag);
-    peers.post_send(ranks.workers + j, shard.data(), shard.size(), push_tag);
+    peers.post_send(ranks.workers + j, shard, end - begin + 1, push_tag);
   }
   peers.complete_posted();
 }

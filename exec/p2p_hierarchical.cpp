@@ -43,17 +43,18 @@ class P2pHierarchical : public P2pCollective {
     for (const auto& other : nodes)
       across.push_back(other[static_cast<std::size_t>(i)]);
 
-    std::vector<float> sum = weighted_with_weight(data, weight, n);
-    ring_reduce_scatter(peers, node, i, sum.data(), sum.size(), kTagIntraReduceScatter,
+    float* sum = weighted_with_weight(data, weight, n);
+    const std::size_t count = n + 1;
+    ring_reduce_scatter(peers, node, i, sum, count, kTagIntraReduceScatter,
                         "hierarchical intra-node reduce-scatter");
-    const auto [begin, end] = chunk_range(sum.size(), g, (i + 1) % g);
-    ring_reduce_scatter(peers, across, j, sum.data() + begin, end - begin, kTagInterReduceScatter,
+    const auto [begin, end] = chunk_range(count, g, (i + 1) % g);
+    ring_reduce_scatter(peers, across, j, sum + begin, end - begin, kTagInterReduceScatter,
                         "hierarchical inter-node reduce-scatter");
-    ring_all_gather(peers, across, j, sum.data() + begin, end - begin, 1, kTagInterAllGather,
+    ring_all_gather(peers, across, j, sum + begin, end - begin, 1, kTagInterAllGather,
                     "hierarchical inter-node all-gather");
-    ring_all_gather(peers, node, i, sum.data(), sum.size(), 1, kTagIntraAllGather,
+    ring_all_gather(peers, node, i, sum, count, 1, kTagIntraAllGather,
                     "hierarchical intra-node all-gather");
-    divide_by_weight(sum.data(), n, data);
+    divide_by_weight(sum, n, data);
   }
 };
 

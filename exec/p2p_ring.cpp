@@ -24,12 +24,12 @@ class P2pRing : public P2pCollective {
             std::size_t n) const override {
     std::vector<int> ring(static_cast<std::size_t>(ranks.workers));
     std::iota(ring.begin(), ring.end(), 0);
-    std::vector<float> sum = weighted_with_weight(data, weight, n);
-    ring_reduce_scatter(peers, ring, ranks.rank, sum.data(), sum.size(), kTagReduceScatter,
+    float* sum = weighted_with_weight(data, weight, n);
+    const std::size_t count = n + 1;
+    ring_reduce_scatter(peers, ring, ranks.rank, sum, count, kTagReduceScatter,
                         "ring reduce-scatter");
-    ring_all_gather(peers, ring, ranks.rank, sum.data(), sum.size(), 1, kTagAllGather,
-                    "ring all-gather");
-    divide_by_weight(sum.data(), n, data);
+    ring_all_gather(peers, ring, ranks.rank, sum, count, 1, kTagAllGather, "ring all-gather");
+    divide_by_weight(sum, n, data);
   }
 };
 

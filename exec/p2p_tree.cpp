@@ -33,25 +33,25 @@ class P2pTree : public P2pCollective {
             children.push_back(static_cast<int>(child));
     const int parent = ranks.rank == 0 ? -1 : (ranks.rank - 1) / 2;
 
-    std::vector<float> sum = weighted_with_weight(data, weight, n);
-    std::vector<std::vector<float>> from_children(children.size(), std::vector<float>(n + 1));
+    float* sum = weighted_with_weight(data, weight, n);
+    float* from_children = reused_floats(ReusedBuffer::Children, children.size() * (n + 1));
     {
       const PeerWaitLabel label(peers, "tree reduce: the children's sums");
       for (std::size_t c = 0; c < children.size(); ++c)
-        peers.post_recv(children[c], from_children[c].data(), n + 1, kTagReduce);
+        peers.post_recv(children[c], from_children + c * (n + 1), n + 1, kTagReduce);
       peers.complete_posted();
     }
-    for (const auto& partial : from_children)
+    for (std::size_t c = 0; c < children.size(); ++c)
       for (std::size_t i = 0; i <= n; ++i)
-        sum[i] += partial[i];
+        sum[i] += from_children[c * (n + 1) + i];
     if (parent >= 0) {
       const PeerWaitLabel label(peers,
                                 "tree reduce and broadcast: the sum to the parent, the mean back");
-      peers.post_send(parent, sum.data(), n + 1, kTagReduce);
+      peers.post_send(parent, sum, n + 1, kTagReduce);
       peers.complete_posted();  // a blocking send, as the flows of the simulator
       peers.recv(parent, data, n, kTagBroadcast);
     } else {
-      divide_by_weight(sum.data(), n, data);
+      divide_by_weight(sum, n, data);
     }
     const PeerWaitLabel label(peers, "tree broadcast: the mean to the children");
     for (int child : children)
