@@ -107,16 +107,11 @@ void combine(CombineRule rule, const std::vector<const float*>& inputs,
     combine_adasum(inputs, weights, n, out);
 }
 
-std::vector<float> mean_of_pushes(const std::vector<std::vector<float>>& pushed, std::size_t len) {
-  std::vector<const float*> inputs;
+void mean_of_pushes(const std::vector<const float*>& pushed, std::size_t len, float* mean) {
   std::vector<double> weights;
-  for (const auto& p : pushed) {
-    inputs.push_back(p.data());
+  for (const float* p : pushed)
     weights.push_back(static_cast<double>(p[len]));
-  }
-  std::vector<float> mean(len);
-  combine_mean(inputs, weights, len, mean.data());
-  return mean;
+  combine_mean(pushed, weights, len, mean);
 }
 
 void apply_sgd(float* shard, const float* gradient, std::size_t n, float rate) {

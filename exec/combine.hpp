@@ -28,9 +28,9 @@ bool parse_combine_rule(const std::string& text, CombineRule& rule);
 void combine_mean(const std::vector<const float*>& inputs, const std::vector<double>& weights,
                   std::size_t n, float* out);
 
-/// A parameter server's combine of K pushes (exec's MPI servers, and their probe): each push is
-/// `len` floats followed by its weight; returns their weighted mean (combine_mean).
-std::vector<float> mean_of_pushes(const std::vector<std::vector<float>>& pushed, std::size_t len);
+/// A parameter server's combine of K pushes (exec's servers, and their probe): each push is `len`
+/// floats followed by its weight; their weighted mean (combine_mean) into `mean` (len floats).
+void mean_of_pushes(const std::vector<const float*>& pushed, std::size_t len, float* mean);
 
 /// A parameter server's SGD apply of a pushed gradient shard: shard[i] -= rate x gradient[i].
 void apply_sgd(float* shard, const float* gradient, std::size_t n, float rate);

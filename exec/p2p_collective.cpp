@@ -142,14 +142,18 @@ bool serve_push_pull(const CollectiveRanks& ranks, PeerGroup& peers, int push_ta
     throw std::logic_error("server rank: unexpected message (tag " + std::to_string(tag) + ", " +
                            std::to_string(count) + " floats) from worker 0");
   const std::size_t len = count - 1;
-  std::vector<std::vector<float>> pushed(k_count, std::vector<float>(count));
-  for (int k = 0; k < ranks.workers; ++k)
-    peers.post_recv(k, pushed[static_cast<std::size_t>(k)].data(), count, push_tag);
+  float* pushes = reused_floats(ReusedBuffer::Pushes, k_count * count);
+  std::vector<const float*> pushed;
+  for (int k = 0; k < ranks.workers; ++k) {
+    pushed.push_back(pushes + static_cast<std::size_t>(k) * count);
+    peers.post_recv(k, pushes + static_cast<std::size_t>(k) * count, count, push_tag);
+  }
   peers.complete_posted();
   const auto pushed_in = Clock::now();  // the server's own work starts: every push is here
-  const std::vector<float> mean = mean_of_pushes(pushed, len);
+  float* mean = reused_floats(ReusedBuffer::Mean, len);
+  mean_of_pushes(pushed, len, mean);
   for (int k = 0; k < ranks.workers; ++k)
-    peers.post_send(k, mean.data(), len, pull_tag);
+    peers.post_send(k, mean, len, pull_tag);
   served.processing_s = std::chrono::duration<double>(Clock::now() - pushed_in).count();
   served.messages = 2LL * ranks.workers;
   served.bytes = static_cast<long long>(k_count * len * sizeof(float));

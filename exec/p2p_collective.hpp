@@ -97,14 +97,15 @@ std::vector<std::string> p2p_collective_names();
 /// Range i of `parts` contiguous, balanced ranges of [0, n) (the first n % parts get one more).
 std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, int parts, int i);
 /// Which of a call's buffers a thread's reused buffer is (reused_floats).
-enum class ReusedBuffer { Weighted, Incoming, Children, Shards, Count };
+enum class ReusedBuffer { Weighted, Incoming, Children, Shards, Pushes, Mean, Count };
 /// `n` floats of this thread's (a rank: an MPI process's thread, a worker thread), the same
 /// memory from call to call, as a library's registered buffers are; their contents are what the
 /// last use left. Algorithms that took fresh vectors of n floats each call paid the allocator's
 /// page faults and unmapping every call: glibc maps buffers of megabytes afresh and gives them
 /// back, and on this project's 2-vCPU VM that was 15 of the 16 ms of a tree of 2 MPI ranks
-/// combining the transformer's 1.87 MB gradient (2026-11-29; experiments/transformer/README.md).
-/// What it leaves out: giving the memory back before the thread ends.
+/// combining the transformer's 1.87 MB gradient, and most of a server's 26 ms a call
+/// (2026-11-29; experiments/transformer/README.md). A server's buffers (Pushes, Mean) are its own
+/// thread's. What it leaves out: giving the memory back before the thread ends.
 float* reused_floats(ReusedBuffer which, std::size_t n);
 /// [w x_0, ..., w x_{n-1}, w] (products in double, rounded to float): what peer algorithms sum,
 /// in this thread's Weighted buffer (n + 1 floats, valid until the thread's next call).

@@ -23,10 +23,16 @@ double median_of(std::vector<double> v) {
 volatile float g_sink = 0;
 
 /// One sync call's processing at one server: the weighted mean of K shards of n floats, as
-/// serve_push_pull makes it (mean_of_pushes: the inputs' list, the mean's buffer, combine_mean).
-double time_sync_call(const std::vector<std::vector<float>>& pushed, std::size_t n) {
+/// serve_push_pull makes it (mean_of_pushes: the weights' list, combine_mean into the mean's
+/// buffer, kept from call to call as the server keeps it).
+double time_sync_call(const std::vector<std::vector<float>>& pushed, std::size_t n,
+                      std::vector<float>& mean) {
+  std::vector<const float*> inputs;
+  for (const std::vector<float>& push : pushed)
+    inputs.push_back(push.data());
+  mean.resize(n);
   const auto start = Clock::now();
-  const std::vector<float> mean = mean_of_pushes(pushed, n);
+  mean_of_pushes(inputs, n, mean.data());
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   g_sink = g_sink + mean[n / 2];
   return seconds;
@@ -57,9 +63,10 @@ ServerProbePoint time_one_size(const ServerProbeRequest& r, std::size_t n) {
       fill(pushed[k], static_cast<float>(k));
       pushed[k][n] = 1;
     }
-    time_sync_call(pushed, n);  // warm-up
+    std::vector<float> mean;
+    time_sync_call(pushed, n, mean);  // warm-up
     for (int i = 0; i < r.repeats; ++i)
-      times.push_back(time_sync_call(pushed, n));
+      times.push_back(time_sync_call(pushed, n, mean));
     point.messages = 2.0 * r.workers;
     point.bytes = static_cast<double>(r.workers) * static_cast<double>(n) * sizeof(float);
   } else {
