@@ -106,6 +106,8 @@ void ring_all_gather(PeerGroup& peers, const std::vector<int>& ring, int positio
   }
 }
 
+namespace {
+
 void push_pull_mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
                     std::size_t n, int push_tag, int pull_tag, const char* what) {
   const PeerWaitLabel label(peers, what);
@@ -168,6 +170,34 @@ void stop_servers(const CollectiveRanks& ranks, PeerGroup& peers, int stop_tag) 
   for (int j = 0; j < ranks.servers; ++j)
     peers.post_send(ranks.workers + j, &none, 0, stop_tag);
   peers.complete_posted();
+}
+
+class PushPullCollective : public P2pCollective {
+ public:
+  explicit PushPullCollective(const PushPullNames& names) : names_(names) {}
+  const char* name() const override { return names_.name; }
+  bool uses_servers() const override { return true; }
+  void mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
+            std::size_t n) const override {
+    push_pull_mean(ranks, peers, data, weight, n, names_.push_tag, names_.pull_tag,
+                   names_.worker_wait);
+  }
+  bool serve(const CollectiveRanks& ranks, PeerGroup& peers, ServedCall* call) const override {
+    return serve_push_pull(ranks, peers, names_.push_tag, names_.pull_tag, names_.stop_tag,
+                           names_.server_wait, call);
+  }
+  void finish(const CollectiveRanks& ranks, PeerGroup& peers) const override {
+    stop_servers(ranks, peers, names_.stop_tag);
+  }
+
+ private:
+  PushPullNames names_;
+};
+
+}  // namespace
+
+std::unique_ptr<P2pCollective> make_push_pull_collective(const PushPullNames& names) {
+  return std::make_unique<PushPullCollective>(names);
 }
 
 // ------------------------------------------------------------------ shared by the communicators

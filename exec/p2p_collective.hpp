@@ -24,7 +24,7 @@
 // watchdog's error names it). A server algorithm reports each call it serves (ServedCall): when
 // its first message arrived, and its processing, the server's own work (server_processing.hpp):
 // from the arrival of the K pushes (the receives' completion) to the K replies posted, so the
-// combine, the allocations and the replies' posting, not the waits; with its messages (K
+// combine and the replies' posting, not the waits; with its messages (K
 // received + K sent) and payload bytes (K x the shard's floats x 4). What it leaves out: pipelining
 // of chunks inside a step, overlap of the phases, and Adasum (the communicator all-gathers for it,
 // whatever the algorithm).
@@ -120,17 +120,20 @@ void ring_reduce_scatter(PeerGroup& peers, const std::vector<int>& ring, int pos
 /// position p holds chunk (p + shift) mod R; afterwards every rank holds every chunk.
 void ring_all_gather(PeerGroup& peers, const std::vector<int>& ring, int position, float* data,
                      std::size_t n, int shift, int tag, const char* what);
-/// Server-based mean, worker side: sends [shard j of x, w] to server rank K + j for each of the
-/// s servers and receives the mean of each shard back into `data`.
-void push_pull_mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
-                    std::size_t n, int push_tag, int pull_tag, const char* what);
-/// Server side of push_pull_mean for one call: receives [shard, w] from every worker,
-/// combine_mean in worker order, sends the shard's mean back. False on the workers' stop message.
-/// Fills `call` (when not null): first message, processing, messages, bytes (see above).
-bool serve_push_pull(const CollectiveRanks& ranks, PeerGroup& peers, int push_tag, int pull_tag,
-                     int stop_tag, const char* what, ServedCall* call);
-/// Worker side of the end of a server-based run: a stop message to every server rank.
-void stop_servers(const CollectiveRanks& ranks, PeerGroup& peers, int stop_tag);
+/// What tells one server algorithm from another (ps, sparknet): its name, its messages' tags
+/// and its waits' labels.
+struct PushPullNames {
+  const char* name;
+  int push_tag, pull_tag, stop_tag;
+  const char* worker_wait;  ///< a worker's push and pull
+  const char* server_wait;  ///< a server's wait for the pushes
+};
+/// A server algorithm: on a worker, [shard j of x, w] to server rank K + j for each of the s
+/// servers and the mean of each shard back into `data`; on a server, per call, [shard, w] from
+/// every worker, combine_mean in worker order, the shard's mean back to every worker (false on
+/// the workers' stop message; the call's ServedCall: first message, processing, messages, bytes,
+/// see above); at the end, a stop message from every worker to every server.
+std::unique_ptr<P2pCollective> make_push_pull_collective(const PushPullNames& names);
 
 /// Adasum over the K workers of `ranks` whatever the algorithm: every worker's [x, w] block
 /// around a ring of the workers (K - 1 steps), then combine_adasum's pairwise tree on every

@@ -14,34 +14,10 @@
 #include "exec/p2p_collective.hpp"
 
 namespace tauplan::exec {
-namespace {
-
-constexpr int kTagPush = 31;
-constexpr int kTagPull = 32;
-constexpr int kTagStop = 33;
-
-class P2pParameterServer : public P2pCollective {
- public:
-  const char* name() const override { return "ps"; }
-  bool uses_servers() const override { return true; }
-  void mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
-            std::size_t n) const override {
-    push_pull_mean(ranks, peers, data, weight, n, kTagPush, kTagPull,
-                   "ps push and pull with the server ranks");
-  }
-  bool serve(const CollectiveRanks& ranks, PeerGroup& peers, ServedCall* call) const override {
-    return serve_push_pull(ranks, peers, kTagPush, kTagPull, kTagStop,
-                           "ps server: the workers' push", call);
-  }
-  void finish(const CollectiveRanks& ranks, PeerGroup& peers) const override {
-    stop_servers(ranks, peers, kTagStop);
-  }
-};
-
-}  // namespace
 
 std::unique_ptr<P2pCollective> make_p2p_ps() {
-  return std::make_unique<P2pParameterServer>();
+  return make_push_pull_collective(
+      {"ps", 31, 32, 33, "ps push and pull with the server ranks", "ps server: the workers' push"});
 }
 
 }  // namespace tauplan::exec

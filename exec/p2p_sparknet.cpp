@@ -13,35 +13,12 @@
 #include "exec/p2p_collective.hpp"
 
 namespace tauplan::exec {
-namespace {
-
-constexpr int kTagCollect = 41;
-constexpr int kTagBroadcast = 42;
-constexpr int kTagStop = 43;
-
-class P2pSparkNet : public P2pCollective {
- public:
-  const char* name() const override { return "sparknet"; }
-  bool uses_servers() const override { return true; }
-  void mean(const CollectiveRanks& ranks, PeerGroup& peers, float* data, double weight,
-            std::size_t n) const override {
-    // One server (model's servers_needed() is 1): its shard is the whole vector.
-    push_pull_mean(ranks, peers, data, weight, n, kTagCollect, kTagBroadcast,
-                   "sparknet collect and broadcast with the driver");
-  }
-  bool serve(const CollectiveRanks& ranks, PeerGroup& peers, ServedCall* call) const override {
-    return serve_push_pull(ranks, peers, kTagCollect, kTagBroadcast, kTagStop,
-                           "sparknet driver: the workers' collect", call);
-  }
-  void finish(const CollectiveRanks& ranks, PeerGroup& peers) const override {
-    stop_servers(ranks, peers, kTagStop);
-  }
-};
-
-}  // namespace
 
 std::unique_ptr<P2pCollective> make_p2p_sparknet() {
-  return std::make_unique<P2pSparkNet>();
+  // One server (the model's servers_needed() is 1): its shard is the whole vector.
+  return make_push_pull_collective({"sparknet", 41, 42, 43,
+                                    "sparknet collect and broadcast with the driver",
+                                    "sparknet driver: the workers' collect"});
 }
 
 }  // namespace tauplan::exec
