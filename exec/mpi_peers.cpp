@@ -86,14 +86,12 @@ void MpiPeers::reclaim(bool wait) {
   }
 }
 
-MpiPeers::Pending& MpiPeers::post(const void* data, std::size_t count, bool floats, int to,
-                                  int tag) {
+void MpiPeers::post(const void* data, std::size_t count, bool floats, int to, int tag) {
   Pending& pending = comm_->pending.back();
   check(MPI_Isend(data, as_count(count), floats ? MPI_FLOAT : MPI_BYTE, to, tag, comm_->comm,
                   &pending.request),
         "MPI_Isend");
   ++sent_;
-  return pending;
 }
 
 void MpiPeers::send(int to, const float* data, std::size_t n, int tag) {

@@ -72,7 +72,7 @@ class MpiPeers final : public PeerGroup {
   /// Completed sends leave the queue: all of them (waited for), or those done so far.
   void reclaim(bool wait);
   /// MPI_Isend of `count` floats or bytes from `data` into the newest pending send's request.
-  Pending& post(const void* data, std::size_t count, bool floats, int to, int tag);
+  void post(const void* data, std::size_t count, bool floats, int to, int tag);
   std::unique_ptr<Comm> comm_;
   int rank_ = 0;
   int size_ = 1;
