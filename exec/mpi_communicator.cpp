@@ -253,6 +253,7 @@ PeerGroup& MpiCommunicator::worker_peers() {
   State& s = *state_;
   if (s.layout.is_server()) throw std::logic_error("a server rank has no worker peers");
   if (!s.worker_peers) {  // collective over the workers: every worker asks at the same point
+    const MpiWait wait("the workers' own communicator (MPI_Comm_dup)");
     check(MPI_Comm_dup(s.role_comm, &s.worker_comm), "MPI_Comm_dup");
     s.worker_peers = std::make_unique<MpiPeers>(s.worker_comm);
   }

@@ -2,7 +2,8 @@
 //
 // Before a testbed run, the configuration's server ranks time what they will compute per call,
 // with the same code exec's servers run: sync ps, the weighted mean of K pushed shards
-// (combine_mean, with the mean's buffer and the inputs' list made as the server makes them);
+// (mean_of_pushes: the weights' list and combine_mean into a mean's buffer kept from call to call,
+// as the server keeps it);
 // async-ps, one SGD apply of a pushed shard to the server's shard (the loop of async_ranks'
 // ServerRank::apply). Each is timed on the wall clock at three shard sizes (half, once and twice
 // the run's) while the worker ranks wait in a barrier (OpenMPI polls: they compete for the cores

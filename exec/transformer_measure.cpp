@@ -67,7 +67,8 @@ int server_ranks(const model::Job& job, const model::Plan& plan) {
 /// process and one per server of its algorithm, single on rank 0 alone; on threads the
 /// communicator is threads, or thread-messages for sync (the plan's collective algorithm).
 void check_transport(const model::Job& job, const ExecSettings& settings, int world,
-                     const model::Plan& plan, const TransformerTrainOptions& o) {
+                     const model::Plan& plan, const model::Platform& platform,
+                     const TransformerTrainOptions& o) {
   const bool distributed = world > 1;
   const bool sync = syncs_through_communicator(o);
   const std::string& asked = settings.communicator;
@@ -81,6 +82,8 @@ void check_transport(const model::Job& job, const ExecSettings& settings, int wo
         : sync      ? "threads, thread-messages or auto with a transformer's sync"
                     : "threads or auto with a transformer " + plan.strategy + " (not under mpirun)",
         asked);
+  if (sync && asked != "threads" && (distributed || asked == "thread-messages"))
+    p2p_collective(plan.collective, job.file).check(plan.worker_hosts, platform);
   if (!distributed || o.workers() == 1) return;
   const int servers = sync ? server_ranks(job, plan) : 0;
   if (o.workers() + servers != world)
@@ -90,9 +93,9 @@ void check_transport(const model::Job& job, const ExecSettings& settings, int wo
             ? fmt::format("the MPI world size {} for {} (one rank per worker: mpirun -np K; one "
                           "worker runs on rank 0 alone)",
                           world, plan.strategy)
-            : fmt::format("{}, the MPI world size {} minus the {} server rank(s) of '{}' "
-                          "(mpirun -np K+s: one rank per worker, then one per server)",
-                          world - servers, world, servers, plan.collective),
+            : fmt::format("the MPI world size minus the {} server rank(s) of '{}' (mpirun -np "
+                          "K+s: one rank per worker, then one per server), here {} - {} = {}",
+                          servers, plan.collective, world, servers, world - servers),
         std::to_string(o.workers()));
 }
 
@@ -337,7 +340,7 @@ std::vector<Measurement> measure_transformer(const model::Job& job, const model:
     o.steps = settings.train.max_steps;
     o.combine = settings.train.combine;
     check_transformer_layout(o);
-    check_transport(job, settings, distributed ? mpi->size() : 1, plan, o);
+    check_transport(job, settings, distributed ? mpi->size() : 1, plan, platform, o);
     runs.emplace_back(std::move(plan), o);
   }
   for (auto& [plan, o] : runs) {  // each rank runs its part of the job's own Plan

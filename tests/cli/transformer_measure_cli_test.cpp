@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,12 +56,48 @@ TEST_CASE("measure: the transformer's tensor-2 and pipeline-2 jobs train and the
   CHECK(table.out.find("(floor ") != std::string::npos);
 }
 
+TEST_CASE(
+    "measure: the transformer's sync through thread-messages gives the shared-memory "
+    "combine's losses") {
+  const auto losses = [](const std::vector<std::string>& extra, const std::string& communicator) {
+    std::vector<std::string> args{"measure", kJobs + "sync-2.yaml", "--max_steps", "4", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_tauplan(args);
+    INFO("stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto row = nlohmann::json::parse(r.out).at("results").at(0);
+    CHECK(row.at("communicator") == communicator);
+    return row.at("loss_per_step").get<std::vector<double>>();
+  };
+  const std::vector<double> shared = losses({"--communicator", "threads"}, "threads");
+  REQUIRE(shared.size() == 4);
+  // Steps 2 to 4 start from parameters the combine made: a wrong mean moves their losses.
+  for (const std::vector<std::string>& collective :
+       {std::vector<std::string>{"--collective", "tree"},
+        std::vector<std::string>{"--collective", "ps", "--platform", "test-ps"}}) {
+    INFO(collective[1]);
+    std::vector<std::string> extra{"--communicator", "thread-messages"};
+    extra.insert(extra.end(), collective.begin(), collective.end());
+    const std::vector<double> measured = losses(extra, "thread-messages");
+    REQUIRE(measured.size() == shared.size());
+    for (std::size_t s = 0; s < shared.size(); ++s)
+      CHECK(measured[s] == Approx(shared[s]).epsilon(1e-6));
+  }
+  CHECK(shared.back() < shared.front());
+}
+
 TEST_CASE("measure: a transformer layout or workload exec cannot train is exit 2, one line") {
   const std::string tensor = kJobs + "tensor-2.yaml";
   // block-small has 4 heads.
   expect_bad_input({"measure", tensor, "--workers", "3", "--tensor_parallel", "3"},
                    tensor + ": tensor_parallel: expected a divisor of the 4 heads");
   expect_bad_input({"measure", tensor, "--timing", "lockstep"}, tensor + ": timing: expected");
+  // Messages between threads are sync's; MPI needs mpirun.
+  expect_bad_input({"measure", tensor, "--communicator", "thread-messages"},
+                   tensor + ": communicator: expected threads or auto with a transformer mesh");
+  const std::string sync = kJobs + "sync-2.yaml";
+  expect_bad_input({"measure", sync, "--communicator", "mpi"},
+                   sync + ": communicator: expected threads, thread-messages or auto");
   const std::string rotary = write_temp_file(
       "rotary.yaml",
       "name: rotary\nbytes_per_parameter: 4\nsample_unit: sequence\ntransformer:\n"

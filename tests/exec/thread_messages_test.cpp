@@ -120,7 +120,7 @@ TEST_CASE(
     ThreadMessageCommunicator messages(plan_with("sync", name, k, platform), platform, "<test>");
     o.communicator = &messages;
     const TransformerStepGradients measured = transformer_step_gradients_threads(o, parameters, 2);
-    CHECK(measured.loss == shared.loss);
+    CHECK(measured.loss == Approx(shared.loss).epsilon(1e-12));  // summed in thread order
     REQUIRE(measured.gradients.size() == shared.gradients.size());
     if (name == "ps" || name == "sparknet")  // the servers sum in worker order, as threads do
       CHECK(measured.gradients == shared.gradients);
@@ -129,6 +129,18 @@ TEST_CASE(
     messages.finish();
     const CombineMessages expected = messages_of(name, k);
     CHECK(messages.messages_sent() == expected.per_call + expected.stops);
+  }
+  // Three steps: every worker's mean enters the next step's gradients, so a worker left with
+  // the wrong mean (a broadcast that missed it) moves replica 0's final parameters.
+  o.communicator = nullptr;
+  o.steps = 3;
+  const TransformerReport reference = train_transformer_threads(o);
+  for (const std::string& name : p2p_collective_names()) {
+    INFO(name << ", 3 steps");
+    ThreadMessageCommunicator messages(plan_with("sync", name, k, platform), platform, "<test>");
+    o.communicator = &messages;
+    const TransformerReport trained = train_transformer_threads(o);
+    CHECK(test::max_abs_diff(trained.final_parameters, reference.final_parameters) < 1e-5);
   }
   // The comparison can fail: another step's tokens give another gradient.
   o.communicator = nullptr;
