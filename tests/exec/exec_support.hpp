@@ -10,6 +10,7 @@
 #include "exec/job_keys.hpp"
 #include "exec/mlp.hpp"
 #include "exec/trainer.hpp"
+#include "exec/transformer_block.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/inputs/workload.hpp"
 #include "model/ir/job.hpp"
@@ -116,6 +117,22 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
     worst = std::max(worst, d < 0 ? -d : d);
   }
   return worst;
+}
+
+/// exec's decoder block of the transformer tests: 3 layers (so that 2 stages split them unevenly,
+/// 2 + 1), 4 heads sharing 2 K/V heads, a vocabulary of 32 (so that 2 and 4 tensor ranks each hold
+/// 16 or 8 columns of the head), small enough for a step in milliseconds.
+inline exec::BlockConfig small_block() {
+  exec::BlockConfig c;
+  c.vocabulary = 32;
+  c.hidden = 32;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.ffn_hidden = 48;
+  c.layers = 3;
+  c.sequence = 12;
+  c.micro_batch = 1;
+  return c;
 }
 
 }  // namespace tauplan::test

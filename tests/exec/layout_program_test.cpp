@@ -104,14 +104,7 @@ void check_place(const exec::RankProgram& program, int w, Mesh mesh, int m,
 /// exec's decoder block of 3 layers (2 stages split them 2 + 1), 4 heads sharing 2 K/V heads.
 exec::TransformerTrainOptions block_mesh(int d, int t, int p, int m, PipelineSchedule schedule) {
   exec::TransformerTrainOptions o;
-  o.block.vocabulary = 32;
-  o.block.hidden = 32;
-  o.block.heads = 4;
-  o.block.kv_heads = 2;
-  o.block.ffn_hidden = 48;
-  o.block.layers = 3;
-  o.block.sequence = 12;
-  o.block.micro_batch = 1;
+  o.block = test::small_block();
   o.data = d, o.tensor = t, o.pipeline = p, o.micro_batches = m;
   o.schedule = schedule;
   o.batch = 12;

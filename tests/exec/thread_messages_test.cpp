@@ -60,16 +60,11 @@ CombineMessages messages_of(const std::string& name, long long k) {
   return {2 * k * (k - 1), 0};  // ring
 }
 
-/// The decoder block of the transformer tests, small enough for a step in milliseconds.
+/// sync of the transformer tests' decoder block, cut to 2 layers.
 TransformerTrainOptions transformer_sync(int workers) {
   TransformerTrainOptions o;
-  o.block.vocabulary = 32;
-  o.block.hidden = 32;
-  o.block.heads = 4;
-  o.block.kv_heads = 2;
-  o.block.ffn_hidden = 48;
+  o.block = test::small_block();
   o.block.layers = 2;
-  o.block.sequence = 12;
   o.data = workers;
   o.batch = 8;
   o.seed = 7;

@@ -20,25 +20,13 @@
 #include "exec/transformer_trainer.hpp"
 #include "model/base/error.hpp"
 #include "model/inputs/workload.hpp"
+#include "tests/exec/exec_support.hpp"
 
 using namespace tauplan::exec;
 
 namespace {
 
-/// 3 layers (so that 2 stages split them unevenly, 2 + 1), 4 heads sharing 2 K/V heads, a
-/// vocabulary of 32 (so that 2 and 4 tensor ranks each hold 16 or 8 columns of the head).
-BlockConfig small_block() {
-  BlockConfig c;
-  c.vocabulary = 32;
-  c.hidden = 32;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.ffn_hidden = 48;
-  c.layers = 3;
-  c.sequence = 12;
-  c.micro_batch = 1;
-  return c;
-}
+using tauplan::test::small_block;
 
 TransformerTrainOptions layout(
     int data, int tensor, int pipeline, int micro_batches,
