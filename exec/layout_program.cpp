@@ -1,7 +1,9 @@
-// layout_program.cpp: reads one rank's program out of a layout's Plan (exec/layout_program.hpp).
+// layout_program.cpp: reads one rank's program out of a layout's Plan and runs its passes'
+// transfers (exec/layout_program.hpp).
 #include "exec/layout_program.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -10,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "exec/peer_group.hpp"
+#include "exec/rank_threads.hpp"
 #include "model/convergence/convergence.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/ir/strategy.hpp"
@@ -188,6 +192,52 @@ class ProgramReader {
 
 RankProgram rank_program(const model::Plan& plan, int worker) {
   return ProgramReader(plan, worker).read();
+}
+
+namespace {
+
+/// The pass's input from the rank it names: whole, or this rank's slice and the others by the
+/// tensor group's ring all-gather.
+void receive_input(const ProgramPass& pass, std::vector<float>& input, int tag,
+                   const ProgramTransfers& t) {
+  const auto start = Clock::now();
+  if (pass.gather_sends == 0) {
+    t.peers->recv(pass.receive_from, input.data(), input.size(), tag);
+  } else {
+    const std::size_t slice = input.size() / std::max<std::size_t>(1, t.tensor_group.size());
+    float* mine = input.data() + static_cast<std::size_t>(t.tensor_index) * slice;
+    t.peers->recv(pass.receive_from, mine, slice, tag);
+    *t.messages +=
+        ring_allgather(*t.peers, t.tensor_group, input.data(), input.size(), t.gather_tag);
+  }
+  *t.comm_s += seconds_since(start);
+}
+
+/// The pass's output (or input gradient) to the ranks it names: whole, or this rank's slice.
+void send_output(const ProgramPass& pass, const std::vector<float>& output, int tag,
+                 const ProgramTransfers& t) {
+  const std::size_t slice = pass.send_slice
+                                ? output.size() / std::max<std::size_t>(1, t.tensor_group.size())
+                                : output.size();
+  const float* from =
+      output.data() + (pass.send_slice ? static_cast<std::size_t>(t.tensor_index) * slice : 0);
+  for (int to : pass.send_to) {
+    t.peers->send(to, from, slice, tag);
+    ++*t.messages;
+  }
+}
+
+}  // namespace
+
+void run_program_passes(const RankProgram& program, PassHandlers& handlers,
+                        const ProgramTransfers& transfers) {
+  for (const ProgramPass& pass : program.passes) {
+    std::vector<float>& input = handlers.prepare(pass);
+    const int tag = pass.forward ? transfers.forward_tag : transfers.backward_tag;
+    const bool received = pass.receive_from >= 0;
+    if (received) receive_input(pass, input, tag, transfers);
+    send_output(pass, handlers.run(pass, received), tag, transfers);
+  }
 }
 
 std::vector<int> MeshRank::tensor_group() const {

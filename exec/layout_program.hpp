@@ -19,9 +19,14 @@
 // A transformer's stage sends carry each tensor rank's 1/t slice, and the receiving tensor group
 // all-gathers them in a ring of Transfers before the pass (Op::pass names that pass and marks
 // them `gather`): the program says which sends are slices and, per pass, the ring steps this
-// rank sends and the neighbours it exchanges with. Both trainers run it: the MLP's
-// (exec/pipeline_parallel.hpp, whole sends, no all-gather) and the transformer block's
-// (exec/transformer_trainer.hpp).
+// rank sends and the neighbours it exchanges with.
+//
+// run_program_passes() is the one interpreter of a program's passes: it receives each pass's
+// input (whole, or a slice and the all-gather), hands the pass to a model's handlers
+// (PassHandlers: the compute op, on the model's own buffers) and makes the pass's sends. Both
+// layout trainers are such handlers: the MLP's (exec/pipeline_parallel.hpp, whole sends, no
+// all-gather) and the transformer block's (exec/transformer_trainer.hpp). The gradient
+// reductions after the passes are the handlers' too (what a group reduces differs by model).
 //
 // What it leaves out: ops a CPU layout does not have. A Plan with an Apply, a transfer to or
 // from a server, a transfer not sent by a pass, a pass with two compute ops (context
@@ -39,6 +44,8 @@
 #include "model/ir/plan.hpp"
 
 namespace tauplan::exec {
+
+class PeerGroup;
 
 /// One pass of a rank's program.
 struct ProgramPass {
@@ -69,6 +76,38 @@ struct RankProgram {
 /// The program of `worker` in `plan` (see the file comment). std::invalid_argument for an op
 /// exec's layout trainer cannot run.
 RankProgram rank_program(const model::Plan& plan, int worker);
+
+/// One model's handlers of the compute ops of a rank's program: what a pass computes, on buffers
+/// the model owns. run_program_passes() does the pass's transfers around them.
+class PassHandlers {
+ public:
+  virtual ~PassHandlers() = default;
+  /// Readies `pass` and returns the buffer its input is received into, sized to the whole input
+  /// (the previous stage's activations for a forward, the next stage's gradient for a
+  /// backward). Called for every pass, whether or not it receives.
+  virtual std::vector<float>& prepare(const ProgramPass& pass) = 0;
+  /// Runs `pass` on the received input when `received`, else from the data (a first stage's
+  /// forward) or the loss (a last stage's backward). Returns what the pass's sends carry (its
+  /// output, or its input's gradient), whole.
+  virtual const std::vector<float>& run(const ProgramPass& pass, bool received) = 0;
+};
+
+/// Where a rank's stage transfers go, and the step's counts they add to.
+struct ProgramTransfers {
+  PeerGroup* peers = nullptr;
+  std::vector<int> tensor_group;  ///< the rank's tensor group, in tensor order (all-gathers)
+  int tensor_index = 0;           ///< the rank's place in it (which slice it sends)
+  int forward_tag = 0, backward_tag = 0, gather_tag = 0;
+  double* comm_s = nullptr;       ///< += seconds in receives and all-gathers
+  long long* messages = nullptr;  ///< += messages sent (stage sends and all-gather steps)
+};
+
+/// Runs `program`'s passes in its order: each pass's input received from the rank it names
+/// (whole, or this rank's slice and then the tensor group's ring all-gather), `handlers`'s
+/// compute, then its output (or input gradient) sent to the ranks the pass names, whole or this
+/// rank's 1/t slice. Sends are counted, not timed. The program's reductions are the caller's.
+void run_program_passes(const RankProgram& program, PassHandlers& handlers,
+                        const ProgramTransfers& transfers);
 
 /// Where exec's rank order (tensor, then data, then pipeline) puts rank `rank` of a layout of
 /// data x tensor x pipeline ranks and `micro_batches` micro-batches per step.

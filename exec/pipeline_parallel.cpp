@@ -76,8 +76,9 @@ class PlanInUse {
 };
 
 /// One rank of the mesh: its coordinates, its stage shard, its program (its part of the Plan,
-/// exec/layout_program.hpp) and the step that runs it.
-class RankEngine {
+/// exec/layout_program.hpp), the handlers of its passes' compute (run_program_passes makes the
+/// sends) and the step that runs them and its data group's reduction.
+class RankEngine final : private PassHandlers {
  public:
   RankEngine(const ModelParallelOptions& options, PeerGroup& peers, const model::Plan& plan)
       : o_(options),
@@ -115,53 +116,22 @@ class RankEngine {
     allreduces_ = 0;
     messages_ = 0;
     stage_.zero_gradients();
-    const int m = o_.micro_batches;
-    const int n = static_cast<int>(replica_batch() / m);
-    const int features = o_.shape.inputs(), classes = o_.shape.classes();
-    const float scale = 1.0f / static_cast<float>(o_.batch);
-    std::vector<TensorParallelStage::Stash> stashes(static_cast<std::size_t>(m));
-    std::vector<std::vector<float>> logit_gradients(static_cast<std::size_t>(m));
-    std::vector<float> buffer, output, input_gradient;
-    double loss = 0;
+    const std::size_t m = static_cast<std::size_t>(o_.micro_batches);
+    stashes_.assign(m, {});
+    logit_gradients_.assign(m, {});
+    step_x_ = x;
+    step_y_ = y;
+    loss_ = 0;
     executed_.clear();
-    for (const ProgramPass& pass : program_.passes) {
-      executed_.emplace_back(pass.forward, pass.micro_batch);
-      const std::size_t jj = static_cast<std::size_t>(pass.micro_batch);
-      if (pass.forward) {
-        const float* in = nullptr;
-        if (pass.receive_from < 0) {
-          in = x + jj * static_cast<std::size_t>(n) * static_cast<std::size_t>(features);
-        } else {
-          receive(pass.receive_from, buffer, n * stage_.input_width(), kTagForward);
-          in = buffer.data();
-        }
-        stage_.forward(in, n, stashes[jj], output, group_);
-        if (last_stage())
-          loss += softmax_cross_entropy(output.data(), y + jj * static_cast<std::size_t>(n), n,
-                                        classes, scale, logit_gradients[jj]);
-        for (int to : pass.send_to)
-          send(to, output, kTagForward);
-      } else {
-        const float* gradient = nullptr;
-        if (pass.receive_from < 0) {
-          gradient = logit_gradients[jj].data();
-        } else {
-          receive(pass.receive_from, buffer, n * stage_.output_width(), kTagBackward);
-          gradient = buffer.data();
-        }
-        stage_.backward(gradient, n, stashes[jj], first_stage() ? nullptr : &input_gradient,
-                        group_);
-        for (int to : pass.send_to)
-          send(to, input_gradient, kTagBackward);
-        stashes[jj] = {};
-      }
-    }
+    run_program_passes(program_, *this,
+                       ProgramTransfers{&peers_, group_.members, t_i_, kTagForward, kTagBackward,
+                                        kTagGather, &comm_s_, &messages_});
     for (const std::vector<int>& group : program_.reductions) {
       const auto start = Clock::now();
       allreduce_sum(peers_, group, stage_.gradients(), stage_.parameter_count(), kTagData);
       comm_s_ += seconds_since(start);
     }
-    return loss;
+    return loss_;
   }
 
   /// Replica 0 pushes `count` rows through its pipeline; the reporter sends the accuracy to
@@ -212,6 +182,36 @@ class RankEngine {
   long long messages() const { return messages_; }
 
  private:
+  int micro_rows() const { return static_cast<int>(replica_batch() / o_.micro_batches); }
+
+  std::vector<float>& prepare(const ProgramPass& pass) override {
+    executed_.emplace_back(pass.forward, pass.micro_batch);
+    const int width = pass.forward ? stage_.input_width() : stage_.output_width();
+    buffer_.resize(static_cast<std::size_t>(micro_rows()) * static_cast<std::size_t>(width));
+    return buffer_;
+  }
+
+  /// A forward from the step's samples (first stage) or the received activations, the loss on
+  /// the last stage; a backward from the loss's gradient (last stage) or the received one.
+  const std::vector<float>& run(const ProgramPass& pass, bool received) override {
+    const std::size_t jj = static_cast<std::size_t>(pass.micro_batch);
+    const int n = micro_rows();
+    const std::size_t rows = jj * static_cast<std::size_t>(n);
+    if (pass.forward) {
+      const float* in =
+          received ? buffer_.data() : step_x_ + rows * static_cast<std::size_t>(o_.shape.inputs());
+      stage_.forward(in, n, stashes_[jj], output_, group_);
+      if (last_stage())
+        loss_ += softmax_cross_entropy(output_.data(), step_y_ + rows, n, o_.shape.classes(),
+                                       1.0f / static_cast<float>(o_.batch), logit_gradients_[jj]);
+      return output_;
+    }
+    const float* gradient = received ? buffer_.data() : logit_gradients_[jj].data();
+    stage_.backward(gradient, n, stashes_[jj], first_stage() ? nullptr : &input_gradient_, group_);
+    stashes_[jj] = {};
+    return input_gradient_;
+  }
+
   static TensorParallelStage make_stage(const ModelParallelOptions& o, int stage, int tensor) {
     const std::vector<int> layers = model::stage_layers(o.shape.layers(), o.pipeline);
     int first = 0;
@@ -252,11 +252,6 @@ class RankEngine {
     timed_receive(peers_, from, buffer, tag, comm_s_);
   }
 
-  void send(int to, const std::vector<float>& data, int tag) {
-    peers_.send(to, data.data(), data.size(), tag);
-    ++messages_;
-  }
-
   const ModelParallelOptions& o_;
   PeerGroup& peers_;
   int t_i_, d_i_, p_i_;
@@ -264,6 +259,14 @@ class RankEngine {
   RankProgram program_;
   std::vector<std::pair<bool, int>> executed_;
   TensorGroup group_;
+  // The step's state, for the pass handlers: its samples, each micro-batch's stash and loss
+  // gradient, the received input, the output and input gradient to send.
+  const float* step_x_ = nullptr;
+  const int* step_y_ = nullptr;
+  std::vector<TensorParallelStage::Stash> stashes_;
+  std::vector<std::vector<float>> logit_gradients_;
+  std::vector<float> buffer_, output_, input_gradient_;
+  double loss_ = 0;
   double comm_s_ = 0;
   long long allreduces_ = 0;
   long long messages_ = 0;

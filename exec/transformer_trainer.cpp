@@ -231,8 +231,9 @@ struct SharedState {
 };
 
 /// One rank of the mesh: its shard, blocks (one per micro-batch in flight), and its program
-/// (exec/layout_program.hpp): the passes, sends, all-gathers and reductions the Plan gives it.
-class TransformerRank {
+/// (exec/layout_program.hpp): the handlers of its passes' compute (run_program_passes makes the
+/// sends and all-gathers the Plan gives them), then its gradient reductions.
+class TransformerRank final : private PassHandlers {
  public:
   TransformerRank(const TransformerTrainOptions& o, RankProgram program, PeerGroup& peers,
                   SharedState& shared)
@@ -288,27 +289,16 @@ class TransformerRank {
     BlockConfig global = o_.block;
     global.micro_batch = static_cast<int>(o_.batch);
     const std::vector<int> tokens = synthetic_tokens(global, o_.seed, static_cast<long>(index));
-    const std::size_t row = static_cast<std::size_t>(o_.block.sequence + 1);
-    const std::size_t n = static_cast<std::size_t>(o_.micro_batch());
-    const int* replica = tokens.data() + static_cast<std::size_t>(d_i_) *
-                                             static_cast<std::size_t>(o_.batch / o_.data) * row;
-    double loss = 0;
-    for (const ProgramPass& pass : program_.passes) {
-      const int* micro = replica + static_cast<std::size_t>(pass.micro_batch) * n * row;
-      int& slot = slot_of_[static_cast<std::size_t>(pass.micro_batch)];
-      if (pass.forward) {
-        slot = free_slots_.back();
-        free_slots_.pop_back();
-        loss += forward_pass(pass, *blocks_[static_cast<std::size_t>(slot)], micro,
-                             hidden_[static_cast<std::size_t>(slot)]);
-      } else {
-        backward_pass(pass, *blocks_[static_cast<std::size_t>(slot)], micro);
-        free_slots_.push_back(slot);
-        slot = -1;
-      }
-    }
+    replica_tokens_ = tokens.data() + static_cast<std::size_t>(d_i_) *
+                                          static_cast<std::size_t>(o_.batch / o_.data) *
+                                          static_cast<std::size_t>(o_.block.sequence + 1);
+    loss_ = 0;
+    run_program_passes(program_, *this,
+                       ProgramTransfers{&peers_, tensor_members_, t_i_, kTagForward, kTagBackward,
+                                        kTagGather, &comm_s_, &messages_});
+    replica_tokens_ = nullptr;
     reduce_gradients();
-    return reports_loss() ? loss / o_.micro_batches : std::numeric_limits<double>::quiet_NaN();
+    return reports_loss() ? loss_ / o_.micro_batches : std::numeric_limits<double>::quiet_NaN();
   }
 
   void update() { adam_step(o_.adam, adam_, params_.data(), grads_.data(), params_.size()); }
@@ -336,15 +326,43 @@ class TransformerRank {
   int rank_of(int d, int t, int p) const { return t + o_.tensor * (d + o_.data * p); }
   bool last_stage() const { return p_i_ == o_.pipeline - 1; }
 
+  /// The micro-batch's tokens in this step's replica batch.
+  const int* micro_tokens(int micro_batch) const {
+    return replica_tokens_ + static_cast<std::size_t>(micro_batch) *
+                                 static_cast<std::size_t>(o_.micro_batch()) *
+                                 static_cast<std::size_t>(o_.block.sequence + 1);
+  }
+
+  /// A forward takes a free block (and its stream) for its micro-batch until the backward;
+  /// a backward's input is the stream's gradient.
+  std::vector<float>& prepare(const ProgramPass& pass) override {
+    if (!pass.forward) return hidden_gradient_;
+    int& slot = slot_of_[static_cast<std::size_t>(pass.micro_batch)];
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    return hidden_[static_cast<std::size_t>(slot)];
+  }
+
+  const std::vector<float>& run(const ProgramPass& pass, bool received) override {
+    int& slot = slot_of_[static_cast<std::size_t>(pass.micro_batch)];
+    CpuTransformerBlock& block = *blocks_[static_cast<std::size_t>(slot)];
+    const int* tokens = micro_tokens(pass.micro_batch);
+    if (pass.forward) {
+      std::vector<float>& hidden = hidden_[static_cast<std::size_t>(slot)];
+      loss_ += forward_pass(received, block, tokens, hidden);
+      return hidden;
+    }
+    backward_pass(received, block, tokens);
+    free_slots_.push_back(slot);
+    slot = -1;
+    return hidden_gradient_;
+  }
+
   /// The embedding (no input received) or the previous stage's activations, this stage's
-  /// layers, then the head's loss and gradient (last stage); the output goes where the pass
-  /// sends it.
-  double forward_pass(const ProgramPass& pass, CpuTransformerBlock& block, const int* tokens,
+  /// layers, then the head's loss and gradient (last stage).
+  double forward_pass(bool received, CpuTransformerBlock& block, const int* tokens,
                       std::vector<float>& hidden) {
-    if (pass.receive_from < 0)
-      block.embed_forward(params_.data(), tokens, hidden.data(), &tensor_reduce_);
-    else
-      receive(pass, hidden, kTagForward);
+    if (!received) block.embed_forward(params_.data(), tokens, hidden.data(), &tensor_reduce_);
     const float* p = params_.data();
     for (int l = 0; l < shard_.config().layers; ++l) {
       block.attention_forward(l, p, hidden.data(), partial_.data());
@@ -352,23 +370,17 @@ class TransformerRank {
       block.feed_forward_forward(l, p, hidden.data(), partial_.data());
       add_tensor_sum(hidden);
     }
-    double loss = 0;
-    if (last_stage())
-      loss = static_cast<double>(
-          block.head_forward(p, tokens, hidden.data(), grads_.data(), &tensor_reduce_));
-    send(pass, hidden, kTagForward);
-    return loss;
+    if (!last_stage()) return 0;
+    return static_cast<double>(
+        block.head_forward(p, tokens, hidden.data(), grads_.data(), &tensor_reduce_));
   }
 
   /// The head's backward (no input received) or the next stage's gradient, this stage's layers
-  /// backward, then the embedding's (first stage) or a send.
-  void backward_pass(const ProgramPass& pass, CpuTransformerBlock& block, const int* tokens) {
+  /// backward, then the embedding's (first stage).
+  void backward_pass(bool received, CpuTransformerBlock& block, const int* tokens) {
     std::vector<float>& gradient = hidden_gradient_;
     const float* p = params_.data();
-    if (pass.receive_from < 0)
-      block.head_backward(p, gradient.data(), grads_.data(), &tensor_reduce_);
-    else
-      receive(pass, gradient, kTagBackward);
+    if (!received) block.head_backward(p, gradient.data(), grads_.data(), &tensor_reduce_);
     for (int l = shard_.config().layers - 1; l >= 0; --l) {
       block.feed_forward_backward(l, p, gradient.data(), partial_.data(), grads_.data(),
                                   &tensor_reduce_);
@@ -378,7 +390,6 @@ class TransformerRank {
       add_whole(gradient);
     }
     if (p_i_ == 0) block.embed_backward(tokens, gradient.data(), grads_.data(), &tensor_reduce_);
-    send(pass, gradient, kTagBackward);
   }
 
   /// target += the tensor group's sum of partial_ (a sublayer's partial output: Megatron's g).
@@ -475,34 +486,6 @@ class TransformerRank {
     comm_s_ += seconds_since(start);
   }
 
-  /// The pass's input: whole from the rank it names, or this rank's slice from there and the
-  /// others by the tensor group's ring all-gather.
-  void receive(const ProgramPass& pass, std::vector<float>& buffer, int tag) {
-    const auto start = Clock::now();
-    if (pass.gather_sends == 0) {
-      peers_.recv(pass.receive_from, buffer.data(), buffer.size(), tag);
-    } else {
-      const std::size_t slice = buffer.size() / static_cast<std::size_t>(o_.tensor);
-      float* mine = buffer.data() + static_cast<std::size_t>(t_i_) * slice;
-      peers_.recv(pass.receive_from, mine, slice, tag);
-      messages_ +=
-          ring_allgather(peers_, tensor_members_, buffer.data(), buffer.size(), kTagGather);
-    }
-    comm_s_ += seconds_since(start);
-  }
-
-  /// The pass's output (or input gradient) to the ranks it names: whole, or this rank's slice.
-  void send(const ProgramPass& pass, const std::vector<float>& data, int tag) {
-    const std::size_t slice =
-        pass.send_slice ? data.size() / static_cast<std::size_t>(o_.tensor) : data.size();
-    const float* from =
-        data.data() + (pass.send_slice ? static_cast<std::size_t>(t_i_) * slice : 0);
-    for (int to : pass.send_to) {
-      peers_.send(to, from, slice, tag);
-      ++messages_;
-    }
-  }
-
   const TransformerTrainOptions& o_;
   PeerGroup& peers_;
   SharedState& shared_;
@@ -516,6 +499,8 @@ class TransformerRank {
   std::vector<float> hidden_gradient_, partial_, params_, grads_;
   AdamState adam_;
   std::vector<int> tensor_members_, kv_members_;
+  const int* replica_tokens_ = nullptr;  ///< this step's replica batch, during step()
+  double loss_ = 0;                      ///< this step's summed micro-batch losses
   double comm_s_ = 0;
   long long allreduces_ = 0, messages_ = 0;
 };
