@@ -229,14 +229,20 @@ void send_output(const ProgramPass& pass, const std::vector<float>& output, int 
 
 }  // namespace
 
-void run_program_passes(const RankProgram& program, PassHandlers& handlers,
-                        const ProgramTransfers& transfers) {
+void run_program(const RankProgram& program, PassHandlers& handlers,
+                 const ProgramTransfers& transfers) {
   for (const ProgramPass& pass : program.passes) {
     std::vector<float>& input = handlers.prepare(pass);
     const int tag = pass.forward ? transfers.forward_tag : transfers.backward_tag;
     const bool received = pass.receive_from >= 0;
     if (received) receive_input(pass, input, tag, transfers);
     send_output(pass, handlers.run(pass, received), tag, transfers);
+  }
+  handlers.passes_done();
+  for (const std::vector<int>& group : program.reductions) {
+    const auto start = Clock::now();
+    handlers.reduce(group);
+    *transfers.comm_s += seconds_since(start);
   }
 }
 

@@ -21,12 +21,12 @@
 // them `gather`): the program says which sends are slices and, per pass, the ring steps this
 // rank sends and the neighbours it exchanges with.
 //
-// run_program_passes() is the one interpreter of a program's passes: it receives each pass's
-// input (whole, or a slice and the all-gather), hands the pass to a model's handlers
-// (PassHandlers: the compute op, on the model's own buffers) and makes the pass's sends. Both
-// layout trainers are such handlers: the MLP's (exec/pipeline_parallel.hpp, whole sends, no
-// all-gather) and the transformer block's (exec/transformer_trainer.hpp). The gradient
-// reductions after the passes are the handlers' too (what a group reduces differs by model).
+// run_program() is the one interpreter of a program: it receives each pass's input (whole, or a
+// slice and the all-gather), hands the pass to a model's handlers (PassHandlers: the compute op,
+// on the model's own buffers), makes the pass's sends, then hands each of the program's gradient
+// reductions to the handlers (what a group's reduction sums differs by model). Both layout
+// trainers are such handlers: the MLP's (exec/pipeline_parallel.hpp, whole sends, no all-gather)
+// and the transformer block's (exec/transformer_trainer.hpp).
 //
 // What it leaves out: ops a CPU layout does not have. A Plan with an Apply, a transfer to or
 // from a server, a transfer not sent by a pass, a pass with two compute ops (context
@@ -78,7 +78,8 @@ struct RankProgram {
 RankProgram rank_program(const model::Plan& plan, int worker);
 
 /// One model's handlers of the compute ops of a rank's program: what a pass computes, on buffers
-/// the model owns. run_program_passes() does the pass's transfers around them.
+/// the model owns, and its gradient reductions. run_program() does the passes' transfers around
+/// them and times the reductions.
 class PassHandlers {
  public:
   virtual ~PassHandlers() = default;
@@ -90,6 +91,10 @@ class PassHandlers {
   /// forward) or the loss (a last stage's backward). Returns what the pass's sends carry (its
   /// output, or its input's gradient), whole.
   virtual const std::vector<float>& run(const ProgramPass& pass, bool received) = 0;
+  /// After the last pass, before the reductions (a model's scaling of its summed gradients).
+  virtual void passes_done() {}
+  /// Reduces the gradients over `group` (ranks, in order): one of the program's reductions.
+  virtual void reduce(const std::vector<int>& group) = 0;
 };
 
 /// Where a rank's stage transfers go, and the step's counts they add to.
@@ -98,16 +103,17 @@ struct ProgramTransfers {
   std::vector<int> tensor_group;  ///< the rank's tensor group, in tensor order (all-gathers)
   int tensor_index = 0;           ///< the rank's place in it (which slice it sends)
   int forward_tag = 0, backward_tag = 0, gather_tag = 0;
-  double* comm_s = nullptr;       ///< += seconds in receives and all-gathers
+  double* comm_s = nullptr;       ///< += seconds in receives, all-gathers and reductions
   long long* messages = nullptr;  ///< += messages sent (stage sends and all-gather steps)
 };
 
-/// Runs `program`'s passes in its order: each pass's input received from the rank it names
-/// (whole, or this rank's slice and then the tensor group's ring all-gather), `handlers`'s
-/// compute, then its output (or input gradient) sent to the ranks the pass names, whole or this
-/// rank's 1/t slice. Sends are counted, not timed. The program's reductions are the caller's.
-void run_program_passes(const RankProgram& program, PassHandlers& handlers,
-                        const ProgramTransfers& transfers);
+/// Runs `program` (one step of the rank): its passes in order, each pass's input received from
+/// the rank it names (whole, or this rank's slice and then the tensor group's ring all-gather),
+/// `handlers`'s compute, then its output (or input gradient) sent to the ranks the pass names,
+/// whole or this rank's 1/t slice; then handlers.passes_done() and handlers.reduce() for each of
+/// its reductions, in order, timed. Sends are counted, not timed.
+void run_program(const RankProgram& program, PassHandlers& handlers,
+                 const ProgramTransfers& transfers);
 
 /// Where exec's rank order (tensor, then data, then pipeline) puts rank `rank` of a layout of
 /// data x tensor x pipeline ranks and `micro_batches` micro-batches per step.

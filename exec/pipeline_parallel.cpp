@@ -76,7 +76,7 @@ class PlanInUse {
 };
 
 /// One rank of the mesh: its coordinates, its stage shard, its program (its part of the Plan,
-/// exec/layout_program.hpp), the handlers of its passes' compute (run_program_passes makes the
+/// exec/layout_program.hpp), the handlers of its passes' compute (run_program makes the
 /// sends) and the step that runs them and its data group's reduction.
 class RankEngine final : private PassHandlers {
  public:
@@ -123,14 +123,9 @@ class RankEngine final : private PassHandlers {
     step_y_ = y;
     loss_ = 0;
     executed_.clear();
-    run_program_passes(program_, *this,
-                       ProgramTransfers{&peers_, group_.members, t_i_, kTagForward, kTagBackward,
-                                        kTagGather, &comm_s_, &messages_});
-    for (const std::vector<int>& group : program_.reductions) {
-      const auto start = Clock::now();
-      allreduce_sum(peers_, group, stage_.gradients(), stage_.parameter_count(), kTagData);
-      comm_s_ += seconds_since(start);
-    }
+    run_program(program_, *this,
+                ProgramTransfers{&peers_, group_.members, t_i_, kTagForward, kTagBackward,
+                                 kTagGather, &comm_s_, &messages_});
     return loss_;
   }
 
@@ -210,6 +205,11 @@ class RankEngine final : private PassHandlers {
     stage_.backward(gradient, n, stashes_[jj], first_stage() ? nullptr : &input_gradient_, group_);
     stashes_[jj] = {};
     return input_gradient_;
+  }
+
+  /// The data group's sum (the loss is already scaled by 1 / the global batch).
+  void reduce(const std::vector<int>& group) override {
+    allreduce_sum(peers_, group, stage_.gradients(), stage_.parameter_count(), kTagData);
   }
 
   static TensorParallelStage make_stage(const ModelParallelOptions& o, int stage, int tensor) {

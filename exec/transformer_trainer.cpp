@@ -231,7 +231,7 @@ struct SharedState {
 };
 
 /// One rank of the mesh: its shard, blocks (one per micro-batch in flight), and its program
-/// (exec/layout_program.hpp): the handlers of its passes' compute (run_program_passes makes the
+/// (exec/layout_program.hpp): the handlers of its passes' compute (run_program makes the
 /// sends and all-gathers the Plan gives them), then its gradient reductions.
 class TransformerRank final : private PassHandlers {
  public:
@@ -293,11 +293,10 @@ class TransformerRank final : private PassHandlers {
                                           static_cast<std::size_t>(o_.batch / o_.data) *
                                           static_cast<std::size_t>(o_.block.sequence + 1);
     loss_ = 0;
-    run_program_passes(program_, *this,
-                       ProgramTransfers{&peers_, tensor_members_, t_i_, kTagForward, kTagBackward,
-                                        kTagGather, &comm_s_, &messages_});
+    run_program(program_, *this,
+                ProgramTransfers{&peers_, tensor_members_, t_i_, kTagForward, kTagBackward,
+                                 kTagGather, &comm_s_, &messages_});
     replica_tokens_ = nullptr;
-    reduce_gradients();
     return reports_loss() ? loss_ / o_.micro_batches : std::numeric_limits<double>::quiet_NaN();
   }
 
@@ -451,16 +450,21 @@ class TransformerRank final : private PassHandlers {
     }
   }
 
-  /// The mean over micro-batches, then the program's reductions: the shared K/V heads' partial
-  /// sums over the ranks that share them (t > kv_heads), the mean over the data group.
-  void reduce_gradients() {
-    if (o_.micro_batches > 1) {
-      const float scale = 1.0f / static_cast<float>(o_.micro_batches);
-      for (float& g : grads_)
-        g *= scale;
-    }
-    const auto start = Clock::now();
-    if (shared_.communicator != nullptr && shared_.gradients.empty()) {
+  /// The mean over micro-batches.
+  void passes_done() override {
+    if (o_.micro_batches == 1) return;
+    const float scale = 1.0f / static_cast<float>(o_.micro_batches);
+    for (float& g : grads_)
+      g *= scale;
+  }
+
+  /// One of the program's reductions: the shared K/V heads' partial sums over the ranks that
+  /// share them (t > kv_heads), or the mean over the data group, by sync's communicator when
+  /// there is one (the plan's collective algorithm), else by an all-reduce of the stage's ranges.
+  void reduce(const std::vector<int>& group) override {
+    if (group == kv_members_) {  // ranks sharing a K/V head: its projections' partial sums
+      allreduce_ranges(shard_.kv_partial(), group, kTagKv);
+    } else if (shared_.communicator != nullptr && shared_.gradients.empty()) {
       // One worker per process: each combines its own gradient with the others' (the plan's
       // collective algorithm, its messages and waits are this rank's communication).
       shared_.communicator->combine({grads_.data()}, {1.0}, grads_.size(), o_.combine);
@@ -472,18 +476,12 @@ class TransformerRank final : private PassHandlers {
                                       std::vector<double>(shared_.gradients.size(), 1.0),
                                       grads_.size(), o_.combine);
       peers_.barrier();
-    }
-    for (const std::vector<int>& group : program_.reductions) {
-      if (group == kv_members_) {  // ranks sharing a K/V head: its projections' partial sums
-        allreduce_ranges(shard_.kv_partial(), group, kTagKv);
-        continue;
-      }
+    } else {
       allreduce_ranges(shard_.stage_ranges(), group, kTagData);  // the rest is zero
       const float scale = 1.0f / static_cast<float>(group.size());
       for (float& g : grads_)
         g *= scale;
     }
-    comm_s_ += seconds_since(start);
   }
 
   const TransformerTrainOptions& o_;
@@ -570,6 +568,11 @@ std::vector<RankProgram> transformer_rank_programs(const TransformerTrainOptions
         pass.micro_batch = j;
         program.passes.push_back(pass);
       }
+    if (o.data > 1) {  // sync's combine over every worker, by its communicator
+      program.reductions.emplace_back();
+      for (int r = 0; r < o.workers(); ++r)
+        program.reductions.back().push_back(r);
+    }
     for (int r = 0; r < o.workers(); ++r) {
       program.worker = r;
       programs.push_back(program);
