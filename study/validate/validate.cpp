@@ -640,12 +640,13 @@ void times_and_speedups(std::vector<Outcome>& outcomes) {
   }
 }
 
-/// The relative errors of the configurations. round_*, time_*, rounds_* have one entry per
-/// configuration; comm_* only those of K > 1, speedup_a only those that are not single.
+/// The relative errors of the configurations, one entry each: each engine's (the testbed's
+/// schema, validate_support.hpp; comm NaN at K = 1), the convergence fit's and the analytic
+/// engine's on each calibration alone; speedup_a only those that are not single.
 struct Errors {
-  std::vector<double> round_a, round_s, time_a, time_s, time_group_a, time_group_s, comm_a,
-      compute_a, comm_s, compute_s, speedup_a, rounds_loo, rounds_group, rounds_fit, round_before,
-      round_after;
+  validation::EngineSeries analytic{"analytic", {}, {}, {}, {}, {}, {}};
+  validation::EngineSeries simgrid{"simgrid", {}, {}, {}, {}, {}, {}};
+  std::vector<double> speedup_a, rounds_loo, rounds_group, rounds_fit, round_before, round_after;
 };
 
 // The measured time to target, NaN when the target was not reached.
@@ -658,27 +659,21 @@ double rounds_measured(const Outcome& o) {
   return o.measured.reached ? o.measured.rounds : kNaN;
 }
 
-// Appends one configuration's relative errors.
-void add_errors(Errors& e, const Outcome& o) {
-  e.round_a.push_back(model::relative_error(o.analytic.round_s, o.measured.round_s));
-  e.round_s.push_back(model::relative_error(o.simgrid.round_s, o.measured.round_s));
+// Appends one configuration's relative errors; returns its engines' entries.
+json add_errors(Errors& e, const Outcome& o) {
+  json engines = json::object();
+  // No configuration here is contended: one machine, no network.
+  for (auto [series, predicted] : {std::pair{&e.analytic, &o.analytic}, {&e.simgrid, &o.simgrid}})
+    engines[series->label] = series->add(*predicted, o.measured, o.rounds_loo, o.rounds_group,
+                                         time_measured(o), false, o.config.workers > 1);
   e.round_before.push_back(model::relative_error(o.analytic_before.round_s, o.measured.round_s));
   e.round_after.push_back(model::relative_error(o.analytic_after.round_s, o.measured.round_s));
-  e.compute_a.push_back(model::relative_error(o.analytic.compute_s, o.measured.compute_s));
-  e.compute_s.push_back(model::relative_error(o.simgrid.compute_s, o.measured.compute_s));
-  if (o.config.workers > 1) {
-    e.comm_a.push_back(model::relative_error(o.analytic.comm_s, o.measured.comm_s));
-    e.comm_s.push_back(model::relative_error(o.simgrid.comm_s, o.measured.comm_s));
-  }
-  e.time_a.push_back(model::relative_error(o.time_analytic, time_measured(o)));
-  e.time_s.push_back(model::relative_error(o.time_simgrid, time_measured(o)));
-  e.time_group_a.push_back(model::relative_error(o.time_group_analytic, time_measured(o)));
-  e.time_group_s.push_back(model::relative_error(o.time_group_simgrid, time_measured(o)));
   if (!model::strategy(o.config.strategy).is_baseline())  // 0 against itself, by construction
     e.speedup_a.push_back(model::relative_error(o.speedup_analytic, o.speedup_measured));
   e.rounds_loo.push_back(model::relative_error(o.rounds_loo, rounds_measured(o)));
   e.rounds_group.push_back(model::relative_error(o.rounds_group, rounds_measured(o)));
   e.rounds_fit.push_back(model::relative_error(o.rounds_fit, rounds_measured(o)));
+  return engines;
 }
 
 // A number, or null when it is not finite.
@@ -686,39 +681,40 @@ json finite_or_null(double v) {
   return std::isfinite(v) ? json(v) : json(nullptr);
 }
 
-// The JSON row of one configuration, given its errors (the last ones added to `e`).
-json result_row(const Outcome& o, const Errors& e) {
+// The JSON row of one configuration, given its errors (the last ones added to `e`) and its
+// engines' entries.
+json result_row(const Outcome& o, const Errors& e, const json& engines) {
   const double rounds = rounds_measured(o), time = time_measured(o);
-  return {
-      {"config", o.config.name},
-      {"strategy", o.config.strategy},
-      {"workers", o.config.workers},
-      {"tau", o.config.tau},
-      {"batch", o.config.batch},
-      {"split", o.config.split},
-      {"slow_worker", o.config.slow},
-      {"platform", o.config.platform},
-      {"reached_target", o.measured.reached},
-      {"staleness_mean_measured", finite_or_null(o.measured.staleness)},
-      {"local_steps_measured", o.measured.local_steps},
-      {"compute_s", errors_json(o.measured.compute_s, o.analytic.compute_s, o.simgrid.compute_s)},
-      {"comm_s", errors_json(o.measured.comm_s, o.analytic.comm_s, o.simgrid.comm_s)},
-      {"round_s", errors_json(o.measured.round_s, o.analytic.round_s, o.simgrid.round_s)},
-      {"round_s_by_calibration",
-       {{"analytic_before", number_or_null(o.analytic_before.round_s)},
-        {"analytic_after", number_or_null(o.analytic_after.round_s)},
-        {"error_analytic_before", number_or_null(e.round_before.back())},
-        {"error_analytic_after", number_or_null(e.round_after.back())}}},
-      {"rounds",
-       {{"measured", finite_or_null(rounds)},
-        {"leave_one_out", finite_or_null(o.rounds_loo)},
-        {"leave_group_out", finite_or_null(o.rounds_group)},
-        {"fitted", finite_or_null(o.rounds_fit)},
-        {"error_leave_one_out", finite_or_null(e.rounds_loo.back())}}},
-      {"time_to_target_s", errors_json(time, o.time_analytic, o.time_simgrid)},
-      {"time_to_target_group_out_s",
-       errors_json(time, o.time_group_analytic, o.time_group_simgrid)},
-      {"speedup", errors_json(o.speedup_measured, o.speedup_analytic, o.speedup_simgrid)}};
+  return {{"config", o.config.name},
+          {"strategy", o.config.strategy},
+          {"workers", o.config.workers},
+          {"tau", o.config.tau},
+          {"batch", o.config.batch},
+          {"split", o.config.split},
+          {"slow_worker", o.config.slow},
+          {"platform", o.config.platform},
+          {"reached_target", o.measured.reached},
+          {"staleness_mean_measured", finite_or_null(o.measured.staleness)},
+          {"local_steps_measured", o.measured.local_steps},
+          {"measured",
+           {{"compute_s", finite_or_null(o.measured.compute_s)},
+            {"comm_s", finite_or_null(o.measured.comm_s)},
+            {"round_s", finite_or_null(o.measured.round_s)},
+            {"rounds", finite_or_null(rounds)},
+            {"time_to_target_s", finite_or_null(time)}}},
+          {"engines", engines},
+          {"round_s_by_calibration",
+           {{"analytic_before", number_or_null(o.analytic_before.round_s)},
+            {"analytic_after", number_or_null(o.analytic_after.round_s)},
+            {"error_analytic_before", number_or_null(e.round_before.back())},
+            {"error_analytic_after", number_or_null(e.round_after.back())}}},
+          {"rounds",
+           {{"measured", finite_or_null(rounds)},
+            {"leave_one_out", finite_or_null(o.rounds_loo)},
+            {"leave_group_out", finite_or_null(o.rounds_group)},
+            {"fitted", finite_or_null(o.rounds_fit)},
+            {"error_leave_one_out", finite_or_null(e.rounds_loo.back())}}},
+          {"speedup", errors_json(o.speedup_measured, o.speedup_analytic, o.speedup_simgrid)}};
 }
 
 // validation.csv's header.
@@ -755,38 +751,25 @@ struct Table {
 Table tabulate(const std::vector<Outcome>& outcomes) {
   Table t;
   for (const Outcome& o : outcomes) {
-    add_errors(t.errors, o);
-    t.rows.push_back(result_row(o, t.errors));
+    const json engines = add_errors(t.errors, o);
+    t.rows.push_back(result_row(o, t.errors, engines));
     t.csv += csv_line(o);
   }
   return t;
 }
 
-// The median of |v|, or null when there is none.
-json median_or_null(const std::vector<double>& v) {
-  const double m = model::median_abs(v);
-  return std::isfinite(m) ? json(m) : json(nullptr);
-}
-
-// The medians of the errors over the matrix.
+// The medians of the errors over the matrix: each engine's (validate_support.hpp's schema, as
+// the testbed's), the convergence fit's, the analytic engine's on each calibration alone.
 json summary_json(size_t configurations, const Errors& e) {
-  auto med = median_or_null;
+  auto med = validation::median_abs_or_null;
   return {{"configurations", configurations},
-          {"median_abs_error_round_analytic", med(e.round_a)},
-          {"median_abs_error_round_simgrid", med(e.round_s)},
+          {e.analytic.label, e.analytic.summary_json()},
+          {e.simgrid.label, e.simgrid.summary_json()},
           {"median_abs_error_round_analytic_before", med(e.round_before)},
           {"median_abs_error_round_analytic_after", med(e.round_after)},
-          {"median_abs_error_compute_analytic", med(e.compute_a)},
-          {"median_abs_error_compute_simgrid", med(e.compute_s)},
-          {"median_abs_error_comm_analytic", med(e.comm_a)},
-          {"median_abs_error_comm_simgrid", med(e.comm_s)},
-          {"median_abs_error_time_to_target_analytic_loo", med(e.time_a)},
-          {"median_abs_error_time_to_target_simgrid_loo", med(e.time_s)},
-          {"median_abs_error_time_to_target_analytic_group_out", med(e.time_group_a)},
-          {"median_abs_error_time_to_target_simgrid_group_out", med(e.time_group_s)},
           {"median_abs_error_speedup_analytic", med(e.speedup_a)},
           {"median_abs_error_rounds_loo", med(e.rounds_loo)},
-          {"median_abs_error_rounds_leave_group_out", med(e.rounds_group)},
+          {"median_abs_error_rounds_group_out", med(e.rounds_group)},
           {"median_abs_error_rounds_fit", med(e.rounds_fit)}};
 }
 
@@ -800,18 +783,20 @@ json by_strategy_json(const std::vector<Outcome>& outcomes, const Errors& e) {
     std::vector<double> ra, rs, ta, ts, rl;
     for (size_t i = 0; i < outcomes.size(); ++i) {
       if (outcomes[i].config.strategy != name) continue;
-      ra.push_back(e.round_a[i]);
-      rs.push_back(e.round_s[i]);
-      ta.push_back(e.time_a[i]);
-      ts.push_back(e.time_s[i]);
+      ra.push_back(e.analytic.round[i]);
+      rs.push_back(e.simgrid.round[i]);
+      ta.push_back(e.analytic.time_loo[i]);
+      ts.push_back(e.simgrid.time_loo[i]);
       rl.push_back(e.rounds_loo[i]);
     }
-    by_strategy[name] = {{"configurations", ra.size()},
-                         {"median_abs_error_round_analytic", median_or_null(ra)},
-                         {"median_abs_error_round_simgrid", median_or_null(rs)},
-                         {"median_abs_error_time_to_target_analytic_loo", median_or_null(ta)},
-                         {"median_abs_error_time_to_target_simgrid_loo", median_or_null(ts)},
-                         {"median_abs_error_rounds_loo", median_or_null(rl)}};
+    auto med = validation::median_abs_or_null;
+    by_strategy[name] = {
+        {"configurations", ra.size()},
+        {"analytic",
+         {{"median_abs_error_round", med(ra)}, {"median_abs_error_time_to_target_loo", med(ta)}}},
+        {"simgrid",
+         {{"median_abs_error_round", med(rs)}, {"median_abs_error_time_to_target_loo", med(ts)}}},
+        {"median_abs_error_rounds_loo", med(rl)}};
   }
   return by_strategy;
 }
@@ -868,13 +853,13 @@ std::string table_text(const std::vector<Outcome>& outcomes, const Errors& e) {
     const Outcome& o = outcomes[i];
     out += fmt::format(
         "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} {:>8} {:>8} {:>8}\n",
-        o.config.name, ms(o.measured.round_s), ms(o.analytic.round_s), pct_text(e.round_a[i]),
-        ms(o.simgrid.round_s), pct_text(e.round_s[i]),
+        o.config.name, ms(o.measured.round_s), ms(o.analytic.round_s),
+        pct_text(e.analytic.round[i]), ms(o.simgrid.round_s), pct_text(e.simgrid.round[i]),
         o.measured.reached ? fmt::format("{:g}", o.measured.rounds) : "-",
         std::isfinite(o.rounds_loo) ? fmt::format("{:.0f}", o.rounds_loo) : "n/a",
         pct_text(e.rounds_loo[i]),
-        o.measured.reached ? fmt::format("{:.3f}", o.measured.total_s) : "-", pct_text(e.time_a[i]),
-        pct_text(e.time_s[i]),
+        o.measured.reached ? fmt::format("{:.3f}", o.measured.total_s) : "-",
+        pct_text(e.analytic.time_loo[i]), pct_text(e.simgrid.time_loo[i]),
         std::isfinite(o.speedup_measured) ? fmt::format("{:.2f}", o.speedup_measured) : "-");
   }
   return out;
@@ -885,40 +870,36 @@ std::string medians_text(size_t configurations, const json& summary) {
   auto m = [](const json& v) {
     return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
   };
+  const json &a = summary["analytic"], &s = summary["simgrid"];
   std::string out = fmt::format(
       "median |error| over {} configurations: round time analytic {}, simgrid {}; time to "
       "target (leave-one-out) analytic {}, simgrid {}, (leave-group-out) analytic {}, "
       "simgrid {}; speedup {}; rounds leave-one-out {}, leave-group-out {}, in-sample fit {}\n",
-      configurations, m(summary["median_abs_error_round_analytic"]),
-      m(summary["median_abs_error_round_simgrid"]),
-      m(summary["median_abs_error_time_to_target_analytic_loo"]),
-      m(summary["median_abs_error_time_to_target_simgrid_loo"]),
-      m(summary["median_abs_error_time_to_target_analytic_group_out"]),
-      m(summary["median_abs_error_time_to_target_simgrid_group_out"]),
+      configurations, m(a["median_abs_error_round"]), m(s["median_abs_error_round"]),
+      m(a["median_abs_error_time_to_target_loo"]), m(s["median_abs_error_time_to_target_loo"]),
+      m(a["median_abs_error_time_to_target_group_out"]),
+      m(s["median_abs_error_time_to_target_group_out"]),
       m(summary["median_abs_error_speedup_analytic"]), m(summary["median_abs_error_rounds_loo"]),
-      m(summary["median_abs_error_rounds_leave_group_out"]),
-      m(summary["median_abs_error_rounds_fit"]));
+      m(summary["median_abs_error_rounds_group_out"]), m(summary["median_abs_error_rounds_fit"]));
   out += fmt::format(
       "median |error| of compute per step: analytic {}, simgrid {}; of comm per round: "
       "analytic {}, simgrid {}; round time on the calibration taken before the measurement {}, "
       "after it {}, the faster of the two (above) {}\n",
-      m(summary["median_abs_error_compute_analytic"]),
-      m(summary["median_abs_error_compute_simgrid"]), m(summary["median_abs_error_comm_analytic"]),
-      m(summary["median_abs_error_comm_simgrid"]),
+      m(a["median_abs_error_compute"]), m(s["median_abs_error_compute"]),
+      m(a["median_abs_error_comm"]), m(s["median_abs_error_comm"]),
       m(summary["median_abs_error_round_analytic_before"]),
-      m(summary["median_abs_error_round_analytic_after"]),
-      m(summary["median_abs_error_round_analytic"]));
+      m(summary["median_abs_error_round_analytic_after"]), m(a["median_abs_error_round"]));
   return out;
 }
 
 // With --max-round-error, the first median round-time error beyond it ("" when none).
 std::string exceeded_bound(const ValidateRequest& a, const json& summary) {
   if (a.max_round_error < 0) return "";
-  for (const char* key : {"median_abs_error_round_analytic", "median_abs_error_round_simgrid"}) {
-    const json& v = summary[key];
+  for (const char* engine : {"analytic", "simgrid"}) {
+    const json& v = summary[engine]["median_abs_error_round"];
     if (!v.is_number() || 100 * v.get<double>() > a.max_round_error)
       return fmt::format(
-          "{} = {} exceeds --max-round-error {}%", key,
+          "{}'s median |round error| = {} exceeds --max-round-error {}%", engine,
           v.is_number() ? fmt::format("{:.2f}%", 100 * v.get<double>()) : std::string("n/a"),
           a.max_round_error);
   }

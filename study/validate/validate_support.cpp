@@ -131,6 +131,44 @@ json median_abs_or_null(const std::vector<double>& errors) {
   return number_or_null(model::median_abs(errors));
 }
 
+json EngineSeries::add(const EngineRow& predicted, const EngineRow& measured, double rounds_loo,
+                       double rounds_group, double time_measured, bool contended, bool has_comm) {
+  const double time_loo_s = rounds_loo * predicted.round_s;
+  const double time_group_s = rounds_group * predicted.round_s;
+  round.push_back(model::relative_error(predicted.round_s, measured.round_s));
+  compute.push_back(model::relative_error(predicted.compute_s, measured.compute_s));
+  comm.push_back(has_comm ? model::relative_error(predicted.comm_s, measured.comm_s) : kNaN);
+  time_loo.push_back(model::relative_error(time_loo_s, time_measured));
+  time_group.push_back(model::relative_error(time_group_s, time_measured));
+  if (contended) round_contended.push_back(round.back());
+  return {{"compute_s", number_or_null(predicted.compute_s)},
+          {"comm_s", number_or_null(predicted.comm_s)},
+          {"round_s", number_or_null(predicted.round_s)},
+          {"time_to_target_loo_s", number_or_null(time_loo_s)},
+          {"time_to_target_group_out_s", number_or_null(time_group_s)},
+          {"error_compute", number_or_null(compute.back())},
+          {"error_comm", number_or_null(comm.back())},
+          {"error_round", number_or_null(round.back())},
+          {"error_time_to_target_loo", number_or_null(time_loo.back())},
+          {"error_time_to_target_group_out", number_or_null(time_group.back())}};
+}
+
+json EngineSeries::summary_json() const {
+  json out = json::object();
+  const std::pair<const char*, const std::vector<double>*> series[] = {
+      {"round", &round},
+      {"round_contended", &round_contended},
+      {"compute", &compute},
+      {"comm", &comm},
+      {"time_to_target_loo", &time_loo},
+      {"time_to_target_group_out", &time_group}};
+  for (const auto& [name, errors] : series) {
+    out[fmt::format("median_abs_error_{}", name)] = median_abs_or_null(*errors);
+    out[fmt::format("max_abs_error_{}", name)] = max_abs_or_null(*errors);
+  }
+  return out;
+}
+
 json max_abs_or_null(const std::vector<double>& errors) {
   double worst = kNaN;
   for (double e : errors)

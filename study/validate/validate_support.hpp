@@ -1,8 +1,10 @@
 // validate_support.hpp: what `tauplan validate` shares between its two settings, this machine
 // (validate.cpp) and the emulated testbed (validate_testbed.cpp): reading an engine's result row,
-// running the child processes, formatting errors, and the convergence fit that predicts each
-// configuration's rounds to target without it (leave-one-out) or without every configuration at
-// its (K b, tau) (leave-group-out). What it leaves out: measuring and calibrating.
+// running the child processes, each engine's errors against the measurements and their summary
+// (EngineSeries: one schema for a row's `engines.<label>` and the summary's `<label>` in both
+// reports), formatting errors, and the convergence fit that predicts each configuration's rounds
+// to target without it (leave-one-out) or without every configuration at its (K b, tau)
+// (leave-group-out). What it leaves out: measuring and calibrating.
 #pragma once
 
 #include <limits>
@@ -70,6 +72,25 @@ nlohmann::json number_or_null(double v);
 nlohmann::json median_abs_or_null(const std::vector<double>& errors);
 /// The largest |error| over the finite ones, or null.
 nlohmann::json max_abs_or_null(const std::vector<double>& errors);
+
+/// One engine's relative errors over a validation's rows, against the measurements, a row each
+/// (NaN where a row has none); round_contended holds the contended rows' only.
+struct EngineSeries {
+  std::string label;  ///< the engine's name in the reports ("analytic", "simgrid_cm02", ...)
+  std::vector<double> round, compute, comm, time_loo, time_group, round_contended;
+
+  /// Adds a row: `predicted`'s compute, comm and round errors against `measured` (comm NaN
+  /// unless `has_comm`: one worker has none), and its time to target with the rounds predicted
+  /// leave-one-out and leave-group-out against `time_measured` (NaN: the target was not
+  /// reached). Returns the row's entry for this engine: compute_s, comm_s, round_s,
+  /// time_to_target_loo_s, time_to_target_group_out_s and error_<each>, null where not finite.
+  nlohmann::json add(const EngineRow& predicted, const EngineRow& measured, double rounds_loo,
+                     double rounds_group, double time_measured, bool contended,
+                     bool has_comm = true);
+  /// median_abs_error_<x> and max_abs_error_<x> over the rows, x = round, round_contended,
+  /// compute, comm, time_to_target_loo, time_to_target_group_out; null where no row has one.
+  nlohmann::json summary_json() const;
+};
 
 /// One configuration as the convergence fit sees it; the rounds_* fields are its output.
 /// The rounds simgrid simulates of a validation row (its `sim_rounds`): 3 synchronous rounds (the

@@ -1,6 +1,7 @@
 // validate_support_test.cpp: the arithmetic validate applies to its measurements: repeated testbed
 // runs of one configuration combined into one row (study/validate/validate_support.hpp,
-// mean_over_runs).
+// mean_over_runs), and an engine's errors and their summary, the one schema of both settings
+// (EngineSeries), against numbers worked out by hand.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "study/validate/validate_support.hpp"
 
 using tauplan::study::validation::EngineRow;
+using tauplan::study::validation::EngineSeries;
 using tauplan::study::validation::kNaN;
 using tauplan::study::validation::mean_over_runs;
 
@@ -69,4 +71,45 @@ TEST_CASE("mean_over_runs: a run that missed the target or lacks a time spoils t
       mean_over_runs({run(0.01, 0.1, 0.11, 20, 2.0), run(0.01, kNaN, 0.12, 20, 2.2)});
   CHECK(std::isnan(gap.comm_s));
   CHECK(gap.round_s == Approx(0.115));
+}
+
+TEST_CASE("an engine's errors: per row against the measurement, summarised over the rows") {
+  EngineSeries series{"analytic", {}, {}, {}, {}, {}, {}};
+  // Row 1: a round of 1.1 s predicted (0.8 compute + 0.3 comm) against 1.0 measured (0.6 +
+  // 0.4); 100 rounds leave-one-out and 120 leave-group-out against 90 s measured to the target.
+  const nlohmann::json first =
+      series.add(run(0.8, 0.3, 1.1, 0, 0), run(0.6, 0.4, 1.0, 0, 0), 100, 120, 90.0, true);
+  CHECK(first["error_round"].get<double>() == Approx(0.1));
+  CHECK(first["error_compute"].get<double>() == Approx(0.8 / 0.6 - 1));
+  CHECK(first["error_comm"].get<double>() == Approx(-0.25));
+  CHECK(first["time_to_target_loo_s"].get<double>() == Approx(110.0));
+  CHECK(first["error_time_to_target_loo"].get<double>() == Approx(110.0 / 90 - 1));
+  CHECK(first["error_time_to_target_group_out"].get<double>() == Approx(132.0 / 90 - 1));
+  // Row 2: one worker (no comm to compare), not contended, the target not reached.
+  const nlohmann::json second =
+      series.add(run(0.5, 0, 0.5, 0, 0), run(0.5, 0, 0.4, 0, 0), 10, 10, kNaN, false, false);
+  CHECK(second["error_round"].get<double>() == Approx(0.25));
+  CHECK(second["error_comm"].is_null());
+  CHECK(second["error_time_to_target_loo"].is_null());
+  // Row 3: contended, 20% fast.
+  series.add(run(1, 1, 1.6, 0, 0), run(1, 1, 2.0, 0, 0), 10, 10, 20.0, true);
+  REQUIRE(series.round.size() == 3);
+  CHECK(series.round_contended.size() == 2);
+  const nlohmann::json summary = series.summary_json();
+  CHECK(summary["median_abs_error_round"].get<double>() == Approx(0.2));  // of 0.1, 0.25, 0.2
+  CHECK(summary["max_abs_error_round"].get<double>() == Approx(0.25));
+  CHECK(summary["median_abs_error_round_contended"].get<double>() == Approx(0.15));
+  CHECK(summary["max_abs_error_comm"].get<double>() == Approx(0.25));  // the NaN row left out
+  CHECK(summary["median_abs_error_time_to_target_loo"].get<double>() ==
+        Approx((std::abs(110.0 / 90 - 1) + 0.2) / 2));
+  for (const char* key :
+       {"median_abs_error_round", "max_abs_error_round", "median_abs_error_round_contended",
+        "max_abs_error_round_contended", "median_abs_error_compute", "max_abs_error_compute",
+        "median_abs_error_comm", "max_abs_error_comm", "median_abs_error_time_to_target_loo",
+        "max_abs_error_time_to_target_loo", "median_abs_error_time_to_target_group_out",
+        "max_abs_error_time_to_target_group_out"})
+    CHECK(summary.contains(key));
+  CHECK(summary.size() == 12);
+  // No row: every entry null, never 0.
+  CHECK(EngineSeries{}.summary_json()["median_abs_error_round"].is_null());
 }

@@ -1201,14 +1201,9 @@ json fit_rounds(std::vector<Row>& rows) {
 
 // --- the report -------------------------------------------------------------------------------
 
-/// One engine's relative errors, a row each (round_contended: the contended rows only).
-struct Errors {
-  std::vector<double> round, compute, comm, time_loo, time_group, round_contended;
-};
-
 /// Every row's errors against its measurement, its results JSON and its CSV line.
 struct Tables {
-  Errors errors[kEngineCount];
+  std::vector<validation::EngineSeries> errors;  ///< per engine, in kEngines' order
   std::vector<double> round_before, round_after, rounds_loo_err, rounds_group_err;
   /// The bottleneck-link baseline's round and its error, and whether its flows share a link.
   std::vector<double> baseline_round, baseline_round_err;
@@ -1238,32 +1233,14 @@ std::string csv_header() {
 
 /// A row's errors per engine, added to the tables and its CSV line; returns the engines' JSON.
 json tabulate_engines(Tables& t, const Row& row, double time_measured) {
-  const EngineRow& m = row.measured;
   json per_engine = json::object();
   for (size_t e = 0; e < kEngineCount; ++e) {
     const EngineRow& p = row.engines[e];
-    const double time_loo = row.rounds_loo * p.round_s;
-    const double time_group = row.rounds_group * p.round_s;
-    Errors& err = t.errors[e];
-    err.round.push_back(model::relative_error(p.round_s, m.round_s));
-    err.compute.push_back(model::relative_error(p.compute_s, m.compute_s));
-    err.comm.push_back(model::relative_error(p.comm_s, m.comm_s));
-    err.time_loo.push_back(model::relative_error(time_loo, time_measured));
-    err.time_group.push_back(model::relative_error(time_group, time_measured));
-    if (row.config.contended) err.round_contended.push_back(err.round.back());
-    per_engine[kEngines[e].label] = {
-        {"compute_s", validation::number_or_null(p.compute_s)},
-        {"comm_s", validation::number_or_null(p.comm_s)},
-        {"round_s", validation::number_or_null(p.round_s)},
-        {"time_to_target_loo_s", validation::number_or_null(time_loo)},
-        {"time_to_target_group_out_s", validation::number_or_null(time_group)},
-        {"error_compute", validation::number_or_null(err.compute.back())},
-        {"error_comm", validation::number_or_null(err.comm.back())},
-        {"error_round", validation::number_or_null(err.round.back())},
-        {"error_time_to_target_loo", validation::number_or_null(err.time_loo.back())},
-        {"error_time_to_target_group_out", validation::number_or_null(err.time_group.back())}};
+    per_engine[kEngines[e].label] = t.errors[e].add(
+        p, row.measured, row.rounds_loo, row.rounds_group, time_measured, row.config.contended);
     t.csv += fmt::format(",{},{},{},{},{}", csv_cell(p.round_s), csv_cell(p.compute_s),
-                         csv_cell(p.comm_s), csv_cell(time_loo), csv_cell(time_group));
+                         csv_cell(p.comm_s), csv_cell(row.rounds_loo * p.round_s),
+                         csv_cell(row.rounds_group * p.round_s));
   }
   return per_engine;
 }
@@ -1417,6 +1394,8 @@ json row_json(const Row& row, const json& per_engine, double error_before, doubl
 /// Every row's errors against its measurement, as the report's results and the CSV.
 Tables tabulate(const std::vector<Row>& rows) {
   Tables t;
+  for (const EngineSpec& e : kEngines)
+    t.errors.push_back({e.label, {}, {}, {}, {}, {}, {}});
   t.csv = csv_header();
   for (const Row& row : rows) {
     const EngineRow& m = row.measured;
@@ -1452,23 +1431,8 @@ json summary_json(const std::vector<Row>& rows, const Tables& t) {
       {"median_abs_error_rounds_group_out", validation::median_abs_or_null(t.rounds_group_err)},
       {"median_abs_error_round_analytic_before", validation::median_abs_or_null(t.round_before)},
       {"median_abs_error_round_analytic_after", validation::median_abs_or_null(t.round_after)}};
-  for (size_t e = 0; e < kEngineCount; ++e) {
-    const Errors& err = t.errors[e];
-    summary[kEngines[e].label] = {
-        {"median_abs_error_round", validation::median_abs_or_null(err.round)},
-        {"max_abs_error_round", validation::max_abs_or_null(err.round)},
-        {"median_abs_error_round_contended", validation::median_abs_or_null(err.round_contended)},
-        {"max_abs_error_round_contended", validation::max_abs_or_null(err.round_contended)},
-        {"median_abs_error_compute", validation::median_abs_or_null(err.compute)},
-        {"max_abs_error_compute", validation::max_abs_or_null(err.compute)},
-        {"median_abs_error_comm", validation::median_abs_or_null(err.comm)},
-        {"max_abs_error_comm", validation::max_abs_or_null(err.comm)},
-        {"median_abs_error_time_to_target_loo", validation::median_abs_or_null(err.time_loo)},
-        {"max_abs_error_time_to_target_loo", validation::max_abs_or_null(err.time_loo)},
-        {"median_abs_error_time_to_target_group_out",
-         validation::median_abs_or_null(err.time_group)},
-        {"max_abs_error_time_to_target_group_out", validation::max_abs_or_null(err.time_group)}};
-  }
+  for (const validation::EngineSeries& engine : t.errors)
+    summary[engine.label] = engine.summary_json();
   std::vector<EngineRow> measured;
   for (const Row& row : rows)
     measured.push_back(row.measured);
@@ -1542,7 +1506,7 @@ void plot_scatter(const std::vector<Row>& rows, const fs::path& out_dir,
 
 /// The table: a row per configuration, measured against each engine's prediction.
 std::string table_text(const std::vector<Row>& rows, const Tables& t) {
-  const Errors(&errors)[kEngineCount] = t.errors;
+  const std::vector<validation::EngineSeries>& errors = t.errors;
   std::string out =
       "note: measured = MPI ranks across the emulated testbed, concurrent on the wall clock; "
       "predictions from MPI message and compute calibrations taken apart from the runs\n";
