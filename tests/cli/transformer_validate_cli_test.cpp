@@ -3,6 +3,8 @@
 // profile and two steps prints the measured-against-predicted table and writes its CSV.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -42,6 +44,26 @@ TEST_CASE("validate: a transformer job prints measured against predicted round a
     CHECK(r.out.find(row) != std::string::npos);
   const std::string csv = read_text_file(out + "/validate-small.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
+  // The JSON in validate's one schema (study/validate/validate_support.hpp): each row's
+  // engines.<label> with its errors, the summary's <label> blocks from them.
+  const auto report = nlohmann::json::parse(read_text_file(out + "/validate-small.json"));
+  for (const auto& row : report["rows"]) {
+    INFO(row.dump());
+    const auto& analytic = row["engines"]["analytic"];
+    CHECK(
+        analytic["error_round"].get<double>() ==
+        Approx(row["round_analytic_s"].get<double>() / row["round_measured_s"].get<double>() - 1));
+    CHECK(row["engines"]["analytic_with_terms"]["round_s"] == row["round_terms_s"]);
+    // One worker has no communication to compare; a pipeline's round is not split in two.
+    CHECK(analytic["error_comm"].is_null() ==
+          (row["workers"] == 1 || row["config"] == "pipeline-2"));
+    CHECK(analytic["error_compute"].is_null() == (row["config"] == "pipeline-2"));
+  }
+  const auto& summary = report["summary"];
+  CHECK(summary["configurations"] == 4);
+  for (const char* engine : {"analytic", "analytic_with_terms"})
+    CHECK(summary[engine]["median_abs_error_round"].is_number());
+  CHECK(summary["median_abs_error_layer"].is_number());
   expect_bad_input({"validate", TAUPLAN_SOURCE_DIR "/experiments/transformer/validate-small.yaml",
                     "--profile", profile, "--calibration", out},
                    "--profile");
