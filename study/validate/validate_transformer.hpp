@@ -28,9 +28,11 @@
 // row is marked contended (its workers shared the cores; such a measurement is not of this
 // machine alone). No prediction
 // reads a measurement of the validation runs. Output: a table, medians of
-// |round error| and |layer error|, DIR/<job>.csv and DIR/<job>.json, with provenance (engine,
-// profiles, commit, timing, seed). What it leaves out: SimGrid (not run here), the closed form
-// (layout_time; the engine's Plan is the prediction), MPI and CUDA, and repeated measurements.
+// |round error| and |layer error|, DIR/<job>.csv and DIR/<job>.json (each row's and the summary's
+// engine errors in the schema of validate on this machine and on the testbed:
+// validate_support.hpp, EngineSeries), with provenance (engine, profiles, commit, timing, seed).
+// What it leaves out: SimGrid (not run here), the closed form (layout_time; the engine's Plan is
+// the prediction), MPI and CUDA, and repeated measurements.
 #pragma once
 
 #include <map>
