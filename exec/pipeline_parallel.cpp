@@ -27,7 +27,7 @@ namespace {
 
 // One tag per kind of message; messages of one kind between two ranks keep their order.
 constexpr int kTagTensor = 1, kTagForward = 2, kTagBackward = 3, kTagData = 4, kTagEval = 5,
-              kTagControl = 6, kTagReport = 7, kTagGather = 8;
+              kTagControl = 6, kTagReport = 7, kTagGather = 8, kTagSlices = 9;
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -125,7 +125,7 @@ class RankEngine final : private PassHandlers {
     executed_.clear();
     run_program(program_, *this,
                 ProgramTransfers{&peers_, group_.members, t_i_, kTagForward, kTagBackward,
-                                 kTagGather, &comm_s_, &messages_});
+                                 kTagSlices, &comm_s_, &messages_});
     return loss_;
   }
 

@@ -19,7 +19,9 @@
 // analytic and simgrid compute, comm and round time; measured and predicted rounds; time to target
 // and speedup against single, each with its relative error; the medians over the matrix;
 // each row's `measured` and `engines.<engine>` and the summary's `<engine>` in the schema
-// `validate --testbed` writes too (validate_support.hpp, EngineSeries); DIR/validation.{json,csv}
+// `validate --testbed` writes too (validate_support.hpp, EngineSeries; its contended entries are
+// null: one machine, no network), beside what only this verb reports (each row's `speedup` as
+// measured, analytic, simgrid and their errors; `summary_by_strategy`); DIR/validation.{json,csv}
 // and a scatter of predicted against measured with y = x (DIR/scatter.{png,svg}, gnuplot). Exit
 // codes: 0; 2 bad input (a child's own exit 2 is passed on with its message); 3 when
 // --max-round-error is given and a median round-time error exceeds it.

@@ -30,7 +30,9 @@
 // reads a measurement of the validation runs. Output: a table, medians of
 // |round error| and |layer error|, DIR/<job>.csv and DIR/<job>.json (each row's and the summary's
 // engine errors in the schema of validate on this machine and on the testbed:
-// validate_support.hpp, EngineSeries), with provenance (engine, profiles, commit, timing, seed).
+// validate_support.hpp, EngineSeries; its times to target and its contended rows are null here:
+// these runs train no target, and a row marked contended above shared the CPU, not a network),
+// with provenance (engine, profiles, commit, timing, seed).
 // What it leaves out: SimGrid (not run here), the closed form (layout_time; the engine's Plan is
 // the prediction), MPI and CUDA, and repeated measurements.
 #pragma once
