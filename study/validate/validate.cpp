@@ -867,9 +867,7 @@ std::string table_text(const std::vector<Outcome>& outcomes, const Errors& e) {
 
 // The medians printed under the table.
 std::string medians_text(size_t configurations, const json& summary) {
-  auto m = [](const json& v) {
-    return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
-  };
+  const auto m = validation::pct_or_na;
   const json &a = summary["analytic"], &s = summary["simgrid"];
   std::string out = fmt::format(
       "median |error| over {} configurations: round time analytic {}, simgrid {}; time to "

@@ -77,10 +77,6 @@ std::string times_or_na(const json& v) {
   return v.is_number() ? fmt::format("{:.2f}x", v.get<double>()) : std::string("n/a");
 }
 
-std::string pct_or_na(const json& v) {
-  return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
-}
-
 }  // namespace
 
 json versus_baseline_json(const std::vector<double>& baseline_errors,

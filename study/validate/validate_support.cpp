@@ -123,6 +123,10 @@ std::string ms(double s) {
   return std::isfinite(s) ? fmt::format("{:.3f}", 1e3 * s) : "n/a";
 }
 
+std::string pct_or_na(const json& v) {
+  return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
+}
+
 json number_or_null(double v) {
   return std::isfinite(v) ? json(v) : json(nullptr);
 }

@@ -66,7 +66,9 @@ std::vector<std::string> run_children(const std::vector<child::Task>& tasks, int
                                       const std::string& what);
 
 std::string pct_text(double e);  ///< "+1.2%", or "n/a"
-std::string ms(double s);        ///< milliseconds with 3 decimals, or "n/a"
+/// A summary's |error| (a JSON number or null) as "1.2%", or "n/a".
+std::string pct_or_na(const nlohmann::json& v);
+std::string ms(double s);  ///< milliseconds with 3 decimals, or "n/a"
 nlohmann::json number_or_null(double v);
 /// The median of |errors| over the finite ones, or null.
 nlohmann::json median_abs_or_null(const std::vector<double>& errors);

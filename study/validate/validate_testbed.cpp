@@ -43,6 +43,7 @@ namespace yu = model::yaml_util;
 using nlohmann::json;
 using validation::EngineRow;
 using validation::kNaN;
+using validation::pct_or_na;
 
 /// The engines every configuration is predicted by, in report order.
 struct EngineSpec {
@@ -1581,11 +1582,6 @@ std::string repeated_runs_text(const std::vector<Row>& rows) {
         faster);
   }
   return out;
-}
-
-/// A summary's error as a percentage, or n/a.
-std::string pct_or_na(const json& v) {
-  return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : std::string("n/a");
 }
 
 /// The summary's lines: the convergence note, each engine's errors, the analytic engine's by

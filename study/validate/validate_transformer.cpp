@@ -207,10 +207,6 @@ Terms cpu_terms(const Config& c, const exec::BlockConfig& block, double batch,
   return t;
 }
 
-double relative(double predicted, double measured) {
-  return model::relative_error(predicted, measured);
-}
-
 struct Profiles {
   std::map<int, std::string> path;  // absolute
   std::map<int, model::ComputeProfile> profile;
@@ -362,10 +358,10 @@ std::string table(const std::vector<Row>& rows) {
         "{:<12} {:>9.3f} {:>9.3f} {:>+7.1f} | {:>9.2f} {:>9.2f} {:>+7.1f} {:>9.2f} "
         "{:>+7.1f} | {:>5.2f}{}\n",
         r.config.label, r.layer_measured * 1e3, r.layer_predicted * 1e3,
-        100 * relative(r.layer_predicted, r.layer_measured), r.round_measured * 1e3,
-        r.round_analytic * 1e3, 100 * relative(r.round_analytic, r.round_measured),
-        r.round_terms * 1e3, 100 * relative(r.round_terms, r.round_measured), r.other_share,
-        r.other_share > kContendedShare ? " contended" : "");
+        100 * model::relative_error(r.layer_predicted, r.layer_measured), r.round_measured * 1e3,
+        r.round_analytic * 1e3, 100 * model::relative_error(r.round_analytic, r.round_measured),
+        r.round_terms * 1e3, 100 * model::relative_error(r.round_terms, r.round_measured),
+        r.other_share, r.other_share > kContendedShare ? " contended" : "");
   return s.str();
 }
 
@@ -465,15 +461,14 @@ EngineTables engine_tables(const std::vector<Row>& rows) {
     t.rows.push_back(
         {{t.analytic.label, t.analytic.add(analytic, measured, none, none, none, false, comm)},
          {t.terms.label, t.terms.add(terms, measured, none, none, none, false, comm)}});
-    t.layer.push_back(relative(r.layer_predicted, r.layer_measured));
+    t.layer.push_back(model::relative_error(r.layer_predicted, r.layer_measured));
   }
   return t;
 }
 
 /// The median |error| as a percentage with one decimal, or "n/a".
 std::string median_text(const std::vector<double>& errors) {
-  const nlohmann::json m = validation::median_abs_or_null(errors);
-  return m.is_number() ? fmt::format("{:.1f}%", 100 * m.get<double>()) : std::string("n/a");
+  return validation::pct_or_na(validation::median_abs_or_null(errors));
 }
 
 }  // namespace
