@@ -134,12 +134,12 @@ std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std
                       "'" + plan.strategy + "' whose worker " + std::to_string(worker) + " " + why);
   };
   for (model::OpId v : plan.topological_order()) {
-    const model::Op& op = plan.graph[v];
+    const model::Op& op = plan.op(v);
     if (op.worker != worker) continue;
     const CycleOp c = cycle_op(plan, op, worker, file);
     if (c.kind == CycleOp::Kind::Apply) {
-      for (auto e : boost::make_iterator_range(boost::out_edges(v, plan.graph)))
-        after_apply = after_apply || plan.graph[boost::target(e, plan.graph)].worker == worker;
+      for (auto succ : plan.successors(v))
+        after_apply = after_apply || plan.op(succ).worker == worker;
       applies.push_back(c);
       continue;
     }

@@ -34,16 +34,14 @@ bool is_worker(const model::Endpoint& end, int worker) {
 /// Transfer, or from Barriers that wait on it (a stage's arrival, or the steps of the receivers'
 /// all-gather of the slices, whose own Transfers are walked through). -1 when none.
 int sender_feeding(const model::Plan& plan, model::OpId v, int worker) {
-  const model::PlanGraph& g = plan.graph;
   std::set<int> senders;
   std::set<model::OpId> seen;
   std::vector<model::OpId> frontier{v};
   while (!frontier.empty()) {
     const model::OpId at = frontier.back();
     frontier.pop_back();
-    for (auto [e, end] = boost::in_edges(at, g); e != end; ++e) {
-      const model::OpId u = boost::source(*e, g);
-      const model::Op& op = g[u];
+    for (const model::OpId u : plan.predecessors(at)) {
+      const model::Op& op = plan.op(u);
       const bool gather = op.kind == model::OpKind::Transfer && op.pass.gather;
       if (op.kind == model::OpKind::Transfer && !gather && is_worker(op.destination, worker))
         senders.insert(op.source.index);
@@ -51,7 +49,7 @@ int sender_feeding(const model::Plan& plan, model::OpId v, int worker) {
         frontier.push_back(u);
     }
   }
-  if (senders.size() > 1) refuse(g[v], "its input comes from more than one rank");
+  if (senders.size() > 1) refuse(plan.op(v), "its input comes from more than one rank");
   return senders.empty() ? -1 : *senders.begin();
 }
 
@@ -78,7 +76,7 @@ class ProgramReader {
   int me() const { return program_.worker; }
 
   void visit(model::OpId v) {
-    const model::Op& op = plan_.graph[v];
+    const model::Op& op = plan_.op(v);
     switch (op.kind) {
       case model::OpKind::Compute:
         if (op.worker == me()) add_pass(v, op);

@@ -194,8 +194,8 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
   for (int r = 0; r < world; ++r)
     s.hosts.emplace_back(names.data() + kHostNameBytes * static_cast<std::size_t>(r));
   for (model::OpId v : plan.topological_order())
-    if (plan.graph[v].kind == model::OpKind::Collective)
-      s.collective_names.push_back(trace_name(plan.graph[v]));
+    if (plan.op(v).kind == model::OpKind::Collective)
+      s.collective_names.push_back(trace_name(plan.op(v)));
   make_subgroups(plan, platform, job_file);
 }
 

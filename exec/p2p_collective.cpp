@@ -243,7 +243,7 @@ std::vector<CollectiveSubgroup> plan_subgroups(const model::Plan& plan,
                                                const std::string& job_file) {
   std::vector<CollectiveSubgroup> subgroups;
   for (model::OpId v : plan.topological_order()) {
-    const model::Op& op = plan.graph[v];
+    const model::Op& op = plan.op(v);
     if (op.kind != model::OpKind::Collective || op.group.empty() ||
         static_cast<int>(op.group.size()) == plan.workers)
       continue;

@@ -190,14 +190,14 @@ Program compile(const model::Plan& plan, std::size_t parameters, const std::stri
 
   std::vector<bool> has_update(static_cast<std::size_t>(plan.workers), false);
   for (model::OpId v : order) {
-    const model::Op& op = plan.graph[v];
+    const model::Op& op = plan.op(v);
     if (op.kind == model::OpKind::Update && op.worker >= 0 && op.worker < plan.workers)
       has_update[static_cast<std::size_t>(op.worker)] = true;
   }
 
   double gradient_bytes = 0;
   for (model::OpId v : order) {
-    const model::Op& op = plan.graph[v];
+    const model::Op& op = plan.op(v);
     if (op.kind == model::OpKind::Collective && op.payload == model::CollectivePayload::Gradients)
       gradient_bytes += op.bytes;
   }
@@ -205,7 +205,7 @@ Program compile(const model::Plan& plan, std::size_t parameters, const std::stri
   std::vector<double> steps_per_worker(static_cast<std::size_t>(plan.workers), 0.0);
   double gradient_done = 0;  // bytes of bucketed gradient collectives already sliced
   for (model::OpId v : order) {
-    const model::Op& op = plan.graph[v];
+    const model::Op& op = plan.op(v);
     ProgramOp p;
     p.kind = op.kind;
     p.label = op.label.empty() ? model::to_string(op.kind) : op.label;
@@ -214,8 +214,8 @@ Program compile(const model::Plan& plan, std::size_t parameters, const std::stri
     p.steps = std::max(1, op.steps);
     p.fraction = op.step_fraction;
     p.payload = op.payload;
-    for (auto e : boost::make_iterator_range(boost::in_edges(v, plan.graph)))
-      p.preds.push_back(index.at(boost::source(e, plan.graph)));
+    for (auto pred : plan.predecessors(v))
+      p.preds.push_back(index.at(pred));
     if (op.kind == model::OpKind::Transfer || op.kind == model::OpKind::Apply)
       throw InputError(file, "strategies",
                        "a plan of compute, update, collective and barrier ops (exec runs "
@@ -463,8 +463,8 @@ void Runner::validate() const {
                          std::to_string(shape_.classes()) + " classes (the MLP's)",
                      data_.name + " with " + std::to_string(data_.features) + " and " +
                          std::to_string(data_.classes));
-  for (auto v : boost::make_iterator_range(boost::vertices(plan_.graph))) {
-    const model::Op& op = plan_.graph[v];
+  for (auto v : plan_.op_ids()) {
+    const model::Op& op = plan_.op(v);
     if (op.kind == model::OpKind::Collective && !op.group.empty() &&
         static_cast<int>(op.group.size()) != plan_.workers && !comm_.runs_subgroups())
       throw InputError(options_.job_file, "strategies",
@@ -485,9 +485,9 @@ void Runner::validate() const {
   }
   if (options_.combine == CombineRule::Adasum && comm_.memory() != MemorySpace::Host &&
       plan_.count(model::OpKind::Collective) > 0) {
-    for (auto v : boost::make_iterator_range(boost::vertices(plan_.graph)))
-      if (plan_.graph[v].kind == model::OpKind::Collective &&
-          plan_.graph[v].payload == model::CollectivePayload::Parameters)
+    for (auto v : plan_.op_ids())
+      if (plan_.op(v).kind == model::OpKind::Collective &&
+          plan_.op(v).payload == model::CollectivePayload::Parameters)
         throw InputError(options_.job_file, "combine",
                          "mean for parameter averaging on the GPU (Adasum of parameter deltas "
                          "runs on host buffers only)",

@@ -194,7 +194,7 @@ void AsyncSimulation::build_cycles() {
   const std::vector<model::OpId> order = plan_.topological_order();
   std::map<model::OpId, std::pair<int, int>> where;  // op -> (worker, index in its cycle)
   for (model::OpId v : order) {
-    const model::Op& op = plan_.graph[v];
+    const model::Op& op = plan_.op(v);
     if (op.worker < 0 || op.worker >= k)
       throw std::logic_error("asynchronous plan op '" + op.label + "' belongs to no worker");
     WorkerState& w = workers_[static_cast<size_t>(op.worker)];
@@ -234,9 +234,9 @@ void AsyncSimulation::build_cycles() {
     w.cycle.push_back(c);
   }
   for (model::OpId v : order)
-    for (auto e : boost::make_iterator_range(boost::out_edges(v, plan_.graph))) {
+    for (auto succ : plan_.successors(v)) {
       const auto [w, from] = where.at(v);
-      const auto [w2, to] = where.at(boost::target(e, plan_.graph));
+      const auto [w2, to] = where.at(succ);
       if (w != w2)
         throw std::logic_error("asynchronous plan: a dependency between two workers' cycles");
       auto& cycle = workers_[static_cast<size_t>(w)].cycle;

@@ -247,7 +247,7 @@ void Simulation::check_platform() const {
 
 void Simulation::build_ops() {
   const std::vector<model::OpId> order = plan_.topological_order();
-  std::vector<int> position(boost::num_vertices(plan_.graph), -1);
+  std::vector<int> position(plan_.op_count(), -1);
   for (size_t i = 0; i < order.size(); ++i)
     position[order[i]] = static_cast<int>(i);
   const auto workers = static_cast<int>(plan_.worker_hosts.size());
@@ -256,14 +256,14 @@ void Simulation::build_ops() {
 
   ops_.resize(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
-    const model::Op& op = plan_.graph[order[i]];
+    const model::Op& op = plan_.op(order[i]);
     SimOp& sim = ops_[i];
     sim.kind = op.kind;
     sim.label = op.label;
-    for (auto e : boost::make_iterator_range(boost::in_edges(order[i], plan_.graph)))
-      sim.preds.push_back(position[boost::source(e, plan_.graph)]);
-    for (auto e : boost::make_iterator_range(boost::out_edges(order[i], plan_.graph)))
-      sim.succs.push_back(position[boost::target(e, plan_.graph)]);
+    for (auto pred : plan_.predecessors(order[i]))
+      sim.preds.push_back(position[pred]);
+    for (auto succ : plan_.successors(order[i]))
+      sim.succs.push_back(position[succ]);
     std::sort(sim.preds.begin(), sim.preds.end());
     std::sort(sim.succs.begin(), sim.succs.end());
     switch (op.kind) {

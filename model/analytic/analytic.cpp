@@ -37,8 +37,8 @@ ResultRow analyze(const Plan& plan, const Platform& platform) {
   // Per-worker compute per step and the full (not only exposed) collective time per round.
   std::vector<double> worker_compute(plan.worker_hosts.size(), 0.0);
   double collective_total = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-    const Op& op = plan.graph[v];
+  for (auto v : plan.op_ids()) {
+    const Op& op = plan.op(v);
     const double d = op_duration_s(op, plan, platform);
     if (op.kind == OpKind::Compute || op.kind == OpKind::Update)
       worker_compute[static_cast<size_t>(op.worker)] += d / plan.steps_per_round;
@@ -77,8 +77,8 @@ void add_asynchronous_extra(const Plan& plan, double updates_per_s, double mean_
 
 void add_budget_extra(const Plan& plan, nlohmann::json& extra) {
   std::vector<int> steps(plan.worker_hosts.size(), 0);
-  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-    const Op& op = plan.graph[v];
+  for (auto v : plan.op_ids()) {
+    const Op& op = plan.op(v);
     if (op.kind == OpKind::Compute && op.worker >= 0)
       steps[static_cast<size_t>(op.worker)] += op.steps;
   }

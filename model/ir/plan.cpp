@@ -1,16 +1,83 @@
 // plan.cpp: building and ordering the round DAG.
 #include "model/ir/plan.hpp"
 
+#include <boost/graph/adjacency_list.hpp>
 #include <stdexcept>
 
 namespace tauplan::model {
 
+using Adjacency =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op, boost::no_property>;
+
+class PlanGraphStorage {
+ public:
+  Adjacency adjacency;
+};
+
+namespace {
+
+Adjacency& adjacency(const PlanGraphHandle& graph) {
+  return (*graph).adjacency;
+}
+
+}  // namespace
+
+PlanGraphHandle::PlanGraphHandle() : storage_(std::make_unique<PlanGraphStorage>()) {}
+PlanGraphHandle::PlanGraphHandle(const PlanGraphHandle& other)
+    : storage_(std::make_unique<PlanGraphStorage>(*other.storage_)) {}
+// A moved-from handle holds nothing; it may be destroyed or assigned to, not read.
+PlanGraphHandle::PlanGraphHandle(PlanGraphHandle&& other) noexcept = default;
+PlanGraphHandle& PlanGraphHandle::operator=(const PlanGraphHandle& other) {
+  if (this != &other) storage_ = std::make_unique<PlanGraphStorage>(*other.storage_);
+  return *this;
+}
+PlanGraphHandle& PlanGraphHandle::operator=(PlanGraphHandle&& other) noexcept {
+  std::swap(storage_, other.storage_);
+  return *this;
+}
+PlanGraphHandle::~PlanGraphHandle() = default;
+
 OpId Plan::add(Op op) {
-  return boost::add_vertex(std::move(op), graph);
+  return boost::add_vertex(std::move(op), adjacency(graph));
 }
 
 void Plan::depend(OpId before, OpId after) {
-  boost::add_edge(before, after, graph);
+  boost::add_edge(before, after, adjacency(graph));
+}
+
+const Op& Plan::op(OpId id) const {
+  return adjacency(graph)[id];
+}
+
+Op& Plan::op(OpId id) {
+  return adjacency(graph)[id];
+}
+
+std::size_t Plan::op_count() const {
+  return boost::num_vertices(adjacency(graph));
+}
+
+std::size_t Plan::dependency_count() const {
+  return boost::num_edges(adjacency(graph));
+}
+
+std::vector<OpId> Plan::predecessors(OpId id) const {
+  std::vector<OpId> ids;
+  for (auto e : boost::make_iterator_range(boost::in_edges(id, adjacency(graph))))
+    ids.push_back(boost::source(e, adjacency(graph)));
+  return ids;
+}
+
+std::vector<OpId> Plan::successors(OpId id) const {
+  std::vector<OpId> ids;
+  for (auto e : boost::make_iterator_range(boost::out_edges(id, adjacency(graph))))
+    ids.push_back(boost::target(e, adjacency(graph)));
+  return ids;
+}
+
+void Plan::remove(OpId id) {
+  boost::clear_vertex(id, adjacency(graph));
+  boost::remove_vertex(id, adjacency(graph));
 }
 
 int Plan::host_of(const Endpoint& endpoint) const {
@@ -22,17 +89,17 @@ int Plan::host_of(const Endpoint& endpoint) const {
 std::vector<OpId> Plan::topological_order() const {
   // Kahn's algorithm, taking ready ops in index order, so the order is deterministic and
   // follows insertion order where the dependencies allow.
-  const size_t n = boost::num_vertices(graph);
+  const size_t n = op_count();
   std::vector<size_t> waiting(n);
   std::vector<OpId> order;
   order.reserve(n);
   for (OpId v = 0; v < n; ++v) {
-    waiting[v] = boost::in_degree(v, graph);
+    waiting[v] = boost::in_degree(v, adjacency(graph));
     if (waiting[v] == 0) order.push_back(v);
   }
   for (size_t next = 0; next < order.size(); ++next)
-    for (auto e : boost::make_iterator_range(boost::out_edges(order[next], graph))) {
-      const OpId target = boost::target(e, graph);
+    for (auto e : boost::make_iterator_range(boost::out_edges(order[next], adjacency(graph)))) {
+      const OpId target = boost::target(e, adjacency(graph));
       if (--waiting[target] == 0) order.push_back(target);
     }
   if (order.size() != n) throw std::logic_error("plan '" + strategy + "' has a dependency cycle");
@@ -41,8 +108,8 @@ std::vector<OpId> Plan::topological_order() const {
 
 int Plan::count(OpKind kind) const {
   int n = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(graph)))
-    if (graph[v].kind == kind) ++n;
+  for (OpId v : op_ids())
+    if (op(v).kind == kind) ++n;
   return n;
 }
 

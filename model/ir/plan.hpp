@@ -2,7 +2,9 @@
 //
 // A Plan holds one round: per-worker Compute and Update ops, Collective ops over a group of
 // workers, Barriers, point-to-point Transfers between two endpoints (a worker or a server) and
-// server-side Applies, linked by dependency edges (a Boost.Graph adjacency list). The round
+// server-side Applies, linked by dependency edges (a Boost.Graph adjacency list, kept inside
+// plan.cpp: callers see ops by OpId, 0..op_count()-1, and their predecessors and successors,
+// so the 150 files that include this header do not parse Boost.Graph). The round
 // repeats `rounds` times. Every engine reads the same Plan: model/ takes the longest path,
 // sim/ runs each worker as an actor, exec/ runs each op for real.
 //
@@ -26,7 +28,8 @@
 // starts when round r's last op ends).
 #pragma once
 
-#include <boost/graph/adjacency_list.hpp>
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -118,9 +121,49 @@ struct Op {
   int server = -1;
 };
 
-using PlanGraph =
-    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op, boost::no_property>;
-using OpId = PlanGraph::vertex_descriptor;
+/// An op's index in its Plan: 0 .. op_count() - 1, in the order the ops were added.
+using OpId = std::size_t;
+
+/// The ids 0 .. n-1, for a range-for over a Plan's ops.
+class OpIdRange {
+ public:
+  class iterator {
+   public:
+    explicit iterator(OpId id) : id_(id) {}
+    OpId operator*() const { return id_; }
+    iterator& operator++() {
+      ++id_;
+      return *this;
+    }
+    bool operator!=(const iterator& other) const { return id_ != other.id_; }
+
+   private:
+    OpId id_;
+  };
+  explicit OpIdRange(std::size_t count) : count_(count) {}
+  iterator begin() const { return iterator(0); }
+  iterator end() const { return iterator(count_); }
+
+ private:
+  std::size_t count_;
+};
+
+/// Owns the Boost.Graph adjacency list that stores a Plan's ops and edges (defined in plan.cpp),
+/// copied deeply with its Plan.
+class PlanGraphStorage;
+class PlanGraphHandle {
+ public:
+  PlanGraphHandle();
+  PlanGraphHandle(const PlanGraphHandle& other);
+  PlanGraphHandle(PlanGraphHandle&& other) noexcept;
+  PlanGraphHandle& operator=(const PlanGraphHandle& other);
+  PlanGraphHandle& operator=(PlanGraphHandle&& other) noexcept;
+  ~PlanGraphHandle();
+  PlanGraphStorage& operator*() const { return *storage_; }
+
+ private:
+  std::unique_ptr<PlanGraphStorage> storage_;
+};
 
 enum class BatchSplit { Even, Speed };
 
@@ -155,10 +198,21 @@ struct Plan {
   /// Compute op takes floor(budget / its step time) steps (Op::steps differs per worker) and
   /// the parameters are averaged weighted by steps.
   double round_budget_s = 0;
-  PlanGraph graph;
+  PlanGraphHandle graph;  ///< the ops and their edges; read through the members below
 
   OpId add(Op op);
   void depend(OpId before, OpId after);
+  const Op& op(OpId id) const;
+  Op& op(OpId id);
+  std::size_t op_count() const;
+  std::size_t dependency_count() const;
+  /// Every op's id, in the order they were added.
+  OpIdRange op_ids() const { return OpIdRange(op_count()); }
+  /// The ops `id` waits for, and those waiting for it, in the order the edges were added.
+  std::vector<OpId> predecessors(OpId id) const;
+  std::vector<OpId> successors(OpId id) const;
+  /// Removes an op and its edges; the ids of the ops after it shift down by one.
+  void remove(OpId id);
   /// The platform host of an endpoint (worker_hosts or server_hosts).
   int host_of(const Endpoint& endpoint) const;
   /// Ops in a dependency-respecting order; throws std::logic_error on a cycle.

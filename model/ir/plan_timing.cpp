@@ -56,16 +56,14 @@ namespace {
 /// bandwidth (they end together when their bytes are equal), not its own bytes alone.
 /// Returns every op's duration by OpId (op_duration_s, the siblings' shared ones for transfers).
 std::vector<double> async_durations(const Plan& plan, const Platform& platform) {
-  std::vector<double> duration_s(boost::num_vertices(plan.graph), 0.0);
+  std::vector<double> duration_s(plan.op_count(), 0.0);
   std::map<std::pair<int, std::vector<OpId>>, std::vector<OpId>> groups;
-  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-    const Op& op = plan.graph[v];
+  for (auto v : plan.op_ids()) {
+    const Op& op = plan.op(v);
     duration_s[v] = op_duration_s(op, plan, platform);
     if (op.kind != OpKind::Transfer || op.fixed_time_s >= 0 || op.bytes <= 0) continue;
     if (plan.host_of(op.source) == plan.host_of(op.destination)) continue;
-    std::vector<OpId> preds;
-    for (auto e : boost::make_iterator_range(boost::in_edges(v, plan.graph)))
-      preds.push_back(boost::source(e, plan.graph));
+    std::vector<OpId> preds = plan.predecessors(v);
     std::sort(preds.begin(), preds.end());
     groups[{op.worker, preds}].push_back(v);
   }
@@ -73,12 +71,12 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform) 
     if (members.size() < 2) continue;
     std::map<int, double> bytes_on_link;
     for (OpId i : members) {
-      const Op& op = plan.graph[i];
+      const Op& op = plan.op(i);
       for (int link : platform.route(plan.host_of(op.source), plan.host_of(op.destination)).links)
         bytes_on_link[link] += op.repeat * op.bytes;
     }
     for (OpId i : members) {
-      const Op& op = plan.graph[i];
+      const Op& op = plan.op(i);
       const Route& route = platform.route(plan.host_of(op.source), plan.host_of(op.destination));
       double busiest_s = 0;
       for (int link : route.links) {
@@ -133,8 +131,8 @@ std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& p
           {"server " + platform.hosts[static_cast<size_t>(plan.server_hosts[s])].name + direction,
            -1, direction[6] == 'o', std::vector<double>(k, 0.0)});
   std::map<int, size_t> link_resource;
-  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-    const Op& op = plan.graph[v];
+  for (auto v : plan.op_ids()) {
+    const Op& op = plan.op(v);
     if (op.kind != OpKind::Transfer || op.fixed_time_s >= 0 || op.bytes <= 0) continue;
     const int src = plan.host_of(op.source), dst = plan.host_of(op.destination);
     if (src == dst) continue;
@@ -272,22 +270,22 @@ CompiledPlan compile(const Plan& plan, const Platform& platform) {
   CompiledPlan compiled;
   compiled.steps_per_round = plan.steps_per_round;
   const std::vector<OpId> order = plan.topological_order();
-  std::vector<int> position(boost::num_vertices(plan.graph), -1);
+  std::vector<int> position(plan.op_count(), -1);
   for (size_t i = 0; i < order.size(); ++i)
     position[order[i]] = static_cast<int>(i);
   compiled.duration_s.reserve(order.size());
   compiled.kind.reserve(order.size());
   compiled.step_fraction.reserve(order.size());
-  compiled.pred_index.reserve(boost::num_edges(plan.graph));
+  compiled.pred_index.reserve(plan.dependency_count());
   compiled.pred_offset.reserve(order.size() + 1);
   compiled.pred_offset.push_back(0);
   for (OpId v : order) {
-    const Op& op = plan.graph[v];
+    const Op& op = plan.op(v);
     compiled.duration_s.push_back(op_duration_s(op, plan, platform));
     compiled.kind.push_back(op.kind);
     compiled.step_fraction.push_back(op.kind == OpKind::Compute ? op.step_fraction * op.steps : 0);
-    for (auto e : boost::make_iterator_range(boost::in_edges(v, plan.graph)))
-      compiled.pred_index.push_back(position[boost::source(e, plan.graph)]);
+    for (auto pred : plan.predecessors(v))
+      compiled.pred_index.push_back(position[pred]);
     compiled.pred_offset.push_back(static_cast<int>(compiled.pred_index.size()));
   }
   if (plan.asynchronous) {
@@ -295,7 +293,7 @@ CompiledPlan compile(const Plan& plan, const Platform& platform) {
     compiled.staleness_bound = plan.staleness_bound;
     compiled.workers = static_cast<int>(plan.worker_hosts.size());
     for (OpId v : order) {
-      const Op& op = plan.graph[v];
+      const Op& op = plan.op(v);
       if (op.worker < 0 || op.worker >= compiled.workers)
         throw std::logic_error("asynchronous plan '" + plan.strategy + "': op '" + op.label +
                                "' belongs to no worker");

@@ -62,8 +62,8 @@ class AsyncPsStrategy : public Strategy {
     plan.batch = options.batch;
     plan.worker_samples.assign(plan.worker_hosts.size(), options.batch);
     const double flop = worker_step_flop(options, workload, platform, plan.worker_hosts);
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-      Op& op = plan.graph[v];
+    for (auto v : plan.op_ids()) {
+      Op& op = plan.op(v);
       if (op.kind != OpKind::Compute) continue;
       op.samples = options.batch;
       op.flop = flop;

@@ -43,9 +43,9 @@ class LocalSgdStrategy : public Strategy {
   double convergence_steps(const Plan& plan, const ConvergenceModel& convergence) const override {
     if (plan.round_budget_s <= 0) return Strategy::convergence_steps(plan, convergence);
     std::vector<int> steps(plan.worker_hosts.size(), 0);
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph)))
-      if (plan.graph[v].kind == OpKind::Compute)
-        steps[static_cast<size_t>(plan.graph[v].worker)] = plan.graph[v].steps;
+    for (auto v : plan.op_ids())
+      if (plan.op(v).kind == OpKind::Compute)
+        steps[static_cast<size_t>(plan.op(v).worker)] = plan.op(v).steps;
     return convergence.unequal_local_rounds(plan.batch, steps);
   }
   void recost(Plan& plan, const StrategyOptions& options, const Workload& workload,
@@ -58,8 +58,8 @@ class LocalSgdStrategy : public Strategy {
     const std::vector<int> steps =
         local_steps(options, plan, platform, options.batch * flop_per_sample + update_flop);
     set_round_shape(plan, options, steps);
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-      Op& op = plan.graph[v];
+    for (auto v : plan.op_ids()) {
+      Op& op = plan.op(v);
       if (op.kind != OpKind::Compute) continue;
       op.samples = options.batch;
       op.flop = options.batch * flop_per_sample + update_flop;

@@ -34,8 +34,8 @@ class SingleStrategy : public Strategy {
     plan.worker_samples = {options.batch};
     const double flop_per_sample =
         effective_flop_per_sample(options, workload, platform, plan.worker_hosts);
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-      Op& op = plan.graph[v];
+    for (auto v : plan.op_ids()) {
+      Op& op = plan.op(v);
       if (op.kind != OpKind::Compute) continue;
       op.samples = options.batch;
       op.flop = options.batch * flop_per_sample;

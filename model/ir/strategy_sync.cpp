@@ -76,8 +76,8 @@ class SyncStrategy : public Strategy {
     plan.worker_samples = split_batch(options.batch, plan.worker_hosts, platform, options.split);
     const double flop_per_sample =
         effective_flop_per_sample(options, workload, platform, plan.worker_hosts);
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-      Op& op = plan.graph[v];
+    for (auto v : plan.op_ids()) {
+      Op& op = plan.op(v);
       if (op.kind != OpKind::Compute) continue;
       op.samples = plan.worker_samples[static_cast<size_t>(op.worker)];
       op.flop = op.samples * flop_per_sample * op.step_fraction;

@@ -55,8 +55,8 @@ class GridSyncStrategy : public model::Strategy {
     plan.batch = options.batch;
     plan.worker_samples =
         model::split_batch(options.batch, plan.worker_hosts, platform, model::BatchSplit::Even);
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-      model::Op& op = plan.graph[v];
+    for (auto v : plan.op_ids()) {
+      model::Op& op = plan.op(v);
       if (op.kind != model::OpKind::Compute) continue;
       op.samples = plan.worker_samples[static_cast<std::size_t>(op.worker)];
       op.flop = op.samples * workload.flop_per_sample;

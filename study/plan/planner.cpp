@@ -248,7 +248,7 @@ class Family {
     // The compute ops, by their index in compile()'s (topological) order.
     order_ = plan_.topological_order();
     for (size_t i = 0; i < order_.size(); ++i)
-      if (plan_.graph[order_[i]].kind == model::OpKind::Compute) compute_ops_.push_back(i);
+      if (plan_.op(order_[i]).kind == model::OpKind::Compute) compute_ops_.push_back(i);
   }
 
   enum class Status { Ok, Memory, Collective };
@@ -273,7 +273,7 @@ class Family {
     scratch_.steps_per_round = plan_.steps_per_round;
     scratch_.staleness_bound = plan_.staleness_bound;
     for (size_t i : compute_ops_) {
-      const model::Op& op = plan_.graph[order_[i]];
+      const model::Op& op = plan_.op(order_[i]);
       scratch_.duration_s[i] = op_duration_s(op, plan_, platform_);
       scratch_.step_fraction[i] = op.step_fraction * op.steps;
     }

@@ -37,15 +37,14 @@ model::Plan async_plan(const model::Platform& platform) {
 void drop_push(model::Plan& plan, int w, int s) {
   for (bool removed = true; removed;) {
     removed = false;
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-      const model::Op& op = plan.graph[v];
+    for (auto v : plan.op_ids()) {
+      const model::Op& op = plan.op(v);
       const bool push = op.kind == model::OpKind::Transfer && op.worker == w &&
                         op.destination.role == model::Endpoint::Role::Server &&
                         op.destination.index == s;
       const bool apply = op.kind == model::OpKind::Apply && op.worker == w && op.server == s;
       if (push || apply) {
-        boost::clear_vertex(v, plan.graph);
-        boost::remove_vertex(v, plan.graph);
+        plan.remove(v);
         removed = true;
         break;
       }
@@ -100,10 +99,9 @@ TEST_CASE("cycles exec cannot run asynchronously are InputErrors naming strategi
   const model::Platform platform = two_server_platform();
   {
     model::Plan plan = async_plan(platform);  // a push without its apply
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph)))
-      if (plan.graph[v].kind == model::OpKind::Apply && plan.graph[v].worker == 2) {
-        boost::clear_vertex(v, plan.graph);
-        boost::remove_vertex(v, plan.graph);
+    for (auto v : plan.op_ids())
+      if (plan.op(v).kind == model::OpKind::Apply && plan.op(v).worker == 2) {
+        plan.remove(v);
         break;
       }
     CHECK_THROWS_AS(worker_cycle(plan, 2, "job.yaml"), InputError);
@@ -121,14 +119,14 @@ TEST_CASE("cycles exec cannot run asynchronously are InputErrors naming strategi
   {
     model::Plan plan = async_plan(platform);  // a pull from a server after the push to it
     model::OpId push{}, pull{};
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-      const model::Op& op = plan.graph[v];
+    for (auto v : plan.op_ids()) {
+      const model::Op& op = plan.op(v);
       if (op.worker != 0 || op.kind != model::OpKind::Transfer) continue;
       if (op.destination.role == model::Endpoint::Role::Server && op.destination.index == 1)
         push = v;
       if (op.source.role == model::Endpoint::Role::Server && op.source.index == 1) pull = v;
     }
-    model::Op late = plan.graph[pull];
+    model::Op late = plan.op(pull);
     late.label = "w0 pull again";
     plan.depend(push, plan.add(late));
     CHECK_THROWS_AS(worker_cycle(plan, 0, "job.yaml"), InputError);

@@ -409,8 +409,8 @@ TEST_CASE(
       const std::vector<int> data_group = {k + o.tensor * (o.data * r),
                                            k + o.tensor * (1 + o.data * r)};
       int found = 0;
-      for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-        const model::Op& op = plan.graph[v];
+      for (auto v : plan.op_ids()) {
+        const model::Op& op = plan.op(v);
         if (op.kind != model::OpKind::Collective || op.group != data_group) continue;
         ++found;
         CHECK(op.bytes == 4 * floats);  // fp32

@@ -284,7 +284,7 @@ int main(int argc, char** argv) {
         comm.serve(0, &served);
         long long collectives = 0;  // per round
         for (model::OpId v : plan.topological_order())
-          collectives += plan.graph[v].kind == model::OpKind::Collective ? 1 : 0;
+          collectives += plan.op(v).kind == model::OpKind::Collective ? 1 : 0;
         check_served(c, rank, test::tiny_shape().parameters(), o.max_steps / r.tau * collectives,
                      served, fail);
         continue;

@@ -173,8 +173,8 @@ TEST_CASE("thread-messages runs Adasum and subgroups as the shared-memory thread
   // sync at K = 4 with its all-reduce narrowed to workers 2 and 0 (a hub of their own).
   o.combine = CombineRule::Mean;
   model::Plan narrowed = plan_with("sync", "ring", 4, platform);
-  for (auto v : boost::make_iterator_range(boost::vertices(narrowed.graph)))
-    if (narrowed.graph[v].kind == model::OpKind::Collective) narrowed.graph[v].group = {2, 0};
+  for (auto v : narrowed.op_ids())
+    if (narrowed.op(v).kind == model::OpKind::Collective) narrowed.op(v).group = {2, 0};
   ThreadCommunicator shared4(4);
   ThreadMessageCommunicator messages4(narrowed, platform, "<test>");
   const Measurement a =
@@ -188,8 +188,8 @@ TEST_CASE("thread-messages runs Adasum and subgroups as the shared-memory thread
 TEST_CASE("thread-messages refuses what its algorithm cannot run, naming the key") {
   const model::Platform platform = two_per_node();
   model::Plan narrowed = plan_with("sync", "ps", 4, platform);
-  for (auto v : boost::make_iterator_range(boost::vertices(narrowed.graph)))
-    if (narrowed.graph[v].kind == model::OpKind::Collective) narrowed.graph[v].group = {2, 0};
+  for (auto v : narrowed.op_ids())
+    if (narrowed.op(v).kind == model::OpKind::Collective) narrowed.op(v).group = {2, 0};
   CHECK_THROWS_WITH(ThreadMessageCommunicator(narrowed, platform, "job.yaml"),
                     Catch::Contains("job.yaml") && Catch::Contains("collective"));
   // hierarchical with unequal nodes: 3 workers on nodes of 2.

@@ -273,8 +273,8 @@ TEST_CASE("a collective over a subgroup combines its members only, in group orde
   const Dataset data = test::tiny_data();
   const TrainOptions o = test::quick_options(6);
   model::Plan narrowed = test::make_plan("sync", 4, 32);
-  for (auto v : boost::make_iterator_range(boost::vertices(narrowed.graph)))
-    if (narrowed.graph[v].kind == model::OpKind::Collective) narrowed.graph[v].group = {2, 0};
+  for (auto v : narrowed.op_ids())
+    if (narrowed.op(v).kind == model::OpKind::Collective) narrowed.op(v).group = {2, 0};
   const model::Platform platform =
       model::make_crossbar_platform(std::vector<double>(8, 1e9), 1e9, 1e-5);
   RecordingCommunicator recording(4);

@@ -148,8 +148,8 @@ TEST_CASE(
       o.layout.recompute = recompute;
       const model::Plan plan = layout_plan(o, w, platform);
       long long calls = 0, maxima = 0, sums = 0;
-      for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-        const model::Op& op = plan.graph[v];
+      for (auto v : plan.op_ids()) {
+        const model::Op& op = plan.op(v);
         if (op.kind != model::OpKind::Collective) continue;
         CHECK(op.group.size() == 4);
         INFO(op.label);
@@ -186,8 +186,8 @@ TEST_CASE(
   const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
   const model::Plan plan = layout_plan(layout_options(1, 4, 2, 2, 8), gqa(), platform);
   long long shared = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-    const model::Op& op = plan.graph[v];
+  for (auto v : plan.op_ids()) {
+    const model::Op& op = plan.op(v);
     if (op.kind != model::OpKind::Collective || op.group.size() != 2 || op.pass.stage >= 0)
       continue;
     if (op.label.find("shared K/V") == std::string::npos) continue;
@@ -336,8 +336,8 @@ TEST_CASE("layout plans: the data dimension moves 2 Psi per rank's shard (3 Psi 
     // Values each stage's data group moves in all, counting a ring all-reduce of N bytes as
     // 2 N (reduce-scatter + all-gather) and the ZeRO-3 all-gather's transfers as they are.
     std::vector<double> moved(2, 0.0);
-    for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-      const model::Op& op = plan.graph[v];
+    for (auto v : plan.op_ids()) {
+      const model::Op& op = plan.op(v);
       const bool data = op.label.find("gradient all-reduce") != std::string::npos ||
                         op.label.find("ZeRO-3") != std::string::npos;
       if (!data) continue;
@@ -512,8 +512,8 @@ TEST_CASE(
   // t = 2, p = 1, m = 2 of a batch of 8: pairs (0, 1) and (2, 3).
   const model::Plan plan = layout_plan(layout_options(1, 2, 1, 2, 8), w, platform);
   std::multiset<double> forward, backward;
-  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-    const model::Op& op = plan.graph[v];
+  for (auto v : plan.op_ids()) {
+    const model::Op& op = plan.op(v);
     if (op.kind != model::OpKind::Collective) continue;
     CHECK(op.group.size() == 2);
     CHECK(op.repeat == 1);
@@ -528,8 +528,8 @@ TEST_CASE(
   CHECK(piped.count(model::OpKind::Collective) == 2 * (1 + 2));  // m x (stage 0 fwd, stage 1 both)
   // Whole-width sends, one per tensor rank and micro-batch each way: 4 x 128 x 4 bytes.
   long long sends = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(piped.graph))) {
-    const model::Op& op = piped.graph[v];
+  for (auto v : piped.op_ids()) {
+    const model::Op& op = piped.op(v);
     if (op.kind != model::OpKind::Transfer) continue;
     CHECK(op.bytes == 4.0 * 128 * 4);
     ++sends;

@@ -74,8 +74,8 @@ TEST_CASE("async-ps plans are one cycle per worker: pull, compute, push, apply p
   CHECK(plan.server_hosts == std::vector<int>{3, 4});
   CHECK(plan.collective.empty());
   CHECK(plan.worker_samples == std::vector<double>{10, 10, 10});
-  for (auto v : boost::make_iterator_range(boost::vertices(plan.graph))) {
-    const model::Op& op = plan.graph[v];
+  for (auto v : plan.op_ids()) {
+    const model::Op& op = plan.op(v);
     CHECK(op.worker >= 0);
     if (op.kind == model::OpKind::Transfer) CHECK(op.bytes == Approx(2e6));  // N / 2 servers
   }
