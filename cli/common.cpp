@@ -73,6 +73,21 @@ void print_results(const model::RunContext& context, const std::vector<model::Re
       model::tauplan_git_commit());
 }
 
+namespace {
+
+/// "simulate or measure": the verbs of the engines that write a trace.
+std::string tracing_verbs() {
+  std::string verbs;
+  for (const std::string& name : study::engine_names()) {
+    const model::Engine& engine = study::engine(name);
+    if (engine.capabilities().writes_trace)
+      verbs += (verbs.empty() ? "" : " or ") + std::string(engine.verb());
+  }
+  return verbs;
+}
+
+}  // namespace
+
 void add_engine_verb(CLI::App& app, const std::string& engine_name) {
   const model::Engine& engine = study::engine(engine_name);
   auto args = std::make_shared<JobArgs>();
@@ -80,14 +95,13 @@ void add_engine_verb(CLI::App& app, const std::string& engine_name) {
   add_job_options(*verb, *args);
   add_simgrid_options(*verb, *args);
   verb->callback([args, engine_name, verb_name = std::string(engine.verb())] {
-    // The closed form writes no trace: a --trace given to predict is refused, not ignored (a
-    // job file's `trace` key is simulate's and measure's, and predict leaves it to them).
+    // An engine that writes no trace (the closed form) refuses --trace, never ignores it (a
+    // job file's `trace` key is for the engines that write one, and it leaves it to them).
     const std::map<std::string, std::string> given = args->overrides();
-    if (engine_name == "analytic" && given.count("trace") > 0)
+    if (!study::engine(engine_name).capabilities().writes_trace && given.count("trace") > 0)
       throw InputError("command line", "--trace",
-                       "no --trace for " + verb_name +
-                           " (the closed form has no events to trace: simulate or measure "
-                           "the job with --trace)",
+                       "no --trace for " + verb_name + " (" + engine_name +
+                           " has no events to trace: " + tracing_verbs() + " the job with --trace)",
                        given.at("trace"));
     if (!args->simgrid_cfg.empty() || !args->simgrid_log.empty())
       study::set_simulator_arguments(args->simgrid_cfg, args->simgrid_log);

@@ -7,6 +7,7 @@
 
 #include "cli/verb.hpp"
 #include "model/base/error.hpp"
+#include "study/common/engines.hpp"
 #include "study/sweep/sweep.hpp"
 
 namespace tauplan::cli {
@@ -24,8 +25,12 @@ void register_sweep(CLI::App& app) {
       ->type_name("KEY=V1,V2")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  verb->add_option("--engine", request->engine, "analytic (default) or simgrid")
-      ->check(CLI::IsMember({"analytic", "simgrid"}));
+  std::string predicting;
+  for (const std::string& name : study::predicting_engine_names())
+    predicting += (predicting.empty() ? "" : " or ") + name;
+  verb->add_option("--engine", request->engine,
+                   "an engine that predicts: " + predicting + " (default " + request->engine + ")")
+      ->check(CLI::IsMember(study::predicting_engine_names()));
   verb->add_option("--out", request->out,
                    "folder for the results and the finished points (default: JOB.sweep)")
       ->type_name("DIR");

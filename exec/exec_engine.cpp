@@ -28,6 +28,11 @@ class ExecEngine : public model::Engine {
   const char* description() const override {
     return "real training (CPU threads or MPI ranks, CUDA + NCCL)";
   }
+  model::EngineCapabilities capabilities() const override {
+    model::EngineCapabilities can;
+    can.writes_trace = true;
+    return can;
+  }
   std::vector<model::ResultRow> run(const model::JobInputs& inputs,
                                     model::RunContext& context) const override {
     // Under an MPI launcher every rank runs this; MPI lives as long as the measurement.

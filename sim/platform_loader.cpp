@@ -285,7 +285,8 @@ model::Platform convert_platform(sg4::Engine& engine, const std::string& file,
 }
 
 std::vector<std::string> network_config_items(const NetworkOptions& network) {
-  if (network.model != "CM02" && network.model != "LV08")
+  const std::vector<std::string> models = network_model_choices();
+  if (std::find(models.begin(), models.end(), network.model) == models.end())
     throw InputError(network.origin, "network_model", "CM02 or LV08", network.model);
   bool crosstraffic = false;
   if (network.crosstraffic == "auto")
@@ -305,6 +306,10 @@ std::vector<std::string> network_config_items(const NetworkOptions& network) {
 }
 
 }  // namespace
+
+std::vector<std::string> network_model_choices() {
+  return {"CM02", "LV08"};
+}
 
 namespace detail {
 

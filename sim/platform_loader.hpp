@@ -18,6 +18,9 @@
 
 namespace tauplan::sim {
 
+/// The network models the simulator takes, its default first: {"CM02", "LV08"}.
+std::vector<std::string> network_model_choices();
+
 /// How SimGrid models the network. Chosen once per process, before the platform is loaded.
 struct NetworkOptions {
   /// SimGrid's network/model: "CM02" (pure alpha-beta: a lone flow takes latency + size /

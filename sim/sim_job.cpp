@@ -38,7 +38,7 @@ std::vector<model::KeySpec> sim_job_keys() {
       key("network_model", KeyType::Text, "CM02",
           "simulate: SimGrid network model; CM02 is pure alpha-beta (closed forms hold), LV08 is "
           "SimGrid's TCP-calibrated default"));
-  network.choices = {"CM02", "LV08"};
+  network.choices = network_model_choices();
   auto& cross = keys.emplace_back(
       key("crosstraffic", KeyType::Text, "auto",
           "simulate: flows also load the reverse path with 5% of their size (auto: off for "

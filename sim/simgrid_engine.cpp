@@ -25,6 +25,16 @@ class SimgridEngine : public model::Engine {
   const char* description() const override {
     return "discrete-event simulation (SimGrid): contention, stragglers, failures";
   }
+  model::EngineCapabilities capabilities() const override {
+    model::EngineCapabilities can;
+    can.predicts = true;
+    can.network_models = network_model_choices();
+    can.models_contention = true;
+    can.writes_trace = true;
+    can.injects_failures = true;
+    return can;
+  }
+  std::string library_version() const override { return simgrid_version(); }
   std::vector<model::ResultRow> run(const model::JobInputs& inputs,
                                     model::RunContext& context) const override {
     const model::Job& job = inputs.job;

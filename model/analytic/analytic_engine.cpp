@@ -25,6 +25,12 @@ class AnalyticEngine : public Engine {
   const char* description() const override {
     return "closed-form prediction (longest path over the Plan, alpha-beta collectives)";
   }
+  EngineCapabilities capabilities() const override {
+    EngineCapabilities can;
+    can.predicts = true;
+    can.shares_process = true;
+    return can;
+  }
   std::vector<ResultRow> run(const JobInputs& inputs, RunContext& context) const override {
     std::vector<ResultRow> rows;
     for (const Plan& plan : inputs.plans())

@@ -40,6 +40,29 @@ struct JobInputs {
   std::vector<Plan> plans() const;
 };
 
+/// What an engine does, for the studies and verbs that choose engines by it instead of by name
+/// (validation predicts with every engine that predicts; a sweep runs in this process the ones
+/// that share it).
+struct EngineCapabilities {
+  /// Its rows come from the Plan and the platform (analytic, simgrid). Otherwise it measures
+  /// real workers (exec): what a validation holds the predictions to.
+  bool predicts = false;
+  /// Many jobs may run one after another in this process (no process-wide simulator state, no
+  /// cores held): a study may call it here instead of starting a child process per point.
+  bool shares_process = false;
+  /// The network models it takes (the job key `network_model`), its default first; empty when
+  /// it has one model of its own.
+  std::vector<std::string> network_models;
+  /// A predicting engine's rows account for flows that share a link, and for a second job's
+  /// traffic beside the job (the key `beside_hosts`); the closed form's leave both out.
+  bool models_contention = false;
+  /// Writes a Chrome trace of what ran (the job key `trace`).
+  bool writes_trace = false;
+  /// Injects the job's failures (fail_at, mtbf) as events. Without it a study adds the
+  /// failures' expected cost in closed form (study/common/revocation.hpp).
+  bool injects_failures = false;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -48,6 +71,9 @@ class Engine {
   /// The verb that runs this engine in a process of its own ("predict", "simulate", "measure").
   virtual const char* verb() const = 0;
   virtual const char* description() const = 0;
+  virtual EngineCapabilities capabilities() const = 0;
+  /// The version of the library it runs on, for a report's context ("" when none).
+  virtual std::string library_version() const { return ""; }
   /// Runs every strategy of the job. `context` arrives with the job's provenance filled and
   /// gets the engine's (network model, settings). Returns the rows this process reports: all
   /// of them, or none on an MPI rank other than 0. Throws InputError for bad input.

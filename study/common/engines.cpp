@@ -1,6 +1,8 @@
 // engines.cpp: see engines.hpp. Adding an engine: its factory, one line in registry().
 #include "study/common/engines.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "exec/exec_engine.hpp"
@@ -34,6 +36,33 @@ std::vector<std::string> engine_names() {
   return registry().names();
 }
 
+std::vector<Predictor> predictors(NetworkModels which) {
+  std::vector<Predictor> out;
+  for (const std::string& name : engine_names()) {
+    const model::Engine& e = engine(name);
+    const model::EngineCapabilities can = e.capabilities();
+    if (!can.predicts) continue;
+    if (which == NetworkModels::Default || can.network_models.size() < 2) {
+      out.push_back({name, &e, "", true});
+      continue;
+    }
+    for (const std::string& model : can.network_models) {
+      std::string label = name + "_" + model;
+      std::transform(label.begin(), label.end(), label.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      out.push_back({label, &e, model, model == can.network_models.front()});
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> predicting_engine_names() {
+  std::vector<std::string> names;
+  for (const Predictor& p : predictors(NetworkModels::Default))
+    names.push_back(p.label);
+  return names;
+}
+
 void set_simulator_arguments(const std::vector<std::string>& cfg,
                              const std::vector<std::string>& log) {
   sim::set_simgrid_arguments({cfg, log});
@@ -50,9 +79,9 @@ EngineOutput run_engine(const std::string& engine_name, const std::string& job_f
   // A target in tokens: each predicted row says what it comes to (steps, tokens per second,
   // days, GPU-hours), in the table after the row and in JSON as "tokens". A measured row
   // (exec) ran its own steps, not the target's: it is left as it is.
-  if (const auto* tokens = dynamic_cast<const model::TokenConvergence*>(inputs.convergence.get()))
+  const auto* tokens = dynamic_cast<const model::TokenConvergence*>(inputs.convergence.get());
+  if (tokens && chosen.capabilities().predicts)
     for (model::ResultRow& row : out.rows) {
-      if (row.engine != "analytic" && row.engine != "simgrid") continue;
       // Local SGD counts rounds of tau local steps; the others count steps.
       const model::Strategy* strategy = model::find_strategy(row.strategy);
       const long long steps =

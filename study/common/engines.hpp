@@ -21,6 +21,22 @@ const model::Engine& engine(const std::string& name, const std::string& origin =
                             const std::string& key = "--engine");
 std::vector<std::string> engine_names();
 
+/// A predicting engine at one of its network models, as a validation labels its errors.
+struct Predictor {
+  std::string label;  ///< "analytic"; "simgrid" or, one per network model, "simgrid_cm02"
+  const model::Engine* engine = nullptr;
+  std::string network_model;  ///< "" for the engine's default or its only model
+  bool default_model = true;  ///< the engine's default network model (or its only one)
+};
+/// Which network models of an engine that takes several: its default, or each.
+enum class NetworkModels { Default, Each };
+/// Every registered engine that predicts (EngineCapabilities::predicts), in registry order, at
+/// its default network model (labelled by the engine's name) or at each (labelled
+/// name_model, lower case, where it takes more than one).
+std::vector<Predictor> predictors(NetworkModels which);
+/// The names of the registered engines that predict ("analytic", "simgrid").
+std::vector<std::string> predicting_engine_names();
+
 /// What one engine run gives: its context and rows (speedups filled).
 struct EngineOutput {
   model::RunContext context;

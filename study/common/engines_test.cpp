@@ -3,9 +3,12 @@
 // origin and key; a child's task is `VERB JOB --key=value ... --json`; a result row survives its
 // JSON (unknown fields kept in extra); run_engine gives one row per strategy in the job's order
 // with total = rounds x round, speedups T0 / T from the single row, and, for a target in tokens,
-// each row's steps (local SGD: rounds x tau), tokens/s, days and GPU-hours.
+// each row's steps (local SGD: rounds x tau), tokens/s, days and GPU-hours. Studies choose
+// engines by capability: predictors() lists the engines that predict, at their default network
+// model or at each one, and what each engine says it can do matches what its job keys take.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -14,6 +17,7 @@
 #include "model/ir/result.hpp"
 #include "model/ir/strategy.hpp"
 #include "study/common/engines.hpp"
+#include "study/common/inputs.hpp"
 #include "study/common/study_test_support.hpp"
 
 using namespace tauplan;
@@ -35,6 +39,56 @@ TEST_CASE("engines: analytic, simgrid and exec, each under its name with its own
   CHECK(test::names_file_and_key(
       test::input_error([] { study::engine("quantum", "job.yaml", "engine"); }), "job.yaml",
       "engine"));
+}
+
+TEST_CASE("engines: chosen by capability, the predicting ones at each network model they take") {
+  // What each engine says it can do.
+  for (const std::string& name : study::engine_names()) {
+    const model::EngineCapabilities can = study::engine(name).capabilities();
+    INFO(name);
+    // Only an engine that predicts has network models to choose, or shares the process.
+    if (!can.predicts) CHECK((can.network_models.empty() && !can.shares_process));
+    // An engine with network models takes the job key network_model with those choices, its
+    // default first.
+    if (!can.network_models.empty()) {
+      const auto keys = study::all_job_keys();
+      const auto key = std::find_if(keys.begin(), keys.end(), [](const model::KeySpec& k) {
+        return k.name == "network_model";
+      });
+      REQUIRE(key != keys.end());
+      CHECK(key->choices == can.network_models);
+      CHECK(key->default_value == can.network_models.front());
+    }
+  }
+  CHECK(study::engine("analytic").capabilities().shares_process);
+  CHECK_FALSE(study::engine("analytic").capabilities().writes_trace);
+  CHECK_FALSE(study::engine("exec").capabilities().predicts);
+  CHECK(study::engine("simgrid").capabilities().models_contention);
+
+  // The default network model of each: labelled by the engine's name.
+  std::vector<std::string> labels;
+  for (const study::Predictor& p : study::predictors(study::NetworkModels::Default)) {
+    labels.push_back(p.label);
+    CHECK(p.engine->capabilities().predicts);
+    CHECK(p.engine->name() == p.label);
+    CHECK(p.network_model.empty());
+    CHECK(p.default_model);
+  }
+  CHECK(labels == std::vector<std::string>{"analytic", "simgrid"});
+  CHECK(study::predicting_engine_names() == labels);
+
+  // Each network model: one predictor per model where an engine takes several, the default
+  // marked; the engine's own name where it takes none.
+  labels.clear();
+  int defaults = 0;
+  for (const study::Predictor& p : study::predictors(study::NetworkModels::Each)) {
+    labels.push_back(p.label);
+    defaults += p.default_model ? 1 : 0;
+    if (p.label == "simgrid_lv08") CHECK((p.network_model == "LV08" && !p.default_model));
+    if (p.label == "simgrid_cm02") CHECK((p.network_model == "CM02" && p.default_model));
+  }
+  CHECK(labels == std::vector<std::string>{"analytic", "simgrid_cm02", "simgrid_lv08"});
+  CHECK(defaults == 2);
 }
 
 TEST_CASE("engines: a child's task is the verb, the job, one --key=value per key and --json") {

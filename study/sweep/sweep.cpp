@@ -92,11 +92,12 @@ void apply_expected_failures(model::ResultRow& row, const model::Job& job,
   row.total_s = t.mean_s;
 }
 
-/// Analytic points evaluated in this process through the analytic engine, the platform loaded
-/// once (they share it: no swept key changes it) and workloads kept by name.
-class InProcessAnalytic {
+/// Points evaluated in this process through an engine that shares it (the closed form), the
+/// platform loaded once (they share it: no swept key changes it) and workloads kept by name.
+class InProcessEngine {
  public:
-  explicit InProcessAnalytic(std::string job_file) : job_file_(std::move(job_file)) {}
+  InProcessEngine(const model::Engine& engine, std::string job_file)
+      : engine_(engine), job_file_(std::move(job_file)) {}
 
   json evaluate(const Point& point) {
     model::JobInputs inputs;
@@ -118,11 +119,10 @@ class InProcessAnalytic {
     inputs.convergence = model::convergence_model(job, inputs.workload);
     inputs.options = model::strategy_options(job);
     inputs.strategies = job.list("strategies");
-    const model::Engine& analytic = engine("analytic");
-    model::RunContext context = make_context(inputs, analytic.verb(), analytic.name());
-    std::vector<model::ResultRow> rows = analytic.run(inputs, context);
+    model::RunContext context = make_context(inputs, engine_.verb(), engine_.name());
+    std::vector<model::ResultRow> rows = engine_.run(inputs, context);
     const std::vector<model::Plan> plans = inputs.plans();
-    for (size_t r = 0; r < rows.size(); ++r) {
+    for (size_t r = 0; r < rows.size() && !engine_.capabilities().injects_failures; ++r) {
       std::vector<std::string> servers;
       for (int s : plans[r].server_hosts)
         servers.push_back(platform_->hosts[static_cast<size_t>(s)].name);
@@ -143,6 +143,7 @@ class InProcessAnalytic {
   }
 
  private:
+  const model::Engine& engine_;
   std::string job_file_;
   std::string platform_path_;
   std::unique_ptr<model::Platform> platform_;
@@ -211,12 +212,16 @@ bool join_mpi(std::unique_ptr<exec::MpiSession>& mpi, Rank& me) {
   return true;
 }
 
-/// The engine of --engine, which must be analytic or simgrid.
+/// The engine of --engine, which must predict (measurements would share the cores).
 const model::Engine& sweep_engine(const std::string& name) {
   const model::Engine& chosen = engine(name);
-  if (chosen.name() != std::string("analytic") && chosen.name() != std::string("simgrid"))
-    throw InputError("command line", "--engine",
-                     "analytic or simgrid (measurements would share the cores)", "'" + name + "'");
+  if (!chosen.capabilities().predicts) {
+    std::string names;
+    for (const std::string& n : predicting_engine_names())
+      names += (names.empty() ? "" : " or ") + n;
+    throw InputError("command line", "--engine", names + " (measurements would share the cores)",
+                     "'" + name + "'");
+  }
   return chosen;
 }
 
@@ -271,14 +276,14 @@ std::vector<Point> grid_points(const SweepRequest& args, const std::vector<Axis>
   return points;
 }
 
-/// Analytic points run in this process when no swept key changes the platform or the network
-/// model (they share one platform).
+/// Points of an engine that shares the process (the closed form) run in this process when no
+/// swept key changes the platform or the network model (they share one platform).
 bool evaluates_in_process(const std::string& engine_name, const std::vector<Axis>& axes) {
   static const std::set<std::string> platform_keys = {"platform", "network_model", "crosstraffic",
                                                       "tcp_gamma"};
-  return engine_name == "analytic" && std::none_of(axes.begin(), axes.end(), [](const Axis& a) {
-           return platform_keys.count(a.key);
-         });
+  return engine(engine_name).capabilities().shares_process &&
+         std::none_of(axes.begin(), axes.end(),
+                      [](const Axis& a) { return platform_keys.count(a.key); });
 }
 
 /// DIR, DIR/points (a record per finished point) and DIR/work (the children's output).
@@ -359,14 +364,15 @@ struct PointRecorder {
   }
 };
 
-/// The pending points evaluated in this process by the analytic engine.
-void evaluate_in_process(const std::string& job_file, const std::vector<Point>& points,
-                         const std::vector<size_t>& pending, PointRecorder& recorder) {
-  InProcessAnalytic analytic(job_file);
+/// The pending points evaluated in this process by `chosen` (an engine that shares it).
+void evaluate_in_process(const model::Engine& chosen, const std::string& job_file,
+                         const std::vector<Point>& points, const std::vector<size_t>& pending,
+                         PointRecorder& recorder) {
+  InProcessEngine in_process(chosen, job_file);
   for (size_t i : pending) {
     json record;
     try {
-      record = analytic.evaluate(points[i]);
+      record = in_process.evaluate(points[i]);
       record["status"] = "ok";
     } catch (const InputError& e) {
       record = {{"status", "error"}, {"error", e.what()}};
@@ -386,7 +392,7 @@ json child_record(const model::Engine& chosen, const std::string& job_file,
       std::vector<model::ResultRow> rows;
       for (const auto& r : j.at("results"))
         rows.push_back(row_from_json(r));
-      if (chosen.name() == std::string("analytic")) {
+      if (!chosen.capabilities().injects_failures) {
         const model::Job job = model::load_job(job_file, specs, p.overrides);
         for (auto& row : rows)
           apply_expected_failures(row, job, {});
@@ -538,8 +544,8 @@ json sweep_document(const SweepRun& run, const std::vector<Axis>& axes, const Me
                   {"mpi_ranks", run.me.size},
                   {"evaluation", run.in_process ? "in process" : "one child process per point"},
                   {"out_dir", run.out_dir.string()}};
-  if (run.chosen.name() == std::string("simgrid"))
-    context["simgrid_version"] = sim::simgrid_version();
+  if (const std::string version = run.chosen.library_version(); !version.empty())
+    context[std::string(run.chosen.name()) + "_version"] = version;
   return {{"context", context},
           {"axes", axes_json},
           {"results", merged.results},
@@ -594,7 +600,7 @@ SweepOutcome run_sweep(const SweepRequest& args) {
       total, resumed, reporter && !args.quiet);
   PointRecorder recorder{args.engine, folders.points, records, progress, {}};
   if (in_process)
-    evaluate_in_process(args.job_file, points, pending, recorder);
+    evaluate_in_process(chosen, args.job_file, points, pending, recorder);
   else
     evaluate_in_children(chosen, args.job_file, specs, points, pending, jobs, folders.work,
                          recorder);

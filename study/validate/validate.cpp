@@ -344,7 +344,8 @@ child::Task engine_child(const ValidateRequest& a, const Config& c, const model:
   // An asynchronous strategy or a layout is measured with its workers running at once, on the
   // wall clock.
   if (wall_clock(c.strategy)) keys["timing"] = "concurrent";
-  if (engine.name() == std::string("simgrid"))
+  // An engine that takes a network model is the simulator: it runs a few rounds of the plan.
+  if (!engine.capabilities().network_models.empty())
     keys["sim_rounds"] = validation::simulated_rounds(c.strategy);
   const std::string name = stem + "-" + engine.verb() + suffix;
   return engine_task(engine, a.job_file, keys, name + ".json", name + ".err");

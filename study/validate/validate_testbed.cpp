@@ -46,18 +46,48 @@ using validation::kNaN;
 using validation::pct_or_na;
 
 /// The engines every configuration is predicted by, in report order.
-struct EngineSpec {
-  const char* label;  ///< in the report
-  const char* engine;
-  const char* network_model;  ///< simgrid's; empty for analytic
-};
-constexpr EngineSpec kEngines[] = {{"analytic", "analytic", ""},
-                                   {"simgrid_cm02", "simgrid", "CM02"},
-                                   {"simgrid_lv08", "simgrid", "LV08"}};
-constexpr size_t kEngineCount = sizeof(kEngines) / sizeof(kEngines[0]);
-/// The engines that also predict on the probed network (--probe-network): the first two,
-/// analytic and simgrid CM02 (LV08 is hundreds of percent off on this testbed either way).
-constexpr size_t kProbedEngines = 2;
+/// The engines a testbed validation predicts with, chosen by capability: every registered
+/// engine that predicts, at each network model it takes (analytic, simgrid_cm02, simgrid_lv08).
+const std::vector<Predictor>& testbed_engines() {
+  static const std::vector<Predictor> engines = predictors(NetworkModels::Each);
+  return engines;
+}
+
+/// The index in testbed_engines() of the first engine whose capabilities pass `wanted`.
+size_t first_engine(bool (*wanted)(const model::EngineCapabilities&)) {
+  const std::vector<Predictor>& engines = testbed_engines();
+  for (size_t e = 0; e < engines.size(); ++e)
+    if (wanted(engines[e].engine->capabilities())) return e;
+  throw std::logic_error("validate --testbed: no registered engine has the capability it needs");
+}
+
+/// The closed form (an engine that shares the process: analytic): it predicts on each
+/// calibration alone, and its compute is the baseline's.
+size_t closed_form_engine() {
+  return first_engine([](const model::EngineCapabilities& can) { return can.shares_process; });
+}
+
+/// The first engine that models contention (simgrid CM02): the table's time to target, the
+/// runs' repeated errors, and the wait of a job that starts beside another.
+size_t contention_engine() {
+  return first_engine([](const model::EngineCapabilities& can) { return can.models_contention; });
+}
+
+/// The engines that also predict on the probed network (--probe-network): each at its default
+/// network model (analytic and simgrid CM02; LV08 is hundreds of percent off on this testbed
+/// either way), as indices into testbed_engines().
+std::vector<size_t> probed_engines() {
+  std::vector<size_t> out;
+  for (size_t e = 0; e < testbed_engines().size(); ++e)
+    if (testbed_engines()[e].default_model) out.push_back(e);
+  return out;
+}
+
+/// A report's short name of an engine: its network model when it has one ("CM02"), else its
+/// label ("analytic").
+std::string column_name(const Predictor& p) {
+  return p.network_model.empty() ? p.label : p.network_model;
+}
 
 std::string joined(const std::vector<std::string>& words) {
   std::string out;
@@ -104,12 +134,12 @@ struct Row {
   double predicted_wait_s = 0;  ///< predicted comm on the calibrated network (CM02: a copy)
   EngineRow measured;           ///< the mean over the testbed runs
   std::vector<EngineRow> measured_runs;  ///< each testbed run's
-  EngineRow engines[kEngineCount];
+  std::vector<EngineRow> engines;        ///< by testbed_engines()
   EngineRow analytic_before, analytic_after;
   /// On the probed network (validate --probe-network): its platform and the predictions of
-  /// analytic and simgrid CM02 on it (kEngines[0] and [1]).
+  /// the probed_engines() on it, in their order.
   std::string platform_probed;
-  EngineRow probed[kProbedEngines];
+  std::vector<EngineRow> probed;
   double rounds_loo = kNaN, rounds_group = kNaN, rounds_fit = kNaN;
   /// Rounds to target of the same configuration at each convergence seed (threads on this
   /// machine), NaN where a seed missed the target; empty with one seed.
@@ -528,16 +558,16 @@ std::map<std::string, std::string> config_keys(const TestbedValidateRequest& a, 
   return keys;
 }
 
-child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const EngineSpec& e,
+child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const Predictor& e,
                          const std::string& platform, const std::string& stem) {
   std::map<std::string, std::string> keys = config_keys(a, row, platform);
   // The copy beside it: simgrid runs it, predict leaves it out (and says so in its context).
   if (!row.config.beside.empty()) keys["beside_hosts"] = joined(row.config.beside);
-  if (std::string(e.engine) == "simgrid") {
-    keys["network_model"] = e.network_model;
+  if (!e.network_model.empty()) keys["network_model"] = e.network_model;
+  // An engine that takes a network model is the simulator: it runs a few rounds of the plan.
+  if (!e.engine->capabilities().network_models.empty())
     keys["sim_rounds"] = validation::simulated_rounds(row.config.strategy);
-  }
-  return engine_task(engine(e.engine), a.job_file, keys, stem + ".json", stem + ".err");
+  return engine_task(*e.engine, a.job_file, keys, stem + ".json", stem + ".err");
 }
 
 /// The measure of one configuration, as MPI ranks across the live testbed.
@@ -768,7 +798,8 @@ double predicted_wait_s(const Validation& v, const std::vector<size_t>& together
                         const std::string& network_only) {
   const size_t first = together.front();
   const Row& row = v.rows[first];
-  const EngineSpec& wait_engine = together.size() > 1 ? kEngines[1] : kEngines[0];
+  const Predictor& wait_engine =
+      testbed_engines()[together.size() > 1 ? contention_engine() : closed_form_engine()];
   double wait_s =
       validation::parse_row(
           validation::run_children(
@@ -1046,24 +1077,27 @@ void replay_group(Validation& v, const TestbedGroup& group, size_t& next) {
 /// row's measured and predicted times.
 void predict_and_simulate(Validation& v) {
   std::vector<Row>& rows = v.rows;
+  const std::vector<Predictor>& engines = testbed_engines();
+  const Predictor& closed_form = engines[closed_form_engine()];
+  const std::vector<size_t> probed = probed_engines();
   std::vector<child::Task> tasks;
   for (size_t i = 0; i < rows.size(); ++i) {
     const std::string stem = run_stem(v, i);
-    for (const EngineSpec& e : kEngines)
+    for (const Predictor& e : engines)
       tasks.push_back(engine_child(v.a, rows[i], e, rows[i].platform, stem + "-" + e.label));
-    tasks.push_back(engine_child(v.a, rows[i], kEngines[0], rows[i].platform_before,
-                                 stem + "-analytic-before"));
-    tasks.push_back(
-        engine_child(v.a, rows[i], kEngines[0], rows[i].platform_after, stem + "-analytic-after"));
+    tasks.push_back(engine_child(v.a, rows[i], closed_form, rows[i].platform_before,
+                                 stem + "-" + closed_form.label + "-before"));
+    tasks.push_back(engine_child(v.a, rows[i], closed_form, rows[i].platform_after,
+                                 stem + "-" + closed_form.label + "-after"));
   }
-  const size_t per_row = kEngineCount + 2;
-  std::vector<size_t> probed_rows;  // analytic and CM02 on the probed network, after the rest
+  const size_t per_row = engines.size() + 2;
+  std::vector<size_t> probed_rows;  // the probed engines on the probed network, after the rest
   for (size_t i = 0; i < rows.size(); ++i)
     if (!rows[i].platform_probed.empty()) {
       probed_rows.push_back(i);
-      for (size_t e = 0; e < kProbedEngines; ++e)
-        tasks.push_back(engine_child(v.a, rows[i], kEngines[e], rows[i].platform_probed,
-                                     run_stem(v, i) + "-" + kEngines[e].label + "-probed"));
+      for (size_t e : probed)
+        tasks.push_back(engine_child(v.a, rows[i], engines[e], rows[i].platform_probed,
+                                     run_stem(v, i) + "-" + engines[e].label + "-probed"));
     }
   const auto predicted =
       validation::run_children(tasks, parallel_jobs(v.a), "predict and simulate");
@@ -1073,20 +1107,22 @@ void predict_and_simulate(Validation& v) {
       row.measured_runs.push_back(validation::parse_row(
           v.measured[i][run], fmt::format("measure {} (run {})", row.config.name, run + 1)));
     row.measured = validation::mean_over_runs(row.measured_runs);
-    for (size_t e = 0; e < kEngineCount; ++e)
-      row.engines[e] = validation::parse_row(
-          predicted[per_row * i + e], std::string(kEngines[e].label) + " " + row.config.name);
-    row.analytic_before = validation::parse_row(predicted[per_row * i + kEngineCount],
-                                                "analytic (before) " + row.config.name);
-    row.analytic_after = validation::parse_row(predicted[per_row * i + kEngineCount + 1],
-                                               "analytic (after) " + row.config.name);
+    row.engines.clear();
+    for (size_t e = 0; e < engines.size(); ++e)
+      row.engines.push_back(validation::parse_row(predicted[per_row * i + e],
+                                                  engines[e].label + " " + row.config.name));
+    row.analytic_before = validation::parse_row(predicted[per_row * i + engines.size()],
+                                                closed_form.label + " (before) " + row.config.name);
+    row.analytic_after = validation::parse_row(predicted[per_row * i + engines.size() + 1],
+                                               closed_form.label + " (after) " + row.config.name);
   }
   for (size_t p = 0; p < probed_rows.size(); ++p) {
     Row& row = rows[probed_rows[p]];
-    for (size_t e = 0; e < kProbedEngines; ++e)
-      row.probed[e] =
-          validation::parse_row(predicted[per_row * rows.size() + kProbedEngines * p + e],
-                                std::string(kEngines[e].label) + " (probed) " + row.config.name);
+    row.probed.clear();
+    for (size_t k = 0; k < probed.size(); ++k)
+      row.probed.push_back(
+          validation::parse_row(predicted[per_row * rows.size() + probed.size() * p + k],
+                                engines[probed[k]].label + " (probed) " + row.config.name));
   }
 }
 
@@ -1176,7 +1212,7 @@ json fit_rounds(std::vector<Row>& rows) {
     c.counts_rounds = strategy.counts_rounds();
     c.asynchronous = strategy.asynchronous();
     c.staleness = row.measured.staleness;
-    c.predicted_staleness = row.engines[0].staleness;
+    c.predicted_staleness = row.engines[closed_form_engine()].staleness;
     c.batch = row.batch;
     c.workers = static_cast<int>(row.config.hosts.size());
     c.tau = row.config.tau;
@@ -1204,7 +1240,7 @@ json fit_rounds(std::vector<Row>& rows) {
 
 /// Every row's errors against its measurement, its results JSON and its CSV line.
 struct Tables {
-  std::vector<validation::EngineSeries> errors;  ///< per engine, in kEngines' order
+  std::vector<validation::EngineSeries> errors;  ///< per engine, in testbed_engines()' order
   std::vector<double> round_before, round_after, rounds_loo_err, rounds_group_err;
   /// The bottleneck-link baseline's round and its error, and whether its flows share a link.
   std::vector<double> baseline_round, baseline_round_err;
@@ -1224,7 +1260,7 @@ std::string csv_header() {
       "config,group,strategy,workers,tau,collective,servers,contended,reached,"
       "round_measured_s,compute_measured_s,comm_measured_s,time_measured_s,"
       "rounds_measured,rounds_loo,rounds_group_out";
-  for (const EngineSpec& e : kEngines)
+  for (const Predictor& e : testbed_engines())
     csv += fmt::format(",round_{0}_s,compute_{0}_s,comm_{0}_s,time_loo_{0}_s,time_group_out_{0}_s",
                        e.label);
   return csv +
@@ -1235,9 +1271,9 @@ std::string csv_header() {
 /// A row's errors per engine, added to the tables and its CSV line; returns the engines' JSON.
 json tabulate_engines(Tables& t, const Row& row, double time_measured) {
   json per_engine = json::object();
-  for (size_t e = 0; e < kEngineCount; ++e) {
+  for (size_t e = 0; e < testbed_engines().size(); ++e) {
     const EngineRow& p = row.engines[e];
-    per_engine[kEngines[e].label] = t.errors[e].add(
+    per_engine[testbed_engines()[e].label] = t.errors[e].add(
         p, row.measured, row.rounds_loo, row.rounds_group, time_measured, row.config.contended);
     t.csv += fmt::format(",{},{},{},{},{}", csv_cell(p.round_s), csv_cell(p.compute_s),
                          csv_cell(p.comm_s), csv_cell(row.rounds_loo * p.round_s),
@@ -1249,7 +1285,7 @@ json tabulate_engines(Tables& t, const Row& row, double time_measured) {
 /// A row's bottleneck-link baseline, added to the tables and its CSV line; returns its JSON (null
 /// when the row has none).
 json tabulate_baseline(Tables& t, const Row& row) {
-  const EngineRow& analytic = row.engines[0];
+  const EngineRow& analytic = row.engines[closed_form_engine()];
   const double round_s =
       row.nominal ? model::baseline_round_s(analytic.round_s, analytic.comm_s, row.baseline.comm_s)
                   : kNaN;
@@ -1274,8 +1310,8 @@ json testbed_runs_json(const Row& row) {
               {"rounds", validation::number_or_null(run.reached ? run.rounds : kNaN)},
               {"total_s", validation::number_or_null(run.reached ? run.total_s : kNaN)}};
     r.update(validation::round_start_json(run));
-    for (size_t e = 0; e < kEngineCount; ++e)
-      r[std::string("error_round_") + kEngines[e].label] =
+    for (size_t e = 0; e < testbed_engines().size(); ++e)
+      r["error_round_" + testbed_engines()[e].label] =
           validation::number_or_null(model::relative_error(row.engines[e].round_s, run.round_s));
     runs.push_back(r);
   }
@@ -1303,11 +1339,13 @@ json measured_json(const Row& row) {
 json probed_row_json(const Row& row) {
   if (row.platform_probed.empty()) return nullptr;
   json out = {{"platform", row.platform_probed}};
-  for (size_t e = 0; e < kProbedEngines; ++e)
-    out[kEngines[e].label] = {{"round_s", validation::number_or_null(row.probed[e].round_s)},
-                              {"comm_s", validation::number_or_null(row.probed[e].comm_s)},
-                              {"error_round", validation::number_or_null(model::relative_error(
-                                                  row.probed[e].round_s, row.measured.round_s))}};
+  const std::vector<size_t> probed = probed_engines();
+  for (size_t k = 0; k < probed.size(); ++k)
+    out[testbed_engines()[probed[k]].label] = {
+        {"round_s", validation::number_or_null(row.probed[k].round_s)},
+        {"comm_s", validation::number_or_null(row.probed[k].comm_s)},
+        {"error_round", validation::number_or_null(
+                            model::relative_error(row.probed[k].round_s, row.measured.round_s))}};
   return out;
 }
 
@@ -1320,12 +1358,14 @@ json probed_summary_json(const std::vector<Row>& rows) {
                "read), latencies x the group's MPI latency factor, the same compute as the given "
                "platform's rows"}};
   bool any = false;
-  for (size_t e = 0; e < kProbedEngines; ++e) {
+  const std::vector<size_t> probed_indices = probed_engines();
+  for (size_t k = 0; k < probed_indices.size(); ++k) {
+    const size_t e = probed_indices[k];
     std::vector<double> probed, given, probed_contended, given_contended;
     for (const Row& row : rows) {
       if (row.platform_probed.empty()) continue;
       any = true;
-      probed.push_back(model::relative_error(row.probed[e].round_s, row.measured.round_s));
+      probed.push_back(model::relative_error(row.probed[k].round_s, row.measured.round_s));
       given.push_back(model::relative_error(row.engines[e].round_s, row.measured.round_s));
       if (row.config.contended) {
         probed_contended.push_back(probed.back());
@@ -1334,7 +1374,7 @@ json probed_summary_json(const std::vector<Row>& rows) {
     }
     const json median_probed = validation::median_abs_or_null(probed);
     const json median_given = validation::median_abs_or_null(given);
-    out[kEngines[e].label] = {
+    out[testbed_engines()[e].label] = {
         {"median_abs_error_round", median_probed},
         {"max_abs_error_round", validation::max_abs_or_null(probed)},
         {"median_abs_error_round_contended", validation::median_abs_or_null(probed_contended)},
@@ -1395,7 +1435,7 @@ json row_json(const Row& row, const json& per_engine, double error_before, doubl
 /// Every row's errors against its measurement, as the report's results and the CSV.
 Tables tabulate(const std::vector<Row>& rows) {
   Tables t;
-  for (const EngineSpec& e : kEngines)
+  for (const Predictor& e : testbed_engines())
     t.errors.push_back({e.label, {}, {}, {}, {}, {}, {}});
   t.csv = csv_header();
   for (const Row& row : rows) {
@@ -1440,8 +1480,8 @@ json summary_json(const std::vector<Row>& rows, const Tables& t) {
   summary["round_start_lateness"] = validation::round_start_summary_json(measured);
   summary["probed_network"] = probed_summary_json(rows);
   std::vector<validation::EngineErrors> engines;
-  for (size_t e = 0; e < kEngineCount; ++e)
-    engines.push_back({kEngines[e].label, t.errors[e].round});
+  for (size_t e = 0; e < testbed_engines().size(); ++e)
+    engines.push_back({testbed_engines()[e].label, t.errors[e].round});
   summary["versus_baseline"] = validation::versus_baseline_json(
       t.baseline_round_err, t.baseline_contended, engines,
       "nominal: each group's platform file's links at the testbed's scale (as the testbed shapes "
@@ -1491,14 +1531,17 @@ json context_json(const Validation& v, const SeedCheck& seeds) {
 void plot_scatter(const std::vector<Row>& rows, const fs::path& out_dir,
                   std::vector<std::string>& notes) {
   double lo = HUGE_VAL, hi = 0;
-  for (const Row& row : rows)
-    for (double v :
-         {row.measured.round_s, row.measured.total_s, row.engines[0].round_s,
-          row.engines[1].round_s, row.engines[2].round_s,
-          row.nominal ? model::baseline_round_s(row.engines[0].round_s, row.engines[0].comm_s,
-                                                row.baseline.comm_s)
-                      : kNaN})
+  const size_t closed = closed_form_engine();
+  for (const Row& row : rows) {
+    std::vector<double> values = {row.measured.round_s, row.measured.total_s};
+    for (const EngineRow& predicted : row.engines)
+      values.push_back(predicted.round_s);
+    if (row.nominal)
+      values.push_back(model::baseline_round_s(row.engines[closed].round_s,
+                                               row.engines[closed].comm_s, row.baseline.comm_s));
+    for (double v : values)
       if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
   if (hi > 0) {
     write_text((out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
     run_gnuplot(out_dir, "scatter.gp", notes);
@@ -1519,35 +1562,37 @@ std::string table_text(const std::vector<Row>& rows, const Tables& t) {
   out +=
       "note: baseline = bottleneck link on the nominal network (the busiest link's bytes over its "
       "bandwidth plus route latencies, per stage) plus the analytic engine's compute\n";
-  out += fmt::format(
-      "{:<34} {:>5} {:>9} {:>6} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9} "
-      "{:>8}\n",
-      "configuration", "cont", "round ms", "comm%", "analytic", "err", "CM02", "err", "LV08", "err",
-      "baseline", "err", "rounds", "time s", "err LGO");
+  out += fmt::format("{:<34} {:>5} {:>9} {:>6}", "configuration", "cont", "round ms", "comm%");
+  for (const Predictor& e : testbed_engines())
+    out += fmt::format(" {:>9} {:>8}", column_name(e), "err");
+  out += fmt::format(" {:>9} {:>8} {:>6} {:>9} {:>8}\n", "baseline", "err", "rounds", "time s",
+                     "err LGO");
+  const size_t contention = contention_engine();
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
     const EngineRow& m = row.measured;
-    out += fmt::format(
-        "{:<34} {:>5} {:>9} {:>6} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9} "
-        "{:>8}\n",
-        row.config.name, row.config.contended ? "yes" : "", validation::ms(m.round_s),
-        m.round_s > 0 ? fmt::format("{:.0f}", 100 * m.comm_s / m.round_s) : "n/a",
-        validation::ms(row.engines[0].round_s), validation::pct_text(errors[0].round[i]),
-        validation::ms(row.engines[1].round_s), validation::pct_text(errors[1].round[i]),
-        validation::ms(row.engines[2].round_s), validation::pct_text(errors[2].round[i]),
-        validation::ms(t.baseline_round[i]), validation::pct_text(t.baseline_round_err[i]),
-        std::isfinite(row.rounds_truth) ? fmt::format("{:.4g}", row.rounds_truth) : "-",
-        std::isfinite(measured_time_to_target_s(row))
-            ? fmt::format("{:.2f}", measured_time_to_target_s(row))
-            : "-",
-        validation::pct_text(errors[1].time_group[i]));
+    out += fmt::format("{:<34} {:>5} {:>9} {:>6}", row.config.name,
+                       row.config.contended ? "yes" : "", validation::ms(m.round_s),
+                       m.round_s > 0 ? fmt::format("{:.0f}", 100 * m.comm_s / m.round_s) : "n/a");
+    for (size_t e = 0; e < row.engines.size(); ++e)
+      out += fmt::format(" {:>9} {:>8}", validation::ms(row.engines[e].round_s),
+                         validation::pct_text(errors[e].round[i]));
+    out +=
+        fmt::format(" {:>9} {:>8} {:>6} {:>9} {:>8}\n", validation::ms(t.baseline_round[i]),
+                    validation::pct_text(t.baseline_round_err[i]),
+                    std::isfinite(row.rounds_truth) ? fmt::format("{:.4g}", row.rounds_truth) : "-",
+                    std::isfinite(measured_time_to_target_s(row))
+                        ? fmt::format("{:.2f}", measured_time_to_target_s(row))
+                        : "-",
+                    validation::pct_text(errors[contention].time_group[i]));
   }
   return out;
 }
 
 /// Simgrid CM02's round error against one testbed run of a row, as text.
 std::string cm02_error(const Row& r, const EngineRow& run) {
-  return validation::pct_text(model::relative_error(r.engines[1].round_s, run.round_s));
+  return validation::pct_text(
+      model::relative_error(r.engines[contention_engine()].round_s, run.round_s));
 }
 
 /// Rows measured more than once: each run's round and its simgrid CM02 error; for two jobs, the
@@ -1588,7 +1633,7 @@ std::string repeated_runs_text(const std::vector<Row>& rows) {
 /// calibration and the rounds to target.
 std::string summary_text(const json& context, const json& summary) {
   std::string out = "note: " + context.at("convergence").get<std::string>() + "\n";
-  for (const EngineSpec& e : kEngines) {
+  for (const Predictor& e : testbed_engines()) {
     const json& s = summary.at(e.label);
     out += fmt::format(
         "{:<13} round |error| median {} max {} (contended rows: median {} max {}); compute "
@@ -1614,13 +1659,13 @@ std::string summary_text(const json& context, const json& summary) {
   out += validation::round_start_text(summary.at("round_start_lateness"));
   const json& probed = summary.at("probed_network");
   if (!probed.is_null())
-    for (size_t e = 0; e < kProbedEngines; ++e) {
-      const json& p = probed.at(kEngines[e].label);
+    for (size_t e : probed_engines()) {
+      const std::string& label = testbed_engines()[e].label;
+      const json& p = probed.at(label);
       out += fmt::format(
           "probed network, {}: round |error| median {} max {} (contended rows: median {}); on "
           "the given platform, the same rows: median {} max {} (contended: median {})\n",
-          kEngines[e].label, pct_or_na(p.at("median_abs_error_round")),
-          pct_or_na(p.at("max_abs_error_round")),
+          label, pct_or_na(p.at("median_abs_error_round")), pct_or_na(p.at("max_abs_error_round")),
           pct_or_na(p.at("median_abs_error_round_contended")),
           pct_or_na(p.at("given_median_abs_error_round")),
           pct_or_na(p.at("given_max_abs_error_round")),
