@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <stdexcept>
 
 #include "exec/exec_engine.hpp"
 #include "model/base/registry.hpp"
@@ -54,6 +55,14 @@ std::vector<Predictor> predictors(NetworkModels which) {
     }
   }
   return out;
+}
+
+std::size_t first_predictor(const std::vector<Predictor>& engines,
+                            bool (*wanted)(const model::EngineCapabilities&),
+                            const std::string& who) {
+  for (std::size_t e = 0; e < engines.size(); ++e)
+    if (wanted(engines[e].engine->capabilities())) return e;
+  throw std::logic_error(who + ": no registered engine has the capability it needs");
 }
 
 std::vector<std::string> predicting_engine_names() {

@@ -7,6 +7,7 @@
 // end in Engine::run. What it leaves out: remote execution (MPI sweeps share points by rank).
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,11 @@ enum class NetworkModels { Default, Each };
 /// its default network model (labelled by the engine's name) or at each (labelled
 /// name_model, lower case, where it takes more than one).
 std::vector<Predictor> predictors(NetworkModels which);
+/// The index in `engines` of the first whose capabilities pass `wanted`; std::logic_error naming
+/// `who` when none does (a registry without, say, a closed form).
+std::size_t first_predictor(const std::vector<Predictor>& engines,
+                            bool (*wanted)(const model::EngineCapabilities&),
+                            const std::string& who);
 /// The names of the registered engines that predict ("analytic", "simgrid").
 std::vector<std::string> predicting_engine_names();
 

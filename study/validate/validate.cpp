@@ -63,19 +63,35 @@ struct Config {
   std::string platform;    ///< calibrated XML
 };
 
+/// The engines a validation predicts with, chosen by capability: every registered engine that
+/// predicts, at its default network model (analytic, simgrid CM02).
+const std::vector<Predictor>& validate_engines() {
+  static const std::vector<Predictor> engines = predictors(NetworkModels::Default);
+  return engines;
+}
+
+/// The index in validate_engines() of the closed form (the first engine that shares the
+/// process): it also predicts on each calibration alone, and its speedup error is reported.
+size_t closed_form_engine() {
+  return first_predictor(
+      validate_engines(), [](const model::EngineCapabilities& can) { return can.shares_process; },
+      "validate");
+}
+
 struct Outcome {
   Config config;
-  EngineRow measured, analytic, simgrid;
-  /// The analytic engine on the calibration taken just before and just after the measurement
+  EngineRow measured;
+  std::vector<EngineRow> predicted;  ///< by validate_engines()
+  /// The closed form on the calibration taken just before and just after the measurement
   /// (the platform above keeps the faster of the two, point by point); NaN when reused.
   EngineRow analytic_before, analytic_after;
   double rounds_loo = kNaN;    ///< predicted without this configuration
   double rounds_group = kNaN;  ///< predicted without any configuration at its (K b, tau)
   double rounds_fit = kNaN;    ///< fitted to every configuration
-  // Derived: time to target and speedup.
-  double time_analytic = kNaN, time_simgrid = kNaN;              ///< with rounds_loo
-  double time_group_analytic = kNaN, time_group_simgrid = kNaN;  ///< with rounds_group
-  double speedup_measured = kNaN, speedup_analytic = kNaN, speedup_simgrid = kNaN;
+  // Derived, by validate_engines(): time to target with rounds_loo and with rounds_group, and
+  // the speedup against single.
+  std::vector<double> time_loo, time_group, speedup;
+  double speedup_measured = kNaN;
 };
 
 /// Whether a configuration is measured with its workers running at once on the wall clock
@@ -363,31 +379,37 @@ constexpr const char* kRepeatabilityLabel =
     "layouts (mesh) are measured with "
     "their threads running at once on the wall clock, on this machine, without a network";
 
-json errors_json(double measured, double analytic, double simgrid) {
+/// {"measured", each engine's value, "error_<engine>" each}, null where not finite.
+json errors_json(double measured, const std::vector<double>& predicted) {
   auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-  return {{"measured", num(measured)},
-          {"analytic", num(analytic)},
-          {"simgrid", num(simgrid)},
-          {"error_analytic", num(model::relative_error(analytic, measured))},
-          {"error_simgrid", num(model::relative_error(simgrid, measured))}};
+  json out = {{"measured", num(measured)}};
+  for (size_t e = 0; e < predicted.size(); ++e) {
+    const std::string& label = validate_engines()[e].label;
+    out[label] = num(predicted[e]);
+    out["error_" + label] = num(model::relative_error(predicted[e], measured));
+  }
+  return out;
 }
 
 std::string scatter_script(double lo, double hi) {
-  const std::string body = fmt::format(
+  std::string body = fmt::format(
       "set title 'tauplan validate: predicted against measured (this machine, lockstep)'\n"
       "set xlabel 'measured (s)'\nset ylabel 'predicted (s)'\n"
       "set logscale xy\nset xrange [{0}:{1}]\nset yrange [{0}:{1}]\n"
       "set key top left\nset grid\n"
-      "plot x title 'y = x' with lines lc rgb '#888888', \\\n"
-      "  'validation.csv' using 'round_measured_s':'round_analytic_s' title 'round, analytic' "
-      "with points pt 7 lc rgb '#1f77b4', \\\n"
-      "  '' using 'round_measured_s':'round_simgrid_s' title 'round, simgrid' with points pt 6 "
-      "ps 1.6 lc rgb '#ff7f0e', \\\n"
-      "  '' using 'time_measured_s':'time_analytic_s' title 'time to target, analytic (LOO)' "
-      "with points pt 5 lc rgb '#2ca02c', \\\n"
-      "  '' using 'time_measured_s':'time_simgrid_s' title 'time to target, simgrid (LOO)' "
-      "with points pt 4 ps 1.6 lc rgb '#d62728'",
+      "plot x title 'y = x' with lines lc rgb '#888888'",
       lo, hi);
+  // Each engine's round (filled points) and time to target (open), in validation.csv.
+  int point_type = 7;
+  for (const char* quantity : {"round", "time"})
+    for (const Predictor& e : validate_engines()) {
+      const bool round = std::string(quantity) == "round";
+      body += fmt::format(
+          ", \\\n  'validation.csv' using '{0}_measured_s':'{0}_{1}_s' title '{2}, {1}{3}' "
+          "with points pt {4}",
+          quantity, e.label, round ? "round" : "time to target", round ? "" : " (LOO)", point_type);
+      point_type = point_type == 7 ? 6 : point_type - 1;
+    }
   return two_terminals("validate", "scatter", "900,700", body);
 }
 
@@ -552,13 +574,13 @@ std::vector<std::string> predict_all(const ValidateRun& run) {
   std::vector<child::Task> predict_tasks;
   for (size_t i = 0; i < run.configs.size(); ++i) {
     const std::string stem = run.stem(i);
-    for (const char* name : {"analytic", "simgrid"})
-      predict_tasks.push_back(engine_child(run.a, run.configs[i], engine(name), stem));
+    for (const Predictor& e : validate_engines())
+      predict_tasks.push_back(engine_child(run.a, run.configs[i], *e.engine, stem));
     if (run.both_calibrations())
       for (const char* which : {"before", "after"})
-        predict_tasks.push_back(engine_child(run.a, run.configs[i], engine("analytic"), stem,
-                                             variant_platform(run.configs[i], which),
-                                             std::string("-") + which));
+        predict_tasks.push_back(
+            engine_child(run.a, run.configs[i], *validate_engines()[closed_form_engine()].engine,
+                         stem, variant_platform(run.configs[i], which), std::string("-") + which));
   }
   const int jobs = run.a.jobs > 0 ? run.a.jobs : std::max(1u, std::thread::hardware_concurrency());
   return run_children(predict_tasks, jobs, "predict and simulate");
@@ -567,7 +589,8 @@ std::vector<std::string> predict_all(const ValidateRun& run) {
 // Reads each configuration's measurement and predictions into its outcome.
 std::vector<Outcome> collect_outcomes(const ValidateRun& run,
                                       const std::vector<std::string>& predicted) {
-  const size_t per_config = run.both_calibrations() ? 4 : 2;
+  const std::vector<Predictor>& engines = validate_engines();
+  const size_t per_config = engines.size() + (run.both_calibrations() ? 2 : 0);
   std::vector<Outcome> outcomes;
   for (size_t i = 0; i < run.configs.size(); ++i) {
     Outcome o;
@@ -577,13 +600,14 @@ std::vector<Outcome> collect_outcomes(const ValidateRun& run,
     // waits (what measure reports) do not split it as the engines' critical path does, so only
     // its round is compared.
     if (run.configs[i].pipeline > 1) o.measured.compute_s = o.measured.comm_s = kNaN;
-    o.analytic = parse_row(predicted[per_config * i], "predict " + run.configs[i].name);
-    o.simgrid = parse_row(predicted[per_config * i + 1], "simulate " + run.configs[i].name);
+    for (size_t e = 0; e < engines.size(); ++e)
+      o.predicted.push_back(
+          parse_row(predicted[per_config * i + e],
+                    std::string(engines[e].engine->verb()) + " " + o.config.name));
     if (run.both_calibrations()) {
-      o.analytic_before =
-          parse_row(predicted[per_config * i + 2], "predict (before) " + o.config.name);
-      o.analytic_after =
-          parse_row(predicted[per_config * i + 3], "predict (after) " + o.config.name);
+      const size_t at = per_config * i + engines.size();
+      o.analytic_before = parse_row(predicted[at], "predict (before) " + o.config.name);
+      o.analytic_after = parse_row(predicted[at + 1], "predict (after) " + o.config.name);
     }
     outcomes.push_back(o);
   }
@@ -606,7 +630,7 @@ json fit_rounds(std::vector<Outcome>& outcomes) {
     row.rounds = o.measured.rounds;
     row.local_steps = o.measured.local_steps;
     row.staleness = o.measured.staleness;
-    row.predicted_staleness = o.analytic.staleness;
+    row.predicted_staleness = o.predicted[closed_form_engine()].staleness;
     convergence.push_back(row);
   }
   const json fit_report = validation::fit_convergence(convergence);
@@ -620,12 +644,12 @@ json fit_rounds(std::vector<Outcome>& outcomes) {
 
 // Time to target with the leave-one-out (and leave-group-out) count; speedup against single.
 void times_and_speedups(std::vector<Outcome>& outcomes) {
-  for (Outcome& o : outcomes) {
-    o.time_analytic = o.rounds_loo * o.analytic.round_s;
-    o.time_simgrid = o.rounds_loo * o.simgrid.round_s;
-    o.time_group_analytic = o.rounds_group * o.analytic.round_s;
-    o.time_group_simgrid = o.rounds_group * o.simgrid.round_s;
-  }
+  for (Outcome& o : outcomes)
+    for (const EngineRow& p : o.predicted) {
+      o.time_loo.push_back(o.rounds_loo * p.round_s);
+      o.time_group.push_back(o.rounds_group * p.round_s);
+      o.speedup.push_back(kNaN);
+    }
   for (Outcome& o : outcomes) {
     // Against single with the same other swept keys (batch, learning rate, ...; a layout's own
     // keys left out).
@@ -636,17 +660,22 @@ void times_and_speedups(std::vector<Outcome>& outcomes) {
         single = &s1;
     if (!single || !o.measured.reached || !single->measured.reached) continue;
     o.speedup_measured = single->measured.total_s / o.measured.total_s;
-    o.speedup_analytic = single->time_analytic / o.time_analytic;
-    o.speedup_simgrid = single->time_simgrid / o.time_simgrid;
+    for (size_t e = 0; e < o.time_loo.size(); ++e)
+      o.speedup[e] = single->time_loo[e] / o.time_loo[e];
   }
 }
 
 /// The relative errors of the configurations, one entry each: each engine's (the testbed's
-/// schema, validate_support.hpp; comm NaN at K = 1), the convergence fit's and the analytic
-/// engine's on each calibration alone; speedup_a only those that are not single.
+/// schema, validate_support.hpp; comm NaN at K = 1), by validate_engines(), the convergence
+/// fit's and the closed form's on each calibration alone; speedup_a (the closed form's) only
+/// those that are not single.
 struct Errors {
-  validation::EngineSeries analytic{"analytic", {}, {}, {}, {}, {}, {}};
-  validation::EngineSeries simgrid{"simgrid", {}, {}, {}, {}, {}, {}};
+  std::vector<validation::EngineSeries> engines = [] {
+    std::vector<validation::EngineSeries> series;
+    for (const Predictor& e : validate_engines())
+      series.push_back({e.label, {}, {}, {}, {}, {}, {}});
+    return series;
+  }();
   std::vector<double> speedup_a, rounds_loo, rounds_group, rounds_fit, round_before, round_after;
 };
 
@@ -664,13 +693,15 @@ double rounds_measured(const Outcome& o) {
 json add_errors(Errors& e, const Outcome& o) {
   json engines = json::object();
   // No configuration here is contended: one machine, no network.
-  for (auto [series, predicted] : {std::pair{&e.analytic, &o.analytic}, {&e.simgrid, &o.simgrid}})
-    engines[series->label] = series->add(*predicted, o.measured, o.rounds_loo, o.rounds_group,
-                                         time_measured(o), false, o.config.workers > 1);
+  for (size_t k = 0; k < e.engines.size(); ++k)
+    engines[e.engines[k].label] =
+        e.engines[k].add(o.predicted[k], o.measured, o.rounds_loo, o.rounds_group, time_measured(o),
+                         false, o.config.workers > 1);
   e.round_before.push_back(model::relative_error(o.analytic_before.round_s, o.measured.round_s));
   e.round_after.push_back(model::relative_error(o.analytic_after.round_s, o.measured.round_s));
   if (!model::strategy(o.config.strategy).is_baseline())  // 0 against itself, by construction
-    e.speedup_a.push_back(model::relative_error(o.speedup_analytic, o.speedup_measured));
+    e.speedup_a.push_back(
+        model::relative_error(o.speedup[closed_form_engine()], o.speedup_measured));
   e.rounds_loo.push_back(model::relative_error(o.rounds_loo, rounds_measured(o)));
   e.rounds_group.push_back(model::relative_error(o.rounds_group, rounds_measured(o)));
   e.rounds_fit.push_back(model::relative_error(o.rounds_fit, rounds_measured(o)));
@@ -715,37 +746,55 @@ json result_row(const Outcome& o, const Errors& e, const json& engines) {
             {"leave_group_out", finite_or_null(o.rounds_group)},
             {"fitted", finite_or_null(o.rounds_fit)},
             {"error_leave_one_out", finite_or_null(e.rounds_loo.back())}}},
-          {"speedup", errors_json(o.speedup_measured, o.speedup_analytic, o.speedup_simgrid)}};
+          {"speedup", errors_json(o.speedup_measured, o.speedup)}};
 }
 
-// validation.csv's header.
-constexpr const char* kCsvHeader =
-    "config,strategy,workers,tau,batch,split,slow,reached,round_measured_s,round_analytic_s,"
-    "round_simgrid_s,compute_measured_s,compute_analytic_s,compute_simgrid_s,comm_measured_s,"
-    "comm_analytic_s,comm_simgrid_s,rounds_measured,rounds_loo,rounds_group_out,rounds_fit,"
-    "time_measured_s,time_analytic_s,time_simgrid_s,time_group_out_analytic_s,"
-    "time_group_out_simgrid_s,speedup_measured,speedup_analytic,speedup_simgrid\n";
+// validation.csv's header: each quantity measured, then by each of validate_engines().
+std::string csv_header() {
+  std::string header = "config,strategy,workers,tau,batch,split,slow,reached";
+  auto by_engine = [&header](const std::string& measured, const std::string& prefix,
+                             const std::string& suffix) {
+    if (!measured.empty()) header += "," + measured;
+    for (const Predictor& e : validate_engines())
+      header += "," + prefix + e.label + suffix;
+  };
+  by_engine("round_measured_s", "round_", "_s");
+  by_engine("compute_measured_s", "compute_", "_s");
+  by_engine("comm_measured_s", "comm_", "_s");
+  header += ",rounds_measured,rounds_loo,rounds_group_out,rounds_fit";
+  by_engine("time_measured_s", "time_", "_s");
+  by_engine("", "time_group_out_", "_s");
+  by_engine("speedup_measured", "speedup_", "");
+  return header + "\n";
+}
 
 // The CSV line of one configuration (an empty field for a number that is not finite).
 std::string csv_line(const Outcome& o) {
   auto c = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
-  return fmt::format(
-      "\"{}\",{},{},{},{:g},{},{:g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-      "{},{}\n",
-      o.config.name, o.config.strategy, o.config.workers, o.config.tau, o.config.batch,
-      o.config.split, o.config.slow, o.measured.reached ? 1 : 0, c(o.measured.round_s),
-      c(o.analytic.round_s), c(o.simgrid.round_s), c(o.measured.compute_s), c(o.analytic.compute_s),
-      c(o.simgrid.compute_s), c(o.measured.comm_s), c(o.analytic.comm_s), c(o.simgrid.comm_s),
-      c(rounds_measured(o)), c(o.rounds_loo), c(o.rounds_group), c(o.rounds_fit),
-      c(time_measured(o)), c(o.time_analytic), c(o.time_simgrid), c(o.time_group_analytic),
-      c(o.time_group_simgrid), c(o.speedup_measured), c(o.speedup_analytic), c(o.speedup_simgrid));
+  std::string line = fmt::format("\"{}\",{},{},{},{:g},{},{:g},{}", o.config.name,
+                                 o.config.strategy, o.config.workers, o.config.tau, o.config.batch,
+                                 o.config.split, o.config.slow, o.measured.reached ? 1 : 0);
+  auto by_engine = [&](double measured, bool with_measured, auto value) {
+    if (with_measured) line += "," + c(measured);
+    for (size_t e = 0; e < o.predicted.size(); ++e)
+      line += "," + c(value(e));
+  };
+  by_engine(o.measured.round_s, true, [&](size_t e) { return o.predicted[e].round_s; });
+  by_engine(o.measured.compute_s, true, [&](size_t e) { return o.predicted[e].compute_s; });
+  by_engine(o.measured.comm_s, true, [&](size_t e) { return o.predicted[e].comm_s; });
+  line += fmt::format(",{},{},{},{}", c(rounds_measured(o)), c(o.rounds_loo), c(o.rounds_group),
+                      c(o.rounds_fit));
+  by_engine(time_measured(o), true, [&](size_t e) { return o.time_loo[e]; });
+  by_engine(kNaN, false, [&](size_t e) { return o.time_group[e]; });
+  by_engine(o.speedup_measured, true, [&](size_t e) { return o.speedup[e]; });
+  return line + "\n";
 }
 
 /// Every configuration's errors, JSON row and CSV line.
 struct Table {
   Errors errors;
   json rows = json::array();
-  std::string csv = kCsvHeader;
+  std::string csv = csv_header();
 };
 
 // Tabulates the outcomes: errors, JSON rows and validation.csv's text.
@@ -763,15 +812,16 @@ Table tabulate(const std::vector<Outcome>& outcomes) {
 // the testbed's), the convergence fit's, the analytic engine's on each calibration alone.
 json summary_json(size_t configurations, const Errors& e) {
   auto med = validation::median_abs_or_null;
-  return {{"configurations", configurations},
-          {e.analytic.label, e.analytic.summary_json()},
-          {e.simgrid.label, e.simgrid.summary_json()},
-          {"median_abs_error_round_analytic_before", med(e.round_before)},
-          {"median_abs_error_round_analytic_after", med(e.round_after)},
-          {"median_abs_error_speedup_analytic", med(e.speedup_a)},
-          {"median_abs_error_rounds_loo", med(e.rounds_loo)},
-          {"median_abs_error_rounds_group_out", med(e.rounds_group)},
-          {"median_abs_error_rounds_fit", med(e.rounds_fit)}};
+  json summary = {{"configurations", configurations},
+                  {"median_abs_error_round_analytic_before", med(e.round_before)},
+                  {"median_abs_error_round_analytic_after", med(e.round_after)},
+                  {"median_abs_error_speedup_analytic", med(e.speedup_a)},
+                  {"median_abs_error_rounds_loo", med(e.rounds_loo)},
+                  {"median_abs_error_rounds_group_out", med(e.rounds_group)},
+                  {"median_abs_error_rounds_fit", med(e.rounds_fit)}};
+  for (const validation::EngineSeries& series : e.engines)
+    summary[series.label] = series.summary_json();
+  return summary;
 }
 
 // The same medians for each strategy on its own (asynchronous and time-budget runs differ
@@ -781,32 +831,39 @@ json by_strategy_json(const std::vector<Outcome>& outcomes, const Errors& e) {
   for (const Outcome& o : outcomes) {
     const std::string& name = o.config.strategy;
     if (by_strategy.contains(name)) continue;
-    std::vector<double> ra, rs, ta, ts, rl;
-    for (size_t i = 0; i < outcomes.size(); ++i) {
-      if (outcomes[i].config.strategy != name) continue;
-      ra.push_back(e.analytic.round[i]);
-      rs.push_back(e.simgrid.round[i]);
-      ta.push_back(e.analytic.time_loo[i]);
-      ts.push_back(e.simgrid.time_loo[i]);
-      rl.push_back(e.rounds_loo[i]);
-    }
+    std::vector<size_t> members;
+    for (size_t i = 0; i < outcomes.size(); ++i)
+      if (outcomes[i].config.strategy == name) members.push_back(i);
     auto med = validation::median_abs_or_null;
-    by_strategy[name] = {
-        {"configurations", ra.size()},
-        {"analytic",
-         {{"median_abs_error_round", med(ra)}, {"median_abs_error_time_to_target_loo", med(ta)}}},
-        {"simgrid",
-         {{"median_abs_error_round", med(rs)}, {"median_abs_error_time_to_target_loo", med(ts)}}},
-        {"median_abs_error_rounds_loo", med(rl)}};
+    auto median_of = [&](const std::vector<double>& errors) {
+      std::vector<double> picked;
+      for (size_t i : members)
+        picked.push_back(errors[i]);
+      return med(picked);
+    };
+    json entry = {{"configurations", members.size()},
+                  {"median_abs_error_rounds_loo", median_of(e.rounds_loo)}};
+    for (const validation::EngineSeries& series : e.engines)
+      entry[series.label] = {{"median_abs_error_round", median_of(series.round)},
+                             {"median_abs_error_time_to_target_loo", median_of(series.time_loo)}};
+    by_strategy[name] = entry;
   }
   return by_strategy;
+}
+
+// The measurement and the engines that predict it.
+json engines_json() {
+  json names = {"exec-cpu (lockstep, thread CPU time)"};
+  for (const Predictor& e : validate_engines())
+    names.push_back(e.label);
+  return names;
 }
 
 // What was run, on what, and what kind of check it is.
 json validate_context(const ValidateRun& run) {
   return {{"verb", "validate"},
           {"job_file", run.job.file},
-          {"engines", {"exec-cpu (lockstep, thread CPU time)", "analytic", "simgrid"}},
+          {"engines", engines_json()},
           {"network_model",
            "calibrated threads combine as a parameter server with one reducer "
            "(collective ps, servers 1); simgrid CM02"},
@@ -831,10 +888,15 @@ std::vector<std::string> plot_scatter(const ValidateRun& run,
   std::vector<std::string> notes;
   if (run.a.no_plot) return notes;
   double lo = HUGE_VAL, hi = 0;
-  for (const Outcome& o : outcomes)
-    for (double v : {o.measured.round_s, o.analytic.round_s, o.simgrid.round_s, o.measured.total_s,
-                     o.time_analytic, o.time_simgrid})
+  for (const Outcome& o : outcomes) {
+    std::vector<double> values = {o.measured.round_s, o.measured.total_s};
+    for (size_t e = 0; e < o.predicted.size(); ++e) {
+      values.push_back(o.predicted[e].round_s);
+      values.push_back(o.time_loo[e]);
+    }
+    for (double v : values)
       if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
   if (hi > 0) {
     write_text((run.out_dir / "scatter.gp").string(), scatter_script(lo / 1.5, hi * 1.5));
     run_gnuplot(run.out_dir, "scatter.gp", notes);
@@ -845,23 +907,30 @@ std::vector<std::string> plot_scatter(const ValidateRun& run,
 // The table printed: one line per configuration, measured against predicted.
 std::string table_text(const std::vector<Outcome>& outcomes, const Errors& e) {
   std::string out = fmt::format("note: {}\n", kRepeatabilityLabel);
-  out += fmt::format(
-      "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} "
-      "{:>8} {:>8} {:>8}\n",
-      "configuration", "round ms", "analytic", "err", "simgrid", "err", "rounds", "LOO", "err",
-      "time s", "err a", "err s", "speedup");
+  out += fmt::format("{:<28} {:>9}", "configuration", "round ms");
+  for (const validation::EngineSeries& series : e.engines)
+    out += fmt::format(" {:>9} {:>8}", series.label, "err");
+  out += fmt::format(" {:>6} {:>7} {:>8} {:>9}", "rounds", "LOO", "err", "time s");
+  // The time to target's error by engine, headed by the engine's initial ("err a", "err s").
+  for (const validation::EngineSeries& series : e.engines)
+    out += fmt::format(" {:>8}", "err " + series.label.substr(0, 1));
+  out += fmt::format(" {:>8}\n", "speedup");
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const Outcome& o = outcomes[i];
-    out += fmt::format(
-        "{:<28} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>7} {:>8} {:>9} {:>8} {:>8} {:>8}\n",
-        o.config.name, ms(o.measured.round_s), ms(o.analytic.round_s),
-        pct_text(e.analytic.round[i]), ms(o.simgrid.round_s), pct_text(e.simgrid.round[i]),
-        o.measured.reached ? fmt::format("{:g}", o.measured.rounds) : "-",
-        std::isfinite(o.rounds_loo) ? fmt::format("{:.0f}", o.rounds_loo) : "n/a",
-        pct_text(e.rounds_loo[i]),
-        o.measured.reached ? fmt::format("{:.3f}", o.measured.total_s) : "-",
-        pct_text(e.analytic.time_loo[i]), pct_text(e.simgrid.time_loo[i]),
-        std::isfinite(o.speedup_measured) ? fmt::format("{:.2f}", o.speedup_measured) : "-");
+    out += fmt::format("{:<28} {:>9}", o.config.name, ms(o.measured.round_s));
+    for (size_t k = 0; k < e.engines.size(); ++k)
+      out +=
+          fmt::format(" {:>9} {:>8}", ms(o.predicted[k].round_s), pct_text(e.engines[k].round[i]));
+    out += fmt::format(" {:>6} {:>7} {:>8} {:>9}",
+                       o.measured.reached ? fmt::format("{:g}", o.measured.rounds) : "-",
+                       std::isfinite(o.rounds_loo) ? fmt::format("{:.0f}", o.rounds_loo) : "n/a",
+                       pct_text(e.rounds_loo[i]),
+                       o.measured.reached ? fmt::format("{:.3f}", o.measured.total_s) : "-");
+    for (const validation::EngineSeries& series : e.engines)
+      out += fmt::format(" {:>8}", pct_text(series.time_loo[i]));
+    out += fmt::format(" {:>8}\n", std::isfinite(o.speedup_measured)
+                                       ? fmt::format("{:.2f}", o.speedup_measured)
+                                       : "-");
   }
   return out;
 }
@@ -869,32 +938,38 @@ std::string table_text(const std::vector<Outcome>& outcomes, const Errors& e) {
 // The medians printed under the table.
 std::string medians_text(size_t configurations, const json& summary) {
   const auto m = validation::pct_or_na;
-  const json &a = summary["analytic"], &s = summary["simgrid"];
+  // "analytic 2.6%, simgrid 2.6%": one summary key, each engine's.
+  auto each = [&summary, &m](const char* key) {
+    std::string text;
+    for (const Predictor& e : validate_engines())
+      text += (text.empty() ? "" : ", ") + e.label + " " + m(summary[e.label][key]);
+    return text;
+  };
+  const json& closed_form = summary[validate_engines()[closed_form_engine()].label];
   std::string out = fmt::format(
-      "median |error| over {} configurations: round time analytic {}, simgrid {}; time to "
-      "target (leave-one-out) analytic {}, simgrid {}, (leave-group-out) analytic {}, "
-      "simgrid {}; speedup {}; rounds leave-one-out {}, leave-group-out {}, in-sample fit {}\n",
-      configurations, m(a["median_abs_error_round"]), m(s["median_abs_error_round"]),
-      m(a["median_abs_error_time_to_target_loo"]), m(s["median_abs_error_time_to_target_loo"]),
-      m(a["median_abs_error_time_to_target_group_out"]),
-      m(s["median_abs_error_time_to_target_group_out"]),
+      "median |error| over {} configurations: round time {}; time to target (leave-one-out) {}, "
+      "(leave-group-out) {}; speedup {}; rounds leave-one-out {}, leave-group-out {}, "
+      "in-sample fit {}\n",
+      configurations, each("median_abs_error_round"), each("median_abs_error_time_to_target_loo"),
+      each("median_abs_error_time_to_target_group_out"),
       m(summary["median_abs_error_speedup_analytic"]), m(summary["median_abs_error_rounds_loo"]),
       m(summary["median_abs_error_rounds_group_out"]), m(summary["median_abs_error_rounds_fit"]));
   out += fmt::format(
-      "median |error| of compute per step: analytic {}, simgrid {}; of comm per round: "
-      "analytic {}, simgrid {}; round time on the calibration taken before the measurement {}, "
-      "after it {}, the faster of the two (above) {}\n",
-      m(a["median_abs_error_compute"]), m(s["median_abs_error_compute"]),
-      m(a["median_abs_error_comm"]), m(s["median_abs_error_comm"]),
+      "median |error| of compute per step: {}; of comm per round: {}; round time on the "
+      "calibration taken before the measurement {}, after it {}, the faster of the two (above) "
+      "{}\n",
+      each("median_abs_error_compute"), each("median_abs_error_comm"),
       m(summary["median_abs_error_round_analytic_before"]),
-      m(summary["median_abs_error_round_analytic_after"]), m(a["median_abs_error_round"]));
+      m(summary["median_abs_error_round_analytic_after"]),
+      m(closed_form["median_abs_error_round"]));
   return out;
 }
 
 // With --max-round-error, the first median round-time error beyond it ("" when none).
 std::string exceeded_bound(const ValidateRequest& a, const json& summary) {
   if (a.max_round_error < 0) return "";
-  for (const char* engine : {"analytic", "simgrid"}) {
+  for (const Predictor& p : validate_engines()) {
+    const std::string& engine = p.label;
     const json& v = summary[engine]["median_abs_error_round"];
     if (!v.is_number() || 100 * v.get<double>() > a.max_round_error)
       return fmt::format(

@@ -55,10 +55,7 @@ const std::vector<Predictor>& testbed_engines() {
 
 /// The index in testbed_engines() of the first engine whose capabilities pass `wanted`.
 size_t first_engine(bool (*wanted)(const model::EngineCapabilities&)) {
-  const std::vector<Predictor>& engines = testbed_engines();
-  for (size_t e = 0; e < engines.size(); ++e)
-    if (wanted(engines[e].engine->capabilities())) return e;
-  throw std::logic_error("validate --testbed: no registered engine has the capability it needs");
+  return first_predictor(testbed_engines(), wanted, "validate --testbed");
 }
 
 /// The closed form (an engine that shares the process: analytic): it predicts on each

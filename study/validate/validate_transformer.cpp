@@ -388,7 +388,13 @@ Row validate_configuration(const Config& c, const TransformerValidateRequest& re
   Row row;
   row.config = c;
   // Prediction first: it reads the job, the profile and the platform, nothing measured.
-  const EngineOutput predicted = run_engine("analytic", request.job_file,
+  // The closed form predicts (a predicting engine that shares this process; the simulator
+  // would take a child process per configuration, which this validation does not start).
+  const std::vector<Predictor> engines = predictors(NetworkModels::Default);
+  const Predictor& closed_form = engines[first_predictor(
+      engines, [](const model::EngineCapabilities& can) { return can.shares_process; },
+      "validate (transformer)")];
+  const EngineOutput predicted = run_engine(closed_form.label, request.job_file,
                                             merged(request.overrides, predict_keys(c, platform)));
   row.round_analytic = predicted.rows.front().round_s;
   row.comm_predicted = predicted.rows.front().comm_s;
