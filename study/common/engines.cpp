@@ -17,12 +17,12 @@
 namespace tauplan::study {
 namespace {
 
-const model::Registry<model::Engine>& registry() {
-  static const model::Registry<model::Engine> engines("engine", {
-                                                                    model::make_analytic_engine,
-                                                                    sim::make_simgrid_engine,
-                                                                    exec::make_exec_engine,
-                                                                });
+model::Registry<model::Engine>& registry() {
+  static model::Registry<model::Engine> engines("engine", {
+                                                              model::make_analytic_engine,
+                                                              sim::make_simgrid_engine,
+                                                              exec::make_exec_engine,
+                                                          });
   return engines;
 }
 
@@ -31,6 +31,10 @@ const model::Registry<model::Engine>& registry() {
 const model::Engine& engine(const std::string& name, const std::string& origin,
                             const std::string& key) {
   return registry().get(name, origin, key);
+}
+
+void register_engine(std::unique_ptr<model::Engine> extension) {
+  registry().add(std::move(extension));
 }
 
 std::vector<std::string> engine_names() {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ namespace tauplan::study {
 const model::Engine& engine(const std::string& name, const std::string& origin = "command line",
                             const std::string& key = "--engine");
 std::vector<std::string> engine_names();
+/// Adds an engine after the registered ones (an extension, e.g. a test's), before any study
+/// that should see it; std::invalid_argument when its name is taken. A study finds it by its
+/// capabilities (predictors()); it runs in this process only, having no verb of the CLI.
+void register_engine(std::unique_ptr<model::Engine> extension);
 
 /// A predicting engine at one of its network models, as a validation labels its errors.
 struct Predictor {

@@ -23,7 +23,6 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <boost/range/iterator_range.hpp>
 
 #include "model/base/error.hpp"
 #include "model/ir/strategy.hpp"
