@@ -1,7 +1,7 @@
-// verb_sweep.cpp: `tauplan sweep JOB.yaml --set KEY=V1,V2,... [--set ...] [--engine analytic|
-// simgrid] [--out DIR] [--jobs N] [--json]`, the grid of every combination of job keys
-// (study/sweep/sweep.hpp). Exit codes: 0 every point succeeded; 2 bad input (nothing computed); 3
-// the sweep finished but some points failed (listed); 1 internal error.
+// verb_sweep.cpp: `tauplan sweep JOB.yaml --set KEY=V1,V2,... [--set ...] [--engine ENGINE]
+// [--out DIR] [--jobs N] [--json]`, the grid of every combination of job keys by an engine that
+// predicts (study/sweep/sweep.hpp). Exit codes: 0 every point succeeded; 2 bad input (nothing
+// computed); 3 the sweep finished but some points failed (listed); 1 internal error.
 #include <cstdlib>
 #include <iostream>
 

@@ -7,8 +7,6 @@
 #include <cstring>
 #include <thread>
 
-#include <boost/range/iterator_range.hpp>
-
 #include "exec/cpu_replica.hpp"
 #include "model/analytic/analytic.hpp"
 #include "model/base/error.hpp"

@@ -31,6 +31,7 @@ class ExecEngine : public model::Engine {
   model::EngineCapabilities capabilities() const override {
     model::EngineCapabilities can;
     can.writes_trace = true;
+    can.runs_as_verb = true;
     return can;
   }
   std::vector<model::ResultRow> run(const model::JobInputs& inputs,

@@ -4,7 +4,6 @@
 
 #include <time.h>
 #include <algorithm>
-#include <boost/range/iterator_range.hpp>
 #include <cassert>
 #include <chrono>
 #include <cmath>

@@ -18,8 +18,6 @@
 #include <map>
 #include <memory>
 
-#include <boost/range/iterator_range.hpp>
-
 #include "model/analytic/analytic.hpp"
 #include "model/base/error.hpp"
 #include "model/ir/strategy.hpp"

@@ -30,6 +30,7 @@ class SimgridEngine : public model::Engine {
     can.predicts = true;
     can.network_models = network_model_choices();
     can.models_contention = true;
+    can.runs_as_verb = true;
     can.writes_trace = true;
     can.injects_failures = true;
     return can;

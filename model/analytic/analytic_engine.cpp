@@ -29,6 +29,7 @@ class AnalyticEngine : public Engine {
     EngineCapabilities can;
     can.predicts = true;
     can.shares_process = true;
+    can.runs_as_verb = true;
     return can;
   }
   std::vector<ResultRow> run(const JobInputs& inputs, RunContext& context) const override {

@@ -56,6 +56,10 @@ struct EngineCapabilities {
   /// A predicting engine's rows account for flows that share a link, and for a second job's
   /// traffic beside the job (the key `beside_hosts`); the closed form's leave both out.
   bool models_contention = false;
+  /// The CLI has its verb (a built-in engine), so a study may run it in a child process of this
+  /// executable. An engine registered at run time has none: it runs in the process that added
+  /// it, and a study that needs a child per run leaves it out.
+  bool runs_as_verb = false;
   /// Writes a Chrome trace of what ran (the job key `trace`).
   bool writes_trace = false;
   /// Injects the job's failures (fail_at, mtbf) as events. Without it a study adds the

@@ -16,26 +16,41 @@ class PlanGraphStorage {
 
 namespace {
 
-Adjacency& adjacency(const PlanGraphHandle& graph) {
-  return (*graph).adjacency;
+Adjacency& adjacency(PlanGraphHandle& graph) {
+  return graph.storage().adjacency;
+}
+
+const Adjacency& adjacency(const PlanGraphHandle& graph) {
+  return graph.storage().adjacency;
 }
 
 }  // namespace
 
 PlanGraphHandle::PlanGraphHandle() : storage_(std::make_unique<PlanGraphStorage>()) {}
 PlanGraphHandle::PlanGraphHandle(const PlanGraphHandle& other)
-    : storage_(std::make_unique<PlanGraphStorage>(*other.storage_)) {}
-// A moved-from handle holds nothing; it may be destroyed or assigned to, not read.
+    : storage_(std::make_unique<PlanGraphStorage>(other.storage())) {}
+// A move takes the graph and leaves no storage; storage() makes an empty one when it is next
+// read, so a moved-from Plan is an empty plan (as the adjacency list's own move left it).
 PlanGraphHandle::PlanGraphHandle(PlanGraphHandle&& other) noexcept = default;
 PlanGraphHandle& PlanGraphHandle::operator=(const PlanGraphHandle& other) {
-  if (this != &other) storage_ = std::make_unique<PlanGraphStorage>(*other.storage_);
+  if (this != &other) storage_ = std::make_unique<PlanGraphStorage>(other.storage());
   return *this;
 }
 PlanGraphHandle& PlanGraphHandle::operator=(PlanGraphHandle&& other) noexcept {
-  std::swap(storage_, other.storage_);
+  if (this != &other) storage_ = std::move(other.storage_);
   return *this;
 }
 PlanGraphHandle::~PlanGraphHandle() = default;
+
+PlanGraphStorage& PlanGraphHandle::storage() {
+  if (!storage_) storage_ = std::make_unique<PlanGraphStorage>();
+  return *storage_;
+}
+
+const PlanGraphStorage& PlanGraphHandle::storage() const {
+  if (!storage_) storage_ = std::make_unique<PlanGraphStorage>();
+  return *storage_;
+}
 
 OpId Plan::add(Op op) {
   return boost::add_vertex(std::move(op), adjacency(graph));

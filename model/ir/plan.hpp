@@ -149,7 +149,7 @@ class OpIdRange {
 };
 
 /// Owns the Boost.Graph adjacency list that stores a Plan's ops and edges (defined in plan.cpp),
-/// copied deeply with its Plan.
+/// copied deeply with its Plan. A moved-from handle holds an empty graph.
 class PlanGraphStorage;
 class PlanGraphHandle {
  public:
@@ -159,10 +159,12 @@ class PlanGraphHandle {
   PlanGraphHandle& operator=(const PlanGraphHandle& other);
   PlanGraphHandle& operator=(PlanGraphHandle&& other) noexcept;
   ~PlanGraphHandle();
-  PlanGraphStorage& operator*() const { return *storage_; }
+  /// The storage (plan.cpp), an empty graph made here first when the handle was moved from.
+  PlanGraphStorage& storage();
+  const PlanGraphStorage& storage() const;
 
  private:
-  std::unique_ptr<PlanGraphStorage> storage_;
+  mutable std::unique_ptr<PlanGraphStorage> storage_;
 };
 
 enum class BatchSplit { Even, Speed };

@@ -12,7 +12,6 @@
 // (they answer with the parameters as applied so far), update compression, and learning rates
 // scaled by staleness.
 #include <fmt/format.h>
-#include <boost/range/iterator_range.hpp>
 
 #include "model/base/error.hpp"
 #include "model/ir/plan_timing.hpp"

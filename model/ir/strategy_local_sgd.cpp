@@ -13,7 +13,6 @@
 #include <limits>
 
 #include <fmt/format.h>
-#include <boost/range/iterator_range.hpp>
 
 #include "model/base/error.hpp"
 #include "model/ir/collective.hpp"

@@ -3,7 +3,6 @@
 // Runs on the fastest worker host unless the job names one (`single_host`). A round is one
 // step: compute on b samples, then the SGD update.
 #include <fmt/format.h>
-#include <boost/range/iterator_range.hpp>
 
 #include "model/base/error.hpp"
 #include "model/ir/strategy.hpp"

@@ -16,7 +16,6 @@
 #include <numeric>
 
 #include <fmt/format.h>
-#include <boost/range/iterator_range.hpp>
 
 #include "model/base/error.hpp"
 #include "model/ir/collective.hpp"

@@ -41,12 +41,12 @@ std::vector<std::string> engine_names() {
   return registry().names();
 }
 
-std::vector<Predictor> predictors(NetworkModels which) {
+std::vector<Predictor> predictors(NetworkModels which, RunsIn where) {
   std::vector<Predictor> out;
   for (const std::string& name : engine_names()) {
     const model::Engine& e = engine(name);
     const model::EngineCapabilities can = e.capabilities();
-    if (!can.predicts) continue;
+    if (!can.predicts || (where == RunsIn::ChildProcess && !can.runs_as_verb)) continue;
     if (which == NetworkModels::Default || can.network_models.size() < 2) {
       out.push_back({name, &e, "", true});
       continue;

@@ -36,10 +36,13 @@ struct Predictor {
 };
 /// Which network models of an engine that takes several: its default, or each.
 enum class NetworkModels { Default, Each };
+/// Where the study runs them: in this process, or each run in a child process (only the
+/// engines that run as a verb of the CLI).
+enum class RunsIn { ThisProcess, ChildProcess };
 /// Every registered engine that predicts (EngineCapabilities::predicts), in registry order, at
 /// its default network model (labelled by the engine's name) or at each (labelled
 /// name_model, lower case, where it takes more than one).
-std::vector<Predictor> predictors(NetworkModels which);
+std::vector<Predictor> predictors(NetworkModels which, RunsIn where = RunsIn::ThisProcess);
 /// The index in `engines` of the first whose capabilities pass `wanted`; std::logic_error naming
 /// `who` when none does (a registry without, say, a closed form).
 std::size_t first_predictor(const std::vector<Predictor>& engines,

@@ -6,6 +6,7 @@
 // to draw them. What it leaves out: interactive terminals and any plotting library.
 #pragma once
 
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -32,6 +33,17 @@ inline bool run_gnuplot(const std::filesystem::path& folder, const std::string& 
   }
   std::filesystem::remove(folder / ("gnuplot-" + script + ".log"));
   return true;
+}
+
+/// The point style of the i-th series of a scatter ("pt 7 lc rgb '#1f77b4'", ...): a filled or
+/// open shape and a colour of their own for each of the first eight, then round again.
+inline std::string point_style(std::size_t i) {
+  static const char* const styles[] = {
+      "pt 7 lc rgb '#1f77b4'",        "pt 6 ps 1.6 lc rgb '#ff7f0e'",
+      "pt 5 lc rgb '#2ca02c'",        "pt 4 ps 1.6 lc rgb '#d62728'",
+      "pt 8 ps 1.4 lc rgb '#9467bd'", "pt 3 ps 1.4 lc rgb '#7f7f7f'",
+      "pt 9 lc rgb '#8c564b'",        "pt 12 ps 1.4 lc rgb '#e377c2'"};
+  return styles[i % (sizeof(styles) / sizeof(styles[0]))];
 }
 
 /// A gnuplot script that draws `body` twice, PNG and SVG named after `stem`; `verb` says who

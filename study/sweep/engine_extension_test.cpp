@@ -7,13 +7,16 @@
 // registered, predictors() lists it after the built-in ones, at its one network model; a sweep
 // takes it as --engine and runs its points in this process, and its rows are the closed form's
 // with compute / 2. The closed form a study needs (first_predictor: the first engine that shares
-// the process) is still analytic, registered before it.
+// the process) is still analytic, registered before it. It has no verb of the command line, so
+// the studies that run each engine in a child process leave it out, and a sweep whose points
+// need children refuses it.
 #include <catch2/catch.hpp>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "model/base/error.hpp"
 #include "model/ir/engine.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/study_test_support.hpp"
@@ -82,6 +85,13 @@ TEST_CASE("engine extension: a predicting engine registered here is chosen by it
                         },
                         "the asker"),
                     Catch::Contains("the asker"));
+  // It has no verb of the command line: the studies that run each engine in a child process
+  // (validate, validate --testbed) leave it out.
+  std::vector<std::string> in_children;
+  for (const study::Predictor& p :
+       study::predictors(study::NetworkModels::Each, study::RunsIn::ChildProcess))
+    in_children.push_back(p.label);
+  CHECK(in_children == std::vector<std::string>{"analytic", "simgrid_cm02", "simgrid_lv08"});
   // Its name is taken once.
   CHECK_THROWS_AS(study::register_engine(std::make_unique<HalfComputeEngine>()),
                   std::invalid_argument);
@@ -110,6 +120,15 @@ TEST_CASE("engine extension: a sweep runs the registered engine in this process"
   const auto& h = half.document.at("results");
   REQUIRE(a.size() == 2);
   REQUIRE(h.size() == 2);
+  // A swept platform key needs a child per point: the engine, having no verb, is refused.
+  request.sets = {"workers=2,4", "network_model=CM02,LV08"};
+  request.out = scratch.path("refused");
+  try {
+    study::run_sweep(request);
+    FAIL("a sweep in child processes took an engine without a verb");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("--engine") != std::string::npos);
+  }
   for (std::size_t i = 0; i < a.size(); ++i) {
     INFO(h[i].dump());
     const double compute_s = a[i].at("compute_s").get<double>();

@@ -122,10 +122,14 @@ class InProcessEngine {
     model::RunContext context = make_context(inputs, engine_.verb(), engine_.name());
     std::vector<model::ResultRow> rows = engine_.run(inputs, context);
     const std::vector<model::Plan> plans = inputs.plans();
+    // The failures' expected cost, for an engine that does not inject them; a row's servers
+    // are its plan's (one row per plan, in the job's order).
+    const bool one_row_per_plan = rows.size() == plans.size();
     for (size_t r = 0; r < rows.size() && !engine_.capabilities().injects_failures; ++r) {
       std::vector<std::string> servers;
-      for (int s : plans[r].server_hosts)
-        servers.push_back(platform_->hosts[static_cast<size_t>(s)].name);
+      if (one_row_per_plan)
+        for (int s : plans[r].server_hosts)
+          servers.push_back(platform_->hosts[static_cast<size_t>(s)].name);
       apply_expected_failures(rows[r], job, servers);
     }
     model::fill_speedups(rows);
@@ -581,6 +585,12 @@ SweepOutcome run_sweep(const SweepRequest& args) {
   const std::vector<Point> points = grid_points(args, axes, specs);
   const size_t total = points.size();
   const bool in_process = evaluates_in_process(args.engine, axes);
+  if (!in_process && !chosen.capabilities().runs_as_verb)
+    throw InputError("command line", "--engine",
+                     "an engine the command line runs as a verb, for points in child processes "
+                     "(a swept key changes the platform, or the engine does not share the "
+                     "process)",
+                     "'" + args.engine + "'");
   const SweepFolders folders = make_sweep_folders(args);
 
   // Points already done (rank 0 decides, so that every rank shares the same list).

@@ -1,21 +1,24 @@
-// sweep.hpp: `tauplan sweep JOB.yaml --set KEY=V1,V2,... [--set ...] [--engine analytic|
-// simgrid] [--out DIR] [--jobs N] [--json]`, the grid of every combination of job keys.
+// sweep.hpp: `tauplan sweep JOB.yaml --set KEY=V1,V2,... [--set ...] [--engine ENGINE] [--out
+// DIR] [--jobs N] [--json]`, the grid of every combination of job keys, by an engine that
+// predicts (analytic, the default, or simgrid; chosen by its capabilities).
 //
 // Points are the Cartesian product of the --set axes (the first axis varies slowest), each a
 // job with those keys overridden (on top of the job file and any job flags given to sweep).
-// Every point is checked before any work (a bad value is exit 2). Analytic points run in this
-// process when they share one platform and network model, else one `tauplan predict` child per
-// point; simgrid points run one `tauplan simulate` child per point (SimGrid holds one engine per
-// process), --jobs at a time (default: the number of cores). Under `mpirun -np N` the points are
+// Every point is checked before any work (a bad value is exit 2). Points of an engine that
+// shares the process (analytic) run in this process when they share one platform and network
+// model, else one child per point running the engine's verb (`tauplan predict`); simgrid points
+// run one `tauplan simulate` child per point (SimGrid holds one engine per process), --jobs at a
+// time (default: the number of cores). Under `mpirun -np N` the points are
 // shared among the ranks (round robin over the points still to do) and rank 0 gathers them and
 // writes the merged result. Each finished point is kept in DIR/points/<hash>.json, the hash
 // naming the job file's content, the engine and the point's keys, so an interrupted sweep
 // started again computes only the points that are missing (--fresh recomputes all). Results:
 // DIR/sweep.csv (columns: point, set.<key> for each swept key, status, then the result schema)
 // and DIR/sweep.json, and the CSV (or with --json the JSON) on stdout.
-// Analytic points of a job with `failures: [HOST~MTBF, ...]` get the expected time with
-// failures and restarts (study/common/revocation.hpp) as total_s, the failure-free time in
-// failure_free_total_s; HOST@TIME failures are left to the simulator.
+// Points of an engine that does not inject failures (analytic), for a job with `failures:
+// [HOST~MTBF, ...]`, get the expected time with failures and restarts
+// (study/common/revocation.hpp) as total_s, the failure-free time in failure_free_total_s;
+// HOST@TIME failures are left to the simulator.
 // Exit codes: 0 every point succeeded; 2 bad input (nothing computed); 3 the sweep finished but
 // some points failed (bad value for that point, simulation error): they are listed in the
 // output with status "error"; 1 internal error.

@@ -64,9 +64,10 @@ struct Config {
 };
 
 /// The engines a validation predicts with, chosen by capability: every registered engine that
-/// predicts, at its default network model (analytic, simgrid CM02).
+/// predicts, at its default network model (analytic, simgrid CM02), each run in a child.
 const std::vector<Predictor>& validate_engines() {
-  static const std::vector<Predictor> engines = predictors(NetworkModels::Default);
+  static const std::vector<Predictor> engines =
+      predictors(NetworkModels::Default, RunsIn::ChildProcess);
   return engines;
 }
 
@@ -399,16 +400,16 @@ std::string scatter_script(double lo, double hi) {
       "set key top left\nset grid\n"
       "plot x title 'y = x' with lines lc rgb '#888888'",
       lo, hi);
-  // Each engine's round (filled points) and time to target (open), in validation.csv.
-  int point_type = 7;
+  // Each engine's round, then each engine's time to target, in validation.csv.
+  std::size_t series = 0;
   for (const char* quantity : {"round", "time"})
     for (const Predictor& e : validate_engines()) {
       const bool round = std::string(quantity) == "round";
       body += fmt::format(
           ", \\\n  'validation.csv' using '{0}_measured_s':'{0}_{1}_s' title '{2}, {1}{3}' "
-          "with points pt {4}",
-          quantity, e.label, round ? "round" : "time to target", round ? "" : " (LOO)", point_type);
-      point_type = point_type == 7 ? 6 : point_type - 1;
+          "with points {4}",
+          quantity, e.label, round ? "round" : "time to target", round ? "" : " (LOO)",
+          point_style(series++));
     }
   return two_terminals("validate", "scatter", "900,700", body);
 }

@@ -15,13 +15,15 @@
 // threads communicator. Convergence: the critical-batch + drift model
 // (model/convergence/sparknet_fit.hpp) is fitted to the measured counts; each configuration's
 // rounds to target are predicted by the model fitted without it (leave-one-out), and also without
-// every configuration at the same (K b, tau) (stricter). Reported per configuration: measured,
-// analytic and simgrid compute, comm and round time; measured and predicted rounds; time to target
+// every configuration at the same (K b, tau) (stricter). The predictions come from every engine
+// that predicts and runs as a verb, at its default network model (chosen by capability,
+// study/common/engines.hpp: analytic and simgrid). Reported per configuration: measured and
+// each engine's compute, comm and round time; measured and predicted rounds; time to target
 // and speedup against single, each with its relative error; the medians over the matrix;
 // each row's `measured` and `engines.<engine>` and the summary's `<engine>` in the schema
 // `validate --testbed` writes too (validate_support.hpp, EngineSeries; its contended entries are
 // null: one machine, no network), beside what only this verb reports (each row's `speedup` as
-// measured, analytic, simgrid and their errors; `summary_by_strategy`); DIR/validation.{json,csv}
+// measured, each engine's and their errors; `summary_by_strategy`); DIR/validation.{json,csv}
 // and a scatter of predicted against measured with y = x (DIR/scatter.{png,svg}, gnuplot). Exit
 // codes: 0; 2 bad input (a child's own exit 2 is passed on with its message); 3 when
 // --max-round-error is given and a median round-time error exceeds it.

@@ -5,8 +5,6 @@
 
 #include <numeric>
 
-#include <boost/range/iterator_range.hpp>
-
 #include "exec/async_ranks.hpp"
 #include "exec_support.hpp"
 #include "model/base/error.hpp"

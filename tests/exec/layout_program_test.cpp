@@ -15,7 +15,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <boost/range/iterator_range.hpp>
 #include <stdexcept>
 #include <thread>
 #include <utility>

@@ -5,7 +5,6 @@
 // run refused; the transformer's sync through it.
 #include <catch2/catch.hpp>
 
-#include <boost/range/iterator_range.hpp>
 #include <string>
 #include <vector>
 

@@ -5,7 +5,6 @@
 #include <map>
 #include <utility>
 
-#include <boost/range/iterator_range.hpp>
 #include <string>
 
 #include "exec/cpu_replica.hpp"

@@ -10,7 +10,6 @@
 #include <catch2/catch.hpp>
 
 #include <array>
-#include <boost/range/iterator_range.hpp>
 #include <set>
 
 #include "model/analytic/analytic.hpp"

@@ -1,6 +1,9 @@
 // strategy_test.cpp: plan shapes, host choice, batch split and the impossible-job errors.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "model/base/error.hpp"
 #include "model/ir/strategy.hpp"
 #include "tests/model/test_support.hpp"
@@ -81,4 +84,56 @@ TEST_CASE("impossible jobs are input errors naming the key") {
   no_check.check_memory = false;
   CHECK_NOTHROW(model::make_plan("sync", no_check, workload, platform, c));
   CHECK_THROWS_WITH(model::strategy("async", "job.yaml"), Catch::Contains("job.yaml: strategies"));
+}
+
+TEST_CASE(
+    "a plan's ops: by id in the order added, edges both ways, deep copies, empty when moved") {
+  model::Plan plan;
+  model::Op compute;
+  compute.kind = model::OpKind::Compute;
+  compute.label = "compute";
+  model::Op update = compute;
+  update.kind = model::OpKind::Update;
+  update.label = "update";
+  model::Op barrier = compute;
+  barrier.kind = model::OpKind::Barrier;
+  barrier.label = "barrier";
+  const model::OpId c = plan.add(compute), u = plan.add(update), b = plan.add(barrier);
+  plan.depend(c, u);
+  plan.depend(c, b);
+  plan.depend(u, b);
+  CHECK(plan.op_count() == 3);
+  CHECK(plan.dependency_count() == 3);
+  std::vector<std::string> labels;
+  for (model::OpId id : plan.op_ids())
+    labels.push_back(plan.op(id).label);
+  CHECK(labels == std::vector<std::string>{"compute", "update", "barrier"});
+  CHECK(plan.successors(c) == std::vector<model::OpId>{u, b});
+  CHECK(plan.predecessors(b) == std::vector<model::OpId>{c, u});
+  CHECK(plan.predecessors(c).empty());
+  CHECK(plan.topological_order() == std::vector<model::OpId>{c, u, b});
+
+  // A copy is its own graph: changing it leaves the original as it was.
+  model::Plan copy = plan;
+  copy.op(c).label = "changed";
+  copy.remove(u);  // the barrier becomes op 1, waiting on the compute only
+  CHECK(plan.op(c).label == "compute");
+  CHECK(plan.op_count() == 3);
+  CHECK(copy.op_count() == 2);
+  CHECK(copy.op(1).label == "barrier");
+  CHECK(copy.predecessors(1) == std::vector<model::OpId>{0});
+  CHECK(copy.dependency_count() == 1);
+  model::Plan assigned;
+  assigned = plan;
+  assigned.op(b).label = "assigned";
+  CHECK(plan.op(b).label == "barrier");
+
+  // A moved-from plan is an empty plan, and may be built again.
+  model::Plan moved = std::move(copy);
+  CHECK(moved.op_count() == 2);
+  CHECK(copy.op_count() == 0);  // NOLINT(bugprone-use-after-move): what is checked
+  CHECK(copy.add(compute) == 0);
+  assigned = std::move(moved);
+  CHECK(assigned.op_count() == 2);
+  CHECK(moved.op_count() == 0);  // NOLINT(bugprone-use-after-move)
 }
