@@ -25,11 +25,9 @@ void register_sweep(CLI::App& app) {
       ->type_name("KEY=V1,V2")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  std::string predicting;
-  for (const std::string& name : study::predicting_engine_names())
-    predicting += (predicting.empty() ? "" : " or ") + name;
   verb->add_option("--engine", request->engine,
-                   "an engine that predicts: " + predicting + " (default " + request->engine + ")")
+                   "an engine that predicts: " + study::predicting_engines_text() + " (default " +
+                       request->engine + ")")
       ->check(CLI::IsMember(study::predicting_engine_names()));
   verb->add_option("--out", request->out,
                    "folder for the results and the finished points (default: JOB.sweep)")

@@ -69,6 +69,18 @@ std::size_t first_predictor(const std::vector<Predictor>& engines,
   throw std::logic_error(who + ": no registered engine has the capability it needs");
 }
 
+std::size_t closed_form_predictor(const std::vector<Predictor>& engines, const std::string& who) {
+  return first_predictor(
+      engines, [](const model::EngineCapabilities& can) { return can.shares_process; }, who);
+}
+
+std::string predicting_engines_text() {
+  std::string text;
+  for (const std::string& name : predicting_engine_names())
+    text += (text.empty() ? "" : " or ") + name;
+  return text;
+}
+
 std::vector<std::string> predicting_engine_names() {
   std::vector<std::string> names;
   for (const Predictor& p : predictors(NetworkModels::Default))

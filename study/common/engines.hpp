@@ -48,8 +48,12 @@ std::vector<Predictor> predictors(NetworkModels which, RunsIn where = RunsIn::Th
 std::size_t first_predictor(const std::vector<Predictor>& engines,
                             bool (*wanted)(const model::EngineCapabilities&),
                             const std::string& who);
+/// first_predictor of the closed form: the first engine that shares the process (analytic).
+std::size_t closed_form_predictor(const std::vector<Predictor>& engines, const std::string& who);
 /// The names of the registered engines that predict ("analytic", "simgrid").
 std::vector<std::string> predicting_engine_names();
+/// The same names as text: "analytic or simgrid".
+std::string predicting_engines_text();
 
 /// What one engine run gives: its context and rows (speedups filled).
 struct EngineOutput {

@@ -220,10 +220,8 @@ bool join_mpi(std::unique_ptr<exec::MpiSession>& mpi, Rank& me) {
 const model::Engine& sweep_engine(const std::string& name) {
   const model::Engine& chosen = engine(name);
   if (!chosen.capabilities().predicts) {
-    std::string names;
-    for (const std::string& n : predicting_engine_names())
-      names += (names.empty() ? "" : " or ") + n;
-    throw InputError("command line", "--engine", names + " (measurements would share the cores)",
+    throw InputError("command line", "--engine",
+                     predicting_engines_text() + " (measurements would share the cores)",
                      "'" + name + "'");
   }
   return chosen;

@@ -74,9 +74,7 @@ const std::vector<Predictor>& validate_engines() {
 /// The index in validate_engines() of the closed form (the first engine that shares the
 /// process): it also predicts on each calibration alone, and its speedup error is reported.
 size_t closed_form_engine() {
-  return first_predictor(
-      validate_engines(), [](const model::EngineCapabilities& can) { return can.shares_process; },
-      "validate");
+  return closed_form_predictor(validate_engines(), "validate");
 }
 
 struct Outcome {

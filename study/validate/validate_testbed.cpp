@@ -63,7 +63,7 @@ size_t first_engine(bool (*wanted)(const model::EngineCapabilities&)) {
 /// The closed form (an engine that shares the process: analytic): it predicts on each
 /// calibration alone, and its compute is the baseline's.
 size_t closed_form_engine() {
-  return first_engine([](const model::EngineCapabilities& can) { return can.shares_process; });
+  return closed_form_predictor(testbed_engines(), "validate --testbed");
 }
 
 /// The first engine that models contention (simgrid CM02): the table's time to target, the

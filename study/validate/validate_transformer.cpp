@@ -391,9 +391,7 @@ Row validate_configuration(const Config& c, const TransformerValidateRequest& re
   // The closed form predicts (a predicting engine that shares this process; the simulator
   // would take a child process per configuration, which this validation does not start).
   const std::vector<Predictor> engines = predictors(NetworkModels::Default);
-  const Predictor& closed_form = engines[first_predictor(
-      engines, [](const model::EngineCapabilities& can) { return can.shares_process; },
-      "validate (transformer)")];
+  const Predictor& closed_form = engines[closed_form_predictor(engines, "validate (transformer)")];
   const EngineOutput predicted = run_engine(closed_form.label, request.job_file,
                                             merged(request.overrides, predict_keys(c, platform)));
   row.round_analytic = predicted.rows.front().round_s;
