@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include <fmt/format.h>
 #include <Eigen/Dense>
@@ -120,6 +121,11 @@ std::string calibration_xml(const Calibration& c) {
   for (double s : c.slowdowns)
     if (!(s >= 1 && std::isfinite(s)))
       throw InputError(origin, "slowdowns", "factors >= 1", num(s));
+  if (!(c.server_flop_per_message >= 0 && std::isfinite(c.server_flop_per_message)))
+    throw InputError(origin, "server_flop_per_message", "a number >= 0",
+                     num(c.server_flop_per_message));
+  if (!(c.server_flop_per_byte >= 0 && std::isfinite(c.server_flop_per_byte)))
+    throw InputError(origin, "server_flop_per_byte", "a number >= 0", num(c.server_flop_per_byte));
 
   namespace sx = simgrid_xml;
   const double link_bandwidth = 2 * c.beta_Bps;
@@ -142,6 +148,10 @@ std::string calibration_xml(const Calibration& c) {
       "): links have bandwidth 2 beta and the\n"
       " reducer's link latency alpha/2, so `collective: ps` with `servers: 1` costs T(K, S).\n"
       " A worker with emulated_slowdown s runs at speed / s with s x the step overhead.\n";
+  if (c.server_flop_per_message > 0 || c.server_flop_per_byte > 0)
+    xml.comment += " The reducer serves as a parameter server: " + num(c.server_flop_per_message) +
+                   " flop per message handled, " + num(c.server_flop_per_byte) +
+                   " flop per byte of update, at its speed.\n";
   sx::Zone& world = xml.root;
   world.id = "world";
   world.routing = "Floyd";
@@ -167,6 +177,10 @@ std::string calibration_xml(const Calibration& c) {
   }
   world.hosts.push_back(
       {"reducer", c.speed_flops(), {{"node", "this-machine"}, {"role", "server"}}});
+  if (c.server_flop_per_message > 0 || c.server_flop_per_byte > 0) {
+    world.hosts.back().props.push_back({"server_flop_per_message", num(c.server_flop_per_message)});
+    world.hosts.back().props.push_back({"server_flop_per_byte", num(c.server_flop_per_byte)});
+  }
   world.routers.push_back("xbar");
   for (int h = 0; h < c.hosts; ++h)
     world.links.push_back({"h" + std::to_string(h) + "-link", link_bandwidth, 0, "SPLITDUPLEX"});
@@ -252,11 +266,20 @@ Calibration read_calibration(const Platform& platform) {
     ++c.hosts;
   }
   if (c.hosts == 0) throw InputError(file, "hosts", "at least one calibrated worker", "none");
-  bool reducer = false;
+  const Host* reducer = nullptr;
   for (const Host& host : platform.hosts)
-    reducer = reducer || (host.name == "reducer" && host.role == HostRole::Server);
+    if (host.name == "reducer" && host.role == HostRole::Server) reducer = &host;
   if (!reducer)
     throw InputError(file, "reducer", "a server host named reducer (the combining core)", "none");
+  // The reducer's own work (absent: none), as model/ir/server_work.hpp reads it.
+  for (auto [key, field] : {std::pair{"server_flop_per_message", &c.server_flop_per_message},
+                            std::pair{"server_flop_per_byte", &c.server_flop_per_byte}}) {
+    const auto it = reducer->properties.find(key);
+    if (it == reducer->properties.end()) continue;
+    if (!parse_prop_number(it->second, *field) || !(*field >= 0) || !std::isfinite(*field))
+      throw InputError(file, std::string("reducer: ") + key, "a number of flop >= 0",
+                       "'" + it->second + "'");
+  }
   return c;
 }
 
@@ -273,6 +296,8 @@ nlohmann::json calibration_json(const Calibration& c) {
           {"slowdowns", c.slowdowns},
           {"r2_compute", c.r2_compute},
           {"r2_comm", c.r2_comm},
+          {"server_flop_per_message", c.server_flop_per_message},
+          {"server_flop_per_byte", c.server_flop_per_byte},
           {"calibrated_from", c.calibrated_from},
           {"date", c.date}};
 }
@@ -290,6 +315,8 @@ Calibration calibration_from_json(const nlohmann::json& j) {
   c.slowdowns = j.at("slowdowns").get<std::vector<double>>();
   c.r2_compute = j.at("r2_compute").get<double>();
   c.r2_comm = j.at("r2_comm").get<double>();
+  c.server_flop_per_message = j.at("server_flop_per_message").get<double>();
+  c.server_flop_per_byte = j.at("server_flop_per_byte").get<double>();
   c.calibrated_from = j.at("calibrated_from").get<std::string>();
   c.date = j.at("date").get<std::string>();
   return c;

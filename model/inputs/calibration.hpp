@@ -16,8 +16,11 @@
 // step overhead the strategies add to every step is the intercept less the update the workload
 // declares (update_flop / speed), so that C(b) is reproduced whole. A worker may be emulated
 // `slowdown` times slower: its speed is divided and its overhead multiplied by that factor,
-// which is how exec emulates it (the whole measured step is scaled). Every fitted number travels
-// as a host prop, so the file alone says what was measured; read_calibration checks them.
+// which is how exec emulates it (the whole measured step is scaled). A calibration of an
+// asynchronous server's exchange (exec/exchange_calibration.hpp) fits alpha and beta to messages
+// between threads instead, and gives the reducer its own work per message and per byte of update
+// (server_flop_per_message, server_flop_per_byte). Every fitted number travels as a host prop, so
+// the file alone says what was measured; read_calibration checks them.
 // What it leaves out: the measuring (exec/calibrate.hpp), GPUs, MPI/NCCL communicators, and
 // contention between a combine and computation (lockstep never overlaps them).
 #pragma once
@@ -63,6 +66,10 @@ struct Calibration {
   std::string date;             ///< ISO 8601 UTC
   /// Emulated slowdown of each worker host (empty: all 1). Host h_k runs at speed / s_k.
   std::vector<double> slowdowns;
+  /// The reducer's own work as a parameter server, in flop at its speed (model/ir/server_work.hpp;
+  /// 0 and 0: none, the props are not written): per message handled and per byte of update.
+  double server_flop_per_message = 0;
+  double server_flop_per_byte = 0;
 
   /// flop_per_sample / per_sample_s: the effective flop/s of one (unslowed) worker.
   double speed_flops() const { return flop_per_sample / per_sample_s; }
@@ -85,7 +92,8 @@ Calibration read_calibration(const Platform& platform);
 
 /// The calibration's fields as JSON (keys: workers, workload, flop_per_sample, update_flop,
 /// step_intercept_s, step_overhead_s, per_sample_s, alpha_s, beta_Bps, slowdowns, r2_compute,
-/// r2_comm, calibrated_from, date): what `tauplan calibrate --check --json` prints.
+/// r2_comm, server_flop_per_message, server_flop_per_byte, calibrated_from, date): what
+/// `tauplan calibrate --check --json` prints.
 nlohmann::json calibration_json(const Calibration& calibration);
 /// The inverse of calibration_json (step_overhead_s is derived, not read). Throws
 /// nlohmann::json exceptions for a missing key or a wrong type.

@@ -267,3 +267,33 @@ TEST_CASE("read_calibration: missing or contradictory props are one-line InputEr
   p.hosts.clear();
   expect(p, "expected at least one calibrated worker");
 }
+
+TEST_CASE("a calibration's server work is written on the reducer and read back") {
+  model::Calibration c = sample();
+  const std::string without = model::calibration_xml(c);
+  CHECK(without.find("server_flop_per_message") == std::string::npos);
+  c.server_flop_per_message = 2.5e5;
+  c.server_flop_per_byte = 1.25;
+  const std::string with = model::calibration_xml(c);
+  CHECK(with.find("<prop id=\"server_flop_per_message\" value=\"250000\"/>") != std::string::npos);
+  CHECK(with.find("<prop id=\"server_flop_per_byte\" value=\"1.25\"/>") != std::string::npos);
+  model::Platform p = platform_with(sample());
+  p.hosts.back().properties = {{"server_flop_per_message", "250000"},
+                               {"server_flop_per_byte", "1.25"}};
+  const model::Calibration back = model::read_calibration(p);
+  CHECK(back.server_flop_per_message == 2.5e5);
+  CHECK(back.server_flop_per_byte == 1.25);
+  const nlohmann::json j = model::calibration_json(back);
+  CHECK(model::calibration_from_json(j).server_flop_per_byte == 1.25);
+  CHECK(model::read_calibration(platform_with(sample())).server_flop_per_message == 0);
+  p.hosts.back().properties["server_flop_per_byte"] = "-1";
+  try {
+    model::read_calibration(p);
+    FAIL("accepted a negative server_flop_per_byte");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("cal.xml: reducer: server_flop_per_byte: expected a number "
+                                     "of flop >= 0, got '-1'") != std::string::npos);
+  }
+  c.server_flop_per_byte = kNaN;
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+}
