@@ -45,8 +45,10 @@ void register_validate(CLI::App& app) {
                    "factors F: also run with worker h0 emulated F times slower (default 1)")
       ->delimiter(',');
   verb->add_option("--out", args->out, "folder for results (default " + args->out + ")");
-  verb->add_option("--calibration", args->calibration_dir,
-                   "folder of K<K>.xml calibrations to reuse instead of calibrating");
+  verb->add_option(
+      "--calibration", args->calibration_dir,
+      "folder of K<K>.xml calibrations (K<K>-async.xml for async-ps) to reuse instead of "
+      "calibrating");
   verb->add_option("--calibration-steps", args->calibration_steps,
                    "timed steps per batch size when calibrating (default 64)");
   verb->add_option("--jobs", args->jobs, "predict/simulate processes at once (default: cores)");

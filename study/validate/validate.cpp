@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "exec/calibrate.hpp"
+#include "exec/exchange_calibration.hpp"
 #include "exec/job_keys.hpp"
 #include "model/base/error.hpp"
 #include "model/convergence/validation.hpp"
@@ -95,8 +96,12 @@ struct Outcome {
 
 /// Whether a configuration is measured with its workers running at once on the wall clock
 /// (asynchronous strategies, and the ranks of a layout), rather than in lockstep.
+bool asynchronous(const std::string& strategy) {
+  return model::strategy(strategy).asynchronous();
+}
+
 bool wall_clock(const std::string& strategy) {
-  return model::strategy(strategy).splits_model() || model::strategy(strategy).asynchronous();
+  return model::strategy(strategy).splits_model() || asynchronous(strategy);
 }
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
@@ -188,21 +193,28 @@ std::vector<int> batches_for(const std::vector<Config>& configs, int k, long lon
   return out;
 }
 
-// The calibrations of an earlier validate (DIR/K<K>.xml for every K), each checked by
-// `tauplan calibrate --check` (a broken file is its one-line error, exit 2).
-std::map<int, model::Calibration> load_calibrations(const ValidateRequest& a,
-                                                    const std::set<int>& ks,
-                                                    const fs::path& out_dir) {
-  std::map<int, model::Calibration> calibrations;
-  for (int k : ks) {
-    const fs::path file = fs::path(a.calibration_dir) / fmt::format("K{}.xml", k);
+/// The stem of the file a configuration's calibration is kept in for reuse: K<K>, and
+/// K<K>-async for an asynchronous one (its network is fitted to messages and its server works).
+std::string calibration_stem(int workers, bool is_asynchronous) {
+  return fmt::format("K{}{}", workers, is_asynchronous ? "-async" : "");
+}
+
+// The calibrations of an earlier validate (DIR/<stem>.xml for every stem the configurations
+// need), each checked by `tauplan calibrate --check` (a broken file is its one-line error, exit 2).
+std::map<std::string, model::Calibration> load_calibrations(const ValidateRequest& a,
+                                                            const std::map<std::string, int>& stems,
+                                                            const fs::path& out_dir) {
+  std::map<std::string, model::Calibration> calibrations;
+  for (const auto& [stem, k] : stems) {
+    const fs::path file = fs::path(a.calibration_dir) / (stem + ".xml");
     if (!fs::exists(file))
       throw InputError("command line --calibration", file.string(),
-                       "a calibration of K=" + std::to_string(k) +
-                           " workers (written by an earlier tauplan validate)",
+                       "a calibration of K=" + std::to_string(k) + " workers" +
+                           (stem.find("async") != std::string::npos ? ", asynchronous" : "") +
+                           " (written by an earlier tauplan validate)",
                        "no such file");
-    const std::string err = (out_dir / fmt::format("check-K{}.err", k)).string();
-    const std::string res = (out_dir / fmt::format("check-K{}.json", k)).string();
+    const std::string err = (out_dir / ("check-" + stem + ".err")).string();
+    const std::string res = (out_dir / ("check-" + stem + ".json")).string();
     int status = 0;
     child::run_all({{{"calibrate", "--check", file.string(), "--json"}, res, err}}, 1,
                    [&](size_t, int st) { status = st; });
@@ -210,7 +222,7 @@ std::map<int, model::Calibration> load_calibrations(const ValidateRequest& a,
     model::Calibration c = model::calibration_from_json(json::parse(read_text(res)));
     c.hosts = k;       // the configurations' K
     c.slowdowns = {};  // each configuration says which worker is slow
-    calibrations[k] = c;
+    calibrations[stem] = c;
     fs::remove(err);
     fs::remove(res);
   }
@@ -242,11 +254,17 @@ Machine machine_of(const model::Job& job) {
   return m;
 }
 
+/// One calibration's measurements: the workers' steps and combines, and for an asynchronous
+/// configuration its exchange with the server (exec/exchange_calibration.hpp).
+struct Measured {
+  exec::CalibrationMeasurements cpu;
+  exec::ExchangeMeasurements exchange;
+};
+
 /// Micro-measurements of K = config.workers lockstep workers, now, around the per-worker
 /// batches of the configurations with that K.
-exec::CalibrationMeasurements measure_now(const ValidateRequest& a, const model::Job& job,
-                                          const Machine& m, const std::vector<Config>& configs,
-                                          const Config& config) {
+Measured measure_now(const ValidateRequest& a, const model::Job& job, const Machine& m,
+                     const std::vector<Config>& configs, const Config& config) {
   const int k = config.workers;
   exec::CalibrationRequest request;
   request.batches = batches_for(configs, k, m.data->train_size());
@@ -260,16 +278,30 @@ exec::CalibrationMeasurements measure_now(const ValidateRequest& a, const model:
   // its step.
   if (wall_clock(config.strategy))
     measured.steps = exec::measure_concurrent_steps(request, *m.data, m.shape);
-  return measured;
+  // An asynchronous worker's exchange is two messages and the server's apply, not a combine;
+  // each message is sent after a step's time, as the run sends it (the step of the batch size
+  // nearest the configuration's).
+  exec::ExchangeMeasurements exchange;
+  if (asynchronous(config.strategy)) {
+    double step_s = 0, nearest = HUGE_VAL;
+    for (const exec::StepPoint& p : measured.steps)
+      if (std::abs(p.batch - config.batch) < nearest) {
+        nearest = std::abs(p.batch - config.batch);
+        step_s = p.seconds;
+      }
+    exchange = exec::measure_thread_exchange(m.shape.parameters(), 15, std::min(step_s, 1.0));
+  }
+  return {measured, exchange};
 }
 
 /// Point by point, the faster of two calibrations. Contention from outside (a virtual machine's
 /// host, another tenant on the core's sibling) only ever adds time, so the faster of a
 /// calibration taken just before a measurement and one taken just after it is the machine's own
 /// cost: a slow spell during one of them does not become the prediction.
-exec::CalibrationMeasurements faster_of(const exec::CalibrationMeasurements& x,
-                                        const exec::CalibrationMeasurements& y,
-                                        bool wall_clock_steps = false) {
+Measured faster_of(const Measured& before, const Measured& after_measurement,
+                   bool wall_clock_steps) {
+  const exec::CalibrationMeasurements& x = before.cpu;
+  const exec::CalibrationMeasurements& y = after_measurement.cpu;
   exec::CalibrationMeasurements out = x;
   // Wall-clock steps (asynchronous runs) count the load other processes put on the cores, which
   // the measurement between the two calibrations bears too: their mean, not the faster.
@@ -280,20 +312,32 @@ exec::CalibrationMeasurements faster_of(const exec::CalibrationMeasurements& x,
   for (std::size_t i = 0; i < out.combines.size() && i < y.combines.size(); ++i)
     if (y.combines[i].floats == out.combines[i].floats)
       out.combines[i].seconds = std::min(out.combines[i].seconds, y.combines[i].seconds);
-  return out;
+  // The exchange is timed on the wall clock too, under the load the run bears: the mean.
+  return {out, exec::mean_of(before.exchange, after_measurement.exchange)};
 }
 
 /// Fits a calibration of the configuration's K from measurements; `report` gets its numbers.
-model::Calibration fit_now(const Machine& m, const Config& config,
-                           const exec::CalibrationMeasurements& measured, json& report,
-                           bool quiet = false) {
+model::Calibration fit_now(const Machine& m, const Config& config, const Measured& measured,
+                           json& report, bool quiet = false) {
   const int k = config.workers;
-  const exec::CpuCalibration cal = exec::fit_cpu_calibration(
-      measured, m.workload, k,
-      fmt::format("validate: {} on cpu, lockstep sync rounds of {} replicas (step and threads "
-                  "combine), faster of before and after the measurement, thread CPU time",
-                  m.shape.to_string(), k),
+  exec::CpuCalibration cal = exec::fit_cpu_calibration(
+      measured.cpu, m.workload, k,
+      measured.exchange.empty()
+          ? fmt::format("validate: {} on cpu, lockstep sync rounds of {} replicas (step and "
+                        "threads combine), faster of before and after the measurement, thread CPU "
+                        "time",
+                        m.shape.to_string(), k)
+          : fmt::format("validate: {} on cpu, {} replicas stepping at once (wall clock); network: "
+                        "one-way messages between two threads, and the server's apply "
+                        "(exec/exchange_calibration.hpp), mean of before and after the measurement",
+                        m.shape.to_string(), k),
       model::utc_now_iso8601());
+  json exchange;
+  if (!measured.exchange.empty())
+    exchange = exec::exchange_json(
+        measured.exchange,
+        exec::apply_exchange_fit(measured.exchange, model::server_apply_flop(m.workload),
+                                 cal.calibration));
   if (!quiet)
     for (const std::string& w : cal.warnings)
       std::cerr << "validate: " << config.name << ": " << w << "\n";
@@ -309,6 +353,7 @@ model::Calibration fit_now(const Machine& m, const Config& config,
             {"comm_max_relative_residual", cal.comm.max_relative_residual},
             {"steps", exec::steps_json(cal.measured)},
             {"combines", exec::combines_json(cal.measured)}};
+  if (!exchange.is_null()) report["exchange"] = exchange;
   return cal.calibration;
 }
 
@@ -502,13 +547,11 @@ std::string measure_between_calibrations(ValidateRun& run, const Machine& machin
                                          const Config& config, const child::Task& task,
                                          const fs::path& platform) {
   // (The measurement reads only the worker speeds of the platform: the slow worker.)
-  const exec::CalibrationMeasurements before =
-      measure_now(run.a, run.job, machine, run.configs, config);
+  const Measured before = measure_now(run.a, run.job, machine, run.configs, config);
   json unused;
   write_platform(config, fit_now(machine, config, before, unused, true), platform);
   std::string measured = run_children({task}, 1, "")[0];
-  const exec::CalibrationMeasurements after =
-      measure_now(run.a, run.job, machine, run.configs, config);
+  const Measured after = measure_now(run.a, run.job, machine, run.configs, config);
   json report;
   const model::Calibration cal =
       fit_now(machine, config, faster_of(before, after, wall_clock(config.strategy)), report);
@@ -519,9 +562,11 @@ std::string measure_between_calibrations(ValidateRun& run, const Machine& machin
                  variant_platform(config, "before"));
   write_platform(config, fit_now(machine, config, after, unused_after, true),
                  variant_platform(config, "after"));
-  // Kept for reuse with --calibration: the latest calibration of each K.
-  write_text((run.cal_dir / fmt::format("K{}.xml", config.workers)).string(),
-             model::calibration_xml(cal));
+  // Kept for reuse with --calibration: the latest calibration of each K (and kind).
+  write_text(
+      (run.cal_dir / (calibration_stem(config.workers, asynchronous(config.strategy)) + ".xml"))
+          .string(),
+      model::calibration_xml(cal));
   run.calibration_report.push_back(report);
   return measured;
 }
@@ -531,18 +576,18 @@ std::string measure_between_calibrations(ValidateRun& run, const Machine& machin
 // host takes more or less time away from one minute to the next).
 void calibrate_and_measure(ValidateRun& run) {
   const ValidateRequest& a = run.a;
-  std::set<int> ks;
+  std::map<std::string, int> stems;
   for (const Config& c : run.configs)
-    ks.insert(c.workers);
-  const std::map<int, model::Calibration> reused = a.calibration_dir.empty()
-                                                       ? std::map<int, model::Calibration>{}
-                                                       : load_calibrations(a, ks, run.out_dir);
+    stems[calibration_stem(c.workers, asynchronous(c.strategy))] = c.workers;
+  const std::map<std::string, model::Calibration> reused =
+      a.calibration_dir.empty() ? std::map<std::string, model::Calibration>{}
+                                : load_calibrations(a, stems, run.out_dir);
   run.measured.assign(run.configs.size(), std::string());
   const Machine machine = machine_of(run.job);
-  for (const auto& [k, cal] : reused)
+  for (const auto& [stem, cal] : reused)
     if (cal.workload != machine.workload.name)
-      throw InputError((fs::path(a.calibration_dir) / fmt::format("K{}.xml", k)).string(),
-                       "workload", "the job's workload " + machine.workload.name, cal.workload);
+      throw InputError((fs::path(a.calibration_dir) / (stem + ".xml")).string(), "workload",
+                       "the job's workload " + machine.workload.name, cal.workload);
   child::Progress progress("validate: calibrate and measure", run.configs.size(), 0, true);
   for (size_t i = 0; i < run.configs.size(); ++i) {
     Config& config = run.configs[i];
@@ -557,7 +602,9 @@ void calibrate_and_measure(ValidateRun& run) {
       if (run.lockstep_cpu < 0) run.lockstep_cpu = pinned->cpu();
     }
     if (!a.calibration_dir.empty()) {
-      write_platform(config, reused.at(config.workers), platform);
+      write_platform(config,
+                     reused.at(calibration_stem(config.workers, asynchronous(config.strategy))),
+                     platform);
       run.measured[i] = run_children({task}, 1, "")[0];
     } else {
       run.measured[i] = measure_between_calibrations(run, machine, config, task, platform);
@@ -865,7 +912,8 @@ json validate_context(const ValidateRun& run) {
           {"engines", engines_json()},
           {"network_model",
            "calibrated threads combine as a parameter server with one reducer "
-           "(collective ps, servers 1); simgrid CM02"},
+           "(collective ps, servers 1); async-ps: messages between threads and the server's "
+           "apply, calibrated (exec/exchange_calibration.hpp); simgrid CM02"},
           {"platforms", (run.out_dir / "calibration").string()},
           {"seed", run.job.integer("seed")},
           {"commit", model::tauplan_git_commit()},
