@@ -47,7 +47,7 @@ void register_validate(CLI::App& app) {
   verb->add_option("--out", args->out, "folder for results (default " + args->out + ")");
   verb->add_option(
       "--calibration", args->calibration_dir,
-      "folder of K<K>.xml calibrations (K<K>-async.xml for async-ps) to reuse instead of "
+      "folder of K<K>.xml calibrations (K<K>-async-b<b>.xml for async-ps) to reuse instead of "
       "calibrating");
   verb->add_option("--calibration-steps", args->calibration_steps,
                    "timed steps per batch size when calibrating (default 64)");

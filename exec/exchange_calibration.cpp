@@ -73,6 +73,8 @@ std::vector<MessagePoint> measure_messages(const std::vector<double>& sizes_byte
   } catch (...) {
     hub.abort();
     server.join();
+    // The server's own failure is the cause; this thread's is the abort that followed it.
+    if (failure) std::rethrow_exception(failure);
     throw;
   }
   server.join();
@@ -91,7 +93,7 @@ ExchangeMeasurements measure_thread_exchange(std::size_t floats, int repeats, do
   // loaded machine, the copies of a few hundred kilobytes take about as long.
   const double bytes = 4.0 * static_cast<double>(floats / 16 * 16);
   out.messages = measure_messages({bytes / 16, bytes / 4, bytes}, repeats, gap_s);
-  out.gradient_bytes = bytes;
+  out.gradient_bytes = 4.0 * static_cast<double>(floats);
   ServerProbeRequest apply;
   apply.kind = ServerProbeKind::Apply;
   apply.shard_floats = floats;
@@ -118,7 +120,10 @@ ExchangeFit apply_exchange_fit(const ExchangeMeasurements& measured, double opti
     bytes.push_back(p.bytes);
     seconds.push_back(p.seconds);
   }
-  fit.message = model::fit_line(bytes, seconds, "message fit", true);
+  // Plain least squares: the whole gradient is the message a run sends, and its time the one to
+  // get right (a fit weighted by 1 / t^2 let the small sizes' wake-up noise set the line, and
+  // missed the whole gradient's time by 4x at R^2 0).
+  fit.message = model::fit_line(bytes, seconds, "message fit");
   if (!(fit.message.slope > 0)) {
     std::string got;
     for (const MessagePoint& p : measured.messages)
@@ -150,6 +155,7 @@ nlohmann::json exchange_json(const ExchangeMeasurements& measured, const Exchang
           {"message_alpha_s", std::max(0.0, fit.message.intercept)},
           {"message_beta_Bps", 1.0 / fit.message.slope},
           {"r2_message", fit.message.r2},
+          {"message_max_relative_residual", fit.message.max_relative_residual},
           {"server_seconds_per_message", fit.server.seconds_per_message},
           {"server_seconds_per_byte", fit.server.seconds_per_byte}};
 }

@@ -9,7 +9,8 @@
 // calibration measures the exchange's parts with the code a run uses: messages between two
 // threads of a ThreadPeerHub at several sizes, sent as an update sends them (the worker busy for
 // a step first, the server blocked in its receive meanwhile: a copy in, a hand-over, the wake-up
-// of a thread that has waited, a copy out), half of each round trip fitted to t = a + S / b; and
+// of a thread that has waited, a copy out), half of each round trip fitted to t = a + S / b (plain
+// least squares: the whole gradient's time weighs most); and
 // the server's apply of a shard at three sizes (exec/server_probe.hpp), fitted to seconds =
 // c x messages + d x bytes. On the calibrated
 // platform (model/inputs/calibration.hpp) a ps push or pull of S bytes by one worker costs
@@ -40,7 +41,7 @@ struct MessagePoint {
 struct ExchangeMeasurements {
   std::vector<MessagePoint> messages;     ///< one-way messages between two threads
   std::vector<ServerProbePoint> applies;  ///< the server's apply of one pushed shard
-  double gradient_bytes = 0;              ///< the largest message: the whole gradient
+  double gradient_bytes = 0;              ///< the whole gradient: 4 x floats
   bool empty() const { return messages.empty() && applies.empty(); }
 };
 
@@ -56,7 +57,7 @@ ExchangeMeasurements mean_of(const ExchangeMeasurements& x, const ExchangeMeasur
 
 /// The fits of a measurement.
 struct ExchangeFit {
-  model::LinearFit message;  ///< one-way seconds against bytes, relative least squares
+  model::LinearFit message;  ///< one-way seconds against bytes, least squares
   ServerProbeFit server;     ///< seconds = a x messages + b x bytes, through the origin
 };
 
@@ -70,8 +71,8 @@ ExchangeFit apply_exchange_fit(const ExchangeMeasurements& measured, double opti
                                model::Calibration& calibration);
 
 /// The measured points and the fits as JSON: {messages: [{bytes, seconds}], applies: [{messages,
-/// bytes, seconds}], message_alpha_s, message_beta_Bps, r2_message, server_seconds_per_message,
-/// server_seconds_per_byte}.
+/// bytes, seconds}], message_alpha_s, message_beta_Bps, r2_message, message_max_relative_residual,
+/// server_seconds_per_message, server_seconds_per_byte}.
 nlohmann::json exchange_json(const ExchangeMeasurements& measured, const ExchangeFit& fit);
 
 }  // namespace tauplan::exec

@@ -143,10 +143,12 @@ std::string calibration_xml(const Calibration& c) {
       " speed = " +
       num(c.flop_per_sample) +
       " flop/sample / per-sample cost; step_overhead_s = intercept - update flop / speed.\n"
-      " Combine fit T(K, S) = " +
-      num(c.alpha_s) + " s + K S / " + num(c.beta_Bps) + " B/s (R^2 " + num(c.r2_comm) +
-      "): links have bandwidth 2 beta and the\n"
-      " reducer's link latency alpha/2, so `collective: ps` with `servers: 1` costs T(K, S).\n"
+      " Network fit alpha = " +
+      num(c.alpha_s) + " s, beta = " + num(c.beta_Bps) + " B/s (R^2 " + num(c.r2_comm) +
+      "), of what calibrated_from names: the threads\n"
+      " combine T(K, S) = alpha + K S / beta, or one-way messages alpha/2 + S/(2 beta). Links\n"
+      " have bandwidth 2 beta and the reducer's link latency alpha/2, so `collective: ps` with\n"
+      " `servers: 1` costs T(K, S), and one worker's push or pull alpha/2 + S/(2 beta).\n"
       " A worker with emulated_slowdown s runs at speed / s with s x the step overhead.\n";
   if (c.server_flop_per_message > 0 || c.server_flop_per_byte > 0)
     xml.comment += " The reducer serves as a parameter server: " + num(c.server_flop_per_message) +

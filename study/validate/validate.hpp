@@ -5,29 +5,32 @@
 // times the --slow-worker factors, without duplicates (single ignores K, tau, split and the slow
 // worker; sync ignores tau, and its split when no worker is slow; local SGD ignores split). For
 // each configuration, one at a time (so that measurements do not share the cores), it
-// calibrates this machine for K lockstep workers (exec/calibrate.hpp: sync rounds of K replicas,
-// step and threads combine), runs `tauplan measure` in its own process, and calibrates again;
-// the faster of the two calibrations, point by point, is written as the configuration's platform
+// calibrates this machine for K workers (exec/calibrate.hpp: sync rounds of K replicas, step and
+// threads combine, thread CPU time; for a configuration measured on the wall clock, async-ps or
+// a layout, the step of K threads stepping at once), runs `tauplan measure` in its own process,
+// and calibrates again; the faster of the two calibrations, point by point (the mean of the
+// wall-clock points), is written as the configuration's platform
 // DIR/calibration/NN.xml (worker h0 emulated F times slower when asked;
 // model/inputs/calibration.hpp) and as DIR/calibration/K<K>.xml for reuse (--calibration DIR skips
 // the calibrations). An asynchronous configuration's network is calibrated from what its
 // exchange does instead (exec/exchange_calibration.hpp: messages between two threads, the
-// server's apply; the mean of before and after), kept as K<K>-async.xml. Then `tauplan predict` and
-// `tauplan simulate` run every configuration on its platform, in parallel, with `collective: ps`
-// and `servers: 1` (the calibrated reducer) and the threads communicator. Convergence: the
-// critical-batch + drift model (model/convergence/sparknet_fit.hpp) is fitted to the measured
-// counts; each configuration's rounds to target are predicted by the model fitted without it
-// (leave-one-out), and also without every configuration at the same (K b, tau) (stricter). The
-// predictions come from every engine that predicts and runs as a verb, at its default network model
-// (chosen by capability, study/common/engines.hpp: analytic and simgrid). Reported per
-// configuration: measured and each engine's compute, comm and round time; measured and predicted
-// rounds; time to target and speedup against single, each with its relative error; the medians over
-// the matrix; each row's `measured` and `engines.<engine>` and the summary's `<engine>` in the
-// schema `validate --testbed` writes too (validate_support.hpp, EngineSeries; its contended entries
-// are null: one machine, no network), beside what only this verb reports (each row's `speedup` as
-// measured, each engine's and their errors; `summary_by_strategy`); DIR/validation.{json,csv}
-// and a scatter of predicted against measured with y = x (DIR/scatter.{png,svg}, gnuplot). Exit
-// codes: 0; 2 bad input (a child's own exit 2 is passed on with its message); 3 when
+// server's apply; the mean of before and after), kept as K<K>-async-b<b>.xml. Then `tauplan
+// predict` and `tauplan simulate` run every configuration on its platform, in parallel, with
+// `collective: ps` and `servers: 1` (the calibrated reducer) and the threads communicator.
+// Convergence: the critical-batch + drift model (model/convergence/sparknet_fit.hpp) is fitted to
+// the measured counts; each configuration's rounds to target are predicted by the model fitted
+// without it (leave-one-out), and also without every configuration at the same (K b, tau)
+// (stricter). The predictions come from every engine that predicts and runs as a verb, at its
+// default network model (chosen by capability, study/common/engines.hpp: analytic and simgrid).
+// Reported per configuration: measured and each engine's compute, comm and round time; measured and
+// predicted rounds; time to target and speedup against single, each with its relative error; the
+// medians over the matrix; each row's `measured` and `engines.<engine>` and the summary's
+// `<engine>` in the schema `validate --testbed` writes too (validate_support.hpp, EngineSeries; its
+// contended entries are null: one machine, no network), beside what only this verb reports (each
+// row's `speedup` as measured, each engine's and their errors; `summary_by_strategy`);
+// DIR/validation.{json,csv} and a scatter of predicted against measured with y = x
+// (DIR/scatter.{png,svg}, gnuplot). Exit codes: 0; 2 bad input (a child's own exit 2 is passed on
+// with its message); 3 when
 // --max-round-error is given and a median round-time error exceeds it.
 // Asynchronous strategies (async-ps) are measured with concurrent timing (worker and server
 // threads, wall clock): their round is the time between server updates; their updates to target
