@@ -94,12 +94,13 @@ struct Outcome {
   double speedup_measured = kNaN;
 };
 
-/// Whether a configuration is measured with its workers running at once on the wall clock
-/// (asynchronous strategies, and the ranks of a layout), rather than in lockstep.
+/// Whether a strategy's workers exchange with a server without rounds (async-ps).
 bool asynchronous(const std::string& strategy) {
   return model::strategy(strategy).asynchronous();
 }
 
+/// Whether a configuration is measured with its workers running at once on the wall clock
+/// (asynchronous strategies, and the ranks of a layout), rather than in lockstep.
 bool wall_clock(const std::string& strategy) {
   return model::strategy(strategy).splits_model() || asynchronous(strategy);
 }
