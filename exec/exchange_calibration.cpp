@@ -11,16 +11,11 @@
 #include <fmt/format.h>
 
 #include "exec/peer_group.hpp"
+#include "exec/trainer.hpp"  // median
 #include "model/base/error.hpp"
 
 namespace tauplan::exec {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /// Spins on the steady clock for `seconds` (a worker computing its step: its core stays busy).
 void busy_for(double seconds) {
