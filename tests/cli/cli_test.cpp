@@ -15,7 +15,7 @@ using tauplan::test::write_temp_file;
 namespace {
 
 // Bad input: exit code 2 and exactly one line on stderr that contains `fragment`.
-std::string job(const std::string& name, const std::string& yaml) {
+std::string write_job(const std::string& name, const std::string& yaml) {
   return write_temp_file(name, yaml);
 }
 
@@ -25,7 +25,7 @@ const char* kBase =
 }  // namespace
 
 TEST_CASE("unknown key") {
-  const auto f = job("unknown.yaml", std::string(kBase) + "wokers: 4\n");
+  const auto f = write_job("unknown.yaml", std::string(kBase) + "wokers: 4\n");
   expect_bad_input({"predict", f},
                    f + ": wokers: expected a known job key (did you mean 'workers'?)");
 }
@@ -36,29 +36,29 @@ TEST_CASE("missing job file") {
 }
 
 TEST_CASE("wrong unit") {
-  const auto f = job("unit.yaml", std::string(kBase) + "bucket_bytes: 3s\n");
+  const auto f = write_job("unit.yaml", std::string(kBase) + "bucket_bytes: 3s\n");
   expect_bad_input({"predict", f}, f + ": bucket_bytes: expected bytes");
-  const auto g = job("unit2.yaml", std::string(kBase) + "comm_s: 10MB\n");
+  const auto g = write_job("unit2.yaml", std::string(kBase) + "comm_s: 10MB\n");
   expect_bad_input({"predict", g}, g + ": comm_s: expected seconds");
 }
 
 TEST_CASE("negative or zero batch") {
-  const auto f = job("neg.yaml", std::string(kBase) + "batch: -8\n");
+  const auto f = write_job("neg.yaml", std::string(kBase) + "batch: -8\n");
   expect_bad_input({"predict", f}, f + ": batch: expected a whole number between 1 and 1e+09");
-  const auto g = job("zero.yaml", std::string(kBase) + "batch: 0\n");
+  const auto g = write_job("zero.yaml", std::string(kBase) + "batch: 0\n");
   expect_bad_input({"predict", g},
                    g + ": batch: expected a whole number between 1 and 1e+09, got '0'");
 }
 
 TEST_CASE("more workers than hosts") {
-  const auto f = job("k.yaml", std::string(kBase) + "workers: 9\n");
+  const auto f = write_job("k.yaml", std::string(kBase) + "workers: 9\n");
   expect_bad_input({"predict", f}, f + ": workers: expected at most 4");
 }
 
 TEST_CASE("a batch that does not fit in GPU memory") {
-  const auto f = job("mem.yaml", "platform: " TAUPLAN_SOURCE_DIR
-                                 "/platforms/test-crossbar-4.xml\n"
-                                 "workload: resnet-50\nstrategies: [single]\nbatch: 4096\n");
+  const auto f = write_job("mem.yaml", "platform: " TAUPLAN_SOURCE_DIR
+                                       "/platforms/test-crossbar-4.xml\n"
+                                       "workload: resnet-50\nstrategies: [single]\nbatch: 4096\n");
   expect_bad_input({"predict", f},
                    f + ": batch: expected a per-worker batch that fits in the 16.00 GiB of host h");
 }
@@ -67,20 +67,21 @@ TEST_CASE("malformed XML platform") {
   const auto xml = write_temp_file("broken.xml",
                                    "<?xml version='1.0'?>\n<platform version=\"4.1\">\n<zone "
                                    "id=\"w\" routing=\"Full\">\n<host id=\"a\"\n</platform>\n");
-  const auto f = job("badxml.yaml", "platform: " + xml + "\n");
+  const auto f = write_job("badxml.yaml", "platform: " + xml + "\n");
   expect_bad_input({"predict", f}, xml);
 }
 
 TEST_CASE("malformed YAML job") {
-  const auto f = job("bad.yaml", "workers: [4\nbatch: 3\n");
+  const auto f = write_job("bad.yaml", "workers: [4\nbatch: 3\n");
   expect_bad_input({"predict", f}, f + ": line");
 }
 
 TEST_CASE("missing platform and unknown workload") {
-  const auto f = job("noplat.yaml", "platform: nowhere.xml\n");
+  const auto f = write_job("noplat.yaml", "platform: nowhere.xml\n");
   expect_bad_input({"predict", f}, f + ": platform: expected a platform XML file");
-  const auto g = job("nowork.yaml", std::string("platform: ") + TAUPLAN_SOURCE_DIR +
-                                        "/platforms/test-crossbar-4.xml\nworkload: lenet-9\n");
+  const auto g =
+      write_job("nowork.yaml", std::string("platform: ") + TAUPLAN_SOURCE_DIR +
+                                   "/platforms/test-crossbar-4.xml\nworkload: lenet-9\n");
   expect_bad_input({"predict", g}, g + ": workload: expected");
 }
 

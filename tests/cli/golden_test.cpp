@@ -34,18 +34,18 @@ std::string backend_of(const nlohmann::json& j) {
 
 const fs::path kGolden = fs::path(TAUPLAN_SOURCE_DIR) / "tests/cli/golden";
 
-struct Case {
+struct GoldenCase {
   std::string name;
   std::vector<std::string> args;
 };
 
-std::vector<Case> cases() {
+std::vector<GoldenCase> cases() {
   std::ifstream in(kGolden / "cases.txt");
-  std::vector<Case> out;
+  std::vector<GoldenCase> out;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     std::istringstream words(line);
-    Case c;
+    GoldenCase c;
     words >> c.name;
     for (std::string w; words >> w;)
       c.args.push_back(w);
@@ -109,9 +109,9 @@ json normalised(json j, bool measured, bool same_backend = true) {
 }  // namespace
 
 TEST_CASE("golden: predict, simulate and measure of the shipped experiments are unchanged") {
-  const std::vector<Case> all = cases();
+  const std::vector<GoldenCase> all = cases();
   REQUIRE(all.size() >= 19);
-  for (const Case& c : all) {
+  for (const GoldenCase& c : all) {
     INFO("case " << c.name << ": tauplan " << [&] {
       std::string s;
       for (const auto& a : c.args)

@@ -15,18 +15,18 @@ using tauplan::test::write_temp_file;
 
 namespace {
 
-const char* kJob = "platform: " TAUPLAN_SOURCE_DIR
-                   "/platforms/test-crossbar-4.xml\n"
-                   "workload: fashion-mlp\n"
-                   "strategies: [single, sync]\n"
-                   "workers: 2\nbatch: 32\nhidden: [32]\n"
-                   "data_dir: /nonexistent/fashion-mnist\nallow_synthetic: true\n"
-                   "train_samples: 2000\neval_samples: 500\neval_every: 8\n";
+const char* kMeasureJob = "platform: " TAUPLAN_SOURCE_DIR
+                          "/platforms/test-crossbar-4.xml\n"
+                          "workload: fashion-mlp\n"
+                          "strategies: [single, sync]\n"
+                          "workers: 2\nbatch: 32\nhidden: [32]\n"
+                          "data_dir: /nonexistent/fashion-mnist\nallow_synthetic: true\n"
+                          "train_samples: 2000\neval_samples: 500\neval_every: 8\n";
 
 }  // namespace
 
 TEST_CASE("measure: a target missed at max_steps is exit 3, after every row is printed") {
-  const auto f = write_temp_file("missed.yaml", std::string(kJob) +
+  const auto f = write_temp_file("missed.yaml", std::string(kMeasureJob) +
                                                     "target_accuracy: 0.99\n"
                                                     "max_steps: 16\n");
   const auto table = run_tauplan({"measure", f});
@@ -54,7 +54,7 @@ TEST_CASE("measure: a target missed at max_steps is exit 3, after every row is p
 }
 
 TEST_CASE("measure: a reached target is exit 0 with no note") {
-  const auto f = write_temp_file("reached.yaml", std::string(kJob) +
+  const auto f = write_temp_file("reached.yaml", std::string(kMeasureJob) +
                                                      "target_accuracy: 0.5\n"
                                                      "max_steps: 400\n");
   const auto r = run_tauplan({"measure", f});
@@ -66,7 +66,7 @@ TEST_CASE("measure: a reached target is exit 0 with no note") {
 TEST_CASE("measure: mpi_timeout_s must be a positive time") {
   for (const std::string bad : {"0", "-1", "10MB"}) {
     const auto f =
-        write_temp_file("timeout.yaml", std::string(kJob) + "mpi_timeout_s: " + bad + "\n");
+        write_temp_file("timeout.yaml", std::string(kMeasureJob) + "mpi_timeout_s: " + bad + "\n");
     const auto r = run_tauplan({"measure", f});
     INFO("stderr: " << r.err);
     CHECK(r.exit_code == 2);

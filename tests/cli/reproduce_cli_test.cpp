@@ -35,7 +35,7 @@ std::string backend_of(const nlohmann::json& j) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::string slurp(const fs::path& path) {
+std::string slurp_file(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
@@ -43,7 +43,7 @@ std::string slurp(const fs::path& path) {
 }
 
 json golden() {
-  return json::parse(slurp(fs::path(TAUPLAN_SOURCE_DIR) / "tests/cli/reproduce_golden.json"));
+  return json::parse(slurp_file(fs::path(TAUPLAN_SOURCE_DIR) / "tests/cli/reproduce_golden.json"));
 }
 
 bool have_gnuplot() {
@@ -106,7 +106,7 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
   SECTION("reproduce sparknet (reduced grid): measured counts equal the golden run's exactly") {
     // Lockstep training is deterministic for a seed and a build: the counts are pinned exactly.
     const json g = golden().at("sparknet");
-    const json r = json::parse(slurp(reduced_run() / "sparknet/results.json"));
+    const json r = json::parse(slurp_file(reduced_run() / "sparknet/results.json"));
     // Exact for the BLAS backend the golden was recorded with (the same kernels sum in the same
     // order); on another CPU's kernels within the seed-to-seed spread measured here.
     const bool exact = backend_of(golden()) == backend_of(r.at("context"));
@@ -143,7 +143,7 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
     // The same cells with seed 2: their counts are deterministic too, and the spread between
     // the seeds (the tolerance of the findings) is a property of the workload, not of the code.
     const json g = golden().at("sparknet");
-    const json r = json::parse(slurp(reduced_run() / "sparknet/results.json"));
+    const json r = json::parse(slurp_file(reduced_run() / "sparknet/results.json"));
     const bool exact = backend_of(golden()) == backend_of(r.at("context"));
     if (exact) CHECK(r.at("spread_na").get<double>() == g.at("spread_na").get<double>());
     REQUIRE(r.at("spread").size() == g.at("spread").size());
@@ -165,7 +165,7 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
 
   SECTION("reproduce sparknet (reduced grid): each claim is checked and reported") {
     const json g = golden().at("sparknet");
-    const json r = json::parse(slurp(reduced_run() / "sparknet/results.json"));
+    const json r = json::parse(slurp_file(reduced_run() / "sparknet/results.json"));
     std::map<std::string, bool> verdicts;
     for (const json& c : r.at("claims")) {
       verdicts[c.at("id").get<std::string>()] = c.at("holds").get<bool>();
@@ -189,7 +189,7 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
 
   SECTION("reproduce sparknet (reduced grid): the simulated AlexNet rounds match the golden run") {
     const json g = golden().at("sparknet").at("alexnet");
-    const json r = json::parse(slurp(reduced_run() / "sparknet/results.json")).at("alexnet");
+    const json r = json::parse(slurp_file(reduced_run() / "sparknet/results.json")).at("alexnet");
     REQUIRE(r.size() == g.size());
     for (size_t i = 0; i < g.size(); ++i) {
       CHECK(r[i].at("workers") == g[i].at("workers"));
@@ -200,7 +200,7 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
 
   SECTION("reproduce hetseq (reduced grid): simulated steps match the golden run") {
     const json g = golden().at("hetseq");
-    const json r = json::parse(slurp(reduced_run() / "hetseq/results.json"));
+    const json r = json::parse(slurp_file(reduced_run() / "hetseq/results.json"));
     REQUIRE(r.at("scaling").size() == g.at("scaling").size());
     for (size_t i = 0; i < g.at("scaling").size(); ++i) {
       CHECK(r.at("scaling")[i].at("nodes") == g.at("scaling")[i].at("nodes"));
@@ -229,7 +229,8 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
       }
     }
     // The heat map is drawn from heatmap_measured.csv: the same numbers as heatmap.csv.
-    CHECK(slurp(out / "sparknet/heatmap.gp").find("heatmap_measured.csv") != std::string::npos);
+    CHECK(slurp_file(out / "sparknet/heatmap.gp").find("heatmap_measured.csv") !=
+          std::string::npos);
     const auto table = read_csv(out / "sparknet/heatmap.csv");
     std::ifstream plotted(out / "sparknet/heatmap_measured.csv");
     std::string line;
@@ -245,12 +246,12 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
 
   SECTION("reproduce: measured counts are cached and reused") {
     const fs::path out = reduced_run();
-    const std::string before = slurp(out / "sparknet/measured.csv");
+    const std::string before = slurp_file(out / "sparknet/measured.csv");
     const auto r =
         run_tauplan({"reproduce", "sparknet", "--reduced", "--out", out.string()}, "", 120);
     INFO("stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.err.find(", 0 to measure") != std::string::npos);
-    CHECK(slurp(out / "sparknet/measured.csv") == before);
+    CHECK(slurp_file(out / "sparknet/measured.csv") == before);
   }
 }

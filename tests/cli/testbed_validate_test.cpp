@@ -15,7 +15,7 @@ using tauplan::test::write_temp_file;
 
 namespace {
 
-const std::string kJob = TAUPLAN_SOURCE_DIR "/experiments/testbed/fashion-mlp.yaml";
+const std::string kTestbedValidateJob = TAUPLAN_SOURCE_DIR "/experiments/testbed/fashion-mlp.yaml";
 const std::string kStar = TAUPLAN_SOURCE_DIR "/platforms/testbed-ps8.xml";
 
 /// A matrix of one group on testbed-ps8 whose only configuration is `config` (YAML flow map).
@@ -27,7 +27,7 @@ std::string one_config(const std::string& config) {
 void expect_bad_matrix(const std::string& name, const std::string& text,
                        const std::string& fragment) {
   const std::string file = write_temp_file(name, text);
-  expect_bad_input({"validate", kJob, "--testbed", file}, file + ": " + fragment);
+  expect_bad_input({"validate", kTestbedValidateJob, "--testbed", file}, file + ": " + fragment);
 }
 
 }  // namespace
@@ -41,7 +41,7 @@ TEST_CASE("validate --testbed: the shipped matrix names hosts its platforms have
   CHECK(star.out.find("\"role\": \"server\"") != std::string::npos);
   // A matrix that only fails after it was read whole: a flag validate sets from the matrix.
   const auto r =
-      run_tauplan({"validate", kJob, "--testbed",
+      run_tauplan({"validate", kTestbedValidateJob, "--testbed",
                    TAUPLAN_SOURCE_DIR "/experiments/testbed/matrix.yaml", "--workers", "3"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--workers: expected no value") != std::string::npos);
@@ -159,10 +159,13 @@ TEST_CASE(
     "from 1 to 100") {
   const std::string file = write_temp_file(
       "m-ok.yaml", one_config("{strategy: sync, collective: ring, hosts: [h0, h1]}"));
-  expect_bad_input({"validate", kJob, "--testbed", file, "--set", "batch=32,64"}, "--testbed");
-  expect_bad_input({"validate", kJob, "--testbed", file, "--slow-worker", "2"}, "--testbed");
-  expect_bad_input({"validate", kJob, "--testbed", file, "--convergence-seeds", "0"},
+  expect_bad_input({"validate", kTestbedValidateJob, "--testbed", file, "--set", "batch=32,64"},
+                   "--testbed");
+  expect_bad_input({"validate", kTestbedValidateJob, "--testbed", file, "--slow-worker", "2"},
+                   "--testbed");
+  expect_bad_input({"validate", kTestbedValidateJob, "--testbed", file, "--convergence-seeds", "0"},
                    "--convergence-seeds: expected a whole number from 1 to 100, got 0");
-  expect_bad_input({"validate", kJob, "--testbed", file, "--convergence-seeds", "101"},
-                   "--convergence-seeds: expected a whole number from 1 to 100, got 101");
+  expect_bad_input(
+      {"validate", kTestbedValidateJob, "--testbed", file, "--convergence-seeds", "101"},
+      "--convergence-seeds: expected a whole number from 1 to 100, got 101");
 }

@@ -20,13 +20,13 @@ using tauplan::test::write_temp_file;
 namespace {
 // Llama-3-70B (sequence 8192), sync on 4 workers at a global batch of 512 sequences, with the
 // step's compute and communication given (what-if keys), so that the time is known exactly.
-const std::string kJob =
+const std::string kTokensJob =
     "workload: llama3-70b\nstrategies: [sync]\nworkers: 4\nbatch: 512\ncompute_s: 10\n"
     "comm_s: 2\ncheck_memory: false\n";
 }  // namespace
 
 TEST_CASE("tokens: predict says steps, tokens/s, days and GPU-hours of each row") {
-  const std::string file = write_temp_file("llama-15t.yaml", kJob + "tokens: 15T\n");
+  const std::string file = write_temp_file("llama-15t.yaml", kTokensJob + "tokens: 15T\n");
   const auto r = run_tauplan({"predict", file, "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -53,7 +53,8 @@ TEST_CASE("tokens: predict says steps, tokens/s, days and GPU-hours of each row"
 }
 
 TEST_CASE("tokens: a job without a token target prints no token summary") {
-  const std::string file = write_temp_file("llama-iterations.yaml", kJob + "iterations: 100\n");
+  const std::string file =
+      write_temp_file("llama-iterations.yaml", kTokensJob + "iterations: 100\n");
   const auto r = run_tauplan({"predict", file, "--json"});
   REQUIRE(r.exit_code == 0);
   const json doc = json::parse(r.out);
@@ -74,13 +75,13 @@ TEST_CASE("tokens: bad token targets are one line naming file and key, exit 2") 
   const struct {
     std::string name, text, fragment;
   } jobs[] = {
-      {"negative.yaml", kJob + "tokens: -15T\n", "tokens: expected tokens ("},
-      {"zero.yaml", kJob + "tokens: 0\n", "tokens: expected tokens ("},
-      {"junk.yaml", kJob + "tokens: lots\n", "tokens: expected tokens ("},
-      {"suffix.yaml", kJob + "tokens: 15P\n", "tokens: expected tokens ("},
-      {"nan.yaml", kJob + "tokens: .nan\n", "tokens: expected tokens ("},
-      {"inf.yaml", kJob + "tokens: .inf\n", "tokens: expected tokens ("},
-      {"both.yaml", kJob + "tokens: 15T\niterations: 100\n",
+      {"negative.yaml", kTokensJob + "tokens: -15T\n", "tokens: expected tokens ("},
+      {"zero.yaml", kTokensJob + "tokens: 0\n", "tokens: expected tokens ("},
+      {"junk.yaml", kTokensJob + "tokens: lots\n", "tokens: expected tokens ("},
+      {"suffix.yaml", kTokensJob + "tokens: 15P\n", "tokens: expected tokens ("},
+      {"nan.yaml", kTokensJob + "tokens: .nan\n", "tokens: expected tokens ("},
+      {"inf.yaml", kTokensJob + "tokens: .inf\n", "tokens: expected tokens ("},
+      {"both.yaml", kTokensJob + "tokens: 15T\niterations: 100\n",
        "tokens: expected tokens or iterations"},
       {"mlp.yaml", "workload: fashion-mlp\ntokens: 15T\n",
        "tokens: expected a transformer workload"},

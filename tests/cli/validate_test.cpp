@@ -65,7 +65,7 @@ timing: lockstep
 hidden: [256, 128]
 )";
 
-const std::string kJob = R"(workload: fashion-mlp
+const std::string kValidateJob = R"(workload: fashion-mlp
 platform: test-crossbar-4
 strategies: [single, sync, local-sgd]
 workers: 2
@@ -122,7 +122,7 @@ void print_rows(const nlohmann::json& results) {
 }  // namespace
 
 TEST_CASE("validate: a small matrix end to end, round-time error within the bound", "[timing]") {
-  const std::string job = write_temp_file("validate-small.yaml", kJob);
+  const std::string job = write_temp_file("validate-small.yaml", kValidateJob);
   const std::string out = std::filesystem::path(job).parent_path().string() + "/validate-out";
   // In a clean-clone CI run (2026-11-27) the calibration before a row, its measurement (a child
   // process) and the calibration after it each ran fast or slow as a whole, the slow 1.6-1.8x
@@ -297,7 +297,7 @@ micro_batches: 2
 }
 
 TEST_CASE("validate: bad inputs are one line and exit 2") {
-  const std::string job = write_temp_file("validate-bad.yaml", kJob);
+  const std::string job = write_temp_file("validate-bad.yaml", kValidateJob);
   auto expect = [](const std::vector<std::string>& args, const std::string& fragment) {
     const auto r = run_tauplan(args, "", 60);
     INFO("stderr: " << r.err);

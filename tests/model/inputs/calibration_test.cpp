@@ -13,7 +13,7 @@
 
 using namespace tauplan;
 
-static const double kNaN = std::numeric_limits<double>::quiet_NaN();
+static const double kCalibrationNaN = std::numeric_limits<double>::quiet_NaN();
 static const double kInf = std::numeric_limits<double>::infinity();
 
 namespace {
@@ -130,7 +130,7 @@ TEST_CASE("fit_line rejects bad inputs") {
   CHECK_THROWS_AS(model::fit_line({1}, {1}), InputError);
   CHECK_THROWS_AS(model::fit_line({1, 2}, {1}), InputError);
   CHECK_THROWS_AS(model::fit_line({2, 2, 2}, {1, 2, 3}), InputError);
-  CHECK_THROWS_AS(model::fit_line({1, kNaN}, {1, 2}), InputError);
+  CHECK_THROWS_AS(model::fit_line({1, kCalibrationNaN}, {1, 2}), InputError);
   CHECK_THROWS_AS(model::fit_line({1, 2}, {1, kInf}), InputError);
 }
 
@@ -294,6 +294,6 @@ TEST_CASE("a calibration's server work is written on the reducer and read back")
     CHECK(std::string(e.what()).find("cal.xml: reducer: server_flop_per_byte: expected a number "
                                      "of flop >= 0, got '-1'") != std::string::npos);
   }
-  c.server_flop_per_byte = kNaN;
+  c.server_flop_per_byte = kCalibrationNaN;
   CHECK_THROWS_AS(model::calibration_xml(c), InputError);
 }

@@ -24,7 +24,7 @@ namespace {
 const std::string kModels = TAUPLAN_SOURCE_DIR "/experiments/models/";
 
 /// The one-line message parse_hf_config gives for `text` ("" when it accepts it).
-std::string error_of(const std::string& text) {
+std::string hf_error_of(const std::string& text) {
   try {
     (void)model::parse_hf_config(text, "bad.json");
   } catch (const InputError& e) {
@@ -76,7 +76,7 @@ struct BadConfig {
 void check_refused(const std::vector<BadConfig>& cases) {
   for (const BadConfig& c : cases) {
     INFO(c.text);
-    const std::string message = error_of(c.text);
+    const std::string message = hf_error_of(c.text);
     INFO(message);
     CHECK(message.find(c.fragment) != std::string::npos);
     CHECK(message.find('\n') == std::string::npos);
@@ -184,8 +184,8 @@ TEST_CASE("a config.json: architectures stands in for model_type, and the defaul
   mha.replace(mha.find("  \"num_key_value_heads\": 2,\n"), 28, "");
   CHECK(model::parse_hf_config(mha, "m.json")->transformer->kv_heads == 4);
   // A sliding window no shorter than the sequence never applies; Qwen2's only when used.
-  CHECK(error_of(llama(",\n  \"sliding_window\": 32", "mistral")).empty());
-  CHECK(error_of(llama(",\n  \"sliding_window\": 16, \"use_sliding_window\": false", "qwen2"))
+  CHECK(hf_error_of(llama(",\n  \"sliding_window\": 32", "mistral")).empty());
+  CHECK(hf_error_of(llama(",\n  \"sliding_window\": 16, \"use_sliding_window\": false", "qwen2"))
             .empty());
   // JSON that is not a HuggingFace config is left to the workload YAML reader.
   CHECK_FALSE(model::parse_hf_config("{\"name\": \"x\"}", "x.json"));
@@ -404,9 +404,9 @@ TEST_CASE("MoE configs: defaults, null fields, and the fields known not to chang
   CHECK(noisy->flop_per_sample == plain->flop_per_sample);
   CHECK(plain->transformer->moe.expert_ffn_hidden == 128);
   // A window no shorter than the sequence never applies.
-  CHECK(error_of(llama(",\n  \"num_local_experts\": 4,\n  \"num_experts_per_tok\": 2,\n"
-                       "  \"sliding_window\": 32",
-                       "mixtral"))
+  CHECK(hf_error_of(llama(",\n  \"num_local_experts\": 4,\n  \"num_experts_per_tok\": 2,\n"
+                          "  \"sliding_window\": 32",
+                          "mixtral"))
             .empty());
   // MixtralForCausalLM and DeepseekV3ForCausalLM stand in for model_type.
   std::string by_architecture = mixtral;
@@ -542,7 +542,7 @@ TEST_CASE("DeepSeek-V3's released config.json: its multi-token prediction layer 
   REQUIRE(shipped.find("\"num_nextn_predict_layers\": 0,") != std::string::npos);
   const std::string original =
       with(shipped, "num_nextn_predict_layers", "\"num_nextn_predict_layers\": 1");
-  const std::string message = error_of(original);
+  const std::string message = hf_error_of(original);
   CHECK(message ==
         "bad.json: num_nextn_predict_layers: expected 0 (the multi-token prediction module is not "
         "modelled yet: set it to 0 to plan the main model, 671B for DeepSeek-V3), got 1");

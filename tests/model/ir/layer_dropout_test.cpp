@@ -34,7 +34,7 @@ model::LayerShape shape_22b(bool dropout, bool sequence_parallel = false,
   return s;
 }
 
-double memory_bytes(const std::vector<ComputeOp>& ops) {
+double dropout_memory_bytes(const std::vector<ComputeOp>& ops) {
   double bytes = 0;
   for (const ComputeOp& op : ops)
     if (op.kind == model::ComputeOpKind::Memory) bytes += op.bytes;
@@ -72,7 +72,7 @@ TEST_CASE("layer_ops: dropout adds the passes of attention and hidden dropout, a
       const auto off = model::layer_ops(shape_22b(false, sp), c.recompute);
       const auto on = model::layer_ops(shape_22b(true, sp), c.recompute);
       CHECK(model::total_flop(on) == model::total_flop(off));
-      CHECK(memory_bytes(on) - memory_bytes(off) == Approx(c.extra).epsilon(1e-12));
+      CHECK(dropout_memory_bytes(on) - dropout_memory_bytes(off) == Approx(c.extra).epsilon(1e-12));
       CHECK(named(off, "attention.dropout") == 0);
       CHECK(named(off, "residual1.dropout.backward") == 0);
       CHECK(named(on, "attention.dropout") ==
@@ -94,7 +94,8 @@ TEST_CASE("layer_ops: a flash kernel applies attention dropout inside, the masks
   CHECK(named(on, "attention.dropout") == 0);
   CHECK(named(on, "attention.dropout.backward") == 0);
   const double values = 4.0 * 2048 * 6144;
-  CHECK(memory_bytes(on) - memory_bytes(off) == Approx(2 * values + 2 * 5 * values));
+  CHECK(dropout_memory_bytes(on) - dropout_memory_bytes(off) ==
+        Approx(2 * values + 2 * 5 * values));
 }
 
 TEST_CASE("the workload key dropout reaches the compute model's layer shape") {

@@ -12,14 +12,14 @@ using namespace tauplan;
 
 namespace {
 
-model::Job parse(const std::string& yaml) {
+model::Job parse_layout_job(const std::string& yaml) {
   return model::parse_job_yaml(yaml, "job.yaml", "", model::model_job_keys());
 }
 
 /// The one-line error check_layout gives for a job, or "" when the layout is accepted.
 std::string layout_error(const std::string& yaml) {
   try {
-    const model::Job job = parse(yaml);
+    const model::Job job = parse_layout_job(yaml);
     const model::Layout layout = model::layout_from_job(job);
     model::check_layout(layout, model::load_workload(job.text("workload")),
                         static_cast<double>(job.integer("batch")),
@@ -35,7 +35,7 @@ std::string layout_error(const std::string& yaml) {
 }  // namespace
 
 TEST_CASE("a layout comes from the job keys; data parallel is workers / (t p)") {
-  const model::Job job = parse(
+  const model::Job job = parse_layout_job(
       "workload: gpt3-175b\nworkers: 64\nbatch: 512\ntensor_parallel: 8\npipeline_parallel: 4\n"
       "micro_batches: 32\npipeline_schedule: gpipe\nzero_stage: 1\nrecompute: selective\n"
       "sequence_parallel: true\n");
@@ -68,26 +68,28 @@ TEST_CASE("a layout comes from the job keys; data parallel is workers / (t p)") 
 }
 
 TEST_CASE("a job without layout keys asks for none, and the engines refuse one they ignore") {
-  const model::Job plain = parse("workers: 4\n");
+  const model::Job plain = parse_layout_job("workers: 4\n");
   CHECK(model::layout_key_set(plain).empty());
   CHECK(model::layout_from_job(plain).label() == "d4");
   CHECK_NOTHROW(model::strategy_options(plain));
   CHECK_THROWS_WITH(
-      model::strategy_options(parse("workers: 4\ntensor_parallel: 2\n")),
+      model::strategy_options(parse_layout_job("workers: 4\ntensor_parallel: 2\n")),
       Catch::Contains(
           "job.yaml: tensor_parallel: expected its default unless `strategies` include mesh"));
-  CHECK_THROWS_WITH(model::strategy_options(parse("workers: 4\nrecompute: full\n")),
+  CHECK_THROWS_WITH(model::strategy_options(parse_layout_job("workers: 4\nrecompute: full\n")),
                     Catch::Contains("job.yaml: recompute: expected its default"));
   // Strategy mesh reads them: its options carry the layout.
-  const model::StrategyOptions mesh = model::strategy_options(
-      parse("workers: 8\nstrategies: [mesh]\ntensor_parallel: 2\npipeline_parallel: 2\n"));
-  CHECK(mesh.layout.label() == model::layout_from_job(parse("workers: 8\ntensor_parallel: 2\n"
-                                                            "pipeline_parallel: 2\n"))
-                                   .label());
+  const model::StrategyOptions mesh = model::strategy_options(parse_layout_job(
+      "workers: 8\nstrategies: [mesh]\ntensor_parallel: 2\npipeline_parallel: 2\n"));
+  CHECK(mesh.layout.label() ==
+        model::layout_from_job(parse_layout_job("workers: 8\ntensor_parallel: 2\n"
+                                                "pipeline_parallel: 2\n"))
+            .label());
   CHECK(mesh.layout.tensor == 2);
   CHECK(mesh.layout.data == 2);
   // A key set to its default is no layout.
-  CHECK(model::layout_key_set(parse("workers: 4\ntensor_parallel: 1\nzero_stage: 0\n")).empty());
+  CHECK(model::layout_key_set(parse_layout_job("workers: 4\ntensor_parallel: 1\nzero_stage: 0\n"))
+            .empty());
 }
 
 TEST_CASE("mesh sizes whose product differs from the workers are refused") {
@@ -172,10 +174,11 @@ TEST_CASE("interleaving with Llama 3's balanced chunks: the first and last one l
 TEST_CASE("a layout needs a transformer workload, and bad key values are refused by the loader") {
   CHECK_THAT(layout_error("workload: fashion-mlp\nworkers: 2\nbatch: 8\ntensor_parallel: 2\n"),
              Catch::StartsWith("job.yaml: workload: expected a transformer workload"));
-  CHECK_THROWS_WITH(parse("zero_stage: 4\n"), Catch::Contains("job.yaml: zero_stage"));
-  CHECK_THROWS_WITH(parse("tensor_parallel: 0\n"), Catch::Contains("job.yaml: tensor_parallel"));
-  CHECK_THROWS_WITH(parse("recompute: some\n"), Catch::Contains("job.yaml: recompute"));
-  CHECK_THROWS_WITH(parse("pipeline_schedule: zb\n"),
+  CHECK_THROWS_WITH(parse_layout_job("zero_stage: 4\n"), Catch::Contains("job.yaml: zero_stage"));
+  CHECK_THROWS_WITH(parse_layout_job("tensor_parallel: 0\n"),
+                    Catch::Contains("job.yaml: tensor_parallel"));
+  CHECK_THROWS_WITH(parse_layout_job("recompute: some\n"), Catch::Contains("job.yaml: recompute"));
+  CHECK_THROWS_WITH(parse_layout_job("pipeline_schedule: zb\n"),
                     Catch::Contains("job.yaml: pipeline_schedule"));
 }
 
