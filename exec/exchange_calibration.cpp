@@ -131,11 +131,11 @@ ExchangeFit apply_exchange_fit(const ExchangeMeasurements& measured, double opti
   calibration.alpha_s = 2 * std::max(0.0, fit.message.intercept);
   calibration.beta_Bps = 0.5 / fit.message.slope;
   calibration.r2_comm = fit.message.r2;
-  calibration.server_flop_per_message = fit.server.seconds_per_message * calibration.speed_flops();
-  const double optimizer_flop_per_byte =
-      measured.gradient_bytes > 0 ? optimizer_apply_flop / measured.gradient_bytes : 0;
-  calibration.server_flop_per_byte = std::max(
-      0.0, fit.server.seconds_per_byte * calibration.speed_flops() - optimizer_flop_per_byte);
+  const ServerWork work = server_work_at(
+      fit.server, calibration.speed_flops(),
+      measured.gradient_bytes > 0 ? optimizer_apply_flop / measured.gradient_bytes : 0);
+  calibration.server_flop_per_message = work.flop_per_message;
+  calibration.server_flop_per_byte = work.flop_per_byte;
   return fit;
 }
 

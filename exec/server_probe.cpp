@@ -158,4 +158,12 @@ std::vector<ServerProbeFit> probe_server_processing(PeerGroup& peers, int worker
   return fits;
 }
 
+ServerWork server_work_at(const ServerProbeFit& fit, double speed_flops,
+                          double optimizer_flop_per_byte) {
+  ServerWork work;
+  work.flop_per_message = fit.seconds_per_message * speed_flops;
+  work.flop_per_byte = std::max(0.0, fit.seconds_per_byte * speed_flops - optimizer_flop_per_byte);
+  return work;
+}
+
 }  // namespace tauplan::exec

@@ -50,6 +50,20 @@ struct ServerProbeFit {
 /// bytes to messages.
 ServerProbeFit fit_server_points(const std::vector<ServerProbePoint>& points);
 
+/// A server's fit as work at its host's speed: model/ir/server_work.hpp's props, in flop.
+struct ServerWork {
+  double flop_per_message = 0;
+  double flop_per_byte = 0;
+};
+
+/// The fit's seconds per message and per byte at `speed_flops`, less `optimizer_flop_per_byte`
+/// per byte: the optimizer's arithmetic per byte of an asynchronous apply
+/// (model::server_apply_flop over the gradient's bytes), which the engines charge every apply
+/// already and the timed apply includes (0 for a sync combine, which applies nothing). The
+/// per-byte work is never below 0.
+ServerWork server_work_at(const ServerProbeFit& fit, double speed_flops,
+                          double optimizer_flop_per_byte);
+
 /// Times `request` on this rank (no communication).
 std::vector<ServerProbePoint> time_server_processing(const ServerProbeRequest& request);
 

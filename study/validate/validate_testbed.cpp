@@ -17,6 +17,7 @@
 
 #include "exec/calibrate.hpp"
 #include "exec/job_keys.hpp"
+#include "exec/server_probe.hpp"
 #include "model/analytic/bottleneck_baseline.hpp"
 #include "model/base/yaml_util.hpp"
 #include "model/convergence/validation.hpp"
@@ -464,20 +465,29 @@ ComputeCalibration mean_of(const ComputeCalibration& x, const ComputeCalibration
 }
 
 /// A server host's processing as calibrated: its speed as on the testbed platform, and its
-/// seconds per message and per byte as work at that speed (model/ir/server_work.hpp's props).
+/// seconds per message and per byte as work at that speed (model/ir/server_work.hpp's props),
+/// less the optimizer's flop per byte that the engines charge an asynchronous apply already
+/// (exec::server_work_at; 0 for a sync combine).
 tb::HostCompute server_compute(const tb::Spec& spec, const std::string& host,
-                               const ServerProcessingFit& fit, const std::string& which) {
+                               const ServerProcessingFit& fit, double optimizer_flop_per_byte,
+                               const std::string& which) {
   const auto it = std::find_if(spec.hosts.begin(), spec.hosts.end(),
                                [&](const tb::SpecHost& h) { return h.name == host; });
   tb::HostCompute out;
   out.speed_flops = it != spec.hosts.end() ? it->speed_flops : 0;
+  exec::ServerProbeFit timed;
+  timed.seconds_per_message = fit.seconds_per_message;
+  timed.seconds_per_byte = fit.seconds_per_byte;
+  const exec::ServerWork work =
+      exec::server_work_at(timed, out.speed_flops, optimizer_flop_per_byte);
   out.props = {
-      {"server_flop_per_message", fmt::format("{:.9g}", fit.seconds_per_message * out.speed_flops)},
-      {"server_flop_per_byte", fmt::format("{:.9g}", fit.seconds_per_byte * out.speed_flops)},
+      {"server_flop_per_message", fmt::format("{:.9g}", work.flop_per_message)},
+      {"server_flop_per_byte", fmt::format("{:.9g}", work.flop_per_byte)},
       {"server_processing_from",
        fmt::format("{}: {:.4g} s per message + {:.4g} s per byte, timed on the server's rank "
-                   "(exec/server_probe.hpp) at this speed",
-                   which, fit.seconds_per_message, fit.seconds_per_byte)}};
+                   "(exec/server_probe.hpp) at this speed, less {:.4g} flop per byte of the "
+                   "optimizer's apply that the engines charge already",
+                   which, fit.seconds_per_message, fit.seconds_per_byte, optimizer_flop_per_byte)}};
   return out;
 }
 
@@ -514,9 +524,14 @@ std::string write_platform(const tb::Spec& spec, tb::NetworkCalibration network,
                            const std::string& which, const tb::ProbedTopology* probed = nullptr) {
   for (const std::string& h : config.hosts)
     network.compute[h] = host_compute(compute, workload, config.hosts.size());
+  // An asynchronous apply's optimizer arithmetic, per byte (the engines charge it every apply).
+  const double optimizer_flop_per_byte =
+      server_processing_of(config) == "apply" && workload.gradient_bytes() > 0
+          ? model::server_apply_flop(workload) / workload.gradient_bytes()
+          : 0;
   for (size_t i = 0; i < compute.servers.size() && i < config.server_hosts.size(); ++i)
-    network.compute[config.server_hosts[i]] =
-        server_compute(spec, config.server_hosts[i], compute.servers[i], which);
+    network.compute[config.server_hosts[i]] = server_compute(
+        spec, config.server_hosts[i], compute.servers[i], optimizer_flop_per_byte, which);
   if (beside_compute != nullptr)
     for (const std::string& h : config.beside)
       network.compute[h] = host_compute(*beside_compute, workload, config.beside.size());

@@ -25,6 +25,22 @@ TEST_CASE("server probe: the fit recovers seconds per message and per byte") {
   CHECK_THROWS_AS(exec::fit_server_points({{2, 1e6, 1e-3}, {4, 2e6, 2e-3}}), std::invalid_argument);
 }
 
+TEST_CASE("server probe: a fit becomes work at the host's speed, less the optimizer's apply") {
+  exec::ServerProbeFit fit;
+  fit.seconds_per_message = 2e-6;
+  fit.seconds_per_byte = 5e-10;
+  // 1 Gflop/s: 2000 flop a message, 0.5 flop a byte; an async apply's optimizer charges 0.2 of it.
+  const exec::ServerWork combine = exec::server_work_at(fit, 1e9, 0);
+  CHECK(combine.flop_per_message == Approx(2000));
+  CHECK(combine.flop_per_byte == Approx(0.5));
+  const exec::ServerWork apply = exec::server_work_at(fit, 1e9, 0.2);
+  CHECK(apply.flop_per_message == Approx(2000));
+  CHECK(apply.flop_per_byte == Approx(0.3));
+  // An apply timed faster than the optimizer's arithmetic alone leaves no work of its own, not
+  // less.
+  CHECK(exec::server_work_at(fit, 1e9, 0.8).flop_per_byte == 0);
+}
+
 TEST_CASE("server probe: the timed loads are the server's", "[timing]") {
   exec::ServerProbeRequest sync;
   sync.workers = 4;
