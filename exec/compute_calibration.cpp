@@ -20,6 +20,7 @@
 #include "exec/thread_barrier.hpp"
 #include "exec/transformer_block.hpp"
 #include "model/base/error.hpp"
+#include "model/base/statistics.hpp"
 
 namespace tauplan::exec {
 namespace {
@@ -29,12 +30,6 @@ constexpr const char* kOrigin = "<compute calibration>";
 
 double since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct Shape {
@@ -60,7 +55,7 @@ void time_gemms(const std::vector<Shape>& shapes, ThreadBarrier& barrier,
       gemm(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n);
       times.push_back(since(start));
     }
-    out[i] = median(times);
+    out[i] = model::median(times);
   }
 }
 
@@ -94,7 +89,7 @@ void time_batched_gemms(const std::vector<Shape>& shapes, const std::vector<int>
       batch();
       times.push_back(since(start));
     }
-    out[i] = median(times);
+    out[i] = model::median(times);
   }
 }
 
@@ -211,7 +206,7 @@ void time_memory_kernels(int repeats, ThreadBarrier& barrier, std::vector<double
         counted = run();
         times.push_back(since(start));
       }
-      log_sum += std::log(counted / median(times));
+      log_sum += std::log(counted / model::median(times));
     }
     out[static_cast<size_t>(kind)] = std::exp(log_sum / static_cast<double>(sizes[kind].size()));
   }
@@ -232,7 +227,7 @@ double time_stream(long long floats, int passes, ThreadBarrier& barrier) {
   }
   volatile float sink = a[n / 2];
   (void)sink;
-  return median(times);
+  return model::median(times);
 }
 
 /// Median seconds of a 1 x 1 x 1 product on this thread.
@@ -244,7 +239,7 @@ double time_tiny_call() {
     gemm(false, false, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
     times.push_back(since(start));
   }
-  return median(times);
+  return model::median(times);
 }
 
 /// The thread transport's all-reduce (peer_group.hpp's allreduce_sum over `threads` threads at
@@ -286,7 +281,7 @@ ThreadTransport time_transport(int threads) {
       slowest.push_back(*std::max_element(times[s].begin() + repeat * threads,
                                           times[s].begin() + (repeat + 1) * threads));
     bytes.push_back(4.0 * static_cast<double>(sizes[s]));
-    seconds.push_back(median(slowest));
+    seconds.push_back(model::median(slowest));
   }
   const double n = static_cast<double>(bytes.size());
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -325,7 +320,7 @@ double time_handoff() {
     trips.push_back(since(start));
   }
   other.join();
-  return median(trips) / 2;
+  return model::median(trips) / 2;
 }
 
 void check_dims(const std::vector<int>& dims, const char* field) {

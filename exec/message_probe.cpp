@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/base/statistics.hpp"
+
 namespace tauplan::exec {
 namespace {
 
@@ -17,12 +19,6 @@ constexpr int kResultTag = 7104;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 void check(const PeerGroup& peers, const MessageProbeRequest& r) {
@@ -79,7 +75,7 @@ std::vector<MessageProbeRoute> run_message_probe(PeerGroup& peers,
         peers.recv(dst, small.data(), ping_floats, kPingTag);
         if (i >= 3) round_trips.push_back(now_s() - t0);
       }
-      route.small_round_trip_s = median(round_trips);
+      route.small_round_trip_s = model::median(round_trips);
       for (double s : request.sizes_bytes)
         for (int i = 0; i < request.repeats + 1; ++i) {
           const double t0 = now_s();

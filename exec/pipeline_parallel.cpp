@@ -17,6 +17,7 @@
 #include "exec/sampler.hpp"
 #include "exec/tensor_parallel.hpp"
 #include "model/base/error.hpp"
+#include "model/base/statistics.hpp"
 #include "model/convergence/convergence.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/inputs/workload.hpp"
@@ -28,13 +29,6 @@ namespace {
 // One tag per kind of message; messages of one kind between two ranks keep their order.
 constexpr int kTagTensor = 1, kTagForward = 2, kTagBackward = 3, kTagData = 4, kTagEval = 5,
               kTagControl = 6, kTagReport = 7, kTagGather = 8, kTagSlices = 9;
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t m = values.size() / 2;
-  return values.size() % 2 ? values[m] : 0.5 * (values[m - 1] + values[m]);
-}
 
 /// Softmax cross-entropy of `n` rows of logits: returns the summed loss and writes
 /// d(loss)/d(logits) scaled by `scale` (1 / the global batch), as exec/mlp.cpp computes it.
@@ -404,9 +398,9 @@ ModelParallelReport train_model_parallel(const ModelParallelOptions& options, co
   mine.data_index = engine.data_index();
   mine.tensor_index = engine.tensor_index();
   mine.stage = engine.stage_index();
-  mine.step_s = median(step_times);
-  mine.compute_s = median(compute_times);
-  mine.comm_s = median(comm_times);
+  mine.step_s = model::median(step_times);
+  mine.compute_s = model::median(compute_times);
+  mine.comm_s = model::median(comm_times);
   mine.tensor_allreduces = allreduces;
   mine.messages = messages;
   const std::size_t steps = step_times.size();
@@ -445,7 +439,7 @@ ModelParallelReport train_model_parallel(const ModelParallelOptions& options, co
       slowest[i] = std::max(slowest[i], static_cast<double>(theirs[5 + i]));
     report.ranks.push_back(t);
   }
-  report.step_s = median(slowest);
+  report.step_s = model::median(slowest);
   peers.barrier();
   return report;
 }

@@ -37,17 +37,6 @@ bool parse_timing(const std::string& text, Timing& timing) {
   return false;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const std::size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower =
-      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
-  return 0.5 * (lower + upper);
-}
-
 void describe_run(Measurement& m, const TrainOptions& options, const Dataset& data,
                   const MlpShape& shape) {
   m.engine = options.engine;

@@ -76,6 +76,7 @@
 #include "exec/mlp.hpp"
 #include "exec/replica.hpp"
 #include "exec/trace_event.hpp"
+#include "model/base/statistics.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/ir/plan.hpp"
 
@@ -198,7 +199,7 @@ std::vector<long long> integer_samples(const std::vector<double>& samples);
 /// clock of lockstep CPU work, and of the calibration that predicts it.
 double thread_cpu_seconds();
 
-/// Median of a list (0 for an empty one).
-double median(std::vector<double> values);
+/// Median of a list (0 for an empty one): model/base/statistics.hpp's.
+using model::median;
 
 }  // namespace tauplan::exec

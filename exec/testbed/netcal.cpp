@@ -16,6 +16,7 @@
 
 #include "exec/testbed/system.hpp"
 #include "model/base/error.hpp"
+#include "model/base/statistics.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/inputs/simgrid_xml.hpp"
 #include "model/ir/result.hpp"
@@ -31,13 +32,6 @@ std::string comment_safe(std::string text) {
 }
 
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
 
 std::string num(double v) {
   return fmt::format("{:.17g}", v);
@@ -272,7 +266,7 @@ void fit_transfers(const Spec& spec, int a, int b, RouteMeasurement& m) {
   std::vector<double> t;
   for (const auto& [bytes, times] : times_by_size) {
     x.push_back(bytes);
-    t.push_back(median(times));
+    t.push_back(model::median(times));
   }
   m.fit = model::fit_line(x, t, "testbed calibration of " + route_name(spec, a, b));
   if (!(m.fit.slope > 0))
@@ -293,7 +287,7 @@ RouteMeasurement measure_route(const Spec& spec, const NetworkCalibrationRequest
   const double ping_timeout = (request.pings + 3) * (4 * m.testbed_round_trip_s + 0.05) + 10;
   m.round_trips_s = ping_pong(endpoint(spec, a), endpoint(spec, b), request.pings,
                               request.ping_bytes, ping_timeout);
-  m.round_trip_s = median(m.round_trips_s);
+  m.round_trip_s = model::median(m.round_trips_s);
   const double largest = std::max(64.0 * 1024, route.bandwidth_Bps * request.transfer_s);
   std::vector<double> sizes;
   for (int k = 1; k <= request.sizes; ++k)
