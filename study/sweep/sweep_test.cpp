@@ -31,7 +31,7 @@ std::string crossbar_job(const test::Scratch& scratch, const std::string& more) 
       "job.yaml", "platform: " + test::source_path("platforms/test-crossbar-4.xml") + "\n" + more);
 }
 
-study::SweepRequest request(const std::string& job, const std::string& out) {
+study::SweepRequest sweep_request(const std::string& job, const std::string& out) {
   study::SweepRequest r;
   r.job_file = job;
   r.sets = {"workers=2,4", "batch=32,64,128", "tau=1,5"};
@@ -46,7 +46,7 @@ TEST_CASE("sweep: each point of the grid is the analytic engine run on the job w
   const test::Scratch scratch("sweep-grid");
   const std::string job =
       crossbar_job(scratch, "workload: fashion-mlp\nstrategies: [sync, local-sgd]\n");
-  const study::SweepOutcome out = study::run_sweep(request(job, scratch.path("out")));
+  const study::SweepOutcome out = study::run_sweep(sweep_request(job, scratch.path("out")));
   REQUIRE(out.reporter);
   CHECK(out.failed == 0);
   const json& doc = out.document;
@@ -101,7 +101,7 @@ TEST_CASE("sweep: a second run resumes every point, --fresh none, a changed job 
   const test::Scratch scratch("sweep-resume");
   const std::string job =
       crossbar_job(scratch, "workload: fashion-mlp\nstrategies: [single, sync]\n");
-  study::SweepRequest r = request(job, scratch.path("out"));
+  study::SweepRequest r = sweep_request(job, scratch.path("out"));
   const study::SweepOutcome first = study::run_sweep(r);
   const study::SweepOutcome again = study::run_sweep(r);
   CHECK(again.document.at("context").at("resumed") == 12);
@@ -117,7 +117,7 @@ TEST_CASE("sweep: a second run resumes every point, --fresh none, a changed job 
 TEST_CASE("sweep: a point with a bad value is an error row, the others are computed") {
   const test::Scratch scratch("sweep-error");
   const std::string job = crossbar_job(scratch, "workload: resnet-50\nstrategies: [sync]\n");
-  study::SweepRequest r = request(job, scratch.path("out"));
+  study::SweepRequest r = sweep_request(job, scratch.path("out"));
   r.sets = {"batch=64,100000"};
   const study::SweepOutcome out = study::run_sweep(r);
   CHECK(out.failed == 1);
@@ -136,7 +136,7 @@ TEST_CASE("sweep: a point with a bad value is an error row, the others are compu
 TEST_CASE("sweep: bad requests are one-line InputErrors before any folder is made") {
   const test::Scratch scratch("sweep-bad");
   const std::string job = crossbar_job(scratch, "workload: fashion-mlp\n");
-  study::SweepRequest r = request(job, scratch.path("out"));
+  study::SweepRequest r = sweep_request(job, scratch.path("out"));
   auto error = [&r] { return test::input_error([&r] { study::run_sweep(r); }); };
   r.sets = {};
   CHECK(error() ==

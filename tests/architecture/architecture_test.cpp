@@ -579,6 +579,73 @@ std::vector<std::string> repeated_blocks(const fs::path& root, const std::vector
   return found;
 }
 
+// --- unity batches of the test executables ----------------------------------------------------
+// The test executables compile their files in unity batches (CMakeLists.txt, TAUPLAN_UNITY_TESTS)
+// whose boundaries move as files are added: a name that two test files of one executable both
+// define at file scope fails to compile ("redefinition of"), or quietly picks the other file's
+// overload, once the two share a batch. So no two test files of one folder define the same name
+// (a folder holds one executable's files, or several executables': stricter than needed).
+
+/// The name a line at column 0 of a test file defines at file scope (a function, a constant, a
+/// type), or "" (a TEST_CASE, a namespace, a using line, a preprocessor line, a brace, anything
+/// indented: code inside a definition or a multi-line literal).
+std::string file_scope_name(const std::string& line) {
+  static const std::regex skipped(
+      R"(^(TEST_CASE|TEMPLATE|SCENARIO|namespace|using|template|#|\}))");
+  static const std::regex definition(
+      R"(^(?:static\s+|inline\s+|constexpr\s+|const\s+)*(?:(?:struct|class|enum class|enum)\s+(\w+)|[A-Za-z_][\w:<>,*& ]*?[ *&](\w+)\s*(?:\(|=|\{|\[|;)))");
+  if (line.empty() || std::isspace(static_cast<unsigned char>(line[0])) ||
+      std::regex_search(line, skipped))
+    return "";
+  std::smatch m;
+  if (!std::regex_search(line, m, definition)) return "";
+  return m[1].matched ? m[1].str() : m[2].str();
+}
+
+/// Each name that more than one of `files` (name, text) defines at file scope, with the files.
+std::vector<std::string> unity_collisions(
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::map<std::string, std::set<std::string>> definers;
+  for (const auto& [name, text] : files) {
+    std::istringstream in(without_comments(text));
+    for (std::string line; std::getline(in, line);) {
+      const std::string defined = file_scope_name(line);
+      if (!defined.empty()) definers[defined].insert(name);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [defined, names] : definers)
+    if (names.size() > 1) {
+      std::string where;
+      for (const std::string& n : names)
+        where += (where.empty() ? "" : ", ") + n;
+      out.push_back(defined + ": " + where);
+    }
+  return out;
+}
+
+/// The test files of one test folder, as the test executables take them: *_test.cpp files
+/// (`recursive`: in subfolders too), and the cli tests' shared run_command.cpp.
+std::vector<std::pair<std::string, std::string>> test_files_of(const fs::path& folder,
+                                                               bool recursive) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto take = [&](const fs::path& file) {
+    const std::string stem = file.stem().string();
+    if (file.extension() == ".cpp" &&
+        ((stem.size() > 5 && stem.compare(stem.size() - 5, 5, "_test") == 0) ||
+         stem == "run_command"))
+      out.emplace_back(fs::relative(file, kRoot).string(), read(file));
+  };
+  if (recursive) {
+    for (const auto& e : fs::recursive_directory_iterator(folder))
+      if (e.is_regular_file()) take(e.path());
+  } else {
+    for (const auto& e : fs::directory_iterator(folder))
+      if (e.is_regular_file()) take(e.path());
+  }
+  return out;
+}
+
 /// A scratch tree under the build's temporary folder, removed at the end of the test.
 struct ScratchTree {
   fs::path root = fs::temp_directory_path() / ("tauplan-arch-" + std::to_string(::getpid()));
@@ -993,4 +1060,34 @@ TEST_CASE("engines: analytic, simgrid and exec are registered, each with its ver
   for (const auto& n : names)
     verbs.insert(tauplan::study::engine(n).verb());
   CHECK(verbs == std::set<std::string>{"predict", "simulate", "measure"});
+}
+
+TEST_CASE("unity batches: no two test files of one executable define the same file-scope name") {
+  const std::vector<std::pair<fs::path, bool>> folders = {{kRoot / "tests/model", true},
+                                                          {kRoot / "tests/sim", false},
+                                                          {kRoot / "tests/exec", false},
+                                                          {kRoot / "tests/cli", false},
+                                                          {kRoot / "study", true}};
+  size_t files = 0;
+  for (const auto& [folder, recursive] : folders) {
+    const auto tests = test_files_of(folder, recursive);
+    files += tests.size();
+    const auto collisions = unity_collisions(tests);
+    INFO(folder.string() << ": names two test files define:\n" << indented(collisions));
+    CHECK(collisions.empty());
+  }
+  CHECK(files > 100);
+  // Planted: a helper, a constant and a type defined twice; an indented line, a TEST_CASE and a
+  // using line are not file-scope definitions.
+  const auto planted = unity_collisions(
+      {{"a_test.cpp",
+        "namespace {\nstd::string error_of(const std::string& t) {\n  int x = 1;\n}\n"
+        "const std::string kJob = \"a\";\nstruct Case {};\nusing json = nlohmann::json;\n}\n"
+        "TEST_CASE(\"a\") {}\n"},
+       {"b_test.cpp",
+        "static double error_of(int v);\nconst std::string kJob = \"b\";\nstruct Case {\n};\n"
+        "using json = nlohmann::json;\nTEST_CASE(\"a\") {}\nvoid other() {\n  int x = 2;\n}\n"}});
+  CHECK(planted == std::vector<std::string>{"Case: a_test.cpp, b_test.cpp",
+                                            "error_of: a_test.cpp, b_test.cpp",
+                                            "kJob: a_test.cpp, b_test.cpp"});
 }

@@ -30,7 +30,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& path) {
+std::string slurp_path(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream buffer;
   buffer << in.rdbuf();
@@ -74,12 +74,12 @@ TEST_CASE("sweep: analytic grid of every combination, CSV and JSON, resumed with
   CHECK(r.out.rfind("point,set.workers,set.batch,status,strategy,workers,tau,batch,", 0) == 0);
   CHECK(r.out.find("\n0,2,32,ok,single,1,1,32,") != std::string::npos);
   CHECK(r.out.find("\n5,4,128,ok,local-sgd,4,10,128,") != std::string::npos);
-  CHECK(slurp(out / "sweep.csv") == r.out);
+  CHECK(slurp_path(out / "sweep.csv") == r.out);
   size_t files = 0;
   for (const auto& entry : fs::directory_iterator(out / "points"))
     files += entry.is_regular_file();
   CHECK(files == 6);
-  const json doc = json::parse(slurp(out / "sweep.json"));
+  const json doc = json::parse(slurp_path(out / "sweep.json"));
   CHECK(doc["results"].size() == 18);
   CHECK(doc["context"]["points"] == 6);
   CHECK(doc["results"][0]["workers"] == 1);  // the single row of point 0
@@ -156,7 +156,7 @@ TEST_CASE("sweep: a killed simgrid sweep resumes without recomputing finished po
   std::map<std::string, std::pair<std::string, fs::file_time_type>> before;
   for (const auto& e : fs::directory_iterator(out / "points"))
     if (e.path().extension() == ".json")
-      before[e.path().filename().string()] = {slurp(e.path()), fs::last_write_time(e.path())};
+      before[e.path().filename().string()] = {slurp_path(e.path()), fs::last_write_time(e.path())};
 
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const auto resumed = run_tauplan(args);
@@ -165,7 +165,7 @@ TEST_CASE("sweep: a killed simgrid sweep resumes without recomputing finished po
   CHECK(resumed.err.find("6 points (" + std::to_string(finished) + " resumed, " +
                          std::to_string(6 - finished) + " computed") != std::string::npos);
   for (const auto& [name, content] : before) {
-    CHECK(slurp(out / "points" / name) == content.first);
+    CHECK(slurp_path(out / "points" / name) == content.first);
     CHECK(fs::last_write_time(out / "points" / name) == content.second);  // not rewritten
   }
   // The resumed result equals an uninterrupted sweep.
@@ -231,12 +231,12 @@ TEST_CASE("sweep: 2 MPI ranks give the same CSV as 1 process") {
     }
     int status = 0;
     waitpid(pid, &status, 0);
-    INFO(slurp(two.parent_path() / ("mpi-" + engine + ".log")));
+    INFO(slurp_path(two.parent_path() / ("mpi-" + engine + ".log")));
     REQUIRE(WIFEXITED(status));
     REQUIRE(WEXITSTATUS(status) == 0);
-    CHECK(slurp(two / "sweep.csv") == slurp(one / "sweep.csv"));
-    CHECK(count_lines(slurp(two / "sweep.csv")) == 1 + 12);
-    const json doc = json::parse(slurp(two / "sweep.json"));
+    CHECK(slurp_path(two / "sweep.csv") == slurp_path(one / "sweep.csv"));
+    CHECK(count_lines(slurp_path(two / "sweep.csv")) == 1 + 12);
+    const json doc = json::parse(slurp_path(two / "sweep.json"));
     CHECK(doc["context"]["mpi_ranks"] == 2);
   }
 }
@@ -324,7 +324,7 @@ TEST_CASE("plan: frontier, best, simgrid re-check of the top candidates and the 
   const auto& frontier = doc["frontier"];
   REQUIRE(frontier.size() >= 2);
   // Every frontier point is non-dominated by any evaluated configuration (evaluated.csv).
-  std::istringstream csv(slurp(out / "evaluated.csv"));
+  std::istringstream csv(slurp_path(out / "evaluated.csv"));
   std::string line;
   std::getline(csv, line);
   size_t evaluated = 0;
@@ -390,7 +390,7 @@ TEST_CASE("plan: the frontier shows memory per GPU and MFU, in text and JSON") {
   CHECK(r.out.find("mem GiB") != std::string::npos);
   CHECK(r.out.find("MFU") != std::string::npos);
   CHECK(r.out.find("%") != std::string::npos);
-  const json doc = json::parse(slurp(out / "plan.json"));
+  const json doc = json::parse(slurp_path(out / "plan.json"));
   REQUIRE(doc["frontier"].size() >= 1);
   for (const auto& f : doc["frontier"]) {
     INFO(f.dump());

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 namespace {
 
 /// The BLAS backend a result was made with ("" when it does not say).
-std::string backend_of(const nlohmann::json& j) {
+std::string reproduce_backend_of(const nlohmann::json& j) {
   const auto it = j.find("compute_backend");
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
@@ -109,7 +109,7 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
     const json r = json::parse(slurp_file(reduced_run() / "sparknet/results.json"));
     // Exact for the BLAS backend the golden was recorded with (the same kernels sum in the same
     // order); on another CPU's kernels within the seed-to-seed spread measured here.
-    const bool exact = backend_of(golden()) == backend_of(r.at("context"));
+    const bool exact = reproduce_backend_of(golden()) == reproduce_backend_of(r.at("context"));
     const double tol = exact ? 0 : r.at("spread_max").get<double>();
     if (!exact)
       WARN("compute backend differs from the golden's: counts compared within the seed spread "
@@ -144,7 +144,7 @@ TEST_CASE("reproduce --reduced: golden numbers, claims, figures, cache") {
     // the seeds (the tolerance of the findings) is a property of the workload, not of the code.
     const json g = golden().at("sparknet");
     const json r = json::parse(slurp_file(reduced_run() / "sparknet/results.json"));
-    const bool exact = backend_of(golden()) == backend_of(r.at("context"));
+    const bool exact = reproduce_backend_of(golden()) == reproduce_backend_of(r.at("context"));
     if (exact) CHECK(r.at("spread_na").get<double>() == g.at("spread_na").get<double>());
     REQUIRE(r.at("spread").size() == g.at("spread").size());
     double largest = 0;

@@ -16,7 +16,7 @@ using namespace tauplan;
 
 namespace {
 
-exec::ModelParallelOptions mesh(
+exec::ModelParallelOptions parallel_mesh(
     int d, int t, int p, int m,
     model::PipelineSchedule schedule = model::PipelineSchedule::OneFOneB) {
   exec::ModelParallelOptions o;
@@ -42,7 +42,7 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& b, 
 }  // namespace
 
 TEST_CASE("split MLPs give the unsplit model's loss and gradients (fp32, relative 1e-5)") {
-  const exec::MlpShape shape = mesh(1, 1, 1, 1).shape;
+  const exec::MlpShape shape = parallel_mesh(1, 1, 1, 1).shape;
   exec::Mlp reference(shape);
   reference.init(3);
   // A batch of 32 inputs like standardised pixels, labels of all classes.
@@ -57,10 +57,12 @@ TEST_CASE("split MLPs give the unsplit model's loss and gradients (fp32, relativ
   using model::PipelineSchedule;
   std::printf("%-20s %12s %12s %12s\n", "layout", "loss rel.err", "grad rel.err", "worst layer");
   for (const auto& o :
-       {mesh(1, 2, 1, 1), mesh(1, 4, 1, 1), mesh(1, 1, 2, 1, PipelineSchedule::GPipe),
-        mesh(1, 1, 2, 4, PipelineSchedule::GPipe), mesh(1, 1, 2, 4), mesh(1, 1, 3, 8),
-        mesh(2, 1, 1, 1), mesh(2, 2, 1, 2), mesh(2, 1, 2, 4), mesh(1, 2, 2, 4), mesh(1, 4, 1, 4),
-        mesh(2, 2, 2, 2, PipelineSchedule::GPipe)}) {
+       {parallel_mesh(1, 2, 1, 1), parallel_mesh(1, 4, 1, 1),
+        parallel_mesh(1, 1, 2, 1, PipelineSchedule::GPipe),
+        parallel_mesh(1, 1, 2, 4, PipelineSchedule::GPipe), parallel_mesh(1, 1, 2, 4),
+        parallel_mesh(1, 1, 3, 8), parallel_mesh(2, 1, 1, 1), parallel_mesh(2, 2, 1, 2),
+        parallel_mesh(2, 1, 2, 4), parallel_mesh(1, 2, 2, 4), parallel_mesh(1, 4, 1, 4),
+        parallel_mesh(2, 2, 2, 2, PipelineSchedule::GPipe)}) {
     INFO(o.label());
     const exec::StepGradients split =
         exec::step_gradients_threads(o, parameters, x.data(), y.data());
@@ -83,29 +85,30 @@ TEST_CASE("split MLPs give the unsplit model's loss and gradients (fp32, relativ
 }
 
 TEST_CASE("a step's tensor all-reduces and pipeline sends are the closed forms' counts") {
-  std::vector<float> parameters(mesh(1, 1, 1, 1).shape.parameters());
-  exec::init_parameters(mesh(1, 1, 1, 1).shape, 5, parameters.data());
+  std::vector<float> parameters(parallel_mesh(1, 1, 1, 1).shape.parameters());
+  exec::init_parameters(parallel_mesh(1, 1, 1, 1).shape, 5, parameters.data());
   std::vector<float> x(32 * 784, 0.5f);
   std::vector<int> y(32, 3);
   // t = 4 on one stage: layers 0-1 are a column/row pair (one all-reduce forward; none backward,
   // the data needs no gradient), layer 2 is whole: 1 per micro-batch.
-  auto t4 = exec::step_gradients_threads(mesh(1, 4, 1, 4), parameters, x.data(), y.data());
+  auto t4 = exec::step_gradients_threads(parallel_mesh(1, 4, 1, 4), parameters, x.data(), y.data());
   for (long long count : t4.tensor_allreduces)
     CHECK(count == 4 * 1);
   for (long long count : t4.messages)
     CHECK(count == 0);
   // p = 3, m = 8: the first and last stage send m messages (activations, gradients), the middle
   // one 2 m.
-  auto p3 = exec::step_gradients_threads(mesh(1, 1, 3, 8), parameters, x.data(), y.data());
+  auto p3 = exec::step_gradients_threads(parallel_mesh(1, 1, 3, 8), parameters, x.data(), y.data());
   CHECK(p3.messages == std::vector<long long>{8, 16, 8});
   CHECK(p3.tensor_allreduces == std::vector<long long>{0, 0, 0});
   // t2 p2: stage 0 holds the pair (1 all-reduce forward per micro-batch), stage 1 the whole
   // output layer (none); each tensor rank sends its own copy between the stages.
-  auto t2p2 = exec::step_gradients_threads(mesh(1, 2, 2, 4), parameters, x.data(), y.data());
+  auto t2p2 =
+      exec::step_gradients_threads(parallel_mesh(1, 2, 2, 4), parameters, x.data(), y.data());
   CHECK(t2p2.tensor_allreduces == std::vector<long long>{4, 4, 0, 0});
   CHECK(t2p2.messages == std::vector<long long>{4, 4, 4, 4});
   // A pair after another stage needs the input gradient: one more all-reduce backward.
-  exec::TensorParallelStage middle(mesh(1, 1, 1, 1).shape, 1, 3, 0, 2);
+  exec::TensorParallelStage middle(parallel_mesh(1, 1, 1, 1).shape, 1, 3, 0, 2);
   CHECK(middle.forward_allreduces() == 1);
   CHECK(middle.backward_allreduces(true) == 1);
   CHECK(middle.backward_allreduces(false) == 0);
@@ -113,7 +116,7 @@ TEST_CASE("a step's tensor all-reduces and pipeline sends are the closed forms' 
 
 TEST_CASE("tensor- and pipeline-parallel training learns the synthetic task") {
   exec::Dataset data = test::tiny_data(4000, 1000);
-  for (auto o : {mesh(1, 2, 1, 1), mesh(1, 1, 2, 4), mesh(2, 2, 1, 2)}) {
+  for (auto o : {parallel_mesh(1, 2, 1, 1), parallel_mesh(1, 1, 2, 4), parallel_mesh(2, 2, 1, 2)}) {
     o.shape = test::tiny_shape();
     o.shape.widths = {32, 16, 8, 4};
     o.batch = 32;
@@ -136,13 +139,13 @@ TEST_CASE("tensor- and pipeline-parallel training learns the synthetic task") {
 }
 
 TEST_CASE("a mesh the MLP cannot take is one line naming the key") {
-  exec::ModelParallelOptions o = mesh(1, 1, 4, 1);  // 4 stages, 3 layers
+  exec::ModelParallelOptions o = parallel_mesh(1, 1, 4, 1);  // 4 stages, 3 layers
   CHECK_THROWS_WITH(exec::check_model_parallel(o),
                     Catch::Contains("pipeline_parallel: expected at most the 3 layers"));
-  o = mesh(1, 3, 1, 1);  // 256 is not divisible by 3
+  o = parallel_mesh(1, 3, 1, 1);  // 256 is not divisible by 3
   CHECK_THROWS_WITH(exec::check_model_parallel(o),
                     Catch::Contains("tensor_parallel: expected a divisor of the split layers"));
-  o = mesh(2, 1, 2, 3);  // 16 samples per replica in 3 micro-batches
+  o = parallel_mesh(2, 1, 2, 3);  // 16 samples per replica in 3 micro-batches
   CHECK_THROWS_WITH(exec::check_model_parallel(o),
                     Catch::Contains("micro_batches: expected a divisor of the 16 samples"));
 }

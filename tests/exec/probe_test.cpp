@@ -25,7 +25,7 @@
 #include "model/base/error.hpp"
 
 namespace exec = tauplan::exec;
-using Clock = std::chrono::steady_clock;
+using ProbeClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -82,7 +82,7 @@ class DelayLine {
   };
 
   static double seconds_now() {
-    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(ProbeClock::now().time_since_epoch()).count();
   }
 
   exec::ThreadPeerHub hub_;

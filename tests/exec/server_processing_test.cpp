@@ -11,13 +11,13 @@
 #include "exec/server_processing.hpp"
 
 using namespace tauplan::exec;
-using Clock = std::chrono::steady_clock;
+using ServerTimingClock = std::chrono::steady_clock;
 
 namespace {
 
-Clock::time_point at(double seconds) {
-  return Clock::time_point(
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+ServerTimingClock::time_point at(double seconds) {
+  return ServerTimingClock::time_point(std::chrono::duration_cast<ServerTimingClock::duration>(
+      std::chrono::duration<double>(seconds)));
 }
 
 }  // namespace

@@ -18,9 +18,9 @@ using namespace tauplan::exec;
 
 namespace {
 
-Measurement run(const model::Plan& plan, const Dataset& data, const TrainOptions& options,
-                const model::Platform& platform =
-                    model::make_crossbar_platform(std::vector<double>(8, 1e9), 1e9, 1e-5)) {
+Measurement run_trainer(const model::Plan& plan, const Dataset& data, const TrainOptions& options,
+                        const model::Platform& platform =
+                            model::make_crossbar_platform(std::vector<double>(8, 1e9), 1e9, 1e-5)) {
   ThreadCommunicator comm(plan.workers);
   return train(plan, platform, data, test::tiny_shape(), comm, cpu_replica_factory(), options);
 }
@@ -31,8 +31,8 @@ TEST_CASE("sync with K workers equals one worker at batch b, to float rounding",
           "[exec][trainer]") {
   const Dataset data = test::tiny_data();
   const TrainOptions o = test::quick_options(30);
-  const Measurement single = run(test::make_plan("single", 1, 32), data, o);
-  const Measurement sync = run(test::make_plan("sync", 4, 32), data, o);
+  const Measurement single = run_trainer(test::make_plan("single", 1, 32), data, o);
+  const Measurement sync = run_trainer(test::make_plan("sync", 4, 32), data, o);
   REQUIRE(single.final_parameters.size() == test::tiny_shape().parameters());
   CHECK(sync.steps == 30);
   CHECK(test::max_abs_diff(single.final_parameters, sync.final_parameters) < 1e-5);
@@ -45,8 +45,8 @@ TEST_CASE("sync with K workers equals one worker at batch b, to float rounding",
 TEST_CASE("local-sgd with tau = 1 equals sync", "[exec][trainer]") {
   const Dataset data = test::tiny_data();
   const TrainOptions o = test::quick_options(30);
-  const Measurement sync = run(test::make_plan("sync", 4, 32), data, o);
-  const Measurement local = run(test::make_plan("local-sgd", 4, 8, 1), data, o);
+  const Measurement sync = run_trainer(test::make_plan("sync", 4, 32), data, o);
+  const Measurement local = run_trainer(test::make_plan("local-sgd", 4, 8, 1), data, o);
   CHECK(local.rounds == 30);
   CHECK(test::max_abs_diff(sync.final_parameters, local.final_parameters) < 1e-5);
 }
@@ -54,11 +54,11 @@ TEST_CASE("local-sgd with tau = 1 equals sync", "[exec][trainer]") {
 TEST_CASE("local-sgd with tau > 1 differs from sync and counts rounds", "[exec][trainer]") {
   const Dataset data = test::tiny_data();
   TrainOptions o = test::quick_options(24);
-  const Measurement local = run(test::make_plan("local-sgd", 2, 8, 4), data, o);
+  const Measurement local = run_trainer(test::make_plan("local-sgd", 2, 8, 4), data, o);
   CHECK(local.rounds == 6);
   CHECK(local.steps == 24);
   CHECK(local.steps_per_round == 4);
-  const Measurement sync = run(test::make_plan("sync", 2, 16), data, o);
+  const Measurement sync = run_trainer(test::make_plan("sync", 2, 16), data, o);
   CHECK(test::max_abs_diff(sync.final_parameters, local.final_parameters) > 1e-4);
 }
 
@@ -66,8 +66,8 @@ TEST_CASE("a fixed seed gives the same accuracy curve twice in lockstep", "[exec
   const Dataset data = test::tiny_data();
   const TrainOptions o = test::quick_options(40);
   const model::Plan plan = test::make_plan("local-sgd", 3, 16, 2);
-  const Measurement a = run(plan, data, o);
-  const Measurement b = run(plan, data, o);
+  const Measurement a = run_trainer(plan, data, o);
+  const Measurement b = run_trainer(plan, data, o);
   REQUIRE(a.curve.size() == b.curve.size());
   REQUIRE(a.curve.size() >= 4);
   for (std::size_t i = 0; i < a.curve.size(); ++i) {
@@ -78,16 +78,16 @@ TEST_CASE("a fixed seed gives the same accuracy curve twice in lockstep", "[exec
   CHECK(a.final_parameters == b.final_parameters);
   TrainOptions other = o;
   other.seed = 4;
-  CHECK(run(plan, data, other).final_parameters != a.final_parameters);
+  CHECK(run_trainer(plan, data, other).final_parameters != a.final_parameters);
 }
 
 TEST_CASE("concurrent timing computes the same model as lockstep", "[exec][trainer]") {
   const Dataset data = test::tiny_data();
   TrainOptions o = test::quick_options(20);
   const model::Plan plan = test::make_plan("sync", 3, 30);
-  const Measurement lock = run(plan, data, o);
+  const Measurement lock = run_trainer(plan, data, o);
   o.timing = Timing::Concurrent;
-  const Measurement conc = run(plan, data, o);
+  const Measurement conc = run_trainer(plan, data, o);
   CHECK(conc.final_parameters == lock.final_parameters);
   CHECK(conc.timing == Timing::Concurrent);
   CHECK(conc.total_s > 0);
@@ -100,7 +100,7 @@ TEST_CASE("training reaches a target and stops there", "[exec][trainer]") {
   o.learning_rate = 0.1;
   o.target_accuracy = 0.8;
   o.eval_every_steps = 10;
-  const Measurement m = run(test::make_plan("sync", 2, 32), data, o);
+  const Measurement m = run_trainer(test::make_plan("sync", 2, 32), data, o);
   CHECK(m.reached);
   CHECK(m.final_accuracy >= 0.8);
   CHECK(m.steps < 2000);
@@ -120,7 +120,7 @@ TEST_CASE("slower hosts are emulated by scaling their compute time", "[exec][tra
   const model::Plan plan = test::make_plan("sync", 3, 30, 1, platform);
   const std::vector<double> s = worker_slowdowns(plan, platform);
   CHECK(s == std::vector<double>{1, 2, 4});
-  const Measurement m = run(plan, data, test::quick_options(10), platform);
+  const Measurement m = run_trainer(plan, data, test::quick_options(10), platform);
   CHECK(m.emulated);
   REQUIRE(m.per_worker.size() == 3);
   CHECK(m.per_worker[2].slowdown == 4);
@@ -132,14 +132,14 @@ TEST_CASE("slower hosts are emulated by scaling their compute time", "[exec][tra
   CHECK(worker_slowdowns(slow_single, platform) == std::vector<double>{2});
   TrainOptions off = test::quick_options(10);
   off.emulate_slowdown = false;
-  CHECK_FALSE(run(plan, data, off, platform).emulated);
+  CHECK_FALSE(run_trainer(plan, data, off, platform).emulated);
 }
 
 TEST_CASE("a speed split gives faster workers more samples", "[exec][trainer]") {
   const Dataset data = test::tiny_data();
   const model::Platform platform = test::platform_with_speeds({3e9, 1e9});
   const model::Plan plan = test::make_plan("sync", 2, 40, 1, platform, model::BatchSplit::Speed);
-  const Measurement m = run(plan, data, test::quick_options(5), platform);
+  const Measurement m = run_trainer(plan, data, test::quick_options(5), platform);
   CHECK(m.per_worker[0].samples == 30);
   CHECK(m.per_worker[1].samples == 10);
   CHECK(integer_samples({2.5, 2.5, 1.0}) == std::vector<long long>{3, 2, 1});
@@ -153,8 +153,8 @@ TEST_CASE("gradient buckets (overlap) combine the whole vector", "[exec][trainer
       "sync", 2, 32, 1, model::make_crossbar_platform(std::vector<double>(8, 1e9), 1e9, 1e-5),
       model::BatchSplit::Even, true, 100);
   REQUIRE(buckets.count(model::OpKind::Collective) >= 2);
-  const Measurement a = run(plain, data, o);
-  const Measurement b = run(buckets, data, o);
+  const Measurement a = run_trainer(plain, data, o);
+  const Measurement b = run_trainer(buckets, data, o);
   CHECK(a.final_parameters == b.final_parameters);
 }
 
@@ -162,14 +162,14 @@ TEST_CASE("Adasum runs for sync and for local-sgd parameter deltas", "[exec][tra
   const Dataset data = test::tiny_data();
   TrainOptions o = test::quick_options(12);
   o.combine = CombineRule::Adasum;
-  const Measurement sync = run(test::make_plan("sync", 2, 32), data, o);
-  const Measurement local = run(test::make_plan("local-sgd", 2, 16, 3), data, o);
+  const Measurement sync = run_trainer(test::make_plan("sync", 2, 32), data, o);
+  const Measurement local = run_trainer(test::make_plan("local-sgd", 2, 16, 3), data, o);
   CHECK(sync.combine == CombineRule::Adasum);
   CHECK(local.steps == 12);
   // With one worker, Adasum is the identity: the same model as the mean.
-  const Measurement one_a = run(test::make_plan("local-sgd", 1, 16, 3), data, o);
+  const Measurement one_a = run_trainer(test::make_plan("local-sgd", 1, 16, 3), data, o);
   o.combine = CombineRule::Mean;
-  const Measurement one_m = run(test::make_plan("local-sgd", 1, 16, 3), data, o);
+  const Measurement one_m = run_trainer(test::make_plan("local-sgd", 1, 16, 3), data, o);
   CHECK(test::max_abs_diff(one_a.final_parameters, one_m.final_parameters) < 1e-6);
 }
 
@@ -178,9 +178,9 @@ TEST_CASE("impossible jobs are InputErrors", "[exec][trainer]") {
   const TrainOptions o = test::quick_options(5);
   SECTION("a batch larger than the training set") {
     CHECK_THROWS_MATCHES(
-        run(test::make_plan("sync", 2, 101), data, o), InputError,
+        run_trainer(test::make_plan("sync", 2, 101), data, o), InputError,
         Catch::Predicate<InputError>([](const InputError& e) { return e.key() == "batch"; }));
-    CHECK_THROWS_AS(run(test::make_plan("local-sgd", 4, 30, 2), data, o), InputError);
+    CHECK_THROWS_AS(run_trainer(test::make_plan("local-sgd", 4, 30, 2), data, o), InputError);
   }
   SECTION("K different from the communicator's workers") {
     ThreadCommunicator comm(3);
@@ -206,7 +206,7 @@ TEST_CASE("trace events cover the recorded rounds", "[exec][trainer]") {
   const Dataset data = test::tiny_data();
   TrainOptions o = test::quick_options(6);
   o.trace_rounds = 2;
-  const Measurement m = run(test::make_plan("sync", 2, 16), data, o);
+  const Measurement m = run_trainer(test::make_plan("sync", 2, 16), data, o);
   // Per round: 2 computes, the all-reduce on each worker's track, 2 updates.
   CHECK(m.trace.size() == 12);
   std::map<std::string, int> per_category;
@@ -280,7 +280,8 @@ TEST_CASE("a collective over a subgroup combines its members only, in group orde
   const Measurement pairs =
       train(narrowed, platform, data, test::tiny_shape(), recording, cpu_replica_factory(), o);
   CHECK(test::max_abs_diff(pairs.final_parameters,
-                           run(test::make_plan("sync", 4, 32), data, o).final_parameters) > 1e-4);
+                           run_trainer(test::make_plan("sync", 4, 32), data, o).final_parameters) >
+        1e-4);
   REQUIRE(recording.calls.size() == 6);
   for (const auto& [group, buffers] : recording.calls) {
     CHECK(group == std::vector<int>{2, 0});

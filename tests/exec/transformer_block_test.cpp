@@ -79,7 +79,7 @@ std::vector<double> perturbed_parameters(const BlockConfig& config, uint64_t see
 std::vector<float> to_float(const std::vector<double>& v) {
   return std::vector<float>(v.begin(), v.end());
 }
-std::vector<double> to_double(const std::vector<float>& v) {
+std::vector<double> as_doubles(const std::vector<float>& v) {
   return std::vector<double>(v.begin(), v.end());
 }
 
@@ -144,14 +144,14 @@ TEST_CASE("fp32 CPU block matches the double reference") {
           {"perturbed", to_float(perturbed_parameters(config, 21))}};
       for (const auto& [point, parameters] : points) {
         std::vector<double> reference_gradients;
-        const double reference_loss = reference_loss_and_gradients(config, to_double(parameters),
+        const double reference_loss = reference_loss_and_gradients(config, as_doubles(parameters),
                                                                    tokens, &reference_gradients);
         std::vector<float> gradients(block.parameter_count(), -1.0f);
         const float loss =
             block.loss_and_gradients(parameters.data(), tokens.data(), gradients.data());
         const double loss_error =
             std::abs(static_cast<double>(loss) - reference_loss) / reference_loss;
-        const double gradient_error = relative_error(to_double(gradients), reference_gradients);
+        const double gradient_error = relative_error(as_doubles(gradients), reference_gradients);
         INFO(name << ", " << point << ": loss " << loss << " vs " << reference_loss << " (relative "
                   << loss_error << "), gradient relative error " << gradient_error);
         CHECK(loss_error < 1e-5);
@@ -199,7 +199,7 @@ TEST_CASE("the block run in pieces gives what the whole step gives") {
   pieces.embed_backward(tokens.data(), gradient.data(), gradients.data());
 
   CHECK(loss == expected_loss);
-  CHECK(relative_error(to_double(gradients), to_double(expected)) == 0.0);
+  CHECK(relative_error(as_doubles(gradients), as_doubles(expected)) == 0.0);
 }
 
 TEST_CASE("synthetic token stream: deterministic, in range, its floor as sampled") {

@@ -37,7 +37,7 @@ std::string write_cluster(double oversubscription) {
 }
 
 /// {"analytic": round, "simgrid": round, "memoised": flows} of t4 d4 on the cluster.
-nlohmann::json both_engines(double oversubscription) {
+nlohmann::json fabric_both_engines(double oversubscription) {
   const std::string path = write_cluster(oversubscription);
   const auto result = test::in_child([&] {
     const auto platform = sim::load_platform(path);
@@ -65,12 +65,12 @@ nlohmann::json both_engines(double oversubscription) {
 TEST_CASE(
     "fabric: on a non-blocking generated cluster simulate equals the closed form (identity); at "
     "4:1 the data rings contend on the uplinks and take longer") {
-  const nlohmann::json flat = both_engines(1);
+  const nlohmann::json flat = fabric_both_engines(1);
   INFO(flat.dump());
   CHECK(flat["simgrid"].get<double>() == Approx(flat["analytic"].get<double>()).epsilon(0.01));
   CHECK(flat["simgrid"].get<double>() == Approx(flat["analytic"].get<double>()).epsilon(1e-9));
   CHECK(flat["memoised"].get<long long>() > 0);  // the tensor all-reduces on NVLink
-  const nlohmann::json tapered = both_engines(4);
+  const nlohmann::json tapered = fabric_both_engines(4);
   INFO(tapered.dump());
   // The closed form does not see the uplinks: the same figure as on the flat fabric.
   CHECK(tapered["analytic"].get<double>() == Approx(flat["analytic"].get<double>()).epsilon(1e-12));

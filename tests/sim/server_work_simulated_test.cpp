@@ -22,7 +22,7 @@ using namespace tauplan;
 
 namespace {
 
-const std::string kTestPs = std::string(TAUPLAN_PLATFORM_DIR) + "/test-ps.xml";
+const std::string kServerWorkTestPs = std::string(TAUPLAN_PLATFORM_DIR) + "/test-ps.xml";
 
 /// test-ps.xml with ps0's props server_flop_per_message and server_flop_per_byte (none when
 /// both are empty), the root zone's props `zone_props` and every link's latency `link_latency`
@@ -30,7 +30,7 @@ const std::string kTestPs = std::string(TAUPLAN_PLATFORM_DIR) + "/test-ps.xml";
 std::string platform_with_server_work(const std::string& per_message, const std::string& per_byte,
                                       const std::string& zone_props = "",
                                       const std::string& link_latency = "") {
-  std::ifstream in(kTestPs);
+  std::ifstream in(kServerWorkTestPs);
   std::stringstream text;
   text << in.rdbuf();
   std::string xml = text.str();
@@ -59,15 +59,17 @@ std::string platform_with_server_work(const std::string& per_message, const std:
   return path;
 }
 
-struct Rows {
+struct ServerWorkRows {
   double analytic = 0;
   double simgrid = 0;
   nlohmann::json simgrid_row;
 };
 
-Rows run_both(const std::string& platform_file, const std::string& strategy,
-              const model::StrategyOptions& o, const model::Workload& w, double iterations,
-              const sim::SimOptions& sim_options = {}) {
+ServerWorkRows run_both_with_server_work(const std::string& platform_file,
+                                         const std::string& strategy,
+                                         const model::StrategyOptions& o, const model::Workload& w,
+                                         double iterations,
+                                         const sim::SimOptions& sim_options = {}) {
   const auto result = test::in_child([=] {
     return test::analyze_and_simulate(platform_file, strategy, o, w, iterations, sim_options);
   });
@@ -87,8 +89,8 @@ TEST_CASE("server work in SimGrid: the sync ps round gains the server's processi
   const model::Workload w = test::round_workload();
   const std::string bare = platform_with_server_work("", "");
   const std::string busy = platform_with_server_work("1e8", "1e3");
-  const Rows without = run_both(bare, "sync", o, w, 10);
-  const Rows with = run_both(busy, "sync", o, w, 10);
+  const ServerWorkRows without = run_both_with_server_work(bare, "sync", o, w, 10);
+  const ServerWorkRows with = run_both_with_server_work(busy, "sync", o, w, 10);
   const double work_s = (8 * 1e8 + 4 * 4e6 * 1e3) / 1e12;
   CHECK(with.analytic - without.analytic == Approx(work_s).epsilon(1e-9));
   CHECK(with.simgrid - without.simgrid == Approx(work_s).epsilon(1e-6));
@@ -103,7 +105,7 @@ TEST_CASE("server work in SimGrid: an async server saturates at 1 / (apply + pro
   const model::Workload w = test::async_test_workload(1e5);
   const model::StrategyOptions o = test::async_test_options(4);
   const std::string busy = platform_with_server_work("1e9", "1e5");
-  const Rows rows = run_both(busy, "async-ps", o, w, 200);
+  const ServerWorkRows rows = run_both_with_server_work(busy, "async-ps", o, w, 200);
   const double update_s = (2e5 + 2 * 1e9 + 4e5 * 1e5) / 1e12;
   CHECK(rows.analytic == Approx(update_s).epsilon(1e-12));
   CHECK(rows.simgrid == Approx(update_s).epsilon(1e-6));
@@ -126,14 +128,14 @@ TEST_CASE("server queues in SimGrid under a rendezvous: one thread receives, app
                                 "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
                                 "<prop id=\"eager_limit_bytes\" value=\"65536\"/>",
                                 "5ms");
-  const Rows rows = run_both(rendezvous, "async-ps", o, w, 400);
+  const ServerWorkRows rows = run_both_with_server_work(rendezvous, "async-ps", o, w, 400);
   const double held_s = 4 * 10e-3 + 4e7 / 1e9 + 2e7 / 1e12;
   CHECK(rows.analytic == Approx(held_s).epsilon(1e-9));
   CHECK(rows.simgrid == Approx(held_s).epsilon(5e-3));
   CHECK(rows.simgrid_row["servers_detail"][0]["one_thread"] == true);
   CHECK(rows.simgrid_row["servers_detail"][0]["apply_busy"].get<double>() > 0.95);
   const std::string plain = platform_with_server_work("", "", "", "5ms");
-  const Rows whole = run_both(plain, "async-ps", o, w, 400);
+  const ServerWorkRows whole = run_both_with_server_work(plain, "async-ps", o, w, 400);
   CHECK(whole.simgrid == Approx(10e-3 + 4e7 / 1e9).epsilon(5e-3));
   // A worker that fails mid-cycle (0.35 s: its update is in flight, queued for the one thread or
   // held by it, as every worker's is here) loses that update; the thread goes on serving the
@@ -141,7 +143,8 @@ TEST_CASE("server queues in SimGrid under a rendezvous: one thread receives, app
   sim::SimOptions failing;
   failing.restart_s = 1;
   failing.failures.push_back(sim::parse_failure("h1@0.35s", "<test>"));
-  const Rows failed = run_both(rendezvous, "async-ps", o, w, 400, failing);
+  const ServerWorkRows failed =
+      run_both_with_server_work(rendezvous, "async-ps", o, w, 400, failing);
   CHECK(failed.simgrid_row["updates_dropped"] == 1);
   CHECK(failed.simgrid_row["simulated_rounds"] == rows.simgrid_row["simulated_rounds"]);
   const double lost =

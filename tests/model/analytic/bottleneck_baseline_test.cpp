@@ -41,8 +41,8 @@ class StarRoutes : public model::RouteOracle {
 };
 
 /// A star of `workers` workers (worker `slow_up`'s up link at `slow_bps` when >= 0) and a server.
-model::Platform star(int workers, int slow_up = -1, double slow_bps = 0,
-                     model::LinkSharing server_sharing = model::LinkSharing::SplitDuplex) {
+model::Platform baseline_star(int workers, int slow_up = -1, double slow_bps = 0,
+                              model::LinkSharing server_sharing = model::LinkSharing::SplitDuplex) {
   model::Platform p;
   for (int w = 0; w <= workers; ++w) {
     model::Host h;
@@ -73,7 +73,7 @@ model::TrafficStage pushes(int workers, double bytes, int server = -1) {
 }  // namespace
 
 TEST_CASE("bottleneck baseline: two flows sharing one link take 2 x bytes / B + latency") {
-  const model::Platform p = star(2);
+  const model::Platform p = baseline_star(2);
   const double bytes = 1e6;
   const model::BottleneckBaseline b = model::bottleneck_baseline({pushes(2, bytes)}, p);
   // Both pushes cross ps_DOWN (250 MB/s): 2 MB there, 1 MB on each worker's 1 GB/s up link.
@@ -94,7 +94,7 @@ TEST_CASE("bottleneck baseline: the busiest link is the one with the most second
   // Worker 0's up link at 50 MB/s: its one push (1 MB) takes 20 ms there, longer than the
   // 3 MB of three pushes on the server's 250 MB/s link (12 ms). Ignoring the busiest link (the
   // server link's bytes, or any one route's narrowest bandwidth alone) gives another answer.
-  const model::Platform p = star(3, 0, 5e7);
+  const model::Platform p = baseline_star(3, 0, 5e7);
   const double bytes = 1e6;
   const model::BottleneckBaseline b = model::bottleneck_baseline({pushes(3, bytes)}, p);
   const double latency = kNicLatency + kServerLatency;
@@ -103,7 +103,7 @@ TEST_CASE("bottleneck baseline: the busiest link is the one with the most second
   CHECK(b.comm_s != Approx(3 * bytes / kServerBps + latency));
   // At a 200 MB/s up link the server link decides again: 3 MB / 250 MB/s.
   const model::BottleneckBaseline fast =
-      model::bottleneck_baseline({pushes(3, bytes)}, star(3, 0, 2e8));
+      model::bottleneck_baseline({pushes(3, bytes)}, baseline_star(3, 0, 2e8));
   CHECK(fast.comm_s == Approx(3 * bytes / kServerBps + latency).epsilon(1e-12));
 }
 
@@ -111,7 +111,7 @@ TEST_CASE("bottleneck baseline: a ring on the star's private links is the alpha-
   // K = 4 workers in a ring (i -> i+1): each step puts one chunk N/K on each up and down link,
   // 2(K-1) steps, as model/ir/collective_ring.cpp's 2(K-1)(alpha + N/(K beta)).
   const int k = 4;
-  const model::Platform p = star(k);
+  const model::Platform p = baseline_star(k);
   const double n = 8e6;
   std::vector<model::TrafficStage> stages;
   for (const char* phase : {"reduce-scatter", "all-gather"}) {
@@ -137,7 +137,7 @@ TEST_CASE("bottleneck baseline: a ring on the star's private links is the alpha-
 }
 
 TEST_CASE("bottleneck baseline: a fat pipe gives each flow its whole bandwidth") {
-  const model::Platform p = star(2, -1, 0, model::LinkSharing::FatPipe);
+  const model::Platform p = baseline_star(2, -1, 0, model::LinkSharing::FatPipe);
   const double bytes = 1e6;
   const model::BottleneckBaseline b = model::bottleneck_baseline({pushes(2, bytes)}, p);
   CHECK(b.comm_s == Approx(bytes / kServerBps + kNicLatency + kServerLatency).epsilon(1e-12));
@@ -145,7 +145,7 @@ TEST_CASE("bottleneck baseline: a fat pipe gives each flow its whole bandwidth")
 }
 
 TEST_CASE("bottleneck baseline: jobs at once share their stages' links") {
-  const model::Platform p = star(4);
+  const model::Platform p = baseline_star(4);
   const double bytes = 1e6;
   // Two jobs of two workers each, pushing to the one server: four flows on ps_DOWN.
   model::TrafficStage a = pushes(2, bytes, 4);
@@ -168,7 +168,7 @@ TEST_CASE("bottleneck baseline: jobs at once share their stages' links") {
 TEST_CASE("bottleneck baseline: a round is the analytic compute plus the baseline's comm") {
   CHECK(model::baseline_round_s(0.3, 0.1, 0.05) == Approx(0.25));
   CHECK(std::isnan(model::baseline_round_s(0.3, std::nan(""), 0.05)));
-  const model::Platform p = star(2);
+  const model::Platform p = baseline_star(2);
   // Nothing to move: no time, no stage bottleneck.
   const model::BottleneckBaseline none =
       model::bottleneck_baseline({{"self", {{0, 0, 1e6}, {1, 2, 0}}, 3}}, p);

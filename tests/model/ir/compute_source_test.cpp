@@ -21,7 +21,7 @@ using namespace tauplan::model;
 
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_source_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::ostringstream text;
   text << in.rdbuf();
@@ -39,7 +39,7 @@ TEST_CASE("every shipped GPU platform names where its compute time comes from") 
   int checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator("platforms")) {
     if (entry.path().extension() != ".xml") continue;
-    const std::string text = read_file(entry.path());
+    const std::string text = read_source_file(entry.path());
     for (std::sregex_iterator it(text.begin(), text.end(), element), end; it != end; ++it) {
       const std::string body = (*it)[2];
       std::smatch model;

@@ -7,13 +7,14 @@
 using namespace tauplan;
 
 namespace {
-model::Job parse(const std::string& yaml, const std::map<std::string, std::string>& flags = {}) {
+model::Job parse_job_yaml(const std::string& yaml,
+                          const std::map<std::string, std::string>& flags = {}) {
   return model::parse_job_yaml(yaml, "job.yaml", "jobs", model::model_job_keys(), flags);
 }
 }  // namespace
 
 TEST_CASE("defaults apply and a flag overrides the file") {
-  const auto job = parse("workers: 8\nbatch: 128\n", {{"workers", "3"}});
+  const auto job = parse_job_yaml("workers: 8\nbatch: 128\n", {{"workers", "3"}});
   CHECK(job.integer("workers") == 3);
   CHECK(job.integer("batch") == 128);
   CHECK(job.integer("tau") == 10);
@@ -22,7 +23,7 @@ TEST_CASE("defaults apply and a flag overrides the file") {
 }
 
 TEST_CASE("units: bytes and seconds with explicit units") {
-  const auto job = parse("bucket_bytes: 25MiB\nstep_overhead_s: 2ms\ncomm_s: 1.5\n");
+  const auto job = parse_job_yaml("bucket_bytes: 25MiB\nstep_overhead_s: 2ms\ncomm_s: 1.5\n");
   CHECK(job.real("bucket_bytes") == 25.0 * 1024 * 1024);
   CHECK(job.real("step_overhead_s") == Approx(2e-3));
   CHECK(job.real("comm_s") == 1.5);
@@ -32,22 +33,24 @@ TEST_CASE("units: bytes and seconds with explicit units") {
 }
 
 TEST_CASE("lists come from YAML sequences or comma-separated flags") {
-  CHECK(parse("strategies: [sync, local-sgd]\n").list("strategies") ==
+  CHECK(parse_job_yaml("strategies: [sync, local-sgd]\n").list("strategies") ==
         std::vector<std::string>{"sync", "local-sgd"});
-  CHECK(parse("", {{"strategies", "single,sync"}}).list("strategies") ==
+  CHECK(parse_job_yaml("", {{"strategies", "single,sync"}}).list("strategies") ==
         std::vector<std::string>{"single", "sync"});
 }
 
 TEST_CASE("paths resolve against the job file's folder") {
-  CHECK(parse("convergence_table: runs.csv\n").path("convergence_table") == "jobs/runs.csv");
-  CHECK(parse("convergence_table: /abs/runs.csv\n").path("convergence_table") == "/abs/runs.csv");
+  CHECK(parse_job_yaml("convergence_table: runs.csv\n").path("convergence_table") ==
+        "jobs/runs.csv");
+  CHECK(parse_job_yaml("convergence_table: /abs/runs.csv\n").path("convergence_table") ==
+        "/abs/runs.csv");
 }
 
 TEST_CASE("bad job input names the file and the key") {
   auto fails_with = [](const std::string& yaml, const std::string& fragment,
                        const std::map<std::string, std::string>& flags = {}) {
     try {
-      parse(yaml, flags);
+      parse_job_yaml(yaml, flags);
       FAIL("no error for: " << yaml);
     } catch (const InputError& e) {
       const std::string message = e.what();
@@ -76,14 +79,14 @@ TEST_CASE("bad job input names the file and the key") {
 
 TEST_CASE("convergence models from a job") {
   auto cb = model::convergence_model(
-      parse("convergence: critical-batch\nmin_steps: 100\ncritical_batch: 50\n"));
+      parse_job_yaml("convergence: critical-batch\nmin_steps: 100\ncritical_batch: 50\n"));
   CHECK(cb->serial_steps(50) == Approx(200));
   CHECK_THROWS_WITH(
-      model::convergence_model(parse("convergence: critical-batch\nmin_steps: 100\n")),
+      model::convergence_model(parse_job_yaml("convergence: critical-batch\nmin_steps: 100\n")),
       Catch::Contains("job.yaml: critical_batch"));
-  CHECK_THROWS_WITH(model::convergence_model(parse("convergence: table\n")),
+  CHECK_THROWS_WITH(model::convergence_model(parse_job_yaml("convergence: table\n")),
                     Catch::Contains("job.yaml: convergence_table"));
   CHECK_THROWS_WITH(
-      model::convergence_model(parse("convergence: table\nconvergence_table: none.csv\n")),
+      model::convergence_model(parse_job_yaml("convergence: table\nconvergence_table: none.csv\n")),
       Catch::Contains("jobs/none.csv: convergence_table: expected a readable file"));
 }

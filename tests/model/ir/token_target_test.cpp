@@ -18,7 +18,7 @@ using namespace tauplan;
 namespace {
 // The message of the InputError that `f` throws ("" when none).
 template <typename F>
-std::string error_of(F f) {
+std::string token_error_of(F f) {
   try {
     f();
   } catch (const InputError& e) {
@@ -47,7 +47,8 @@ TEST_CASE("tokens: suffixes K, M, G or B, T and plain numbers") {
 TEST_CASE("tokens: negative, zero, junk, NaN, inf and too many are refused naming file and key") {
   for (const char* bad : {"-5T", "-1", "0", "0T", "T", "", "abc", "15X", "15t", "15TT", "1.5e",
                           "nan", "NaN", "inf", "-inf", "infT", "0x10", "1e19", "2000000T"}) {
-    const std::string message = error_of([bad] { model::parse_tokens(bad, "job.yaml", "tokens"); });
+    const std::string message =
+        token_error_of([bad] { model::parse_tokens(bad, "job.yaml", "tokens"); });
     INFO("value: '" << bad << "' message: " << message);
     CHECK(message.rfind("job.yaml: tokens: expected tokens", 0) == 0);
   }
@@ -94,17 +95,17 @@ TEST_CASE("tokens: beside another target key, or on a workload without tokens, i
   const model::Workload llama = model::load_workload("llama3-70b");
   for (const char* other : {"iterations: 100", "rounds: 10", "convergence: critical-batch",
                             "min_steps: 10", "critical_batch: 5", "convergence_table: t.csv"}) {
-    const std::string message = error_of(
+    const std::string message = token_error_of(
         [&] { model::convergence_model(job(std::string("tokens: 15T\n") + other + "\n"), llama); });
     INFO(message);
     CHECK(message.rfind("job.yaml: tokens: expected tokens or ", 0) == 0);
   }
-  CHECK(error_of([&] {
+  CHECK(token_error_of([&] {
           model::convergence_model(job("tokens: -1T\n"), llama);
         }).rfind("job.yaml: tokens: expected tokens (", 0) == 0);
   const model::Workload mlp = model::load_workload("fashion-mlp");
   const std::string message =
-      error_of([&] { model::convergence_model(job("tokens: 15T\n"), mlp); });
+      token_error_of([&] { model::convergence_model(job("tokens: 15T\n"), mlp); });
   CHECK(message.rfind("job.yaml: tokens: expected a transformer workload", 0) == 0);
   CHECK(message.find("sample_unit image") != std::string::npos);
 }
