@@ -101,12 +101,6 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
-/// A server rank's processing: seconds per message handled and per byte combined or applied.
-struct ServerProcessingFit {
-  double seconds_per_message = 0;
-  double seconds_per_byte = 0;
-};
-
 /// What the servers of `config` compute per call: "combine" (ps: the mean of the pushes), "apply"
 /// (async-ps: one apply per update), or "" (no servers, or the SparkNet driver, whose averaging
 /// is left out of the model).
@@ -125,8 +119,9 @@ struct ComputeCalibration {
   double intercept_s = 0;
   double per_sample_s = 0;
   /// The server ranks' processing (exec/server_probe.hpp), one per server host of the
-  /// configuration in order; empty when it has none or they do no processing of their own.
-  std::vector<ServerProcessingFit> servers;
+  /// configuration in order (seconds per message handled and per byte combined or applied; the
+  /// points are not kept); empty when it has none or they do no processing of their own.
+  std::vector<exec::ServerProbeFit> servers;
 };
 
 /// One configuration, with everything measured and predicted about it.
@@ -469,25 +464,25 @@ ComputeCalibration mean_of(const ComputeCalibration& x, const ComputeCalibration
 /// less the optimizer's flop per byte that the engines charge an asynchronous apply already
 /// (exec::server_work_at; 0 for a sync combine).
 tb::HostCompute server_compute(const tb::Spec& spec, const std::string& host,
-                               const ServerProcessingFit& fit, double optimizer_flop_per_byte,
+                               const exec::ServerProbeFit& fit, double optimizer_flop_per_byte,
                                const std::string& which) {
   const auto it = std::find_if(spec.hosts.begin(), spec.hosts.end(),
                                [&](const tb::SpecHost& h) { return h.name == host; });
   tb::HostCompute out;
   out.speed_flops = it != spec.hosts.end() ? it->speed_flops : 0;
-  exec::ServerProbeFit timed;
-  timed.seconds_per_message = fit.seconds_per_message;
-  timed.seconds_per_byte = fit.seconds_per_byte;
-  const exec::ServerWork work =
-      exec::server_work_at(timed, out.speed_flops, optimizer_flop_per_byte);
+  const exec::ServerWork work = exec::server_work_at(fit, out.speed_flops, optimizer_flop_per_byte);
   out.props = {
       {"server_flop_per_message", fmt::format("{:.9g}", work.flop_per_message)},
       {"server_flop_per_byte", fmt::format("{:.9g}", work.flop_per_byte)},
       {"server_processing_from",
        fmt::format("{}: {:.4g} s per message + {:.4g} s per byte, timed on the server's rank "
-                   "(exec/server_probe.hpp) at this speed, less {:.4g} flop per byte of the "
-                   "optimizer's apply that the engines charge already",
-                   which, fit.seconds_per_message, fit.seconds_per_byte, optimizer_flop_per_byte)}};
+                   "(exec/server_probe.hpp) at this speed{}",
+                   which, fit.seconds_per_message, fit.seconds_per_byte,
+                   optimizer_flop_per_byte > 0
+                       ? fmt::format(", less {:.4g} flop per byte of the optimizer's apply that "
+                                     "the engines charge already",
+                                     optimizer_flop_per_byte)
+                       : std::string())}};
   return out;
 }
 
@@ -851,9 +846,12 @@ ComputeCalibration read_compute(const std::string& path, double per_worker) {
     steps.push_back({p.at("batch").get<int>(), p.at("seconds").get<double>()});
   ComputeCalibration c = compute_from(steps, per_worker);
   if (doc.contains("servers"))
-    for (const json& server : doc.at("servers"))
-      c.servers.push_back({server.at("seconds_per_message").get<double>(),
-                           server.at("seconds_per_byte").get<double>()});
+    for (const json& server : doc.at("servers")) {
+      exec::ServerProbeFit fit;
+      fit.seconds_per_message = server.at("seconds_per_message").get<double>();
+      fit.seconds_per_byte = server.at("seconds_per_byte").get<double>();
+      c.servers.push_back(fit);
+    }
   return c;
 }
 
