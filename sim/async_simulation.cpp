@@ -683,8 +683,7 @@ model::ResultRow AsyncSimulation::run() {
     throw InputError(options_.origin, "workers", "a plan with at least one worker");
   build_cycles();
   setup_faults_and_stragglers();
-  target_ = std::max<long long>(plan_.rounds, 1);
-  if (options_.sim_rounds > 0) target_ = std::min(target_, options_.sim_rounds);
+  target_ = rounds_to_simulate(plan_.rounds);
 
   if (trace_ != nullptr) {
     trace_->name_process(pid_, plan_.strategy + " (simgrid, " + network_model() + ", async)");

@@ -185,6 +185,20 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
           file, key,
           fmt::format("a size in bytes in [0, {:g}] (e.g. 80GB)", model::kMaxMemoryBytes), value);
   }
+  // Descriptive props, printed with results (model/ir/compute_source.cpp): checked all the same,
+  // so that a result never echoes a fraction of nan or a precision no catalog peak has.
+  if (const char* value = sg_host.get_property("efficiency")) {
+    double fraction = 0;
+    if (!model::parse_prop_number(value, fraction) || !(fraction > 0 && fraction <= 1))
+      throw InputError(file, host_prop_key(sg_host, "efficiency"),
+                       "a fraction of the catalog peak in (0, 1]", value);
+  }
+  if (const char* value = sg_host.get_property("precision")) {
+    const std::string precision = value;
+    if (precision != "fp32" && precision != "fp16" && precision != "bf16")
+      throw InputError(file, host_prop_key(sg_host, "precision"), "fp32, fp16 or bf16",
+                       "\"" + precision + "\"");
+  }
   if (const char* value = sg_host.get_property("node")) {
     host.node = value;
     if (host.node.empty())

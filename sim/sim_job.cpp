@@ -66,7 +66,8 @@ std::vector<model::KeySpec> sim_job_keys() {
                      "result, much faster); false runs every step"));
   keys.push_back(key("stragglers", KeyType::TextList, "",
                      "simulate: slowed hosts, HOST:FACTOR:FRACTION (step time x FACTOR on a "
-                     "seeded random FRACTION of its steps), e.g. gpu-3:2:0.1"));
+                     "seeded random FRACTION of its steps), e.g. gpu-3:2:0.1; HOST:FACTOR slows "
+                     "every step"));
   keys.push_back(key("failures", KeyType::TextList, "",
                      "simulate: failing hosts, HOST@TIME (once, e.g. gpu-3@30s) or HOST~MTBF "
                      "(seeded exponential gaps, e.g. *~2h for every worker)"));

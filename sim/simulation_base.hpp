@@ -6,6 +6,7 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/base/chrome_trace.hpp"
+#include "model/base/error.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/ir/plan.hpp"
 #include "sim/simulator.hpp"
@@ -25,6 +27,19 @@ class SimulationBase {
                  const SimOptions& options, model::ChromeTrace* trace, int trace_pid)
       : plan_(plan), platform_(platform), options_(options), trace_(trace), pid_(trace_pid) {}
 
+  /// The rounds (updates) to simulate of the plan's `planned`: all, or the first sim_rounds.
+  /// Throws InputError(origin, "sim_rounds") when failures are asked for and some rounds would be
+  /// extrapolated: a failure's stall and lost round happen in simulated time only, and the
+  /// extrapolation from the mean simulated round would spread them over every round or drop them.
+  long long rounds_to_simulate(long long planned) const {
+    planned = std::max<long long>(planned, 1);
+    if (options_.sim_rounds <= 0 || options_.sim_rounds >= planned) return planned;
+    if (!options_.failures.empty())
+      throw InputError(options_.origin, "sim_rounds",
+                       "0 (every round) when the job has failures: they are not extrapolated",
+                       std::to_string(options_.sim_rounds) + " of " + std::to_string(planned));
+    return options_.sim_rounds;
+  }
   /// Simulated seconds since the job started (t0_).
   double now() const { return simgrid::s4u::Engine::get_clock() - t0_; }
   std::string host_name(int host) const { return platform_.hosts[static_cast<size_t>(host)].name; }

@@ -988,10 +988,8 @@ void Simulation::start() {
   choose_stacks();
   setup_workers();
   const std::vector<FailureSource> sources = failure_sources(options_, plan_, platform_);
-  rounds_to_simulate_ = std::max<long long>(plan_.rounds, 1);
-  if (background_) rounds_to_simulate_ = std::numeric_limits<long long>::max() / 2;
-  if (options_.sim_rounds > 0 && !background_)
-    rounds_to_simulate_ = std::min(rounds_to_simulate_, options_.sim_rounds);
+  rounds_to_simulate_ =
+      background_ ? std::numeric_limits<long long>::max() / 2 : rounds_to_simulate(plan_.rounds);
   if (rounds_to_simulate_ < plan_.rounds && !background_)
     model::notice_once(options_.origin + ": sim_rounds " + std::to_string(options_.sim_rounds) +
                            " < the " + std::to_string(plan_.rounds) + " rounds of '" +
