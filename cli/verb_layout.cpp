@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/verb.hpp"
+#include "model/base/error.hpp"
 #include "study/layout/layout_report.hpp"
 
 namespace tauplan::cli {
@@ -16,8 +17,16 @@ void register_layout(CLI::App& app) {
       "layout", "a transformer job's layout (tensor, pipeline, data, ZeRO): memory and step time");
   add_job_options(*verb, *args);
   verb->add_flag("--fit", *fit, "list the smallest layouts of the job's workers that fit");
-  verb->add_option("--count", *count, "how many layouts --fit lists [default: 8]")->type_name("N");
-  verb->callback([args, fit, count] {
+  CLI::Option* count_option =
+      verb->add_option("--count", *count, "how many layouts --fit lists [default: 8]")
+          ->type_name("N");
+  verb->callback([args, fit, count, count_option] {
+    if (count_option->count() > 0 && !*fit)
+      throw InputError("command line", "--count", "--count with --fit (it sizes --fit's list)",
+                       std::to_string(*count));
+    if (*count < 1)
+      throw InputError("command line", "--count", "a whole number of layouts >= 1",
+                       std::to_string(*count));
     study::LayoutRequest request;
     request.job_file = args->job_file;
     request.overrides = args->overrides();

@@ -44,10 +44,13 @@ void register_plan(CLI::App& app) {
       ->check(CLI::Range(0.5, 0.999999));
   verb->callback([args, json] {
     const study::PlanOutcome outcome = study::run_plan(*args);
+    // Where the files went: the table's last line (JSON: only the document on stdout, and
+    // plan.json holds it).
     if (*json)
       std::cout << outcome.document.dump(2) << "\n";
     else
-      std::cout << outcome.text;
+      std::cout << outcome.text << "wrote " << outcome.out_dir
+                << "/{plan.json,evaluated.csv,frontier.csv,best.csv}\n";
     std::cout.flush();
     if (!outcome.objective_met) {
       std::cerr << "tauplan plan: " << outcome.answer << "\n";

@@ -31,6 +31,7 @@ void register_published(CLI::App& app) {
     const study::PublishedOutcome outcome = study::run_published(*request);
     for (const auto& note : outcome.notes)
       std::cerr << "published: " << note << "\n";
+    if (!outcome.written.empty()) std::cerr << "published: wrote " << outcome.written << "\n";
     std::cout << (*json ? outcome.document.dump(2) + "\n" : outcome.table);
   });
 }

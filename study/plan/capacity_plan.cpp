@@ -265,13 +265,19 @@ study::Inventory load(const PlanRequest& args) {
       throw InputError("command line", "--objective",
                        "min-time, min-cost or min-cost-under-deadline", "'" + args.objective + "'");
   }
-  if (!args.deadline.empty()) {
-    inv.deadline_s = model::parse_seconds(args.deadline, "command line", "--deadline");
-    if (!(inv.deadline_s > 0))
-      throw InputError("command line", "--deadline", "a duration > 0 (e.g. 12h)",
-                       "'" + args.deadline + "'");
-  }
+  if (!args.deadline.empty())
+    inv.deadline_s = study::parse_deadline(args.deadline, "command line", "--deadline");
   if (args.confidence > 0) inv.deadline_confidence = args.confidence;
+  // A deadline only some objectives read: given for another one, it would be ignored.
+  if (inv.objective != study::Objective::MinCostUnderDeadline) {
+    if (!args.deadline.empty())
+      throw InputError("command line", "--deadline",
+                       "--deadline with the objective min-cost-under-deadline", args.deadline);
+    if (args.confidence > 0)
+      throw InputError("command line", "--deadline-confidence",
+                       "--deadline-confidence with the objective min-cost-under-deadline",
+                       fmt::format("{:g}", args.confidence));
+  }
   if (inv.objective == study::Objective::MinCostUnderDeadline && inv.deadline_s <= 0)
     throw InputError(inv.file, "deadline", "a duration (e.g. 12h) for min-cost-under-deadline",
                      "nothing");
@@ -567,6 +573,7 @@ PlanOutcome run_plan(const PlanRequest& args) {
   write_text((out_dir / "plan.json").string(), document.dump(2) + "\n");
 
   PlanOutcome outcome;
+  outcome.out_dir = out_dir.string();
   outcome.document = document;
   outcome.answer = answer;
   outcome.objective_met = search.objective_met;

@@ -38,6 +38,7 @@ struct PlanOutcome {
   std::string text;         ///< the frontier, the answer and the re-check as tables
   std::string answer;       ///< one line
   bool objective_met = false;
+  std::string out_dir;  ///< where plan.json and the CSV files were written
 };
 
 /// Searches, re-checks, writes DIR; InputError for a bad inventory or flag.

@@ -584,14 +584,9 @@ void parse_objective(const YAML::Node& root, const std::string& origin, Inventor
   else
     throw InputError(origin, "objective", "min-time, min-cost or min-cost-under-deadline",
                      "'" + objective + "'");
-  if (root["deadline"]) {
-    inventory.deadline_s = model::parse_seconds(
+  if (root["deadline"])
+    inventory.deadline_s = parse_deadline(
         model::yaml_util::text(root["deadline"], origin, "deadline"), origin, "deadline");
-    if (!(inventory.deadline_s > 0 && inventory.deadline_s <= kMaxDeadlineSeconds))
-      throw InputError(origin, "deadline",
-                       fmt::format("a duration in (0, {:g}] s (e.g. 12h)", kMaxDeadlineSeconds),
-                       quoted(root["deadline"]));
-  }
   if (root["deadline_confidence"]) {
     inventory.deadline_confidence =
         model::yaml_util::number(root["deadline_confidence"], origin, "deadline_confidence");
@@ -679,6 +674,18 @@ const char* to_string(Objective objective) {
 
 const char* to_string(Market market) {
   return market == Market::Revocable ? "revocable" : "on-demand";
+}
+
+double parse_deadline(const std::string& text, const std::string& origin, const std::string& key) {
+  double bare = 0;
+  if (model::parse_number(text, bare))
+    throw InputError(origin, key, "a duration with its unit (e.g. 12h, 90min)", "'" + text + "'");
+  const double seconds = model::parse_seconds(text, origin, key);
+  if (!(seconds > 0 && seconds <= kMaxDeadlineSeconds))
+    throw InputError(origin, key,
+                     fmt::format("a duration in (0, {:g}] s (e.g. 12h)", kMaxDeadlineSeconds),
+                     "'" + text + "'");
+  return seconds;
 }
 
 Inventory load_inventory(const std::string& path) {

@@ -164,6 +164,11 @@ const std::vector<InventoryKey>& inventory_keys();
 /// Loads and checks an inventory; every problem is an InputError "FILE: KEY: expected ..., got
 /// ..." (unknown GPU model, negative price, zero count, unknown key, missing deadline ...).
 Inventory load_inventory(const std::string& path);
+
+/// A deadline: a duration with its unit (12h, 90min, 3600s), above 0 and at most 1e12 s.
+/// A bare number is refused: the README says a deadline's unit is explicit. InputError(origin,
+/// key, ...) otherwise.
+double parse_deadline(const std::string& text, const std::string& origin, const std::string& key);
 Inventory parse_inventory_yaml(const std::string& text, const std::string& origin,
                                const std::string& folder);
 

@@ -356,7 +356,7 @@ TEST_CASE("planner: a deadline with a confidence asks for time + z sd <= deadlin
   REQUIRE(cheapest);
   auto text = base_inventory(kTwoTypes);
   text.replace(text.find("objective: min-time"), 19,
-               fmt::format("objective: min-cost-under-deadline\ndeadline: {:.17g}\n"
+               fmt::format("objective: min-cost-under-deadline\ndeadline: {:.17g}s\n"
                            "deadline_confidence: 0.95",
                            cheapest->time_s));
   const auto inv = parse(text);

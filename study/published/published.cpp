@@ -308,7 +308,11 @@ PublishedOutcome run_published(const PublishedRequest& request) {
   outcome.median_abs_error_independent = study::median_abs_error(c.predictions, c.held_out);
   md += error_summary(in, c, outcome);
   outcome.document = published_document(in, calibration, c, outcome);
-  if (!request.out.empty()) write_published(request.out, in, outcome);
+  if (!request.out.empty()) {
+    write_published(request.out, in, outcome);
+    outcome.written =
+        request.out + "/{table.md,table.csv,published.json" + (in.fitted ? ",profile.json}" : "}");
+  }
   return outcome;
 }
 

@@ -40,6 +40,7 @@ struct PublishedOutcome {
   std::vector<std::string> notes;  ///< the platform's compute profile disagreeing with the fit
   double median_abs_error = 0;
   double median_abs_error_independent = 0;  ///< without the calibration's own configuration
+  std::string written;                      ///< with --out: the files written, DIR/{...}
 };
 
 /// The default runs file: experiments/parallelism/megatron.yaml under $TAUPLAN_EXPERIMENTS_DIR

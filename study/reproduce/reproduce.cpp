@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "model/base/error.hpp"
+#include "study/common/files.hpp"
 #include "study/reproduce/reproduce_support.hpp"
 
 namespace tauplan::study {
@@ -23,6 +24,7 @@ void run_reproduce(const ReproduceRequest& args, std::ostream& out,
     if (wanted && !std::filesystem::is_directory(dir / name))
       throw InputError("<command line>", "experiments",
                        "a folder with sparknet/ and hetseq/ job files", dir.string());
+  make_folder(args.out, "--out");  // a file in the way or no permission: one line, exit 2
   if (sparknet) reproduce_sparknet(args, out, notes);
   if (hetseq) reproduce_hetseq(args, out, notes);
 }
