@@ -18,6 +18,7 @@
 #include "exec/mpi_communicator.hpp"
 #include "model/base/error.hpp"
 #include "model/base/yaml_util.hpp"
+#include "model/inputs/platform.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/sim_job.hpp"
 #include "study/common/child_process.hpp"
@@ -239,9 +240,34 @@ std::vector<Axis> sweep_axes(const SweepRequest& args, const std::vector<model::
   return axes;
 }
 
+/// The bytes of the files a point's job names, as "file=HASH" lines: its platform (resolved as
+/// every verb resolves it) and every value that names a regular file, relative to the job's
+/// folder or to the current one (a workload, a convergence table, a compute profile). So a point
+/// whose inputs were edited since it ran is not resumed. What it leaves out: files those files
+/// name in turn (a platform's compute profile), and catalog entries (they change with a build).
+std::string input_file_hashes(const model::Job& job) {
+  std::set<std::string> files;
+  const std::string platform = resolve_platform_path(job);
+  if (fs::is_regular_file(platform)) files.insert(fs::absolute(platform).lexically_normal());
+  const fs::path job_folder = job.folder;
+  for (const auto& [key, value] : job.values()) {
+    if (key == "trace" || value.empty() || value.size() > 4096) continue;  // trace: an output
+    std::error_code error;
+    for (const fs::path& candidate : {job_folder / value, fs::path(value)})
+      if (fs::is_regular_file(candidate, error)) {
+        files.insert(fs::absolute(candidate).lexically_normal());
+        break;
+      }
+  }
+  std::string lines;
+  for (const std::string& file : files)
+    lines += file + "=" + model::fnv1a_hex(read_text(file)) + "\n";
+  return lines;
+}
+
 /// The grid (the first axis varies slowest), each point checked before any work (a bad value
-/// is an InputError: exit 2) and named by the hash of the job file's content, the engine and
-/// the point's keys.
+/// is an InputError: exit 2) and named by the hash of the job file's content, the engine, the
+/// point's keys and the files they name (input_file_hashes).
 std::vector<Point> grid_points(const SweepRequest& args, const std::vector<Axis>& axes,
                                const std::vector<model::KeySpec>& specs) {
   const std::string& job_file = args.job_file;
@@ -273,6 +299,7 @@ std::vector<Point> grid_points(const SweepRequest& args, const std::vector<Axis>
                     model::tauplan_version(), args.engine, job_id, job_text);
     for (const auto& [k, v] : job.values())
       canonical += k + "=" + v + "\n";
+    canonical += input_file_hashes(job);
     p.hash = model::fnv1a_hex(canonical);
   }
   return points;

@@ -96,6 +96,30 @@ TEST_CASE("sweep: analytic grid of every combination, CSV and JSON, resumed with
   CHECK(changed.err.find("(0 resumed, 6 computed") != std::string::npos);
 }
 
+TEST_CASE("sweep: a point whose platform file changed is computed again, not resumed") {
+  std::ifstream original(kCrossbar);
+  std::string xml((std::istreambuf_iterator<char>(original)), std::istreambuf_iterator<char>());
+  const auto platform = write_temp_file("sweep-edited-platform.xml", xml);
+  const auto job = write_temp_file("sweep-edited.yaml",
+                                   "platform: sweep-edited-platform.xml\nworkload: fashion-mlp\n"
+                                   "strategies: [sync]\n");
+  const fs::path out = fresh_dir("sweep-edited");
+  const std::vector<std::string> args = {"sweep", job,          "--set",  "workers=2,4",
+                                         "--out", out.string(), "--quiet"};
+  const auto first = run_tauplan(args);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(run_tauplan(args).err.find("(2 resumed, 0 computed") != std::string::npos);
+  // Every host ten times slower: the same job text, another platform.
+  for (std::string::size_type at = 0; (at = xml.find("speed=\"1Tf\"", at)) != std::string::npos;)
+    xml.replace(at, 11, "speed=\"100Gf\"");
+  std::ofstream(platform, std::ios::trunc) << xml;
+  const auto edited = run_tauplan(args);
+  INFO(edited.err);
+  CHECK(edited.err.find("(0 resumed, 2 computed") != std::string::npos);
+  CHECK(edited.out != first.out);
+}
+
 TEST_CASE("sweep: bad input is one line and exit 2, before any work") {
   const auto job = write_temp_file("sweep-bad.yaml", "platform: " + kCrossbar + "\n");
   const fs::path out = fresh_dir("sweep-bad");
