@@ -1,6 +1,7 @@
 // verb_help_keys.cpp: `tauplan help-keys`, the table of job keys (name, type, default, help),
-// then the keys of a transformer workload YAML, of an inventory and the props of a platform
-// file, then the config.json fields a HuggingFace config given as the workload may hold.
+// then the keys of a transformer workload YAML and of a layered one, of an inventory, the props
+// of a platform file and the keys of a cluster spec, then the config.json fields a HuggingFace
+// config given as the workload may hold.
 #include <iostream>
 #include <utility>
 #include <vector>
@@ -8,9 +9,11 @@
 #include <fmt/format.h>
 
 #include "cli/verb.hpp"
+#include "model/inputs/cluster_spec_file.hpp"
 #include "model/inputs/hf_config.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/inputs/transformer.hpp"
+#include "model/inputs/workload.hpp"
 #include "model/ir/job.hpp"
 #include "model/ir/token_target.hpp"
 #include "study/common/inputs.hpp"
@@ -60,6 +63,9 @@ void register_help_keys(CLI::App& app) {
     std::cout << "\nworkload YAML keys (a transformer workload file):\n";
     for (const auto& key : model::transformer_workload_keys())
       std::cout << fmt::format("{:<42} {}\n", key.name, key.meaning);
+    std::cout << "\nworkload YAML keys (a workload file of layers or an MLP's widths):\n";
+    for (const auto& key : model::layered_workload_keys())
+      std::cout << fmt::format("{:<42} {}\n", key.name, key.meaning);
     // An inventory for `tauplan plan` (study/plan/inventory.hpp): every key the reader accepts.
     std::cout << "\ninventory keys (tauplan plan INVENTORY):\n";
     for (const auto& key : study::inventory_keys()) {
@@ -71,6 +77,10 @@ void register_help_keys(CLI::App& app) {
     std::cout << "\nplatform props (<prop id=... value=.../> in a platform XML):\n";
     for (const auto& prop : model::platform_properties())
       std::cout << fmt::format("{:<20} {:<14} {}\n", prop.name, prop.on, prop.meaning);
+    // A cluster spec (.yaml as the platform; model/inputs/cluster_spec_file.hpp).
+    std::cout << "\ncluster spec keys (a .yaml platform: generated into SimGrid XML):\n";
+    for (const auto& key : model::cluster::spec_keys())
+      std::cout << fmt::format("{:<42} {}\n", key.name, key.meaning);
     // A HuggingFace config.json given as the workload: the fields read, those known not to change
     // the cost (ignored) and those refused; any other field is refused
     // (model/inputs/hf_config.hpp).

@@ -136,6 +136,38 @@ void apply_override(ClusterSpec& spec, const std::string& field, const std::stri
   if (f.source != nullptr) spec.*f.source = source;
 }
 
+std::vector<SpecKey> spec_keys() {
+  // Meanings beside the fields' names; a key without one here reads "(no description)", and the
+  // test "help-keys: every cluster spec key has a meaning" fails.
+  static const std::pair<const char*, const char*> kMeanings[] = {
+      {"preset", "the cluster it starts from: dgx-a100, dgx-h100, hgx-h200 or dgx-b200"},
+      {"nodes", "number of nodes (whole, >= 1)"},
+      {"wiring", "rail (NIC j of every node on rail leaf j) or plain (a node's NICs on one leaf)"},
+      {"gpus_per_node", "GPUs (and NICs) per node"},
+      {"gpu", "a GPU of model/catalog/gpus.yaml with a bf16 peak"},
+      {"efficiency", "fraction of the dense bf16 peak a host reaches, in (0, 1]"},
+      {"nvlink_bandwidth", "per GPU, per direction, with a unit (e.g. 450GBps)"},
+      {"nic_bandwidth", "per NIC (one per GPU), per direction, with a unit (e.g. 400Gbps)"},
+      {"nvlink_latency", "GPU to NVSwitch, one way, with a unit (e.g. 1us)"},
+      {"nic_latency", "GPU -> PCIe -> NIC -> leaf port, one way, with a unit"},
+      {"switch_latency", "one switch hop, with a unit"},
+      {"leaf_down_ports", "leaf ports facing NICs"},
+      {"oversubscription", "leaf down : up bandwidth (1 = non-blocking)"},
+      {"domains_per_pod", "domains (leaf groups) per pod; 0: every domain in one pod"},
+      {"core_oversubscription", "a pod's NIC bandwidth : its uplink"},
+  };
+  std::vector<SpecKey> keys;
+  std::vector<std::string> names = {"preset", "nodes"};
+  names.insert(names.end(), override_keys().begin(), override_keys().end());
+  for (const std::string& name : names) {
+    const char* meaning = "(no description)";
+    for (const auto& [key, text] : kMeanings)
+      if (name == key) meaning = text;
+    keys.push_back({name, meaning});
+  }
+  return keys;
+}
+
 ClusterSpec parse_cluster_spec(const std::string& text, const std::string& origin) {
   const YAML::Node root = yaml_util::parse(text, origin);
   if (!root.IsMap())

@@ -30,6 +30,14 @@ namespace tauplan::model::cluster {
 /// '-' for '_').
 const std::vector<std::string>& override_keys();
 
+/// Every key of a cluster spec YAML with its meaning, for `tauplan help-keys`: preset, nodes,
+/// then override_keys() in order (the reader accepts exactly these).
+struct SpecKey {
+  std::string name;
+  const char* meaning;
+};
+std::vector<SpecKey> spec_keys();
+
 /// Replaces one number of `spec` (or the wiring or the GPU) from its text. `field` is one of
 /// override_keys(); errors are InputError(origin, key, ...): a whole number, a number, a
 /// bandwidth or time with its unit ("400Gbps", "1.4us"; a bare number is refused), a latency

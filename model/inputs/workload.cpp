@@ -67,17 +67,35 @@ void read_mlp_widths(const YAML::Node& node, const std::string& origin, Workload
 
 }  // namespace
 
+const std::vector<WorkloadKey>& layered_workload_keys() {
+  static const std::vector<WorkloadKey> keys = {
+      {"name", "the workload's name (printed with results)"},
+      {"description", "free text"},
+      {"parameters", "trainable parameters (required)"},
+      {"flop_per_sample", "forward + backward flop per sample (required)"},
+      {"bytes_per_parameter", "bytes of a parameter and of its gradient (default 4)"},
+      {"optimizer_bytes_per_parameter", "optimizer state per parameter, bytes (default 0)"},
+      {"activation_bytes_per_sample", "activations kept for the backward pass, bytes per sample"},
+      {"update_flop_per_parameter", "optimizer step flop per parameter (0: folded into C(b))"},
+      {"sample_unit", "what a sample is (image, sequence, ...; default sample)"},
+      {"layers", "per-layer list, each {name, parameters, flop_per_sample}; sums must match"},
+      {"layers[].name", "the layer's name"},
+      {"layers[].parameters", "the layer's parameters"},
+      {"layers[].flop_per_sample", "the layer's forward + backward flop per sample"},
+      {"widths", "an MLP's layer widths: input, hidden..., classes (derives the layers)"},
+  };
+  return keys;
+}
+
 Workload parse_workload_yaml(const std::string& text, const std::string& origin) {
   namespace yu = yaml_util;
   const YAML::Node root = yu::parse(text, origin);
   if (!root.IsMap()) throw InputError(origin, "(top level)", "a map of workload keys");
   if (root["transformer"]) return parse_transformer_workload(root, origin);
-  yu::reject_unknown_keys(
-      root,
-      {"name", "description", "parameters", "bytes_per_parameter", "optimizer_bytes_per_parameter",
-       "flop_per_sample", "activation_bytes_per_sample", "update_flop_per_parameter", "sample_unit",
-       "layers", "widths"},
-      origin);
+  std::vector<std::string> known;
+  for (const WorkloadKey& key : layered_workload_keys())
+    if (std::string(key.name).find('.') == std::string::npos) known.push_back(key.name);
+  yu::reject_unknown_keys(root, known, origin);
   Workload w;
   w.source = origin;
   if (!root["name"]) throw InputError(origin, "name", "the workload's name");

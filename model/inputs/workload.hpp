@@ -79,4 +79,8 @@ const GpuSpec& gpu_spec(const std::string& model, const std::string& file = "<gp
                         const std::string& key = "gpu_model");
 const std::vector<GpuSpec>& gpu_catalog();
 
+/// The keys of a workload YAML that is not a transformer (layers or an MLP's widths), with their
+/// meanings: the reader accepts exactly these, and `tauplan help-keys` lists them.
+const std::vector<WorkloadKey>& layered_workload_keys();
+
 }  // namespace tauplan::model

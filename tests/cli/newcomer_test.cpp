@@ -2,7 +2,8 @@
 // test that now passes: relative workload paths resolved against the job file by every verb,
 // trace files written where the user runs the command and said so, a flag a verb cannot use
 // refused, errors from flags naming the flag, a host list that no longer matches --workers
-// saying what to do, and plan's straggler part zero on identical GPUs.
+// saying what to do, plan's straggler part zero on identical GPUs, and relative paths in flags
+// taken from the current folder.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -44,6 +45,22 @@ TEST_CASE("newcomer: layout and sweep find a relative workload beside the job, a
       {"sweep", kTransformerJob, "--set", "batch=8,16", "--out", folder + "/sweep"}, folder);
   INFO(sweep.err);
   CHECK(sweep.exit_code == 0);
+}
+
+TEST_CASE("newcomer: a relative path in a flag is the current folder's, not the job's") {
+  // The same name in both folders: the job's folder holds block-small.yaml too.
+  const std::string folder = elsewhere();
+  const std::string beside = TAUPLAN_SOURCE_DIR "/experiments/transformer/block-small.yaml";
+  std::filesystem::copy_file(beside, folder + "/block-small.yaml",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto r =
+      run_tauplan({"predict", kTransformerJob, "--workload", "block-small.yaml", "--json"}, folder);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string workload = nlohmann::json::parse(r.out)["context"]["workload"];
+  CHECK(workload.find(std::filesystem::path(folder).lexically_normal().string() +
+                      "/block-small.yaml") != std::string::npos);
+  CHECK(workload.find("experiments/transformer") == std::string::npos);
 }
 
 TEST_CASE("newcomer: simulate --trace writes where the command runs and says so") {
@@ -115,9 +132,12 @@ TEST_CASE("newcomer: help-keys lists the keys of a job, a workload, an inventory
   const auto r = tauplan::test::run_tauplan({"help-keys"});
   REQUIRE(r.exit_code == 0);
   for (const char* heading :
-       {"workload YAML keys", "inventory keys", "platform props", "config.json fields"})
+       {"workload YAML keys (a transformer", "workload YAML keys (a workload file of layers",
+        "inventory keys", "platform props", "cluster spec keys", "config.json fields"})
     CHECK(r.out.find(heading) != std::string::npos);
   for (const char* key : {"\nworkers ", "\nnode_types[].network.bandwidth ", "\nsearch.zero_stage ",
-                          "\ngpu_memory_bytes ", "\nmessage_protocol "})
+                          "\ngpu_memory_bytes ", "\nmessage_protocol ", "\nflop_per_sample ",
+                          "\nwidths ", "\npreset ", "\nnic_bandwidth ", "\ncore_oversubscription "})
     CHECK(r.out.find(key) != std::string::npos);
+  CHECK(r.out.find("(no description)") == std::string::npos);  // every cluster spec key has one
 }
