@@ -1,38 +1,22 @@
 // common.cpp: job flags, the engine verbs and result printing shared by the verbs.
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "cli/verb.hpp"
 #include "model/base/error.hpp"
 #include "study/common/engines.hpp"
+#include "study/common/files.hpp"
 #include "study/common/inputs.hpp"
 
 namespace tauplan::cli {
 
 std::map<std::string, std::string> JobArgs::overrides() const {
-  // A file a flag names is the command line's, so a relative path is taken from the current
-  // folder: made absolute here, before the job's loader resolves what is left against the job
-  // file's folder (its own keys' paths are relative to it). A value that names nothing here (a
-  // catalog name, a file only beside the job) is passed on as typed.
-  static const std::set<std::string> input_paths = {"workload", "platform", "convergence_table",
-                                                    "data_dir"};
   std::map<std::string, std::string> given;
-  for (const auto& [key, option] : flags) {
-    if (option->count() == 0) continue;
-    std::string value = flag_values.at(key);
-    std::error_code error;
-    if (input_paths.count(key) > 0 && !value.empty() &&
-        std::filesystem::path(value).is_relative() && std::filesystem::exists(value, error)) {
-      const std::filesystem::path absolute = std::filesystem::absolute(value, error);
-      if (!error) value = absolute.lexically_normal().string();
-    }
-    given[key] = value;
-  }
+  for (const auto& [key, option] : flags)
+    if (option->count() > 0) given[key] = study::command_line_input(key, flag_values.at(key));
   return given;
 }
 

@@ -48,6 +48,18 @@ void make_folder_for(const std::string& path, const std::string& key) {
   if (!parent.empty()) make_folder(parent.string(), key);
 }
 
+std::string command_line_input(const std::string& key, const std::string& value) {
+  namespace fs = std::filesystem;
+  const bool file_key = key == "workload" || key == "platform" || key == "convergence_table";
+  if ((!file_key && key != "data_dir") || value.empty() || !fs::path(value).is_relative())
+    return value;
+  std::error_code error;
+  const bool found = file_key ? fs::is_regular_file(value, error) : fs::is_directory(value, error);
+  if (!found) return value;
+  const fs::path absolute = fs::absolute(value, error);
+  return error ? value : absolute.lexically_normal().string();
+}
+
 std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(" \t");
   if (a == std::string::npos) return "";

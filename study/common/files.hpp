@@ -21,6 +21,14 @@ void make_folder(const std::string& path, const std::string& key);
 /// cannot (a file in the way, no permission).
 void make_folder_for(const std::string& path, const std::string& key);
 
+/// A job key's value typed on the command line (a --KEY flag or a --set value): for a key that
+/// names an input file (workload, platform, convergence_table: a regular file; data_dir: a
+/// folder), a relative path naming one in the current folder is made absolute, so that the
+/// current folder wins over the job file's (whose own relative paths are the job file's) and a
+/// child process started elsewhere reads the same file. Anything else (a catalog name, a file only
+/// beside the job, another key) is returned as typed.
+std::string command_line_input(const std::string& key, const std::string& value);
+
 /// `s` without leading and trailing blanks and tabs.
 std::string trim(const std::string& s);
 /// The last non-empty line of a text (a child process's one-line error).

@@ -31,7 +31,7 @@ Axis parse_set(const std::string& text, const std::vector<model::KeySpec>& specs
         trim(list.substr(start, end == std::string::npos ? end : end - start));
     if (value.empty())
       throw InputError(origin, axis.key, "a list of values without empty items", "'" + list + "'");
-    axis.values.push_back(value);
+    axis.values.push_back(command_line_input(axis.key, value));
     if (end == std::string::npos) break;
     start = end + 1;
   }
