@@ -186,7 +186,7 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
           fmt::format("a size in bytes in [0, {:g}] (e.g. 80GB)", model::kMaxMemoryBytes), value);
   }
   // Descriptive props, printed with results (model/ir/compute_source.cpp): checked all the same,
-  // so that a result never echoes a fraction of nan or a precision no catalog peak has.
+  // so that a result never echoes a fraction of nan or a precision the catalog has no peak for.
   if (const char* value = sg_host.get_property("efficiency")) {
     double fraction = 0;
     if (!model::parse_prop_number(value, fraction) || !(fraction > 0 && fraction <= 1))
@@ -195,8 +195,8 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
   }
   if (const char* value = sg_host.get_property("precision")) {
     const std::string precision = value;
-    if (precision != "fp32" && precision != "fp16" && precision != "bf16")
-      throw InputError(file, host_prop_key(sg_host, "precision"), "fp32, fp16 or bf16",
+    if (precision != "fp32" && precision != "fp16" && precision != "bf16" && precision != "fp64")
+      throw InputError(file, host_prop_key(sg_host, "precision"), "fp32, fp16, bf16 or fp64",
                        "\"" + precision + "\"");
   }
   if (const char* value = sg_host.get_property("node")) {

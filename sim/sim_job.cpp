@@ -58,7 +58,7 @@ std::vector<model::KeySpec> sim_job_keys() {
   auto& rounds = keys.emplace_back(
       key("sim_rounds", KeyType::Integer, "0",
           "simulate: rounds to simulate (0: all); the rest are extrapolated from the mean "
-          "simulated round"));
+          "simulated round (failures need 0)"));
   rounds.min_value = 0;
   keys.push_back(key("sim_reuse_steps", KeyType::Boolean, "true",
                      "simulate: run the first of a collective's identical steps as flows and "
@@ -124,7 +124,8 @@ SimOptions sim_options(const model::Job& job) {
 
 Straggler parse_straggler(const std::string& text, const std::string& file) {
   const std::string expected =
-      "HOST:FACTOR:FRACTION with FACTOR > 0 and FRACTION in [0, 1] (e.g. gpu-3:2:0.1)";
+      "HOST:FACTOR:FRACTION with FACTOR > 0 and FRACTION in [0, 1] (e.g. gpu-3:2:0.1), or "
+      "HOST:FACTOR (every step)";
   const auto first = text.find(':');
   if (first == std::string::npos || first == 0)
     throw InputError(file, "stragglers", expected, "'" + text + "'");

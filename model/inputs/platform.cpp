@@ -115,7 +115,8 @@ const std::vector<PlatformProperty>& platform_properties() {
   static const std::vector<PlatformProperty> properties = {
       {"workers", "gpu_model", "a model of model/catalog/gpus.yaml"},
       {"workers", "gpu_memory_bytes", "GPU memory in bytes (default: the catalog's)"},
-      {"workers", "precision", "fp32, fp16 or bf16: which catalog peak the speed is based on"},
+      {"workers", "precision",
+       "fp32, fp16, bf16 or fp64: which catalog peak the speed is based on"},
       {"workers", "efficiency", "the fraction, so that speed == peak[precision] x efficiency"},
       {"all hosts", "node", "the machine the host is in; hosts of one node share its NIC"},
       {"all hosts", "role", "worker, or server (a parameter server or SparkNet driver)"},

@@ -469,10 +469,12 @@ StrategyOptions strategy_options(const Job& job) {
   options.servers = static_cast<int>(job.integer("servers"));
   options.staleness_bound = static_cast<int>(job.integer("staleness_bound"));
   options.round_budget_s = job.has("round_budget_s") ? job.real("round_budget_s") : 0;
-  if (options.round_budget_s > 0 && job.given("tau") && options.tau > 1)  // the budget drops tau
-    throw InputError(job.file, "tau",
+  if (options.round_budget_s > 0 && job.given("tau") && options.tau > 1) {  // the budget drops tau
+    const auto [origin, key] = job.origin_of("tau");
+    throw InputError(origin, key,
                      "tau 1 (or none) with round_budget_s: the budget decides the local steps",
                      std::to_string(options.tau));
+  }
   options.step_overhead_s = job.real("step_overhead_s");
   options.compute_s = job.has("compute_s") ? job.real("compute_s") : -1;
   options.comm_s = job.has("comm_s") ? job.real("comm_s") : -1;

@@ -242,7 +242,7 @@ std::vector<Axis> sweep_axes(const SweepRequest& args, const std::vector<model::
 
 /// The bytes of the files a point's job names, as "file=HASH" lines: its platform (resolved as
 /// every verb resolves it) and every value that names a regular file, relative to the job's
-/// folder or to the current one (a workload, a convergence table, a compute profile). So a point
+/// folder or to the current one (a workload, a convergence table). So a point
 /// whose inputs were edited since it ran is not resumed. What it leaves out: files those files
 /// name in turn (a platform's compute profile), and catalog entries (they change with a build).
 std::string input_file_hashes(const model::Job& job) {

@@ -11,7 +11,8 @@
 // time (default: the number of cores). Under `mpirun -np N` the points are
 // shared among the ranks (round robin over the points still to do) and rank 0 gathers them and
 // writes the merged result. Each finished point is kept in DIR/points/<hash>.json, the hash
-// naming the job file's content, the engine and the point's keys, so an interrupted sweep
+// naming the job file's content, the engine, the point's keys and the bytes of the files they
+// name (the platform, a workload or table file), so an interrupted sweep
 // started again computes only the points that are missing (--fresh recomputes all). Results:
 // DIR/sweep.csv (columns: point, set.<key> for each swept key, status, then the result schema)
 // and DIR/sweep.json, and the CSV (or with --json the JSON) on stdout.

@@ -236,9 +236,15 @@ TEST_CASE("bad input: command-line flags") {
         "--iterations", "100", "--sim_rounds", "2", "--failures", "h0@1s"},
        "sim_rounds: expected 0 (every round) when the job has failures: they are not "
        "extrapolated, got 2 of 100"},
+      {"failures with some async updates extrapolated",
+       {"simulate", "--platform", "test-ps", "--workload", "fashion-mlp", "--workers", "2",
+        "--strategies", "async-ps", "--iterations", "100", "--sim_rounds", "2", "--failures",
+        "h0@1s"},
+       "sim_rounds: expected 0 (every round) when the job has failures"},
       {"tau beside round_budget_s",
        {"predict", "--strategies", "local-sgd", "--tau", "50", "--round_budget_s", "10s"},
-       "tau: expected tau 1 (or none) with round_budget_s: the budget decides the local steps, "
+       "command line: --tau: expected tau 1 (or none) with round_budget_s: the budget decides "
+       "the local steps, "
        "got 50"},
       {"layout --count 0",
        {"layout", TAUPLAN_SOURCE_DIR "/experiments/scale/jobs/gpt3-1024-p8.yaml", "--fit",
@@ -486,7 +492,7 @@ TEST_CASE("bad input: platforms, read before SimGrid") {
       platform(
           "p-prop-efficiency.xml",
           "host a prop efficiency: expected a fraction of the catalog peak in (0, 1], got nan"),
-      platform("p-prop-precision.xml", "host a prop precision: expected fp32, fp16 or bf16"),
+      platform("p-prop-precision.xml", "host a prop precision: expected fp32, fp16, bf16 or fp64"),
       platform("p-prop-gpu.xml", "host a prop gpu_model: expected a GPU of the catalog"),
       platform("p-empty-id.xml", "line 5: <host id=\"\"> id: expected a non-empty name"),
       platform("p-unknown-attribute.xml", "<host id=\"a\"> colour: expected one of the attributes"),

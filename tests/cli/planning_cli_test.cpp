@@ -414,6 +414,9 @@ TEST_CASE("plan: the frontier shows memory per GPU and MFU, in text and JSON") {
   CHECK(r.out.find("mem GiB") != std::string::npos);
   CHECK(r.out.find("MFU") != std::string::npos);
   CHECK(r.out.find("%") != std::string::npos);
+  // The table's last line says where the files went.
+  CHECK(r.out.find("\nwrote " + out.string() +
+                   "/{plan.json,evaluated.csv,frontier.csv,best.csv}\n") != std::string::npos);
   const json doc = json::parse(slurp_path(out / "plan.json"));
   REQUIRE(doc["frontier"].size() >= 1);
   for (const auto& f : doc["frontier"]) {
