@@ -49,8 +49,7 @@ void register_plan(CLI::App& app) {
     if (*json)
       std::cout << outcome.document.dump(2) << "\n";
     else
-      std::cout << outcome.text << "wrote " << outcome.out_dir
-                << "/{plan.json,evaluated.csv,frontier.csv,best.csv}\n";
+      std::cout << outcome.text << "wrote " << outcome.written << "\n";
     std::cout.flush();
     if (!outcome.objective_met) {
       std::cerr << "tauplan plan: " << outcome.answer << "\n";

@@ -194,10 +194,12 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
                        "a fraction of the catalog peak in (0, 1]", value);
   }
   if (const char* value = sg_host.get_property("precision")) {
-    const std::string precision = value;
-    if (precision != "fp32" && precision != "fp16" && precision != "bf16" && precision != "fp64")
-      throw InputError(file, host_prop_key(sg_host, "precision"), "fp32, fp16, bf16 or fp64",
-                       "\"" + precision + "\"");
+    const std::vector<std::string>& known = model::precision_names();
+    if (std::find(known.begin(), known.end(), value) == known.end())
+      throw InputError(
+          file, host_prop_key(sg_host, "precision"),
+          fmt::format("{} or {}", fmt::join(known.begin(), known.end() - 1, ", "), known.back()),
+          "\"" + std::string(value) + "\"");
   }
   if (const char* value = sg_host.get_property("node")) {
     host.node = value;

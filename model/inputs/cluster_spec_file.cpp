@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "model/base/error.hpp"
 #include "model/base/units.hpp"
 #include "model/base/yaml_util.hpp"
@@ -18,6 +20,7 @@ enum class Kind { Wiring, Word, Whole, Real, Bandwidth, Time };
 struct Field {
   const char* key;
   Kind kind;
+  const char* meaning;  ///< for `tauplan help-keys`
   double ClusterSpec::*real = nullptr;
   int ClusterSpec::*whole = nullptr;
   std::string ClusterSpec::*word = nullptr;
@@ -25,26 +28,33 @@ struct Field {
 };
 
 const Field kFields[] = {
-    {"wiring", Kind::Wiring},
-    {"gpus_per_node", Kind::Whole, nullptr, &ClusterSpec::gpus_per_node},
-    {"gpu", Kind::Word, nullptr, nullptr, &ClusterSpec::gpu_model, &ClusterSpec::gpu_source},
-    {"efficiency", Kind::Real, &ClusterSpec::efficiency, nullptr, nullptr,
-     &ClusterSpec::efficiency_source},
-    {"nvlink_bandwidth", Kind::Bandwidth, &ClusterSpec::nvlink_bandwidth_Bps, nullptr, nullptr,
-     &ClusterSpec::nvlink_source},
-    {"nic_bandwidth", Kind::Bandwidth, &ClusterSpec::nic_bandwidth_Bps, nullptr, nullptr,
-     &ClusterSpec::nic_source},
-    {"nvlink_latency", Kind::Time, &ClusterSpec::nvlink_latency_s, nullptr, nullptr,
-     &ClusterSpec::nvlink_latency_source},
-    {"nic_latency", Kind::Time, &ClusterSpec::nic_latency_s, nullptr, nullptr,
-     &ClusterSpec::nic_latency_source},
-    {"switch_latency", Kind::Time, &ClusterSpec::switch_latency_s, nullptr, nullptr,
-     &ClusterSpec::switch_latency_source},
-    {"leaf_down_ports", Kind::Whole, nullptr, &ClusterSpec::leaf_down_ports, nullptr,
-     &ClusterSpec::leaf_source},
-    {"oversubscription", Kind::Real, &ClusterSpec::oversubscription},
-    {"domains_per_pod", Kind::Whole, nullptr, &ClusterSpec::domains_per_pod},
-    {"core_oversubscription", Kind::Real, &ClusterSpec::core_oversubscription},
+    {"wiring", Kind::Wiring,
+     "rail (NIC j of every node on rail leaf j) or plain (a node's NICs on one leaf)"},
+    {"gpus_per_node", Kind::Whole, "GPUs (and NICs) per node", nullptr,
+     &ClusterSpec::gpus_per_node},
+    {"gpu", Kind::Word, "a GPU of model/catalog/gpus.yaml with a bf16 peak", nullptr, nullptr,
+     &ClusterSpec::gpu_model, &ClusterSpec::gpu_source},
+    {"efficiency", Kind::Real, "fraction of the dense bf16 peak a host reaches, in (0, 1]",
+     &ClusterSpec::efficiency, nullptr, nullptr, &ClusterSpec::efficiency_source},
+    {"nvlink_bandwidth", Kind::Bandwidth, "per GPU, per direction, with a unit (e.g. 450GBps)",
+     &ClusterSpec::nvlink_bandwidth_Bps, nullptr, nullptr, &ClusterSpec::nvlink_source},
+    {"nic_bandwidth", Kind::Bandwidth,
+     "per NIC (one per GPU), per direction, with a unit (e.g. 400Gbps)",
+     &ClusterSpec::nic_bandwidth_Bps, nullptr, nullptr, &ClusterSpec::nic_source},
+    {"nvlink_latency", Kind::Time, "GPU to NVSwitch, one way, with a unit (e.g. 1us)",
+     &ClusterSpec::nvlink_latency_s, nullptr, nullptr, &ClusterSpec::nvlink_latency_source},
+    {"nic_latency", Kind::Time, "GPU -> PCIe -> NIC -> leaf port, one way, with a unit",
+     &ClusterSpec::nic_latency_s, nullptr, nullptr, &ClusterSpec::nic_latency_source},
+    {"switch_latency", Kind::Time, "one switch hop, with a unit", &ClusterSpec::switch_latency_s,
+     nullptr, nullptr, &ClusterSpec::switch_latency_source},
+    {"leaf_down_ports", Kind::Whole, "leaf ports facing NICs", nullptr,
+     &ClusterSpec::leaf_down_ports, nullptr, &ClusterSpec::leaf_source},
+    {"oversubscription", Kind::Real, "leaf down : up bandwidth (1 = non-blocking)",
+     &ClusterSpec::oversubscription},
+    {"domains_per_pod", Kind::Whole, "domains (leaf groups) per pod; 0: every domain in one pod",
+     nullptr, &ClusterSpec::domains_per_pod},
+    {"core_oversubscription", Kind::Real, "a pod's NIC bandwidth : its uplink",
+     &ClusterSpec::core_oversubscription},
 };
 
 // Whole numbers beyond this are refused here; cluster_shape checks the real ranges.
@@ -137,34 +147,11 @@ void apply_override(ClusterSpec& spec, const std::string& field, const std::stri
 }
 
 std::vector<SpecKey> spec_keys() {
-  // Meanings beside the fields' names; a key without one here reads "(no description)", and the
-  // test "help-keys: every cluster spec key has a meaning" fails.
-  static const std::pair<const char*, const char*> kMeanings[] = {
-      {"preset", "the cluster it starts from: dgx-a100, dgx-h100, hgx-h200 or dgx-b200"},
-      {"nodes", "number of nodes (whole, >= 1)"},
-      {"wiring", "rail (NIC j of every node on rail leaf j) or plain (a node's NICs on one leaf)"},
-      {"gpus_per_node", "GPUs (and NICs) per node"},
-      {"gpu", "a GPU of model/catalog/gpus.yaml with a bf16 peak"},
-      {"efficiency", "fraction of the dense bf16 peak a host reaches, in (0, 1]"},
-      {"nvlink_bandwidth", "per GPU, per direction, with a unit (e.g. 450GBps)"},
-      {"nic_bandwidth", "per NIC (one per GPU), per direction, with a unit (e.g. 400Gbps)"},
-      {"nvlink_latency", "GPU to NVSwitch, one way, with a unit (e.g. 1us)"},
-      {"nic_latency", "GPU -> PCIe -> NIC -> leaf port, one way, with a unit"},
-      {"switch_latency", "one switch hop, with a unit"},
-      {"leaf_down_ports", "leaf ports facing NICs"},
-      {"oversubscription", "leaf down : up bandwidth (1 = non-blocking)"},
-      {"domains_per_pod", "domains (leaf groups) per pod; 0: every domain in one pod"},
-      {"core_oversubscription", "a pod's NIC bandwidth : its uplink"},
-  };
-  std::vector<SpecKey> keys;
-  std::vector<std::string> names = {"preset", "nodes"};
-  names.insert(names.end(), override_keys().begin(), override_keys().end());
-  for (const std::string& name : names) {
-    const char* meaning = "(no description)";
-    for (const auto& [key, text] : kMeanings)
-      if (name == key) meaning = text;
-    keys.push_back({name, meaning});
-  }
+  std::vector<SpecKey> keys = {
+      {"preset", fmt::format("the cluster it starts from: {}", fmt::join(preset_names(), ", "))},
+      {"nodes", "number of nodes (whole, >= 1)"}};
+  for (const Field& f : kFields)
+    keys.push_back({f.key, f.meaning});
   return keys;
 }
 

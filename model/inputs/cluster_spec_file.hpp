@@ -34,7 +34,7 @@ const std::vector<std::string>& override_keys();
 /// then override_keys() in order (the reader accepts exactly these).
 struct SpecKey {
   std::string name;
-  const char* meaning;
+  std::string meaning;
 };
 std::vector<SpecKey> spec_keys();
 

@@ -193,6 +193,11 @@ Workload load_workload(const std::string& name_or_path) {
   return parse_workload_yaml(text, name_or_path);
 }
 
+const std::vector<std::string>& precision_names() {
+  static const std::vector<std::string> names = {"fp32", "fp16", "bf16", "fp64"};
+  return names;
+}
+
 double GpuSpec::peak_flops(const std::string& precision) const {
   if (precision == "fp64") return peak_fp64_flops;
   if (precision == "fp32") return peak_fp32_flops;

@@ -70,9 +70,12 @@ struct GpuSpec {
   /// The compute profile (model/catalog/profiles/NAME.json) that times transformer layers on
   /// this GPU; empty when none was measured or derived (model/ir/compute_source.hpp).
   std::string compute_profile;
-  /// Peak for "fp64", "fp32", "fp16" or "bf16"; 0 when the chip lacks it.
+  /// Peak for "fp64", "fp32", "fp16" or "bf16" (precision_names()); 0 when the chip lacks it.
   double peak_flops(const std::string& precision) const;
 };
+
+/// The precisions a catalog GPU may have a peak for: fp32, fp16, bf16, fp64.
+const std::vector<std::string>& precision_names();
 
 /// The built-in GPU catalog; throws InputError if `model` is unknown (key names `key`).
 const GpuSpec& gpu_spec(const std::string& model, const std::string& file = "<gpu catalog>",

@@ -573,7 +573,7 @@ PlanOutcome run_plan(const PlanRequest& args) {
   write_text((out_dir / "plan.json").string(), document.dump(2) + "\n");
 
   PlanOutcome outcome;
-  outcome.out_dir = out_dir.string();
+  outcome.written = out_dir.string() + "/{plan.json,evaluated.csv,frontier.csv,best.csv}";
   outcome.document = document;
   outcome.answer = answer;
   outcome.objective_met = search.objective_met;

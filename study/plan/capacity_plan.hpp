@@ -38,7 +38,7 @@ struct PlanOutcome {
   std::string text;         ///< the frontier, the answer and the re-check as tables
   std::string answer;       ///< one line
   bool objective_met = false;
-  std::string out_dir;  ///< where plan.json and the CSV files were written
+  std::string written;  ///< the files written, DIR/{plan.json,...}
 };
 
 /// Searches, re-checks, writes DIR; InputError for a bad inventory or flag.

@@ -293,7 +293,8 @@ NodeType parse_node_type(const YAML::Node& node, const std::string& origin,
   const double peak = gpu.peak_flops(type.precision);
   if (!(peak > 0))
     throw InputError(origin, key("precision"),
-                     "a precision the " + gpu.model + " has a peak for (fp32, fp16, bf16, fp64)",
+                     fmt::format("a precision the {} has a peak for ({})", gpu.model,
+                                 fmt::join(model::precision_names(), ", ")),
                      "'" + type.precision + "'");
   type.speed_flops = peak * type.efficiency;
   type.memory_bytes = gpu.memory_bytes;

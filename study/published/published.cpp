@@ -282,8 +282,9 @@ nlohmann::json published_document(const PublishedInputs& in, const nlohmann::jso
 }
 
 /// --out DIR: table.md, table.csv, published.json and, for a fit, profile.json.
-void write_published(const std::string& out, const PublishedInputs& in,
-                     const PublishedOutcome& outcome) {
+/// Returns what it wrote, as DIR/{table.md,...}.
+std::string write_published(const std::string& out, const PublishedInputs& in,
+                            const PublishedOutcome& outcome) {
   make_folder(out, "--out");
   write_text((fs::path(out) / "table.md").string(), outcome.table);
   write_text((fs::path(out) / "table.csv").string(), outcome.csv);
@@ -291,6 +292,7 @@ void write_published(const std::string& out, const PublishedInputs& in,
   if (in.fitted)
     write_text((fs::path(out) / "profile.json").string(),
                model::compute_profile_json(in.fit.profile));
+  return out + "/{table.md,table.csv,published.json" + (in.fitted ? ",profile.json}" : "}");
 }
 
 }  // namespace
@@ -308,11 +310,7 @@ PublishedOutcome run_published(const PublishedRequest& request) {
   outcome.median_abs_error_independent = study::median_abs_error(c.predictions, c.held_out);
   md += error_summary(in, c, outcome);
   outcome.document = published_document(in, calibration, c, outcome);
-  if (!request.out.empty()) {
-    write_published(request.out, in, outcome);
-    outcome.written =
-        request.out + "/{table.md,table.csv,published.json" + (in.fitted ? ",profile.json}" : "}");
-  }
+  if (!request.out.empty()) outcome.written = write_published(request.out, in, outcome);
   return outcome;
 }
 

@@ -247,12 +247,12 @@ std::vector<Axis> sweep_axes(const SweepRequest& args, const std::vector<model::
 /// name in turn (a platform's compute profile), and catalog entries (they change with a build).
 std::string input_file_hashes(const model::Job& job) {
   std::set<std::string> files;
+  std::error_code error;  // a path that cannot be examined names no file here
   const std::string platform = resolve_platform_path(job);
-  if (fs::is_regular_file(platform)) files.insert(fs::absolute(platform).lexically_normal());
+  if (fs::is_regular_file(platform, error)) files.insert(fs::absolute(platform).lexically_normal());
   const fs::path job_folder = job.folder;
   for (const auto& [key, value] : job.values()) {
     if (key == "trace" || value.empty() || value.size() > 4096) continue;  // trace: an output
-    std::error_code error;
     for (const fs::path& candidate : {job_folder / value, fs::path(value)})
       if (fs::is_regular_file(candidate, error)) {
         files.insert(fs::absolute(candidate).lexically_normal());
