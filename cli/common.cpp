@@ -59,6 +59,31 @@ void add_simgrid_options(CLI::App& verb, JobArgs& args) {
       ->group(group);
 }
 
+CLI::Validator number_between(double minimum, double maximum, const std::string& what) {
+  return CLI::Validator(
+      [minimum, maximum, what](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !(value >= minimum && value <= maximum))
+          return "expected " + what + ", got '" + text + "'";
+        return "";
+      },
+      what);
+}
+
+void refuse_flags_outside(const CLI::App& verb, const std::string& mode,
+                          const std::set<std::string>& allowed) {
+  for (const CLI::Option* option : verb.get_options()) {
+    const std::string name = option->get_name();
+    if (option->count() == 0 || name == mode || allowed.count(name) > 0) continue;
+    throw InputError("command line", name,
+                     mode.empty() ? "no " + name + " without the mode it belongs to"
+                                  : "no " + name + " with " + mode + " (which reads " +
+                                        fmt::format("{}", fmt::join(allowed, ", ")) + ")",
+                     "'" + fmt::format("{}", fmt::join(option->results(), ",")) + "'");
+  }
+}
+
 void print_results(const model::RunContext& context, const std::vector<model::ResultRow>& rows,
                    bool json) {
   if (json) {
@@ -74,36 +99,17 @@ void print_results(const model::RunContext& context, const std::vector<model::Re
       model::tauplan_git_commit());
 }
 
-namespace {
-
-/// "simulate or measure": the verbs of the engines that write a trace.
-std::string tracing_verbs() {
-  std::string verbs;
-  for (const std::string& name : study::engine_names()) {
-    const model::Engine& engine = study::engine(name);
-    if (engine.capabilities().writes_trace)
-      verbs += (verbs.empty() ? "" : " or ") + std::string(engine.verb());
-  }
-  return verbs;
-}
-
-}  // namespace
-
 void add_engine_verb(CLI::App& app, const std::string& engine_name) {
   const model::Engine& engine = study::engine(engine_name);
   auto args = std::make_shared<JobArgs>();
   CLI::App* verb = app.add_subcommand(engine.verb(), engine.description());
   add_job_options(*verb, *args);
-  add_simgrid_options(*verb, *args);
-  verb->callback([args, engine_name, verb_name = std::string(engine.verb())] {
-    // An engine that writes no trace (the closed form) refuses --trace, never ignores it (a
-    // job file's `trace` key is for the engines that write one, and it leaves it to them).
-    const std::map<std::string, std::string> given = args->overrides();
-    if (!study::engine(engine_name).capabilities().writes_trace && given.count("trace") > 0)
-      throw InputError("command line", "--trace",
-                       "no --trace for " + verb_name + " (" + engine_name +
-                           " has no events to trace: " + tracing_verbs() + " the job with --trace)",
-                       given.at("trace"));
+  if (engine.capabilities().runs_simgrid) add_simgrid_options(*verb, *args);
+  verb->callback([args, engine_name] {
+    // A flag the engine does not read (predict --stragglers, measure --compute_s) is refused,
+    // never ignored. A job file's keys are for every engine: each reads its own.
+    study::refuse_keys_not_read(study::engine(engine_name), args->overrides(), "command line",
+                                "--");
     if (!args->simgrid_cfg.empty() || !args->simgrid_log.empty())
       study::set_simulator_arguments(args->simgrid_cfg, args->simgrid_log);
     const study::EngineOutput out =

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,16 @@ void add_job_options(CLI::App& verb, JobArgs& args);
 /// Adds SimGrid's `--cfg=NAME:VALUE` and `--log=SPEC` (repeatable) to a verb whose SimGrid runs
 /// in this process; load_inputs checks them and hands them to SimGrid.
 void add_simgrid_options(CLI::App& verb, JobArgs& args);
+
+/// A check of a number flag that fails with "expected WHAT, got 'TEXT'" (CLI11's own range
+/// checks print their bounds as 1.797e308 written out).
+CLI::Validator number_between(double minimum, double maximum, const std::string& what);
+
+/// Refuses (InputError naming the flag, exit 2) any option of `verb` given on the command line
+/// other than `mode` and `allowed`, for a verb whose modes read different flags (calibrate
+/// --check FILE reads no --workers). `mode`: the flag that chose the mode, "" for the default.
+void refuse_flags_outside(const CLI::App& verb, const std::string& mode,
+                          const std::set<std::string>& allowed);
 
 /// Prints rows: a table (plus a provenance line on stderr), or JSON with the context.
 void print_results(const model::RunContext& context, const std::vector<model::ResultRow>& rows,

@@ -105,19 +105,27 @@ void register_calibrate(CLI::App& app) {
       ->delimiter(',');
   auto network = std::make_shared<std::vector<std::string>>();
   auto probe = add_network_options(*verb, *network);
-  verb->callback([args, json, compute, compute_threads, compute_dims, network, probe] {
+  verb->callback([verb, args, json, compute, compute_threads, compute_dims, network, probe] {
+    // Each mode reads its own flags and refuses the others (calibrate --check FILE --workers 4
+    // says so instead of ignoring --workers).
     if (!network->empty()) {
+      refuse_flags_outside(*verb, "--network",
+                           {"--servers", "--json-out", "--prefix", "--mpi", "--flow-seconds",
+                            "--pings", "--check-pairs", "--out"});
       run_probe(*network, *probe, *args);
       return;
     }
     if (!compute->empty()) {
+      refuse_flags_outside(*verb, "--compute", {"--compute-threads", "--compute-dims"});
       std::cout << study::run_compute_calibrate(*compute, *compute_threads, *compute_dims);
       return;
     }
-    if (*compute_threads != 1 || !compute_dims->empty())
-      throw InputError("command line",
-                       compute_dims->empty() ? "--compute-threads" : "--compute-dims",
-                       "only with --compute", "without it");
+    if (!args->check.empty())
+      refuse_flags_outside(*verb, "--check", {"--json"});
+    else
+      refuse_flags_outside(*verb, "",
+                           {"--device", "--out", "--workers", "--batches", "--floats", "--steps",
+                            "--replicas", "--json"});
     const study::CalibrateOutcome outcome = study::run_calibrate(*args);
     for (const std::string& w : outcome.warnings)
       std::cerr << "calibrate: " << w << "\n";

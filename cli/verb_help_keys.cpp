@@ -16,6 +16,7 @@
 #include "model/inputs/workload.hpp"
 #include "model/ir/job.hpp"
 #include "model/ir/token_target.hpp"
+#include "study/common/engines.hpp"
 #include "study/common/inputs.hpp"
 #include "study/plan/inventory.hpp"
 
@@ -57,6 +58,8 @@ void register_help_keys(CLI::App& app) {
           fmt::format("{:<22} {:<8} {:<24} {}", spec.name, type_word(spec.type),
                       spec.default_value.empty() ? "-" : spec.default_value, spec.help);
       if (!spec.choices.empty()) line += fmt::format(" ({})", fmt::join(spec.choices, "|"));
+      // A key only some engines read: the other engines' verbs refuse its flag.
+      if (!spec.read_by.empty()) line += " [read by " + study::verbs_of(spec.read_by, ", ") + "]";
       std::cout << line << "\n";
     }
     // A transformer workload YAML (model/inputs/transformer.hpp): every key the reader accepts.

@@ -28,10 +28,10 @@ void register_plan(CLI::App& app) {
                    "(default: INVENTORY.plan)")
       ->type_name("DIR");
   verb->add_option("--jobs", args->jobs, "simulations at once (default: the number of cores)")
-      ->check(CLI::PositiveNumber);
+      ->check(number_between(1, 1e6, "a whole number of simulations >= 1"));
   verb->add_option("--recheck", args->recheck,
                    "candidates to re-check in simgrid (default: the inventory's recheck.top, 10)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_between(0, 1e6, "a whole number of candidates >= 0"));
   verb->add_flag("--no-plot", args->no_plot, "do not run gnuplot");
   verb->add_option("--objective", args->objective,
                    "override the inventory's objective (min-time, min-cost, "
@@ -41,7 +41,7 @@ void register_plan(CLI::App& app) {
       ->type_name("DURATION");
   verb->add_option("--deadline-confidence", args->confidence,
                    "meet the deadline with this probability (e.g. 0.95) instead of in expectation")
-      ->check(CLI::Range(0.5, 0.999999));
+      ->check(number_between(0.5, 0.999999, "a probability from 0.5 to 0.999999"));
   verb->callback([args, json] {
     const study::PlanOutcome outcome = study::run_plan(*args);
     // Where the files went: the table's last line (JSON: only the document on stdout, and

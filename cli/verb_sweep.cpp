@@ -34,7 +34,7 @@ void register_sweep(CLI::App& app) {
       ->type_name("DIR");
   verb->add_option("--jobs", request->jobs,
                    "child processes at once (default: the number of cores)")
-      ->check(CLI::PositiveNumber);
+      ->check(number_between(1, 1e6, "a whole number of processes >= 1"));
   verb->add_flag("--fresh", request->fresh, "recompute every point (ignore finished ones)");
   verb->add_flag("--quiet", request->quiet, "no progress bar");
   verb->callback([job, request] {

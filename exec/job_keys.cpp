@@ -65,6 +65,8 @@ std::vector<model::KeySpec> exec_job_keys() {
       "measure under MPI: end the run (exit 4) when a rank waits longer than this for the "
       "others; must exceed a round's compute plus an evaluation",
       {}, 0, 1e9, true);
+  for (KeySpec& spec : keys)  // training settings: no other engine reads them
+    spec.read_by = {"exec"};
   return keys;
 }
 

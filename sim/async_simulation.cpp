@@ -255,7 +255,7 @@ void AsyncSimulation::setup_faults_and_stragglers() {
   for (const Straggler& s : options_.stragglers) {
     const int host = platform_.find_host(s.host);
     if (host < 0)
-      throw InputError(options_.origin, "stragglers", "a host of " + platform_.source_file,
+      throw InputError(options_.origin_of("stragglers"), "a host of " + platform_.source_file,
                        "'" + s.host + "'");
     for (WorkerState& w : workers_)
       if (w.host == host) {

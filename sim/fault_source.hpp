@@ -43,7 +43,7 @@ inline std::vector<FailureSource> failure_sources(const SimOptions& options,
     } else {
       const int host = platform.find_host(f.host);
       if (host < 0)
-        throw InputError(options.origin, "failures", "a host of " + platform.source_file,
+        throw InputError(options.origin_of("failures"), "a host of " + platform.source_file,
                          "'" + f.host + "'");
       hosts.push_back(host);
     }

@@ -88,6 +88,13 @@ std::vector<model::KeySpec> sim_job_keys() {
       key("trace", KeyType::Path, "",
           "simulate, measure: write a Chrome trace here (relative to the current folder; one "
           "track per worker; open in Perfetto)"));
+  // Who reads them: the simulator; the trace also exec, which writes one too; beside_hosts also
+  // the analytic engine, which says in its context that it leaves the other job out.
+  for (model::KeySpec& spec : keys) {
+    spec.read_by = {"simgrid"};
+    if (spec.name == "trace") spec.read_by.push_back("exec");
+    if (spec.name == "beside_hosts") spec.read_by.push_back("analytic");
+  }
   return keys;
 }
 
@@ -103,6 +110,8 @@ NetworkOptions network_options(const model::Job& job) {
 SimOptions sim_options(const model::Job& job) {
   SimOptions options;
   options.origin = job.file;
+  for (const char* key : {"sim_rounds", "stragglers", "failures", "beside_hosts", "beside_phases"})
+    if (job.origin_of(key).first != job.file) options.keys_from_command_line.insert(key);
   if (job.has("sim_mode"))
     options.granularity =
         job.text("sim_mode") == "coarse" ? Granularity::Coarse : Granularity::Step;
@@ -110,10 +119,10 @@ SimOptions sim_options(const model::Job& job) {
   if (job.has("sim_reuse_steps")) options.reuse_steps = job.boolean("sim_reuse_steps");
   if (job.has("stragglers"))
     for (const std::string& entry : job.list("stragglers"))
-      options.stragglers.push_back(parse_straggler(entry, job.file));
+      options.stragglers.push_back(parse_straggler(entry, options.origin_of("stragglers")));
   if (job.has("failures"))
     for (const std::string& entry : job.list("failures"))
-      options.failures.push_back(parse_failure(entry, job.file));
+      options.failures.push_back(parse_failure(entry, options.origin_of("failures")));
   if (job.has("failure_restart_s")) options.restart_s = job.real("failure_restart_s");
   if (job.has("beside_hosts")) options.beside_hosts = job.list("beside_hosts");
   if (job.has("beside_phases"))
@@ -122,13 +131,15 @@ SimOptions sim_options(const model::Job& job) {
   return options;
 }
 
-Straggler parse_straggler(const std::string& text, const std::string& file) {
+Straggler parse_straggler(const std::string& text,
+                          const std::pair<std::string, std::string>& where) {
+  const auto& [file, key] = where;
   const std::string expected =
       "HOST:FACTOR:FRACTION with FACTOR > 0 and FRACTION in [0, 1] (e.g. gpu-3:2:0.1), or "
       "HOST:FACTOR (every step)";
   const auto first = text.find(':');
   if (first == std::string::npos || first == 0)
-    throw InputError(file, "stragglers", expected, "'" + text + "'");
+    throw InputError(file, key, expected, "'" + text + "'");
   const auto second = text.find(':', first + 1);
   Straggler straggler;
   straggler.host = text.substr(0, first);
@@ -137,26 +148,27 @@ Straggler parse_straggler(const std::string& text, const std::string& file) {
   straggler.fraction =
       second == std::string::npos ? 1.0 : parse_plain_number(text.substr(second + 1));
   if (!(straggler.factor > 0) || !(straggler.fraction >= 0 && straggler.fraction <= 1))
-    throw InputError(file, "stragglers", expected, "'" + text + "'");
+    throw InputError(file, key, expected, "'" + text + "'");
   return straggler;
 }
 
-Failure parse_failure(const std::string& text, const std::string& file) {
+Failure parse_failure(const std::string& text, const std::pair<std::string, std::string>& where) {
+  const auto& [file, key] = where;
   const std::string expected = "HOST@TIME or HOST~MTBF (e.g. gpu-3@30s, *~2h)";
   const auto at = text.find('@');
   const auto tilde = text.find('~');
   if ((at == std::string::npos) == (tilde == std::string::npos))
-    throw InputError(file, "failures", expected, "'" + text + "'");
+    throw InputError(file, key, expected, "'" + text + "'");
   const auto split = at != std::string::npos ? at : tilde;
   Failure failure;
   failure.host = text.substr(0, split);
-  if (failure.host.empty()) throw InputError(file, "failures", expected, "'" + text + "'");
-  const double seconds = model::parse_seconds(text.substr(split + 1), file, "failures");
+  if (failure.host.empty()) throw InputError(file, key, expected, "'" + text + "'");
+  const double seconds = model::parse_seconds(text.substr(split + 1), file, key);
   if (at != std::string::npos) {
-    if (!(seconds >= 0)) throw InputError(file, "failures", "a failure time >= 0", text);
+    if (!(seconds >= 0)) throw InputError(file, key, "a failure time >= 0", text);
     failure.at_s = seconds;
   } else {
-    if (!(seconds > 0)) throw InputError(file, "failures", "an MTBF > 0", text);
+    if (!(seconds > 0)) throw InputError(file, key, "an MTBF > 0", text);
     failure.mtbf_s = seconds;
   }
   return failure;

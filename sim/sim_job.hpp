@@ -24,9 +24,11 @@ NetworkOptions network_options(const model::Job& job);
 /// job file and key on a malformed entry). Reads `seed` from the model's keys when present.
 SimOptions sim_options(const model::Job& job);
 
-/// "HOST:FACTOR:FRACTION" or "HOST:FACTOR" (every step), e.g. "gpu-3:2:0.1".
-Straggler parse_straggler(const std::string& text, const std::string& file);
-/// "HOST@TIME" (fails once, e.g. "gpu-3@30s") or "HOST~MTBF" (e.g. "*~2h").
-Failure parse_failure(const std::string& text, const std::string& file);
+/// "HOST:FACTOR:FRACTION" or "HOST:FACTOR" (every step), e.g. "gpu-3:2:0.1"; errors name `where`
+/// ({job file, key} or {"command line", "--key"}: Job::origin_of).
+Straggler parse_straggler(const std::string& text,
+                          const std::pair<std::string, std::string>& where);
+/// "HOST@TIME" (fails once, e.g. "gpu-3@30s") or "HOST~MTBF" (e.g. "*~2h"); errors name `where`.
+Failure parse_failure(const std::string& text, const std::pair<std::string, std::string>& where);
 
 }  // namespace tauplan::sim

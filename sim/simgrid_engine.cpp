@@ -33,6 +33,7 @@ class SimgridEngine : public model::Engine {
     can.runs_as_verb = true;
     can.writes_trace = true;
     can.injects_failures = true;
+    can.runs_simgrid = true;
     return can;
   }
   std::string library_version() const override { return simgrid_version(); }

@@ -35,7 +35,7 @@ class SimulationBase {
     planned = std::max<long long>(planned, 1);
     if (options_.sim_rounds <= 0 || options_.sim_rounds >= planned) return planned;
     if (!options_.failures.empty())
-      throw InputError(options_.origin, "sim_rounds",
+      throw InputError(options_.origin_of("sim_rounds"),
                        "0 (every round) when the job has failures: they are not extrapolated",
                        std::to_string(options_.sim_rounds) + " of " + std::to_string(planned));
     return options_.sim_rounds;

@@ -419,7 +419,7 @@ void Simulation::setup_workers() {
   for (const Straggler& s : options_.stragglers) {
     const int host = platform_.find_host(s.host);
     if (host < 0)
-      throw InputError(options_.origin, "stragglers", "a host of " + platform_.source_file,
+      throw InputError(options_.origin_of("stragglers"), "a host of " + platform_.source_file,
                        "'" + s.host + "'");
     for (size_t w = 0; w < workers; ++w)
       if (plan_.worker_hosts[w] == host) {
@@ -1077,26 +1077,26 @@ namespace {
 model::ResultRow simulate_beside(const model::Plan& plan, const model::Platform& platform,
                                  const SimOptions& options, model::ChromeTrace* trace,
                                  int trace_pid) {
-  const std::string& origin = options.origin;
   if (plan.asynchronous)
-    throw InputError(origin, "beside_hosts",
+    throw InputError(options.origin_of("beside_hosts"),
                      "a synchronous strategy (a job beside an asynchronous one is not simulated)",
                      plan.strategy);
   if (!options.failures.empty())
-    throw InputError(origin, "beside_hosts", "no failures in the same job (they are per job)",
+    throw InputError(options.origin_of("beside_hosts"),
+                     "no failures in the same job (they are per job)",
                      std::to_string(options.failures.size()) + " failure(s)");
   if (options.beside_phases < 1)
-    throw InputError(origin, "beside_phases", "at least 1 offset",
+    throw InputError(options.origin_of("beside_phases"), "at least 1 offset",
                      std::to_string(options.beside_phases));
   const size_t workers = plan.worker_hosts.size();
   if (options.beside_hosts.size() < workers)
-    throw InputError(origin, "beside_hosts",
+    throw InputError(options.origin_of("beside_hosts"),
                      fmt::format("at least the {} worker host(s) of '{}'", workers, plan.strategy),
                      fmt::format("{} host(s)", options.beside_hosts.size()));
   model::Plan other = plan;
   other.worker_hosts = model::host_indices(
       {options.beside_hosts.begin(), options.beside_hosts.begin() + static_cast<long>(workers)},
-      platform, origin, "beside_hosts");
+      platform, options.origin_of("beside_hosts").first, options.origin_of("beside_hosts").second);
   SimOptions alone = options;
   alone.beside_hosts.clear();
   alone.reuse_steps = false;

@@ -20,8 +20,10 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/base/chrome_trace.hpp"
@@ -74,6 +76,13 @@ struct SimOptions {
   int beside_phases = 8;
   /// Job file (or "<command line>") named in errors.
   std::string origin = "<job>";
+  /// The keys given as flags (--stragglers), which errors name as the flag, not the job file.
+  std::set<std::string> keys_from_command_line;
+  /// Where `key` was given, for an error: {origin, key}, or {"command line", "--key"}.
+  std::pair<std::string, std::string> origin_of(const std::string& key) const {
+    if (keys_from_command_line.count(key) > 0) return {"command line", "--" + key};
+    return {origin, key};
+  }
   /// Live actors past which new stacks go without a guard page and at 256 KiB (each guarded
   /// stack is two memory mappings; Linux allows 65,530 a process). Tests lower it.
   double guarded_actor_limit = 20000;

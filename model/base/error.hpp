@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tauplan {
 
@@ -15,6 +16,10 @@ class InputError : public std::runtime_error {
  public:
   InputError(const std::string& file, const std::string& key, const std::string& expected,
              const std::string& got = "");
+  /// `where`: {file, key} as Job::origin_of gives it ({"command line", "--key"} for a flag).
+  InputError(const std::pair<std::string, std::string>& where, const std::string& expected,
+             const std::string& got = "")
+      : InputError(where.first, where.second, expected, got) {}
 
   const std::string& file() const { return file_; }
   const std::string& key() const { return key_; }

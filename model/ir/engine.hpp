@@ -65,6 +65,8 @@ struct EngineCapabilities {
   /// Injects the job's failures (fail_at, mtbf) as events. Without it a study adds the
   /// failures' expected cost in closed form (study/common/revocation.hpp).
   bool injects_failures = false;
+  /// Runs SimGrid in its process, so its verb takes SimGrid's own --cfg and --log.
+  bool runs_simgrid = false;
 };
 
 class Engine {

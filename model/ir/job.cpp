@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -17,6 +18,27 @@
 #include "model/ir/token_target.hpp"
 
 namespace tauplan::model {
+
+namespace {
+
+/// The keys only a predicting engine reads: what-if times and the convergence model.
+bool is_predicted_only(const std::string& name) {
+  static const std::set<std::string> names = {"compute_s",
+                                              "comm_s",
+                                              "step_overhead_s",
+                                              "convergence",
+                                              "iterations",
+                                              "rounds",
+                                              "tokens",
+                                              "min_steps",
+                                              "critical_batch",
+                                              "drift",
+                                              "convergence_table",
+                                              "staleness_cost"};
+  return names.count(name) > 0;
+}
+
+}  // namespace
 
 std::vector<KeySpec> model_job_keys() {
   std::vector<KeySpec> keys;
@@ -48,6 +70,9 @@ std::vector<KeySpec> model_job_keys() {
   constexpr double kMaxBatch = 1e9;  // samples in one step
   constexpr double kMaxTau = 1e6;
   constexpr double kMaxSeconds = 1e9;  // about 32 years
+  // A step's time: a nanosecond is below any real step (a kernel launch takes microseconds),
+  // far above the subnormal numbers whose reciprocals overflow a speedup.
+  constexpr double kMinStepSeconds = 1e-9;
   constexpr double kMaxBytes = 1e18;
   constexpr double kMaxSteps = kMaxConvergenceSteps;
   add("workload", KeyType::Text, "alexnet",
@@ -71,7 +96,7 @@ std::vector<KeySpec> model_job_keys() {
   add_range("round_budget_s", KeyType::Seconds, "",
             "local-sgd: time budget per round instead of tau; each worker takes as many local "
             "steps as fit (steps differ per worker), parameters averaged weighted by steps",
-            0, kMaxSeconds, true);
+            kMinStepSeconds, kMaxSeconds);
   add_choice("split", KeyType::Text, "even", "how sync splits the batch over workers",
              {"even", "speed"});
   add_choice("collective", KeyType::Text, default_collective(), "collective algorithm",
@@ -94,8 +119,8 @@ std::vector<KeySpec> model_job_keys() {
   add_range("step_overhead_s", KeyType::Seconds, "0", "fixed cost of every training step", 0,
             kMaxSeconds);
   add_range("compute_s", KeyType::Seconds, "",
-            "what-if: C(b) in seconds on the fastest worker, instead of flop / speed", 0,
-            kMaxSeconds, true);
+            "what-if: C(b) in seconds on the fastest worker, instead of flop / speed",
+            kMinStepSeconds, kMaxSeconds);
   add_range("comm_s", KeyType::Seconds, "", "what-if: S in seconds per synchronisation", 0,
             kMaxSeconds);
   add("check_memory", KeyType::Boolean, "true", "fail when a batch does not fit in GPU memory");
@@ -119,6 +144,10 @@ std::vector<KeySpec> model_job_keys() {
             "the noiseless worst case (Arjevani et al. 2018), 0 the noise-dominated limit",
             0, 1e6);
   add_range("seed", KeyType::Integer, "1", "seed of every random choice", 0, 1e15);
+  // What-if times and the convergence model are read by the engines that predict from the
+  // Plan; exec times its steps and trains to target_accuracy instead (exec/job_keys.cpp).
+  for (KeySpec& key : keys)
+    if (is_predicted_only(key.name)) key.read_by = {"analytic", "simgrid"};
   for (const KeySpec& key : layout_job_keys())  // model/ir/layout.hpp; a key declared above wins
     if (std::none_of(keys.begin(), keys.end(),
                      [&key](const KeySpec& declared) { return declared.name == key.name; }))

@@ -43,6 +43,10 @@ struct KeySpec {
   bool required = false;
   /// Text, Path and list items: at most this many characters.
   std::size_t max_length = kMaxNameLength;
+  /// The engines that read it (Engine::name(): "analytic", "simgrid", "exec"); empty: every
+  /// engine. A verb that runs one engine refuses a flag its engine does not read, and a study
+  /// hands each engine only the keys it reads (study/common/engines.hpp).
+  std::vector<std::string> read_by;
 };
 
 /// The keys model/ understands (workload, platform, strategy, convergence, what-if overrides).

@@ -163,7 +163,16 @@ std::vector<int> choose_worker_hosts(const StrategyOptions& options, const Platf
                                    "hosts)",
                                    options.workers, options.workers),
                        fmt::format("{} names", options.hosts.size()));
-    return host_indices(options.hosts, platform, options.file, "hosts");
+    const std::vector<int> chosen = host_indices(options.hosts, platform, options.file, "hosts");
+    // A host the platform declares a parameter server (role=server) does not train: no engine
+    // models one host doing both, and a plan with servers would take it as one.
+    for (int host : chosen)
+      if (platform.hosts[static_cast<size_t>(host)].role == HostRole::Server)
+        throw InputError(options.file, "hosts",
+                         "worker hosts (not the platform's role=server hosts, which serve "
+                         "parameters)",
+                         "'" + platform.hosts[static_cast<size_t>(host)].name + "'");
+    return chosen;
   }
   const std::vector<int> workers = platform.worker_hosts();
   if (options.workers > static_cast<int>(workers.size()))

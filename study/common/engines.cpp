@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "exec/exec_engine.hpp"
+#include "model/base/error.hpp"
 #include "model/base/registry.hpp"
 #include "model/ir/strategy.hpp"
 #include "model/ir/token_target.hpp"
@@ -88,6 +89,60 @@ std::vector<std::string> predicting_engine_names() {
   return names;
 }
 
+std::string verbs_of(const std::vector<std::string>& names, const std::string& separator) {
+  std::string verbs;
+  for (const std::string& name : engine_names())
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      verbs += (verbs.empty() ? "" : separator) + std::string(engine(name).verb());
+  return verbs;
+}
+
+namespace {
+
+const model::KeySpec* find_key(const std::string& key) {
+  static const std::vector<model::KeySpec> keys = all_job_keys();
+  for (const model::KeySpec& spec : keys)
+    if (spec.name == key) return &spec;
+  return nullptr;
+}
+
+}  // namespace
+
+bool engine_reads_key(const model::Engine& engine, const std::string& key) {
+  const model::KeySpec* spec = find_key(key);
+  return !spec || spec->read_by.empty() ||
+         std::find(spec->read_by.begin(), spec->read_by.end(), engine.name()) !=
+             spec->read_by.end();
+}
+
+void refuse_keys_not_read(const model::Engine& engine,
+                          const std::map<std::string, std::string>& given,
+                          const std::string& origin, const std::string& key_prefix,
+                          const std::string& who) {
+  for (const auto& [key, value] : given) {
+    if (engine_reads_key(engine, key)) continue;
+    const std::string readers = verbs_of(find_key(key)->read_by);
+    throw InputError(origin, key_prefix + key,
+                     "no " + key_prefix + key + " for " + (who.empty() ? engine.verb() : who) +
+                         " (the " + engine.name() + " engine does not read it" +
+                         (readers.empty() ? "" : "; " + readers + " does") + ")",
+                     "'" + value + "'");
+  }
+}
+
+const model::Engine& closed_form_engine() {
+  const std::vector<Predictor> engines = predictors(NetworkModels::Default);
+  return *engines[closed_form_predictor(engines, "a closed-form study")].engine;
+}
+
+std::map<std::string, std::string> keys_read_by(const model::Engine& engine,
+                                                const std::map<std::string, std::string>& keys) {
+  std::map<std::string, std::string> read;
+  for (const auto& [key, value] : keys)
+    if (engine_reads_key(engine, key)) read.emplace(key, value);
+  return read;
+}
+
 void set_simulator_arguments(const std::vector<std::string>& cfg,
                              const std::vector<std::string>& log) {
   sim::set_simgrid_arguments({cfg, log});
@@ -125,7 +180,7 @@ child::Task engine_task(const model::Engine& engine, const std::string& job_file
   child::Task task;
   task.args.push_back(engine.verb());
   if (!job_file.empty()) task.args.push_back(job_file);
-  for (const auto& [key, value] : keys)
+  for (const auto& [key, value] : keys_read_by(engine, keys))
     task.args.push_back("--" + key + "=" + value);
   task.args.push_back("--json");
   task.out_path = out_path;

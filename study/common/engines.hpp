@@ -66,10 +66,30 @@ EngineOutput run_engine(const std::string& engine_name, const std::string& job_f
                         const std::map<std::string, std::string>& overrides);
 
 /// The child-process task that runs `engine` on the job with these key values (one `--key
-/// value` each) and `--json`, its stdout and stderr going to out_path and err_path.
+/// value` each, those it reads: keys_read_by) and `--json`, its stdout and stderr going to
+/// out_path and err_path.
 child::Task engine_task(const model::Engine& engine, const std::string& job_file,
                         const std::map<std::string, std::string>& keys, const std::string& out_path,
                         const std::string& err_path);
+
+/// The verbs of the registered engines named in `names` (KeySpec::read_by): "simulate or
+/// measure".
+std::string verbs_of(const std::vector<std::string>& names, const std::string& separator = " or ");
+/// Whether `engine` reads the job key `key` (KeySpec::read_by; an undeclared key: yes).
+bool engine_reads_key(const model::Engine& engine, const std::string& key);
+/// Refuses the first of `given` (key -> value) that `engine` does not read: InputError(origin,
+/// `key_prefix` + key, "no ... for <who> (... reads it)"), so that a verb or a study running one
+/// engine never drops a key it was given. `who`: the verb or study ("" for the engine's verb).
+void refuse_keys_not_read(const model::Engine& engine,
+                          const std::map<std::string, std::string>& given,
+                          const std::string& origin, const std::string& key_prefix,
+                          const std::string& who = "");
+/// The engine a closed-form study reads its keys as (the first predictor sharing the process).
+const model::Engine& closed_form_engine();
+/// `keys` less those `engine` does not read: what a study running several engines on one set of
+/// keys (validate) hands each of them.
+std::map<std::string, std::string> keys_read_by(const model::Engine& engine,
+                                                const std::map<std::string, std::string>& keys);
 
 /// SimGrid's --cfg and --log items for the simulator this process starts (sim/platform_loader.hpp's
 /// set_simgrid_arguments: checked in a child first; InputError naming the item).

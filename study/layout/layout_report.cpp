@@ -135,6 +135,7 @@ nlohmann::json layout_context(const model::Job& job, const model::Workload& work
                             {"engine", "analytic (model/ir/layout_cost.hpp)"},
                             {"network_model", "alpha-beta over the platform's routes"},
                             {"job_file", job.file},
+                            {"seed", job.integer("seed")},
                             {"platform_file", provenance.file},
                             {"platform_hash", provenance.hash},
                             {"workload", workload.name + " (" + workload.source + ")"},

@@ -56,6 +56,8 @@ struct Point {
   std::vector<std::pair<std::string, std::string>> values;  ///< swept keys, in axis order
   std::map<std::string, std::string> overrides;             ///< job flags + swept keys
   std::string hash;
+  std::string platform;  ///< the platform file, resolved as every verb resolves it
+  long long seed = 1;
 };
 
 /// Expected time with the job's MTBF failures (see the header comment). `servers` are the
@@ -70,7 +72,7 @@ void apply_expected_failures(model::ResultRow& row, const model::Job& job,
   double rate = 0;
   bool one_shot = false;
   for (const std::string& entry : job.list("failures")) {
-    const sim::Failure f = sim::parse_failure(entry, job.file);
+    const sim::Failure f = sim::parse_failure(entry, job.origin_of("failures"));
     if (f.mtbf_s <= 0) {
       one_shot = true;
       continue;
@@ -228,15 +230,22 @@ const model::Engine& sweep_engine(const std::string& name) {
   return chosen;
 }
 
-/// The --set axes; a key may not be both swept and given as a job flag.
-std::vector<Axis> sweep_axes(const SweepRequest& args, const std::vector<model::KeySpec>& specs) {
+/// The --set axes; a key may not be both swept and given as a job flag, and the engine reads
+/// every key swept or given (sweep --engine analytic --set trace=... is refused, not ignored).
+std::vector<Axis> sweep_axes(const SweepRequest& args, const std::vector<model::KeySpec>& specs,
+                             const model::Engine& chosen) {
   if (args.sets.empty())
     throw InputError("command line", "--set", "at least one KEY=V1,V2,... to sweep", "nothing");
   std::vector<Axis> axes = parse_sets(args.sets, specs);
-  for (const Axis& axis : axes)
+  const std::string who = std::string("sweep --engine ") + chosen.name();
+  refuse_keys_not_read(chosen, args.overrides, "command line", "--", who);
+  for (const Axis& axis : axes) {
     if (args.overrides.count(axis.key))
       throw InputError("command line --set", axis.key,
                        "a key either swept or given as --" + axis.key, "both");
+    refuse_keys_not_read(chosen, {{axis.key, fmt::format("{}", fmt::join(axis.values, ","))}},
+                         "command line --set", "", who);
+  }
   return axes;
 }
 
@@ -300,6 +309,8 @@ std::vector<Point> grid_points(const SweepRequest& args, const std::vector<Axis>
     for (const auto& [k, v] : job.values())
       canonical += k + "=" + v + "\n";
     canonical += input_file_hashes(job);
+    p.platform = resolve_platform_path(job);
+    p.seed = job.integer("seed");
     p.hash = model::fnv1a_hex(canonical);
   }
   return points;
@@ -547,6 +558,7 @@ MergedSweep merge_records(const std::vector<Point>& points, const std::vector<Ax
 /// How the sweep ran, for its JSON context and its summary line.
 struct SweepRun {
   const SweepRequest& args;
+  const std::vector<Point>& points;
   const model::Engine& chosen;
   Rank me;
   size_t total = 0;
@@ -573,6 +585,15 @@ json sweep_document(const SweepRun& run, const std::vector<Axis>& axes, const Me
                   {"mpi_ranks", run.me.size},
                   {"evaluation", run.in_process ? "in process" : "one child process per point"},
                   {"out_dir", run.out_dir.string()}};
+  // The points' platforms and seeds: one value, or every distinct one when swept.
+  std::set<std::string> platforms;
+  std::set<long long> seeds;
+  for (const Point& p : run.points) {
+    platforms.insert(p.platform);
+    seeds.insert(p.seed);
+  }
+  context["platform_file"] = platforms.size() == 1 ? json(*platforms.begin()) : json(platforms);
+  context["seed"] = seeds.size() == 1 ? json(*seeds.begin()) : json(seeds);
   if (const std::string version = run.chosen.library_version(); !version.empty())
     context[std::string(run.chosen.name()) + "_version"] = version;
   return {{"context", context},
@@ -606,7 +627,7 @@ SweepOutcome run_sweep(const SweepRequest& args) {
 
   const model::Engine& chosen = sweep_engine(args.engine);
   const std::vector<model::KeySpec> specs = all_job_keys();
-  const std::vector<Axis> axes = sweep_axes(args, specs);
+  const std::vector<Axis> axes = sweep_axes(args, specs, chosen);
   const std::vector<Point> points = grid_points(args, axes, specs);
   const size_t total = points.size();
   const bool in_process = evaluates_in_process(args.engine, axes);
@@ -646,7 +667,7 @@ SweepOutcome run_sweep(const SweepRequest& args) {
   if (!reporter) return {};
 
   const MergedSweep merged = merge_records(points, axes, records);
-  const SweepRun run{args, chosen, me, total, resumed, jobs, in_process, folders.out};
+  const SweepRun run{args, points, chosen, me, total, resumed, jobs, in_process, folders.out};
   const json document = sweep_document(run, axes, merged);
   write_atomically((folders.out / "sweep.csv").string(), merged.csv);
   write_atomically((folders.out / "sweep.json").string(), document.dump(2) + "\n");

@@ -517,6 +517,14 @@ void check_job(const model::Job& job) {
                      settings.communicator);
   if (!(settings.train.target_accuracy > 0))
     throw InputError(job.file, "target_accuracy", "a target (time to target is validated)");
+  // The measured runs have no slowed or failing host and no second job beside them: a key that
+  // would put one in the simulator's prediction alone is refused, not compared.
+  for (const char* key : {"stragglers", "failures", "beside_hosts"})
+    if (job.has(key) && !job.list(key).empty())
+      throw InputError(job.origin_of(key),
+                       "none (the measured runs have none to compare with; --slow-worker slows "
+                       "a measured worker and its prediction alike)",
+                       fmt::format("{}", fmt::join(job.list(key), ",")));
 }
 
 /// What the steps of one validate run share.

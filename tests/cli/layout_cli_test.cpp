@@ -225,6 +225,7 @@ TEST_CASE("layout: a fitting layout reports memory per stage, traffic and step t
   const double pipeline = doc["time"]["pipeline_s"], bubble = doc["time"]["bubble_s"];
   CHECK(bubble / pipeline == Approx(3.0 / (64 + 3)));
   CHECK(doc["context"]["platform_hash"].get<std::string>().size() == 16);
+  CHECK(doc["context"]["seed"] == 1);
   // The engines refuse the layout keys they would ignore.
   const auto p = run_tauplan({"predict", f});
   CHECK(p.exit_code == 2);

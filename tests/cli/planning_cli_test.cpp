@@ -82,6 +82,10 @@ TEST_CASE("sweep: analytic grid of every combination, CSV and JSON, resumed with
   const json doc = json::parse(slurp_path(out / "sweep.json"));
   CHECK(doc["results"].size() == 18);
   CHECK(doc["context"]["points"] == 6);
+  // Where the points came from: the platform every verb resolves, and the seed.
+  CHECK(doc["context"]["platform_file"].get<std::string>().find("test-crossbar") !=
+        std::string::npos);
+  CHECK(doc["context"]["seed"] == 1);
   CHECK(doc["results"][0]["workers"] == 1);  // the single row of point 0
 
   const auto again = run_tauplan({"sweep", job, "--set", "workers=2,4", "--set", "batch=32,64,128",
@@ -345,6 +349,7 @@ TEST_CASE("plan: frontier, best, simgrid re-check of the top candidates and the 
   REQUIRE(r.exit_code == 0);
   const json doc = json::parse(r.out);
   CHECK(doc["objective_met"] == true);
+  CHECK(doc["context"]["seed"].is_number_integer());
   const auto& frontier = doc["frontier"];
   REQUIRE(frontier.size() >= 2);
   // Every frontier point is non-dominated by any evaluated configuration (evaluated.csv).

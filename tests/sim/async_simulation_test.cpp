@@ -113,7 +113,7 @@ TEST_CASE("async in SimGrid with one worker equals single") {
 TEST_CASE("async in SimGrid: a straggler under a staleness bound sets everyone's pace") {
   // h0 takes every step 4 times slower; with s = 1 no worker runs more than 1 step ahead.
   sim::SimOptions options;
-  options.stragglers.push_back(sim::parse_straggler("h0:4:1", "<test>"));
+  options.stragglers.push_back(sim::parse_straggler("h0:4:1", {"<test>", "stragglers"}));
   const auto bounded = run_both("async-ps", async_options(4, 100, 1), workload(1e5), 400, options);
   const double T_fast = 0.1 + 2 * transfer(4e5) + 2e5 / 1e12;
   const double T_slow = T_fast + 0.3;
@@ -135,7 +135,7 @@ TEST_CASE("async in SimGrid: a straggler under a staleness bound sets everyone's
 TEST_CASE("async in SimGrid: a failing worker loses its update in flight and rejoins") {
   sim::SimOptions options;
   options.restart_s = 1;
-  options.failures.push_back(sim::parse_failure("h1@0.35s", "<test>"));
+  options.failures.push_back(sim::parse_failure("h1@0.35s", {"<test>", "failures"}));
   const auto base = run_both("async-ps", async_options(4, 100), workload(1e5), 100);
   const auto failed = run_both("async-ps", async_options(4, 100), workload(1e5), 100, options);
   const auto& row = failed.simgrid;
@@ -151,13 +151,13 @@ TEST_CASE("async in SimGrid: a failing worker loses its update in flight and rej
   // A server failure stalls every worker for the restart.
   sim::SimOptions server;
   server.restart_s = 1;
-  server.failures.push_back(sim::parse_failure("ps0@0.35s", "<test>"));
+  server.failures.push_back(sim::parse_failure("ps0@0.35s", {"<test>", "failures"}));
   const auto stalled = run_both("async-ps", async_options(4, 100), workload(1e5), 100, server);
   CHECK(stalled.simgrid["total_s"].get<double>() > base.simgrid["total_s"].get<double>() + 0.9);
   // Failures faster than a cycle: a result that says it gave up, not a hang.
   sim::SimOptions storm;
   storm.restart_s = 0;
-  storm.failures.push_back(sim::parse_failure("h2~0.01s", "<test>"));
+  storm.failures.push_back(sim::parse_failure("h2~0.01s", {"<test>", "failures"}));
   const auto gave_up = run_both("async-ps", async_options(4, 100), workload(1e5), 100, storm);
   CHECK(gave_up.simgrid.contains("gave_up"));
 }

@@ -142,7 +142,7 @@ TEST_CASE("server queues in SimGrid under a rendezvous: one thread receives, app
   // others (no deadlock on its turn), and the job loses less than the restart.
   sim::SimOptions failing;
   failing.restart_s = 1;
-  failing.failures.push_back(sim::parse_failure("h1@0.35s", "<test>"));
+  failing.failures.push_back(sim::parse_failure("h1@0.35s", {"<test>", "failures"}));
   const ServerWorkRows failed =
       run_both_with_server_work(rendezvous, "async-ps", o, w, 400, failing);
   CHECK(failed.simgrid_row["updates_dropped"] == 1);

@@ -55,26 +55,26 @@ TEST_CASE("a job's sim keys become options") {
 }
 
 TEST_CASE("straggler and failure entries are checked, naming the file and key") {
-  const auto s = sim::parse_straggler("n0-gpu3:2.5:0.25", "job.yaml");
+  const auto s = sim::parse_straggler("n0-gpu3:2.5:0.25", {"job.yaml", "stragglers"});
   CHECK(s.host == "n0-gpu3");
   CHECK(s.factor == 2.5);
   CHECK(s.fraction == 0.25);
-  CHECK(sim::parse_straggler("h:3", "job.yaml").fraction == 1);
+  CHECK(sim::parse_straggler("h:3", {"job.yaml", "stragglers"}).fraction == 1);
   for (const char* bad : {"gpu", ":2:0.5", "h:0:0.5", "h:2:1.5", "h:x:0.5", "h:2:"}) {
     INFO(bad);
     try {
-      sim::parse_straggler(bad, "job.yaml");
+      sim::parse_straggler(bad, {"job.yaml", "stragglers"});
       FAIL("accepted");
     } catch (const InputError& e) {
       CHECK(e.file() == "job.yaml");
       CHECK(e.key() == "stragglers");
     }
   }
-  CHECK(sim::parse_failure("h@1.5s", "job.yaml").at_s == 1.5);
-  CHECK(sim::parse_failure("h~10min", "job.yaml").mtbf_s == 600);
+  CHECK(sim::parse_failure("h@1.5s", {"job.yaml", "failures"}).at_s == 1.5);
+  CHECK(sim::parse_failure("h~10min", {"job.yaml", "failures"}).mtbf_s == 600);
   for (const char* bad : {"h", "h@", "@3s", "h~0", "h@3parsecs", "h@1s~2s"}) {
     INFO(bad);
-    CHECK_THROWS_AS(sim::parse_failure(bad, "job.yaml"), InputError);
+    CHECK_THROWS_AS(sim::parse_failure(bad, {"job.yaml", "failures"}), InputError);
   }
 }
 

@@ -261,7 +261,7 @@ TEST_CASE("a straggler slows its steps by its factor on a seeded fraction of the
       sim::SimOptions options;
       options.seed = seed;
       if (!straggler.empty())
-        options.stragglers.push_back(sim::parse_straggler(straggler, "<test>"));
+        options.stragglers.push_back(sim::parse_straggler(straggler, {"<test>", "stragglers"}));
       const auto row = sim::simulate(plan, platform, options);
       const double c = 16 * test::round_workload().flop_per_sample /
                        platform.hosts[static_cast<size_t>(plan.worker_hosts[0])].speed_flops;
@@ -302,7 +302,7 @@ TEST_CASE("a failing host restarts the round from the last averaged parameters")
       sim::SimOptions options;
       options.restart_s = restart_s;
       for (const auto& f : failures)
-        options.failures.push_back(sim::parse_failure(f, "<test>"));
+        options.failures.push_back(sim::parse_failure(f, {"<test>", "failures"}));
       return row_json(sim::simulate(plan, platform, options)).dump();
     });
   };
@@ -373,8 +373,8 @@ TEST_CASE("same job and seed give byte-identical results and traces") {
       sim::SimOptions options;
       options.seed = 11;
       options.restart_s = 0.01;
-      options.stragglers.push_back(sim::parse_straggler("n0-gpu3:2:0.3", "<test>"));
-      options.failures.push_back(sim::parse_failure("*~0.05s", "<test>"));
+      options.stragglers.push_back(sim::parse_straggler("n0-gpu3:2:0.3", {"<test>", "stragglers"}));
+      options.failures.push_back(sim::parse_failure("*~0.05s", {"<test>", "failures"}));
       model::ChromeTrace trace;
       const auto row = sim::simulate(plan, platform, options, &trace, 1);
       return row_json(row).dump() + "\n" + trace.json();
