@@ -12,6 +12,9 @@
 #include "study/common/inputs.hpp"
 
 namespace tauplan::cli {
+namespace {
+const char* const kJobKeysGroup = "Job keys (override the job file)";
+}  // namespace
 
 std::map<std::string, std::string> JobArgs::overrides() const {
   std::map<std::string, std::string> given;
@@ -21,7 +24,9 @@ std::map<std::string, std::string> JobArgs::overrides() const {
 }
 
 void add_job_options(CLI::App& verb, JobArgs& args) {
-  verb.add_option("job", args.job_file, "job file (YAML); every key is also a flag")
+  verb.add_option(
+          "job", args.job_file,
+          "job file (YAML); every key is also a flag (refused where the engine does not read it)")
       ->type_name("JOB.yaml");
   verb.add_flag("--json", args.json, "print JSON (context + results) instead of a table");
   for (const auto& spec : study::all_job_keys()) {
@@ -34,7 +39,7 @@ void add_job_options(CLI::App& verb, JobArgs& args) {
     if (!spec.default_value.empty()) help += " [default: " + spec.default_value + "]";
     CLI::Option* option = verb.add_option(names, args.flag_values[spec.name], help);
     option->type_name("");
-    option->group("Job keys (override the job file)");
+    option->group(kJobKeysGroup);
     args.flags.emplace_back(spec.name, option);
   }
 }
@@ -75,13 +80,30 @@ void refuse_flags_outside(const CLI::App& verb, const std::string& mode,
                           const std::set<std::string>& allowed) {
   for (const CLI::Option* option : verb.get_options()) {
     const std::string name = option->get_name();
+    // The job file and its keys' flags are checked against the keys' readers instead.
+    if (!option->nonpositional() || option->get_group() == kJobKeysGroup) continue;
     if (option->count() == 0 || name == mode || allowed.count(name) > 0) continue;
+    // "--check" is the flag that chose the mode; "a transformer job" says what did.
     throw InputError("command line", name,
                      mode.empty() ? "no " + name + " without the mode it belongs to"
                                   : "no " + name + " with " + mode + " (which reads " +
                                         fmt::format("{}", fmt::join(allowed, ", ")) + ")",
                      "'" + fmt::format("{}", fmt::join(option->results(), ",")) + "'");
   }
+}
+
+std::string provenance_line(const nlohmann::json& context) {
+  std::string line = "# " + context.value("verb", std::string("tauplan"));
+  for (const char* field : {"engine", "network_model", "platform_file", "inventory", "runs_file",
+                            "workload", "seed", "commit"}) {
+    const auto it = context.find(field);
+    if (it == context.end()) continue;
+    line +=
+        std::string(" ") + field + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
+    if (std::string(field) == "platform_file" && context.contains("platform_hash"))
+      line += " (" + context["platform_hash"].get<std::string>() + ")";
+  }
+  return line + "\n";
 }
 
 void print_results(const model::RunContext& context, const std::vector<model::ResultRow>& rows,

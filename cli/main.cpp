@@ -1,12 +1,45 @@
 // main.cpp: the tauplan executable. Dispatches verbs; turns bad input into one line and exit 2.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/verb.hpp"
 #include "model/base/error.hpp"
 #include "model/ir/result.hpp"
+
+namespace {
+
+/// For a flag the verb does not have (`predict --wrokers 3`): its one line names the flag and the
+/// verb's flag it most likely meant, as an unknown key in a job file does. "" when no argument is
+/// such a flag.
+std::string unknown_flag_message(const CLI::App& app, int argc, char** argv) {
+  for (const CLI::App* verb : app.get_subcommands()) {
+    std::vector<std::string> flags;
+    for (const CLI::Option* option : verb->get_options())
+      for (const std::string& name : option->get_lnames())
+        flags.push_back("--" + name);
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg.rfind("--", 0) != 0 || arg.size() == 2) continue;
+      const std::string flag = arg.substr(0, arg.find('='));
+      if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
+      const std::string best = tauplan::nearest_name(flag, flags);
+      return tauplan::InputError("command line", flag,
+                                 std::string("a flag of ") + verb->get_name() +
+                                     (best.empty() ? " (tauplan " + verb->get_name() + " --help)"
+                                                   : " (did you mean '" + best + "'?)"),
+                                 "an unknown flag")
+          .what();
+    }
+  }
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tauplan: predict, simulate and measure distributed data-parallel training"};
@@ -15,6 +48,24 @@ int main(int argc, char** argv) {
                                         " (" + tauplan::model::tauplan_git_commit() + ")");
   for (const auto& [order, registrar] : tauplan::cli::registered_verbs())
     registrar(app);
+  // An unknown verb (`tauplan frobnicate`) is named, with the verb it most likely meant.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> verbs;
+    for (const CLI::App* verb : app.get_subcommands({}))
+      verbs.push_back(verb->get_name());
+    if (std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
+      const std::string best = tauplan::nearest_name(argv[1], verbs);
+      std::fprintf(stderr, "tauplan: error: %s\n",
+                   tauplan::InputError("command line", argv[1],
+                                       "a verb (" +
+                                           (best.empty() ? std::string("tauplan --help lists them")
+                                                         : "did you mean '" + best + "'?") +
+                                           ")",
+                                       "an unknown verb")
+                       .what());
+      return tauplan::kExitBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -23,6 +74,13 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    const std::string message = unknown_flag_message(app, argc, argv);
+    if (!message.empty())
+      std::fprintf(stderr, "tauplan: error: %s\n", message.c_str());
+    else
+      std::fprintf(stderr, "tauplan: error: command line: %s\n", e.what());
+    return tauplan::kExitBadInput;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "tauplan: error: command line: %s\n", e.what());
     return tauplan::kExitBadInput;

@@ -44,9 +44,15 @@ CLI::Validator number_between(double minimum, double maximum, const std::string&
 
 /// Refuses (InputError naming the flag, exit 2) any option of `verb` given on the command line
 /// other than `mode` and `allowed`, for a verb whose modes read different flags (calibrate
-/// --check FILE reads no --workers). `mode`: the flag that chose the mode, "" for the default.
+/// --check FILE reads no --workers). `mode`: the flag that chose the mode (itself allowed) or
+/// words saying what did ("a transformer job"), "" for the default.
+/// The job file and the job keys' flags are left to the keys' readers (study/common/engines.hpp).
 void refuse_flags_outside(const CLI::App& verb, const std::string& mode,
                           const std::set<std::string>& allowed);
+
+/// "# VERB engine=... platform=FILE (HASH) workload=... seed=... commit=...": where a study's
+/// result came from, from its JSON context (the fields it has), for its text output.
+std::string provenance_line(const nlohmann::json& context);
 
 /// Prints rows: a table (plus a provenance line on stderr), or JSON with the context.
 void print_results(const model::RunContext& context, const std::vector<model::ResultRow>& rows,

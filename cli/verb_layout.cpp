@@ -4,7 +4,6 @@
 
 #include "cli/verb.hpp"
 #include "model/base/error.hpp"
-#include "study/common/engines.hpp"
 #include "study/layout/layout_report.hpp"
 
 namespace tauplan::cli {
@@ -31,13 +30,11 @@ void register_layout(CLI::App& app) {
     study::LayoutRequest request;
     request.job_file = args->job_file;
     request.overrides = args->overrides();
-    // The closed form's keys only: layout --trace or --stragglers is refused, not ignored.
-    study::refuse_keys_not_read(study::closed_form_engine(), request.overrides, "command line",
-                                "--", "layout");
     request.fit = *fit;
     request.count = *count;
     const study::LayoutOutcome outcome = study::run_layout(request);
     std::cout << (args->json ? outcome.document.dump(2) + "\n" : outcome.text);
+    if (!args->json) std::cerr << provenance_line(outcome.document.at("context"));
   });
 }
 

@@ -33,6 +33,7 @@ void register_published(CLI::App& app) {
       std::cerr << "published: " << note << "\n";
     if (!outcome.written.empty()) std::cerr << "published: wrote " << outcome.written << "\n";
     std::cout << (*json ? outcome.document.dump(2) + "\n" : outcome.table);
+    if (!*json) std::cerr << provenance_line(outcome.document.at("context"));
   });
 }
 

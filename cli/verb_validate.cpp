@@ -75,9 +75,17 @@ void register_validate(CLI::App& app) {
   verb->add_option("--profile", *profile,
                    "transformer jobs: one compute profile FILE for every worker count instead "
                    "of calibrating");
-  verb->callback([job, args, testbed, profile] {
+  verb->callback([verb, job, args, testbed, profile] {
     args->job_file = job->job_file;
     args->overrides = job->overrides();
+    // The measured runs have no slowed or failing host, nor a second job of the user's: such a
+    // key would reach the simulator's prediction alone (the testbed's matrix names its own).
+    for (const char* key : {"stragglers", "failures", "beside_hosts"})
+      if (args->overrides.count(key) > 0)
+        throw InputError("command line", std::string("--") + key,
+                         "none (the measured runs have none to compare with; --slow-worker "
+                         "slows a measured worker and its prediction alike)",
+                         "'" + args->overrides.at(key) + "'");
     if (testbed->matrix_file.empty() &&
         study::is_transformer_job(args->job_file, args->overrides)) {
       if (!args->sets.empty() || args->slow != std::vector<double>{1.0})
@@ -85,6 +93,8 @@ void register_validate(CLI::App& app) {
                          "nothing with a transformer job (its configurations come from its "
                          "strategies)",
                          "a value");
+      refuse_flags_outside(*verb, "a transformer job",
+                           {"--out", "--calibration", "--profile", "--max-round-error", "--json"});
       study::TransformerValidateRequest t;
       t.job_file = args->job_file;
       t.overrides = args->overrides;
@@ -106,6 +116,10 @@ void register_validate(CLI::App& app) {
                          "no --set, --slow-worker or --calibration beside it (the matrix file "
                          "lists the configurations)",
                          "both");
+      refuse_flags_outside(
+          *verb, "--testbed",
+          {"--probe-network", "--replay", "--calibration-rounds", "--convergence-seeds",
+           "--testbed-prefix", "--out", "--jobs", "--max-round-error", "--no-plot", "--json"});
       testbed->job_file = args->job_file;
       testbed->overrides = args->overrides;
       if (args->out != study::ValidateRequest{}.out) testbed->out = args->out;
@@ -117,6 +131,9 @@ void register_validate(CLI::App& app) {
              outcome.exceeded);
       return;
     }
+    refuse_flags_outside(*verb, "an MLP job on this machine (no --testbed)",
+                         {"--set", "--slow-worker", "--out", "--calibration", "--calibration-steps",
+                          "--jobs", "--max-round-error", "--no-plot", "--json"});
     const study::ValidateOutcome outcome = study::run_validate(*args);
     finish(job->json ? outcome.report.dump(2) + "\n" : outcome.text, outcome.notes,
            outcome.exceeded);

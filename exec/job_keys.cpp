@@ -33,9 +33,13 @@ std::vector<model::KeySpec> exec_job_keys() {
   add("eval_every", KeyType::Integer, "100",
       "measure: evaluate test accuracy every this many steps per worker (rounded up to rounds)", {},
       1);
-  add("eval_samples", KeyType::Integer, "0", "measure: test samples per evaluation (0: all)", {},
-      0);
-  add("train_samples", KeyType::Integer, "0", "measure: training samples to use (0: all)", {}, 0);
+  // At most a million samples: Fashion-MNIST has 60,000; a synthetic stand-in of more would
+  // not fit in memory (784 floats a sample).
+  constexpr double kMaxSamples = 1e6;
+  add("eval_samples", KeyType::Integer, "0", "measure: test samples per evaluation (0: all)", {}, 0,
+      kMaxSamples);
+  add("train_samples", KeyType::Integer, "0", "measure: training samples to use (0: all)", {}, 0,
+      kMaxSamples);
   add("timing", KeyType::Text, "lockstep",
       "measure: lockstep (workers one after another, virtual clock) or concurrent (threads or "
       "MPI ranks at once, barrier-aligned rounds, wall clock)",
@@ -80,9 +84,9 @@ ExecSettings exec_settings(const model::Job& job) {
   t.eval_every_steps = job.integer("eval_every");
   t.eval_samples = job.integer("eval_samples");
   if (!parse_timing(job.text("timing"), t.timing))
-    throw InputError(job.file, "timing", "lockstep or concurrent", job.text("timing"));
+    throw InputError(job.origin_of("timing"), "lockstep or concurrent", job.text("timing"));
   if (!parse_combine_rule(job.text("combine"), t.combine))
-    throw InputError(job.file, "combine", "mean or adasum", job.text("combine"));
+    throw InputError(job.origin_of("combine"), "mean or adasum", job.text("combine"));
   t.clock = job.text("lockstep_clock") == "wall" ? ComputeClock::Wall : ComputeClock::ThreadCpu;
   t.emulate_slowdown = job.boolean("emulate_slowdown");
   t.trace_rounds = job.integer("trace_rounds");
@@ -102,7 +106,8 @@ ExecSettings exec_settings(const model::Job& job) {
       used = 0;
     }
     if (used != item.size() || width < 1 || width > 1000000)
-      throw InputError(job.file, "hidden", "layer widths as whole numbers >= 1", "'" + item + "'");
+      throw InputError(job.origin_of("hidden"), "layer widths as whole numbers >= 1",
+                       "'" + item + "'");
     s.hidden.push_back(static_cast<int>(width));
   }
 

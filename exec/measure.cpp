@@ -49,10 +49,11 @@ int require_gpus(const model::Job& job, int needed, const std::string& what) {
   std::string why;
   const int gpus = cuda::usable_devices(&why);
   if (gpus == 0)
-    throw InputError(job.file, "device", "cpu, or a machine with a usable CUDA GPU",
+    throw InputError(job.origin_of("device"), "cpu, or a machine with a usable CUDA GPU",
                      "cuda with none (" + why + ")");
   if (gpus < needed)
-    throw InputError(job.file, "workers", "at most " + std::to_string(gpus) + " workers " + what,
+    throw InputError(job.origin_of("workers"),
+                     "at most " + std::to_string(gpus) + " workers " + what,
                      std::to_string(needed));
   return gpus;
 }
@@ -66,13 +67,13 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
   std::string kind = settings.communicator;
   if (kind == "auto") kind = world > 1 ? (cuda ? "nccl" : "mpi") : (cuda ? "device" : "threads");
   if (!cuda && (kind == "device" || kind == "nccl"))
-    throw InputError(job.file, "communicator", "threads, thread-messages or mpi with device: cpu",
-                     kind);
+    throw InputError(job.origin_of("communicator"),
+                     "threads, thread-messages or mpi with device: cpu", kind);
   if (cuda && (kind == "threads" || kind == "thread-messages" || kind == "mpi"))
-    throw InputError(job.file, "communicator", "device or nccl with device: cuda", kind);
+    throw InputError(job.origin_of("communicator"), "device or nccl with device: cuda", kind);
 #ifndef TAUPLAN_HAVE_CUDA
   if (cuda)
-    throw InputError(job.file, "device", "cpu (this tauplan was built without CUDA)", "cuda");
+    throw InputError(job.origin_of("device"), "cpu (this tauplan was built without CUDA)", "cuda");
 #endif
 
   Setup setup;
@@ -104,7 +105,7 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
     setup.factory = cpu_replica_factory();
   } else if (kind == "mpi") {
     if (!mpi)
-      throw InputError(job.file, "communicator",
+      throw InputError(job.origin_of("communicator"),
                        "threads, or mpi under an MPI launcher (mpirun -np " +
                            std::to_string(plan.workers) + " tauplan measure ...)",
                        "mpi without a launcher");
@@ -120,8 +121,8 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
     setup.factory = cuda::cuda_replica_factory({});
   } else if (kind == "nccl") {
     if (!cuda::nccl_compiled())
-      throw InputError(job.file, "communicator", "device (this tauplan was built without NCCL)",
-                       "nccl");
+      throw InputError(job.origin_of("communicator"),
+                       "device (this tauplan was built without NCCL)", "nccl");
     cuda::NcclId id{};
     if (world > 1) {
       if (plan.workers != world)
@@ -164,11 +165,11 @@ Measurement measure_asynchronous(const model::Job& job, const ExecSettings& sett
                                  const Dataset& data, const MlpShape& shape, MpiSession* mpi,
                                  bool& reporter, std::ostream* log) {
   if (settings.device != Device::Cpu)
-    throw InputError(job.file, "device", "cpu for " + plan.strategy, "cuda");
+    throw InputError(job.origin_of("device"), "cpu for " + plan.strategy, "cuda");
   const bool distributed = mpi && mpi->size() > 1;
   const std::string kind = settings.communicator;
   if (kind != "auto" && kind != (distributed ? "mpi" : "threads"))
-    throw InputError(job.file, "communicator",
+    throw InputError(job.origin_of("communicator"),
                      std::string(distributed ? "mpi or auto" : "threads or auto") + " for " +
                          plan.strategy + (distributed ? " under mpirun" : ""),
                      kind);
@@ -189,7 +190,7 @@ Measurement measure_asynchronous(const model::Job& job, const ExecSettings& sett
   std::string widths;
   for (int w : workload.mlp_widths)
     widths += (widths.empty() ? "" : "-") + std::to_string(w);
-  throw InputError(job.file, "hidden",
+  throw InputError(job.origin_of("hidden"),
                    "the hidden widths of workload '" + workload.name + "' (" + widths +
                        ") for strategy mesh (the Plan splits the workload's layers)",
                    got);
@@ -211,24 +212,24 @@ void check_layouts_measurable(const model::Job& job, const ExecSettings& setting
     if (!model::strategy(name, job.file).splits_model()) continue;
     const std::vector<int>& widths = workload.mlp_widths;
     if (widths.empty())
-      throw InputError(job.file, "workload",
+      throw InputError(job.origin_of("workload"),
                        "an MLP workload (widths) or a transformer to measure strategy mesh",
                        "'" + workload.name + "'");
     if (settings.hidden != std::vector<int>(widths.begin() + 1, widths.end() - 1))
       throw_hidden_mismatch(job, workload, mlp_text(settings.hidden));
     if (settings.train.timing != Timing::Concurrent)
-      throw InputError(job.file, "timing",
+      throw InputError(job.origin_of("timing"),
                        "concurrent for strategy " + name +
                            " (a layout's ranks wait on each other's messages: only ranks "
                            "running at once on the wall clock measure it)",
                        to_string(settings.train.timing));
     if (job.text("rank_order") != model::to_string(model::RankOrder::TensorDataPipeline))
-      throw InputError(job.file, "rank_order",
+      throw InputError(job.origin_of("rank_order"),
                        "tp-dp-pp to measure strategy mesh (the trainer numbers its ranks tensor, "
                        "data, pipeline)",
                        job.text("rank_order"));
     if (job.integer("zero_stage") != 0)
-      throw InputError(job.file, "zero_stage",
+      throw InputError(job.origin_of("zero_stage"),
                        "0 to measure strategy mesh on an MLP (exec's layouts shard no parameters, "
                        "gradients or optimizer state)",
                        job.text("zero_stage"));
@@ -251,10 +252,10 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
   if (workload.mlp_widths != shape.widths)
     throw_hidden_mismatch(job, workload, "an MLP " + shape.to_string());
   if (settings.device != Device::Cpu)
-    throw InputError(job.file, "device", "cpu for strategy mesh", "cuda");
+    throw InputError(job.origin_of("device"), "cpu for strategy mesh", "cuda");
   for (double slowdown : worker_slowdowns(plan, platform))
     if (slowdown != 1)
-      throw InputError(job.file, "platform",
+      throw InputError(job.origin_of("platform"),
                        "worker hosts of one speed for strategy mesh (exec emulates no slow "
                        "host in a layout)",
                        "hosts of different speeds");
@@ -284,7 +285,7 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
     try {
       (void)rank_program(plan, w);
     } catch (const std::invalid_argument& e) {
-      throw InputError(job.file, "strategies",
+      throw InputError(job.origin_of("strategies"),
                        "a layout whose Plan exec's layout trainer runs (exec/layout_program.hpp)",
                        "'" + plan.strategy + "': " + e.what());
     }

@@ -39,17 +39,17 @@ std::string describe(const BlockConfig& c) {
 void refuse_mlp_keys(const model::Job& job, const ExecSettings& settings) {
   for (const char* key : {"target_accuracy", "hidden", "data_dir", "train_samples", "eval_samples"})
     if (job.given(key))
-      throw InputError(job.file, key,
+      throw InputError(job.origin_of(key),
                        "no value with a transformer workload (exec trains its decoder block on "
                        "the synthetic token stream for max_steps steps and reports the loss)",
                        job.text(key));
   if (settings.train.timing != Timing::Concurrent)
-    throw InputError(job.file, "timing",
+    throw InputError(job.origin_of("timing"),
                      "concurrent with a transformer workload (its ranks run at once on the wall "
                      "clock)",
                      to_string(settings.train.timing));
   if (settings.device != Device::Cpu)
-    throw InputError(job.file, "device", "cpu with a transformer workload", "cuda");
+    throw InputError(job.origin_of("device"), "cpu with a transformer workload", "cuda");
 }
 
 bool syncs_through_communicator(const TransformerTrainOptions& o) {
@@ -109,16 +109,16 @@ TransformerTrainOptions layout_of(const model::Job& job, const model::Strategy& 
   o.batch = static_cast<long long>(plan.batch);
   o.micro_batches = std::max(1, plan.micro_batches);
   if (plan.asynchronous || (!strategy.is_baseline() && !strategy.splits_batch()))
-    throw InputError(job.file, "strategies",
+    throw InputError(job.origin_of("strategies"),
                      "single, sync or mesh with a transformer workload (exec trains its block "
                      "with synchronous steps, not local steps or a parameter server)",
                      plan.strategy);
   if (plan.overlap)
-    throw InputError(job.file, "overlap",
+    throw InputError(job.origin_of("overlap"),
                      "false with a transformer workload (exec all-reduces after backward)", "true");
   for (double slowdown : worker_slowdowns(plan, platform))
     if (slowdown != 1)
-      throw InputError(job.file, "platform",
+      throw InputError(job.origin_of("platform"),
                        "worker hosts of one speed with a transformer workload (exec emulates no "
                        "slow host here)",
                        "hosts of different speeds");
@@ -129,16 +129,16 @@ TransformerTrainOptions layout_of(const model::Job& job, const model::Strategy& 
   }
   const model::Layout& layout = options.layout;
   if (layout.zero_stage != 0)
-    throw InputError(job.file, "zero_stage", "0 with a transformer workload in exec",
+    throw InputError(job.origin_of("zero_stage"), "0 with a transformer workload in exec",
                      std::to_string(layout.zero_stage));
   if (layout.recompute != model::Recompute::None)
-    throw InputError(job.file, "recompute", "none with a transformer workload in exec",
+    throw InputError(job.origin_of("recompute"), "none with a transformer workload in exec",
                      job.text("recompute"));
   if (layout.sequence_parallel)
-    throw InputError(job.file, "sequence_parallel", "false with a transformer workload in exec",
-                     "true");
+    throw InputError(job.origin_of("sequence_parallel"),
+                     "false with a transformer workload in exec", "true");
   if (layout.rank_order != model::RankOrder::TensorDataPipeline)
-    throw InputError(job.file, "rank_order",
+    throw InputError(job.origin_of("rank_order"),
                      "tp-dp-pp to measure strategy mesh (the trainer numbers its ranks tensor, "
                      "data, pipeline)",
                      job.text("rank_order"));
@@ -349,7 +349,7 @@ std::vector<Measurement> measure_transformer(const model::Job& job, const model:
     try {
       (void)transformer_rank_programs(o);
     } catch (const std::invalid_argument& e) {
-      throw InputError(job.file, "strategies",
+      throw InputError(job.origin_of("strategies"),
                        "a layout exec's transformer trainer can run from its Plan", e.what());
     }
   }

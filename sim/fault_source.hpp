@@ -9,8 +9,11 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -51,6 +54,24 @@ inline std::vector<FailureSource> failure_sources(const SimOptions& options,
       sources.push_back(
           FailureSource{hosts[j], f.at_s, f.mtbf_s, stream_seed(options.seed, 2 + i, j)});
   }
+  // Repeated failures of the job's hosts that come, together, at least as often as the restart
+  // stall lasts leave no time for a round: the simulation would run (and record faults)
+  // forever. `*~2h` over 10,000 workers is one failure every 0.72 s against a 60 s restart.
+  double rate_per_s = 0;
+  for (const FailureSource& source : sources) {
+    const auto in = [&source](const std::vector<int>& hosts) {
+      return std::find(hosts.begin(), hosts.end(), source.host) != hosts.end();
+    };
+    if (source.mtbf_s > 0 && (in(plan.worker_hosts) || in(plan.server_hosts)))
+      rate_per_s += 1 / source.mtbf_s;
+  }
+  if (rate_per_s > 0 && 1 / rate_per_s <= options.restart_s)
+    throw InputError(
+        options.origin_of("failures"),
+        fmt::format("a mean time between the job's failures above the restart stall "
+                    "(failure_restart_s {:g} s), or no round ever completes",
+                    options.restart_s),
+        fmt::format("one failure every {:.3g} s over the job's hosts", 1 / rate_per_s));
   return sources;
 }
 

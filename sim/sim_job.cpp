@@ -135,7 +135,8 @@ Straggler parse_straggler(const std::string& text,
                           const std::pair<std::string, std::string>& where) {
   const auto& [file, key] = where;
   const std::string expected =
-      "HOST:FACTOR:FRACTION with FACTOR > 0 and FRACTION in [0, 1] (e.g. gpu-3:2:0.1), or "
+      "HOST:FACTOR:FRACTION with FACTOR from 1e-4 to 1e4 and FRACTION in [0, 1] (e.g. "
+      "gpu-3:2:0.1), or "
       "HOST:FACTOR (every step)";
   const auto first = text.find(':');
   if (first == std::string::npos || first == 0)
@@ -147,7 +148,11 @@ Straggler parse_straggler(const std::string& text,
       text.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
   straggler.fraction =
       second == std::string::npos ? 1.0 : parse_plain_number(text.substr(second + 1));
-  if (!(straggler.factor > 0) || !(straggler.fraction >= 0 && straggler.fraction <= 1))
+  // A host 10^4 times slower is as good as gone; beyond, a round's time swamps its parts in
+  // double precision (a factor of 1e15 printed a 500 ms exchange as 0 or 500 ms).
+  constexpr double kMaxFactor = 1e4;
+  if (!(straggler.factor >= 1 / kMaxFactor && straggler.factor <= kMaxFactor) ||
+      !(straggler.fraction >= 0 && straggler.fraction <= 1))
     throw InputError(file, key, expected, "'" + text + "'");
   return straggler;
 }

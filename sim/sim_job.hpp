@@ -21,7 +21,8 @@ std::vector<model::KeySpec> sim_job_keys();
 /// Network options from a job (validated by the loader against sim_job_keys()).
 NetworkOptions network_options(const model::Job& job);
 /// Simulator options from a job; parses straggler and failure entries (InputError naming the
-/// job file and key on a malformed entry). Reads `seed` from the model's keys when present.
+/// job file and key, or the flag that gave it, on a malformed entry). Reads `seed` from the model's
+/// keys when present.
 SimOptions sim_options(const model::Job& job);
 
 /// "HOST:FACTOR:FRACTION" or "HOST:FACTOR" (every step), e.g. "gpu-3:2:0.1"; errors name `where`

@@ -28,9 +28,10 @@ class SimulationBase {
       : plan_(plan), platform_(platform), options_(options), trace_(trace), pid_(trace_pid) {}
 
   /// The rounds (updates) to simulate of the plan's `planned`: all, or the first sim_rounds.
-  /// Throws InputError(origin, "sim_rounds") when failures are asked for and some rounds would be
-  /// extrapolated: a failure's stall and lost round happen in simulated time only, and the
-  /// extrapolation from the mean simulated round would spread them over every round or drop them.
+  /// Throws InputError naming sim_rounds (the key or the flag) when failures are asked for and some
+  /// rounds would be extrapolated: a failure's stall and lost round happen in simulated time only,
+  /// and the extrapolation from the mean simulated round would spread them over every round or drop
+  /// them.
   long long rounds_to_simulate(long long planned) const {
     planned = std::max<long long>(planned, 1);
     if (options_.sim_rounds <= 0 || options_.sim_rounds >= planned) return planned;

@@ -1,6 +1,8 @@
 // error.cpp: formatting of InputError messages (one line, no trailing period, long parts cut).
 #include "model/base/error.hpp"
 
+#include <algorithm>
+
 namespace tauplan {
 namespace {
 
@@ -30,6 +32,36 @@ std::string format_input_error(const std::string& file, const std::string& key,
 }
 
 }  // namespace
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string nearest_name(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_distance = 4;
+  for (const std::string& name : names) {
+    const size_t d = edit_distance(word, name);
+    if (d < best_distance) best_distance = d, best = name;
+  }
+  return best;
+}
 
 InputError::InputError(const std::string& file, const std::string& key, const std::string& expected,
                        const std::string& got)

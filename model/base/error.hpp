@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tauplan {
 
@@ -28,6 +29,10 @@ class InputError : public std::runtime_error {
   std::string file_;
   std::string key_;
 };
+
+/// The name of `names` a mistyped `word` most likely meant (at most 3 edits away, the fewest),
+/// or "" when none is that close: the "did you mean" of an error.
+std::string nearest_name(const std::string& word, const std::vector<std::string>& names);
 
 /// Exit code for bad input, documented in the README and used by every verb.
 constexpr int kExitBadInput = 2;

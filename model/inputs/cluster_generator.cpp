@@ -474,6 +474,15 @@ std::string rate(double Bps) {
   return Bps > 0 ? fmt::format("{:g} GB/s", Bps / 1e9) : std::string("none");
 }
 
+/// "domain uplink 400 GB/s (2:1)", or, where the fabric has no such uplink, "no domain uplink
+/// (one leaf domain: oversubscription 2:1 unused)", so that a ratio given is never shown as if
+/// it acted.
+std::string uplink_text(const char* level, double uplink_Bps, double ratio, const char* why_none) {
+  if (uplink_Bps > 0) return fmt::format("{} uplink {} ({:g}:1)", level, rate(uplink_Bps), ratio);
+  return fmt::format("no {} uplink ({}{})", level, why_none,
+                     ratio != 1 ? fmt::format(": oversubscription {:g}:1 unused", ratio) : "");
+}
+
 std::string micro(double seconds) {
   return fmt::format("{:g} us", seconds * 1e6);
 }
@@ -506,10 +515,11 @@ std::string header_comment(const ClusterSpec& s, const ClusterShape& shape) {
   line("switch hop " + micro(hop), s.switch_latency_source);
   line(fmt::format("{} leaf ports down", s.leaf_down_ports), s.leaf_source);
   c += fmt::format(
-      "   oversubscription {:g}:1 at the leaves (domain uplink {}), {:g}:1 at the core (pod "
-      "uplink {})\n   bisection bandwidth {} one direction ({} with every uplink at 1:1)\n\n",
-      s.oversubscription, rate(shape.domain_uplink_Bps), s.core_oversubscription,
-      rate(shape.pod_uplink_Bps), rate(shape.bisection_Bps), rate(shape.full_bisection_Bps));
+      "   leaves: {}; core: {}\n   bisection bandwidth {} one direction ({} with every uplink "
+      "at 1:1)\n\n",
+      uplink_text("domain", shape.domain_uplink_Bps, s.oversubscription, "one leaf domain"),
+      uplink_text("pod", shape.pod_uplink_Bps, s.core_oversubscription, "one pod"),
+      rate(shape.bisection_Bps), rate(shape.full_bisection_Bps));
   c += fmt::format(
       " Routes (latency with the numbers above)\n   same node {}, same domain {}, other domain "
       "of the pod {}, other pod {}\n Zones: world > p<P> > d<D> > n<K> (all Full); gateways "
@@ -575,15 +585,16 @@ std::string cluster_summary(const ClusterSpec& spec, const ClusterShape& shape) 
   return fmt::format(
       "{} GPUs ({}, {:g} Tflop/s each = {:g} peak x {:g}) in {} nodes of {}; {} wiring: {} leaf "
       "domain(s) of {} nodes ({} GPUs each, {} leaf ports down), {} pod(s) of {} domain(s); "
-      "NVLink {} and NIC {} per GPU per direction; domain uplink {} ({:g}:1), pod uplink {} "
-      "({:g}:1); bisection bandwidth {} one direction ({:.3g}% of the {} of a non-blocking "
-      "fabric).",
+      "NVLink {} and NIC {} per GPU per direction; {}, {}; bisection bandwidth {} one direction "
+      "({:.3g}% of the {} of a non-blocking fabric).",
       shape.gpus, spec.gpu_model, shape.host_speed_flops / 1e12, shape.peak_flops / 1e12,
       spec.efficiency, shape.nodes, spec.gpus_per_node, wiring_name(spec.wiring), shape.domains,
       shape.nodes_per_domain, shape.nodes_per_domain * spec.gpus_per_node, spec.leaf_down_ports,
       shape.pods, shape.domains_per_pod, rate(spec.nvlink_bandwidth_Bps),
-      rate(spec.nic_bandwidth_Bps), rate(shape.domain_uplink_Bps), spec.oversubscription,
-      rate(shape.pod_uplink_Bps), spec.core_oversubscription, rate(shape.bisection_Bps),
+      rate(spec.nic_bandwidth_Bps),
+      uplink_text("domain", shape.domain_uplink_Bps, spec.oversubscription, "one leaf domain"),
+      uplink_text("pod", shape.pod_uplink_Bps, spec.core_oversubscription, "one pod"),
+      rate(shape.bisection_Bps),
       shape.full_bisection_Bps > 0 ? 100 * shape.bisection_Bps / shape.full_bisection_Bps : 100.0,
       rate(shape.full_bisection_Bps));
 }

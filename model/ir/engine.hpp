@@ -65,7 +65,8 @@ struct EngineCapabilities {
   /// Injects the job's failures (fail_at, mtbf) as events. Without it a study adds the
   /// failures' expected cost in closed form (study/common/revocation.hpp).
   bool injects_failures = false;
-  /// Runs SimGrid in its process, so its verb takes SimGrid's own --cfg and --log.
+  /// Runs its work in SimGrid (a simulation, not only a platform read through SimGrid's parser,
+  /// as every verb's platform is), so its verb takes SimGrid's own --cfg and --log.
   bool runs_simgrid = false;
 };
 

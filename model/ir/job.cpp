@@ -163,22 +163,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 const KeySpec* find_spec(const std::vector<KeySpec>& specs, const std::string& key) {
   for (const auto& spec : specs)
     if (spec.name == key) return &spec;
@@ -187,12 +171,10 @@ const KeySpec* find_spec(const std::vector<KeySpec>& specs, const std::string& k
 
 [[noreturn]] void unknown_key(const std::vector<KeySpec>& specs, const std::string& key,
                               const std::string& origin) {
-  std::string best;
-  size_t best_distance = 4;
-  for (const auto& spec : specs) {
-    const size_t d = edit_distance(key, spec.name);
-    if (d < best_distance) best_distance = d, best = spec.name;
-  }
+  std::vector<std::string> names;
+  for (const auto& spec : specs)
+    names.push_back(spec.name);
+  const std::string best = nearest_name(key, names);
   throw InputError(origin, key,
                    best.empty() ? "a known job key (tauplan help-keys lists them)"
                                 : "a known job key (did you mean '" + best + "'?)",
@@ -441,12 +423,20 @@ Job parse_job_yaml(const std::string& text, const std::string& origin, const std
   for (const auto& spec : specs) {
     auto it = raw.find(spec.name);
     const bool empty = it == raw.end() || it->second.empty();
+    const bool from_flag = overrides.count(spec.name) != 0;
+    // Given empty: a list is empty (`hosts: ''` lets tauplan pick) and a free word or a path is
+    // "none" (single_host, trace); a number, a switch or a word from a list of choices has no
+    // empty value, and taking its default instead would be a silent default.
+    const bool empty_means_none = spec.type == KeyType::TextList || spec.type == KeyType::Path ||
+                                  (spec.type == KeyType::Text && spec.choices.empty());
+    if (empty && it != raw.end() && !empty_means_none)
+      throw InputError(from_flag ? "command line --" + spec.name : origin, spec.name,
+                       "a value (" + spec.help + ")", "nothing");
     if (empty) {
       if (spec.required)
         throw InputError(origin, spec.name, "a value (" + spec.help + ")", "nothing");
       continue;
     }
-    const bool from_flag = overrides.count(spec.name) != 0;
     it->second = validate(spec, it->second, from_flag ? "command line --" + spec.name : origin);
   }
   for (const auto& [key, value] : raw)
@@ -485,6 +475,8 @@ StrategyOptions strategy_options(const Job& job) {
   StrategyOptions options;
   if (wants_layout) options.layout = layout_from_job(job);
   options.file = job.file;
+  for (const KeySpec& spec : job.specs)
+    if (job.from_flag(spec.name)) options.keys_from_command_line.insert(spec.name);
   options.workers = static_cast<int>(job.integer("workers"));
   options.batch = static_cast<double>(job.integer("batch"));
   options.tau = static_cast<int>(job.integer("tau"));

@@ -153,22 +153,24 @@ std::vector<int> host_indices(const std::vector<std::string>& names, const Platf
 
 std::vector<int> choose_worker_hosts(const StrategyOptions& options, const Platform& platform) {
   if (options.workers < 1)
-    throw InputError(options.file, "workers", "a whole number >= 1",
+    throw InputError(options.origin_of("workers"), "a whole number >= 1",
                      std::to_string(options.workers));
   if (!options.hosts.empty()) {
     if (static_cast<int>(options.hosts.size()) != options.workers)
-      throw InputError(options.file, "hosts",
+      throw InputError(options.origin_of("hosts"),
                        fmt::format("exactly workers={} host names (give --hosts with {} names of "
                                    "the platform, or --hosts '' to let tauplan pick its worker "
                                    "hosts)",
                                    options.workers, options.workers),
                        fmt::format("{} names", options.hosts.size()));
-    const std::vector<int> chosen = host_indices(options.hosts, platform, options.file, "hosts");
+    const std::vector<int> chosen =
+        host_indices(options.hosts, platform, options.origin_of("hosts").first,
+                     options.origin_of("hosts").second);
     // A host the platform declares a parameter server (role=server) does not train: no engine
     // models one host doing both, and a plan with servers would take it as one.
     for (int host : chosen)
       if (platform.hosts[static_cast<size_t>(host)].role == HostRole::Server)
-        throw InputError(options.file, "hosts",
+        throw InputError(options.origin_of("hosts"),
                          "worker hosts (not the platform's role=server hosts, which serve "
                          "parameters)",
                          "'" + platform.hosts[static_cast<size_t>(host)].name + "'");
@@ -177,7 +179,7 @@ std::vector<int> choose_worker_hosts(const StrategyOptions& options, const Platf
   const std::vector<int> workers = platform.worker_hosts();
   if (options.workers > static_cast<int>(workers.size()))
     throw InputError(
-        options.file, "workers",
+        options.origin_of("workers"),
         fmt::format("at most {} (the worker hosts of {})", workers.size(), platform.source_file),
         std::to_string(options.workers));
   return {workers.begin(), workers.begin() + options.workers};
@@ -218,7 +220,7 @@ double effective_flop_per_sample(const StrategyOptions& options, const Workload&
   const double per_batch = options.compute_s - options.step_overhead_s;
   if (!(per_batch > 0))
     throw InputError(
-        options.file, "compute_s",
+        options.origin_of("compute_s"),
         fmt::format("C(b) greater than step_overhead_s ({:g} s)", options.step_overhead_s),
         fmt::format("{:g} s", options.compute_s));
   return per_batch * fastest / options.batch;
@@ -265,7 +267,7 @@ void check_fits_in_memory(const StrategyOptions& options, const Workload& worklo
                   : fmt::format("; layouts of {} workers that fit: {} (tauplan layout --fit)",
                                 search.workers, fmt::join(labels, ", "));
   }
-  throw InputError(options.file, "batch",
+  throw InputError(options.origin_of("batch"),
                    fmt::format("a per-worker batch that fits in the {} of host {}",
                                gib(h.gpu_memory_bytes), h.name),
                    fmt::format("{:g} samples of {} needing {} ({} over){}", samples, workload.name,
@@ -283,10 +285,10 @@ std::vector<int> choose_servers(const StrategyOptions& options, const Platform& 
   if (needed == 0) return {};
   const int wanted = needed > 0 ? needed : options.servers;
   if (wanted < 1)
-    throw InputError(options.file, "servers", "at least 1 server", std::to_string(wanted));
+    throw InputError(options.origin_of("servers"), "at least 1 server", std::to_string(wanted));
   const std::vector<int> servers = platform.server_hosts();
   if (static_cast<int>(servers.size()) < wanted)
-    throw InputError(options.file, "collective",
+    throw InputError(options.origin_of("collective"),
                      fmt::format("a platform with {} server host(s) (prop role=server) for '{}'",
                                  wanted, options.collective),
                      fmt::format("{} in {}", servers.size(), platform.source_file));

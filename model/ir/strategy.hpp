@@ -17,7 +17,9 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/convergence/convergence.hpp"
@@ -31,8 +33,15 @@ namespace tauplan::model {
 
 struct StrategyOptions {
   std::string file = "<job>";  ///< job file, named in errors
-  int workers = 1;             ///< K
-  double batch = 1;            ///< b
+  /// The keys a flag gave (--hosts), which errors name as the flag, not the job file.
+  std::set<std::string> keys_from_command_line;
+  /// Where `key` was given, for an error: {file, key}, or {"command line", "--key"}.
+  std::pair<std::string, std::string> origin_of(const std::string& key) const {
+    if (keys_from_command_line.count(key) > 0) return {"command line", "--" + key};
+    return {file, key};
+  }
+  int workers = 1;   ///< K
+  double batch = 1;  ///< b
   int tau = 1;
   BatchSplit split = BatchSplit::Even;
   std::string collective;  ///< collective algorithm (empty: the registry's default)

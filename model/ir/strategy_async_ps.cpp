@@ -74,7 +74,7 @@ class AsyncPsStrategy : public Strategy {
   Plan generate(const StrategyOptions& options, const Workload& workload,
                 const Platform& platform) const override {
     if (options.staleness_bound < 0)
-      throw InputError(options.file, "staleness_bound", "a whole number >= 0 (0 = unbounded)",
+      throw InputError(options.origin_of("staleness_bound"), "a whole number >= 0 (0 = unbounded)",
                        std::to_string(options.staleness_bound));
     Plan plan;
     plan.strategy = name();
@@ -149,7 +149,7 @@ class AsyncPsStrategy : public Strategy {
                                                const Platform& platform) {
     const std::vector<int> available = platform.server_hosts();
     if (options.servers < 1 || options.servers > static_cast<int>(available.size()))
-      throw InputError(options.file, "servers",
+      throw InputError(options.origin_of("servers"),
                        fmt::format("between 1 and {} (the server hosts, prop role=server, of {})",
                                    available.size(), platform.source_file),
                        std::to_string(options.servers));

@@ -70,7 +70,8 @@ class LocalSgdStrategy : public Strategy {
   Plan generate(const StrategyOptions& options, const Workload& workload,
                 const Platform& platform) const override {
     if (options.tau < 1)
-      throw InputError(options.file, "tau", "a whole number >= 1", std::to_string(options.tau));
+      throw InputError(options.origin_of("tau"), "a whole number >= 1",
+                       std::to_string(options.tau));
     Plan plan;
     plan.strategy = name();
     plan.workers = options.workers;
@@ -137,7 +138,7 @@ class LocalSgdStrategy : public Strategy {
                                                         : static_cast<int>(std::floor(fit));
     }
     if (std::any_of(steps.begin(), steps.end(), [](int n) { return n < 1; }))
-      throw InputError(options.file, "round_budget_s",
+      throw InputError(options.origin_of("round_budget_s"),
                        fmt::format("at least one step of every worker ({:g} s, a step of the "
                                    "slowest worker, host {})",
                                    slowest, slowest_host),

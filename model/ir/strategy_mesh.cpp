@@ -768,12 +768,12 @@ class MeshStrategy : public Strategy {
   Plan generate(const StrategyOptions& options, const Workload& workload,
                 const Platform& platform) const override {
     if (!workload.transformer && workload.mlp_widths.empty())
-      throw InputError(options.file, "workload",
+      throw InputError(options.origin_of("workload"),
                        "a transformer workload (layers, hidden, heads, ...) or an MLP (widths) "
                        "for strategy mesh",
                        "'" + workload.name + "'");
     if (options.compute_s >= 0 || options.comm_s >= 0)
-      throw InputError(options.file, options.compute_s >= 0 ? "compute_s" : "comm_s",
+      throw InputError(options.origin_of(options.compute_s >= 0 ? "compute_s" : "comm_s"),
                        "no what-if override with strategy mesh (its ops are costed from the "
                        "transformer's shape)",
                        "given");
@@ -820,7 +820,7 @@ class MeshStrategy : public Strategy {
           const Host& host = platform.hosts[static_cast<size_t>(h)];
           if (host.gpu_memory_bytes > 0 && need > host.gpu_memory_bytes)
             throw InputError(
-                options.file, "batch",
+                options.origin_of("batch"),
                 fmt::format("a layout whose stage {} fits in {}'s {:.1f} GiB", r, host.name,
                             host.gpu_memory_bytes / 1073741824.0),
                 fmt::format("{:.1f} GiB per worker ({})", need / 1073741824.0, layout.label()));

@@ -48,7 +48,7 @@ class SingleStrategy : public Strategy {
     if (!options.single_host.empty()) {
       host = platform.find_host(options.single_host);
       if (host < 0)
-        throw InputError(options.file, "single_host", "a host of " + platform.source_file,
+        throw InputError(options.origin_of("single_host"), "a host of " + platform.source_file,
                          "'" + options.single_host + "'");
     } else {
       for (int h : platform.worker_hosts())

@@ -99,17 +99,18 @@ class SyncStrategy : public Strategy {
     plan.server_hosts = choose_servers(options, platform);
     if (options.batch < options.workers)
       throw InputError(
-          options.file, "batch",
+          options.origin_of("batch"),
           fmt::format("at least workers={} samples for sync (one per worker)", options.workers),
           fmt::format("{:g}", options.batch));
     const int micro = options.micro_batches;
     if (micro < 1)
-      throw InputError(options.file, "micro_batches", "a whole number >= 1", std::to_string(micro));
+      throw InputError(options.origin_of("micro_batches"), "a whole number >= 1",
+                       std::to_string(micro));
     plan.worker_samples = split_batch(options.batch, plan.worker_hosts, platform, options.split);
     for (int w = 0; w < plan.workers; ++w) {
       const double samples = plan.worker_samples[static_cast<size_t>(w)];
       if (micro > 1 && samples > 0 && samples < micro)
-        throw InputError(options.file, "micro_batches",
+        throw InputError(options.origin_of("micro_batches"),
                          fmt::format("at most the samples of every worker per step ({:g} on "
                                      "worker {})",
                                      samples, w),
@@ -124,9 +125,10 @@ class SyncStrategy : public Strategy {
     std::vector<Bucket> buckets;
     if (options.overlap) {
       if (workload.layers.empty())
-        throw InputError(options.file, "overlap",
+        throw InputError(options.origin_of("overlap"),
                          "a workload with a `layers` list (" + workload.source + " has none)");
-      if (!(options.bucket_bytes > 0)) throw InputError(options.file, "bucket_bytes", "a size > 0");
+      if (!(options.bucket_bytes > 0))
+        throw InputError(options.origin_of("bucket_bytes"), "a size > 0");
       buckets = make_buckets(workload, options.bucket_bytes);
     } else {
       buckets.push_back(Bucket{workload.gradient_bytes(), 1.0});

@@ -6,8 +6,11 @@
 #include <set>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "exec/exec_engine.hpp"
 #include "model/base/error.hpp"
+#include "model/base/notice.hpp"
 #include "model/base/registry.hpp"
 #include "model/ir/strategy.hpp"
 #include "model/ir/token_target.hpp"
@@ -130,11 +133,6 @@ void refuse_keys_not_read(const model::Engine& engine,
   }
 }
 
-const model::Engine& closed_form_engine() {
-  const std::vector<Predictor> engines = predictors(NetworkModels::Default);
-  return *engines[closed_form_predictor(engines, "a closed-form study")].engine;
-}
-
 std::map<std::string, std::string> keys_read_by(const model::Engine& engine,
                                                 const std::map<std::string, std::string>& keys) {
   std::map<std::string, std::string> read;
@@ -148,10 +146,36 @@ void set_simulator_arguments(const std::vector<std::string>& cfg,
   sim::set_simgrid_arguments({cfg, log});
 }
 
+namespace {
+
+/// A flag of a strategy's key (tau, servers, staleness_bound) that none of the job's strategies
+/// reads is said once on stderr: the rows do not depend on it. (A note, not a refusal: studies
+/// hand every configuration the same keys, whatever its strategy.)
+void note_flags_no_strategy_reads(const model::Job& job,
+                                  const std::map<std::string, std::string>& overrides) {
+  const std::vector<std::string> chosen = job.list("strategies");
+  for (const auto& [key, value] : overrides) {
+    std::vector<std::string> readers;
+    for (const std::string& name : model::strategy_names())
+      if (model::strategy(name).uses(key)) readers.push_back(name);
+    if (readers.empty()) continue;  // not a strategy's own key
+    const bool read = std::any_of(chosen.begin(), chosen.end(), [&readers](const std::string& s) {
+      return std::find(readers.begin(), readers.end(), s) != readers.end();
+    });
+    if (!read)
+      model::notice_once(fmt::format("--{} {}: not read by the strategies run ({}), only by {}",
+                                     key, value, fmt::join(chosen, ", "), fmt::join(readers, ", ")),
+                         "strategy key " + key);
+  }
+}
+
+}  // namespace
+
 EngineOutput run_engine(const std::string& engine_name, const std::string& job_file,
                         const std::map<std::string, std::string>& overrides) {
   const model::Engine& chosen = engine(engine_name);
   const model::JobInputs inputs = load_inputs(job_file, overrides);
+  note_flags_no_strategy_reads(inputs.job, overrides);
   EngineOutput out;
   out.context = make_context(inputs, chosen.verb(), chosen.name());
   out.rows = chosen.run(inputs, out.context);

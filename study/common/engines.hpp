@@ -84,8 +84,6 @@ void refuse_keys_not_read(const model::Engine& engine,
                           const std::map<std::string, std::string>& given,
                           const std::string& origin, const std::string& key_prefix,
                           const std::string& who = "");
-/// The engine a closed-form study reads its keys as (the first predictor sharing the process).
-const model::Engine& closed_form_engine();
 /// `keys` less those `engine` does not read: what a study running several engines on one set of
 /// keys (validate) hands each of them.
 std::map<std::string, std::string> keys_read_by(const model::Engine& engine,

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "model/base/error.hpp"
+#include "model/ir/layout.hpp"
 #include "model/ir/layout_cost.hpp"
 #include "model/ir/layout_memory.hpp"
 #include "model/ir/result.hpp"
@@ -162,7 +164,23 @@ struct LayoutInputs {
   double memory_bytes = 0;  ///< the smallest GPU memory of the placement (0: not given)
 };
 
+/// The job keys a layout report reads (below, and its context's seed); the flag of any other key
+/// is refused, not ignored (layout --hosts, --strategies, --compute_s, --trace).
+void refuse_keys_layout_does_not_read(const std::map<std::string, std::string>& overrides) {
+  std::set<std::string> read = {"workload", "platform",        "workers",
+                                "batch",    "step_overhead_s", "seed"};
+  for (const model::KeySpec& spec : model::layout_job_keys())
+    read.insert(spec.name);
+  for (const auto& [key, value] : overrides)
+    if (read.count(key) == 0)
+      throw InputError(
+          "command line", "--" + key,
+          "no --" + key + " for layout (it reads " + fmt::format("{}", fmt::join(read, ", ")) + ")",
+          "'" + value + "'");
+}
+
 LayoutInputs load_layout_inputs(const LayoutRequest& request) {
+  refuse_keys_layout_does_not_read(request.overrides);
   LayoutInputs in;
   in.job = model::load_job(request.job_file, all_job_keys(), request.overrides);
   const model::Job& job = in.job;

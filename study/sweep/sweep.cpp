@@ -238,12 +238,21 @@ std::vector<Axis> sweep_axes(const SweepRequest& args, const std::vector<model::
     throw InputError("command line", "--set", "at least one KEY=V1,V2,... to sweep", "nothing");
   std::vector<Axis> axes = parse_sets(args.sets, specs);
   const std::string who = std::string("sweep --engine ") + chosen.name();
-  refuse_keys_not_read(chosen, args.overrides, "command line", "--", who);
+  // An engine that injects no failures still takes them: the sweep adds their expected cost
+  // in closed form (apply_expected_failures), so they are not checked against its readers.
+  auto engine_keys = [&chosen](std::map<std::string, std::string> keys) {
+    if (!chosen.capabilities().injects_failures)
+      for (const char* key : {"failures", "failure_restart_s"})
+        keys.erase(key);
+    return keys;
+  };
+  refuse_keys_not_read(chosen, engine_keys(args.overrides), "command line", "--", who);
   for (const Axis& axis : axes) {
     if (args.overrides.count(axis.key))
       throw InputError("command line --set", axis.key,
                        "a key either swept or given as --" + axis.key, "both");
-    refuse_keys_not_read(chosen, {{axis.key, fmt::format("{}", fmt::join(axis.values, ","))}},
+    refuse_keys_not_read(chosen,
+                         engine_keys({{axis.key, fmt::format("{}", fmt::join(axis.values, ","))}}),
                          "command line --set", "", who);
   }
   return axes;
@@ -606,11 +615,11 @@ json sweep_document(const SweepRun& run, const std::vector<Axis>& axes, const Me
 std::string sweep_summary(const SweepRun& run, const MergedSweep& merged) {
   std::string summary = fmt::format(
       "# sweep: {} points ({} resumed, {} computed, {} failed), engine {}, "
-      "{}; results in {}\n",
+      "{}; results in {} (commit {})\n",
       run.total, run.resumed, run.total - run.resumed, merged.failed, run.args.engine,
       run.me.size > 1 ? fmt::format("{} MPI ranks", run.me.size)
                       : (run.in_process ? "in process" : fmt::format("{} jobs", run.jobs)),
-      (run.out_dir / "sweep.csv").string());
+      (run.out_dir / "sweep.csv").string(), model::tauplan_git_commit());
   for (const auto& e : merged.errors)
     summary += fmt::format("# point {}: {}\n", e.at("point").get<size_t>(),
                            e.at("error").get<std::string>());

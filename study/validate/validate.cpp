@@ -484,6 +484,10 @@ void check_request(const ValidateRequest& a, const std::vector<Axis>& axes) {
   static const std::set<std::string> set_by_validate = {"platform", "collective",  "servers",
                                                         "hosts",    "single_host", "sim_rounds"};
   for (const Axis& axis : axes) {
+    if (axis.key == "stragglers" || axis.key == "failures" || axis.key == "beside_hosts")
+      throw InputError("command line --set", axis.key,
+                       "none (the measured runs have none to compare with; --slow-worker slows "
+                       "a measured worker and its prediction alike)");
     if (fixed_keys.count(axis.key) || set_by_validate.count(axis.key))
       throw InputError("command line --set", axis.key,
                        "a key that may vary between configurations (the calibration is of one "
@@ -502,21 +506,21 @@ void check_request(const ValidateRequest& a, const std::vector<Axis>& axes) {
 void check_job(const model::Job& job) {
   const exec::ExecSettings settings = exec::exec_settings(job);
   if (settings.device != exec::Device::Cpu)
-    throw InputError(job.file, "device", "cpu (validate calibrates CPU workers only so far)",
+    throw InputError(job.origin_of("device"), "cpu (validate calibrates CPU workers only so far)",
                      "cuda");
   if (settings.train.timing != exec::Timing::Lockstep)
-    throw InputError(job.file, "timing",
+    throw InputError(job.origin_of("timing"),
                      "lockstep (the calibration times steps as the lockstep clock does)",
                      exec::to_string(settings.train.timing));
   if (settings.train.combine != exec::CombineRule::Mean)
-    throw InputError(job.file, "combine", "mean (only the mean combine is calibrated)",
+    throw InputError(job.origin_of("combine"), "mean (only the mean combine is calibrated)",
                      exec::to_string(settings.train.combine));
   if (settings.communicator != "auto" && settings.communicator != "threads")
-    throw InputError(job.file, "communicator",
+    throw InputError(job.origin_of("communicator"),
                      "threads or auto (only the threads combine is calibrated)",
                      settings.communicator);
   if (!(settings.train.target_accuracy > 0))
-    throw InputError(job.file, "target_accuracy", "a target (time to target is validated)");
+    throw InputError(job.origin_of("target_accuracy"), "a target (time to target is validated)");
   // The measured runs have no slowed or failing host and no second job beside them: a key that
   // would put one in the simulator's prediction alone is refused, not compared.
   for (const char* key : {"stragglers", "failures", "beside_hosts"})

@@ -58,7 +58,8 @@ TEST_CASE("async-ps: a staleness bound < 0 is bad input") {
 
 TEST_CASE("async-ps: more servers than the platform's server hosts is bad input") {
   expect_bad_input(async_job({"--servers", "2"}),
-                   ": servers: expected between 1 and 1 (the server hosts, prop role=server, of");
+                   "command line: --servers: expected between 1 and 1 (the server hosts, prop "
+                   "role=server, of");
   // A platform without any server host.
   expect_bad_input({"predict", "--platform", TAUPLAN_SOURCE_DIR "/platforms/test-crossbar-4.xml",
                     "--strategies", "async-ps", "--workers", "2"},
@@ -100,8 +101,7 @@ TEST_CASE("local-sgd: a round budget <= 0 or shorter than one step of every work
     args.insert(args.end(), {"--round-budget-s", budget});
     return args;
   };
-  expect_bad_input(with("0"),
-                   "round_budget_s: expected seconds between 1e-09 and 1e+09, got '0'");
+  expect_bad_input(with("0"), "round_budget_s: expected seconds between 1e-09 and 1e+09, got '0'");
   expect_bad_input(with("-1s"), "round_budget_s: expected seconds between 1e-09");
   // resnet-50 at b = 32 is 0.785 Tflop: 0.785 s on the slowest host (h0, 1 Tflop/s).
   expect_bad_input(with("0.5s"),

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/dataset.hpp"
 #include "model/ir/job.hpp"
 #include "study/common/engines.hpp"
 #include "study/common/inputs.hpp"
@@ -106,7 +107,12 @@ TEST_CASE("flags: layout and sweep refuse a key the engine they run does not rea
   const std::string job = flags_job();
   expect_bad_input(
       {"layout", TAUPLAN_SOURCE_DIR "/experiments/transformer/single.yaml", "--trace", "x.json"},
-      "command line: --trace: expected no --trace for layout (the analytic engine");
+      "command line: --trace: expected no --trace for layout (it reads");
+  for (const char* key : {"hosts", "strategies", "compute_s", "network_model", "tau"})
+    expect_bad_input(
+        {"layout", TAUPLAN_SOURCE_DIR "/experiments/transformer/single.yaml",
+         std::string("--") + key, "1"},
+        std::string("command line: --") + key + ": expected no --" + key + " for layout");
   expect_bad_input({"sweep", job, "--engine", "analytic", "--set", "trace=a.json,b.json"},
                    "command line --set: trace: expected no trace for sweep --engine analytic");
   expect_bad_input(
@@ -184,4 +190,95 @@ TEST_CASE("flags: a number flag out of range says what it expected, in one line"
                    "--deadline-confidence: expected a probability from 0.5 to 0.999999, got '2'");
   expect_bad_input({"plan", inventory, "--recheck", "-1"},
                    "--recheck: expected a whole number of candidates >= 0, got '-1'");
+}
+
+TEST_CASE("flags: validate's modes refuse each other's flags") {
+  const std::string job = flags_job();
+  expect_bad_input({"validate", job, "--probe-network"},
+                   "command line: --probe-network: expected no --probe-network with an MLP job "
+                   "on this machine");
+  expect_bad_input({"validate", job, "--set", "stragglers=h0:2,h1:2"},
+                   "command line --set: stragglers: expected none");
+  expect_bad_input({"validate", TAUPLAN_SOURCE_DIR "/experiments/transformer/validate-small.yaml",
+                    "--jobs", "2"},
+                   "command line: --jobs: expected no --jobs with a transformer job");
+}
+
+TEST_CASE("flags: values that would print wrong numbers or never finish are refused") {
+  const std::string job = flags_job();
+  // A factor of 1e20 printed an exchange of 0 ms beside a round of 1e16 h.
+  expect_bad_input({"simulate", job, "--stragglers", "h0:1e20"},
+                   "command line: --stragglers: expected HOST:FACTOR:FRACTION with FACTOR from "
+                   "1e-4 to 1e4");
+  // Failures every 0.5 s (two workers) against a 60 s restart: no round ever completed, and the
+  // simulation ran on, its memory growing.
+  expect_bad_input({"simulate", job, "--strategies", "sync", "--failures", "*~1s"},
+                   "command line: --failures: expected a mean time between the job's failures "
+                   "above the restart stall (failure_restart_s 60 s), or no round ever completes, "
+                   "got one failure every 0.5 s over the job's hosts");
+  const auto rare = run_tauplan({"simulate", job, "--failures", "*~1h"});
+  INFO(rare.err);
+  CHECK(rare.exit_code == 0);
+  // An empty value of a number, a switch or a word of a list was its default, silently.
+  const std::string empty =
+      write_temp_file("flags-read-empty.yaml", "workload: fashion-mlp\ncollective: \"\"\n");
+  expect_bad_input({"predict", empty}, empty + ": collective: expected a value");
+  expect_bad_input({"predict", job, "--seed", ""}, "command line --seed: seed: expected a value");
+  expect_bad_input({"predict", job, "--split", ""},
+                   "command line --split: split: expected a value");
+  const auto any_hosts = run_tauplan({"predict", job, "--hosts", ""});  // '': tauplan picks
+  INFO(any_hosts.err);
+  CHECK(any_hosts.exit_code == 0);
+  // More training samples than exist were taken as all of them.
+  expect_bad_input({"measure", job, "--train_samples", "2000000"},
+                   "train_samples: expected a whole number between 0 and 1e+06");
+  if (tauplan::exec::fashion_mnist_present(tauplan::exec::default_data_dir()))
+    expect_bad_input({"measure", job, "--train_samples", "70000"},
+                     "train_samples: expected at most 60000 (the training samples in");
+  // plan's --jobs runs the re-check's simulations.
+  expect_bad_input({"plan", TAUPLAN_SOURCE_DIR "/experiments/planning/inventories/older-gpus.yaml",
+                    "--recheck", "0", "--jobs", "2"},
+                   "command line: --jobs: expected no --jobs with --recheck 0");
+}
+
+TEST_CASE("flags: a mistyped flag or verb is named, with what it most likely meant") {
+  const std::string job = flags_job();
+  expect_bad_input({"predict", job, "--wrokers", "3"},
+                   "command line: --wrokers: expected a flag of predict (did you mean "
+                   "'--workers'?), got an unknown flag");
+  expect_bad_input({"predict", job, "--frobnicate"},
+                   "command line: --frobnicate: expected a flag of predict (tauplan predict "
+                   "--help)");
+  expect_bad_input({"predcit", job},
+                   "command line: predcit: expected a verb (did you mean 'predict'?), got an "
+                   "unknown verb");
+}
+
+TEST_CASE("flags: a key no strategy of the job reads is said, and the rows do not change") {
+  const std::string job = flags_job();
+  const auto plain = run_tauplan({"predict", job, "--strategies", "sync"});
+  const auto tau = run_tauplan({"predict", job, "--strategies", "sync", "--tau", "7"});
+  INFO(tau.err);
+  REQUIRE(tau.exit_code == 0);
+  CHECK(tau.out == plain.out);
+  CHECK(tau.err.find("tauplan: note: --tau 7: not read by the strategies run (sync), only by "
+                     "local-sgd") != std::string::npos);
+  CHECK(plain.err.find("note: --") == std::string::npos);
+}
+
+TEST_CASE("flags: layout and plan tables say where they came from") {
+  const auto layout =
+      run_tauplan({"layout", TAUPLAN_SOURCE_DIR "/experiments/transformer/single.yaml"});
+  INFO(layout.err);
+  REQUIRE(layout.exit_code == 0);
+  CHECK(layout.err.find("# layout engine=analytic") != std::string::npos);
+  CHECK(layout.err.find(" seed=1 commit=") != std::string::npos);
+  // A one-leaf cluster shows an oversubscription given as unused, not as if it acted.
+  const std::string xml = write_temp_file("flags-read-one-leaf.xml", "");
+  const auto platform = run_tauplan({"platform", "--preset", "dgx-h100", "--nodes", "4", "--out",
+                                     xml, "--oversubscription", "4"});
+  INFO(platform.err);
+  REQUIRE(platform.exit_code == 0);
+  CHECK(platform.out.find("no domain uplink (one leaf domain: oversubscription 4:1 unused)") !=
+        std::string::npos);
 }

@@ -91,7 +91,7 @@ TEST_CASE("measure: a transformer layout or workload exec cannot train is exit 2
   // block-small has 4 heads.
   expect_bad_input({"measure", tensor, "--workers", "3", "--tensor_parallel", "3"},
                    tensor + ": tensor_parallel: expected a divisor of the 4 heads");
-  expect_bad_input({"measure", tensor, "--timing", "lockstep"}, tensor + ": timing: expected");
+  expect_bad_input({"measure", tensor, "--timing", "lockstep"}, "command line: --timing: expected");
   // Messages between threads are sync's; MPI needs mpirun.
   expect_bad_input({"measure", tensor, "--communicator", "thread-messages"},
                    tensor + ": communicator: expected threads or auto with a transformer mesh");

@@ -103,7 +103,7 @@ TEST_CASE("async exec refuses lockstep timing, CUDA and a wrong communicator", "
   CHECK_THROWS_WITH(measure_with({{"timing", "lockstep"}}),
                     Catch::Contains("job.yaml: timing: expected concurrent for async-ps"));
   CHECK_THROWS_WITH(measure_with({{"communicator", "mpi"}}),
-                    Catch::Contains("job.yaml: communicator: expected threads or auto"));
+                    Catch::Contains("command line: --communicator: expected threads or auto"));
   CHECK_THROWS_WITH(measure_with({{"batch", "900"}}),
                     Catch::Contains("job.yaml: batch: expected a per-worker batch"));
 }

@@ -85,9 +85,11 @@ TEST_CASE("measure runs single, sync and local-sgd and reports them", "[exec][me
 }
 
 TEST_CASE("bad measure inputs are InputErrors", "[exec][measure]") {
+  // The keys below are given as flags (quick_measure's overrides): an error names the flag.
   const auto key_is = [](const char* key) {
-    return Catch::Predicate<InputError>([key](const InputError& e) { return e.key() == key; },
-                                        std::string("key ") + key);
+    return Catch::Predicate<InputError>(
+        [key](const InputError& e) { return e.key() == key || e.key() == std::string("--") + key; },
+        std::string("key ") + key);
   };
   SECTION("missing data and no fallback") {
     CHECK_THROWS_MATCHES(quick_measure({{"allow_synthetic", "false"}}, {"single"}), InputError,
@@ -107,7 +109,7 @@ TEST_CASE("bad measure inputs are InputErrors", "[exec][measure]") {
   SECTION("more NCCL workers than GPUs, or no CUDA at all") {
     // Tests never assume a GPU: 64 NCCL ranks (one GPU each) cannot be met on any test machine.
     const auto device_or_workers = Catch::Predicate<InputError>(
-        [](const InputError& e) { return e.key() == "device" || e.key() == "workers"; },
+        [](const InputError& e) { return e.key() == "--device" || e.key() == "--workers"; },
         "key device (no CUDA or no GPU) or workers (too few GPUs)");
     CHECK_THROWS_MATCHES(
         quick_measure(
