@@ -14,27 +14,32 @@
 namespace {
 
 /// For a flag the verb does not have (`predict --wrokers 3`): its one line names the flag and the
-/// verb's flag it most likely meant, as an unknown key in a job file does. "" when no argument is
-/// such a flag.
-std::string unknown_flag_message(const CLI::App& app, int argc, char** argv) {
-  for (const CLI::App* verb : app.get_subcommands()) {
-    std::vector<std::string> flags;
-    for (const CLI::Option* option : verb->get_options())
-      for (const std::string& name : option->get_lnames())
-        flags.push_back("--" + name);
-    for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
-      if (arg.rfind("--", 0) != 0 || arg.size() == 2) continue;
-      const std::string flag = arg.substr(0, arg.find('='));
-      if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
-      const std::string best = tauplan::nearest_name(flag, flags);
-      return tauplan::InputError("command line", flag,
-                                 std::string("a flag of ") + verb->get_name() +
-                                     (best.empty() ? " (tauplan " + verb->get_name() + " --help)"
-                                                   : " (did you mean '" + best + "'?)"),
-                                 "an unknown flag")
-          .what();
-    }
+/// verb's flag it most likely meant, as an unknown key in a job file does. The verb is the
+/// deepest one parsed (`testbed status`); the flag one of the arguments it left over. "" when
+/// none is such a flag.
+std::string unknown_flag_message(const CLI::App& app) {
+  const CLI::App* verb = &app;
+  std::string name;
+  while (!verb->get_subcommands().empty()) {
+    verb = verb->get_subcommands().front();
+    name += (name.empty() ? "" : " ") + verb->get_name();
+  }
+  if (verb == &app) return "";
+  std::vector<std::string> flags;
+  for (const CLI::Option* option : verb->get_options())
+    for (const std::string& long_name : option->get_lnames())
+      flags.push_back("--" + long_name);
+  for (const std::string& arg : verb->remaining()) {
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2) continue;
+    const std::string flag = arg.substr(0, arg.find('='));
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
+    const std::string best = tauplan::nearest_name(flag, flags);
+    return tauplan::InputError("command line", flag,
+                               "a flag of " + name +
+                                   (best.empty() ? " (tauplan " + name + " --help)"
+                                                 : " (did you mean '" + best + "'?)"),
+                               "an unknown flag")
+        .what();
   }
   return "";
 }
@@ -75,7 +80,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
-    const std::string message = unknown_flag_message(app, argc, argv);
+    const std::string message = unknown_flag_message(app);
     if (!message.empty())
       std::fprintf(stderr, "tauplan: error: %s\n", message.c_str());
     else

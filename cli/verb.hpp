@@ -50,8 +50,9 @@ CLI::Validator number_between(double minimum, double maximum, const std::string&
 void refuse_flags_outside(const CLI::App& verb, const std::string& mode,
                           const std::set<std::string>& allowed);
 
-/// "# VERB engine=... platform=FILE (HASH) workload=... seed=... commit=...": where a study's
-/// result came from, from its JSON context (the fields it has), for its text output.
+/// "# VERB engine=... network_model=... platform_file=FILE (HASH) inventory=... runs_file=...
+/// workload=... seed=... commit=...": where a study's result came from, from its JSON context
+/// (the fields it has), for its text output.
 std::string provenance_line(const nlohmann::json& context);
 
 /// Prints rows: a table (plus a provenance line on stderr), or JSON with the context.

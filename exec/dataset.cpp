@@ -14,8 +14,6 @@
 #include <cstdlib>
 #include <random>
 
-#include <fmt/format.h>
-
 #include "model/base/error.hpp"
 
 namespace tauplan::exec {
@@ -259,19 +257,7 @@ Dataset load_dataset(const DatasetOptions& options) {
                .emplace(key, std::make_shared<const Dataset>(
                                  load_fashion_mnist(dir, options.train_limit, options.test_limit)))
                .first;
-    // A limit above what the files hold would be a silent clamp.
-    const Dataset& data = *it->second;
-    if (options.train_limit > data.train_size())
-      throw InputError(options.job_file, "train_samples",
-                       fmt::format("at most {} (the training samples in {}), or 0 for all",
-                                   data.train_size(), dir),
-                       std::to_string(options.train_limit));
-    if (options.test_limit > data.test_size())
-      throw InputError(
-          options.job_file, "eval_samples",
-          fmt::format("at most {} (the test samples in {}), or 0 for all", data.test_size(), dir),
-          std::to_string(options.test_limit));
-    return data;
+    return *it->second;
   }
   if (!options.allow_synthetic)
     throw InputError(options.job_file, options.key,

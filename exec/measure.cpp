@@ -8,6 +8,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "exec/async_ranks.hpp"
 #include "exec/cpu_replica.hpp"
 #include "exec/dataset.hpp"
@@ -368,6 +370,16 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
   }
   check_layouts_measurable(job, settings, workload, strategies);
   const Dataset data = load_dataset(settings.data);
+  // A sample count above what the data holds would be cut to it in silence.
+  for (const auto& [key, held] :
+       {std::pair<const char*, long long>{"train_samples", data.train_size()},
+        {"eval_samples", data.test_size()}})
+    if (job.integer(key) > held)
+      throw InputError(
+          job.origin_of(key),
+          fmt::format("at most {} (the {} samples of {}), or 0 for all", held,
+                      key == std::string("train_samples") ? "training" : "test", data.source),
+          std::to_string(job.integer(key)));
   const MlpShape shape = mlp_shape(settings.hidden, data);
   if (log) {
     *log << "measure: data " << data.name << (data.synthetic ? " (SYNTHETIC stand-in)" : "")

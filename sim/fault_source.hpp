@@ -54,9 +54,13 @@ inline std::vector<FailureSource> failure_sources(const SimOptions& options,
       sources.push_back(
           FailureSource{hosts[j], f.at_s, f.mtbf_s, stream_seed(options.seed, 2 + i, j)});
   }
-  // Repeated failures of the job's hosts that come, together, at least as often as the restart
-  // stall lasts leave no time for a round: the simulation would run (and record faults)
-  // forever. `*~2h` over 10,000 workers is one failure every 0.72 s against a 60 s restart.
+  // A synchronous round survives a restart stall R only when no host of the job fails during
+  // it: at a combined rate L, each completed round takes about e^{L (R + round)} failures
+  // (study/common/revocation.hpp's expected stall). Where L R alone passes kMaxExponent, every
+  // round would record tens of thousands of failures, and the simulation would all but never
+  // end, its memory growing: `*~2h` over 10,000 workers against a 60 s restart is L R = 83. An
+  // asynchronous plan stops only the failed worker (and gives up by itself when none is left).
+  constexpr double kMaxExponent = 10;  // e^10: about 22,000 failures a round
   double rate_per_s = 0;
   for (const FailureSource& source : sources) {
     const auto in = [&source](const std::vector<int>& hosts) {
@@ -65,12 +69,13 @@ inline std::vector<FailureSource> failure_sources(const SimOptions& options,
     if (source.mtbf_s > 0 && (in(plan.worker_hosts) || in(plan.server_hosts)))
       rate_per_s += 1 / source.mtbf_s;
   }
-  if (rate_per_s > 0 && 1 / rate_per_s <= options.restart_s)
+  if (!plan.asynchronous && rate_per_s * options.restart_s > kMaxExponent)
     throw InputError(
         options.origin_of("failures"),
-        fmt::format("a mean time between the job's failures above the restart stall "
-                    "(failure_restart_s {:g} s), or no round ever completes",
-                    options.restart_s),
+        fmt::format("failures rare enough for rounds to complete: a mean time between the job's "
+                    "failures above failure_restart_s / {:g} = {:.3g} s (each round would take "
+                    "at least e^{:.3g} failures)",
+                    kMaxExponent, options.restart_s / kMaxExponent, rate_per_s * options.restart_s),
         fmt::format("one failure every {:.3g} s over the job's hosts", 1 / rate_per_s));
   return sources;
 }

@@ -55,7 +55,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string nearest_name(const std::string& word, const std::vector<std::string>& names) {
   std::string best;
-  size_t best_distance = 4;
+  // At most 3 edits away, 2 for a word of 4 letters or fewer (`help` is not `sweep`).
+  size_t best_distance = word.size() <= 4 ? 3 : 4;
   for (const std::string& name : names) {
     const size_t d = edit_distance(word, name);
     if (d < best_distance) best_distance = d, best = name;

@@ -30,8 +30,9 @@ class InputError : public std::runtime_error {
   std::string key_;
 };
 
-/// The name of `names` a mistyped `word` most likely meant (at most 3 edits away, the fewest),
-/// or "" when none is that close: the "did you mean" of an error.
+/// The name of `names` a mistyped `word` most likely meant (the fewest edits away, at most 3, 2
+/// for a word of 4 letters or fewer), or "" when none is that close: the "did you mean" of an
+/// error.
 std::string nearest_name(const std::string& word, const std::vector<std::string>& names);
 
 /// Exit code for bad input, documented in the README and used by every verb.

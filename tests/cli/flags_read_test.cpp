@@ -210,12 +210,25 @@ TEST_CASE("flags: values that would print wrong numbers or never finish are refu
   expect_bad_input({"simulate", job, "--stragglers", "h0:1e20"},
                    "command line: --stragglers: expected HOST:FACTOR:FRACTION with FACTOR from "
                    "1e-4 to 1e4");
-  // Failures every 0.5 s (two workers) against a 60 s restart: no round ever completed, and the
-  // simulation ran on, its memory growing.
+  // Failures every 0.5 s (two workers) against a 60 s restart: each round would take about
+  // e^120 failures; the simulation ran on, its memory growing.
   expect_bad_input({"simulate", job, "--strategies", "sync", "--failures", "*~1s"},
-                   "command line: --failures: expected a mean time between the job's failures "
-                   "above the restart stall (failure_restart_s 60 s), or no round ever completes, "
-                   "got one failure every 0.5 s over the job's hosts");
+                   "command line: --failures: expected failures rare enough for rounds to "
+                   "complete: a mean time between the job's failures above failure_restart_s / "
+                   "10 = 6 s (each round would take at least e^120 failures), got one failure "
+                   "every 0.5 s over the job's hosts");
+  // An asynchronous plan loses only the failed worker: a rate the sync plan may not have (L R =
+  // 12) is simulated.
+  const std::string async =
+      write_temp_file("flags-read-async.yaml",
+                      "workload: fashion-mlp\nplatform: test-ps\nstrategies: [async-ps]\n"
+                      "workers: 2\niterations: 200\n");
+  const auto async_failing = run_tauplan({"simulate", async, "--failures", "h0~5s"});
+  INFO(async_failing.err);
+  CHECK(async_failing.exit_code == 0);
+  expect_bad_input(
+      {"simulate", async, "--strategies", "sync", "--collective", "ring", "--failures", "h0~5s"},
+      "each round would take at least e^12 failures");
   const auto rare = run_tauplan({"simulate", job, "--failures", "*~1h"});
   INFO(rare.err);
   CHECK(rare.exit_code == 0);
@@ -232,9 +245,13 @@ TEST_CASE("flags: values that would print wrong numbers or never finish are refu
   // More training samples than exist were taken as all of them.
   expect_bad_input({"measure", job, "--train_samples", "2000000"},
                    "train_samples: expected a whole number between 0 and 1e+06");
-  if (tauplan::exec::fashion_mnist_present(tauplan::exec::default_data_dir()))
+  if (tauplan::exec::fashion_mnist_present(tauplan::exec::default_data_dir())) {
     expect_bad_input({"measure", job, "--train_samples", "70000"},
-                     "train_samples: expected at most 60000 (the training samples in");
+                     "command line: --train_samples: expected at most 60000 (the training "
+                     "samples of");
+    expect_bad_input({"measure", job, "--eval_samples", "20000"},
+                     "command line: --eval_samples: expected at most 10000 (the test samples of");
+  }
   // plan's --jobs runs the re-check's simulations.
   expect_bad_input({"plan", TAUPLAN_SOURCE_DIR "/experiments/planning/inventories/older-gpus.yaml",
                     "--recheck", "0", "--jobs", "2"},
