@@ -78,13 +78,10 @@ void register_validate(CLI::App& app) {
   verb->callback([verb, job, args, testbed, profile] {
     args->job_file = job->job_file;
     args->overrides = job->overrides();
-    // The measured runs have no slowed or failing host, nor a second job of the user's: such a
-    // key would reach the simulator's prediction alone (the testbed's matrix names its own).
-    for (const char* key : {"stragglers", "failures", "beside_hosts"})
+    // Every mode (the testbed's matrix names its own second jobs).
+    for (const std::string& key : study::unmeasured_keys())
       if (args->overrides.count(key) > 0)
-        throw InputError("command line", std::string("--") + key,
-                         "none (the measured runs have none to compare with; --slow-worker "
-                         "slows a measured worker and its prediction alike)",
+        throw InputError("command line", "--" + key, study::unmeasured_expected(),
                          "'" + args->overrides.at(key) + "'");
     if (testbed->matrix_file.empty() &&
         study::is_transformer_job(args->job_file, args->overrides)) {

@@ -111,7 +111,7 @@ SimOptions sim_options(const model::Job& job) {
   SimOptions options;
   options.origin = job.file;
   for (const char* key : {"sim_rounds", "stragglers", "failures", "beside_hosts", "beside_phases"})
-    if (job.origin_of(key).first != job.file) options.keys_from_command_line.insert(key);
+    if (job.from_flag(key)) options.keys_from_command_line.insert(key);
   if (job.has("sim_mode"))
     options.granularity =
         job.text("sim_mode") == "coarse" ? Granularity::Coarse : Granularity::Step;

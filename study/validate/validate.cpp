@@ -484,10 +484,9 @@ void check_request(const ValidateRequest& a, const std::vector<Axis>& axes) {
   static const std::set<std::string> set_by_validate = {"platform", "collective",  "servers",
                                                         "hosts",    "single_host", "sim_rounds"};
   for (const Axis& axis : axes) {
-    if (axis.key == "stragglers" || axis.key == "failures" || axis.key == "beside_hosts")
-      throw InputError("command line --set", axis.key,
-                       "none (the measured runs have none to compare with; --slow-worker slows "
-                       "a measured worker and its prediction alike)");
+    if (std::find(unmeasured_keys().begin(), unmeasured_keys().end(), axis.key) !=
+        unmeasured_keys().end())
+      throw InputError("command line --set", axis.key, unmeasured_expected());
     if (fixed_keys.count(axis.key) || set_by_validate.count(axis.key))
       throw InputError("command line --set", axis.key,
                        "a key that may vary between configurations (the calibration is of one "
@@ -521,13 +520,9 @@ void check_job(const model::Job& job) {
                      settings.communicator);
   if (!(settings.train.target_accuracy > 0))
     throw InputError(job.origin_of("target_accuracy"), "a target (time to target is validated)");
-  // The measured runs have no slowed or failing host and no second job beside them: a key that
-  // would put one in the simulator's prediction alone is refused, not compared.
-  for (const char* key : {"stragglers", "failures", "beside_hosts"})
+  for (const std::string& key : unmeasured_keys())
     if (job.has(key) && !job.list(key).empty())
-      throw InputError(job.origin_of(key),
-                       "none (the measured runs have none to compare with; --slow-worker slows "
-                       "a measured worker and its prediction alike)",
+      throw InputError(job.origin_of(key), unmeasured_expected(),
                        fmt::format("{}", fmt::join(job.list(key), ",")));
 }
 
@@ -1048,6 +1043,16 @@ std::string exceeded_bound(const ValidateRequest& a, const json& summary) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& unmeasured_keys() {
+  static const std::vector<std::string> keys = {"stragglers", "failures", "beside_hosts"};
+  return keys;
+}
+
+std::string unmeasured_expected() {
+  return "none (the measured runs have none to compare with; --slow-worker slows a measured "
+         "worker and its prediction alike)";
+}
 
 ValidateOutcome run_validate(const ValidateRequest& a) {
   ValidateRun run = start_validate(a);

@@ -77,4 +77,10 @@ struct ValidateOutcome {
 
 ValidateOutcome run_validate(const ValidateRequest& request);
 
+/// The job keys every validation refuses, as a flag, a --set axis or in the job file: the
+/// measured runs have no slowed or failing host and no second job beside them, so such a key
+/// would reach the simulator's prediction alone. Its "expected" text is unmeasured_expected().
+const std::vector<std::string>& unmeasured_keys();
+std::string unmeasured_expected();
+
 }  // namespace tauplan::study
