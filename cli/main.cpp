@@ -44,6 +44,25 @@ std::string unknown_flag_message(const CLI::App& app) {
   return "";
 }
 
+/// For a flag given twice (`--workers 2 --workers 3`): one line naming it and both values, as
+/// every other refusal reads. "" when no flag of the deepest verb parsed was repeated.
+std::string repeated_flag_message(const CLI::App& app) {
+  const CLI::App* verb = &app;
+  while (!verb->get_subcommands().empty())
+    verb = verb->get_subcommands().front();
+  for (const CLI::Option* option : verb->get_options()) {
+    if (option->count() < 2 || option->get_items_expected_max() != 1) continue;
+    const std::string flag = option->get_name();
+    std::string values;
+    for (const std::string& value : option->results())
+      values += (values.empty() ? "'" : ", '") + value + "'";
+    return tauplan::InputError("command line", flag, "one " + flag + " (given once)",
+                               std::to_string(option->count()) + " of them: " + values)
+        .what();
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +104,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tauplan: error: %s\n", message.c_str());
     else
       std::fprintf(stderr, "tauplan: error: command line: %s\n", e.what());
+    return tauplan::kExitBadInput;
+  } catch (const CLI::ArgumentMismatch& e) {
+    const std::string message = repeated_flag_message(app);
+    std::fprintf(
+        stderr, "tauplan: error: %s\n",
+        message.empty() ? (std::string("command line: ") + e.what()).c_str() : message.c_str());
     return tauplan::kExitBadInput;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "tauplan: error: command line: %s\n", e.what());

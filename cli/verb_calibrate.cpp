@@ -51,12 +51,13 @@ std::shared_ptr<ProbeOptions> add_network_options(CLI::App& verb,
   return probe;
 }
 
-void run_probe(const std::vector<std::string>& network, [[maybe_unused]] ProbeOptions& probe,
-               const study::CalibrateRequest& args) {
+void run_probe(const CLI::App& verb, const std::vector<std::string>& network,
+               [[maybe_unused]] ProbeOptions& probe, const study::CalibrateRequest& args) {
 #ifdef __linux__
   probe.hosts = network;
-  // --out when given; not plain calibrate's default (this machine's calibration file).
-  if (args.out != study::CalibrateRequest().out) probe.out = args.out;
+  // --out when given (whatever its value); not plain calibrate's default (this machine's
+  // calibration file).
+  if (verb.count("--out") > 0) probe.out = args.out;
   if (!(probe.probe.flow_duration_s >= 1.0 && probe.probe.flow_duration_s <= 60))
     throw InputError("command line", "--flow-seconds", "seconds from 1 to 60",
                      std::to_string(probe.probe.flow_duration_s));
@@ -68,6 +69,7 @@ void run_probe(const std::vector<std::string>& network, [[maybe_unused]] ProbeOp
                      std::to_string(probe.probe.check_pairs));
   study::run_network_probe(probe, std::cout);
 #else
+  (void)verb;
   (void)network;
   (void)args;
   throw InputError("command line", "--network", "Linux (the testbed and its probes)", "not Linux");
@@ -112,7 +114,7 @@ void register_calibrate(CLI::App& app) {
       refuse_flags_outside(*verb, "--network",
                            {"--servers", "--json-out", "--prefix", "--mpi", "--flow-seconds",
                             "--pings", "--check-pairs", "--out"});
-      run_probe(*network, *probe, *args);
+      run_probe(*verb, *network, *probe, *args);
       return;
     }
     if (!compute->empty()) {

@@ -102,22 +102,22 @@ void add_run(CLI::App& verb) {
 void check_calibrate_request(const study::TestbedCalibrateRequest& cal) {
   const auto& r = cal.request;
   if (r.pings < 1 || r.sizes < 2 || r.repeats < 1 || r.ping_bytes < 1)
-    throw InputError("<command line>", "testbed calibrate",
+    throw InputError("command line", "testbed calibrate",
                      "--pings >= 1, --sizes >= 2, --repeats >= 1",
                      fmt::format("{} {} {}", r.pings, r.sizes, r.repeats));
   for (int n : r.flow_counts)
     if (n < 1)
-      throw InputError("<command line>", "--flows", "counts of flows >= 1", std::to_string(n));
+      throw InputError("command line", "--flows", "counts of flows >= 1", std::to_string(n));
   if (!(r.transfer_s > 0) || !(r.window_s >= 0.2) || !(r.warmup_s >= 0))
-    throw InputError("<command line>", "testbed calibrate",
+    throw InputError("command line", "testbed calibrate",
                      "--transfer-time > 0, --window >= 0.2 s and --warmup >= 0",
                      fmt::format("{} {} {}", r.transfer_s, r.window_s, r.warmup_s));
   if (cal.mpi_sizes.size() < 2 || cal.mpi_repeats < 1)
-    throw InputError("<command line>", "--mpi-sizes", "at least 2 sizes and --mpi-repeats >= 1",
+    throw InputError("command line", "--mpi-sizes", "at least 2 sizes and --mpi-repeats >= 1",
                      std::to_string(cal.mpi_sizes.size()) + " sizes");
   for (double v : cal.mpi_sizes)
     if (!(v > cal.eager_limit_bytes && v <= 1e9) || std::fmod(v, 4.0) != 0)
-      throw InputError("<command line>", "--mpi-sizes",
+      throw InputError("command line", "--mpi-sizes",
                        fmt::format("message sizes in bytes above the eager limit ({:.0f}: "
                                    "each pays the rendezvous), multiples of 4 up to 1e9",
                                    cal.eager_limit_bytes),
@@ -158,7 +158,16 @@ void add_calibrate(CLI::App& verb) {
   calibrate->add_option("--mpi-repeats", cal->mpi_repeats, "MPI messages of each size (3)");
   calibrate->add_option("--warmup", cal->request.warmup_s,
                         "seconds left out at the start of each run, at least 10 round trips (0.5)");
-  calibrate->callback([cal] {
+  calibrate->callback([cal, calibrate] {
+    // The MPI messages' sizes and repeats are read with --mpi only.
+    if (!cal->mpi)
+      for (const char* flag : {"--mpi-sizes", "--mpi-repeats"})
+        if (calibrate->count(flag) > 0)
+          throw InputError("command line", flag,
+                           std::string("no ") + flag +
+                               " without --mpi (TCP transfers measure the "
+                               "routes; --sizes and --repeats size them)",
+                           flag);
     check_calibrate_request(*cal);
     study::testbed_calibrate(*cal, std::cout);
   });

@@ -86,9 +86,9 @@ std::vector<std::pair<std::size_t, std::size_t>> shard_ranges(std::size_t n, int
 namespace {
 
 CycleOp cycle_op(const model::Plan& plan, const model::Op& op, int worker,
-                 const std::string& file) {
+                 const KeyOrigins& origins) {
   const auto refuse = [&](const std::string& why) {
-    return InputError(file, "strategies",
+    return InputError(origins.of("strategies"),
                       "an asynchronous cycle exec runs: pulls from servers, one compute, pushes "
                       "to servers and their applies",
                       "'" + plan.strategy + "' with '" + op.label + "' (" + why + ")");
@@ -120,12 +120,12 @@ CycleOp cycle_op(const model::Plan& plan, const model::Op& op, int worker,
 
 }  // namespace
 
-std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std::string& file) {
+std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const KeyOrigins& origins) {
   std::vector<CycleOp> cycle, applies;
   bool after_apply = false;  // an op of this worker that waits on one of its applies
   std::vector<bool> pushed(plan.server_hosts.size(), false);
   const auto refuse = [&](const std::string& why) {
-    return InputError(file, "strategies",
+    return InputError(origins.of("strategies"),
                       "an asynchronous cycle exec runs: pulls, one compute, then a push to the "
                       "lead server (0) and to any others, each with its apply, nothing after an "
                       "apply",
@@ -134,7 +134,7 @@ std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std
   for (model::OpId v : plan.topological_order()) {
     const model::Op& op = plan.op(v);
     if (op.worker != worker) continue;
-    const CycleOp c = cycle_op(plan, op, worker, file);
+    const CycleOp c = cycle_op(plan, op, worker, origins);
     if (c.kind == CycleOp::Kind::Apply) {
       for (auto succ : plan.successors(v))
         after_apply = after_apply || plan.op(succ).worker == worker;
@@ -172,24 +172,28 @@ std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std
   return cycle;
 }
 
-void check_async_job(const model::Plan& plan, const Dataset& data, const TrainOptions& options) {
+void check_async_timing(const model::Plan& plan, const TrainOptions& options) {
   if (options.timing != Timing::Concurrent)
-    throw InputError(options.job_file, "timing",
+    throw InputError(options.origins.of("timing"),
                      "concurrent for " + plan.strategy +
                          " (its workers never wait for each other: only the wall clock of "
                          "workers running at once measures it)",
                      to_string(options.timing));
+}
+
+void check_async_job(const model::Plan& plan, const Dataset& data, const TrainOptions& options) {
+  check_async_timing(plan, options);
   const double step_samples = plan.batch * plan.workers;
   if (plan.batch < 1 || step_samples > static_cast<double>(data.train_size()))
-    throw InputError(options.job_file, "batch",
+    throw InputError(options.origins.of("batch"),
                      "a per-worker batch with workers x batch at most " +
                          std::to_string(data.train_size()) + " (the training set of " + data.name +
                          ")",
                      std::to_string(static_cast<long long>(plan.batch)));
   if (plan.server_hosts.empty())
-    throw InputError(options.job_file, "servers", "at least one server for " + plan.strategy);
+    throw InputError(options.origins.of("servers"), "at least one server for " + plan.strategy);
   for (int w = 0; w < plan.workers; ++w)  // on every rank alike, before any message
-    worker_cycle(plan, w, options.job_file);
+    worker_cycle(plan, w, options.origins);
 }
 
 Measurement async_measurement(const AsyncRecord& record, const model::Plan& plan,

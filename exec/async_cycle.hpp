@@ -117,14 +117,18 @@ struct CycleOp {
 /// a server without that server's Apply (or an Apply without a push), no push to server 0 (the
 /// lead counts updates and stops the run), with a staleness bound a server not pushed to, a
 /// pull from a server after a push to it, or an op that waits on an apply.
-std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const std::string& file);
+std::vector<CycleOp> worker_cycle(const model::Plan& plan, int worker, const KeyOrigins& origins);
 
 /// The contiguous shards [begin, end) of n parameters over `servers` servers.
 std::vector<std::pair<std::size_t, std::size_t>> shard_ranges(std::size_t n, int servers);
 
-/// Checks that an asynchronous plan can be trained: concurrent timing, a per-worker batch the
-/// data can give, K b at most the training set. InputError naming the key otherwise.
+/// Checks that an asynchronous plan can be trained: concurrent timing (check_async_timing), a
+/// per-worker batch the data can give, K b at most the training set. InputError naming the key
+/// otherwise.
 void check_async_job(const model::Plan& plan, const Dataset& data, const TrainOptions& options);
+/// The part of check_async_job that needs no data: concurrent timing (measure checks it for
+/// every strategy before reading the data).
+void check_async_timing(const model::Plan& plan, const TrainOptions& options);
 
 /// The Measurement (the schema every exec run reports) of an asynchronous run: rounds and steps
 /// are server updates, total_s the training clock when the target was reached (or at the end),

@@ -193,7 +193,7 @@ AsyncWorkerRecord run_worker(PeerGroup& peers, const model::Plan& plan, const La
                              const TrainOptions& options, double slowdown) {
   AsyncWorkerCompute compute(plan, w, data, shape, options, slowdown);
   Replica& replica = compute.replica();
-  const std::vector<CycleOp> cycle = worker_cycle(plan, w, options.job_file);
+  const std::vector<CycleOp> cycle = worker_cycle(plan, w, options.origins);
   WorkerExchange exchange(peers, layout);
   AsyncWorkerRecord record;
   for (long long n = 0;; ++n) {
@@ -576,7 +576,7 @@ Measurement train_async(const model::Plan& plan, const model::Platform& platform
   layout.workers = plan.workers;
   layout.servers = static_cast<int>(plan.server_hosts.size());
   if (peers.size() != layout.workers + layout.servers)
-    throw InputError(options.job_file, "workers",
+    throw InputError(options.origins.of("workers"),
                      "workers + servers = the " + peers.name() + " ranks, " +
                          std::to_string(peers.size()) +
                          " (one rank per worker and per server: mpirun -np K+S)",

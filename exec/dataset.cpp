@@ -260,7 +260,7 @@ Dataset load_dataset(const DatasetOptions& options) {
     return *it->second;
   }
   if (!options.allow_synthetic)
-    throw InputError(options.job_file, options.key,
+    throw InputError(options.origins.of(options.key),
                      "a folder holding the Fashion-MNIST IDX files (install dataset-fashion-mnist) "
                      "or allow_synthetic: true",
                      dir);

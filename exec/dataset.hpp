@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "model/base/error.hpp"  // KeyOrigins
+
 namespace tauplan::exec {
 
 struct Dataset {
@@ -51,7 +53,7 @@ struct DatasetOptions {
   long long train_limit = 0;     ///< keep the first N training samples (0: all)
   long long test_limit = 0;      ///< keep the first N test samples (0: all)
   SyntheticOptions synthetic;
-  std::string job_file = "<job>";  ///< named in errors about the folder
+  KeyOrigins origins;  ///< where the job keys were given, named in errors about the folder
   std::string key = "data_dir";
 };
 

@@ -77,7 +77,7 @@ std::vector<model::KeySpec> exec_job_keys() {
 ExecSettings exec_settings(const model::Job& job) {
   ExecSettings s;
   TrainOptions& t = s.train;
-  t.job_file = job.file;
+  t.origins = job.origins();
   t.target_accuracy = job.real("target_accuracy");
   t.learning_rate = job.real("learning_rate");
   t.max_steps = job.integer("max_steps");
@@ -112,7 +112,7 @@ ExecSettings exec_settings(const model::Job& job) {
   }
 
   DatasetOptions& d = s.data;
-  d.job_file = job.file;
+  d.origins = job.origins();
   d.key = "data_dir";
   if (job.has("data_dir") && !job.text("data_dir").empty()) d.dir = job.path("data_dir");
   d.allow_synthetic = job.boolean("allow_synthetic");

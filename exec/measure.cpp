@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/async_cycle.hpp"
 #include "exec/async_ranks.hpp"
 #include "exec/cpu_replica.hpp"
 #include "exec/dataset.hpp"
@@ -61,10 +62,13 @@ int require_gpus(const model::Job& job, int needed, const std::string& what) {
 }
 #endif
 
-Setup make_setup(const model::Job& job, const ExecSettings& settings, const model::Plan& plan,
-                 const model::Platform& platform, MpiSession* mpi) {
+/// The communicator a synchronous plan runs on ("threads", "thread-messages", "mpi", "device" or
+/// "nccl"), with every refusal that needs no data: the device's, a launcher's, a world size's.
+/// measure() asks it for every strategy before reading the data, so that a bad choice is one
+/// line; make_setup() asks again to build it.
+std::string communicator_kind(const model::Job& job, const ExecSettings& settings,
+                              const model::Plan& plan, MpiSession* mpi) {
   const int world = mpi ? mpi->size() : 1;
-  const int rank = mpi ? mpi->rank() : 0;
   const bool cuda = settings.device == Device::Cuda;
   std::string kind = settings.communicator;
   if (kind == "auto") kind = world > 1 ? (cuda ? "nccl" : "mpi") : (cuda ? "device" : "threads");
@@ -77,16 +81,48 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
   if (cuda)
     throw InputError(job.origin_of("device"), "cpu (this tauplan was built without CUDA)", "cuda");
 #endif
+  // An MPI communicator asked for outside a launcher is refused for every strategy (`single`
+  // included: it is never run on threads instead).
+  if (kind == "mpi" && !mpi)
+    throw InputError(job.origin_of("communicator"),
+                     "threads, or mpi under an MPI launcher (mpirun -np " +
+                         std::to_string(plan.workers) + " tauplan measure ...)",
+                     "mpi without a launcher");
+  const bool distributed = kind == "mpi" || (kind == "nccl" && world > 1);
+  if (!distributed && world > 1 && plan.workers > 1)
+    // A process-local communicator under mpirun: only `single` makes sense, on rank 0.
+    throw InputError(
+        job.origin_of("communicator"),
+        "mpi or nccl (or auto) when started by mpirun with " + std::to_string(world) + " ranks",
+        kind);
+  return kind;
+}
 
+/// An asynchronous plan's choices that need no data (device, communicator, timing), checked with
+/// the synchronous plans' before the data is read.
+void check_asynchronous_choices(const model::Job& job, const ExecSettings& settings,
+                                const model::Plan& plan, MpiSession* mpi) {
+  if (settings.device != Device::Cpu)
+    throw InputError(job.origin_of("device"), "cpu for " + plan.strategy, "cuda");
+  const bool distributed = mpi && mpi->size() > 1;
+  const std::string& kind = settings.communicator;
+  if (kind != "auto" && kind != (distributed ? "mpi" : "threads"))
+    throw InputError(job.origin_of("communicator"),
+                     std::string(distributed ? "mpi or auto" : "threads or auto") + " for " +
+                         plan.strategy + (distributed ? " under mpirun" : ""),
+                     kind);
+  check_async_timing(plan, settings.train);
+}
+
+Setup make_setup(const model::Job& job, const ExecSettings& settings, const model::Plan& plan,
+                 const model::Platform& platform, MpiSession* mpi) {
+  const int world = mpi ? mpi->size() : 1;
+  const int rank = mpi ? mpi->rank() : 0;
+  const bool cuda = settings.device == Device::Cuda;
+  std::string kind = communicator_kind(job, settings, plan, mpi);
   Setup setup;
   const bool distributed = kind == "mpi" || (kind == "nccl" && world > 1);
-  if (!distributed && world > 1) {
-    // A process-local communicator under mpirun: only `single` makes sense, on rank 0.
-    if (plan.workers > 1)
-      throw InputError(
-          job.file, "communicator",
-          "mpi or nccl (or auto) when started by mpirun with " + std::to_string(world) + " ranks",
-          kind);
+  if (!distributed && world > 1) {  // `single` under mpirun, on a process-local communicator
     setup.participate = rank == 0;
     setup.alone = rank == 0;
   }
@@ -103,15 +139,10 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
     setup.comm = std::make_unique<ThreadCommunicator>(plan.workers);
     setup.factory = cpu_replica_factory();
   } else if (kind == "thread-messages") {
-    setup.comm = std::make_unique<ThreadMessageCommunicator>(plan, platform, job.file);
+    setup.comm = std::make_unique<ThreadMessageCommunicator>(plan, platform, job.origins());
     setup.factory = cpu_replica_factory();
   } else if (kind == "mpi") {
-    if (!mpi)
-      throw InputError(job.origin_of("communicator"),
-                       "threads, or mpi under an MPI launcher (mpirun -np " +
-                           std::to_string(plan.workers) + " tauplan measure ...)",
-                       "mpi without a launcher");
-    auto communicator = std::make_unique<MpiCommunicator>(plan, platform, job.file);
+    auto communicator = std::make_unique<MpiCommunicator>(plan, platform, job.origins());
     setup.mpi = communicator.get();
     setup.comm = std::move(communicator);
     setup.factory = cpu_replica_factory();
@@ -129,14 +160,14 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
     if (world > 1) {
       if (plan.workers != world)
         throw InputError(
-            job.file, "workers",
+            job.origin_of("workers"),
             "the MPI world size " + std::to_string(world) + " (one GPU per rank: mpirun -np K)",
             std::to_string(plan.workers));
       const int gpus = require_gpus(job, 1, "per node");
       const int device = local_rank(rank);
       if (device >= gpus)
         throw InputError(
-            job.file, "workers",
+            job.origin_of("workers"),
             "at most " + std::to_string(gpus) + " ranks per node (NCCL needs one GPU per rank)",
             "local rank " + std::to_string(device));
       if (rank == 0) id = cuda::nccl_unique_id();
@@ -166,15 +197,8 @@ Measurement measure_asynchronous(const model::Job& job, const ExecSettings& sett
                                  const model::Plan& plan, const model::Platform& platform,
                                  const Dataset& data, const MlpShape& shape, MpiSession* mpi,
                                  bool& reporter, std::ostream* log) {
-  if (settings.device != Device::Cpu)
-    throw InputError(job.origin_of("device"), "cpu for " + plan.strategy, "cuda");
+  check_asynchronous_choices(job, settings, plan, mpi);
   const bool distributed = mpi && mpi->size() > 1;
-  const std::string kind = settings.communicator;
-  if (kind != "auto" && kind != (distributed ? "mpi" : "threads"))
-    throw InputError(job.origin_of("communicator"),
-                     std::string(distributed ? "mpi or auto" : "threads or auto") + " for " +
-                         plan.strategy + (distributed ? " under mpirun" : ""),
-                     kind);
   if (log && (!mpi || mpi->rank() == 0))
     *log << "measure: " << plan.strategy << " K=" << plan.workers
          << " servers=" << plan.server_hosts.size() << " b=" << plan.batch << " on "
@@ -237,7 +261,7 @@ void check_layouts_measurable(const model::Job& job, const ExecSettings& setting
                        job.text("zero_stage"));
     // The layout's shape (stages, divisible widths), before the data is loaded.
     model::check_mlp_layout(model::layout_from_job(job), workload, job.real("batch"),
-                            static_cast<int>(job.integer("workers")), job.file);
+                            static_cast<int>(job.integer("workers")), job.origins());
   }
 }
 
@@ -265,7 +289,7 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
   const std::string kind = settings.communicator;
   if (kind != "auto" && kind != (distributed ? "mpi" : "threads"))
     throw InputError(
-        job.file, "communicator",
+        job.origin_of("communicator"),
         std::string(distributed ? "mpi or auto" : "threads or auto") + " for strategy mesh", kind);
   ModelParallelOptions o;
   o.shape = shape;
@@ -281,7 +305,7 @@ Measurement measure_layout(const model::Job& job, const ExecSettings& settings,
   o.target_accuracy = settings.train.target_accuracy;
   o.eval_every = settings.train.eval_every_steps;
   o.test_limit = settings.train.eval_samples;
-  o.file = job.file;
+  o.origins = job.origins();
   o.plan = &plan;  // every rank runs its part of the job's Plan (exec/layout_program.hpp)
   for (int w = 0; w < plan.workers; ++w) {  // a Plan exec cannot run: refused before training
     try {
@@ -369,6 +393,19 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
     return run;
   }
   check_layouts_measurable(job, settings, workload, strategies);
+  const model::StrategyOptions options = model::strategy_options(job);
+  // The rounds the convergence model gives are not used: training runs to the target.
+  const std::unique_ptr<model::ConvergenceModel> convergence = model::convergence_model(job);
+  std::vector<model::Plan> plans;
+  for (const std::string& name : strategies) {
+    plans.push_back(model::make_plan(name, options, workload, platform, *convergence));
+    const model::Plan& plan = plans.back();
+    if (model::strategy(name).splits_model()) continue;  // check_layouts_measurable's
+    if (plan.asynchronous)
+      check_asynchronous_choices(job, settings, plan, mpi);
+    else
+      communicator_kind(job, settings, plan, mpi);
+  }
   const Dataset data = load_dataset(settings.data);
   // A sample count above what the data holds would be cut to it in silence.
   for (const auto& [key, held] :
@@ -391,11 +428,9 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
       *log << "measure: note: workload '" << workload.name << "' declares " << workload.parameters
            << " parameters; the measured MLP has " << shape.parameters() << "\n";
   }
-  const model::StrategyOptions options = model::strategy_options(job);
-  // The rounds the convergence model gives are not used: training runs to the target.
-  const std::unique_ptr<model::ConvergenceModel> convergence = model::convergence_model(job);
-  for (const std::string& name : strategies) {
-    const model::Plan plan = model::make_plan(name, options, workload, platform, *convergence);
+  for (std::size_t i = 0; i < strategies.size(); ++i) {
+    const std::string& name = strategies[i];
+    const model::Plan& plan = plans[i];
     if (model::strategy(name).splits_model()) {  // a layout's ranks: exec/pipeline_parallel.hpp
       if (mpi) mpi->barrier();
       bool reporter = true;

@@ -156,18 +156,18 @@ struct MpiCommunicator::State {
 };
 
 MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform& platform,
-                                 const std::string& job_file)
+                                 const KeyOrigins& origins)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  s.algorithm = &p2p_collective(plan.collective, job_file);
+  s.algorithm = &p2p_collective(plan.collective, origins);
   s.algorithm->check(plan.worker_hosts, platform);
   const int servers = s.algorithm->uses_servers() ? static_cast<int>(plan.server_hosts.size()) : 0;
   if (world != plan.workers + servers)
     throw InputError(
-        job_file, "workers",
+        origins.of("workers"),
         servers == 0
             ? "the MPI world size " + std::to_string(world) + " (one worker per rank: mpirun -np K)"
             : "the MPI world size " + std::to_string(world) + " minus the " +
@@ -196,13 +196,13 @@ MpiCommunicator::MpiCommunicator(const model::Plan& plan, const model::Platform&
   for (model::OpId v : plan.topological_order())
     if (plan.op(v).kind == model::OpKind::Collective)
       s.collective_names.push_back(trace_name(plan.op(v)));
-  make_subgroups(plan, platform, job_file);
+  make_subgroups(plan, platform, origins);
 }
 
 void MpiCommunicator::make_subgroups(const model::Plan& plan, const model::Platform& platform,
-                                     const std::string& job_file) {
+                                     const KeyOrigins& origins) {
   State& s = *state_;
-  for (CollectiveSubgroup& planned : plan_subgroups(plan, platform, *s.algorithm, job_file)) {
+  for (CollectiveSubgroup& planned : plan_subgroups(plan, platform, *s.algorithm, origins)) {
     Subgroup& sub = s.subgroups[planned.group];
     const auto at = std::find(planned.group.begin(), planned.group.end(), s.layout.rank);
     const bool member = at != planned.group.end() && !s.layout.is_server();

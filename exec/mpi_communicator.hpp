@@ -25,6 +25,7 @@
 #include "exec/peer_group.hpp"
 #include "exec/server_processing.hpp"
 #include "exec/trace_event.hpp"
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/inputs/platform.hpp"
 #include "model/ir/plan.hpp"
 
@@ -69,7 +70,7 @@ class MpiCommunicator final : public HostCommunicator {
   /// `collective` when exec/ has no MPI implementation of the plan's algorithm or the workers'
   /// nodes do not fit it.
   MpiCommunicator(const model::Plan& plan, const model::Platform& platform,
-                  const std::string& job_file);
+                  const KeyOrigins& origins);
   ~MpiCommunicator() override;
 
   /// This rank is one of the plan's servers: it calls serve(), not the trainer.
@@ -116,7 +117,7 @@ class MpiCommunicator final : public HostCommunicator {
   /// Splits a communicator off for every subgroup of the plan's collectives (InputError
   /// `collective` for a server algorithm, or a group its check refuses).
   void make_subgroups(const model::Plan& plan, const model::Platform& platform,
-                      const std::string& job_file);
+                      const KeyOrigins& origins);
   struct State;
   std::unique_ptr<State> state_;
 };

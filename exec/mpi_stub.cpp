@@ -41,8 +41,9 @@ void MpiSession::set_wait_timeout(double /*seconds*/) const {}
 struct MpiCommunicator::State {};
 
 MpiCommunicator::MpiCommunicator(const model::Plan& /*plan*/, const model::Platform& /*platform*/,
-                                 const std::string& job_file) {
-  throw InputError(job_file, "communicator", "threads (this tauplan was built without MPI)", "mpi");
+                                 const KeyOrigins& origins) {
+  throw InputError(origins.of("communicator"), "threads (this tauplan was built without MPI)",
+                   "mpi");
 }
 MpiCommunicator::~MpiCommunicator() = default;
 bool MpiCommunicator::is_server() const {
@@ -79,7 +80,7 @@ void MpiCommunicator::combine_group(const std::vector<int>& /*group*/,
                                     std::size_t /*n*/, CombineRule /*rule*/) {}
 void MpiCommunicator::make_subgroups(const model::Plan& /*plan*/,
                                      const model::Platform& /*platform*/,
-                                     const std::string& /*job_file*/) {}
+                                     const KeyOrigins& /*origins*/) {}
 void MpiCommunicator::barrier() {}
 double MpiCommunicator::max_all(double value) {
   return value;

@@ -32,8 +32,9 @@ int modulo(int a, int m) {
 
 }  // namespace
 
-const P2pCollective& p2p_collective(const std::string& name, const std::string& file) {
-  return registry().get(name, file);
+const P2pCollective& p2p_collective(const std::string& name, const KeyOrigins& origins) {
+  const auto [file, key] = origins.of("collective");
+  return registry().get(name, file, key);
 }
 
 std::vector<std::string> p2p_collective_names() {
@@ -240,7 +241,7 @@ std::vector<std::vector<int>> workers_by_node(const std::vector<int>& worker_hos
 std::vector<CollectiveSubgroup> plan_subgroups(const model::Plan& plan,
                                                const model::Platform& platform,
                                                const P2pCollective& algorithm,
-                                               const std::string& job_file) {
+                                               const KeyOrigins& origins) {
   std::vector<CollectiveSubgroup> subgroups;
   for (model::OpId v : plan.topological_order()) {
     const model::Op& op = plan.op(v);
@@ -251,7 +252,7 @@ std::vector<CollectiveSubgroup> plan_subgroups(const model::Plan& plan,
                     [&](const CollectiveSubgroup& seen) { return seen.group == op.group; }))
       continue;
     if (algorithm.uses_servers())
-      throw InputError(job_file, "collective",
+      throw InputError(origins.of("collective"),
                        "a peer-to-peer algorithm for a collective over a subgroup of the workers "
                        "(its server ranks serve all K)",
                        "'" + plan.collective + "'");

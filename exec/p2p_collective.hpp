@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "exec/peer_group.hpp"
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/inputs/platform.hpp"
 #include "model/ir/plan.hpp"
 
@@ -88,8 +89,9 @@ class P2pCollective {
   virtual void finish(const CollectiveRanks& /*ranks*/, PeerGroup& /*peers*/) const {}
 };
 
-/// The algorithm named `name`; throws InputError(file, "collective", ...) when exec/ has none.
-const P2pCollective& p2p_collective(const std::string& name, const std::string& file);
+/// The algorithm named `name`; throws InputError(origins.of("collective"), ...) when exec/ has
+/// none.
+const P2pCollective& p2p_collective(const std::string& name, const KeyOrigins& origins);
 std::vector<std::string> p2p_collective_names();
 
 // Building blocks shared by the algorithms (p2p_collective.cpp).
@@ -152,12 +154,12 @@ struct CollectiveSubgroup {
   std::vector<std::vector<int>> nodes;  ///< the members' positions grouped by node
 };
 /// The plan's collectives over subgroups, each group once, in the plan's topological order,
-/// checked against `algorithm` (InputError(job_file, "collective", ...) for a server algorithm,
+/// checked against `algorithm` (InputError(origins.of("collective"), ...) for a server algorithm,
 /// whose servers serve all K; the algorithm's own check on the members' hosts).
 std::vector<CollectiveSubgroup> plan_subgroups(const model::Plan& plan,
                                                const model::Platform& platform,
                                                const P2pCollective& algorithm,
-                                               const std::string& job_file);
+                                               const KeyOrigins& origins);
 
 // One factory per algorithm file.
 std::unique_ptr<P2pCollective> make_p2p_ring();

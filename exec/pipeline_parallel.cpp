@@ -272,14 +272,14 @@ model::Plan mlp_layout_plan(const ModelParallelOptions& o) {
   check_model_parallel(o);
   model::Workload workload;
   workload.name = "mlp " + o.shape.to_string();
-  workload.source = o.file;
+  workload.source = o.origins.file;
   workload.mlp_widths = o.shape.widths;
   workload.parameters = static_cast<double>(o.shape.parameters());
   for (int l = 0; l < o.shape.layers(); ++l)
     workload.flop_per_sample += 6.0 * o.shape.widths[static_cast<std::size_t>(l)] *
                                 o.shape.widths[static_cast<std::size_t>(l) + 1];
   return layout_plan(workload, LayoutShape{o.data, o.tensor, o.pipeline, o.micro_batches,
-                                           o.schedule, o.batch, o.file});
+                                           o.schedule, o.batch, o.origins.file});
 }
 
 std::string ModelParallelOptions::label() const {
@@ -291,10 +291,10 @@ std::string ModelParallelOptions::label() const {
 void check_model_parallel(const ModelParallelOptions& o) {
   const int layers = o.shape.layers();
   if (o.data < 1 || o.tensor < 1 || o.pipeline < 1 || o.micro_batches < 1)
-    throw InputError(o.file, "workers", "data, tensor, pipeline and micro-batch counts >= 1");
+    throw InputError(o.origins.of("workers"), "data, tensor, pipeline and micro-batch counts >= 1");
   if (o.pipeline > layers)
     throw InputError(
-        o.file, "pipeline_parallel",
+        o.origins.of("pipeline_parallel"),
         fmt::format("at most the {} layers of the MLP {}", layers, o.shape.to_string()),
         std::to_string(o.pipeline));
   const std::vector<int> counts = model::stage_layers(layers, o.pipeline);
@@ -304,14 +304,14 @@ void check_model_parallel(const ModelParallelOptions& o) {
       TensorParallelStage(o.shape, first, first + count, 0, o.tensor);
     } catch (const std::invalid_argument& e) {
       throw InputError(
-          o.file, "tensor_parallel",
+          o.origins.of("tensor_parallel"),
           fmt::format("a divisor of the split layers' widths of {}", o.shape.to_string()),
           fmt::format("{} ({})", o.tensor, e.what()));
     }
     first += count;
   }
   if (o.batch % (static_cast<long long>(o.data) * o.micro_batches) != 0)
-    throw InputError(o.file, "micro_batches",
+    throw InputError(o.origins.of("micro_batches"),
                      fmt::format("a divisor of the {} samples each replica takes (batch {} / "
                                  "data_parallel {})",
                                  o.batch / o.data, o.batch, o.data),
@@ -340,7 +340,7 @@ ModelParallelReport train_model_parallel(const ModelParallelOptions& options, co
   check_model_parallel(options);
   if (peers.size() != options.workers())
     throw InputError(
-        options.file, "workers",
+        options.origins.of("workers"),
         fmt::format("as many ranks as data x tensor x pipeline ({})", options.workers()),
         std::to_string(peers.size()));
   const PlanInUse plan(options);

@@ -36,6 +36,7 @@
 #include "exec/mlp.hpp"
 #include "exec/peer_group.hpp"
 #include "exec/rank_times.hpp"
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/ir/layout.hpp"
 #include "model/ir/plan.hpp"
 
@@ -54,8 +55,8 @@ struct ModelParallelOptions {
   long long max_steps = 1000;
   double target_accuracy = 0;  ///< stop once reached (0: run max_steps)
   long long eval_every = 100;
-  long long test_limit = 0;             ///< evaluate on the first N test samples (0: all)
-  std::string file = "<command line>";  ///< named in errors
+  long long test_limit = 0;               ///< evaluate on the first N test samples (0: all)
+  KeyOrigins origins = "<command line>";  ///< where the job keys were given, named in errors
   /// The Plan every rank runs (strategy mesh, this layout; its passes, neighbours, groups and
   /// order: exec/layout_program.hpp). nullptr: the Plan mlp_layout_plan() lowers from these
   /// options. Not owned.

@@ -11,17 +11,17 @@ namespace tauplan::exec {
 
 ThreadMessageCommunicator::ThreadMessageCommunicator(const model::Plan& plan,
                                                      const model::Platform& platform,
-                                                     const std::string& job_file)
+                                                     const KeyOrigins& origins)
     : InProcessCommunicator(plan.workers), pool_(plan.workers) {
-  algorithm_ = &p2p_collective(plan.collective, job_file);
+  algorithm_ = &p2p_collective(plan.collective, origins);
   algorithm_->check(plan.worker_hosts, platform);
   ranks_.workers = plan.workers;
   ranks_.servers = algorithm_->uses_servers() ? static_cast<int>(plan.server_hosts.size()) : 0;
   if (algorithm_->uses_servers() && ranks_.servers < 1)
-    throw InputError(job_file, "servers", "at least one server host for '" + plan.collective + "'",
-                     "none");
+    throw InputError(origins.of("servers"),
+                     "at least one server host for '" + plan.collective + "'", "none");
   ranks_.nodes = workers_by_node(plan.worker_hosts, platform);
-  for (CollectiveSubgroup& planned : plan_subgroups(plan, platform, *algorithm_, job_file)) {
+  for (CollectiveSubgroup& planned : plan_subgroups(plan, platform, *algorithm_, origins)) {
     Group& group = subgroups_[planned.group];
     group.ranks.workers = static_cast<int>(planned.group.size());
     group.ranks.nodes = std::move(planned.nodes);

@@ -33,10 +33,10 @@ namespace tauplan::exec {
 
 class ThreadMessageCommunicator final : public InProcessCommunicator {
  public:
-  /// Throws InputError(job_file, ...) when exec has no such algorithm or the plan does not fit
-  /// it (hierarchical's nodes, a server algorithm over a subgroup).
+  /// Throws InputError(origins.of(key), ...) when exec has no such algorithm or the plan does not
+  /// fit it (hierarchical's nodes, a server algorithm over a subgroup).
   ThreadMessageCommunicator(const model::Plan& plan, const model::Platform& platform,
-                            const std::string& job_file);
+                            const KeyOrigins& origins);
   ~ThreadMessageCommunicator() override;
 
   std::string name() const override { return "thread-messages"; }

@@ -169,7 +169,7 @@ bool is_sync(model::OpKind kind) {
   return kind == model::OpKind::Collective || kind == model::OpKind::Barrier;
 }
 
-Program compile(const model::Plan& plan, std::size_t parameters, const std::string& file) {
+Program compile(const model::Plan& plan, std::size_t parameters, const KeyOrigins& origins) {
   Program program;
   const std::vector<model::OpId> order = plan.topological_order();
   std::map<model::OpId, std::size_t> index;
@@ -205,7 +205,7 @@ Program compile(const model::Plan& plan, std::size_t parameters, const std::stri
     for (auto pred : plan.predecessors(v))
       p.preds.push_back(index.at(pred));
     if (op.kind == model::OpKind::Transfer || op.kind == model::OpKind::Apply)
-      throw InputError(file, "strategies",
+      throw InputError(origins.of("strategies"),
                        "a plan of compute, update, collective and barrier ops (exec runs "
                        "transfers and server applies only in asynchronous plans)",
                        "'" + plan.strategy + "' with a " + model::to_string(op.kind) + " op");
@@ -219,7 +219,7 @@ Program compile(const model::Plan& plan, std::size_t parameters, const std::stri
     if (op.kind == model::OpKind::Collective) {
       if (!op.group.empty() && static_cast<int>(op.group.size()) != plan.workers) {
         if (plan.overlap)
-          throw InputError(file, "overlap",
+          throw InputError(origins.of("overlap"),
                            "false for a plan with collectives over subgroups of the workers (exec "
                            "cuts gradient buckets only from collectives over all K)",
                            "true");
@@ -327,7 +327,7 @@ class Runner {
          const TrainOptions& options)
       : plan_(plan), data_(data), shape_(shape), comm_(comm), options_(options) {
     validate();
-    program_ = compile(plan, shape.parameters(), options.job_file);
+    program_ = compile(plan, shape.parameters(), options.origins);
     sample_stride_ =
         plan.round_budget_s > 0 ? 2LL * program_.steps_per_round + 1 : program_.steps_per_round;
     samples_ = integer_samples(plan.worker_samples);
@@ -442,11 +442,11 @@ void Runner::validate() const {
                            std::to_string(plan_.workers) + " workers");
   if (comm_.workers() != plan_.workers)
     throw InputError(
-        options_.job_file, "workers",
+        options_.origins.of("workers"),
         std::to_string(comm_.workers()) + " (the workers of the " + comm_.name() + " communicator)",
         std::to_string(plan_.workers));
   if (shape_.inputs() != data_.features || shape_.classes() != data_.classes)
-    throw InputError(options_.job_file, "data_dir",
+    throw InputError(options_.origins.of("data_dir"),
                      "data with " + std::to_string(shape_.inputs()) + " features and " +
                          std::to_string(shape_.classes()) + " classes (the MLP's)",
                      data_.name + " with " + std::to_string(data_.features) + " and " +
@@ -455,7 +455,7 @@ void Runner::validate() const {
     const model::Op& op = plan_.op(v);
     if (op.kind == model::OpKind::Collective && !op.group.empty() &&
         static_cast<int>(op.group.size()) != plan_.workers && !comm_.runs_subgroups())
-      throw InputError(options_.job_file, "strategies",
+      throw InputError(options_.origins.of("strategies"),
                        "a plan whose collectives span all K workers (the " + comm_.name() +
                            " communicator runs none over a subgroup; the threads and mpi ones do)",
                        "'" + plan_.strategy + "' with '" + op.label + "' over " +
@@ -465,7 +465,7 @@ void Runner::validate() const {
         static_cast<int>(op.group.size()) != plan_.workers &&
         options_.combine == CombineRule::Adasum &&
         (comm_.size() > 1 || op.payload == model::CollectivePayload::Parameters))
-      throw InputError(options_.job_file, "combine",
+      throw InputError(options_.origins.of("combine"),
                        "mean for collectives over subgroups of MPI ranks or of parameters (Adasum "
                        "over a subgroup runs in one process, on gradients: parameter deltas need "
                        "each member's own start of the round)",
@@ -476,7 +476,7 @@ void Runner::validate() const {
     for (auto v : plan_.op_ids())
       if (plan_.op(v).kind == model::OpKind::Collective &&
           plan_.op(v).payload == model::CollectivePayload::Parameters)
-        throw InputError(options_.job_file, "combine",
+        throw InputError(options_.origins.of("combine"),
                          "mean for parameter averaging on the GPU (Adasum of parameter deltas "
                          "runs on host buffers only)",
                          "adasum");
@@ -485,14 +485,14 @@ void Runner::validate() const {
 
 void Runner::check_batch(long long step_samples) const {
   if (step_samples < 1)
-    throw InputError(options_.job_file, "batch", "at least one sample per step",
+    throw InputError(options_.origins.of("batch"), "at least one sample per step",
                      std::to_string(step_samples));
   for (std::size_t k = 0; k < samples_.size(); ++k)
     if (samples_[k] > std::numeric_limits<int>::max())
-      throw InputError(options_.job_file, "batch", "fewer samples per worker step",
+      throw InputError(options_.origins.of("batch"), "fewer samples per worker step",
                        std::to_string(samples_[k]));
   if (step_samples > data_.train_size())
-    throw InputError(options_.job_file, "batch",
+    throw InputError(options_.origins.of("batch"),
                      "at most " + std::to_string(data_.train_size()) +
                          " samples per step over all workers (the training set of " + data_.name +
                          ")",

@@ -103,8 +103,8 @@ struct TrainOptions {
   bool emulate_slowdown = true;  ///< apply the platform's relative host speeds
   long long trace_rounds = 0;    ///< rounds recorded as trace events
   std::string engine = "exec-cpu";
-  std::string job_file = "<job>";  ///< named in errors
-  bool keep_parameters = false;    ///< copy the final model into Measurement::final_parameters
+  KeyOrigins origins;            ///< where the job keys were given, named in errors
+  bool keep_parameters = false;  ///< copy the final model into Measurement::final_parameters
 };
 
 struct WorkerReport {

@@ -58,7 +58,7 @@ bool syncs_through_communicator(const TransformerTrainOptions& o) {
 
 /// The server ranks sync's collective algorithm adds under mpirun (ps, sparknet: the plan's).
 int server_ranks(const model::Job& job, const model::Plan& plan) {
-  return p2p_collective(plan.collective, job.file).uses_servers()
+  return p2p_collective(plan.collective, job.origins()).uses_servers()
              ? static_cast<int>(plan.server_hosts.size())
              : 0;
 }
@@ -77,18 +77,18 @@ void check_transport(const model::Job& job, const ExecSettings& settings, int wo
       (distributed ? asked == "mpi" : asked == "threads" || (sync && asked == "thread-messages"));
   if (!allowed)
     throw InputError(
-        job.file, "communicator",
+        job.origin_of("communicator"),
         distributed ? "mpi or auto with a transformer workload under mpirun"
         : sync      ? "threads, thread-messages or auto with a transformer's sync"
                     : "threads or auto with a transformer " + plan.strategy + " (not under mpirun)",
         asked);
   if (sync && asked != "threads" && (distributed || asked == "thread-messages"))
-    p2p_collective(plan.collective, job.file).check(plan.worker_hosts, platform);
+    p2p_collective(plan.collective, job.origins()).check(plan.worker_hosts, platform);
   if (!distributed || o.workers() == 1) return;
   const int servers = sync ? server_ranks(job, plan) : 0;
   if (o.workers() + servers != world)
     throw InputError(
-        job.file, "workers",
+        job.origin_of("workers"),
         servers == 0
             ? fmt::format("the MPI world size {} for {} (one rank per worker: mpirun -np K; one "
                           "worker runs on rank 0 alone)",
@@ -105,7 +105,7 @@ TransformerTrainOptions layout_of(const model::Job& job, const model::Strategy& 
                                   const model::Plan& plan, const model::StrategyOptions& options,
                                   const model::Platform& platform) {
   TransformerTrainOptions o;
-  o.file = job.file;
+  o.origins = job.origins();
   o.batch = static_cast<long long>(plan.batch);
   o.micro_batches = std::max(1, plan.micro_batches);
   if (plan.asynchronous || (!strategy.is_baseline() && !strategy.splits_batch()))
@@ -229,7 +229,7 @@ struct RunOutcome {
 RunOutcome run_sync_mpi(const model::Job& job, const model::Plan& plan,
                         const model::Platform& platform, TransformerTrainOptions o) {
   RunOutcome out;
-  MpiCommunicator comm(plan, platform, job.file);
+  MpiCommunicator comm(plan, platform, job.origins());
   if (comm.is_server()) {
     ServerProcessing processing;
     (void)comm.serve(0, &processing);
@@ -265,7 +265,7 @@ RunOutcome run_layout(const model::Job& job, const model::Plan& plan,
   }
   std::unique_ptr<Communicator> messages;
   if (transport == "thread-messages") {
-    messages = std::make_unique<ThreadMessageCommunicator>(plan, platform, job.file);
+    messages = std::make_unique<ThreadMessageCommunicator>(plan, platform, job.origins());
     o.communicator = messages.get();
   }
   if (!distributed || mpi->rank() == 0) out.report = train_transformer_threads(o);

@@ -184,26 +184,26 @@ std::string TransformerTrainOptions::label() const {
 
 void check_transformer_layout(const TransformerTrainOptions& o) {
   if (const std::string problem = o.block.problem(); !problem.empty() || o.block.tensor != 1)
-    throw InputError(o.file, "workload", "a decoder block shape exec can build",
+    throw InputError(o.origins.of("workload"), "a decoder block shape exec can build",
                      problem.empty() ? "a split shape" : problem);
   if (o.data < 1 || o.tensor < 1 || o.pipeline < 1 || o.micro_batches < 1)
-    throw InputError(o.file, "workers", "data, tensor, pipeline and micro-batch counts >= 1");
+    throw InputError(o.origins.of("workers"), "data, tensor, pipeline and micro-batch counts >= 1");
   BlockConfig shard = o.block;
   shard.tensor = o.tensor;
   if (const std::string problem = shard.problem(); !problem.empty())
     throw InputError(
-        o.file, "tensor_parallel",
+        o.origins.of("tensor_parallel"),
         fmt::format("a divisor of the {} heads, the feed-forward width {} and the vocabulary {} "
                     "(and a divisor or multiple of the {} key/value heads)",
                     o.block.heads, o.block.ffn_hidden, o.block.vocabulary, o.block.kv_heads),
         fmt::format("{} ({})", o.tensor, problem));
   if (o.pipeline > o.block.layers)
-    throw InputError(o.file, "pipeline_parallel",
+    throw InputError(o.origins.of("pipeline_parallel"),
                      fmt::format("at most the {} layers of the block", o.block.layers),
                      std::to_string(o.pipeline));
   const long long split = static_cast<long long>(o.data) * o.micro_batches;
   if (o.batch < split || o.batch % split != 0)
-    throw InputError(o.file, "micro_batches",
+    throw InputError(o.origins.of("micro_batches"),
                      fmt::format("a divisor of the {} sequences each replica takes (batch {} / "
                                  "{} replicas)",
                                  o.batch / o.data, o.batch, o.data),
@@ -211,7 +211,7 @@ void check_transformer_layout(const TransformerTrainOptions& o) {
   if (o.reduction == DataReduction::Communicator && (o.tensor > 1 || o.pipeline > 1))
     throw std::logic_error("the Communicator reduction is for data parallelism alone");
   if (o.steps < 1)
-    throw InputError(o.file, "max_steps", "at least 1 step", std::to_string(o.steps));
+    throw InputError(o.origins.of("max_steps"), "at least 1 step", std::to_string(o.steps));
 }
 
 // ------------------------------------------------------------------ one rank
@@ -731,12 +731,12 @@ model::Plan transformer_layout_plan(const TransformerTrainOptions& o) {
   shape.element_bytes = 4;
   model::Workload workload;
   workload.name = "exec's decoder block";
-  workload.source = o.file;
+  workload.source = o.origins.file;
   workload.bytes_per_parameter = 4;
   workload.transformer = shape;
   model::derive_workload_fields(workload);
   return layout_plan(workload, LayoutShape{o.data, o.tensor, o.pipeline, o.micro_batches,
-                                           o.schedule, o.batch, o.file});
+                                           o.schedule, o.batch, o.origins.file});
 }
 
 TransformerReport train_transformer_threads(const TransformerTrainOptions& options) {

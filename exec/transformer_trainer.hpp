@@ -59,6 +59,7 @@
 #include "exec/rank_times.hpp"
 #include "exec/transformer_block.hpp"
 #include "exec/transformer_config.hpp"
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/inputs/mesh.hpp"
 #include "model/ir/plan.hpp"
 
@@ -143,7 +144,7 @@ struct TransformerTrainOptions {
   /// gradients (not owned; K workers, all in this process for train_transformer_threads, one per
   /// process for train_transformer). nullptr: a shared-memory ThreadCommunicator (threads only).
   Communicator* communicator = nullptr;
-  std::string file = "<command line>";  ///< named in errors
+  KeyOrigins origins = "<command line>";  ///< where the job keys were given, named in errors
   /// The layout's Plan (strategy mesh), whose part for each rank the rank runs
   /// (exec/layout_program.hpp). nullptr: the Plan transformer_layout_plan() lowers from these
   /// options. Not owned; unused by the Communicator's reduction (sync), which has no layout Plan.

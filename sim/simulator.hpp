@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "model/base/chrome_trace.hpp"
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/inputs/platform.hpp"
 #include "model/ir/plan.hpp"
 #include "model/ir/result.hpp"
@@ -80,8 +81,7 @@ struct SimOptions {
   std::set<std::string> keys_from_command_line;
   /// Where `key` was given, for an error: {origin, key}, or {"command line", "--key"}.
   std::pair<std::string, std::string> origin_of(const std::string& key) const {
-    if (keys_from_command_line.count(key) > 0) return {"command line", "--" + key};
-    return {origin, key};
+    return KeyOrigins(origin, keys_from_command_line).of(key);
   }
   /// Live actors past which new stacks go without a guard page and at 256 KiB (each guarded
   /// stack is two memory mappings; Linux allows 65,530 a process). Tests lower it.

@@ -60,7 +60,7 @@ std::vector<int> rank_hosts(const State& state, int ranks, const std::vector<std
     out.push_back(found);
   }
   if (ranks != 0 && ranks != static_cast<int>(out.size()))
-    throw InputError("<command line>", "--np",
+    throw InputError("command line", "--np",
                      "the number of --hosts (" + std::to_string(out.size()) + ") or nothing",
                      std::to_string(ranks));
   return out;
@@ -71,7 +71,7 @@ std::vector<std::string> mpirun_command(const State& state, const std::vector<in
                                         const std::string& executable) {
   const Spec& spec = state.spec;
   if (command.empty())
-    throw InputError("<command line>", "testbed run", "a command after --", "nothing");
+    throw InputError("command line", "testbed run", "a command after --", "nothing");
   const int ranks = static_cast<int>(hosts.size());
   std::string host_list;
   for (int r = 0; r < ranks; ++r)
@@ -129,7 +129,7 @@ void exec_agent(const State& state, const std::string& netns,
   if (!known)
     throw InputError(state_path(state.spec.prefix), "testbed agent",
                      "a host namespace of the testbed", netns);
-  if (words.empty()) throw InputError("<command line>", "testbed agent", "a command", "nothing");
+  if (words.empty()) throw InputError("command line", "testbed agent", "a command", "nothing");
   std::string command;
   for (const std::string& w : words)
     command += (command.empty() ? "" : " ") + w;
@@ -158,7 +158,7 @@ void exec_rank(const State& state, const std::vector<std::string>& command) {
   if (host < 0)
     throw std::runtime_error("testbed rank: this process (pid " + std::to_string(getpid()) +
                              ") runs in none of the namespaces of testbed " + spec.prefix);
-  if (command.empty()) throw InputError("<command line>", "testbed rank", "a command", "nothing");
+  if (command.empty()) throw InputError("command line", "testbed rank", "a command", "nothing");
   const SpecHost& h = spec.hosts[static_cast<std::size_t>(host)];
   setenv("TAUPLAN_TESTBED_HOST", h.name.c_str(), 1);
   setenv("TAUPLAN_TESTBED_NETNS", h.netns.c_str(), 1);

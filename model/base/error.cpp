@@ -66,6 +66,14 @@ std::string nearest_name(const std::string& word, const std::vector<std::string>
 
 InputError::InputError(const std::string& file, const std::string& key, const std::string& expected,
                        const std::string& got)
-    : std::runtime_error(format_input_error(file, key, expected, got)), file_(file), key_(key) {}
+    : std::runtime_error(format_input_error(file, key, expected, got)),
+      file_(file),
+      key_(key),
+      expected_(expected),
+      got_(got) {}
+
+InputError InputError::given_as(const std::string& file, const std::string& key) const {
+  return InputError(file, key, expected_, got_);
+}
 
 }  // namespace tauplan

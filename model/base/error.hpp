@@ -4,6 +4,7 @@
 // it as one line and exit with code 2. Internal invariants use assert, never this type.
 #pragma once
 
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -24,10 +25,33 @@ class InputError : public std::runtime_error {
 
   const std::string& file() const { return file_; }
   const std::string& key() const { return key_; }
+  /// The same error, said of where the value really came from (a sweep's `--set batch=...`
+  /// hands its values to the job as flags: the error names the --set, not a --batch).
+  InputError given_as(const std::string& file, const std::string& key) const;
 
  private:
   std::string file_;
   std::string key_;
+  std::string expected_;
+  std::string got_;
+};
+
+/// Where the keys of one job were given: its file, or a flag on the command line. An error about
+/// a key names the flag when a flag gave it ({"command line", "--key"}), else {file, key}: the
+/// one rule behind Job::origin_of and every options struct that names keys in its errors.
+struct KeyOrigins {
+  KeyOrigins() = default;
+  KeyOrigins(std::string file_name, std::set<std::string> flagged_keys = {})  // NOLINT: a file
+      : file(std::move(file_name)), flagged(std::move(flagged_keys)) {}
+  KeyOrigins(const char* file_name) : KeyOrigins(std::string(file_name)) {}  // NOLINT: a file
+
+  std::pair<std::string, std::string> of(const std::string& key) const {
+    if (flagged.count(key) > 0) return {"command line", "--" + key};
+    return {file, key};
+  }
+
+  std::string file = "<job>";     ///< the job file (or "<command line>" when there is none)
+  std::set<std::string> flagged;  ///< keys a flag gave
 };
 
 /// The name of `names` a mistyped `word` most likely meant (the fewest edits away, at most 3, 2

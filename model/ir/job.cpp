@@ -205,28 +205,30 @@ std::string type_name(KeyType type) {
 
 // Checks one raw value against its spec; returns the normalised raw string.
 // A value longer than `limit` characters is refused, naming the limit.
-void check_length(const KeySpec& spec, const std::string& value, std::size_t limit,
-                  const std::string& origin) {
+void check_length(const std::string& value, std::size_t limit,
+                  const std::pair<std::string, std::string>& where) {
   if (value.size() <= limit) return;
-  throw InputError(origin, spec.name, fmt::format("at most {} characters", limit),
+  throw InputError(where, fmt::format("at most {} characters", limit),
                    fmt::format("{} characters", value.size()));
 }
 
-std::string validate(const KeySpec& spec, const std::string& raw, const std::string& origin) {
+// `where`: {file, key}, or {"command line", "--key"} for a flag.
+std::string validate(const KeySpec& spec, const std::string& raw,
+                     const std::pair<std::string, std::string>& where) {
   if (spec.type != KeyType::TextList)
     check_length(
-        spec, raw,
+        raw,
         spec.type == KeyType::Text || spec.type == KeyType::Path ? spec.max_length : kMaxNameLength,
-        origin);
+        where);
   double value = 0;
   switch (spec.type) {
     case KeyType::Integer: {
       double n = 0;
       if (!parse_number(raw, n) || n != std::floor(n))
-        throw InputError(origin, spec.name, type_name(spec.type), "'" + raw + "'");
+        throw InputError(where, type_name(spec.type), "'" + raw + "'");
       // Whole numbers are kept exactly: at most 2^53 (every key also has its own maximum).
       if (std::abs(n) > kLargestWholeNumber)
-        throw InputError(origin, spec.name,
+        throw InputError(where,
                          fmt::format("a whole number of at most {:g}",
                                      std::min(spec.max_value, kLargestWholeNumber)),
                          "'" + raw + "'");
@@ -235,24 +237,24 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
     }
     case KeyType::Real:
       if (!parse_number(raw, value))
-        throw InputError(origin, spec.name, "a number without unit", "'" + raw + "'");
+        throw InputError(where, "a number without unit", "'" + raw + "'");
       break;
     case KeyType::Seconds:
-      value = parse_seconds(raw, origin, spec.name);
+      value = parse_seconds(raw, where.first, where.second);
       break;
     case KeyType::Bytes:
-      value = parse_bytes(raw, origin, spec.name);
+      value = parse_bytes(raw, where.first, where.second);
       break;
     case KeyType::Boolean: {
       const std::string b = lower(raw);
       if (b == "true" || b == "yes" || b == "on" || b == "1") return "true";
       if (b == "false" || b == "no" || b == "off" || b == "0") return "false";
-      throw InputError(origin, spec.name, "true or false", "'" + raw + "'");
+      throw InputError(where, "true or false", "'" + raw + "'");
     }
     case KeyType::Text:
       if (!spec.choices.empty() &&
           std::find(spec.choices.begin(), spec.choices.end(), raw) == spec.choices.end())
-        throw InputError(origin, spec.name, fmt::format("one of {}", fmt::join(spec.choices, ", ")),
+        throw InputError(where, fmt::format("one of {}", fmt::join(spec.choices, ", ")),
                          "'" + raw + "'");
       return raw;
     case KeyType::Path:
@@ -266,13 +268,11 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
             raw.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         item.erase(0, item.find_first_not_of(" \t"));
         item.erase(item.find_last_not_of(" \t") + 1);
-        if (item.empty())
-          throw InputError(origin, spec.name, "a list without empty items", "'" + raw + "'");
-        check_length(spec, item, spec.max_length, origin);
+        if (item.empty()) throw InputError(where, "a list without empty items", "'" + raw + "'");
+        check_length(item, spec.max_length, where);
         if (!spec.choices.empty() &&
             std::find(spec.choices.begin(), spec.choices.end(), item) == spec.choices.end())
-          throw InputError(origin, spec.name,
-                           fmt::format("items among {}", fmt::join(spec.choices, ", ")),
+          throw InputError(where, fmt::format("items among {}", fmt::join(spec.choices, ", ")),
                            "'" + item + "'");
         normalised += (normalised.empty() ? "" : ",") + item;
         if (comma == std::string::npos) break;
@@ -290,7 +290,7 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
                   : fmt::format("between {:g} and {:g}", spec.min_value, spec.max_value);
     else
       range = fmt::format("{} {:g}", spec.min_exclusive ? ">" : ">=", spec.min_value);
-    throw InputError(origin, spec.name, type_name(spec.type) + " " + range, "'" + raw + "'");
+    throw InputError(where, type_name(spec.type) + " " + range, "'" + raw + "'");
   }
   return raw;
 }
@@ -352,8 +352,11 @@ std::string Job::path(const std::string& key) const {
 }
 
 std::pair<std::string, std::string> Job::origin_of(const std::string& key) const {
-  if (from_flag(key)) return {"command line", "--" + key};
-  return {file, key};
+  return origins().of(key);
+}
+
+KeyOrigins Job::origins() const {
+  return KeyOrigins(file, flagged_);
 }
 
 std::string Job::output_path(const std::string& key) const {
@@ -429,15 +432,17 @@ Job parse_job_yaml(const std::string& text, const std::string& origin, const std
     // empty value, and taking its default instead would be a silent default.
     const bool empty_means_none = spec.type == KeyType::TextList || spec.type == KeyType::Path ||
                                   (spec.type == KeyType::Text && spec.choices.empty());
+    const std::pair<std::string, std::string> where =
+        from_flag ? std::make_pair(std::string("command line"), "--" + spec.name)
+                  : std::make_pair(origin, spec.name);
     if (empty && it != raw.end() && !empty_means_none)
-      throw InputError(from_flag ? "command line --" + spec.name : origin, spec.name,
-                       "a value (" + spec.help + ")", "nothing");
+      throw InputError(where, "a value (" + spec.help + ")", "nothing");
     if (empty) {
       if (spec.required)
         throw InputError(origin, spec.name, "a value (" + spec.help + ")", "nothing");
       continue;
     }
-    it->second = validate(spec, it->second, from_flag ? "command line --" + spec.name : origin);
+    it->second = validate(spec, it->second, where);
   }
   for (const auto& [key, value] : raw)
     job.set_raw(key, value);
@@ -468,7 +473,7 @@ StrategyOptions strategy_options(const Job& job) {
     return found && found->uses("tensor_parallel");
   });
   if (const std::string key = layout_key_set(job); !key.empty() && !wants_layout)
-    throw InputError(job.file, key,
+    throw InputError(job.origin_of(key),
                      "its default unless `strategies` include mesh (the other strategies are "
                      "data parallel; `tauplan layout` also evaluates layouts)",
                      "'" + job.text(key) + "'");
@@ -558,7 +563,7 @@ std::unique_ptr<ConvergenceModel> convergence_model(const Job& job, const Worklo
   for (const char* key : {"convergence", "iterations", "rounds", "min_steps", "critical_batch",
                           "drift", "convergence_table"})
     if (job.given(key) && job.has(key))
-      throw InputError(job.file, "tokens",
+      throw InputError(job.origin_of("tokens"),
                        fmt::format("tokens or {}, not both (a token target replaces the "
                                    "convergence model)",
                                    key),

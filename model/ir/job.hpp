@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/base/limits.hpp"
 #include "model/base/units.hpp"  // parse_seconds, parse_bytes for the readers of job values
 #include "model/ir/strategy.hpp"
@@ -82,6 +83,9 @@ class Job {
   /// Where an error about `key`'s value points: {"command line", "--key"} when a flag gave it,
   /// else {the job file, key}.
   std::pair<std::string, std::string> origin_of(const std::string& key) const;
+  /// Where each key was given (the file, the flagged keys), for code that names keys in errors
+  /// without the Job (exec's communicators, trainers and dataset).
+  KeyOrigins origins() const;
   const KeySpec& spec(const std::string& key) const;
 
   std::vector<KeySpec> specs;

@@ -146,17 +146,17 @@ Layout layout_from_job(const Job& job) {
     layout.data = static_cast<int>(job.integer("data_parallel"));
     if (layout.data * model_parallel != workers) {
       Layout shown = layout;
-      check_layout_workers(shown, static_cast<int>(workers), job.file);
+      check_layout_workers(shown, static_cast<int>(workers), job.origins());
     }
   } else {
     if (workers % model_parallel != 0 && layout.context == 1)
-      throw InputError(job.file, "workers",
+      throw InputError(job.origin_of("workers"),
                        fmt::format("a multiple of tensor_parallel x pipeline_parallel ({} x {} = "
                                    "{}), the data-parallel size being workers / (t p)",
                                    layout.tensor, layout.pipeline, model_parallel),
                        std::to_string(workers));
     if (workers % model_parallel != 0)
-      throw InputError(job.file, "workers",
+      throw InputError(job.origin_of("workers"),
                        fmt::format("a multiple of tensor_parallel x pipeline_parallel x "
                                    "context_parallel ({} x {} x {} = {}), the data-parallel size "
                                    "being workers / (t p c)",
@@ -176,16 +176,16 @@ namespace {
 /// expert ranks are carved out of a stage's tensor x context x data ranks (Megatron-Core's MoE
 /// parallel folding with expert tensor parallelism 1).
 void check_context_and_experts(const Layout& layout, const Transformer& shape,
-                               const std::string& name, const std::string& file) {
+                               const std::string& name, const KeyOrigins& origins) {
   const int c = layout.context, e = layout.expert;
   if (c > 1 && shape.sequence % (2 * c) != 0)
-    throw InputError(file, "context_parallel",
+    throw InputError(origins.of("context_parallel"),
                      fmt::format("a size whose 2 x context_parallel chunks split the sequence of "
                                  "{} tokens of {} evenly (load-balanced causal split)",
                                  shape.sequence, name),
                      std::to_string(c));
   if (shape.is_moe() && layout.tensor > 1 && !layout.sequence_parallel)
-    throw InputError(file, "sequence_parallel",
+    throw InputError(origins.of("sequence_parallel"),
                      fmt::format("true for {}, a mixture of experts with tensor_parallel {} (each "
                                  "tensor rank dispatches its own sequence shard to the experts, "
                                  "as Megatron-Core requires)",
@@ -193,18 +193,18 @@ void check_context_and_experts(const Layout& layout, const Transformer& shape,
                      "false");
   if (e == 1) return;
   if (!shape.is_moe())
-    throw InputError(file, "expert_parallel",
+    throw InputError(origins.of("expert_parallel"),
                      fmt::format("1 for {}, a model without experts (its transformer has no moe "
                                  "map)",
                                  name),
                      std::to_string(e));
   if (shape.moe.experts % e != 0)
     throw InputError(
-        file, "expert_parallel",
+        origins.of("expert_parallel"),
         fmt::format("a divisor of the {} routed experts of {}", shape.moe.experts, name),
         std::to_string(e));
   if ((static_cast<long long>(layout.tensor) * c * layout.data) % e != 0)
-    throw InputError(file, "expert_parallel",
+    throw InputError(origins.of("expert_parallel"),
                      fmt::format("a divisor of tensor_parallel x context_parallel x data_parallel "
                                  "({} x {} x {}): expert groups are carved out of a stage's ranks",
                                  layout.tensor, c, layout.data),
@@ -214,103 +214,103 @@ void check_context_and_experts(const Layout& layout, const Transformer& shape,
 }  // namespace
 
 void check_layout(const Layout& layout, const Workload& workload, double batch, int workers,
-                  const std::string& file) {
+                  const KeyOrigins& origins) {
   if (!workload.transformer)
-    throw InputError(file, "workload",
+    throw InputError(origins.of("workload"),
                      "a transformer workload (its YAML has a transformer: map) for a layout",
                      "'" + workload.name + "'");
   const Transformer& shape = *workload.transformer;
   const std::string& name = workload.name;
   const int t = layout.tensor, p = layout.pipeline, d = layout.data;
-  check_layout_workers(layout, workers, file);
+  check_layout_workers(layout, workers, origins);
   // Mesh-TF: a dimension cannot be split more ways than it has elements; heads and the
   // feed-forward width must split evenly (Megatron's column split).
   if (t > shape.heads)
-    throw InputError(file, "tensor_parallel",
+    throw InputError(origins.of("tensor_parallel"),
                      fmt::format("at most the {} heads of {} (a dimension is not split more ways "
                                  "than it has elements)",
                                  shape.heads, name),
                      std::to_string(t));
   if (shape.heads % t != 0)
-    throw InputError(file, "tensor_parallel",
+    throw InputError(origins.of("tensor_parallel"),
                      fmt::format("a divisor of the {} heads of {} (heads are split over the "
                                  "tensor dimension)",
                                  shape.heads, name),
                      std::to_string(t));
   if (shape.kv_heads % t != 0 && t % shape.kv_heads != 0)
-    throw InputError(file, "tensor_parallel",
+    throw InputError(origins.of("tensor_parallel"),
                      fmt::format("a divisor or a multiple of the {} key/value heads of {}",
                                  shape.kv_heads, name),
                      std::to_string(t));
   if (shape.ffn_hidden % t != 0)
     throw InputError(
-        file, "tensor_parallel",
+        origins.of("tensor_parallel"),
         fmt::format("a divisor of the feed-forward width {} of {}", shape.ffn_hidden, name),
         std::to_string(t));
   if (p > shape.layers)
-    throw InputError(file, "pipeline_parallel",
+    throw InputError(origins.of("pipeline_parallel"),
                      fmt::format("at most the {} layers of {} (every stage holds at least one "
                                  "layer)",
                                  shape.layers, name),
                      std::to_string(p));
   if (batch < d)
-    throw InputError(file, "batch",
+    throw InputError(origins.of("batch"),
                      fmt::format("at least data_parallel ({}) sequences: the batch is split over "
                                  "the data dimension",
                                  d),
                      fmt::format("{:g}", batch));
   const double per_replica = batch / d;
   if (per_replica != std::floor(per_replica))
-    throw InputError(file, "batch",
+    throw InputError(origins.of("batch"),
                      fmt::format("a multiple of data_parallel ({}): every replica takes an equal "
                                  "slice",
                                  d),
                      fmt::format("{:g}", batch));
   const long long replica_batch = static_cast<long long>(per_replica);
   if (replica_batch % layout.micro_batches != 0)
-    throw InputError(file, "micro_batches",
+    throw InputError(origins.of("micro_batches"),
                      fmt::format("a divisor of the {} sequences each data-parallel replica takes "
                                  "(batch {:g} / data_parallel {})",
                                  replica_batch, batch, d),
                      std::to_string(layout.micro_batches));
-  check_context_and_experts(layout, shape, name, file);
+  check_context_and_experts(layout, shape, name, origins);
   const int v = layout.virtual_stages;
   if (v > 1) {
     if (p == 1)
-      throw InputError(file, "virtual_stages", "1 without pipeline stages (pipeline_parallel 1)",
-                       std::to_string(v));
+      throw InputError(origins.of("virtual_stages"),
+                       "1 without pipeline stages (pipeline_parallel 1)", std::to_string(v));
     if (layout.schedule != PipelineSchedule::OneFOneB)
-      throw InputError(file, "pipeline_schedule", "1f1b with virtual_stages > 1 (interleaving)",
-                       to_string(layout.schedule));
+      throw InputError(origins.of("pipeline_schedule"),
+                       "1f1b with virtual_stages > 1 (interleaving)", to_string(layout.schedule));
     // Megatron-LM's equal chunks, or Llama 3's balanced schedule: the first and the last chunk
     // one layer short, for the embedding and the output (Dubey et al. 2024, arXiv 2407.21783,
     // Section 3.3.2: "we reduce one Transformer layer each from the first and the last stages").
     const bool equal = shape.layers % (p * v) == 0;
     const bool balanced = (shape.layers + 2) % (p * v) == 0 && shape.layers + 2 >= p * v;
     if (!equal && !balanced)
-      throw InputError(file, "virtual_stages",
+      throw InputError(origins.of("virtual_stages"),
                        fmt::format("a number that splits the {} layers of {} into "
                                    "pipeline_parallel x virtual_stages equal chunks (or such "
                                    "chunks with the first and the last one layer short)",
                                    shape.layers, name),
                        fmt::format("{} ({} x {} chunks)", v, p, v));
     if (layout.micro_batches % p != 0)
-      throw InputError(file, "micro_batches",
+      throw InputError(origins.of("micro_batches"),
                        fmt::format("a multiple of pipeline_parallel ({}) with interleaving", p),
                        std::to_string(layout.micro_batches));
   }
 }
 
-void check_layout_workers(const Layout& layout, int workers, const std::string& file) {
+void check_layout_workers(const Layout& layout, int workers, const KeyOrigins& origins) {
   if (layout.workers() == workers) return;
   if (layout.context == 1)
-    throw InputError(file, "data_parallel",
+    throw InputError(origins.of("data_parallel"),
                      fmt::format("data_parallel x tensor_parallel x pipeline_parallel = workers "
                                  "({})",
                                  workers),
                      fmt::format("{} x {} x {} = {}", layout.data, layout.tensor, layout.pipeline,
                                  layout.workers()));
-  throw InputError(file, "data_parallel",
+  throw InputError(origins.of("data_parallel"),
                    fmt::format("data_parallel x tensor_parallel x pipeline_parallel x "
                                "context_parallel = workers ({})",
                                workers),

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/inputs/mesh.hpp"
 #include "model/inputs/transformer.hpp"
 #include "model/inputs/workload.hpp"
@@ -58,12 +59,12 @@ std::string layout_key_set(const Job& job);
 Layout layout_from_job(const Job& job);
 
 /// Checks `layout` against the workload (a transformer), the global batch (sequences per step)
-/// and the workers: InputError(file, key, ...) naming the job key at fault.
+/// and the workers: InputError(origins.of(key), ...) naming the job key at fault.
 void check_layout(const Layout& layout, const Workload& workload, double batch, int workers,
-                  const std::string& file);
+                  const KeyOrigins& origins);
 
-/// InputError(file, "data_parallel", ...) unless data x tensor x pipeline = workers.
-void check_layout_workers(const Layout& layout, int workers, const std::string& file);
+/// InputError(origins.of("data_parallel"), ...) unless data x tensor x pipeline = workers.
+void check_layout_workers(const Layout& layout, int workers, const KeyOrigins& origins);
 
 /// Layers of each pipeline stage: layers / p each, the first (layers mod p) stages one more.
 std::vector<int> stage_layers(int layers, int pipeline);

@@ -201,13 +201,13 @@ std::vector<std::vector<int>> MeshPlacement::expert_data_groups(int stage) const
 }
 
 MeshPlacement place_mesh(const Layout& layout, const Platform& platform,
-                         const std::vector<int>& hosts, const std::string& file) {
+                         const std::vector<int>& hosts, const KeyOrigins& origins) {
   MeshPlacement placement;
   placement.layout = layout;
   const std::vector<int> available = hosts.empty() ? platform.worker_hosts() : hosts;
   if (static_cast<int>(available.size()) < layout.workers())
     throw InputError(
-        file, "workers",
+        origins.of("workers"),
         fmt::format("at most the {} worker hosts of {}", available.size(), platform.source_file),
         std::to_string(layout.workers()));
   placement.hosts.assign(available.begin(), available.begin() + layout.workers());

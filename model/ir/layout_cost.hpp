@@ -175,9 +175,9 @@ struct MeshPlacement {
 };
 
 /// Places the layout's workers on `hosts` (platform host indices; empty: the platform's worker
-/// hosts in order). InputError(file, "workers", ...) when there are fewer hosts than workers.
+/// hosts in order). InputError(origins.of("workers"), ...) when there are fewer hosts than workers.
 MeshPlacement place_mesh(const Layout& layout, const Platform& platform,
-                         const std::vector<int>& hosts, const std::string& file);
+                         const std::vector<int>& hosts, const KeyOrigins& origins);
 
 /// Where the groups of a mesh dimension ("tensor", "data", "pipeline", "context", "expert") lie:
 /// "inside a node" when every group is within one node, "across nodes" when none is, "mixed"

@@ -83,14 +83,14 @@ MlpStageWork mlp_stage_work(const Workload& workload, const Layout& layout, doub
 }
 
 void check_mlp_layout(const Layout& layout, const Workload& workload, double batch, int workers,
-                      const std::string& file) {
+                      const KeyOrigins& origins) {
   const std::vector<int>& widths = workload.mlp_widths;
   const int layers = static_cast<int>(widths.size()) - 1;
   const int t = layout.tensor, p = layout.pipeline, d = layout.data;
   const std::string mlp = fmt::format("the MLP {} of {}", widths_text(widths), workload.name);
-  check_layout_workers(layout, workers, file);
+  check_layout_workers(layout, workers, origins);
   if (p > layers)
-    throw InputError(file, "pipeline_parallel",
+    throw InputError(origins.of("pipeline_parallel"),
                      fmt::format("at most the {} layers of {} (every stage holds at least one "
                                  "layer)",
                                  layers, mlp),
@@ -102,7 +102,7 @@ void check_mlp_layout(const Layout& layout, const Workload& workload, double bat
     for (int l = first; l < first + count; ++l)
       if (splits[static_cast<size_t>(l - first)] == Split::Columns &&
           widths[static_cast<size_t>(l) + 1] % t != 0)
-        throw InputError(file, "tensor_parallel",
+        throw InputError(origins.of("tensor_parallel"),
                          fmt::format("a divisor of width {} of {} (layer {}'s outputs are split "
                                      "over the tensor ranks)",
                                      widths[static_cast<size_t>(l) + 1], mlp, l),
@@ -111,26 +111,26 @@ void check_mlp_layout(const Layout& layout, const Workload& workload, double bat
   }
   const double per_replica = batch / d;
   if (batch < d || per_replica != std::floor(per_replica))
-    throw InputError(file, "batch",
+    throw InputError(origins.of("batch"),
                      fmt::format("a multiple of data_parallel ({}): every replica takes an equal "
                                  "slice",
                                  d),
                      fmt::format("{:g}", batch));
   if (static_cast<long long>(per_replica) % layout.micro_batches != 0)
-    throw InputError(file, "micro_batches",
+    throw InputError(origins.of("micro_batches"),
                      fmt::format("a divisor of the {:g} samples each data-parallel replica takes "
                                  "(batch {:g} / data_parallel {})",
                                  per_replica, batch, d),
                      std::to_string(layout.micro_batches));
   if (layout.virtual_stages != 1)
-    throw InputError(file, "virtual_stages", "1 for an MLP workload",
+    throw InputError(origins.of("virtual_stages"), "1 for an MLP workload",
                      std::to_string(layout.virtual_stages));
   if (layout.recompute != Recompute::None)
-    throw InputError(file, "recompute", "none for an MLP workload (exec does not recompute)",
+    throw InputError(origins.of("recompute"), "none for an MLP workload (exec does not recompute)",
                      to_string(layout.recompute));
   if (layout.sequence_parallel)
-    throw InputError(file, "sequence_parallel", "false for an MLP workload (it has no sequence)",
-                     "true");
+    throw InputError(origins.of("sequence_parallel"),
+                     "false for an MLP workload (it has no sequence)", "true");
 }
 
 }  // namespace tauplan::model

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/inputs/mesh.hpp"
 #include "model/inputs/workload.hpp"
 
@@ -55,6 +56,6 @@ MlpStageWork mlp_stage_work(const Workload& workload, const Layout& layout, doub
 /// layer's width, micro-batches dividing each replica's batch, and no interleaving,
 /// recomputation or sequence parallelism (exec does none of them for an MLP).
 void check_mlp_layout(const Layout& layout, const Workload& workload, double batch, int workers,
-                      const std::string& file);
+                      const KeyOrigins& origins);
 
 }  // namespace tauplan::model

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/convergence/convergence.hpp"
 #include "model/inputs/mesh.hpp"
 #include "model/inputs/platform.hpp"
@@ -37,9 +38,9 @@ struct StrategyOptions {
   std::set<std::string> keys_from_command_line;
   /// Where `key` was given, for an error: {file, key}, or {"command line", "--key"}.
   std::pair<std::string, std::string> origin_of(const std::string& key) const {
-    if (keys_from_command_line.count(key) > 0) return {"command line", "--" + key};
-    return {file, key};
+    return origins().of(key);
   }
+  KeyOrigins origins() const { return KeyOrigins(file, keys_from_command_line); }
   int workers = 1;   ///< K
   double batch = 1;  ///< b
   int tau = 1;

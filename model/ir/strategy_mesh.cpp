@@ -92,21 +92,21 @@ double mesh_plan_ops(const Layout& layout) {
 
 /// Refuses a layout whose Plan exceeds kMaxMeshPlanOps or this machine's available memory at
 /// kMeshPlanBytesPerOp (a simulation of it adds little: sim/README.md, "At scale").
-void check_plan_fits(const Layout& layout, const std::string& file) {
+void check_plan_fits(const Layout& layout, const KeyOrigins& origins) {
   const double ops = mesh_plan_ops(layout);
   const double bytes = ops * kMeshPlanBytesPerOp;
   const double available = available_memory_bytes();
   const std::string what =
       fmt::format("about {:.3g} ops ({:.3g} GB) for {}", ops, bytes / 1e9, layout.label());
   if (ops > kMaxMeshPlanOps)
-    throw InputError(file, "micro_batches",
+    throw InputError(origins.of("micro_batches"),
                      fmt::format("a layout whose Plan has at most {:g} ops: fewer micro_batches "
                                  "or workers (`tauplan layout` evaluates larger ones in closed "
                                  "form)",
                                  kMaxMeshPlanOps),
                      what);
   if (available >= 0 && bytes > available)
-    throw InputError(file, "micro_batches",
+    throw InputError(origins.of("micro_batches"),
                      fmt::format("a layout whose Plan fits in this machine's {:.3g} GB of "
                                  "available memory: fewer micro_batches or workers (`tauplan "
                                  "layout` evaluates it in closed form)",
@@ -779,17 +779,18 @@ class MeshStrategy : public Strategy {
                        "given");
     const Layout& layout = options.layout;
     if (workload.transformer) {
-      check_layout(layout, workload, options.batch, options.workers, options.file);
+      check_layout(layout, workload, options.batch, options.workers, options.origins());
     } else {
       if (layout.context > 1 || layout.expert > 1)
-        throw InputError(options.file, layout.context > 1 ? "context_parallel" : "expert_parallel",
-                         "1 for an MLP (it has no sequence to split and no experts)",
-                         std::to_string(std::max(layout.context, layout.expert)));
-      check_mlp_layout(layout, workload, options.batch, options.workers, options.file);
+        throw InputError(
+            options.origin_of(layout.context > 1 ? "context_parallel" : "expert_parallel"),
+            "1 for an MLP (it has no sequence to split and no experts)",
+            std::to_string(std::max(layout.context, layout.expert)));
+      check_mlp_layout(layout, workload, options.batch, options.workers, options.origins());
     }
-    check_plan_fits(layout, options.file);
+    check_plan_fits(layout, options.origins());
     const std::vector<int> hosts = choose_worker_hosts(options, platform);
-    MeshPlacement placement = place_mesh(layout, platform, hosts, options.file);
+    MeshPlacement placement = place_mesh(layout, platform, hosts, options.origins());
     if (options.check_memory && workload.transformer)
       check_layout_fits(workload, options, platform, placement);
     Plan plan;

@@ -64,19 +64,19 @@ CalibrateOutcome check_file(const CalibrateRequest& a) {
 
 CalibrateOutcome run_calibrate(const CalibrateRequest& a) {
   if (!a.check.empty()) return check_file(a);
-  const std::string origin = "<command line>";
+  const std::string origin = "command line";
   if (a.device != "cpu")
-    throw InputError(origin, "device", "cpu (calibration of cuda is not implemented yet)",
+    throw InputError(origin, "--device", "cpu (calibration of cuda is not implemented yet)",
                      a.device);
   if (a.workers < 1)
-    throw InputError(origin, "workers", "a whole number >= 1", std::to_string(a.workers));
+    throw InputError(origin, "--workers", "a whole number >= 1", std::to_string(a.workers));
   if (a.steps < 5)
-    throw InputError(origin, "steps", "a whole number >= 5", std::to_string(a.steps));
+    throw InputError(origin, "--steps", "a whole number >= 5", std::to_string(a.steps));
 
   const model::Workload workload = model::load_workload("fashion-mlp");
   exec::DatasetOptions data_options;
   data_options.allow_synthetic = true;  // timing only: the values do not change the cost
-  data_options.job_file = origin;
+  data_options.origins = origin;
   const exec::Dataset data = exec::load_dataset(data_options);
   const exec::MlpShape shape = exec::mlp_shape({256, 128}, data);
   exec::CalibrationRequest request;

@@ -98,14 +98,14 @@ TEST_CASE("calibrate: bad options are one-line InputErrors naming the option") {
   auto error = [&r] { return test::input_error([&r] { study::run_calibrate(r); }); };
   r.device = "cuda";
   CHECK(error() ==
-        "<command line>: device: expected cpu (calibration of cuda is not implemented yet), "
+        "command line: --device: expected cpu (calibration of cuda is not implemented yet), "
         "got cuda");
   r.device = "cpu";
   r.workers = 0;
-  CHECK(error() == "<command line>: workers: expected a whole number >= 1, got 0");
+  CHECK(error() == "command line: --workers: expected a whole number >= 1, got 0");
   r.workers = 8;
   r.steps = 4;
-  CHECK(error() == "<command line>: steps: expected a whole number >= 5, got 4");
+  CHECK(error() == "command line: --steps: expected a whole number >= 5, got 4");
   // --check of a platform that is not a calibration.
   study::CalibrateRequest check;
   check.check = test::source_path("platforms/test-crossbar-4.xml");

@@ -21,10 +21,23 @@ std::string read_text(const std::string& path) {
   return buffer.str();
 }
 
+namespace {
+
+/// A path that cannot be written: said of the flag that named it (`command line: --out: ...,
+/// got PATH (why)`), or of the path itself for a key that is not a flag.
+InputError unwritable(const std::string& path, const std::string& key, const std::string& expected,
+                      const std::string& why) {
+  if (key.rfind("--", 0) == 0)
+    return InputError("command line", key, expected, path + (why.empty() ? "" : " (" + why + ")"));
+  return InputError(path, key, expected, why);
+}
+
+}  // namespace
+
 void write_text(const std::string& path, const std::string& text, const std::string& key) {
   std::ofstream out(path, std::ios::binary);
   out << text;
-  if (!out) throw InputError(path, key, "a writable folder");
+  if (!out) throw unwritable(path, key, "a writable folder", "");
 }
 
 void write_atomically(const std::string& path, const std::string& text) {
@@ -40,7 +53,7 @@ void write_atomically(const std::string& path, const std::string& text) {
 void make_folder(const std::string& path, const std::string& key) {
   std::error_code error;
   std::filesystem::create_directories(path, error);
-  if (error) throw InputError(path, key, "a folder that can be created", error.message());
+  if (error) throw unwritable(path, key, "a folder that can be created", error.message());
 }
 
 void make_folder_for(const std::string& path, const std::string& key) {

@@ -11,14 +11,15 @@ namespace tauplan::study {
 
 /// The whole of a file (empty when it cannot be read).
 std::string read_text(const std::string& path);
-/// Writes a result file; InputError(path, `key`, "a writable folder") when it cannot.
+/// Writes a result file; an InputError when it cannot: `command line: KEY: expected a writable
+/// folder, got PATH` for a flag (`key` "--out"), else `PATH: KEY: ...`. The same for the two below.
 void write_text(const std::string& path, const std::string& text, const std::string& key = "--out");
 /// Writes through a temporary file and a rename, so a reader never sees half a file.
 void write_atomically(const std::string& path, const std::string& text);
-/// Creates the folder `path`; InputError(path, `key`, ...) when it cannot.
+/// Creates the folder `path`; an InputError naming `key` and `path` when it cannot.
 void make_folder(const std::string& path, const std::string& key);
-/// Creates the folder that will hold `path` (a file); InputError(path, `key`, ...) when it
-/// cannot (a file in the way, no permission).
+/// Creates the folder that will hold `path` (a file); an InputError naming `key` and the folder
+/// when it cannot (a file in the way, no permission).
 void make_folder_for(const std::string& path, const std::string& key);
 
 /// A job key's value typed on the command line (a --KEY flag or a --set value): for a key that

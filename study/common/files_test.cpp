@@ -51,20 +51,27 @@ TEST_CASE("files: whole files written, atomically, and read back") {
   CHECK(tauplan::study::read_text(scratch.path("absent")).empty());
 }
 
-TEST_CASE("files: what cannot be written is an InputError naming the path and the flag") {
+TEST_CASE("files: what cannot be written is an InputError naming the flag and the path") {
   const tauplan::test::Scratch scratch("files-bad");
   const std::string blocker = scratch.write("blocker", "a file where a folder should be\n");
   const std::string inside = blocker + "/out.csv";
   const std::string write =
       tauplan::test::input_error([&] { tauplan::study::write_text(inside, "x", "--results"); });
-  CHECK(write == inside + ": --results: expected a writable folder");
+  CHECK(write == "command line: --results: expected a writable folder, got " + inside);
   const std::string folder =
       tauplan::test::input_error([&] { tauplan::study::make_folder(blocker + "/sub", "--out"); });
-  CHECK(tauplan::test::names_file_and_key(folder, blocker + "/sub", "--out"));
-  CHECK(folder.find("a folder that can be created") != std::string::npos);
+  CHECK(folder.rfind(
+            "command line: --out: expected a folder that can be created, got " + blocker + "/sub (",
+            0) == 0);
   const std::string parent = tauplan::test::input_error(
       [&] { tauplan::study::make_folder_for(blocker + "/sub/file.json", "--out"); });
-  CHECK(tauplan::test::names_file_and_key(parent, blocker + "/sub", "--out"));
+  CHECK(parent.rfind(
+            "command line: --out: expected a folder that can be created, got " + blocker + "/sub (",
+            0) == 0);
+  // A key that is not a flag: the path comes first, as for a job file's key.
+  CHECK(tauplan::test::names_file_and_key(
+      tauplan::test::input_error([&] { tauplan::study::write_text(inside, "x", "results"); }),
+      inside, "results"));
   // A bare file name has no folder to make.
   CHECK(tauplan::test::input_error([] {
           tauplan::study::make_folder_for("file.json", "--out");

@@ -192,8 +192,8 @@ LayoutInputs load_layout_inputs(const LayoutRequest& request) {
   in.workers = static_cast<int>(job.integer("workers"));
   in.batch = static_cast<double>(job.integer("batch"));
   in.layout = model::layout_from_job(job);
-  model::check_layout(in.layout, in.workload, in.batch, in.workers, job.file);
-  in.placement = model::place_mesh(in.layout, in.platform, {}, job.file);
+  model::check_layout(in.layout, in.workload, in.batch, in.workers, job.origins());
+  in.placement = model::place_mesh(in.layout, in.platform, {}, job.origins());
   in.options.step_overhead_s = job.real("step_overhead_s");
   in.memory_bytes = gpu_memory(in.platform, in.placement.hosts);
   return in;

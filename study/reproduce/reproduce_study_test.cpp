@@ -67,16 +67,22 @@ TEST_CASE("reproduce: bad requests are refused before any work") {
   std::vector<std::string> notes;
   auto error = [&] { return test::input_error([&] { study::run_reproduce(r, out, notes); }); };
   r.name = "alexnet";
-  CHECK(error() == "<command line>: experiment: expected sparknet or hetseq, got alexnet");
+  CHECK(error() == "command line: experiment: expected sparknet or hetseq, got alexnet");
   r.name = study::hetseq_experiment();
   r.jobs = 0;
-  CHECK(error() == "<command line>: jobs: expected at least 1, got 0");
+  CHECK(error() == "command line: --jobs: expected at least 1, got 0");
   r.jobs = 2;
+  // --fresh measures sparknet's counts again; hetseq alone measures nothing it would reuse.
+  r.fresh = true;
+  CHECK(error() ==
+        "command line: --fresh: expected no --fresh for hetseq alone (it measures nothing; "
+        "sparknet's cached counts are what --fresh measures again), got --fresh");
+  r.fresh = false;
   // A folder with sparknet/ only: hetseq (and both) are refused, naming the folder.
   fs::create_directories(scratch.path("experiments/sparknet"));
   r.experiments = scratch.path("experiments");
   const std::string expected =
-      "<command line>: experiments: expected a folder with sparknet/ and "
+      "command line: --experiments: expected a folder with sparknet/ and "
       "hetseq/ job files, got " +
       r.experiments;
   CHECK(error() == expected);

@@ -283,6 +283,20 @@ std::string input_file_hashes(const model::Job& job) {
   return lines;
 }
 
+/// A point's job (InputError: exit 2). A bad swept value is named as the --set that gave it
+/// (`command line: --set batch=-1: expected ...`), not as a --batch the user never typed.
+model::Job load_point_job(const std::string& job_file, const std::vector<model::KeySpec>& specs,
+                          const Point& p, const std::vector<Axis>& axes) {
+  try {
+    return model::load_job(job_file, specs, p.overrides);
+  } catch (const InputError& e) {
+    for (const Axis& axis : axes)
+      if (e.file() == "command line" && e.key() == "--" + axis.key)
+        throw e.given_as("command line", "--set " + axis.key + "=" + p.overrides.at(axis.key));
+    throw;
+  }
+}
+
 /// The grid (the first axis varies slowest), each point checked before any work (a bad value
 /// is an InputError: exit 2) and named by the hash of the job file's content, the engine, the
 /// point's keys and the files they name (input_file_hashes).
@@ -311,7 +325,7 @@ std::vector<Point> grid_points(const SweepRequest& args, const std::vector<Axis>
       p.values.emplace_back(axes[a].key, axes[a].values[digit[a]]);
       p.overrides[axes[a].key] = axes[a].values[digit[a]];
     }
-    const model::Job job = model::load_job(job_file, specs, p.overrides);  // InputError: exit 2
+    const model::Job job = load_point_job(job_file, specs, p, axes);
     std::string canonical =
         fmt::format("tauplan sweep point v1\nversion={}\nengine={}\njob={}\n{}\n",
                     model::tauplan_version(), args.engine, job_id, job_text);
@@ -620,6 +634,13 @@ std::string sweep_summary(const SweepRun& run, const MergedSweep& merged) {
       run.me.size > 1 ? fmt::format("{} MPI ranks", run.me.size)
                       : (run.in_process ? "in process" : fmt::format("{} jobs", run.jobs)),
       (run.out_dir / "sweep.csv").string(), model::tauplan_git_commit());
+  // --jobs is accepted whichever way the points run; said when it could not apply.
+  if (run.in_process && run.args.jobs > 0)
+    summary += fmt::format(
+        "# note: command line: --jobs {} unused: the points ran in this process, one after "
+        "another (the {} engine over one platform; a swept platform or network model runs "
+        "one child process per point, --jobs at a time)\n",
+        run.args.jobs, run.args.engine);
   for (const auto& e : merged.errors)
     summary += fmt::format("# point {}: {}\n", e.at("point").get<size_t>(),
                            e.at("error").get<std::string>());

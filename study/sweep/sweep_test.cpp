@@ -142,7 +142,7 @@ TEST_CASE("sweep: bad requests are one-line InputErrors before any folder is mad
   CHECK(error() ==
         "command line: --set: expected at least one KEY=V1,V2,... to sweep, got nothing");
   r.sets = {"batch=32,-1"};
-  CHECK(error().rfind("command line --batch: batch: expected a whole number", 0) == 0);
+  CHECK(error().rfind("command line: --set batch=-1: expected a whole number", 0) == 0);
   r.sets = {"batch=32,64"};
   r.overrides = {{"batch", "16"}};
   CHECK(error() ==

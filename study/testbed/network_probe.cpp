@@ -45,14 +45,13 @@ std::vector<tb::SpecHost> host_identities(const tb::ProbedTopology& t,
 
 void check_names(const NetworkProbeRequest& a, const std::vector<std::string>& names) {
   if (names.size() < 2)
-    throw InputError("<command line>", "--network", "at least 2 hosts",
-                     std::to_string(names.size()));
+    throw InputError("command line", "--network", "at least 2 hosts", std::to_string(names.size()));
   for (const std::string& s : a.servers)
     if (std::find(names.begin(), names.end(), s) == names.end())
-      throw InputError("<command line>", "--servers", "hosts among those probed", s);
+      throw InputError("command line", "--servers", "hosts among those probed", s);
   for (std::size_t i = 0; i < names.size(); ++i)
     if (std::count(names.begin(), names.end(), names[i]) > 1)
-      throw InputError("<command line>", "--network", "distinct host names", names[i]);
+      throw InputError("command line", "--network", "distinct host names", names[i]);
 }
 
 void write_file(const std::string& path, const std::string& text, const std::string& key) {
@@ -72,7 +71,7 @@ std::vector<int> testbed_hosts(const tb::State& state, const std::vector<std::st
   for (const std::string& name : names) {
     const int index = state.spec.find_host(name);
     if (index < 0)
-      throw InputError("<command line>", "--network", "hosts of the testbed " + state.spec.prefix,
+      throw InputError("command line", "--network", "hosts of the testbed " + state.spec.prefix,
                        name);
     out.push_back(index);
   }
@@ -100,7 +99,7 @@ tb::ProbedTopology probe_testbed(const tb::State& state, const tb::TopologyProbe
 
 void run_network_probe(const NetworkProbeRequest& a, std::ostream& out) {
   if (a.hosts.empty())
-    throw InputError("<command line>", "--network", "host names (or all, on the testbed)", "none");
+    throw InputError("command line", "--network", "host names (or all, on the testbed)", "none");
   tb::ProbedTopology t;
   bool writer = true;
   if (a.mpi) {
@@ -108,7 +107,7 @@ void run_network_probe(const NetworkProbeRequest& a, std::ostream& out) {
     exec::MpiSession session(nullptr, nullptr);
     std::unique_ptr<exec::ProbeNetwork> network = exec::make_mpi_probe_network();
     if (network->host_count() != static_cast<int>(a.hosts.size()))
-      throw InputError("<command line>", "--network",
+      throw InputError("command line", "--network",
                        fmt::format("one host name per MPI rank ({})", network->host_count()),
                        std::to_string(a.hosts.size()) + " names");
     writer = exec::mpi_probe_rank() == 0;
@@ -116,7 +115,7 @@ void run_network_probe(const NetworkProbeRequest& a, std::ostream& out) {
         *network, a.hosts, a.probe, writer ? progress_line : [](const std::string&) {});
   } else {
     require_testbed_rights();
-    tb::check_prefix(a.prefix, "<command line>");
+    tb::check_prefix(a.prefix, "command line");
     const tb::State state = tb::require_up(a.prefix);
     const std::vector<int> indices = testbed_hosts(state, a.hosts);
     std::vector<std::string> names;

@@ -103,7 +103,7 @@ void testbed_describe(const TestbedDescribeRequest& a, std::ostream& out) {
 
 void testbed_up(const TestbedUpRequest& a, std::ostream& out) {
   require_testbed_rights();
-  tb::check_prefix(a.prefix, "<command line>");
+  tb::check_prefix(a.prefix, "command line");
   const model::Platform platform = sim::load_platform(a.platform);
   tb::Options options;
   options.hosts = a.hosts;
@@ -112,12 +112,12 @@ void testbed_up(const TestbedUpRequest& a, std::ostream& out) {
   options.mtu = a.mtu;
   options.queue_s = a.queue_s;
   if (!(a.max_packet_rate > 0))
-    throw InputError("<command line>", "--max-packet-rate", "a positive number of packets/s",
+    throw InputError("command line", "--max-packet-rate", "a positive number of packets/s",
                      fmt::format("{}", a.max_packet_rate));
   options.limits.max_packet_rate = a.max_packet_rate;
   const tb::Spec spec = tb::make_spec(platform, options);
   if (!(a.ttl_s > 0))
-    throw InputError("<command line>", "--ttl", "a positive number of seconds",
+    throw InputError("command line", "--ttl", "a positive number of seconds",
                      fmt::format("{}", a.ttl_s));
   tb::UpOptions up;
   up.fabric.ttl_s = a.ttl_s;
@@ -141,7 +141,7 @@ void testbed_up(const TestbedUpRequest& a, std::ostream& out) {
 
 void testbed_down(const std::string& prefix, bool json, std::ostream& out) {
   require_testbed_rights();
-  tb::check_prefix(prefix, "<command line>");
+  tb::check_prefix(prefix, "command line");
   tb::PrefixLock lock(prefix);
   const tb::Leftovers found = tb::find_leftovers(prefix);
   if (found.empty()) tb::remove_prefix_files(prefix);  // the lock just taken, an old log
@@ -160,7 +160,7 @@ void testbed_down(const std::string& prefix, bool json, std::ostream& out) {
 
 void testbed_status(const std::string& prefix, bool json, std::ostream& out) {
   require_testbed_rights();
-  tb::check_prefix(prefix, "<command line>");
+  tb::check_prefix(prefix, "command line");
   const tb::Status status = tb::testbed_status(prefix);
   if (json) {
     nlohmann::json j = {{"prefix", prefix},
@@ -324,7 +324,7 @@ void testbed_compute_probe(const ComputeProbeRequest& r) {
   const exec::MlpShape shape = exec::mlp_shape(settings.hidden, data);
   if (!r.server_processing.empty() && r.server_processing != "combine" &&
       r.server_processing != "apply")
-    throw InputError("<command line>", "--server-processing", "combine or apply",
+    throw InputError("command line", "--server-processing", "combine or apply",
                      r.server_processing);
   exec::MpiSession session(nullptr, nullptr);
   exec::MpiPeers peers;
@@ -382,7 +382,7 @@ void testbed_message_probe(const std::string& pairs, const std::vector<double>& 
       src = std::stoi(item.substr(0, colon));
       dst = std::stoi(item.substr(colon + 1));
     } catch (const std::exception&) {
-      throw InputError("<command line>", "--pairs", "SRC:DST rank pairs, comma-separated", item);
+      throw InputError("command line", "--pairs", "SRC:DST rank pairs, comma-separated", item);
     }
     request.pairs.emplace_back(src, dst);
     begin = end + 1;
@@ -393,8 +393,7 @@ void testbed_message_probe(const std::string& pairs, const std::vector<double>& 
   try {
     routes = exec::run_message_probe(peers, request);
   } catch (const std::invalid_argument& e) {
-    throw InputError("<command line>", "testbed message-probe", "pairs of ranks and sizes",
-                     e.what());
+    throw InputError("command line", "testbed message-probe", "pairs of ranks and sizes", e.what());
   }
   if (peers.rank() != 0) return;
   nlohmann::json doc = {{"routes", nlohmann::json::array()}};
@@ -416,7 +415,7 @@ void testbed_message_probe(const std::string& pairs, const std::vector<double>& 
 
 void testbed_calibrate(const TestbedCalibrateRequest& a, std::ostream& out) {
   require_testbed_rights();
-  tb::check_prefix(a.prefix, "<command line>");
+  tb::check_prefix(a.prefix, "command line");
   const tb::State state = tb::require_up(a.prefix);
   {
     std::ofstream probe(a.out, std::ios::app);
@@ -502,7 +501,7 @@ tb::State testbed_state(const std::string& prefix) {
 
 void testbed_fabric(const std::string& prefix, tb::FabricOptions options, int ready_fd) {
   require_testbed_rights();
-  tb::check_prefix(prefix, "<command line>");
+  tb::check_prefix(prefix, "command line");
   const tb::State state = testbed_state(prefix);
   options.stats_path = tb::fabric_stats_path(prefix);
   const int exit_code =
@@ -516,7 +515,7 @@ void testbed_agent(const std::string& prefix, std::vector<std::string> host_and_
   require_testbed_rights();
   const tb::State state = testbed_state(prefix);
   if (host_and_command.empty())
-    throw InputError("<command line>", "testbed agent", "HOST COMMAND", "nothing");
+    throw InputError("command line", "testbed agent", "HOST COMMAND", "nothing");
   const std::string netns = host_and_command.front();
   host_and_command.erase(host_and_command.begin());
   tb::exec_agent(state, netns, host_and_command);
@@ -529,7 +528,7 @@ void testbed_rank(const std::string& prefix, const std::vector<std::string>& com
 void testbed_run(const std::string& prefix, int np, const std::string& host_list,
                  const std::vector<std::string>& command) {
   require_testbed_rights();
-  tb::check_prefix(prefix, "<command line>");
+  tb::check_prefix(prefix, "command line");
   const tb::State state = tb::require_up(prefix);
   std::vector<std::string> names;
   for (std::size_t begin = 0; begin < host_list.size();) {

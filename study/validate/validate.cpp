@@ -211,11 +211,12 @@ std::map<std::string, model::Calibration> load_calibrations(const ValidateReques
   for (const auto& [stem, k] : stems) {
     const fs::path file = fs::path(a.calibration_dir) / (stem + ".xml");
     if (!fs::exists(file))
-      throw InputError("command line --calibration", file.string(),
-                       "a calibration of K=" + std::to_string(k) + " workers" +
+      throw InputError("command line", "--calibration",
+                       "a folder holding " + file.filename().string() +
+                           ", a calibration of K=" + std::to_string(k) + " workers" +
                            (stem.find("async") != std::string::npos ? ", asynchronous" : "") +
                            " (written by an earlier tauplan validate)",
-                       "no such file");
+                       "no " + file.string());
     const std::string err = (out_dir / ("check-" + stem + ".err")).string();
     const std::string res = (out_dir / ("check-" + stem + ".json")).string();
     int status = 0;

@@ -47,9 +47,8 @@ std::string server_platform(const std::string& server_speed) {
 }  // namespace
 
 TEST_CASE("async-ps: a staleness bound < 0 is bad input") {
-  expect_bad_input(
-      async_job({"--staleness-bound", "-1"}),
-      "command line --staleness_bound: staleness_bound: expected a whole number between 0");
+  expect_bad_input(async_job({"--staleness-bound", "-1"}),
+                   "command line: --staleness_bound: expected a whole number between 0");
   const auto f = write_temp_file(
       "stale.yaml", "platform: " + kTestPs + "\nstrategies: [async-ps]\nstaleness_bound: -2\n");
   expect_bad_input({"predict", f},

@@ -87,7 +87,7 @@ TEST_CASE("missing platform and unknown workload") {
 
 TEST_CASE("bad flag values and unknown flags") {
   expect_bad_input({"predict", "--workers", "many"},
-                   "command line --workers: workers: expected a whole number");
+                   "command line: --workers: expected a whole number");
   expect_bad_input({"predict", "--wrokers", "3"}, "command line");
 }
 

@@ -4,7 +4,9 @@
 // --cfg and --log exist where SimGrid runs; each of calibrate's modes refuses the others'
 // flags; validate refuses stragglers and failures it could not compare; an error in
 // --stragglers, --failures or --beside_hosts names the flag; a step time below a nanosecond and
-// a worker that is also the plan's parameter server are refused.
+// a worker that is also the plan's parameter server are refused; a repeated flag, a mode's flag
+// without its mode and a value a flag gave to a check deep in exec are named as the flag; sweep
+// says when --jobs had nothing to run at once.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -236,9 +238,8 @@ TEST_CASE("flags: values that would print wrong numbers or never finish are refu
   const std::string empty =
       write_temp_file("flags-read-empty.yaml", "workload: fashion-mlp\ncollective: \"\"\n");
   expect_bad_input({"predict", empty}, empty + ": collective: expected a value");
-  expect_bad_input({"predict", job, "--seed", ""}, "command line --seed: seed: expected a value");
-  expect_bad_input({"predict", job, "--split", ""},
-                   "command line --split: split: expected a value");
+  expect_bad_input({"predict", job, "--seed", ""}, "command line: --seed: expected a value");
+  expect_bad_input({"predict", job, "--split", ""}, "command line: --split: expected a value");
   const auto any_hosts = run_tauplan({"predict", job, "--hosts", ""});  // '': tauplan picks
   INFO(any_hosts.err);
   CHECK(any_hosts.exit_code == 0);
@@ -298,4 +299,61 @@ TEST_CASE("flags: layout and plan tables say where they came from") {
   REQUIRE(platform.exit_code == 0);
   CHECK(platform.out.find("no domain uplink (one leaf domain: oversubscription 4:1 unused)") !=
         std::string::npos);
+}
+
+TEST_CASE(
+    "flags: a repeated flag, a mode's flag without its mode and a flag-made value are named") {
+  const std::string job = flags_job();
+  // CLI11's "At Most 1 required but received 2", said as every other refusal says it.
+  expect_bad_input({"simulate", job, "--stragglers", "h0:2", "--stragglers", "h1:2"},
+                   "tauplan: error: command line: --stragglers: expected one --stragglers (given "
+                   "once), got 2 of them: 'h0:2', 'h1:2'");
+  expect_bad_input({"predict", job, "--workers", "2", "--workers", "3"},
+                   "command line: --workers: expected one --workers (given once), got 2 of them");
+  // An MPI communicator outside a launcher is refused for `single` too (it ran on threads).
+  expect_bad_input({"measure", job, "--strategies", "single", "--communicator", "mpi"},
+                   "command line: --communicator: expected threads, or mpi under an MPI launcher");
+  // The MPI messages' sizes are read with --mpi only.
+  expect_bad_input(
+      {"testbed", "calibrate", "--out", "/tmp/tauplan-flags.xml", "--mpi-sizes", "131072,262144"},
+      "command line: --mpi-sizes: expected no --mpi-sizes without --mpi");
+  expect_bad_input(
+      {"testbed", "calibrate", "--out", "/tmp/tauplan-flags.xml", "--mpi-repeats", "2"},
+      "command line: --mpi-repeats: expected no --mpi-repeats without --mpi");
+  // --fresh measures sparknet's counts again; hetseq alone measures nothing it would reuse.
+  expect_bad_input({"reproduce", "hetseq", "--fresh", "--reduced", "--out", "/tmp/tauplan-fresh"},
+                   "command line: --fresh: expected no --fresh for hetseq alone");
+  // An output folder that cannot be made is said of the flag, with the path as what was given.
+  const std::string blocker = write_temp_file("flags-read-blocker", "a file\n");
+  expect_bad_input(
+      {"published", "--out", blocker},
+      "command line: --out: expected a folder that can be created, got " + blocker + " (");
+  // A check deep in exec names the flag that gave the value, not the job file.
+  const std::string async =
+      write_temp_file("flags-read-async-measure.yaml",
+                      "workload: fashion-mlp\nplatform: test-ps\nstrategies: [async-ps]\n"
+                      "workers: 2\nmax_steps: 2\n");
+  expect_bad_input({"measure", async, "--timing", "lockstep"},
+                   "command line: --timing: expected concurrent for async-ps");
+  expect_bad_input({"measure", job, "--strategies", "sync", "--communicator", "thread-messages",
+                    "--collective", "butterfly"},
+                   "command line: --collective: expected one of ring");
+  // A bad value of a sweep's --set is named as that --set, not as a --batch nobody typed.
+  expect_bad_input({"sweep", job, "--set", "batch=32,-1", "--out", "/tmp/tauplan-flags-sweep"},
+                   "command line: --set batch=-1: expected a whole number");
+}
+
+TEST_CASE("flags: sweep says when --jobs had nothing to run at once") {
+  const std::string job = flags_job();
+  const std::string out = write_temp_file("flags-read-sweep-jobs", "") + ".out";
+  const auto swept =
+      run_tauplan({"sweep", job, "--set", "workers=2,4", "--jobs", "2", "--out", out, "--fresh"});
+  INFO(swept.err);
+  REQUIRE(swept.exit_code == 0);
+  CHECK(swept.err.find("# note: command line: --jobs 2 unused: the points ran in this process, "
+                       "one after another") != std::string::npos);
+  // Without --jobs, nothing is said.
+  const auto plain = run_tauplan({"sweep", job, "--set", "workers=2,4", "--out", out, "--fresh"});
+  REQUIRE(plain.exit_code == 0);
+  CHECK(plain.err.find("--jobs") == std::string::npos);
 }

@@ -189,9 +189,8 @@ TEST_CASE("layout: micro-batches not dividing the batch") {
                                       "each data-parallel replica takes");
   // The same key as a flag names the command line.
   const auto g = write_temp_file("micro2.yaml", kGpt3 + "workers: 32\nbatch: 64\n");
-  expect_bad_input(
-      {"layout", g, "--micro_batches", "0"},
-      "command line --micro_batches: micro_batches: expected a whole number between 1");
+  expect_bad_input({"layout", g, "--micro_batches", "0"},
+                   "command line: --micro_batches: expected a whole number between 1");
 }
 
 TEST_CASE("layout: a layout that does not fit names the smallest layouts that do") {

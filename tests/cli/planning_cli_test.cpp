@@ -131,7 +131,7 @@ TEST_CASE("sweep: bad input is one line and exit 2, before any work") {
                    "command line --set: wokers: expected a job key");
   expect_bad_input(
       {"sweep", job, "--set", "batch=32,-1", "--out", out.string()},
-      "command line --batch: batch: expected a whole number between 1 and 1e+09, got '-1'");
+      "command line: --set batch=-1: expected a whole number between 1 and 1e+09, got '-1'");
   expect_bad_input({"sweep", job, "--set", "batch", "--out", out.string()},
                    "expected KEY=V1,V2,...");
   expect_bad_input({"sweep", job, "--out", out.string()}, "--set: expected at least one");

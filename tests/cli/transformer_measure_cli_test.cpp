@@ -90,14 +90,15 @@ TEST_CASE("measure: a transformer layout or workload exec cannot train is exit 2
   const std::string tensor = kJobs + "tensor-2.yaml";
   // block-small has 4 heads.
   expect_bad_input({"measure", tensor, "--workers", "3", "--tensor_parallel", "3"},
-                   tensor + ": tensor_parallel: expected a divisor of the 4 heads");
+                   "command line: --tensor_parallel: expected a divisor of the 4 heads");
   expect_bad_input({"measure", tensor, "--timing", "lockstep"}, "command line: --timing: expected");
   // Messages between threads are sync's; MPI needs mpirun.
   expect_bad_input({"measure", tensor, "--communicator", "thread-messages"},
-                   tensor + ": communicator: expected threads or auto with a transformer mesh");
+                   "command line: --communicator: expected threads or auto with a transformer "
+                   "mesh");
   const std::string sync = kJobs + "sync-2.yaml";
   expect_bad_input({"measure", sync, "--communicator", "mpi"},
-                   sync + ": communicator: expected threads, thread-messages or auto");
+                   "command line: --communicator: expected threads, thread-messages or auto");
   const std::string rotary = write_temp_file(
       "rotary.yaml",
       "name: rotary\nbytes_per_parameter: 4\nsample_unit: sequence\ntransformer:\n"

@@ -309,7 +309,8 @@ TEST_CASE("validate: bad inputs are one line and exit 2") {
   expect({"validate", job, "--communicator", "mpi"}, "communicator: expected threads or auto");
   expect({"validate", job, "--slow-worker", "0.5"}, "--slow-worker: expected factors >= 1");
   expect({"validate", job, "--set", "colour=red"}, "colour: expected a job key");
-  expect({"validate", job, "--calibration", "/nonexistent"}, "expected a calibration of K=");
+  expect({"validate", job, "--calibration", "/nonexistent"},
+         "command line: --calibration: expected a folder holding ");
   expect({"validate", job, "--workload", "resnet-50"}, "workload: expected fashion-mlp");
   expect({"validate", job, "--collective", "ring"}, "--collective: expected no value");
   expect({"validate", job, "--set", "hidden=64"}, "hidden: expected a key that may vary");

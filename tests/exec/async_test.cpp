@@ -101,11 +101,11 @@ TEST_CASE("async exec refuses lockstep timing, CUDA and a wrong communicator", "
     return measure(job, test::tiny_workload(), async_platform(), {"async-ps"}, nullptr, nullptr);
   };
   CHECK_THROWS_WITH(measure_with({{"timing", "lockstep"}}),
-                    Catch::Contains("job.yaml: timing: expected concurrent for async-ps"));
+                    Catch::Contains("command line: --timing: expected concurrent for async-ps"));
   CHECK_THROWS_WITH(measure_with({{"communicator", "mpi"}}),
                     Catch::Contains("command line: --communicator: expected threads or auto"));
   CHECK_THROWS_WITH(measure_with({{"batch", "900"}}),
-                    Catch::Contains("job.yaml: batch: expected a per-worker batch"));
+                    Catch::Contains("command line: --batch: expected a per-worker batch"));
 }
 
 TEST_CASE("async threads on Fashion-MNIST reach 85% test accuracy with K = 4, s = 2",

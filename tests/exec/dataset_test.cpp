@@ -117,7 +117,7 @@ TEST_CASE("a bad IDX file is an InputError naming the file", "[exec][dataset]") 
 TEST_CASE("missing data: an error, or the synthetic task when allowed", "[exec][dataset]") {
   DatasetOptions o;
   o.dir = "/nonexistent/fashion";
-  o.job_file = "job.yaml";
+  o.origins = "job.yaml";
   try {
     load_dataset(o);
     FAIL("expected an InputError");

@@ -79,7 +79,7 @@ inline exec::TrainOptions quick_options(long long steps) {
   o.eval_every_steps = 5;
   o.seed = 3;
   o.keep_parameters = true;
-  o.job_file = "<test>";
+  o.origins = "<test>";
   return o;
 }
 

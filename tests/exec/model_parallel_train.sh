@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # model_parallel_train.sh: tensor- and pipeline-parallel training of fashion-mlp by `tauplan
 # measure` (strategy mesh, threads) reaches 85% test accuracy with 2 and 4 workers, and a mesh
-# the MLP cannot take is one line naming the job file and key, exit 2.
+# the MLP cannot take is one line naming the flag that gave it, exit 2.
 # Usage: model_parallel_train.sh TAUPLAN JOB. Exit 77 (skip) without Fashion-MNIST.
 set -uo pipefail
 bin=$1
@@ -11,7 +11,7 @@ common=(measure "$job" --strategies mesh --timing concurrent --target-accuracy 0
 msg=$("$bin" "${common[@]}" --workers 4 --pipeline-parallel 4 --micro-batches 4 2>&1 >/dev/null)
 rc=$?
 if [ $rc -ne 2 ] || [ "$(printf '%s\n' "$msg" | wc -l)" -ne 1 ] ||
-   ! printf '%s' "$msg" | grep -q "$job: pipeline_parallel: expected at most the 3 layers"; then
+   ! printf '%s' "$msg" | grep -q "command line: --pipeline_parallel: expected at most the 3 layers"; then
   echo "bad mesh: exit $rc, message: $msg"
   exit 1
 fi

@@ -235,7 +235,7 @@ TEST_CASE("the loss falls in every layout") {
 
 TEST_CASE("layouts the block cannot take are refused naming the key") {
   auto refused = [](TransformerTrainOptions o, const std::string& key) {
-    o.file = "job.yaml";
+    o.origins = "job.yaml";
     try {
       check_transformer_layout(o);
     } catch (const tauplan::InputError& e) {
@@ -249,7 +249,7 @@ TEST_CASE("layouts the block cannot take are refused naming the key") {
   TransformerTrainOptions odd_vocabulary = layout(1, 4, 1, 1);
   odd_vocabulary.block.vocabulary = 30;  // 4 ranks divide the heads and ffn, not the vocabulary
   refused(odd_vocabulary, "tensor_parallel");
-  odd_vocabulary.file = "job.yaml";
+  odd_vocabulary.origins = "job.yaml";
   CHECK_THROWS_WITH(check_transformer_layout(odd_vocabulary),
                     Catch::Contains("job.yaml") && Catch::Contains("vocabulary 30") &&
                         Catch::Contains("tensor must divide vocabulary"));

@@ -82,7 +82,7 @@ assert row["strategy"] == "single" and row["communicator"] == "threads" and row[
 print("ok: single under mpirun ran on rank 0")
 PY
 
-refused() {  # refused KEY ARGS...: exit 2 and one line naming the job file and KEY
+refused() {  # refused KEY ARGS...: exit 2 and one line naming the flag --KEY that gave the value
   local key=$1
   shift
   "${run[@]}" -np 2 "$tauplan" measure "$job" "$@" > /dev/null 2> "$dir/refused.err"
@@ -91,7 +91,7 @@ refused() {  # refused KEY ARGS...: exit 2 and one line naming the job file and 
   line=$(grep -m1 "error:" "$dir/refused.err")
   [ $rc -eq 2 ] || fail "$* under mpirun -np 2: exit $rc, expected 2"
   case "$line" in
-    *"$job: $key: expected"*) echo "ok: refused: $line" ;;
+    *"command line: --$key: expected"*) echo "ok: refused: $line" ;;
     *) fail "$* under mpirun -np 2: '$line' does not name $key" ;;
   esac
 }

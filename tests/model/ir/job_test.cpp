@@ -71,7 +71,7 @@ TEST_CASE("bad job input names the file and the key") {
   fails_with("workers: [1, 2]\n", "job.yaml: workers: expected a whole number, got a list");
   fails_with("workers: 4\n  batch: [\n", "job.yaml: line");
   fails_with("- 1\n- 2\n", "job.yaml: (top level)");
-  fails_with("", "command line --workers: workers", {{"workers", "many"}});
+  fails_with("", "command line: --workers", {{"workers", "many"}});
   fails_with("", "command line: colective", {{"colective", "ring"}});
   CHECK_THROWS_WITH(model::load_job("/nonexistent/job.yaml", model::model_job_keys()),
                     Catch::Contains("/nonexistent/job.yaml: job: expected a readable file"));
