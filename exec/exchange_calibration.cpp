@@ -5,15 +5,12 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
-#include <functional>
-#include <memory>
 #include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "exec/peer_group.hpp"
-#include "exec/timed_steps.hpp"
 #include "exec/trainer.hpp"  // median
 #include "model/base/error.hpp"
 
@@ -27,20 +24,18 @@ void busy_for(double seconds) {
   }
 }
 
-/// One sender's round trips: for each size, `repeats` + 1 (the first a warm-up), each after
-/// `before_push` (the worker's step); half of each round trip.
+/// One sender's round trips: for each size, `repeats` + 1 (the first a warm-up) after `gap_s` of
+/// the sender busy; half of each round trip.
 std::vector<std::vector<double>> sender_round_trips(PeerGroup& peer, int server,
                                                     const std::vector<double>& sizes_bytes,
-                                                    int repeats,
-                                                    const std::function<void()>& before_push,
-                                                    int tag) {
+                                                    int repeats, double gap_s, int tag) {
   std::vector<std::vector<double>> seconds(sizes_bytes.size());
   std::vector<char> reply;
   for (std::size_t s = 0; s < sizes_bytes.size(); ++s) {
     const auto bytes = static_cast<std::size_t>(sizes_bytes[s]) / 4 * 4;
     std::vector<float> parameters(bytes / 4, 1.0f);
     for (int i = 0; i <= repeats; ++i) {
-      before_push();
+      busy_for(gap_s);
       const auto start = std::chrono::steady_clock::now();
       peer.send_bytes(server, parameters.data(), bytes, tag);  // the worker packs its push
       peer.recv_any(server, tag, reply);
@@ -52,15 +47,14 @@ std::vector<std::vector<double>> sender_round_trips(PeerGroup& peer, int server,
   return seconds;
 }
 
-/// Messages between threads of a hub as asynchronous updates send them: one worker thread per
-/// `before_push` (its step), each running it and then sending S bytes to the server thread and
-/// waiting for them back; the server answers whichever message came first, unpacking it and
-/// packing the reply (the copies a run's server makes). Half of each round trip, the median per
-/// size over every sender's.
+/// Messages between threads of a hub as asynchronous updates send them: `senders` worker
+/// threads, each busy for `gap_s`, then sending S bytes to the server thread and waiting for
+/// them back; the server answers whichever message came first, unpacking it and packing the
+/// reply (the copies a run's server makes). Half of each round trip, the median per size over
+/// every sender's.
 std::vector<MessagePoint> measure_messages(const std::vector<double>& sizes_bytes, int repeats,
-                                           const std::vector<std::function<void()>>& before_push) {
+                                           double gap_s, int senders) {
   constexpr int kTag = 7401;
-  const int senders = static_cast<int>(before_push.size());
   const int server = senders;
   ThreadPeerHub hub(senders + 1);
   std::size_t largest = 0;
@@ -89,8 +83,7 @@ std::vector<MessagePoint> measure_messages(const std::vector<double>& sizes_byte
     threads.emplace_back([&, w] {
       try {
         seconds[static_cast<std::size_t>(w)] =
-            sender_round_trips(hub.peer(w), server, sizes_bytes, repeats,
-                               before_push[static_cast<std::size_t>(w)], kTag);
+            sender_round_trips(hub.peer(w), server, sizes_bytes, repeats, gap_s, kTag);
       } catch (...) {
         failures[static_cast<std::size_t>(w)] = std::current_exception();
         hub.abort();
@@ -113,52 +106,23 @@ std::vector<MessagePoint> measure_messages(const std::vector<double>& sizes_byte
 
 }  // namespace
 
-namespace {
-
-/// The three message sizes (floats / 16, / 4 and all of it, in whole 16 floats) and the server's
-/// apply of a shard of `floats`.
-ExchangeMeasurements measure_exchange(std::size_t floats, int repeats,
-                                      const std::vector<std::function<void()>>& before_push) {
-  ExchangeMeasurements out;
-  // Sizes a decade apart and more: a thread's wake-up varies by tens of microseconds on a
-  // loaded machine, the copies of a few hundred kilobytes take about as long.
-  const double bytes = 4.0 * static_cast<double>(floats / 16 * 16);
-  out.messages = measure_messages({bytes / 16, bytes / 4, bytes}, repeats, before_push);
-  out.gradient_bytes = 4.0 * static_cast<double>(floats);
-  ServerProbeRequest apply;
-  apply.kind = ServerProbeKind::Apply;
-  apply.shard_floats = floats;
-  out.applies = time_server_processing(apply);
-  return out;
-}
-
-}  // namespace
-
 ExchangeMeasurements measure_thread_exchange(std::size_t floats, int repeats, double gap_s,
                                              int senders) {
   if (floats < 16 || repeats < 1 || !(gap_s >= 0 && gap_s <= 1) || senders < 1 || senders > 64)
     throw std::invalid_argument(
         "exchange calibration: 16 floats or more, repeats >= 1, a gap of 0 to 1 s and 1 to 64 "
         "senders");
-  const std::vector<std::function<void()>> busy(static_cast<std::size_t>(senders),
-                                                [gap_s] { busy_for(gap_s); });
-  return measure_exchange(floats, repeats, busy);
-}
-
-ExchangeMeasurements measure_exchange_after_steps(const Dataset& data, const MlpShape& shape,
-                                                  int batch, int senders, int repeats,
-                                                  std::uint64_t seed) {
-  if (batch < 1 || batch > data.train_size() || repeats < 1 || senders < 1 || senders > 64)
-    throw std::invalid_argument(
-        "exchange calibration: a batch the data holds, repeats >= 1 and 1 to 64 senders");
-  std::vector<std::unique_ptr<TimedSteps>> steps;
-  std::vector<std::function<void()>> step;
-  for (int w = 0; w < senders; ++w) {
-    const auto k = static_cast<std::uint64_t>(w);
-    steps.push_back(std::make_unique<TimedSteps>(data, shape, seed + k, seed * 31 + k, batch));
-    step.emplace_back([one = steps.back().get(), batch] { one->run(batch, 1); });
-  }
-  return measure_exchange(static_cast<std::size_t>(shape.parameters()), repeats, step);
+  ExchangeMeasurements out;
+  // Sizes a decade apart and more: a thread's wake-up varies by tens of microseconds on a
+  // loaded machine, the copies of a few hundred kilobytes take about as long.
+  const double bytes = 4.0 * static_cast<double>(floats / 16 * 16);
+  out.messages = measure_messages({bytes / 16, bytes / 4, bytes}, repeats, gap_s, senders);
+  out.gradient_bytes = 4.0 * static_cast<double>(floats);
+  ServerProbeRequest apply;
+  apply.kind = ServerProbeKind::Apply;
+  apply.shard_floats = floats;
+  out.applies = time_server_processing(apply);
+  return out;
 }
 
 ExchangeMeasurements mean_of(const ExchangeMeasurements& x, const ExchangeMeasurements& y) {

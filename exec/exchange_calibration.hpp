@@ -8,8 +8,7 @@
 // exchange about a third of what it took (experiments/async/README.md, 2026-11-29). This
 // calibration measures the exchange's parts with the code a run uses: messages between the
 // threads of a ThreadPeerHub at several sizes, sent as updates send them: K worker threads, as
-// many as the run has, each taking a real training step (or busy for a step's time) and then
-// pushing S bytes to the server thread and
+// many as the run has, each busy for a step and then pushing S bytes to the server thread and
 // waiting for them back, the server answering whichever push came first (the worker's pack, a
 // hand-over, the server's unpack and pack, the wake-up of a thread that has waited, the worker's
 // unpack; and, with K workers and the server on fewer cores, their contention for the cores),
@@ -29,13 +28,10 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "exec/dataset.hpp"
-#include "exec/mlp.hpp"
 #include "exec/server_probe.hpp"
 #include "model/inputs/calibration.hpp"
 
@@ -61,14 +57,6 @@ struct ExchangeMeasurements {
 /// floats < 16, repeats < 1, a gap outside [0, 1] s or senders outside 1..64.
 ExchangeMeasurements measure_thread_exchange(std::size_t floats, int repeats, double gap_s,
                                              int senders = 1);
-/// As measure_thread_exchange, with `senders` workers each taking a real training step of the
-/// MLP `shape` at `batch` on `data` before each push (exec/timed_steps.hpp), as a run's workers
-/// do: their compute's use of the caches and of memory bandwidth is in the messages' times.
-/// Throws std::invalid_argument for a batch outside 1..the training set, repeats < 1 or
-/// senders outside 1..64.
-ExchangeMeasurements measure_exchange_after_steps(const Dataset& data, const MlpShape& shape,
-                                                  int batch, int senders, int repeats,
-                                                  std::uint64_t seed);
 
 /// Point by point, what two measurements of one machine agree on: the mean of each pair of
 /// points of one size (wall-clock times that the load of the moment bears, as a run does).

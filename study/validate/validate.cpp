@@ -284,12 +284,18 @@ Measured measure_now(const ValidateRequest& a, const model::Job& job, const Mach
   if (wall_clock(config.strategy))
     measured.steps = exec::measure_concurrent_steps(request, *m.data, m.shape);
   // An asynchronous worker's exchange is two messages and the server's apply, not a combine;
-  // each push is sent after a real step at the configuration's batch, by K workers at once, as
-  // the run sends it.
+  // each message is sent after a step's time, as the run sends it (the step of the batch size
+  // nearest the configuration's), by K workers at once.
   exec::ExchangeMeasurements exchange;
-  if (asynchronous(config.strategy))
-    exchange = exec::measure_exchange_after_steps(
-        *m.data, m.shape, static_cast<int>(std::lround(config.batch)), k, 15, request.seed);
+  if (asynchronous(config.strategy)) {
+    double step_s = 0, nearest = HUGE_VAL;
+    for (const exec::StepPoint& p : measured.steps)
+      if (std::abs(p.batch - config.batch) < nearest) {
+        nearest = std::abs(p.batch - config.batch);
+        step_s = p.seconds;
+      }
+    exchange = exec::measure_thread_exchange(m.shape.parameters(), 15, std::min(step_s, 1.0), k);
+  }
   return {measured, exchange};
 }
 

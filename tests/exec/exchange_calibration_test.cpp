@@ -8,7 +8,6 @@
 
 #include "exec/exchange_calibration.hpp"
 #include "model/base/error.hpp"
-#include "tests/exec/exec_support.hpp"
 
 using namespace tauplan;
 
@@ -118,23 +117,4 @@ TEST_CASE("exchange calibration: K workers' messages at once, every one answered
   for (const exec::MessagePoint& p : m.messages)
     CHECK(p.seconds > 0);
   CHECK(m.messages[2].bytes == 16384);
-}
-
-TEST_CASE("exchange calibration: pushes after real training steps, K workers at once") {
-  const exec::Dataset data = test::tiny_data();
-  const exec::MlpShape shape = test::tiny_shape();
-  const exec::ExchangeMeasurements m = exec::measure_exchange_after_steps(data, shape, 8, 2, 3, 1);
-  REQUIRE(m.messages.size() == 3);
-  // The whole gradient, rounded down to 16 floats: the tiny MLP's 32x16+16 + 16x4+4 = 596.
-  CHECK(shape.parameters() == 596);
-  CHECK(m.messages[2].bytes == 4 * 592);
-  CHECK(m.gradient_bytes == 4 * 596);
-  for (const exec::MessagePoint& p : m.messages)
-    CHECK(p.seconds > 0);
-  CHECK_THROWS_AS(exec::measure_exchange_after_steps(data, shape, 0, 2, 3, 1),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(exec::measure_exchange_after_steps(data, shape, 8, 0, 3, 1),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(exec::measure_exchange_after_steps(data, shape, 8, 2, 0, 1),
-                  std::invalid_argument);
 }
