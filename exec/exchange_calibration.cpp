@@ -24,99 +24,70 @@ void busy_for(double seconds) {
   }
 }
 
-/// One sender's round trips: for each size, `repeats` + 1 (the first a warm-up) after `gap_s` of
-/// the sender busy; half of each round trip.
-std::vector<std::vector<double>> sender_round_trips(PeerGroup& peer, int server,
-                                                    const std::vector<double>& sizes_bytes,
-                                                    int repeats, double gap_s, int tag) {
-  std::vector<std::vector<double>> seconds(sizes_bytes.size());
-  std::vector<char> reply;
-  for (std::size_t s = 0; s < sizes_bytes.size(); ++s) {
-    const auto bytes = static_cast<std::size_t>(sizes_bytes[s]) / 4 * 4;
-    std::vector<float> parameters(bytes / 4, 1.0f);
-    for (int i = 0; i <= repeats; ++i) {
-      busy_for(gap_s);
-      const auto start = std::chrono::steady_clock::now();
-      peer.send_bytes(server, parameters.data(), bytes, tag);  // the worker packs its push
-      peer.recv_any(server, tag, reply);
-      std::copy_n(reply.data(), bytes, reinterpret_cast<char*>(parameters.data()));  // unpacks
-      const std::chrono::duration<double> round_trip = std::chrono::steady_clock::now() - start;
-      if (i > 0) seconds[s].push_back(0.5 * round_trip.count());
-    }
-  }
-  return seconds;
-}
-
-/// Messages between threads of a hub as asynchronous updates send them: `senders` worker
-/// threads, each busy for `gap_s`, then sending S bytes to the server thread and waiting for
-/// them back; the server answers whichever message came first, unpacking it and packing the
-/// reply (the copies a run's server makes). Half of each round trip, the median per size over
-/// every sender's.
+/// Messages between two threads of a hub as an asynchronous update sends them: thread 0 (the
+/// worker) is busy for `gap_s`, then sends S bytes to thread 1 (the server, blocked in a receive
+/// meanwhile), which sends them back at once; half the round trip, the median per size.
 std::vector<MessagePoint> measure_messages(const std::vector<double>& sizes_bytes, int repeats,
-                                           double gap_s, int senders) {
+                                           double gap_s) {
   constexpr int kTag = 7401;
-  const int server = senders;
-  ThreadPeerHub hub(senders + 1);
+  ThreadPeerHub hub(2);
   std::size_t largest = 0;
   for (double bytes : sizes_bytes)
-    largest = std::max(largest, static_cast<std::size_t>(bytes));
-  const long long messages =
-      static_cast<long long>(senders) * static_cast<long long>(sizes_bytes.size()) * (repeats + 1);
-  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(senders) + 1);
-  std::vector<std::vector<std::vector<double>>> seconds(static_cast<std::size_t>(senders));
-  std::vector<std::thread> threads;
-  threads.emplace_back([&] {
+    largest = std::max(largest, static_cast<std::size_t>(bytes / 4));
+  std::exception_ptr failure;
+  std::thread server([&] {
     try {
-      std::vector<char> message;
-      std::vector<float> parameters(largest / 4 + 1, 0.0f);
-      for (long long m = 0; m < messages; ++m) {
-        const PeerEnvelope from = hub.peer(server).recv_any(PeerGroup::kAnySource, kTag, message);
-        std::copy_n(message.data(), message.size(), reinterpret_cast<char*>(parameters.data()));
-        hub.peer(server).send_bytes(from.from, parameters.data(), message.size(), kTag);
-      }
+      std::vector<float> buffer(largest, 0.0f);
+      for (double bytes : sizes_bytes)
+        for (int i = 0; i <= repeats; ++i) {
+          const auto n = static_cast<std::size_t>(bytes / 4);
+          hub.peer(1).recv(0, buffer.data(), n, kTag);
+          hub.peer(1).send(0, buffer.data(), n, kTag);
+        }
     } catch (...) {
-      failures.back() = std::current_exception();
+      failure = std::current_exception();
       hub.abort();
     }
   });
-  for (int w = 0; w < senders; ++w)
-    threads.emplace_back([&, w] {
-      try {
-        seconds[static_cast<std::size_t>(w)] =
-            sender_round_trips(hub.peer(w), server, sizes_bytes, repeats, gap_s, kTag);
-      } catch (...) {
-        failures[static_cast<std::size_t>(w)] = std::current_exception();
-        hub.abort();
-      }
-    });
-  for (std::thread& t : threads)
-    t.join();
-  // The first failure is the cause; the others are the abort that followed it.
-  for (const std::exception_ptr& failure : failures)
-    if (failure) std::rethrow_exception(failure);
   std::vector<MessagePoint> points;
-  for (std::size_t s = 0; s < sizes_bytes.size(); ++s) {
-    std::vector<double> all;
-    for (const auto& sender : seconds)
-      all.insert(all.end(), sender[s].begin(), sender[s].end());
-    points.push_back({sizes_bytes[s], median(all)});
+  try {
+    std::vector<float> buffer(largest, 1.0f);
+    for (double bytes : sizes_bytes) {
+      const auto n = static_cast<std::size_t>(bytes / 4);
+      std::vector<double> seconds;
+      for (int i = 0; i <= repeats; ++i) {  // the first is a warm-up
+        busy_for(gap_s);
+        const auto start = std::chrono::steady_clock::now();
+        hub.peer(0).send(1, buffer.data(), n, kTag);
+        hub.peer(0).recv(1, buffer.data(), n, kTag);
+        const std::chrono::duration<double> round_trip = std::chrono::steady_clock::now() - start;
+        if (i > 0) seconds.push_back(0.5 * round_trip.count());
+      }
+      points.push_back({bytes, median(seconds)});
+    }
+  } catch (...) {
+    hub.abort();
+    server.join();
+    // The server's own failure is the cause; this thread's is the abort that followed it.
+    if (failure) std::rethrow_exception(failure);
+    throw;
   }
+  server.join();
+  if (failure) std::rethrow_exception(failure);
   return points;
 }
 
 }  // namespace
 
-ExchangeMeasurements measure_thread_exchange(std::size_t floats, int repeats, double gap_s,
-                                             int senders) {
-  if (floats < 16 || repeats < 1 || !(gap_s >= 0 && gap_s <= 1) || senders < 1 || senders > 64)
+ExchangeMeasurements measure_thread_exchange(std::size_t floats, int repeats, double gap_s) {
+  if (floats < 16 || repeats < 1 || !(gap_s >= 0 && gap_s <= 1))
     throw std::invalid_argument(
-        "exchange calibration: 16 floats or more, repeats >= 1, a gap of 0 to 1 s and 1 to 64 "
-        "senders");
+        "exchange calibration: 16 floats or more, repeats >= 1 and a gap of 0 to 1 s");
   ExchangeMeasurements out;
   // Sizes a decade apart and more: a thread's wake-up varies by tens of microseconds on a
   // loaded machine, the copies of a few hundred kilobytes take about as long.
   const double bytes = 4.0 * static_cast<double>(floats / 16 * 16);
-  out.messages = measure_messages({bytes / 16, bytes / 4, bytes}, repeats, gap_s, senders);
+  out.messages = measure_messages({bytes / 16, bytes / 4, bytes}, repeats, gap_s);
   out.gradient_bytes = 4.0 * static_cast<double>(floats);
   ServerProbeRequest apply;
   apply.kind = ServerProbeKind::Apply;

@@ -6,14 +6,11 @@
 // threads combine that the synchronous calibration times (exec/calibrate.hpp) reads the workers'
 // buffers in place and copies nothing, so a platform fitted to it charged an asynchronous
 // exchange about a third of what it took (experiments/async/README.md, 2026-11-29). This
-// calibration measures the exchange's parts with the code a run uses: messages between the
-// threads of a ThreadPeerHub at several sizes, sent as updates send them: K worker threads, as
-// many as the run has, each busy for a step and then pushing S bytes to the server thread and
-// waiting for them back, the server answering whichever push came first (the worker's pack, a
-// hand-over, the server's unpack and pack, the wake-up of a thread that has waited, the worker's
-// unpack; and, with K workers and the server on fewer cores, their contention for the cores),
-// half of each round trip fitted to t = a + S / b (plain least squares: the whole gradient's
-// time weighs most); and
+// calibration measures the exchange's parts with the code a run uses: messages between two
+// threads of a ThreadPeerHub at several sizes, sent as an update sends them (the worker busy for
+// a step first, the server blocked in its receive meanwhile: a copy in, a hand-over, the wake-up
+// of a thread that has waited, a copy out), half of each round trip fitted to t = a + S / b (plain
+// least squares: the whole gradient's time weighs most); and
 // the server's apply of a shard at three sizes (exec/server_probe.hpp), fitted to seconds =
 // c x messages + d x bytes. On the calibrated
 // platform (model/inputs/calibration.hpp) a ps push or pull of S bytes by one worker costs
@@ -21,10 +18,8 @@
 // reducer's speed become its server_flop_per_message and server_flop_per_byte, less, per byte,
 // the optimizer's arithmetic that the engines charge an apply already (model::server_apply_flop
 // over the gradient's bytes), so that the apply is counted once.
-// What it leaves out: which part of a message's time under K workers is the cores' contention
-// and which the server's queue (both are in the fitted line; where the engines also share the
-// reducer's link between pushes that overlap, a queue is counted twice), and the parameters'
-// staleness (the probe's messages carry no values that matter).
+// What it leaves out: several workers' messages at once (the engines share the reducer's link
+// between them), and the scheduler's delays when threads outnumber cores.
 #pragma once
 
 #include <cstddef>
@@ -51,12 +46,10 @@ struct ExchangeMeasurements {
 };
 
 /// Measures messages of floats / 16, floats / 4 and floats floats (the gradient a worker pushes
-/// to a single server; rounded down to 16 floats), `repeats` round trips each by each of
-/// `senders` worker threads at once after `gap_s` of the sender busy (the worker's step), and
-/// the apply of a shard of `floats` (half, once and twice). Throws std::invalid_argument for
-/// floats < 16, repeats < 1, a gap outside [0, 1] s or senders outside 1..64.
-ExchangeMeasurements measure_thread_exchange(std::size_t floats, int repeats, double gap_s,
-                                             int senders = 1);
+/// to a single server; rounded down to 16 floats), `repeats` round trips each after `gap_s` of
+/// the sender busy (the worker's step), and the apply of a shard of `floats` (half, once and
+/// twice). Throws std::invalid_argument for floats < 16, repeats < 1 or a gap outside [0, 1] s.
+ExchangeMeasurements measure_thread_exchange(std::size_t floats, int repeats, double gap_s);
 
 /// Point by point, what two measurements of one machine agree on: the mean of each pair of
 /// points of one size (wall-clock times that the load of the moment bears, as a run does).

@@ -285,7 +285,7 @@ Measured measure_now(const ValidateRequest& a, const model::Job& job, const Mach
     measured.steps = exec::measure_concurrent_steps(request, *m.data, m.shape);
   // An asynchronous worker's exchange is two messages and the server's apply, not a combine;
   // each message is sent after a step's time, as the run sends it (the step of the batch size
-  // nearest the configuration's), by K workers at once.
+  // nearest the configuration's).
   exec::ExchangeMeasurements exchange;
   if (asynchronous(config.strategy)) {
     double step_s = 0, nearest = HUGE_VAL;
@@ -294,7 +294,7 @@ Measured measure_now(const ValidateRequest& a, const model::Job& job, const Mach
         nearest = std::abs(p.batch - config.batch);
         step_s = p.seconds;
       }
-    exchange = exec::measure_thread_exchange(m.shape.parameters(), 15, std::min(step_s, 1.0), k);
+    exchange = exec::measure_thread_exchange(m.shape.parameters(), 15, std::min(step_s, 1.0));
   }
   return {measured, exchange};
 }
