@@ -30,7 +30,6 @@ class ExecEngine : public model::Engine {
   }
   model::EngineCapabilities capabilities() const override {
     model::EngineCapabilities can;
-    can.writes_trace = true;
     can.runs_as_verb = true;
     return can;
   }

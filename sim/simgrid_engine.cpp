@@ -31,7 +31,6 @@ class SimgridEngine : public model::Engine {
     can.network_models = network_model_choices();
     can.models_contention = true;
     can.runs_as_verb = true;
-    can.writes_trace = true;
     can.injects_failures = true;
     can.runs_simgrid = true;
     return can;

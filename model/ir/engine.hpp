@@ -60,8 +60,6 @@ struct EngineCapabilities {
   /// executable. An engine registered at run time has none: it runs in the process that added
   /// it, and a study that needs a child per run leaves it out.
   bool runs_as_verb = false;
-  /// Writes a Chrome trace of what ran (the job key `trace`).
-  bool writes_trace = false;
   /// Injects the job's failures (fail_at, mtbf) as events. Without it a study adds the
   /// failures' expected cost in closed form (study/common/revocation.hpp).
   bool injects_failures = false;

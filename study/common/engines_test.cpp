@@ -61,7 +61,10 @@ TEST_CASE("engines: chosen by capability, the predicting ones at each network mo
     }
   }
   CHECK(study::engine("analytic").capabilities().shares_process);
-  CHECK_FALSE(study::engine("analytic").capabilities().writes_trace);
+  // Which engines write a trace is the key's readers (KeySpec::read_by), not a capability.
+  CHECK_FALSE(study::engine_reads_key(study::engine("analytic"), "trace"));
+  CHECK(study::engine_reads_key(study::engine("simgrid"), "trace"));
+  CHECK(study::engine_reads_key(study::engine("exec"), "trace"));
   CHECK_FALSE(study::engine("exec").capabilities().predicts);
   CHECK(study::engine("simgrid").capabilities().models_contention);
 

@@ -67,4 +67,17 @@ std::vector<std::vector<std::pair<std::string, std::string>>> grid_points(
   return points;
 }
 
+model::Job load_point_job(const std::string& job_file, const std::vector<model::KeySpec>& specs,
+                          const std::map<std::string, std::string>& overrides,
+                          const std::vector<Axis>& axes) {
+  try {
+    return model::load_job(job_file, specs, overrides);
+  } catch (const InputError& e) {
+    for (const Axis& axis : axes)
+      if (e.file() == "command line" && e.key() == "--" + axis.key)
+        throw e.given_as("command line", "--set " + axis.key + "=" + overrides.at(axis.key));
+    throw;
+  }
+}
+
 }  // namespace tauplan::study

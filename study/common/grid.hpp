@@ -29,4 +29,12 @@ std::vector<Axis> parse_sets(const std::vector<std::string>& sets,
 std::vector<std::vector<std::pair<std::string, std::string>>> grid_points(
     const std::vector<Axis>& axes);
 
+/// The job of one point of a grid: `overrides` (the flags and the point's values) over the job
+/// file. A bad value of a swept key is named as the --set that gave it (`command line: --set
+/// batch=-1: expected ...`), not as a --batch the user never typed. InputError otherwise as
+/// model::load_job.
+model::Job load_point_job(const std::string& job_file, const std::vector<model::KeySpec>& specs,
+                          const std::map<std::string, std::string>& overrides,
+                          const std::vector<Axis>& axes);
+
 }  // namespace tauplan::study

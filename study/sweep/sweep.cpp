@@ -283,20 +283,6 @@ std::string input_file_hashes(const model::Job& job) {
   return lines;
 }
 
-/// A point's job (InputError: exit 2). A bad swept value is named as the --set that gave it
-/// (`command line: --set batch=-1: expected ...`), not as a --batch the user never typed.
-model::Job load_point_job(const std::string& job_file, const std::vector<model::KeySpec>& specs,
-                          const Point& p, const std::vector<Axis>& axes) {
-  try {
-    return model::load_job(job_file, specs, p.overrides);
-  } catch (const InputError& e) {
-    for (const Axis& axis : axes)
-      if (e.file() == "command line" && e.key() == "--" + axis.key)
-        throw e.given_as("command line", "--set " + axis.key + "=" + p.overrides.at(axis.key));
-    throw;
-  }
-}
-
 /// The grid (the first axis varies slowest), each point checked before any work (a bad value
 /// is an InputError: exit 2) and named by the hash of the job file's content, the engine, the
 /// point's keys and the files they name (input_file_hashes).
@@ -325,7 +311,7 @@ std::vector<Point> grid_points(const SweepRequest& args, const std::vector<Axis>
       p.values.emplace_back(axes[a].key, axes[a].values[digit[a]]);
       p.overrides[axes[a].key] = axes[a].values[digit[a]];
     }
-    const model::Job job = load_point_job(job_file, specs, p, axes);
+    const model::Job job = load_point_job(job_file, specs, p.overrides, axes);  // exit 2
     std::string canonical =
         fmt::format("tauplan sweep point v1\nversion={}\nengine={}\njob={}\n{}\n",
                     model::tauplan_version(), args.engine, job_id, job_text);

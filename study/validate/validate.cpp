@@ -131,7 +131,7 @@ std::vector<Config> make_configs(const ValidateRequest& a, const std::vector<Axi
     auto overrides = a.overrides;
     for (const auto& [k, v] : point)
       overrides[k] = v;
-    const model::Job job = model::load_job(a.job_file, all_job_keys(), overrides);
+    const model::Job job = load_point_job(a.job_file, all_job_keys(), overrides, axes);
     const model::StrategyOptions options = model::strategy_options(job);
     for (const std::string& name : job.list("strategies")) {
       const model::Strategy& strategy = model::strategy(name, job.file);

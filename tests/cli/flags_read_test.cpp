@@ -341,6 +341,8 @@ TEST_CASE(
   // A bad value of a sweep's --set is named as that --set, not as a --batch nobody typed.
   expect_bad_input({"sweep", job, "--set", "batch=32,-1", "--out", "/tmp/tauplan-flags-sweep"},
                    "command line: --set batch=-1: expected a whole number");
+  expect_bad_input({"validate", job, "--set", "workers=1,abc"},
+                   "command line: --set workers=abc: expected a whole number");
 }
 
 TEST_CASE("flags: sweep says when --jobs had nothing to run at once") {
