@@ -550,7 +550,7 @@ TEST_CASE("planner: Mixtral 8x7B on H100 nodes searches expert parallelism and p
 }
 
 TEST_CASE(
-    "planner: search.context_parallel [1, 2] adds ring-attention layouts; dense models "
+    "planner: search.context_parallel [1, 2] adds ring-attention layouts, dense models "
     "keep expert 1") {
   const std::string search_keys =
       "{strategies: [mesh], batch_per_worker: [4], tensor_parallel: [1, 2, 4],\n"

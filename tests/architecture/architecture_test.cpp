@@ -732,7 +732,7 @@ TEST_CASE(
                                  "(model/<room>/)"});
 }
 
-TEST_CASE("layering: exec/'s rooms include only what they are granted; cuda/ only its build") {
+TEST_CASE("layering: exec/'s rooms include only what they are granted, cuda/ only its build") {
   const auto violations = exec_room_violations(kRoot, kExecRooms);
   INFO("breaches:\n" << indented(violations));
   CHECK(violations.empty());

@@ -334,7 +334,7 @@ TEST_CASE(
 
 TEST_CASE(
     "mesh cli: an MLP's layout is predicted, simulated and trained for real (threads), the "
-    "same Plan; a hidden width other than the workload's, or lockstep timing, is exit 2") {
+    "same Plan, a hidden width other than the workload's, or lockstep timing, is exit 2") {
   const std::string job =
       "workload: fashion-mlp\nplatform: " TAUPLAN_SOURCE_DIR
       "/platforms/test-crossbar-4.xml\nstrategies: [mesh]\nworkers: 4\nbatch: 32\n"
@@ -369,5 +369,5 @@ TEST_CASE(
   expect_bad_input({"measure", g},
                    g + ": hidden: expected the hidden widths of workload 'fashion-mlp'");
   expect_bad_input({"measure", f, "--timing", "lockstep"},
-                   f + ": timing: expected concurrent for strategy mesh");
+                   "command line: --timing: expected concurrent for strategy mesh");
 }

@@ -132,7 +132,7 @@ TEST_CASE("platform: bad inputs are one line naming the flag, exit 2", "[platfor
 // Cluster specs (model/inputs/cluster_spec_file.hpp): `platform --spec`, and a job whose platform
 // is one (study/common/platform_file.hpp generates and caches its XML).
 
-TEST_CASE("platform --spec: a cluster spec written as XML; flags override it", "[platform_cli]") {
+TEST_CASE("platform --spec: a cluster spec written as XML, flags override it", "[platform_cli]") {
   const std::string spec = write_temp_file(
       "h100-spec.yaml", "preset: dgx-h100\nnodes: 64\noversubscription: 2\nnic_latency: 3us\n");
   const std::string out = out_file("h100-spec.xml");

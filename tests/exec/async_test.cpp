@@ -70,7 +70,7 @@ TEST_CASE("async threads: every update applied once, staleness counted, the row'
   CHECK(row["emulated_heterogeneity"] == true);
 }
 
-TEST_CASE("async threads: two servers share the vector; shards cover it once", "[exec][async]") {
+TEST_CASE("async threads: two servers share the vector, shards cover it once", "[exec][async]") {
   const auto shards = shard_ranges(10, 3);
   CHECK(shards == std::vector<std::pair<std::size_t, std::size_t>>{{0, 4}, {4, 7}, {7, 10}});
   auto platform = async_platform();

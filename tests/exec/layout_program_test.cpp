@@ -363,7 +363,7 @@ TEST_CASE("the transformer trainer runs its Plan's order: GPipe's Plan under 1F1
   CHECK(squared_difference(a.gradients, b.gradients) <= 1e-12 * squared_norm(a.gradients));
 }
 
-TEST_CASE("ring all-gather: every member ends with every member's slice; g must divide n") {
+TEST_CASE("ring all-gather: every member ends with every member's slice, g must divide n") {
   exec::ThreadPeerHub hub(3);
   std::vector<std::vector<float>> buffers(3, std::vector<float>(6, -1.0f));
   for (int r = 0; r < 3; ++r)

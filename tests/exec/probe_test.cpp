@@ -155,7 +155,7 @@ TEST_CASE("message probe: bad requests are refused on every rank") {
   CHECK_THROWS_AS(exec::run_message_probe(hub.peer(0), request), std::invalid_argument);
 }
 
-TEST_CASE("rank rounds: the busiest worker per step, on rank 0; servers only wait") {
+TEST_CASE("rank rounds: the busiest worker per step, on rank 0, servers only wait") {
   const exec::Dataset data = tauplan::test::tiny_data();
   exec::MlpShape shape = tauplan::test::tiny_shape();
   shape.widths = {32, 256, 4};  // a step of 512 rows costs milliseconds, one of 4 microseconds

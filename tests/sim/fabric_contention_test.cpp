@@ -63,7 +63,7 @@ nlohmann::json fabric_both_engines(double oversubscription) {
 }  // namespace
 
 TEST_CASE(
-    "fabric: on a non-blocking generated cluster simulate equals the closed form (identity); at "
+    "fabric: on a non-blocking generated cluster simulate equals the closed form (identity), at "
     "4:1 the data rings contend on the uplinks and take longer") {
   const nlohmann::json flat = fabric_both_engines(1);
   INFO(flat.dump());

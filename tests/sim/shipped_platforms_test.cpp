@@ -72,7 +72,7 @@ TEST_CASE("shipped platforms keep their documented conventions") {
   CHECK(checked >= 8);
 }
 
-TEST_CASE("shipped cluster specs generate; the small one keeps the conventions") {
+TEST_CASE("shipped cluster specs generate, the small one keeps the conventions") {
   namespace fs = std::filesystem;
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(TAUPLAN_PLATFORM_DIR) / "clusters")) {

@@ -251,7 +251,7 @@ TEST_CASE("probing checks its hosts") {
                   std::invalid_argument);
 }
 
-TEST_CASE("two hosts: one edge, no switch, no check; the platform SimGrid loads back") {
+TEST_CASE("two hosts: one edge, no switch, no check, the platform SimGrid loads back") {
   const model::Platform platform = sim::load_platform(kPlatforms + "/testbed-two-nodes.xml");
   Options options;
   options.hosts = {"n0-h0", "n1-h2"};

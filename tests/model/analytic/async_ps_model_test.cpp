@@ -307,7 +307,7 @@ TEST_CASE("convergence: unequal local steps reduce to Ma(b,K,tau), staleness to 
   CHECK(model::effective_round({3, 3, 3}).workers == Approx(3));
 }
 
-TEST_CASE("kappa fitted to measured async runs recovers the truth; leave-one-out predicts") {
+TEST_CASE("kappa fitted to measured async runs recovers the truth, leave-one-out predicts") {
   model::CriticalBatchFit fit;
   fit.min_steps = 500;
   fit.critical_batch = 1000;
@@ -346,7 +346,7 @@ TEST_CASE("async and time-budget impossible jobs are input errors naming the key
                                     "worker (0.064 s, a step of the slowest worker, host h0)"));
 }
 
-TEST_CASE("async-ps is not in the default strategies; every registered one can be asked for") {
+TEST_CASE("async-ps is not in the default strategies, every registered one can be asked for") {
   const auto defaults = model::default_strategy_names();
   CHECK(std::find(defaults.begin(), defaults.end(), "async-ps") == defaults.end());
   CHECK(defaults == std::vector<std::string>{"single", "sync", "local-sgd"});

@@ -77,7 +77,7 @@ TEST_CASE("units: what is refused") {
   CHECK(why == "an unknown unit ('furlongs')");
 }
 
-TEST_CASE("units: errors name the file and the key; parse_bandwidth refuses 0") {
+TEST_CASE("units: errors name the file and the key, parse_bandwidth refuses 0") {
   CHECK_THROWS_WITH(model::parse_bytes("3s", "job.yaml", "bucket_bytes"),
                     Catch::StartsWith("job.yaml: bucket_bytes: expected bytes"));
   CHECK_THROWS_WITH(model::parse_bandwidth("0Gbps", "inv.yaml", "bandwidth"),

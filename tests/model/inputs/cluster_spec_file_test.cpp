@@ -71,7 +71,7 @@ TEST_CASE("cluster spec: a preset, nodes and overrides with their sources", "[cl
   CHECK(mc::cluster_shape(plain).gpus == 512);
 }
 
-TEST_CASE("cluster spec: read from a file; .yaml and .yml are specs", "[cluster_spec]") {
+TEST_CASE("cluster spec: read from a file, .yaml and .yml are specs", "[cluster_spec]") {
   const auto path = std::filesystem::temp_directory_path() / "tauplan-cluster-spec-test.yaml";
   std::ofstream(path) << "preset: hgx-h200\nnodes: 4\nnic_latency: 1us\n";
   const mc::ClusterSpec s = mc::read_cluster_spec(path.string());

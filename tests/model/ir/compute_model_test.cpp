@@ -83,7 +83,7 @@ TEST_CASE("K and V heads are replicated, not split, when the tensor shard exceed
     if (op.name == "qkv") CHECK(op.n == 64.0 / 16 * d + 2 * 1 * d);
 }
 
-TEST_CASE("flash attention keeps the s x s traffic off memory; the math path pays it") {
+TEST_CASE("flash attention keeps the s x s traffic off memory, the math path pays it") {
   const Transformer gpt3 = *load_workload("gpt3-175b").transformer;
   LayerShape s = layer_shape(gpt3, 1, 8, false);
   s.attention = AttentionKernel::Math;
@@ -431,7 +431,7 @@ TEST_CASE("a MoE layer's expert GEMMs: local experts, rows per expert, capacity 
   CHECK(find_op(layer_ops(layer_shape(mixtral, 1, 1, false), Recompute::None), "ffn.gate_up"));
 }
 
-TEST_CASE("MLA's projections and attention widths; context parallelism's attention", "[mla]") {
+TEST_CASE("MLA's projections and attention widths, context parallelism's attention", "[mla]") {
   const Transformer deepseek = *load_workload("deepseek-v3").transformer;
   const double s = 4096, h = 7168;
   // t = 2 with sequence parallelism: the down-projections on the rank's half of the tokens, the

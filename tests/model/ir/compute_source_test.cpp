@@ -56,7 +56,7 @@ TEST_CASE("every shipped GPU platform names where its compute time comes from") 
   CHECK(checked > 20);
 }
 
-TEST_CASE("a GPU host is timed by its catalog profile; a CPU host by flop over speed") {
+TEST_CASE("a GPU host is timed by its catalog profile, a CPU host by flop over speed") {
   Platform platform;
   platform.source_file = "test.xml";
   Host gpu_host;
@@ -81,7 +81,7 @@ TEST_CASE("a GPU host is timed by its catalog profile; a CPU host by flop over s
                                     "profile"));
 }
 
-TEST_CASE("a catalog profile times only its own precision; a named profile is used as named") {
+TEST_CASE("a catalog profile times only its own precision, a named profile is used as named") {
   Platform platform;
   platform.source_file = "test.xml";
   Host host;

@@ -340,7 +340,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "expert parallelism: 4 all-to-alls per MoE layer of b s k h values, (e-1)/e sent; "
+    "expert parallelism: 4 all-to-alls per MoE layer of b s k h values, (e-1)/e sent, "
     "expert gradients over t c d / e ranks") {
   const model::Workload w = model::load_workload("mixtral-8x7b");  // 32 MoE layers, bf16
   const model::Transformer& shape = *w.transformer;

@@ -223,7 +223,7 @@ TEST_CASE("the MFU's peak is the GPU catalog's at the training precision") {
   CHECK_FALSE(model::training_peak("", "", 2).missing.empty());
 }
 
-TEST_CASE("context parallelism divides a rank's activations by c; ZeRO shards over d x c") {
+TEST_CASE("context parallelism divides a rank's activations by c, ZeRO shards over d x c") {
   const model::Workload w = model::load_workload("llama3-8b");
   model::Layout base;
   base.data = 4;

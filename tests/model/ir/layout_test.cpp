@@ -34,7 +34,7 @@ std::string layout_error(const std::string& yaml) {
 
 }  // namespace
 
-TEST_CASE("a layout comes from the job keys; data parallel is workers / (t p)") {
+TEST_CASE("a layout comes from the job keys, data parallel is workers / (t p)") {
   const model::Job job = parse_layout_job(
       "workload: gpt3-175b\nworkers: 64\nbatch: 512\ntensor_parallel: 8\npipeline_parallel: 4\n"
       "micro_batches: 32\npipeline_schedule: gpipe\nzero_stage: 1\nrecompute: selective\n"
@@ -211,7 +211,7 @@ TEST_CASE("context and expert sizes the model cannot take are refused, naming th
              Catch::Contains("context_parallel"));
 }
 
-TEST_CASE("a mixture of experts: expert sizes divide the experts and t c d; t > 1 needs sp") {
+TEST_CASE("a mixture of experts: expert sizes divide the experts and t c d, t > 1 needs sp") {
   // Mixtral 8x7B: 8 experts.
   CHECK(layout_error("workload: mixtral-8x7b\nworkers: 8\nbatch: 8\nexpert_parallel: 8\n") == "");
   CHECK_THAT(layout_error("workload: mixtral-8x7b\nworkers: 12\nbatch: 12\nexpert_parallel: 3\n"),
