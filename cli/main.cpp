@@ -45,13 +45,19 @@ std::string unknown_flag_message(const CLI::App& app) {
 }
 
 /// For a flag given twice (`--workers 2 --workers 3`): one line naming it and both values, as
-/// every other refusal reads. "" when no flag of the deepest verb parsed was repeated.
-std::string repeated_flag_message(const CLI::App& app) {
+/// every other refusal reads. Only the flag CLI11's `error` names, and only one that takes a
+/// single value (flags meant to repeat, --set and --cfg, keep CLI11's own line for their other
+/// mismatches). "" when that is not the case.
+std::string repeated_flag_message(const CLI::App& app, const CLI::ArgumentMismatch& error) {
   const CLI::App* verb = &app;
   while (!verb->get_subcommands().empty())
     verb = verb->get_subcommands().front();
+  const std::string what = error.what();
   for (const CLI::Option* option : verb->get_options()) {
-    if (option->count() < 2 || option->get_items_expected_max() != 1) continue;
+    if (option->count() < 2 || option->get_items_expected_max() != 1 ||
+        option->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw ||
+        what.rfind(option->get_name() + ":", 0) != 0)
+      continue;
     const std::string flag = option->get_name();
     std::string values;
     for (const std::string& value : option->results())
@@ -106,7 +112,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tauplan: error: command line: %s\n", e.what());
     return tauplan::kExitBadInput;
   } catch (const CLI::ArgumentMismatch& e) {
-    const std::string message = repeated_flag_message(app);
+    const std::string message = repeated_flag_message(app, e);
     std::fprintf(
         stderr, "tauplan: error: %s\n",
         message.empty() ? (std::string("command line: ") + e.what()).c_str() : message.c_str());

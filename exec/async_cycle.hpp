@@ -34,6 +34,7 @@
 #include "exec/replica.hpp"
 #include "exec/sampler.hpp"
 #include "exec/trainer.hpp"
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/inputs/platform.hpp"
 #include "model/ir/plan.hpp"
 

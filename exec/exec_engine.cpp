@@ -46,7 +46,7 @@ class ExecEngine : public model::Engine {
     if (reporter && inputs.job.has("trace") && !inputs.job.text("trace").empty()) {
       const std::string path = inputs.job.output_path("trace");
       trace.open(path);
-      if (!trace) throw InputError(inputs.job.file, "trace", "a writable file", path);
+      if (!trace) throw InputError(inputs.job.origin_of("trace"), "a writable file", path);
     }
     const MeasureRun run = measure(inputs.job, inputs.workload, inputs.platform, inputs.strategies,
                                    mpi.get(), inputs.log);

@@ -304,7 +304,9 @@ void check_place(const std::string& trainer, const model::Plan& plan, const Rank
 
 model::Plan layout_plan(const model::Workload& workload, const LayoutShape& shape) {
   model::StrategyOptions strategy;
-  strategy.file = shape.file;
+  strategy.file = shape.origins.file;
+  for (const auto& key : shape.origins.flagged)
+    strategy.keys_from_command_line.insert(key);
   strategy.workers = shape.data * shape.tensor * shape.pipeline;
   strategy.batch = static_cast<double>(shape.batch);
   strategy.check_memory = false;
@@ -315,7 +317,7 @@ model::Plan layout_plan(const model::Workload& workload, const LayoutShape& shap
   strategy.layout.schedule = shape.schedule;
   const model::Platform platform = model::make_crossbar_platform(
       std::vector<double>(static_cast<std::size_t>(strategy.workers), 1e9), 1e9, 1e-6);
-  const model::FixedCounts one_step(1, -1, shape.file);
+  const model::FixedCounts one_step(1, -1, shape.origins.file);
   return model::make_plan(model::mesh_strategy().name(), strategy, workload, platform, one_step);
 }
 

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/inputs/mesh.hpp"
 #include "model/inputs/workload.hpp"
 #include "model/ir/plan.hpp"
@@ -148,8 +149,8 @@ void check_place(const std::string& trainer, const model::Plan& plan, const Rank
 struct LayoutShape {
   int data = 1, tensor = 1, pipeline = 1, micro_batches = 1;
   model::PipelineSchedule schedule = model::PipelineSchedule::OneFOneB;
-  long long batch = 1;                  ///< global batch per step
-  std::string file = "<command line>";  ///< named in errors
+  long long batch = 1;                    ///< global batch per step
+  KeyOrigins origins = "<command line>";  ///< where the job keys were given, named in errors
 };
 
 /// Strategy mesh's Plan of `workload` under `shape`, for one step, on a crossbar of one host per

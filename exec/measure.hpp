@@ -1,11 +1,13 @@
 // measure.hpp: a job measured for real, strategy by strategy (the core of `tauplan measure`).
 //
-// Reads exec's settings from the job, loads the data, builds each strategy's Plan with the
-// model's generators (the same Plan predict and simulate use), picks the communicator (MPI
-// ranks under mpirun, else threads on the CPU; on CUDA, K logical workers on one GPU or NCCL
-// with one GPU per worker) and trains. Impossible requests are InputErrors naming the job
-// file and key: a communicator the build or launch lacks, K different from the MPI world size,
-// K larger than the GPUs available to NCCL. Under MPI every rank runs this: workers train, the
+// Reads exec's settings from the job, builds each strategy's Plan with the model's generators
+// (the same Plan predict and simulate use) and checks the choices that need no data (the
+// communicator, the device, an asynchronous plan's timing) for every strategy, then loads the
+// data, picks the communicator (MPI ranks under mpirun, else threads on the CPU; on CUDA, K
+// logical workers on one GPU or NCCL with one GPU per worker) and trains. Impossible requests are
+// InputErrors naming the job file and key, or the flag that gave the value: a communicator the
+// build or launch lacks, K different from the MPI world size, K larger than the GPUs available
+// to NCCL. Under MPI every rank runs this: workers train, the
 // server ranks of ps and sparknet serve (ranks K..K+s-1), `single` runs on rank 0 only while
 // the others wait, and every rank's trace spans are gathered to rank 0, then every server rank's
 // own processing (the row's `servers`, exec/report.hpp; only runs with server ranks have the key;

@@ -279,7 +279,7 @@ model::Plan mlp_layout_plan(const ModelParallelOptions& o) {
     workload.flop_per_sample += 6.0 * o.shape.widths[static_cast<std::size_t>(l)] *
                                 o.shape.widths[static_cast<std::size_t>(l) + 1];
   return layout_plan(workload, LayoutShape{o.data, o.tensor, o.pipeline, o.micro_batches,
-                                           o.schedule, o.batch, o.origins.file});
+                                           o.schedule, o.batch, o.origins});
 }
 
 std::string ModelParallelOptions::label() const {

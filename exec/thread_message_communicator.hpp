@@ -28,6 +28,7 @@
 #include "exec/p2p_collective.hpp"
 #include "exec/peer_group.hpp"
 #include "exec/worker_pool.hpp"
+#include "model/base/error.hpp"  // KeyOrigins
 
 namespace tauplan::exec {
 

@@ -76,6 +76,7 @@
 #include "exec/mlp.hpp"
 #include "exec/replica.hpp"
 #include "exec/trace_event.hpp"
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/base/statistics.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/ir/plan.hpp"

@@ -736,7 +736,7 @@ model::Plan transformer_layout_plan(const TransformerTrainOptions& o) {
   workload.transformer = shape;
   model::derive_workload_fields(workload);
   return layout_plan(workload, LayoutShape{o.data, o.tensor, o.pipeline, o.micro_batches,
-                                           o.schedule, o.batch, o.origins.file});
+                                           o.schedule, o.batch, o.origins});
 }
 
 TransformerReport train_transformer_threads(const TransformerTrainOptions& options) {

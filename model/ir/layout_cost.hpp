@@ -50,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "model/base/error.hpp"  // KeyOrigins
 #include "model/inputs/platform.hpp"
 #include "model/inputs/workload.hpp"
 #include "model/ir/layout.hpp"

@@ -67,17 +67,20 @@ std::vector<std::vector<std::pair<std::string, std::string>>> grid_points(
   return points;
 }
 
+std::optional<InputError> as_set_error(const InputError& error,
+                                       const std::map<std::string, std::string>& overrides,
+                                       const std::vector<Axis>& axes) {
+  if (error.file() != "command line") return std::nullopt;
+  for (const Axis& axis : axes)
+    if (error.key() == "--" + axis.key && overrides.count(axis.key) > 0)
+      return error.given_as("command line", "--set " + axis.key + "=" + overrides.at(axis.key));
+  return std::nullopt;
+}
+
 model::Job load_point_job(const std::string& job_file, const std::vector<model::KeySpec>& specs,
                           const std::map<std::string, std::string>& overrides,
                           const std::vector<Axis>& axes) {
-  try {
-    return model::load_job(job_file, specs, overrides);
-  } catch (const InputError& e) {
-    for (const Axis& axis : axes)
-      if (e.file() == "command line" && e.key() == "--" + axis.key)
-        throw e.given_as("command line", "--set " + axis.key + "=" + overrides.at(axis.key));
-    throw;
-  }
+  return naming_sets(overrides, axes, [&] { return model::load_job(job_file, specs, overrides); });
 }
 
 }  // namespace tauplan::study

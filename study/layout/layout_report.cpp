@@ -230,7 +230,7 @@ LayoutOutcome fitting_layouts_report(const LayoutInputs& in, int count,
   std::string missing;
   for (const auto& f : found) {
     const model::MeshPlacement fit_placement =
-        model::place_mesh(f.layout, in.platform, {}, in.job.file);
+        model::place_mesh(f.layout, in.platform, {}, in.job.origins());
     const model::LayoutTime time =
         model::layout_time(in.workload, f.layout, in.batch, in.platform, fit_placement, in.options);
     const PeakBasis basis = peak_basis(in.platform, fit_placement.hosts, in.workload);

@@ -621,7 +621,7 @@ std::string sweep_summary(const SweepRun& run, const MergedSweep& merged) {
                       : (run.in_process ? "in process" : fmt::format("{} jobs", run.jobs)),
       (run.out_dir / "sweep.csv").string(), model::tauplan_git_commit());
   // --jobs is accepted whichever way the points run; said when it could not apply.
-  if (run.in_process && run.args.jobs > 0)
+  if (run.in_process && run.args.jobs > 0 && run.me.size == 1)
     summary += fmt::format(
         "# note: command line: --jobs {} unused: the points ran in this process, one after "
         "another (the {} engine over one platform; a swept platform or network model runs "

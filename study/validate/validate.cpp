@@ -122,48 +122,57 @@ KeyValues keys_of(const std::string& strategy, const KeyValues& keys) {
   return out;
 }
 
-/// The configurations of the job and axes, without duplicates, in a stable order.
+/// The configurations of one point of the grid (`overrides`: the job's flags and the point's
+/// values), added to `configs` unless `seen` has their name.
+void add_point_configs(const ValidateRequest& a, const std::vector<Axis>& axes,
+                       const KeyValues& point, const std::map<std::string, std::string>& overrides,
+                       std::vector<Config>& configs, std::set<std::string>& seen) {
+  const model::Job job = load_point_job(a.job_file, all_job_keys(), overrides, axes);
+  const model::StrategyOptions options = model::strategy_options(job);
+  for (const std::string& name : job.list("strategies")) {
+    const model::Strategy& strategy = model::strategy(name, job.file);
+    const model::StrategyOptions normalised = strategy.normalise(options);
+    for (double slow : a.slow) {
+      Config c;
+      c.strategy = name;
+      c.batch = normalised.batch;
+      c.workers = normalised.workers;
+      c.tau = normalised.tau;
+      // A layout's ranks are not slowed (exec emulates no slow host in a layout).
+      c.slow = c.workers < 2 || strategy.splits_model() ? 1.0 : slow;
+      if (strategy.splits_model()) {
+        c.micro_batch = normalised.layout.micro_batch(normalised.batch);
+        c.pipeline = normalised.layout.pipeline;
+      }
+      // An even and a speed split differ only when some worker is slower.
+      const bool speed_split =
+          strategy.uses("split") && c.slow > 1 && normalised.split == model::BatchSplit::Speed;
+      c.split = speed_split ? "speed" : "even";
+      for (const auto& [k, v] : keys_of(name, point))
+        if (k != "workers" && k != "tau" && k != "split" && k != "strategies")
+          c.extra.emplace_back(k, v);
+      model::StrategyOptions named = normalised;
+      named.split = speed_split ? model::BatchSplit::Speed : model::BatchSplit::Even;
+      c.name = strategy.label(named);
+      if (c.slow > 1) c.name += fmt::format(" slow={:g}", c.slow);
+      for (const auto& [k, v] : c.extra)
+        c.name += " " + k + "=" + v;
+      if (seen.insert(c.name).second) configs.push_back(c);
+    }
+  }
+}
+
+/// The configurations of the job and axes, without duplicates, in a stable order. A bad value a
+/// --set gave is named as that --set, wherever the point's job is checked (naming_sets).
 std::vector<Config> make_configs(const ValidateRequest& a, const std::vector<Axis>& axes) {
-  const auto points = grid_points(axes);
   std::vector<Config> configs;
   std::set<std::string> seen;
-  for (const auto& point : points) {
+  for (const auto& point : grid_points(axes)) {
     auto overrides = a.overrides;
     for (const auto& [k, v] : point)
       overrides[k] = v;
-    const model::Job job = load_point_job(a.job_file, all_job_keys(), overrides, axes);
-    const model::StrategyOptions options = model::strategy_options(job);
-    for (const std::string& name : job.list("strategies")) {
-      const model::Strategy& strategy = model::strategy(name, job.file);
-      const model::StrategyOptions normalised = strategy.normalise(options);
-      for (double slow : a.slow) {
-        Config c;
-        c.strategy = name;
-        c.batch = normalised.batch;
-        c.workers = normalised.workers;
-        c.tau = normalised.tau;
-        // A layout's ranks are not slowed (exec emulates no slow host in a layout).
-        c.slow = c.workers < 2 || strategy.splits_model() ? 1.0 : slow;
-        if (strategy.splits_model()) {
-          c.micro_batch = normalised.layout.micro_batch(normalised.batch);
-          c.pipeline = normalised.layout.pipeline;
-        }
-        // An even and a speed split differ only when some worker is slower.
-        const bool speed_split =
-            strategy.uses("split") && c.slow > 1 && normalised.split == model::BatchSplit::Speed;
-        c.split = speed_split ? "speed" : "even";
-        for (const auto& [k, v] : keys_of(name, point))
-          if (k != "workers" && k != "tau" && k != "split" && k != "strategies")
-            c.extra.emplace_back(k, v);
-        model::StrategyOptions named = normalised;
-        named.split = speed_split ? model::BatchSplit::Speed : model::BatchSplit::Even;
-        c.name = strategy.label(named);
-        if (c.slow > 1) c.name += fmt::format(" slow={:g}", c.slow);
-        for (const auto& [k, v] : c.extra)
-          c.name += " " + k + "=" + v;
-        if (seen.insert(c.name).second) configs.push_back(c);
-      }
-    }
+    naming_sets(overrides, axes,
+                [&] { add_point_configs(a, axes, point, overrides, configs, seen); });
   }
   return configs;
 }

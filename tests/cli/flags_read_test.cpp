@@ -343,6 +343,15 @@ TEST_CASE(
                    "command line: --set batch=-1: expected a whole number");
   expect_bad_input({"validate", job, "--set", "workers=1,abc"},
                    "command line: --set workers=abc: expected a whole number");
+  // ... wherever the point's job is checked, not only where it is read.
+  expect_bad_input({"validate", job, "--set", "tensor_parallel=1,2"},
+                   "command line: --set tensor_parallel=2: expected its default unless "
+                   "`strategies` include mesh");
+  // Flags meant to repeat are not blamed for another flag's missing value.
+  const auto missing =
+      run_tauplan({"sweep", job, "--set", "batch=1", "--set", "tau=2", "--workers"});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("--set: expected one") == std::string::npos);
 }
 
 TEST_CASE("flags: sweep says when --jobs had nothing to run at once") {
