@@ -13,17 +13,23 @@
 
 namespace {
 
+/// The deepest verb parsed (`testbed status`: status), and its words into `name`.
+const CLI::App* deepest_verb(const CLI::App& app, std::string* name = nullptr) {
+  const CLI::App* verb = &app;
+  while (!verb->get_subcommands().empty()) {
+    verb = verb->get_subcommands().front();
+    if (name) *name += (name->empty() ? "" : " ") + verb->get_name();
+  }
+  return verb;
+}
+
 /// For a flag the verb does not have (`predict --wrokers 3`): its one line names the flag and the
 /// verb's flag it most likely meant, as an unknown key in a job file does. The verb is the
 /// deepest one parsed (`testbed status`); the flag one of the arguments it left over. "" when
 /// none is such a flag.
 std::string unknown_flag_message(const CLI::App& app) {
-  const CLI::App* verb = &app;
   std::string name;
-  while (!verb->get_subcommands().empty()) {
-    verb = verb->get_subcommands().front();
-    name += (name.empty() ? "" : " ") + verb->get_name();
-  }
+  const CLI::App* verb = deepest_verb(app, &name);
   if (verb == &app) return "";
   std::vector<std::string> flags;
   for (const CLI::Option* option : verb->get_options())
@@ -49,9 +55,7 @@ std::string unknown_flag_message(const CLI::App& app) {
 /// single value (flags meant to repeat, --set and --cfg, keep CLI11's own line for their other
 /// mismatches). "" when that is not the case.
 std::string repeated_flag_message(const CLI::App& app, const CLI::ArgumentMismatch& error) {
-  const CLI::App* verb = &app;
-  while (!verb->get_subcommands().empty())
-    verb = verb->get_subcommands().front();
+  const CLI::App* verb = deepest_verb(app);
   const std::string what = error.what();
   for (const CLI::Option* option : verb->get_options()) {
     if (option->count() < 2 || option->get_items_expected_max() != 1 ||

@@ -305,8 +305,7 @@ void check_place(const std::string& trainer, const model::Plan& plan, const Rank
 model::Plan layout_plan(const model::Workload& workload, const LayoutShape& shape) {
   model::StrategyOptions strategy;
   strategy.file = shape.origins.file;
-  for (const auto& key : shape.origins.flagged)
-    strategy.keys_from_command_line.insert(key);
+  strategy.keys_from_command_line = shape.origins.flagged;
   strategy.workers = shape.data * shape.tensor * shape.pipeline;
   strategy.batch = static_cast<double>(shape.batch);
   strategy.check_memory = false;

@@ -193,11 +193,11 @@ Setup make_setup(const model::Job& job, const ExecSettings& settings, const mode
 
 /// An asynchronous plan: threads in this process, or under an MPI launcher one rank per worker
 /// and per server.
-Measurement measure_asynchronous(const model::Job& job, const ExecSettings& settings,
-                                 const model::Plan& plan, const model::Platform& platform,
-                                 const Dataset& data, const MlpShape& shape, MpiSession* mpi,
-                                 bool& reporter, std::ostream* log) {
-  check_asynchronous_choices(job, settings, plan, mpi);
+Measurement measure_asynchronous(const ExecSettings& settings, const model::Plan& plan,
+                                 const model::Platform& platform, const Dataset& data,
+                                 const MlpShape& shape, MpiSession* mpi, bool& reporter,
+                                 std::ostream* log) {
+  // Its device, communicator and timing were checked before the data (measure()).
   const bool distributed = mpi && mpi->size() > 1;
   if (log && (!mpi || mpi->rank() == 0))
     *log << "measure: " << plan.strategy << " K=" << plan.workers
@@ -443,7 +443,7 @@ MeasureRun measure(const model::Job& job, const model::Workload& workload,
       if (mpi) mpi->barrier();
       bool reporter = true;
       Measurement m =
-          measure_asynchronous(job, settings, plan, platform, data, shape, mpi, reporter, log);
+          measure_asynchronous(settings, plan, platform, data, shape, mpi, reporter, log);
       if (reporter) run.measurements.push_back(std::move(m));
       continue;
     }
