@@ -22,7 +22,6 @@
 #include "model/base/error.hpp"
 #include "model/convergence/validation.hpp"
 #include "model/inputs/calibration.hpp"
-#include "model/ir/collective.hpp"
 #include "model/ir/layout.hpp"
 #include "model/ir/strategy.hpp"
 #include "study/common/child_process.hpp"
@@ -410,7 +409,7 @@ child::Task engine_child(const ValidateRequest& a, const Config& c, const model:
       {"workers", std::to_string(c.workers)},
       {"tau", std::to_string(c.tau)},
       {"split", c.split},
-      {"collective", model::parameter_server_collective()},
+      {"collective", validation::machine_collective(c.strategy, c.workers)},
       {"servers", "1"},
       {"communicator", "threads"}};
   for (const auto& [key, value] : fixed)
@@ -937,7 +936,9 @@ json validate_context(const ValidateRun& run) {
           {"engines", engines_json()},
           {"network_model",
            "calibrated threads combine as a parameter server with one reducer "
-           "(collective ps, servers 1); async-ps: messages between threads and the server's "
+           "(collective ps, servers 1; one synchronous worker: ring, which moves nothing, as "
+           "the threads communicator combines nothing); async-ps: messages between threads and the "
+           "server's "
            "apply, calibrated (exec/exchange_calibration.hpp); simgrid CM02"},
           {"platforms", (run.out_dir / "calibration").string()},
           {"seed", run.job.integer("seed")},

@@ -11,6 +11,7 @@
 
 #include "model/convergence/sparknet_fit.hpp"
 #include "model/convergence/validation.hpp"
+#include "model/ir/collective.hpp"
 #include "model/ir/strategy.hpp"
 #include "study/common/files.hpp"
 
@@ -25,6 +26,11 @@ InputError passed_on_error(const std::string& line) {
 
 std::string simulated_rounds(const std::string& strategy) {
   return model::strategy(strategy).asynchronous() ? "400" : "3";
+}
+
+std::string machine_collective(const std::string& strategy, int workers) {
+  if (workers == 1 && !model::strategy(strategy).asynchronous()) return "ring";
+  return model::parameter_server_collective();
 }
 
 EngineRow parse_row(const std::string& out, const std::string& what) {

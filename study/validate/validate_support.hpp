@@ -94,12 +94,20 @@ struct EngineSeries {
   nlohmann::json summary_json() const;
 };
 
-/// One configuration as the convergence fit sees it; the rounds_* fields are its output.
 /// The rounds simgrid simulates of a validation row (its `sim_rounds`): 3 synchronous rounds (the
 /// rest repeat them), or 400 updates of an asynchronous run (its throughput is taken after a
 /// warm-up: a few updates would leave it to the first cycles' phase).
 std::string simulated_rounds(const std::string& strategy);
 
+/// The collective a row on this machine is run and predicted with (its `collective`): the
+/// calibrated threads combine is a parameter server with one reducer (T(K, S) = alpha + K S /
+/// beta), except for one worker of a synchronous strategy, whose threads communicator combines
+/// nothing (the mean of one buffer is itself: exec/thread_communicator.cpp); a ring of one
+/// worker moves nothing either, so that row gets "ring". An asynchronous strategy keeps the
+/// server at K = 1: its server thread is real.
+std::string machine_collective(const std::string& strategy, int workers);
+
+/// One configuration as the convergence fit sees it; the rounds_* fields are its output.
 struct ConvergenceRow {
   bool asynchronous = false;
   bool counts_rounds = false;  ///< local SGD: K workers x tau local steps per round

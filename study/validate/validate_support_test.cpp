@@ -113,3 +113,18 @@ TEST_CASE("an engine's errors: per row against the measurement, summarised over 
   // No row: every entry null, never 0.
   CHECK(EngineSeries{}.summary_json()["median_abs_error_round"].is_null());
 }
+
+TEST_CASE("machine_collective: one synchronous worker combines nothing, a server thread stays") {
+  using tauplan::study::validation::machine_collective;
+  // The threads communicator returns at once for one buffer (the mean of one is itself), so the
+  // row's plan must move nothing: a ring of one worker has no step.
+  CHECK(machine_collective("sync", 1) == "ring");
+  CHECK(machine_collective("local-sgd", 1) == "ring");
+  CHECK(machine_collective("single", 1) == "ring");
+  // From two workers on the calibrated combine is the one reducer's T(K, S).
+  CHECK(machine_collective("sync", 2) == "ps");
+  CHECK(machine_collective("local-sgd", 2) == "ps");
+  // async-ps runs a real server thread even for one worker: its push and pull are messages.
+  CHECK(machine_collective("async-ps", 1) == "ps");
+  CHECK(machine_collective("async-ps", 2) == "ps");
+}
