@@ -544,7 +544,6 @@ LayoutTime layout_time(const Workload& workload, const Layout& layout, double ba
       return stage_pass_seconds(workload, layout, batch, r, profile).split.attention_s;
     });
     StageTime stage = stage_time(r, work, layout, platform, placement, profiled, attention);
-    stage.busy_s += options.step_overhead_s;
     slowest_busy = std::max(slowest_busy, stage.busy_s);
     time.stages.push_back(stage);
   }
@@ -615,8 +614,9 @@ LayoutTime layout_time(const Workload& workload, const Layout& layout, double ba
     for (int k = 0; k < t; ++k)
       for (int h : placement.data_group(k, r))
         time.update_s =
-            std::max(time.update_s, updated * workload.update_flop_per_parameter /
-                                        platform.hosts[static_cast<size_t>(h)].speed_flops);
+            std::max(time.update_s, options.step_overhead_s +
+                                        updated * workload.update_flop_per_parameter /
+                                            platform.hosts[static_cast<size_t>(h)].speed_flops);
   }
   time.iteration_s = time.pipeline_s + time.data_s + time.update_s;
 

@@ -190,7 +190,7 @@ std::string dimension_span(const MeshPlacement& placement, const Platform& platf
 // ---- Time of one step over the platform
 
 struct LayoutTimeOptions {
-  double step_overhead_s = 0;  ///< fixed cost of every micro-batch (the job's step_overhead_s)
+  double step_overhead_s = 0;  ///< fixed cost of every step, once (the job's step_overhead_s)
 };
 
 struct StageTime {
@@ -205,7 +205,7 @@ struct StageTime {
   /// Context parallelism's K/V ring, per micro-batch: what the attention's compute does not hide.
   double context_s = 0;
   double expert_s = 0;  ///< MoE all-to-alls, per micro-batch
-  /// overhead + compute + element-wise + tensor + context + expert, per micro-batch
+  /// compute + element-wise + tensor + context + expert, per micro-batch
   double busy_s = 0;
 };
 
@@ -216,10 +216,11 @@ struct LayoutTime {
   double pipeline_s = 0;       ///< (m + (p-1)/v) slots
   double bubble_s = 0;         ///< (p-1)/v slots
   double data_s = 0;           ///< gradient all-reduce or ZeRO traffic over the data dimension
-  double update_s = 0;         ///< optimizer step on the worker's parameters (or its ZeRO shard)
-  double iteration_s = 0;      ///< pipeline_s + data_s + update_s
-  double model_flop = 0;       ///< per step, whole job, without recomputation
-  double hardware_flop = 0;    ///< per step, whole job, with recomputation
+  double update_s =
+      0;  ///< optimizer step on the worker's parameters (or its ZeRO shard), and the step overhead
+  double iteration_s = 0;    ///< pipeline_s + data_s + update_s
+  double model_flop = 0;     ///< per step, whole job, without recomputation
+  double hardware_flop = 0;  ///< per step, whole job, with recomputation
   /// Model flop per second per worker (what Megatron reports as TFLOP/s per GPU uses
   /// hardware_flop instead).
   double model_flops_per_worker = 0;

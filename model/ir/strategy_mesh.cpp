@@ -384,10 +384,9 @@ class LayoutLowering {
     const double attention_flop =
         split ? (forward ? work.attention_forward_flop : work.attention_backward_flop) : 0;
     op.flop = (forward ? work.forward_flop : work.backward_flop) - attention_flop;
-    // Element-wise traffic split as the flop are (a third forward); the step overhead is
-    // paid once per micro-batch, on its forward.
-    op.overhead_s = forward ? step_overhead_on(options_, platform_, host(w)) + elementwise / 3
-                            : elementwise * 2 / 3;
+    // Element-wise traffic split as the flop are (a third forward). The step's fixed cost is
+    // the update's (add_update), not a pass's.
+    op.overhead_s = forward ? elementwise / 3 : elementwise * 2 / 3;
     attention = Op{};
     attention.kind = OpKind::Compute;
     attention.label = fmt::format("w{} stage {} {} mb {} attention", w, r, pass, j);
@@ -405,8 +404,7 @@ class LayoutLowering {
       const double attention_s =
           split ? seconds.split.attention_s * (forward ? share : 1 - share) : 0;
       op.flop = 0;
-      op.overhead_s = forward ? step_overhead_on(options_, platform_, host(w)) + seconds.forward
-                              : seconds.backward;
+      op.overhead_s = forward ? seconds.forward : seconds.backward;
       op.overhead_s = std::max(0.0, op.overhead_s - attention_s);
       attention.flop = 0;
       attention.overhead_s = attention_s;
@@ -709,6 +707,11 @@ class LayoutLowering {
       op.label = fmt::format("w{} update", w);
       op.worker = w;
       op.flop = updated * workload_.update_flop_per_parameter;
+      // The step's fixed cost (step_overhead_s: a calibrated C(b)'s intercept, which holds the
+      // update when the workload folds it in) once per step on every rank, whatever its
+      // micro-batches: exec's layout trainer updates once a step, and a micro-batch's pass adds
+      // next to nothing (experiments/parallelism/README.md, 2026-12-01).
+      op.overhead_s = step_overhead_on(options_, platform_, host(w));
       // The step ends here for the first stage's first rank (one step per round).
       op.step_fraction = r == 0 && l == 0 && k == 0 ? 1.0 : 0.0;
       last_[static_cast<size_t>(w)] = add(op, {last_[static_cast<size_t>(w)]});

@@ -144,10 +144,11 @@ class SyncStrategy : public Strategy {
       part.kind = OpKind::Compute;
       part.worker = w;
       part.samples = samples;
-      // Each micro-batch pays the step's fixed cost; the first micro - 1 run whole before the
-      // last one's forward (with overlap only the last backward meets the all-reduce).
+      // The step's fixed cost once, whatever its micro-batches (a calibrated C(b)'s intercept
+      // holds the update, done once a step); the first micro - 1 run whole before the last
+      // one's forward (with overlap only the last backward meets the all-reduce).
       part.overhead_s =
-          micro * step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
+          step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
       if (options.overlap) {
         part.label = micro > 1 ? fmt::format("w{} {} micro-batches + forward", w, micro - 1)
                                : fmt::format("w{} forward", w);

@@ -608,3 +608,46 @@ TEST_CASE("layout plans of an MLP: bad layouts are one InputError naming the key
   // first stage's pair is split, so 3 must divide 256 there.
   expect(layout_options(1, 3, 2, 1, 8), "tensor_parallel");
 }
+
+TEST_CASE(
+    "layout plans: the step overhead is paid once a step, on the update, whatever the "
+    "micro-batches and stages, in both engines and the closed form") {
+  // A calibrated C(b)'s intercept holds the update, which exec's layout trainer does once a
+  // step; charged per micro-batch (as before 2026-12-01) it came (m + p - 1) times into a
+  // pipeline's round.
+  const double overhead = 1e-3;
+  const auto result = test::in_child([&] {
+    const auto platform = sim::load_platform(test::fixture("two_nodes.xml"));
+    const model::Workload w = gpt2_with_optimizer_step();
+    nlohmann::json out = nlohmann::json::array();
+    for (int p : {1, 2})
+      for (int m : {1, 4}) {
+        nlohmann::json row = {{"p", p}, {"m", m}};
+        for (double fixed : {0.0, overhead}) {
+          model::StrategyOptions o = layout_options(1, 2, p, m, 8);
+          o.step_overhead_s = fixed;
+          const model::Plan plan = layout_plan(o, w, platform);
+          const std::string at = fixed > 0 ? "with" : "without";
+          row[at]["analytic"] = model::analyze(plan, platform).round_s;
+          row[at]["simgrid"] = sim::simulate(plan, platform, sim::SimOptions{}).round_s;
+          row[at]["closed_form"] =
+              model::layout_time(w, o.layout, o.batch, platform,
+                                 model::place_mesh(o.layout, platform, {}, "<test>"),
+                                 model::LayoutTimeOptions{fixed})
+                  .iteration_s;
+        }
+        out.push_back(row);
+      }
+    return out.dump();
+  });
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  for (const auto& row : result.json()) {
+    INFO(row.dump());
+    for (const char* engine : {"analytic", "simgrid", "closed_form"}) {
+      INFO(engine);
+      const double added = row["with"][engine].get<double>() - row["without"][engine].get<double>();
+      CHECK(added == Approx(overhead).epsilon(1e-6));
+    }
+  }
+}
