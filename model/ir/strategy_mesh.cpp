@@ -10,19 +10,19 @@
 // (replica, context index): per lane, stage and micro-batch, in the stage's schedule order (GPipe:
 // every forward, then every backward; 1F1B: p - r - 1 forwards of warm-up on stage r, then one
 // forward and one backward alternately, then the remaining backwards), each tensor rank runs one
-// Compute op (its 1/t of the stage's forward or backward flop, plus its element-wise memory time
-// and, on the forward, the step overhead), then the tensor group runs its all-reduces of that pass
-// as one ring Collective op repeated `count` times (with context parallelism, after the K/V ring:
-// per replica and tensor rank, c - 1 steps of Transfers between the c lanes, each repeated once per
-// layer and direction of the data, beside an Attention compute op that holds the attention core's
-// share of the pass: the ring costs what the attention does not hide, as model/ir/layout_cost.hpp
-// says; with expert parallelism, after the tensor all-reduces, each expert group's all-to-alls of
-// the pass as a pairwise exchange of e - 1 steps of Transfers, each repeated once per all-to-all,
-// every step ended by a Barrier) (2 per layer forward and backward, 2 more backward with full
-// recomputation, the embedding's on the first stage forward and the output projection's on the last
-// stage backward, each of b s h values; and on the last stage forward the vocabulary-parallel
-// cross-entropy's two, of b s and 2 b s fp32 values, as ring Collectives of their own;
-// model/ir/layout_cost.hpp). Between stages, each rank sends its 1/t slice of the b s h
+// Compute op (its 1/t of the stage's forward or backward flop, plus its element-wise memory time;
+// the step overhead is the update's, once a step), then the tensor group runs its all-reduces of
+// that pass as one ring Collective op repeated `count` times (with context parallelism, after the
+// K/V ring: per replica and tensor rank, c - 1 steps of Transfers between the c lanes, each
+// repeated once per layer and direction of the data, beside an Attention compute op that holds the
+// attention core's share of the pass: the ring costs what the attention does not hide, as
+// model/ir/layout_cost.hpp says; with expert parallelism, after the tensor all-reduces, each expert
+// group's all-to-alls of the pass as a pairwise exchange of e - 1 steps of Transfers, each repeated
+// once per all-to-all, every step ended by a Barrier) (2 per layer forward and backward, 2 more
+// backward with full recomputation, the embedding's on the first stage forward and the output
+// projection's on the last stage backward, each of b s h values; and on the last stage forward the
+// vocabulary-parallel cross-entropy's two, of b s and 2 b s fp32 values, as ring Collectives of
+// their own; model/ir/layout_cost.hpp). Between stages, each rank sends its 1/t slice of the b s h
 // activations (forward) or gradients (backward) to the matching rank of the next (previous)
 // stage as a Transfer (Op::pass sliced), and without sequence parallelism the receiving tensor
 // group all-gathers the slices: a ring of Transfers, t - 1 steps each ended by a Barrier, marked
@@ -363,9 +363,9 @@ class LayoutLowering {
     return id;
   }
 
-  /// The compute of worker w's pass: its flop (or its profile's time), element-wise memory time
-  /// and, on the forward, the step overhead. With context parallelism the attention core is
-  /// split off (`attention` receives its flop or seconds) to run beside the K/V ring.
+  /// The compute of worker w's pass: its flop (or its profile's time) and element-wise memory
+  /// time (the step overhead is on the update, once a step). With context parallelism the attention
+  /// core is split off (`attention` receives its flop or seconds) to run beside the K/V ring.
   Op compute_op(int w, int r, const Pass& step, const StageCosts& work, Op& attention) {
     const Host& h = platform_.hosts[static_cast<size_t>(host(w))];
     const int j = step.micro_batch;
