@@ -7,9 +7,13 @@
 // out: calibration fits (validate's job).
 #include "exec/exec_engine.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "exec/cpu_blas.hpp"
 #include "exec/job_keys.hpp"
@@ -20,6 +24,27 @@
 
 namespace tauplan::exec {
 namespace {
+
+/// The context's network: the communicator the strategies were measured on, or each one's when
+/// they differ (under MPI, single trains on threads in one rank while the others use MPI).
+std::string measured_network(const std::vector<Measurement>& measurements) {
+  if (measurements.empty()) return "measured";
+  std::vector<std::pair<std::string, std::string>> by_communicator;  // communicator, strategies
+  for (const Measurement& m : measurements) {
+    auto it = std::find_if(by_communicator.begin(), by_communicator.end(),
+                           [&](const auto& entry) { return entry.first == m.communicator; });
+    if (it == by_communicator.end())
+      by_communicator.emplace_back(m.communicator, m.strategy);
+    else
+      it->second += ", " + m.strategy;
+  }
+  if (by_communicator.size() == 1)
+    return "measured (" + by_communicator.front().first + " communicator)";
+  std::string text = "measured (communicators:";
+  for (std::size_t i = 0; i < by_communicator.size(); ++i)
+    text += (i ? "; " : " ") + by_communicator[i].first + " for " + by_communicator[i].second;
+  return text + ")";
+}
 
 class ExecEngine : public model::Engine {
  public:
@@ -56,10 +81,7 @@ class ExecEngine : public model::Engine {
     for (const Measurement& m : run.measurements)
       rows.push_back(to_result_row(m));
     context.engine = settings.train.engine;
-    context.network_model =
-        run.measurements.empty()
-            ? "measured"
-            : "measured (" + run.measurements.front().communicator + " communicator)";
+    context.network_model = measured_network(run.measurements);
     context.convergence = "measured: steps to test accuracy " +
                           std::to_string(settings.train.target_accuracy) + ", evaluated every " +
                           std::to_string(settings.train.eval_every_steps) + " steps";

@@ -26,6 +26,7 @@
 #    the layout, communicator mpi, stage 0's ranks 2 tensor all-reduces a step (the pair fc1-fc2,
 #    forward only, 2 micro-batches), stage 1's none, 2 sends a step each; under -np 2: exit 2
 #    naming `workers`.
+# 5. single and sync under -np 2: the context names both communicators (threads for single).
 # Every row's round-start lateness is checked for its form (never negative, median <= max). How
 # late the ranks wake is a wall-clock figure: it is bounded (median under a round's 10 ms scale)
 # only in the third argument's mode `round-start`, which runs the ring of 4 alone, as a test
@@ -166,3 +167,18 @@ rc=$?
 [ "$rc" -eq 2 ] || fail "mesh of 4 ranks on 2: expected exit 2, got $rc"
 grep -q "workers" "$err" || fail "mesh of 4 ranks on 2: the error does not name 'workers'"
 echo "ok: strategy mesh runs a rank per MPI process; a world size that does not fit exits 2"
+
+# 5. single beside sync under -np 2: single trains on threads in rank 0, sync on MPI; the run's
+#    context names each strategy's communicator (it used to name the first one's only, threads).
+"${run2[@]}" "$tauplan" measure --strategies single,sync --workers 2 --platform test-crossbar-4 \
+  "${common[@]}" "${reachable[@]}" --json > "$out" 2> "$err" ||
+  fail "mpirun -np 2 measure single,sync exited $?"
+python3 - "$out" <<'PY' || fail "single beside sync under mpirun: unexpected context"
+import json, sys
+j = json.load(open(sys.argv[1]))
+communicators = [r["communicator"] for r in j["results"]]
+assert communicators == ["threads", "mpi"], communicators
+network = j["context"]["network_model"]
+assert network == "measured (communicators: threads for single; mpi for sync)", network
+print("ok: the context names each strategy's communicator: " + network)
+PY
