@@ -144,9 +144,8 @@ class SyncStrategy : public Strategy {
       part.kind = OpKind::Compute;
       part.worker = w;
       part.samples = samples;
-      // The step's fixed cost once, whatever its micro-batches (a calibrated C(b)'s intercept
-      // holds the update, done once a step); the first micro - 1 run whole before the last
-      // one's forward (with overlap only the last backward meets the all-reduce).
+      // The step's fixed cost once, however many micro-batches; the first micro - 1 run whole
+      // before the last one's forward (with overlap only the last backward meets the all-reduce).
       part.overhead_s =
           step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
       if (options.overlap) {

@@ -29,7 +29,7 @@ std::string simulated_rounds(const std::string& strategy) {
 }
 
 std::string machine_collective(const std::string& strategy, int workers) {
-  if (workers == 1 && !model::strategy(strategy).asynchronous()) return "ring";
+  if (workers == 1 && !model::strategy(strategy).asynchronous()) return model::ring_collective();
   return model::parameter_server_collective();
 }
 
