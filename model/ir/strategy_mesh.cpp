@@ -385,7 +385,7 @@ class LayoutLowering {
         split ? (forward ? work.attention_forward_flop : work.attention_backward_flop) : 0;
     op.flop = (forward ? work.forward_flop : work.backward_flop) - attention_flop;
     // Element-wise traffic split as the flop are (a third forward). The step's fixed cost is
-    // the update's (add_update), not a pass's.
+    // on each rank's Update op, not on a pass.
     op.overhead_s = forward ? elementwise / 3 : elementwise * 2 / 3;
     attention = Op{};
     attention.kind = OpKind::Compute;

@@ -7,7 +7,7 @@
 // all-reduce starts once every worker has computed it and the previous bucket's all-reduce is
 // done. Without overlap this is SparkNet's T1. With `micro_batches` m > 1 each worker's share
 // runs as m micro-batches whose gradients accumulate before the one all-reduce of the step
-// (fairseq's and HetSeq's --update-freq): every micro-batch pays the step overhead, memory is
+// (fairseq's and HetSeq's --update-freq): the step overhead is paid once a step, memory is
 // checked for one micro-batch, and with overlap only the last micro-batch's backward meets the
 // all-reduce. The exec engine runs the m micro-batches of a worker as one batch (the same
 // gradient: the mean over the same samples). Leaves out: DDP's smaller first bucket and the

@@ -16,7 +16,9 @@
 // exchange does instead (exec/exchange_calibration.hpp: messages between two threads, the
 // server's apply; the mean of before and after), kept as K<K>-async-b<b>.xml. Then `tauplan
 // predict` and `tauplan simulate` run every configuration on its platform, in parallel, with
-// `collective: ps` and `servers: 1` (the calibrated reducer) and the threads communicator.
+// `collective: ps` and `servers: 1` (the calibrated reducer; a synchronous row of one worker:
+// `collective: ring`, which moves nothing, as the threads communicator does) and the threads
+// communicator.
 // Convergence: the critical-batch + drift model (model/convergence/sparknet_fit.hpp) is fitted to
 // the measured counts; each configuration's rounds to target are predicted by the model fitted
 // without it (leave-one-out), and also without every configuration at the same (K b, tau)
