@@ -216,11 +216,10 @@ struct LayoutTime {
   double pipeline_s = 0;       ///< (m + (p-1)/v) slots
   double bubble_s = 0;         ///< (p-1)/v slots
   double data_s = 0;           ///< gradient all-reduce or ZeRO traffic over the data dimension
-  double update_s =
-      0;  ///< optimizer step on the worker's parameters (or its ZeRO shard), and the step overhead
-  double iteration_s = 0;    ///< pipeline_s + data_s + update_s
-  double model_flop = 0;     ///< per step, whole job, without recomputation
-  double hardware_flop = 0;  ///< per step, whole job, with recomputation
+  double update_s = 0;         ///< the step overhead, then the optimizer step (or ZeRO shard's)
+  double iteration_s = 0;      ///< pipeline_s + data_s + update_s
+  double model_flop = 0;       ///< per step, whole job, without recomputation
+  double hardware_flop = 0;    ///< per step, whole job, with recomputation
   /// Model flop per second per worker (what Megatron reports as TFLOP/s per GPU uses
   /// hardware_flop instead).
   double model_flops_per_worker = 0;

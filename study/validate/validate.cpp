@@ -937,9 +937,8 @@ json validate_context(const ValidateRun& run) {
           {"network_model",
            "calibrated threads combine as a parameter server with one reducer "
            "(collective ps, servers 1; one synchronous worker: ring, which moves nothing, as "
-           "the threads communicator combines nothing); async-ps: messages between threads and the "
-           "server's "
-           "apply, calibrated (exec/exchange_calibration.hpp); simgrid CM02"},
+           "the threads communicator combines nothing); async-ps: messages between threads and "
+           "the server's apply, calibrated (exec/exchange_calibration.hpp); simgrid CM02"},
           {"platforms", (run.out_dir / "calibration").string()},
           {"seed", run.job.integer("seed")},
           {"commit", model::tauplan_git_commit()},
