@@ -68,7 +68,8 @@ def main(args):
         for _, r in runs:
             if c in r:
                 _, measured, error = r[c][:3]
-                cells.append("%11.3f (%+5.1f%%)" % (1e3 * measured, 100 * (error or 0)))
+                said = "%+5.1f%%" % (100 * error) if error is not None else "  n/a"
+                cells.append("%11.3f (%s)" % (1e3 * measured, said))
             else:
                 cells.append("%20s" % "-")
         print("%-32s" % c + "".join(cells))

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# The record of the 2026-12-01 run, with that machine's paths (a worktree of 10b988a in
+# /tmp/old-src, its build in /tmp/tauplan-old; main's build of 1fdeb3e in /tmp/tauplan-new).
 # old = 10b988a (before async-ps moved onto PeerGroup), new = main's build (1fdeb3e sources)
 set -u
 mkdir -p /tmp/sbs
