@@ -10,6 +10,8 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <fmt/format.h>
@@ -242,51 +244,19 @@ double time_tiny_call() {
   return model::median(times);
 }
 
-/// The thread transport's all-reduce (peer_group.hpp's allreduce_sum over `threads` threads at
-/// once, as the trainer's data and tensor groups run it) at message sizes of the hold-out rule,
-/// each the median over repeats of the slowest thread; fit as seconds = latency + bytes /
-/// bandwidth (least squares). The fit is written as the validation platform's links (the
-/// all-reduce of two ranks over a ring moves each member's whole buffer once: bytes / bandwidth).
+/// The thread transport's all-reduce over all `threads` threads at once, as the trainer's data
+/// and tensor groups run it, at message sizes of the hold-out rule; fit as seconds = latency +
+/// bytes / bandwidth (least squares). The fit is written as the validation platform's links
+/// (model::ring_allreduce_link).
 ThreadTransport time_transport(int threads) {
   ThreadTransport out;
   if (threads < 2) return out;
-  const std::vector<size_t> sizes = {5u << 12, 5u << 15, 5u << 18};  // 80 KB, 640 KB, 5 MB
-  constexpr int kRepeats = 9;
-  ThreadPeerHub hub(threads);
-  std::vector<int> members(static_cast<size_t>(threads));
-  for (int r = 0; r < threads; ++r)
-    members[static_cast<size_t>(r)] = r;
-  std::vector<std::vector<double>> times(sizes.size(),
-                                         std::vector<double>(kRepeats * threads, 0.0));
-  std::vector<std::thread> pool;
-  for (int r = 0; r < threads; ++r)
-    pool.emplace_back([&, r] {
-      PeerGroup& peers = hub.peer(r);
-      for (size_t s = 0; s < sizes.size(); ++s) {
-        std::vector<float> data(sizes[s], 1.0f);
-        for (int repeat = -1; repeat < kRepeats; ++repeat) {  // -1: warm-up
-          peers.barrier();
-          const auto start = Clock::now();
-          allreduce_sum(peers, members, data.data(), data.size(), 1);
-          if (repeat >= 0) times[s][static_cast<size_t>(repeat * threads + r)] = since(start);
-        }
-      }
-    });
-  for (std::thread& t : pool)
-    t.join();
-  std::vector<double> bytes, seconds;
-  for (size_t s = 0; s < sizes.size(); ++s) {
-    std::vector<double> slowest;
-    for (int repeat = 0; repeat < kRepeats; ++repeat)
-      slowest.push_back(*std::max_element(times[s].begin() + repeat * threads,
-                                          times[s].begin() + (repeat + 1) * threads));
-    bytes.push_back(4.0 * static_cast<double>(sizes[s]));
-    seconds.push_back(model::median(slowest));
-  }
-  const double n = static_cast<double>(bytes.size());
+  const std::vector<AllReducePoint> points =
+      measure_thread_allreduce(threads, threads, {5u << 12, 5u << 15, 5u << 18}, 9);  // 80 KB-5 MB
+  const double n = static_cast<double>(points.size());
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < bytes.size(); ++i)
-    sx += bytes[i], sy += seconds[i], sxx += bytes[i] * bytes[i], sxy += bytes[i] * seconds[i];
+  for (const AllReducePoint& p : points)
+    sx += p.bytes, sy += p.seconds, sxx += p.bytes * p.bytes, sxy += p.bytes * p.seconds;
   const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   const double intercept = (sy - slope * sx) / n;
   if (slope > 0) {
@@ -368,6 +338,51 @@ std::string cpu_model_name() {
       }
     }
   return "unknown CPU";
+}
+
+std::vector<AllReducePoint> measure_thread_allreduce(int threads, int group,
+                                                     const std::vector<std::size_t>& floats,
+                                                     int repeats) {
+  if (group < 2 || threads < group || threads > 64 || threads % group != 0)
+    throw std::invalid_argument("measure_thread_allreduce: groups of " + std::to_string(group) +
+                                " threads do not split " + std::to_string(threads) +
+                                " threads (2 <= group <= threads <= 64, group divides threads)");
+  if (repeats < 1 || floats.empty() ||
+      std::any_of(floats.begin(), floats.end(), [](std::size_t n) { return n < 1; }))
+    throw std::invalid_argument(
+        "measure_thread_allreduce: needs repeats >= 1 and sizes of at least one float");
+  ThreadPeerHub hub(threads);
+  // times[size][repeat x threads + rank]
+  std::vector<std::vector<double>> times(
+      floats.size(), std::vector<double>(static_cast<size_t>(repeats * threads)));
+  std::vector<std::thread> pool;
+  for (int r = 0; r < threads; ++r)
+    pool.emplace_back([&, r] {
+      PeerGroup& peers = hub.peer(r);
+      std::vector<int> members;
+      for (int m = r - r % group; m < r - r % group + group; ++m)
+        members.push_back(m);
+      for (size_t s = 0; s < floats.size(); ++s) {
+        std::vector<float> data(floats[s], 1.0f);
+        for (int repeat = -1; repeat < repeats; ++repeat) {  // -1: warm-up
+          peers.barrier();
+          const auto start = Clock::now();
+          allreduce_sum(peers, members, data.data(), data.size(), 1);
+          if (repeat >= 0) times[s][static_cast<size_t>(repeat * threads + r)] = since(start);
+        }
+      }
+    });
+  for (std::thread& t : pool)
+    t.join();
+  std::vector<AllReducePoint> points;
+  for (size_t s = 0; s < floats.size(); ++s) {
+    std::vector<double> slowest;
+    for (int repeat = 0; repeat < repeats; ++repeat)
+      slowest.push_back(*std::max_element(times[s].begin() + repeat * threads,
+                                          times[s].begin() + (repeat + 1) * threads));
+    points.push_back({4.0 * static_cast<double>(floats[s]), model::median(slowest)});
+  }
+  return points;
 }
 
 ComputeCalibration measure_compute_calibration(const ComputeCalibrationRequest& request) {

@@ -70,6 +70,22 @@ struct ThreadTransport {
   double bandwidth_Bps = 0;
 };
 
+/// One size of a threads' all-reduce: bytes per member, and the median over repeats of the
+/// slowest member's time.
+struct AllReducePoint {
+  double bytes = 0;
+  double seconds = 0;
+};
+
+/// peer_group.hpp's allreduce_sum over groups of `group` consecutive threads of `threads`, every
+/// group at once (as a layout's tensor or data groups run it, and as the trainer's threads share
+/// the cores): `repeats` all-reduces of each size in `floats` (per member) after one warm-up, each
+/// started together (a barrier over all the threads). Throws std::invalid_argument unless
+/// 2 <= group <= threads <= 64, group divides threads, repeats >= 1 and every size is >= 1.
+std::vector<AllReducePoint> measure_thread_allreduce(int threads, int group,
+                                                     const std::vector<std::size_t>& floats,
+                                                     int repeats);
+
 struct ComputeCalibration {
   model::ComputeProfile profile;
   double handoff_latency_s = 0;  ///< one thread waking another (condition variable), one way

@@ -96,6 +96,19 @@ double Calibration::slowdown(int host) const {
   return slowdowns.empty() ? 1.0 : slowdowns.at(static_cast<std::size_t>(host));
 }
 
+LinkParameters ring_allreduce_link(int group, double latency_s, double bandwidth_Bps) {
+  const std::string origin = "<calibration>";
+  if (group < 2)
+    throw InputError(origin, "peer_group", "a group of 2 or more ranks", std::to_string(group));
+  if (!(latency_s >= 0 && std::isfinite(latency_s)))
+    throw InputError(origin, "peer_latency_s", "a number of seconds >= 0", num(latency_s));
+  if (!(bandwidth_Bps > 0 && std::isfinite(bandwidth_Bps)))
+    throw InputError(origin, "peer_bandwidth_Bps", "a positive number of bytes/s",
+                     num(bandwidth_Bps));
+  const double steps = 2.0 * (group - 1);
+  return {bandwidth_Bps * steps / group, latency_s / steps / 2};
+}
+
 std::string calibration_xml(const Calibration& c) {
   const std::string origin = "<calibration>";
   if (c.hosts < 1)
@@ -127,6 +140,14 @@ std::string calibration_xml(const Calibration& c) {
   if (!(c.server_flop_per_byte >= 0 && std::isfinite(c.server_flop_per_byte)))
     throw InputError(origin, "server_flop_per_byte", "a number >= 0", num(c.server_flop_per_byte));
 
+  if (c.peer_group != 0 && c.peer_group < 2)
+    throw InputError(origin, "peer_group", "0 (none) or a group of 2 or more ranks",
+                     std::to_string(c.peer_group));
+  // The links of a layout's ranks: what makes a ring all-reduce of the group take the fit.
+  const LinkParameters worker_link =
+      c.peer_group >= 2 ? ring_allreduce_link(c.peer_group, c.peer_latency_s, c.peer_bandwidth_Bps)
+                        : LinkParameters{2 * c.beta_Bps, 0};
+
   namespace sx = simgrid_xml;
   const double link_bandwidth = 2 * c.beta_Bps;
   sx::Platform xml;
@@ -150,6 +171,13 @@ std::string calibration_xml(const Calibration& c) {
       " have bandwidth 2 beta and the reducer's link latency alpha/2, so `collective: ps` with\n"
       " `servers: 1` costs T(K, S), and one worker's push or pull alpha/2 + S/(2 beta).\n"
       " A worker with emulated_slowdown s runs at speed / s with s x the step overhead.\n";
+  if (c.peer_group >= 2)
+    xml.comment +=
+        " A layout's all-reduce over groups of " + std::to_string(c.peer_group) +
+        " ranks, measured as they run it, fits " + num(c.peer_latency_s) + " s + bytes / " +
+        num(c.peer_bandwidth_Bps) + " B/s: the worker links (not the reducer's) have\n bandwidth " +
+        num(worker_link.bandwidth_Bps) + " B/s and latency " + num(worker_link.latency_s) +
+        " s, so that a ring all-reduce of the group takes that time.\n";
   if (c.server_flop_per_message > 0 || c.server_flop_per_byte > 0)
     xml.comment += " The reducer serves as a parameter server: " + num(c.server_flop_per_message) +
                    " flop per message handled, " + num(c.server_flop_per_byte) +
@@ -176,6 +204,11 @@ std::string calibration_xml(const Calibration& c) {
                             {"r2_comm", num(c.r2_comm)},
                             {"calibrated_from", c.calibrated_from},
                             {"date", c.date}}});
+    if (c.peer_group >= 2)
+      for (auto [key, value] : {std::pair{"peer_group", std::to_string(c.peer_group)},
+                                std::pair{"peer_latency_s", num(c.peer_latency_s)},
+                                std::pair{"peer_bandwidth_Bps", num(c.peer_bandwidth_Bps)}})
+        world.hosts.back().props.push_back({key, value});
   }
   world.hosts.push_back(
       {"reducer", c.speed_flops(), {{"node", "this-machine"}, {"role", "server"}}});
@@ -185,7 +218,8 @@ std::string calibration_xml(const Calibration& c) {
   }
   world.routers.push_back("xbar");
   for (int h = 0; h < c.hosts; ++h)
-    world.links.push_back({"h" + std::to_string(h) + "-link", link_bandwidth, 0, "SPLITDUPLEX"});
+    world.links.push_back({"h" + std::to_string(h) + "-link", worker_link.bandwidth_Bps,
+                           worker_link.latency_s, "SPLITDUPLEX"});
   world.links.push_back({"reducer-link", link_bandwidth, c.alpha_s / 2, "SPLITDUPLEX"});
   for (int h = 0; h < c.hosts; ++h)
     world.routes.push_back(
@@ -240,6 +274,16 @@ Calibration read_calibration(const Platform& platform) {
     h.r2_comm = number("r2_comm", 0, 1, "a number in [0, 1]");
     h.calibrated_from = text("calibrated_from");
     h.date = text("date");
+    if (host.properties.count("peer_group")) {  // a layout's all-reduce, when measured
+      const double group = number("peer_group", 2, 1 << 20, "a whole number of ranks >= 2");
+      if (group != std::floor(group))
+        throw InputError(file, where + "peer_group", "a whole number of ranks >= 2",
+                         "'" + text("peer_group") + "'");
+      h.peer_group = static_cast<int>(group);
+      h.peer_latency_s = number("peer_latency_s", 0, HUGE_VAL, "a number of seconds >= 0");
+      h.peer_bandwidth_Bps =
+          number("peer_bandwidth_Bps", 1e-300, HUGE_VAL, "a positive number of bytes/s");
+    }
     // What the file says twice must agree.
     if (!close(host.speed_flops * slowdown, h.speed_flops()))
       throw InputError(file, where + "speed",
@@ -260,6 +304,8 @@ Calibration read_calibration(const Platform& platform) {
                h.update_flop != c.update_flop || h.step_intercept_s != c.step_intercept_s ||
                h.per_sample_s != c.per_sample_s || h.r2_compute != c.r2_compute ||
                h.alpha_s != c.alpha_s || h.beta_Bps != c.beta_Bps || h.r2_comm != c.r2_comm ||
+               h.peer_group != c.peer_group || h.peer_latency_s != c.peer_latency_s ||
+               h.peer_bandwidth_Bps != c.peer_bandwidth_Bps ||
                h.calibrated_from != c.calibrated_from || h.date != c.date) {
       throw InputError(file, where + "calibration props", "the same values on every worker",
                        "values that differ from the first worker's");
@@ -300,6 +346,9 @@ nlohmann::json calibration_json(const Calibration& c) {
           {"r2_comm", c.r2_comm},
           {"server_flop_per_message", c.server_flop_per_message},
           {"server_flop_per_byte", c.server_flop_per_byte},
+          {"peer_group", c.peer_group},
+          {"peer_latency_s", c.peer_latency_s},
+          {"peer_bandwidth_Bps", c.peer_bandwidth_Bps},
           {"calibrated_from", c.calibrated_from},
           {"date", c.date}};
 }
@@ -319,6 +368,11 @@ Calibration calibration_from_json(const nlohmann::json& j) {
   c.r2_comm = j.at("r2_comm").get<double>();
   c.server_flop_per_message = j.at("server_flop_per_message").get<double>();
   c.server_flop_per_byte = j.at("server_flop_per_byte").get<double>();
+  if (j.contains("peer_group")) {  // absent: written before a layout's all-reduce was measured
+    c.peer_group = j.at("peer_group").get<int>();
+    c.peer_latency_s = j.at("peer_latency_s").get<double>();
+    c.peer_bandwidth_Bps = j.at("peer_bandwidth_Bps").get<double>();
+  }
   c.calibrated_from = j.at("calibrated_from").get<std::string>();
   c.date = j.at("date").get<std::string>();
   return c;

@@ -20,7 +20,11 @@
 // asynchronous server's exchange (exec/exchange_calibration.hpp) fits alpha and beta to messages
 // between threads instead, and gives the reducer its own work per message and per byte of update
 // (server_flop_per_message, server_flop_per_byte). Every fitted number travels as a host prop, so
-// the file alone says what was measured; read_calibration checks them.
+// the file alone says what was measured; read_calibration checks them. A calibration of a
+// layout's ranks (a tensor or data group's all-reduce, exec/peer_group.hpp, timed as the ranks run
+// it: every group at once) fits that all-reduce of `peer_group` members to latency + bytes /
+// bandwidth, and gives the worker links what makes a ring all-reduce of that group over the
+// crossbar take it (ring_allreduce_link; the engines' layouts all-reduce in rings).
 // What it leaves out: the measuring (exec/calibrate.hpp), GPUs, MPI/NCCL communicators, and
 // contention between a combine and computation (lockstep never overlaps them).
 #pragma once
@@ -70,6 +74,12 @@ struct Calibration {
   /// 0 and 0: none, the props are not written): per message handled and per byte of update.
   double server_flop_per_message = 0;
   double server_flop_per_byte = 0;
+  /// A layout's all-reduce over groups of `peer_group` ranks, fitted to peer_latency_s + bytes /
+  /// peer_bandwidth_Bps (peer_group 0: not measured; the worker links then have bandwidth 2 beta
+  /// and no latency). With it, each worker's link is ring_allreduce_link of the fit.
+  int peer_group = 0;
+  double peer_latency_s = 0;
+  double peer_bandwidth_Bps = 0;
 
   /// flop_per_sample / per_sample_s: the effective flop/s of one (unslowed) worker.
   double speed_flops() const { return flop_per_sample / per_sample_s; }
@@ -78,9 +88,21 @@ struct Calibration {
   double slowdown(int host) const;
 };
 
+/// A member's private link (SPLITDUPLEX, into a crossbar) on which a ring all-reduce of `group`
+/// members, 2 (group - 1) steps of a route's two links each moving bytes / group, takes
+/// latency_s + bytes / bandwidth_Bps: bandwidth x 2 (group - 1) / group, and a quarter of a
+/// step's share of the latency, latency / (4 (group - 1)). Throws InputError (origin
+/// "<calibration>") for group < 2, a negative latency or a non-positive bandwidth.
+struct LinkParameters {
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+};
+LinkParameters ring_allreduce_link(int group, double latency_s, double bandwidth_Bps);
+
 /// The SimGrid platform XML (version 4.1) of a calibration. Throws InputError when a field is
 /// out of range (hosts < 1, non-positive per-sample cost, flop, speed or beta, negative
-/// intercept, alpha or update flop, R^2 outside [0, 1], slowdowns not K values >= 1).
+/// intercept, alpha or update flop, R^2 outside [0, 1], slowdowns not K values >= 1, a peer
+/// group other than 0 or >= 2, or, with one, a negative peer latency or non-positive bandwidth).
 std::string calibration_xml(const Calibration& calibration);
 
 /// The calibration of a loaded platform, from its worker hosts' props (see the file comment):
@@ -92,11 +114,13 @@ Calibration read_calibration(const Platform& platform);
 
 /// The calibration's fields as JSON (keys: workers, workload, flop_per_sample, update_flop,
 /// step_intercept_s, step_overhead_s, per_sample_s, alpha_s, beta_Bps, slowdowns, r2_compute,
-/// r2_comm, server_flop_per_message, server_flop_per_byte, calibrated_from, date): what
+/// r2_comm, server_flop_per_message, server_flop_per_byte, peer_group, peer_latency_s,
+/// peer_bandwidth_Bps, calibrated_from, date): what
 /// `tauplan calibrate --check --json` prints.
 nlohmann::json calibration_json(const Calibration& calibration);
-/// The inverse of calibration_json (step_overhead_s is derived, not read). Throws
-/// nlohmann::json exceptions for a missing key or a wrong type.
+/// The inverse of calibration_json (step_overhead_s is derived, not read; the peer_* keys may be
+/// absent, as in a calibration written before they existed: no layout all-reduce measured).
+/// Throws nlohmann::json exceptions for a missing key or a wrong type.
 Calibration calibration_from_json(const nlohmann::json& j);
 
 }  // namespace tauplan::model

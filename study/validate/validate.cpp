@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "exec/calibrate.hpp"
+#include "exec/compute_calibration.hpp"
 #include "exec/exchange_calibration.hpp"
 #include "exec/job_keys.hpp"
 #include "model/base/error.hpp"
@@ -60,7 +61,10 @@ struct Config {
   std::string name;                                        ///< e.g. "sync K=4 speed slow=2"
   double micro_batch = 0;  ///< a layout: samples per micro-batch (calibrated around it)
   int pipeline = 1;        ///< a layout: its stages
-  std::string platform;    ///< calibrated XML
+  /// A layout: the ranks of the all-reduces its network is calibrated with (its tensor group, or
+  /// its data group without one); 0: none (a pipeline alone, or no layout).
+  int allreduce_group = 0;
+  std::string platform;  ///< calibrated XML
 };
 
 /// The engines a validation predicts with, chosen by capability: every registered engine that
@@ -142,6 +146,8 @@ void add_point_configs(const ValidateRequest& a, const std::vector<Axis>& axes,
       if (strategy.splits_model()) {
         c.micro_batch = normalised.layout.micro_batch(normalised.batch);
         c.pipeline = normalised.layout.pipeline;
+        const model::Layout& layout = normalised.layout;
+        c.allreduce_group = layout.tensor > 1 ? layout.tensor : layout.data > 1 ? layout.data : 0;
       }
       // An even and a speed split differ only when some worker is slower.
       const bool speed_split =
@@ -206,6 +212,7 @@ std::vector<int> batches_for(const std::vector<Config>& configs, int k, long lon
 /// K<K>-async-b<b> for an asynchronous one (its network is fitted to messages sent after a step
 /// of its batch, and its server works).
 std::string calibration_stem(const Config& c) {
+  if (c.allreduce_group >= 2) return fmt::format("K{}-g{}", c.workers, c.allreduce_group);
   if (!asynchronous(c.strategy)) return fmt::format("K{}", c.workers);
   return fmt::format("K{}-async-b{:g}", c.workers, c.batch);
 }
@@ -271,6 +278,7 @@ Machine machine_of(const model::Job& job) {
 struct Measured {
   exec::CalibrationMeasurements cpu;
   exec::ExchangeMeasurements exchange;
+  std::vector<exec::AllReducePoint> allreduce;  ///< a layout's group all-reduce (its network)
 };
 
 /// Micro-measurements of K = config.workers workers, now, around the per-worker batches of the
@@ -304,7 +312,15 @@ Measured measure_now(const ValidateRequest& a, const model::Job& job, const Mach
       }
     exchange = exec::measure_thread_exchange(m.shape.parameters(), 15, std::min(step_s, 1.0));
   }
-  return {measured, exchange};
+  // A layout's network is its all-reduces, timed as its ranks run them: every group at once, from
+  // a tensor group's activations (n / 256 here: a few thousand floats) to a replica's gradient.
+  std::vector<exec::AllReducePoint> allreduce;
+  if (config.allreduce_group >= 2) {
+    const std::size_t p = static_cast<std::size_t>(m.shape.parameters());
+    allreduce = exec::measure_thread_allreduce(
+        k, config.allreduce_group, {std::max<std::size_t>(16, p / 256), p / 32, p / 4, p}, 15);
+  }
+  return {measured, exchange, allreduce};
 }
 
 /// Point by point, the faster of two calibrations. Contention from outside (a virtual machine's
@@ -325,8 +341,49 @@ Measured faster_of(const Measured& before, const Measured& after_measurement,
   for (std::size_t i = 0; i < out.combines.size() && i < y.combines.size(); ++i)
     if (y.combines[i].floats == out.combines[i].floats)
       out.combines[i].seconds = std::min(out.combines[i].seconds, y.combines[i].seconds);
-  // The exchange is timed on the wall clock too, under the load the run bears: the mean.
-  return {out, exec::mean_of(before.exchange, after_measurement.exchange)};
+  // The exchange and a layout's all-reduce are timed on the wall clock too, under the load the run
+  // bears: the mean.
+  std::vector<exec::AllReducePoint> allreduce = before.allreduce;
+  for (std::size_t i = 0; i < allreduce.size() && i < after_measurement.allreduce.size(); ++i)
+    if (after_measurement.allreduce[i].bytes == allreduce[i].bytes)
+      allreduce[i].seconds = 0.5 * (allreduce[i].seconds + after_measurement.allreduce[i].seconds);
+  return {out, exec::mean_of(before.exchange, after_measurement.exchange), allreduce};
+}
+
+/// A layout's all-reduce points fitted to latency + bytes / bandwidth (least squares of the
+/// relative residuals: the sizes span two decades) into `cal`'s peer_* fields (its worker links);
+/// returns the fit's report. A fit without a positive slope leaves the links as they were and
+/// says so.
+json fit_peer_allreduce(const std::vector<exec::AllReducePoint>& points, int group,
+                        model::Calibration& cal, const std::string& config_name, bool quiet) {
+  std::vector<double> bytes, seconds;
+  json measured = json::array();
+  for (const exec::AllReducePoint& p : points) {
+    bytes.push_back(p.bytes);
+    seconds.push_back(p.seconds);
+    measured.push_back({{"bytes", p.bytes}, {"seconds", p.seconds}});
+  }
+  const model::LinearFit fit = model::fit_line(bytes, seconds, "<validate calibration>", true);
+  json report = {{"group", group},
+                 {"points", measured},
+                 {"r2", fit.r2},
+                 {"max_relative_residual", fit.max_relative_residual}};
+  if (!(fit.slope > 0)) {
+    if (!quiet)
+      std::cerr << "validate: " << config_name << ": the all-reduce over groups of " << group
+                << " threads did not grow with its size; the links keep the combine's fit\n";
+    return report;
+  }
+  cal.peer_group = group;
+  cal.peer_latency_s = std::max(fit.intercept, 0.0);
+  cal.peer_bandwidth_Bps = 1 / fit.slope;
+  cal.calibrated_from += fmt::format(
+      "; a layout's network: the all-reduce over groups of {} threads, every group at once "
+      "(exec/compute_calibration.hpp), mean of before and after the measurement",
+      group);
+  report["latency_s"] = cal.peer_latency_s;
+  report["bandwidth_Bps"] = cal.peer_bandwidth_Bps;
+  return report;
 }
 
 /// Fits a calibration of the configuration's K from measurements; `report` gets its numbers.
@@ -373,6 +430,9 @@ model::Calibration fit_now(const Machine& m, const Config& config, const Measure
     report["comm_max_relative_residual"] = exchange["message_max_relative_residual"];
     report["exchange"] = exchange;
   }
+  if (!measured.allreduce.empty())
+    report["peer_allreduce"] = fit_peer_allreduce(measured.allreduce, config.allreduce_group,
+                                                  cal.calibration, config.name, quiet);
   return cal.calibration;
 }
 
@@ -577,7 +637,7 @@ std::string measure_between_calibrations(ValidateRun& run, const Machine& machin
   // fit of the exchange, which could only fail there.)
   const Measured before = measure_now(run.a, run.job, machine, run.configs, config);
   json unused;
-  write_platform(config, fit_now(machine, config, {before.cpu, {}}, unused, true), platform);
+  write_platform(config, fit_now(machine, config, {before.cpu, {}, {}}, unused, true), platform);
   std::string measured = run_children({task}, 1, "")[0];
   const Measured after = measure_now(run.a, run.job, machine, run.configs, config);
   json report;

@@ -29,6 +29,7 @@
 #include "model/compute/layer_ops.hpp"
 #include "model/compute/profile_file.hpp"
 #include "model/convergence/validation.hpp"
+#include "model/inputs/calibration.hpp"
 #include "model/inputs/simgrid_xml.hpp"
 #include "model/inputs/workload.hpp"
 #include "model/ir/compute_shapes.hpp"
@@ -259,17 +260,15 @@ Profiles obtain_profiles(const TransformerValidateRequest& request, const std::v
 }
 
 /// Host i's link of the K-thread platform. With the transport measured: the all-reduce over K
-/// threads took latency + bytes / bandwidth; a ring all-reduce over the platform takes 2 (K - 1)
-/// steps of the route's latency and moves 2 (K - 1) / K of the buffer through each host's link,
-/// so the link gets bandwidth x 2 (K - 1) / K and each of a route's two links half a step's
-/// latency, latency / (2 (K - 1)) / 2: the ring then takes the measured time. Without it: the
-/// profile's memory bandwidth (a thread's copy) and half the hand-over latency.
+/// threads took latency + bytes / bandwidth, and the link is the one on which a ring all-reduce
+/// of K takes that (model::ring_allreduce_link). Without it: the profile's memory bandwidth (a
+/// thread's copy) and half the hand-over latency.
 model::simgrid_xml::Link link_of(const std::string& name, int k,
                                  const model::ComputeProfile& profile, const Profiles& profiles) {
   const exec::ThreadTransport& t = profiles.transport.at(k);
   if (k >= 2 && t.bandwidth_Bps > 0) {
-    const double steps = 2.0 * (k - 1);
-    return {name, t.bandwidth_Bps * steps / k, t.latency_s / steps / 2, "SPLITDUPLEX"};
+    const model::LinkParameters link = model::ring_allreduce_link(k, t.latency_s, t.bandwidth_Bps);
+    return {name, link.bandwidth_Bps, link.latency_s, "SPLITDUPLEX"};
   }
   return {name, profile.memory_bandwidth_Bps, profiles.latency_s.at(k) / 2, "SPLITDUPLEX"};
 }

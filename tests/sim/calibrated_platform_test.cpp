@@ -118,3 +118,41 @@ TEST_CASE("an exchange-calibrated platform charges async-ps two messages and the
   CHECK(v[0].get<double>() == Approx(expected).epsilon(1e-9));
   CHECK(v[1].get<double>() == Approx(expected).epsilon(1e-6));
 }
+
+TEST_CASE("a layout-calibrated platform times a ring all-reduce of its group as the fit") {
+  // validate's layout calibration: the all-reduce over groups of g threads took lat + S / bw;
+  // the worker links (model::ring_allreduce_link) make a ring all-reduce of g workers take just
+  // that, in the analytic engine and in SimGrid, and the props read back.
+  const double lat = 3e-5, bw = 4e9;
+  for (int group : {2, 4}) {
+    const auto result = test::in_child([=] {
+      const model::Workload w = test::round_workload();
+      model::Calibration c = calibration_of(w, 4);
+      c.alpha_s = 1e-5;
+      c.beta_Bps = 2e9;
+      c.peer_group = group;
+      c.peer_latency_s = lat;
+      c.peer_bandwidth_Bps = bw;
+      const model::Platform platform = load_calibration(c);
+      const model::Calibration back = model::read_calibration(platform);
+      const model::Plan plan =
+          test::make_test_plan("sync", test::options(group, 64, 1, "ring"), platform, 10);
+      return nlohmann::json{model::analyze(plan, platform).comm_s,
+                            sim::simulate(plan, platform, sim::SimOptions{}).comm_s,
+                            w.gradient_bytes(),
+                            back.peer_group,
+                            back.peer_latency_s,
+                            back.peer_bandwidth_Bps}
+          .dump();
+    });
+    REQUIRE(result.kind == "ok");
+    const auto v = result.json();
+    const double expected = lat + v[2].get<double>() / bw;
+    INFO("group " << group);
+    CHECK(v[0].get<double>() == Approx(expected).epsilon(1e-9));
+    CHECK(v[1].get<double>() == Approx(expected).epsilon(1e-6));
+    CHECK(v[3] == group);
+    CHECK(v[4].get<double>() == lat);
+    CHECK(v[5].get<double>() == bw);
+  }
+}

@@ -297,3 +297,62 @@ TEST_CASE("a calibration's server work is written on the reducer and read back")
   c.server_flop_per_byte = kCalibrationNaN;
   CHECK_THROWS_AS(model::calibration_xml(c), InputError);
 }
+
+TEST_CASE("ring_allreduce_link: the link on which a ring of the group takes the fit") {
+  // 2 (g - 1) steps, each a route of two links (latency 2 l) moving bytes / g through the link.
+  for (int g : {2, 3, 8}) {
+    const double lat = 2e-5, bw = 3e9, bytes = 1e6;
+    const model::LinkParameters link = model::ring_allreduce_link(g, lat, bw);
+    const double ring = 2.0 * (g - 1) * (2 * link.latency_s + bytes / g / link.bandwidth_Bps);
+    CHECK(ring == Approx(lat + bytes / bw).epsilon(1e-12));
+  }
+  CHECK_THROWS_AS(model::ring_allreduce_link(1, 1e-5, 1e9), InputError);
+  CHECK_THROWS_AS(model::ring_allreduce_link(2, -1e-5, 1e9), InputError);
+  CHECK_THROWS_AS(model::ring_allreduce_link(2, 1e-5, 0), InputError);
+}
+
+TEST_CASE("a calibration's layout all-reduce: worker links, props and JSON") {
+  model::Calibration c = sample();
+  c.peer_group = 2;
+  c.peer_latency_s = 4e-5;
+  c.peer_bandwidth_Bps = 2e9;
+  const std::string xml = model::calibration_xml(c);
+  // Group 2: bandwidth x 1, latency / 4; the reducer's link keeps 2 beta and alpha / 2.
+  CHECK(
+      xml.find(
+          "<link id=\"h0-link\" bandwidth=\"2000000000Bps\" latency=\"1.0000000000000001e-05s\"") !=
+      std::string::npos);
+  CHECK(xml.find("<link id=\"reducer-link\" bandwidth=\"10000000000Bps\"") != std::string::npos);
+  CHECK(xml.find("<prop id=\"peer_group\" value=\"2\"/>") != std::string::npos);
+  const model::Calibration back = model::calibration_from_json(model::calibration_json(c));
+  CHECK(back.peer_group == 2);
+  CHECK(back.peer_latency_s == 4e-5);
+  CHECK(back.peer_bandwidth_Bps == 2e9);
+  // Absent keys (a calibration written before): none measured.
+  nlohmann::json old = model::calibration_json(sample());
+  old.erase("peer_group");
+  old.erase("peer_latency_s");
+  old.erase("peer_bandwidth_Bps");
+  CHECK(model::calibration_from_json(old).peer_group == 0);
+  c.peer_group = 1;
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+  c.peer_group = 2;
+  c.peer_bandwidth_Bps = 0;
+  CHECK_THROWS_AS(model::calibration_xml(c), InputError);
+}
+
+TEST_CASE("read_calibration: a layout all-reduce's props are checked") {
+  model::Platform p = platform_with(sample());
+  for (model::Host& h : p.hosts)
+    if (h.role == model::HostRole::Worker)
+      h.properties.insert(
+          {{"peer_group", "2"}, {"peer_latency_s", "4e-05"}, {"peer_bandwidth_Bps", "2e9"}});
+  CHECK(model::read_calibration(p).peer_group == 2);
+  p.hosts[1].properties["peer_group"] = "2.5";
+  CHECK_THROWS_WITH(model::read_calibration(p), Catch::Contains("h1: peer_group"));
+  p.hosts[1].properties["peer_group"] = "4";
+  CHECK_THROWS_WITH(model::read_calibration(p), Catch::Contains("the same values on every worker"));
+  p.hosts[1].properties["peer_group"] = "2";
+  p.hosts[1].properties.erase("peer_latency_s");
+  CHECK_THROWS_WITH(model::read_calibration(p), Catch::Contains("h1: peer_latency_s"));
+}
