@@ -343,10 +343,11 @@ std::string cpu_model_name() {
 std::vector<AllReducePoint> measure_thread_allreduce(int threads, int group,
                                                      const std::vector<std::size_t>& floats,
                                                      int repeats) {
-  if (group < 2 || threads < group || threads > 64 || threads % group != 0)
+  if (group < 2 || threads < group || threads > 64)
     throw std::invalid_argument("measure_thread_allreduce: groups of " + std::to_string(group) +
-                                " threads do not split " + std::to_string(threads) +
-                                " threads (2 <= group <= threads <= 64, group divides threads)");
+                                " of " + std::to_string(threads) +
+                                " threads (needs 2 <= group <= threads <= 64)");
+  const int grouped = threads - threads % group;  // the rest wait at the barriers only
   if (repeats < 1 || floats.empty() ||
       std::any_of(floats.begin(), floats.end(), [](std::size_t n) { return n < 1; }))
     throw std::invalid_argument(
@@ -360,7 +361,7 @@ std::vector<AllReducePoint> measure_thread_allreduce(int threads, int group,
     pool.emplace_back([&, r] {
       PeerGroup& peers = hub.peer(r);
       std::vector<int> members;
-      for (int m = r - r % group; m < r - r % group + group; ++m)
+      for (int m = r - r % group; r < grouped && m < r - r % group + group; ++m)
         members.push_back(m);
       for (size_t s = 0; s < floats.size(); ++s) {
         std::vector<float> data(floats[s], 1.0f);

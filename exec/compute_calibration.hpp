@@ -80,8 +80,9 @@ struct AllReducePoint {
 /// peer_group.hpp's allreduce_sum over groups of `group` consecutive threads of `threads`, every
 /// group at once (as a layout's tensor or data groups run it, and as the trainer's threads share
 /// the cores): `repeats` all-reduces of each size in `floats` (per member) after one warm-up, each
-/// started together (a barrier over all the threads). Throws std::invalid_argument unless
-/// 2 <= group <= threads <= 64, group divides threads, repeats >= 1 and every size is >= 1.
+/// started together (a barrier over all the threads; threads beyond the last whole group only
+/// wait at it). Throws std::invalid_argument unless 2 <= group <= threads <= 64, repeats >= 1
+/// and every size is >= 1.
 std::vector<AllReducePoint> measure_thread_allreduce(int threads, int group,
                                                      const std::vector<std::size_t>& floats,
                                                      int repeats);

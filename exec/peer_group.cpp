@@ -41,8 +41,38 @@ void allreduce_in_member_order(PeerGroup& peers, const std::vector<int>& members
 
 void allreduce_sum(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
                    int tag) {
-  allreduce_in_member_order(peers, members, data, n, tag, 0.0f,
-                            [](float a, float b) { return a + b; });
+  const std::size_t g = members.size();
+  if (g < 2) return;
+  if (n < g) {  // fewer floats than members: no chunk for some; every member sends its buffer
+    allreduce_in_member_order(peers, members, data, n, tag, 0.0f,
+                              [](float a, float b) { return a + b; });
+    return;
+  }
+  const auto at = std::find(members.begin(), members.end(), peers.rank());
+  if (at == members.end())
+    throw std::invalid_argument("allreduce_sum: rank " + std::to_string(peers.rank()) +
+                                " is not a member");
+  const std::size_t me = static_cast<std::size_t>(at - members.begin());
+  const int next = members[(me + 1) % g], previous = members[(me + g - 1) % g];
+  auto begin = [&](std::size_t chunk) { return chunk * n / g; };  // chunk i: [i n/g, (i+1) n/g)
+  auto size = [&](std::size_t chunk) { return begin(chunk + 1) - begin(chunk); };
+  std::vector<float> incoming(size(g - 1) + 1);
+  // Reduce-scatter: in step s, pass on chunk me - s (own first), add chunk me - s - 1 into ours.
+  // After g - 1 steps this member holds chunk me + 1 summed over every member.
+  for (std::size_t s = 0; s + 1 < g; ++s) {
+    const std::size_t out = (me + g - s) % g, in = (me + 2 * g - s - 1) % g;
+    peers.send(next, data + begin(out), size(out), tag);
+    peers.recv(previous, incoming.data(), size(in), tag);
+    float* own = data + begin(in);
+    for (std::size_t i = 0; i < size(in); ++i)
+      own[i] += incoming[i];
+  }
+  // All-gather: in step s, pass on chunk me + 1 - s (the summed one first), take chunk me - s.
+  for (std::size_t s = 0; s + 1 < g; ++s) {
+    const std::size_t out = (me + 1 + g - s) % g, in = (me + g - s) % g;
+    peers.send(next, data + begin(out), size(out), tag);
+    peers.recv(previous, data + begin(in), size(in), tag);
+  }
 }
 
 void allreduce_max(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,

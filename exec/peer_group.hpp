@@ -7,9 +7,11 @@
 // at once (so two ranks may send to each other before either receives), recv() blocks until the
 // message from that rank with that tag arrives; messages between two ranks with one tag arrive
 // in the order they were sent. allreduce_sum() sums a buffer over a list of member ranks on top
-// of them: every member sends its buffer to every other and adds the members' buffers in member
-// order, so every member holds the same bits (no reduction tree whose order differs by rank);
-// allreduce_max() takes the element-wise maximum the same way (a vocabulary-parallel softmax);
+// of them as the ring all-reduce the Plan names for a layout's tensor and data groups
+// (model/ir/collective.hpp's ring: reduce-scatter, then all-gather, 2 (g - 1) steps of chunks of
+// n / g): each chunk is summed once, along the ring, and copied to the others, so every member
+// holds the same bits; allreduce_max() takes the element-wise maximum by every member sending its
+// buffer to every other and folding them in member order (a vocabulary-parallel softmax);
 // ring_allgather() completes a buffer whose slices the members hold (a pipeline message sent as
 // tensor slices). Besides floats, a rank may send bytes (a header and floats, a record) and
 // receive the oldest message from any rank or with any tag, whatever its size (recv_any: a
@@ -19,9 +21,8 @@
 // ranks are MPI processes of the world or of a communicator split off; MPI_Isend, MPI_Recv,
 // MPI_Irecv and MPI_Waitall, MPI_Sendrecv, MPI_Probe). The MPI and thread-messages
 // communicators run their collective algorithms on it (exec/p2p_collective.hpp).
-// What it leaves out: bandwidth-optimal collectives (the all-gather-and-add moves (g - 1) x the
-// buffer per member instead of a ring's 2 (g - 1)/g: the groups here are 2 to 4 ranks of an
-// MLP), GPU memory, and overlap.
+// What it leaves out: other algorithms for a group's sum (the Plan's layouts name the ring),
+// GPU memory, and overlap.
 #pragma once
 
 #include <condition_variable>
@@ -139,7 +140,10 @@ class PeerWaitLabel {
 };
 
 /// Sums `data` (n floats) over `members` (ranks, the caller among them) into every member's
-/// buffer, adding the members' buffers in the order of `members`.
+/// buffer by a ring over `members` in their order: reduce-scatter then all-gather, chunk i the
+/// floats [i n / g, (i + 1) n / g). With fewer floats than members, every member sends its buffer
+/// to every other and adds them in member order. std::invalid_argument when the caller is not a
+/// member.
 void allreduce_sum(PeerGroup& peers, const std::vector<int>& members, float* data, std::size_t n,
                    int tag);
 /// The element-wise maximum of `data` over `members`, into every member's buffer (the same way:

@@ -61,8 +61,9 @@ struct Config {
   std::string name;                                        ///< e.g. "sync K=4 speed slow=2"
   double micro_batch = 0;  ///< a layout: samples per micro-batch (calibrated around it)
   int pipeline = 1;        ///< a layout: its stages
-  /// A layout: the ranks of the all-reduces its network is calibrated with (its tensor group, or
-  /// its data group without one); 0: none (a pipeline alone, or no layout).
+  /// A layout: the ranks of the all-reduces its network is calibrated with: its tensor group, or
+  /// its data group without one, or pairs for a pipeline alone (a ring of two is two messages of
+  /// half the buffer each way: a stage's send); 0: no layout.
   int allreduce_group = 0;
   std::string platform;  ///< calibrated XML
 };
@@ -147,7 +148,10 @@ void add_point_configs(const ValidateRequest& a, const std::vector<Axis>& axes,
         c.micro_batch = normalised.layout.micro_batch(normalised.batch);
         c.pipeline = normalised.layout.pipeline;
         const model::Layout& layout = normalised.layout;
-        c.allreduce_group = layout.tensor > 1 ? layout.tensor : layout.data > 1 ? layout.data : 0;
+        c.allreduce_group = layout.tensor > 1 ? layout.tensor
+                            : layout.data > 1 ? layout.data
+                            : c.workers > 1   ? 2
+                                              : 0;
       }
       // An even and a speed split differ only when some worker is slower.
       const bool speed_split =

@@ -4,7 +4,7 @@
 // For each 4-rank mesh (t2 p2, d2 p2, t4, d2 t2) every rank runs one step from the same
 // parameters and batch through MpiPeers, and rank 0 compares the gathered gradient with the
 // unsplit MLP's (relative 1e-5) and with the same mesh on 4 threads of its own process (equal:
-// both add in member order). Exits 0 on success, 1 on a mismatch, 77 (skip) without 4 ranks.
+// both sum along the same ring). Exits 0 on success, 1 on a mismatch, 77 (skip) without 4 ranks.
 #include <cmath>
 #include <cstdio>
 #include <random>

@@ -115,3 +115,35 @@ TEST_CASE("peer group: abort wakes a rank waiting in a receive or the barrier, w
   std::vector<float> buffer(1);
   CHECK_THROWS_AS(hub.peer(2).recv(0, buffer.data(), 1, 0), std::runtime_error);
 }
+
+TEST_CASE("peer group: allreduce_sum is a ring, every member ends with the same exact sum") {
+  // Members 2, 0, 3 of 4 ranks (a subgroup, not in rank order), 7 floats (chunks of 2, 2 and 3):
+  // integers, so every order of addition gives the exact sum. A ring of g sends 2 (g - 1)
+  // messages per member. With fewer floats than members (2), each sends its buffer to the others.
+  const std::vector<int> members = {2, 0, 3};
+  for (std::size_t n : {std::size_t{7}, std::size_t{2}}) {
+    exec::ThreadPeerHub hub(4);
+    std::vector<std::vector<float>> data(4);
+    std::vector<long long> sent(4, 0);
+    std::vector<std::thread> threads;
+    for (int r : members)
+      threads.emplace_back([&, r] {
+        auto& mine = data[static_cast<std::size_t>(r)];
+        for (std::size_t i = 0; i < n; ++i)
+          mine.push_back(static_cast<float>(100 * r + i));
+        exec::allreduce_sum(hub.peer(r), members, mine.data(), n, 5);
+        sent[static_cast<std::size_t>(r)] = hub.peer(r).messages_sent();
+      });
+    for (std::thread& t : threads)
+      t.join();
+    INFO("n " << n);
+    for (int r : members) {
+      for (std::size_t i = 0; i < n; ++i)
+        CHECK(data[static_cast<std::size_t>(r)][i] == static_cast<float>(500 + 3 * i));
+      CHECK(sent[static_cast<std::size_t>(r)] == (n == 7 ? 4 : 2));
+    }
+  }
+  exec::ThreadPeerHub hub(2);
+  std::vector<float> x(4, 1.0f);
+  CHECK_THROWS_AS(exec::allreduce_sum(hub.peer(1), {0, 2}, x.data(), 4, 5), std::invalid_argument);
+}
