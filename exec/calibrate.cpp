@@ -153,18 +153,22 @@ class TimedSteps {
         y_(static_cast<std::size_t>(largest_batch)) {
     mlp_.init(init_seed);
   }
-  /// Seconds of `steps` steps at batch b (sampling, forward, backward, update).
-  double run(int b, int steps) {
+  /// Seconds of `steps` steps of `passes` passes at batch b each (sampling, forward and
+  /// backward) and one update. (A pass overwrites the gradient rather than adding to it: the
+  /// arithmetic and the memory traffic are the accumulating trainer's, to an addition.)
+  double run(int b, int steps, int passes = 1) {
     const auto features = static_cast<std::size_t>(data_.features);
     const auto start = std::chrono::steady_clock::now();
     for (int step = 0; step < steps; ++step) {
-      for (int i = 0; i < b; ++i) {
-        const long long row = pick_(rng_);
-        std::memcpy(x_.data() + static_cast<std::size_t>(i) * features, data_.train_row(row),
-                    features * sizeof(float));
-        y_[static_cast<std::size_t>(i)] = data_.train_y[static_cast<std::size_t>(row)];
+      for (int pass = 0; pass < passes; ++pass) {
+        for (int i = 0; i < b; ++i) {
+          const long long row = pick_(rng_);
+          std::memcpy(x_.data() + static_cast<std::size_t>(i) * features, data_.train_row(row),
+                      features * sizeof(float));
+          y_[static_cast<std::size_t>(i)] = data_.train_y[static_cast<std::size_t>(row)];
+        }
+        mlp_.forward_backward(x_.data(), y_.data(), b);
       }
-      mlp_.forward_backward(x_.data(), y_.data(), b);
       mlp_.sgd_step(0.01f);
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -181,35 +185,49 @@ class TimedSteps {
 
 }  // namespace
 
-std::vector<StepPoint> measure_concurrent_steps(const CalibrationRequest& request,
-                                                const Dataset& data, const MlpShape& shape) {
+ConcurrentSteps measure_concurrent_steps(const CalibrationRequest& request, const Dataset& data,
+                                         const MlpShape& shape) {
   check_request(request, data);
   const int k = request.replicas;
+  const bool micro = request.micro_batches > 1;
+  if (micro && (request.micro_batch < 1 || request.micro_batch > data.train_size()))
+    throw InputError("<calibration>", "micro_batch",
+                     "a micro-batch of 1 to " + std::to_string(data.train_size()) + " samples",
+                     std::to_string(request.micro_batch));
   const std::set<int> batch_set(request.batches.begin(), request.batches.end());
   const std::vector<int> batches(batch_set.begin(), batch_set.end());
-  const int per_thread = 1 + (request.steps + k - 1) / k;  // the first is a warm-up
-  std::vector<std::vector<std::vector<double>>> times(
-      static_cast<std::size_t>(k), std::vector<std::vector<double>>(batches.size()));
+  const std::size_t turns = batches.size() + (micro ? 1 : 0);  // the micro-batched step last
+  const int per_thread = 1 + (request.steps + k - 1) / k;      // the first is a warm-up
+  std::vector<std::vector<std::vector<double>>> times(static_cast<std::size_t>(k),
+                                                      std::vector<std::vector<double>>(turns));
   std::vector<std::thread> threads;
   for (int t = 0; t < k; ++t)
     threads.emplace_back([&, t] {
       TimedSteps steps(data, shape, request.seed + static_cast<std::uint64_t>(t),
-                       request.seed * 31 + static_cast<std::uint64_t>(t), batches.back());
+                       request.seed * 31 + static_cast<std::uint64_t>(t),
+                       std::max(batches.back(), micro ? request.micro_batch : 0));
       // Batch sizes take turns step by step, as in the lockstep calibration.
       for (int step = 0; step < per_thread; ++step)
-        for (std::size_t bi = 0; bi < batches.size(); ++bi) {
-          const double s = steps.run(batches[bi], 1);
+        for (std::size_t bi = 0; bi < turns; ++bi) {
+          const double s = bi < batches.size()
+                               ? steps.run(batches[bi], 1)
+                               : steps.run(request.micro_batch, 1, request.micro_batches);
           if (step > 0) times[static_cast<std::size_t>(t)][bi].push_back(s);
         }
     });
   for (auto& thread : threads)
     thread.join();
-  std::vector<StepPoint> out;
-  for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+  ConcurrentSteps out;
+  for (std::size_t bi = 0; bi < turns; ++bi) {
     std::vector<double> all;
     for (const auto& per : times)
       all.insert(all.end(), per[bi].begin(), per[bi].end());
-    out.push_back({batches[bi], median(all)});
+    if (bi < batches.size()) {
+      out.steps.push_back({batches[bi], median(all)});
+    } else {
+      out.micro_batches = request.micro_batches;
+      out.micro_step = {request.micro_batch, median(all)};
+    }
   }
   return out;
 }
@@ -354,6 +372,19 @@ CpuCalibration fit_cpu_calibration(const CalibrationMeasurements& measured,
   c.r2_comm = out.comm.r2;
   c.calibrated_from = calibrated_from;
   c.date = date;
+  if (measured.micro_batches > 1) {
+    const int m = measured.micro_batches;
+    const double one_pass =
+        out.compute.intercept + out.compute.slope * m * measured.micro_step.batch;
+    const double pass = (measured.micro_step.seconds - one_pass) / (m - 1);
+    const double room = std::max(0.0, c.step_intercept_s - c.update_flop / c.speed_flops());
+    c.pass_overhead_s = std::clamp(pass, 0.0, room);
+    if (pass < 0 || pass > room)
+      out.warnings.push_back("a pass's fixed cost fitted as " + std::to_string(pass) +
+                             " s, outside [0, the intercept less the update] = [0, " +
+                             std::to_string(room) + "]: written as " +
+                             std::to_string(c.pass_overhead_s));
+  }
   return out;
 }
 

@@ -33,6 +33,10 @@ struct CalibrationRequest {
   int steps = 48;     ///< timed steps per batch size (over all replicas)
   int combines = 15;  ///< timed combines per size when replicas = 1
   std::uint64_t seed = 1;
+  /// measure_concurrent_steps only: also steps of `micro_batches` passes (forward and backward)
+  /// of `micro_batch` samples each and one update, as a layout's rank steps (0 or 1: none).
+  int micro_batches = 0;
+  int micro_batch = 0;
 };
 
 struct StepPoint {
@@ -50,6 +54,9 @@ struct CombinePoint {
 struct CalibrationMeasurements {
   std::vector<StepPoint> steps;
   std::vector<CombinePoint> combines;
+  /// A step of `micro_batches` passes of micro_step.batch samples each (0: not measured).
+  int micro_batches = 0;
+  StepPoint micro_step;
 };
 
 /// Runs the request on this thread. Throws InputError (origin "<calibration>") for an empty
@@ -61,9 +68,16 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
 /// The step of `replicas` workers running at the same time on their own threads (forward,
 /// backward and update at each batch size), medians of wall-clock seconds: what a worker of an
 /// asynchronous run takes on this machine as it is loaded now (other threads, other
-/// processes). Same checks as measure_cpu_calibration.
-std::vector<StepPoint> measure_concurrent_steps(const CalibrationRequest& request,
-                                                const Dataset& data, const MlpShape& shape);
+/// processes). With request.micro_batches > 1, the step of that many passes of
+/// request.micro_batch samples takes its turn among them (`micro_step`). Same checks as
+/// measure_cpu_calibration, and micro_batch within [1, the training set] when asked.
+struct ConcurrentSteps {
+  std::vector<StepPoint> steps;
+  int micro_batches = 0;
+  StepPoint micro_step;
+};
+ConcurrentSteps measure_concurrent_steps(const CalibrationRequest& request, const Dataset& data,
+                                         const MlpShape& shape);
 
 /// The step of `workers` MPI ranks (any PeerGroup) computing rounds at once, as a
 /// barrier-aligned run does: each round, ranks 0 .. workers - 1 take `steps_per_round` steps and
@@ -96,7 +110,11 @@ struct CpuCalibration {
 
 /// Fits C(b) and T(K, S) and fills a Calibration of `hosts` workers for `workload` (its flop per
 /// sample and update flop; the MLP measured must be the one the workload describes, which the
-/// caller checks). Throws InputError when a slope is not positive (sizes too close together for
+/// caller checks). With a step of m > 1 passes measured, a pass's own fixed cost is
+/// (that step - C(m b)) / (m - 1), C the fitted line: C(b) holds one pass's fixed cost, the
+/// update and the step's other fixed costs; m passes add m - 1 more. It is clamped to
+/// [0, intercept - update at the fitted speed] (a warning says when) and written as
+/// pass_overhead_s. Throws InputError when a slope is not positive (sizes too close together for
 /// the noise: the step did not grow with the batch, or the combine with its size).
 CpuCalibration fit_cpu_calibration(const CalibrationMeasurements& measured,
                                    const model::Workload& workload, int hosts,

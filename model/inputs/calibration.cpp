@@ -89,7 +89,7 @@ LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
 }
 
 double Calibration::step_overhead_s() const {
-  return std::max(0.0, step_intercept_s - update_flop / speed_flops());
+  return std::max(0.0, step_intercept_s - update_flop / speed_flops() - pass_overhead_s);
 }
 
 double Calibration::slowdown(int host) const {
@@ -140,6 +140,9 @@ std::string calibration_xml(const Calibration& c) {
   if (!(c.server_flop_per_byte >= 0 && std::isfinite(c.server_flop_per_byte)))
     throw InputError(origin, "server_flop_per_byte", "a number >= 0", num(c.server_flop_per_byte));
 
+  if (!(c.pass_overhead_s >= 0 && c.pass_overhead_s <= c.step_intercept_s))
+    throw InputError(origin, "pass_overhead_s", "a number of seconds in [0, step_intercept_s]",
+                     num(c.pass_overhead_s));
   if (c.peer_group != 0 && c.peer_group < 2)
     throw InputError(origin, "peer_group", "0 (none) or a group of 2 or more ranks",
                      std::to_string(c.peer_group));
@@ -163,7 +166,8 @@ std::string calibration_xml(const Calibration& c) {
       ";\n"
       " speed = " +
       num(c.flop_per_sample) +
-      " flop/sample / per-sample cost; step_overhead_s = intercept - update flop / speed.\n"
+      " flop/sample / per-sample cost; step_overhead_s = intercept - update flop / speed\n"
+      " - pass_overhead_s (a pass's own fixed cost, when measured; charged on every pass).\n"
       " Network fit alpha = " +
       num(c.alpha_s) + " s, beta = " + num(c.beta_Bps) + " B/s (R^2 " + num(c.r2_comm) +
       "), of what calibrated_from names: the threads\n"
@@ -204,6 +208,8 @@ std::string calibration_xml(const Calibration& c) {
                             {"r2_comm", num(c.r2_comm)},
                             {"calibrated_from", c.calibrated_from},
                             {"date", c.date}}});
+    if (c.pass_overhead_s > 0)  // charged on every pass, as step_overhead_s on every step
+      world.hosts.back().props.push_back({"pass_overhead_s", num(c.pass_overhead_s * s)});
     if (c.peer_group >= 2)
       for (auto [key, value] : {std::pair{"peer_group", std::to_string(c.peer_group)},
                                 std::pair{"peer_latency_s", num(c.peer_latency_s)},
@@ -274,6 +280,9 @@ Calibration read_calibration(const Platform& platform) {
     h.r2_comm = number("r2_comm", 0, 1, "a number in [0, 1]");
     h.calibrated_from = text("calibrated_from");
     h.date = text("date");
+    if (host.properties.count("pass_overhead_s"))  // measured: x the slowdown, as the step's
+      h.pass_overhead_s =
+          number("pass_overhead_s", 0, HUGE_VAL, "a number of seconds >= 0") / slowdown;
     if (host.properties.count("peer_group")) {  // a layout's all-reduce, when measured
       const double group = number("peer_group", 2, 1 << 20, "a whole number of ranks >= 2");
       if (group != std::floor(group))
@@ -304,7 +313,8 @@ Calibration read_calibration(const Platform& platform) {
                h.update_flop != c.update_flop || h.step_intercept_s != c.step_intercept_s ||
                h.per_sample_s != c.per_sample_s || h.r2_compute != c.r2_compute ||
                h.alpha_s != c.alpha_s || h.beta_Bps != c.beta_Bps || h.r2_comm != c.r2_comm ||
-               h.peer_group != c.peer_group || h.peer_latency_s != c.peer_latency_s ||
+               !close(h.pass_overhead_s, c.pass_overhead_s) || h.peer_group != c.peer_group ||
+               h.peer_latency_s != c.peer_latency_s ||
                h.peer_bandwidth_Bps != c.peer_bandwidth_Bps ||
                h.calibrated_from != c.calibrated_from || h.date != c.date) {
       throw InputError(file, where + "calibration props", "the same values on every worker",
@@ -338,6 +348,7 @@ nlohmann::json calibration_json(const Calibration& c) {
           {"update_flop", c.update_flop},
           {"step_intercept_s", c.step_intercept_s},
           {"step_overhead_s", c.step_overhead_s()},
+          {"pass_overhead_s", c.pass_overhead_s},
           {"per_sample_s", c.per_sample_s},
           {"alpha_s", c.alpha_s},
           {"beta_Bps", c.beta_Bps},
@@ -368,6 +379,7 @@ Calibration calibration_from_json(const nlohmann::json& j) {
   c.r2_comm = j.at("r2_comm").get<double>();
   c.server_flop_per_message = j.at("server_flop_per_message").get<double>();
   c.server_flop_per_byte = j.at("server_flop_per_byte").get<double>();
+  c.pass_overhead_s = j.value("pass_overhead_s", 0.0);  // absent: not measured
   if (j.contains("peer_group")) {  // absent: written before a layout's all-reduce was measured
     c.peer_group = j.at("peer_group").get<int>();
     c.peer_latency_s = j.at("peer_latency_s").get<double>();

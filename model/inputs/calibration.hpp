@@ -14,7 +14,9 @@
 // then costs alpha/2 + K S/(2 beta) to push and as much to pull, i.e. T(K, S), both in the
 // analytic engine (fan-in bound by the server's link) and in SimGrid (K flows sharing it). The
 // step overhead the strategies add to every step is the intercept less the update the workload
-// declares (update_flop / speed), so that C(b) is reproduced whole. A worker may be emulated
+// declares (update_flop / speed) and less a pass's own fixed cost when that was measured (steps
+// of several micro-batches: pass_overhead_s, which a layout's Plan charges on every pass), so that
+// C(b) is reproduced whole. A worker may be emulated
 // `slowdown` times slower: its speed is divided and its overhead multiplied by that factor,
 // which is how exec emulates it (the whole measured step is scaled). A calibration of an
 // asynchronous server's exchange (exec/exchange_calibration.hpp) fits alpha and beta to messages
@@ -61,7 +63,10 @@ struct Calibration {
   double flop_per_sample = 0;            ///< of that workload (its catalog value)
   double update_flop = 0;       ///< parameters x update_flop_per_parameter of that workload
   double step_intercept_s = 0;  ///< C(b) intercept, as fitted (clamped at 0)
-  double per_sample_s = 0;      ///< C(b) slope
+  /// The fixed cost of one pass (a micro-batch's forward and backward), from a step of several
+  /// passes beside C(b) (exec/calibrate.hpp); part of the intercept (0: not measured).
+  double pass_overhead_s = 0;
+  double per_sample_s = 0;  ///< C(b) slope
   double r2_compute = 0;
   double alpha_s = 0;   ///< combine latency (clamped at 0)
   double beta_Bps = 0;  ///< combine: T = alpha + K S / beta
@@ -83,7 +88,8 @@ struct Calibration {
 
   /// flop_per_sample / per_sample_s: the effective flop/s of one (unslowed) worker.
   double speed_flops() const { return flop_per_sample / per_sample_s; }
-  /// The per-step overhead of an unslowed worker: intercept - update_flop / speed (>= 0).
+  /// The per-step overhead of an unslowed worker: intercept - update_flop / speed - the pass
+  /// overhead (>= 0): with one pass a step, C(b) whole.
   double step_overhead_s() const;
   double slowdown(int host) const;
 };
@@ -113,13 +119,14 @@ std::string calibration_xml(const Calibration& calibration);
 Calibration read_calibration(const Platform& platform);
 
 /// The calibration's fields as JSON (keys: workers, workload, flop_per_sample, update_flop,
-/// step_intercept_s, step_overhead_s, per_sample_s, alpha_s, beta_Bps, slowdowns, r2_compute,
+/// step_intercept_s, step_overhead_s, pass_overhead_s, per_sample_s, alpha_s, beta_Bps,
+/// slowdowns, r2_compute,
 /// r2_comm, server_flop_per_message, server_flop_per_byte, peer_group, peer_latency_s,
 /// peer_bandwidth_Bps, calibrated_from, date): what
 /// `tauplan calibrate --check --json` prints.
 nlohmann::json calibration_json(const Calibration& calibration);
-/// The inverse of calibration_json (step_overhead_s is derived, not read; the peer_* keys may be
-/// absent, as in a calibration written before they existed: no layout all-reduce measured).
+/// The inverse of calibration_json (step_overhead_s is derived, not read; pass_overhead_s and the
+/// peer_* keys may be absent, as in a calibration written before they existed: not measured).
 /// Throws nlohmann::json exceptions for a missing key or a wrong type.
 Calibration calibration_from_json(const nlohmann::json& j);
 

@@ -237,6 +237,17 @@ double step_overhead_on(const StrategyOptions& options, const Platform& platform
   return value;
 }
 
+double pass_overhead_on(const Platform& platform, int host) {
+  const Host& h = platform.hosts.at(static_cast<size_t>(host));
+  const auto it = h.properties.find("pass_overhead_s");
+  if (it == h.properties.end()) return 0;
+  double value = -1;
+  if (!parse_prop_number(it->second, value) || value < 0)
+    throw InputError(platform.source_file, h.name + ": pass_overhead_s", "a number of seconds >= 0",
+                     "'" + it->second + "'");
+  return value;
+}
+
 void check_fits_in_memory(const StrategyOptions& options, const Workload& workload,
                           const Platform& platform, int host, double samples) {
   if (!options.check_memory) return;

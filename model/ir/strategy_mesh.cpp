@@ -384,9 +384,11 @@ class LayoutLowering {
     const double attention_flop =
         split ? (forward ? work.attention_forward_flop : work.attention_backward_flop) : 0;
     op.flop = (forward ? work.forward_flop : work.backward_flop) - attention_flop;
-    // Element-wise traffic split as the flop are (a third forward). The step's fixed cost is
-    // on each rank's Update op, not on a pass.
-    op.overhead_s = forward ? elementwise / 3 : elementwise * 2 / 3;
+    // Element-wise traffic and a pass's own fixed cost (the pass_overhead_s prop: kernel calls,
+    // buffers) split as the flop are (a third forward). The step's fixed cost is on each rank's
+    // Update op, not on a pass.
+    const double fixed = elementwise + pass_overhead_on(platform_, host(w));
+    op.overhead_s = forward ? fixed / 3 : fixed * 2 / 3;
     attention = Op{};
     attention.kind = OpKind::Compute;
     attention.label = fmt::format("w{} stage {} {} mb {} attention", w, r, pass, j);

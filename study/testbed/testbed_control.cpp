@@ -347,9 +347,12 @@ void testbed_compute_probe(const ComputeProbeRequest& r) {
     servers = exec::probe_server_processing(peers, r.workers, probe);
   }
   if (peers.rank() != 0) return;
-  nlohmann::json doc = {
-      {"steps", exec::steps_json({steps, {}})}, {"workers", r.workers}, {"ranks", peers.size()},
-      {"steps_per_round", r.steps_per_round},   {"rounds", r.rounds},   {"wait_s", r.wait_s}};
+  nlohmann::json doc = {{"steps", exec::steps_json({steps, {}, 0, {}})},
+                        {"workers", r.workers},
+                        {"ranks", peers.size()},
+                        {"steps_per_round", r.steps_per_round},
+                        {"rounds", r.rounds},
+                        {"wait_s", r.wait_s}};
   if (!servers.empty()) {
     doc["server_processing"] = r.server_processing;
     doc["servers"] = nlohmann::json::array();

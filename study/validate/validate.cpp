@@ -60,6 +60,7 @@ struct Config {
   std::vector<std::pair<std::string, std::string>> extra;  ///< other swept keys
   std::string name;                                        ///< e.g. "sync K=4 speed slow=2"
   double micro_batch = 0;  ///< a layout: samples per micro-batch (calibrated around it)
+  int micro_batches = 1;   ///< a layout: its micro-batches per step (a pass's fixed cost)
   int pipeline = 1;        ///< a layout: its stages
   /// A layout: the ranks of the all-reduces its network is calibrated with: its tensor group, or
   /// its data group without one, or pairs for a pipeline alone (a ring of two is two messages of
@@ -147,6 +148,7 @@ void add_point_configs(const ValidateRequest& a, const std::vector<Axis>& axes,
       if (strategy.splits_model()) {
         c.micro_batch = normalised.layout.micro_batch(normalised.batch);
         c.pipeline = normalised.layout.pipeline;
+        c.micro_batches = normalised.layout.micro_batches;
         const model::Layout& layout = normalised.layout;
         c.allreduce_group = layout.tensor > 1 ? layout.tensor
                             : layout.data > 1 ? layout.data
@@ -301,8 +303,18 @@ Measured measure_now(const ValidateRequest& a, const model::Job& job, const Mach
   exec::CalibrationMeasurements measured = exec::measure_cpu_calibration(request, *m.data, m.shape);
   // An asynchronous run or a layout is timed on the wall clock with its workers at once: so is
   // its step.
-  if (wall_clock(config.strategy))
-    measured.steps = exec::measure_concurrent_steps(request, *m.data, m.shape);
+  // A layout's rank steps its micro-batches' passes and then updates once: a step of that many
+  // passes of its micro-batch beside them gives a pass's own fixed cost.
+  if (config.micro_batches > 1 && config.micro_batch >= 1) {
+    request.micro_batches = config.micro_batches;
+    request.micro_batch = static_cast<int>(config.micro_batch);
+  }
+  if (wall_clock(config.strategy)) {
+    const exec::ConcurrentSteps steps = exec::measure_concurrent_steps(request, *m.data, m.shape);
+    measured.steps = steps.steps;
+    measured.micro_batches = steps.micro_batches;
+    measured.micro_step = steps.micro_step;
+  }
   // An asynchronous worker's exchange is two messages and the server's apply, not a combine;
   // each message is sent after a step's time, as the run sends it (the step of the batch size
   // nearest the configuration's).
@@ -342,6 +354,9 @@ Measured faster_of(const Measured& before, const Measured& after_measurement,
     if (y.steps[i].batch == out.steps[i].batch)
       out.steps[i].seconds = wall_clock_steps ? 0.5 * (out.steps[i].seconds + y.steps[i].seconds)
                                               : std::min(out.steps[i].seconds, y.steps[i].seconds);
+  if (out.micro_batches > 1 && y.micro_batches == out.micro_batches &&
+      y.micro_step.batch == out.micro_step.batch)  // wall clock, as the steps above
+    out.micro_step.seconds = 0.5 * (out.micro_step.seconds + y.micro_step.seconds);
   for (std::size_t i = 0; i < out.combines.size() && i < y.combines.size(); ++i)
     if (y.combines[i].floats == out.combines[i].floats)
       out.combines[i].seconds = std::min(out.combines[i].seconds, y.combines[i].seconds);
@@ -420,6 +435,7 @@ model::Calibration fit_now(const Machine& m, const Config& config, const Measure
   report = {{"config", config.name},
             {"workers", k},
             {"step_intercept_s", cal.calibration.step_intercept_s},
+            {"pass_overhead_s", cal.calibration.pass_overhead_s},
             {"per_sample_s", cal.calibration.per_sample_s},
             {"r2_compute", cal.compute.r2},
             {"step_max_relative_residual", cal.compute.max_relative_residual},
@@ -434,6 +450,10 @@ model::Calibration fit_now(const Machine& m, const Config& config, const Measure
     report["comm_max_relative_residual"] = exchange["message_max_relative_residual"];
     report["exchange"] = exchange;
   }
+  if (measured.cpu.micro_batches > 1)
+    report["micro_step"] = {{"micro_batches", measured.cpu.micro_batches},
+                            {"batch", measured.cpu.micro_step.batch},
+                            {"seconds", measured.cpu.micro_step.seconds}};
   if (!measured.allreduce.empty())
     report["peer_allreduce"] = fit_peer_allreduce(measured.allreduce, config.allreduce_group,
                                                   cal.calibration, config.name, quiet);

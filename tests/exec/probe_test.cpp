@@ -202,3 +202,49 @@ TEST_CASE("rank rounds: bad requests are InputErrors") {
   CHECK_THROWS_AS(exec::measure_rank_rounds(hub.peer(0), 1, request, data, shape, 1, 2, -1),
                   InputError);
 }
+
+TEST_CASE("concurrent steps: a step of several passes takes its turn beside the batch sizes") {
+  const exec::Dataset data = tauplan::test::tiny_data();
+  const exec::MlpShape shape = tauplan::test::tiny_shape();
+  exec::CalibrationRequest request;
+  request.batches = {8, 4};
+  request.replicas = 2;
+  request.steps = 4;
+  request.micro_batches = 3;
+  request.micro_batch = 4;
+  const exec::ConcurrentSteps steps = exec::measure_concurrent_steps(request, data, shape);
+  REQUIRE(steps.steps.size() == 2);
+  CHECK(steps.steps[0].batch == 4);
+  CHECK(steps.micro_batches == 3);
+  CHECK(steps.micro_step.batch == 4);
+  CHECK(steps.micro_step.seconds > 0);
+  request.micro_batches = 1;  // none asked: none measured
+  CHECK(exec::measure_concurrent_steps(request, data, shape).micro_batches == 0);
+  request.micro_batches = 2;
+  request.micro_batch = 0;
+  CHECK_THROWS_AS(exec::measure_concurrent_steps(request, data, shape), tauplan::InputError);
+}
+
+TEST_CASE("calibration fit: a pass's fixed cost from a step of m passes beside C(b)") {
+  // C(b) = 200 us + b x 10 us exactly; a step of 4 passes of 8 samples = C(32) + 3 x 50 us: a
+  // pass's own cost is 50 us, and the step's overhead the intercept less it and the update.
+  tauplan::model::Workload w = tauplan::test::tiny_workload();
+  exec::CalibrationMeasurements m;
+  for (int b : {4, 8, 16, 32, 64})
+    m.steps.push_back({b, 200e-6 + b * 10e-6});
+  m.combines = {{1, 1e4, 4e4, 1e-5}, {1, 2e4, 8e4, 2e-5}};
+  m.micro_batches = 4;
+  m.micro_step = {8, 200e-6 + 32 * 10e-6 + 3 * 50e-6};
+  const exec::CpuCalibration fit = exec::fit_cpu_calibration(m, w, 2, "test", "now");
+  const tauplan::model::Calibration& c = fit.calibration;
+  CHECK(c.pass_overhead_s == Approx(50e-6).epsilon(1e-9));
+  CHECK(c.step_overhead_s() ==
+        Approx(200e-6 - c.update_flop / c.speed_flops() - 50e-6).epsilon(1e-9));
+  CHECK(fit.warnings.empty());
+  // A step of passes faster than one big pass: no negative cost, a warning instead.
+  m.micro_step.seconds = 200e-6 + 32 * 10e-6 - 30e-6;
+  const exec::CpuCalibration clamped = exec::fit_cpu_calibration(m, w, 2, "test", "now");
+  CHECK(clamped.calibration.pass_overhead_s == 0);
+  REQUIRE(clamped.warnings.size() == 1);
+  CHECK(clamped.warnings[0].find("a pass's fixed cost") != std::string::npos);
+}

@@ -356,3 +356,23 @@ TEST_CASE("read_calibration: a layout all-reduce's props are checked") {
   p.hosts[1].properties.erase("peer_latency_s");
   CHECK_THROWS_WITH(model::read_calibration(p), Catch::Contains("h1: peer_latency_s"));
 }
+
+TEST_CASE("a calibration's pass overhead: out of the step's, on every worker, read back") {
+  model::Calibration c = sample();  // intercept 200 us, no update flop
+  c.pass_overhead_s = 5e-5;
+  c.slowdowns = {2, 1, 1};
+  CHECK(c.step_overhead_s() == Approx(1.5e-4).epsilon(1e-12));
+  const std::string xml = model::calibration_xml(c);
+  CHECK(xml.find("<prop id=\"pass_overhead_s\" value=\"0.0001\"/>") != std::string::npos);  // x2
+  CHECK(xml.find("<prop id=\"pass_overhead_s\" value=\"5.0000000000000002e-05\"/>") !=
+        std::string::npos);
+  model::Platform p = platform_with(c);
+  for (model::Host& h : p.hosts)
+    if (h.role == model::HostRole::Worker)
+      h.properties["pass_overhead_s"] =
+          fmt::format("{:.17g}", c.pass_overhead_s * c.slowdown(std::stoi(h.name.substr(1))));
+  CHECK(model::read_calibration(p).pass_overhead_s == Approx(5e-5).epsilon(1e-12));
+  CHECK(model::calibration_from_json(model::calibration_json(c)).pass_overhead_s == 5e-5);
+  c.pass_overhead_s = 3e-4;  // more than the intercept
+  CHECK_THROWS_WITH(model::calibration_xml(c), Catch::Contains("pass_overhead_s"));
+}
