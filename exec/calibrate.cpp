@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/tensor_parallel.hpp"
 #include "exec/thread_communicator.hpp"
 #include "exec/trainer.hpp"
 #include "model/base/error.hpp"
@@ -140,11 +141,15 @@ CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& reques
 
 namespace {
 
-/// One worker's replica taking training steps on random batches, timed on the wall clock.
+/// One worker's replica taking training steps on random batches, timed on the wall clock: the
+/// data-parallel replica's code (exec/mlp.hpp), or with `layout_code` the layout trainer's
+/// (exec/tensor_parallel.hpp: the whole model as one stage of one rank, its gradients added up
+/// over a step's passes and zeroed after the update, the output's gradient a constant: the loss's
+/// few flop left out).
 class TimedSteps {
  public:
   TimedSteps(const Dataset& data, const MlpShape& shape, std::uint64_t init_seed,
-             std::uint64_t sample_seed, int largest_batch)
+             std::uint64_t sample_seed, int largest_batch, bool layout_code = false)
       : data_(data),
         mlp_(shape),
         rng_(sample_seed),
@@ -152,6 +157,13 @@ class TimedSteps {
         x_(static_cast<std::size_t>(largest_batch) * static_cast<std::size_t>(data.features)),
         y_(static_cast<std::size_t>(largest_batch)) {
     mlp_.init(init_seed);
+    if (layout_code) {
+      stage_ = std::make_unique<TensorParallelStage>(shape, 0, shape.layers(), 0, 1);
+      stage_->load(mlp_.parameters());
+      output_gradient_.assign(static_cast<std::size_t>(largest_batch) *
+                                  static_cast<std::size_t>(stage_->output_width()),
+                              1e-3f);
+    }
   }
   /// Seconds of `steps` steps of `passes` passes at batch b each (sampling, forward and
   /// backward) and one update. (A pass overwrites the gradient rather than adding to it: the
@@ -167,9 +179,19 @@ class TimedSteps {
                       features * sizeof(float));
           y_[static_cast<std::size_t>(i)] = data_.train_y[static_cast<std::size_t>(row)];
         }
-        mlp_.forward_backward(x_.data(), y_.data(), b);
+        if (stage_) {
+          stage_->forward(x_.data(), b, stash_, output_, TensorGroup{});
+          stage_->backward(output_gradient_.data(), b, stash_, nullptr, TensorGroup{});
+        } else {
+          mlp_.forward_backward(x_.data(), y_.data(), b);
+        }
       }
-      mlp_.sgd_step(0.01f);
+      if (stage_) {
+        stage_->sgd_step(0.01f);
+        stage_->zero_gradients();
+      } else {
+        mlp_.sgd_step(0.01f);
+      }
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -181,6 +203,9 @@ class TimedSteps {
   std::uniform_int_distribution<long long> pick_;
   std::vector<float> x_;
   std::vector<int> y_;
+  std::unique_ptr<TensorParallelStage> stage_;  ///< the layout trainer's code, when asked
+  TensorParallelStage::Stash stash_;
+  std::vector<float> output_, output_gradient_;
 };
 
 }  // namespace
@@ -205,7 +230,8 @@ ConcurrentSteps measure_concurrent_steps(const CalibrationRequest& request, cons
     threads.emplace_back([&, t] {
       TimedSteps steps(data, shape, request.seed + static_cast<std::uint64_t>(t),
                        request.seed * 31 + static_cast<std::uint64_t>(t),
-                       std::max(batches.back(), micro ? request.micro_batch : 0));
+                       std::max(batches.back(), micro ? request.micro_batch : 0),
+                       request.layout_code);
       // Batch sizes take turns step by step, as in the lockstep calibration.
       for (int step = 0; step < per_thread; ++step)
         for (std::size_t bi = 0; bi < turns; ++bi) {

@@ -37,6 +37,9 @@ struct CalibrationRequest {
   /// of `micro_batch` samples each and one update, as a layout's rank steps (0 or 1: none).
   int micro_batches = 0;
   int micro_batch = 0;
+  /// measure_concurrent_steps only: time the layout trainer's code (exec/tensor_parallel.hpp:
+  /// the whole model as one stage) instead of the data-parallel replica's.
+  bool layout_code = false;
 };
 
 struct StepPoint {

@@ -122,7 +122,8 @@ const std::vector<PlatformProperty>& platform_properties() {
       {"all hosts", "role", "worker, or server (a parameter server or SparkNet driver)"},
       {"workers", "step_overhead_s", "fixed seconds of every step on this host (over the job's)"},
       {"workers", "pass_overhead_s",
-       "fixed seconds of every micro-batch's forward and backward of a layout on this host"},
+       "seconds of every micro-batch's forward and backward beyond its flop (whole model; a rank "
+       "pays its share of the parameters)"},
       {"workers", "compute_profile", "a compute profile (catalog name or JSON file) timing layers"},
       {"workers", "compute_source", "where the host's speed comes from (printed with results)"},
       {"workers", "elementwise_passes",

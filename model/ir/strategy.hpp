@@ -173,9 +173,10 @@ double effective_flop_per_sample(const StrategyOptions& options, const Workload&
 /// (a calibrated platform does, scaled for an emulated slow worker), else the job's. A prop
 /// that is not a number >= 0 is an InputError naming the platform file and host.
 double step_overhead_on(const StrategyOptions& options, const Platform& platform, int host);
-/// The fixed cost of one pass (a micro-batch's forward and backward) on `host`: its
-/// `pass_overhead_s` prop (a calibration that timed steps of several micro-batches writes it),
-/// else 0 (no job key: the step's overhead holds it). InputError as step_overhead_on.
+/// The cost of one pass (a micro-batch's forward and backward) of the whole model on `host`
+/// beyond its flop: its `pass_overhead_s` prop (a calibration that timed steps of several
+/// micro-batches writes it; a rank holding a share of the parameters pays that share), else 0
+/// (no job key: the step's overhead holds it). InputError as step_overhead_on.
 double pass_overhead_on(const Platform& platform, int host);
 /// Throws InputError (key "batch") when `samples` do not fit in `host`'s GPU memory.
 void check_fits_in_memory(const StrategyOptions& options, const Workload& workload,

@@ -384,10 +384,14 @@ class LayoutLowering {
     const double attention_flop =
         split ? (forward ? work.attention_forward_flop : work.attention_backward_flop) : 0;
     op.flop = (forward ? work.forward_flop : work.backward_flop) - attention_flop;
-    // Element-wise traffic and a pass's own fixed cost (the pass_overhead_s prop: kernel calls,
-    // buffers) split as the flop are (a third forward). The step's fixed cost is on each rank's
-    // Update op, not on a pass.
-    const double fixed = elementwise + pass_overhead_on(platform_, host(w));
+    // Element-wise traffic and a pass's own cost beyond its flop (the pass_overhead_s prop, of
+    // a pass of the whole model: adding the weight gradients of a small micro-batch moves the
+    // gradient through memory, so a rank pays it in the share of the parameters it holds) split
+    // as the flop are (a third forward). The step's fixed cost is on each rank's Update op.
+    const double pass_s = workload_.parameters > 0 ? pass_overhead_on(platform_, host(w)) *
+                                                         work.parameters / workload_.parameters
+                                                   : 0.0;
+    const double fixed = elementwise + pass_s;
     op.overhead_s = forward ? fixed / 3 : fixed * 2 / 3;
     attention = Op{};
     attention.kind = OpKind::Compute;

@@ -305,6 +305,8 @@ Measured measure_now(const ValidateRequest& a, const model::Job& job, const Mach
   // its step.
   // A layout's rank steps its micro-batches' passes and then updates once: a step of that many
   // passes of its micro-batch beside them gives a pass's own fixed cost.
+  // Its steps are timed with the layout trainer's own code.
+  request.layout_code = model::strategy(config.strategy).splits_model();
   if (config.micro_batches > 1 && config.micro_batch >= 1) {
     request.micro_batches = config.micro_batches;
     request.micro_batch = static_cast<int>(config.micro_batch);
