@@ -166,8 +166,9 @@ class TimedSteps {
     }
   }
   /// Seconds of `steps` steps of `passes` passes at batch b each (sampling, forward and
-  /// backward) and one update. (A pass overwrites the gradient rather than adding to it: the
-  /// arithmetic and the memory traffic are the accumulating trainer's, to an addition.)
+  /// backward) and one update. The replica's code writes the whole gradient on every pass; the
+  /// layout trainer's adds each pass's weight gradients into its own and zeroes them once a step,
+  /// as a layout's rank does.
   double run(int b, int steps, int passes = 1) {
     const auto features = static_cast<std::size_t>(data_.features);
     const auto start = std::chrono::steady_clock::now();

@@ -68,17 +68,19 @@ struct CalibrationMeasurements {
 CalibrationMeasurements measure_cpu_calibration(const CalibrationRequest& request,
                                                 const Dataset& data, const MlpShape& shape);
 
+/// What measure_concurrent_steps measured.
+struct ConcurrentSteps {
+  std::vector<StepPoint> steps;
+  int micro_batches = 0;
+  StepPoint micro_step;
+};
+
 /// The step of `replicas` workers running at the same time on their own threads (forward,
 /// backward and update at each batch size), medians of wall-clock seconds: what a worker of an
 /// asynchronous run takes on this machine as it is loaded now (other threads, other
 /// processes). With request.micro_batches > 1, the step of that many passes of
 /// request.micro_batch samples takes its turn among them (`micro_step`). Same checks as
 /// measure_cpu_calibration, and micro_batch within [1, the training set] when asked.
-struct ConcurrentSteps {
-  std::vector<StepPoint> steps;
-  int micro_batches = 0;
-  StepPoint micro_step;
-};
 ConcurrentSteps measure_concurrent_steps(const CalibrationRequest& request, const Dataset& data,
                                          const MlpShape& shape);
 

@@ -1,4 +1,4 @@
-// peer_group.cpp: the member-order all-reduces and the in-process mailboxes.
+// peer_group.cpp: the ring and member-order all-reduces and the in-process mailboxes.
 #include "exec/peer_group.hpp"
 
 #include <algorithm>

@@ -109,7 +109,10 @@ LinkParameters ring_allreduce_link(int group, double latency_s, double bandwidth
   return {bandwidth_Bps * steps / group, latency_s / steps / 2};
 }
 
-std::string calibration_xml(const Calibration& c) {
+namespace {
+
+/// calibration_xml's checks of the fields (see its declaration).
+void check_fields(const Calibration& c) {
   const std::string origin = "<calibration>";
   if (c.hosts < 1)
     throw InputError(origin, "hosts", "a whole number >= 1", std::to_string(c.hosts));
@@ -139,13 +142,18 @@ std::string calibration_xml(const Calibration& c) {
                      num(c.server_flop_per_message));
   if (!(c.server_flop_per_byte >= 0 && std::isfinite(c.server_flop_per_byte)))
     throw InputError(origin, "server_flop_per_byte", "a number >= 0", num(c.server_flop_per_byte));
-
   if (!(c.pass_overhead_s >= 0 && c.pass_overhead_s <= c.step_intercept_s))
     throw InputError(origin, "pass_overhead_s", "a number of seconds in [0, step_intercept_s]",
                      num(c.pass_overhead_s));
   if (c.peer_group != 0 && c.peer_group < 2)
     throw InputError(origin, "peer_group", "0 (none) or a group of 2 or more ranks",
                      std::to_string(c.peer_group));
+}
+
+}  // namespace
+
+std::string calibration_xml(const Calibration& c) {
+  check_fields(c);
   // The links of a layout's ranks: what makes a ring all-reduce of the group take the fit.
   const LinkParameters worker_link =
       c.peer_group >= 2 ? ring_allreduce_link(c.peer_group, c.peer_latency_s, c.peer_bandwidth_Bps)
@@ -281,8 +289,9 @@ Calibration read_calibration(const Platform& platform) {
     h.calibrated_from = text("calibrated_from");
     h.date = text("date");
     if (host.properties.count("pass_overhead_s"))  // measured: x the slowdown, as the step's
-      h.pass_overhead_s =
-          number("pass_overhead_s", 0, HUGE_VAL, "a number of seconds >= 0") / slowdown;
+      h.pass_overhead_s = number("pass_overhead_s", 0, h.step_intercept_s * slowdown,
+                                 "seconds in [0, step_intercept_s x emulated_slowdown]") /
+                          slowdown;
     if (host.properties.count("peer_group")) {  // a layout's all-reduce, when measured
       const double group = number("peer_group", 2, 1 << 20, "a whole number of ranks >= 2");
       if (group != std::floor(group))
@@ -301,10 +310,11 @@ Calibration read_calibration(const Platform& platform) {
                        num(host.speed_flops));
     if (!close(overhead, h.step_overhead_s() * slowdown) &&
         std::abs(overhead - h.step_overhead_s() * slowdown) > 1e-15)
-      throw InputError(file, where + "step_overhead_s",
-                       "(step_intercept_s - update_flop / speed) x emulated_slowdown = " +
-                           num(h.step_overhead_s() * slowdown),
-                       num(overhead));
+      throw InputError(
+          file, where + "step_overhead_s",
+          "(step_intercept_s - update_flop / speed - pass_overhead_s) x emulated_slowdown = " +
+              num(h.step_overhead_s() * slowdown),
+          num(overhead));
     if (first) {
       c = h;
       c.hosts = 0;

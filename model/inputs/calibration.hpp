@@ -96,8 +96,9 @@ struct Calibration {
 
 /// A member's private link (SPLITDUPLEX, into a crossbar) on which a ring all-reduce of `group`
 /// members, 2 (group - 1) steps of a route's two links each moving bytes / group, takes
-/// latency_s + bytes / bandwidth_Bps: bandwidth x 2 (group - 1) / group, and a quarter of a
-/// step's share of the latency, latency / (4 (group - 1)). Throws InputError (origin
+/// latency_s + bytes / bandwidth_Bps: bandwidth x 2 (group - 1) / group, and half a step's share
+/// of the latency on each of a route's two links, latency / (4 (group - 1)). Throws InputError
+/// (origin
 /// "<calibration>") for group < 2, a negative latency or a non-positive bandwidth.
 struct LinkParameters {
   double bandwidth_Bps = 0;

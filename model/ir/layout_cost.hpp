@@ -1,6 +1,8 @@
 // layout_cost.hpp: closed-form communication and time of one training step under a layout.
 //
-// The reference the engines must equal once layouts are Plans. Per transformer layer and
+// The reference the engines must equal once layouts are Plans (on platforms without a
+// pass_overhead_s prop: the Plan charges a calibrated host's pass cost, this closed form reads
+// only the job's step_overhead_s). Per transformer layer and
 // micro-batch, tensor parallelism all-reduces b s h values twice forward and twice backward
 // (Megatron's f and g operators, Shoeybi et al. 2019, arXiv 1909.08053, Section 3), twice more
 // when full recomputation repeats the forward; each all-reduce moves 2(t-1)/t of its bytes per

@@ -248,6 +248,11 @@ double pass_overhead_on(const Platform& platform, int host) {
   return value;
 }
 
+double step_fixed_cost_on(const StrategyOptions& options, const Platform& platform, int host,
+                          int passes) {
+  return step_overhead_on(options, platform, host) + passes * pass_overhead_on(platform, host);
+}
+
 void check_fits_in_memory(const StrategyOptions& options, const Workload& workload,
                           const Platform& platform, int host, double samples) {
   if (!options.check_memory) return;

@@ -178,6 +178,10 @@ double step_overhead_on(const StrategyOptions& options, const Platform& platform
 /// micro-batches writes it; a rank holding a share of the parameters pays that share), else 0
 /// (no job key: the step's overhead holds it). InputError as step_overhead_on.
 double pass_overhead_on(const Platform& platform, int host);
+/// The fixed cost of a step of `passes` passes of the whole model on `host`: step_overhead_on
+/// plus passes x pass_overhead_on (a calibrated C(b), one pass a step, whole with passes = 1).
+double step_fixed_cost_on(const StrategyOptions& options, const Platform& platform, int host,
+                          int passes = 1);
 /// Throws InputError (key "batch") when `samples` do not fit in `host`'s GPU memory.
 void check_fits_in_memory(const StrategyOptions& options, const Workload& workload,
                           const Platform& platform, int host, double samples);

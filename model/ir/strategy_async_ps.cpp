@@ -109,7 +109,7 @@ class AsyncPsStrategy : public Strategy {
       compute.samples = options.batch;
       compute.flop = flop;
       compute.overhead_s =
-          step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
+          step_fixed_cost_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
       const OpId compute_id = plan.add(compute);
       for (int s = 0; s < servers; ++s) {
         Op pull;

@@ -111,7 +111,7 @@ class LocalSgdStrategy : public Strategy {
       local.samples = options.batch;
       local.flop = step_flop;
       local.overhead_s =
-          step_overhead_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
+          step_fixed_cost_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)]);
       plan.depend(plan.add(local), average_id);
     }
     return plan;
@@ -129,7 +129,7 @@ class LocalSgdStrategy : public Strategy {
     std::string slowest_host;
     for (size_t w = 0; w < k; ++w) {
       const Host& host = platform.hosts[static_cast<size_t>(plan.worker_hosts[w])];
-      const double step_s = step_overhead_on(options, platform, plan.worker_hosts[w]) +
+      const double step_s = step_fixed_cost_on(options, platform, plan.worker_hosts[w]) +
                             (step_flop > 0 ? step_flop / host.speed_flops : 0.0);
       if (step_s > slowest) slowest = step_s, slowest_host = host.name;
       // A budget of exactly n steps gives n despite rounding (1e-9 relative slack).

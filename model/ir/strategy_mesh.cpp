@@ -10,8 +10,9 @@
 // (replica, context index): per lane, stage and micro-batch, in the stage's schedule order (GPipe:
 // every forward, then every backward; 1F1B: p - r - 1 forwards of warm-up on stage r, then one
 // forward and one backward alternately, then the remaining backwards), each tensor rank runs one
-// Compute op (its 1/t of the stage's forward or backward flop, plus its element-wise memory time;
-// the step overhead is the update's, once a step), then the tensor group runs its all-reduces of
+// Compute op (its 1/t of the stage's forward or backward flop, plus its element-wise memory time
+// and a host's pass_overhead_s in the rank's share of the parameters; the step overhead is the
+// update's, once a step), then the tensor group runs its all-reduces of
 // that pass as one ring Collective op repeated `count` times (with context parallelism, after the
 // K/V ring: per replica and tensor rank, c - 1 steps of Transfers between the c lanes, each
 // repeated once per layer and direction of the data, beside an Attention compute op that holds the

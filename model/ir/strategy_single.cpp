@@ -69,7 +69,7 @@ class SingleStrategy : public Strategy {
     compute.worker = 0;
     compute.samples = options.batch;
     compute.flop = options.batch * effective_flop_per_sample(options, workload, platform, {host});
-    compute.overhead_s = step_overhead_on(options, platform, host);
+    compute.overhead_s = step_fixed_cost_on(options, platform, host);
     Op update;
     update.kind = OpKind::Update;
     update.label = "w0 update";

@@ -144,13 +144,10 @@ class SyncStrategy : public Strategy {
       part.kind = OpKind::Compute;
       part.worker = w;
       part.samples = samples;
-      // The step's fixed cost once, however many micro-batches, and each micro-batch's pass's
-      // own (a host's pass_overhead_s; with overlap the last backward's share is charged here
-      // too); the first micro - 1 run whole before the last one's forward (with overlap only the
-      // last backward meets the all-reduce).
-      const int host = plan.worker_hosts[static_cast<size_t>(w)];
+      // The step's fixed cost once and each micro-batch's pass's (with overlap, the last
+      // backward's too); the first micro - 1 run whole before the last one's forward.
       part.overhead_s =
-          step_overhead_on(options, platform, host) + micro * pass_overhead_on(platform, host);
+          step_fixed_cost_on(options, platform, plan.worker_hosts[static_cast<size_t>(w)], micro);
       if (options.overlap) {
         part.label = micro > 1 ? fmt::format("w{} {} micro-batches + forward", w, micro - 1)
                                : fmt::format("w{} forward", w);

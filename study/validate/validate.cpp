@@ -214,9 +214,10 @@ std::vector<int> batches_for(const std::vector<Config>& configs, int k, long lon
   return out;
 }
 
-/// The stem of the file a configuration's calibration is kept in for reuse: K<K>, and
+/// The stem of the file a configuration's calibration is kept in for reuse: K<K>,
 /// K<K>-async-b<b> for an asynchronous one (its network is fitted to messages sent after a step
-/// of its batch, and its server works).
+/// of its batch, and its server works), and K<K>-g<g> for a layout (its network is its all-reduce
+/// over groups of g ranks).
 std::string calibration_stem(const Config& c) {
   if (c.allreduce_group >= 2) return fmt::format("K{}-g{}", c.workers, c.allreduce_group);
   if (!asynchronous(c.strategy)) return fmt::format("K{}", c.workers);
@@ -407,22 +408,35 @@ json fit_peer_allreduce(const std::vector<exec::AllReducePoint>& points, int gro
   return report;
 }
 
+/// What a configuration's calibration measured, in words (its calibrated_from; a layout's
+/// network is added by fit_peer_allreduce).
+std::string calibration_source(const Machine& m, const Config& config, const Measured& measured) {
+  const int k = config.workers;
+  if (model::strategy(config.strategy).splits_model())
+    return fmt::format(
+        "validate: {} on cpu, {} ranks stepping at once with the layout trainer's "
+        "code (wall clock), and a step of {} passes of its micro-batch, mean of "
+        "before and after the measurement",
+        m.shape.to_string(), k, measured.cpu.micro_batches);
+  if (measured.exchange.empty())
+    return fmt::format(
+        "validate: {} on cpu, lockstep sync rounds of {} replicas (step and threads "
+        "combine), faster of before and after the measurement, thread CPU time",
+        m.shape.to_string(), k);
+  return fmt::format(
+      "validate: {} on cpu, {} replicas stepping at once (wall clock); network: "
+      "one-way messages between two threads, and the server's apply "
+      "(exec/exchange_calibration.hpp), mean of before and after the measurement",
+      m.shape.to_string(), k);
+}
+
 /// Fits a calibration of the configuration's K from measurements; `report` gets its numbers.
 model::Calibration fit_now(const Machine& m, const Config& config, const Measured& measured,
                            json& report, bool quiet = false) {
   const int k = config.workers;
-  exec::CpuCalibration cal = exec::fit_cpu_calibration(
-      measured.cpu, m.workload, k,
-      measured.exchange.empty()
-          ? fmt::format("validate: {} on cpu, lockstep sync rounds of {} replicas (step and "
-                        "threads combine), faster of before and after the measurement, thread CPU "
-                        "time",
-                        m.shape.to_string(), k)
-          : fmt::format("validate: {} on cpu, {} replicas stepping at once (wall clock); network: "
-                        "one-way messages between two threads, and the server's apply "
-                        "(exec/exchange_calibration.hpp), mean of before and after the measurement",
-                        m.shape.to_string(), k),
-      model::utc_now_iso8601());
+  exec::CpuCalibration cal =
+      exec::fit_cpu_calibration(measured.cpu, m.workload, k,
+                                calibration_source(m, config, measured), model::utc_now_iso8601());
   json exchange;
   if (!measured.exchange.empty())
     exchange = exec::exchange_json(

@@ -14,7 +14,10 @@
 // model/inputs/calibration.hpp) and as DIR/calibration/K<K>.xml for reuse (--calibration DIR skips
 // the calibrations). An asynchronous configuration's network is calibrated from what its
 // exchange does instead (exec/exchange_calibration.hpp: messages between two threads, the
-// server's apply; the mean of before and after), kept as K<K>-async-b<b>.xml. Then `tauplan
+// server's apply; the mean of before and after), kept as K<K>-async-b<b>.xml; a layout's from its
+// all-reduce over groups of g ranks timed as they run it (exec/compute_calibration.hpp; the mean
+// of before and after; its steps and a step of its m micro-batches, a pass's own cost, timed with
+// the layout trainer's code), kept as K<K>-g<g>.xml. Then `tauplan
 // predict` and `tauplan simulate` run every configuration on its platform, in parallel, with
 // `collective: ps` and `servers: 1` (the calibrated reducer; a synchronous row of one worker:
 // `collective: ring`, which moves nothing, as the threads communicator does) and the threads

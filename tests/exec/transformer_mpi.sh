@@ -4,7 +4,7 @@
 # 1. experiments/transformer/tensor-2.yaml's block on a 2 x 2 mesh (tensor 2, pipeline 2, 2
 #    micro-batches, 1F1B) under `mpirun -np 4`, 8 steps: exit 0, one JSON document (rank 0's),
 #    communicator mpi, 4 ranks; and the same job on 4 threads: the loss of every step equal to
-#    within 1e-6 relative (the ranks run the same Plan and sum in member order on both
+#    within 1e-6 relative (the ranks run the same Plan and sum along the same ring on both
 #    transports), the tensor all-reduces and messages per step of every rank equal;
 # 2. sync of 2 workers through the MPI communicator, the plan's collective algorithm: a ring
 #    under `mpirun -np 2`, and ps under `mpirun -np 3` (2 workers, 1 server rank, platform

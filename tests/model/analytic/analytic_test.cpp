@@ -1,6 +1,9 @@
 // analytic_test.cpp: T0, T1, T2 against SparkNet's closed forms, computed by hand here.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+
 #include "model/analytic/analytic.hpp"
 #include "model/convergence/convergence.hpp"
 #include "model/ir/strategy.hpp"
@@ -207,6 +210,30 @@ TEST_CASE("sync with micro-batches: one step overhead, the same flop, one all-re
   options.micro_batches = 17;  // 16 samples per worker
   CHECK_THROWS_WITH(model::make_plan("sync", options, workload, platform, convergence),
                     Catch::Contains("micro_batches"));
+}
+
+TEST_CASE("a host's pass_overhead_s: m passes a step for sync, one for single") {
+  // A calibrated platform's pass cost (model/inputs/calibration.hpp) is paid on every pass: m
+  // times a step by sync with m micro-batches, once by single (one pass a step).
+  auto platform = homogeneous();
+  const auto workload = test::round_workload();
+  const model::FixedCounts convergence(1000);
+  const int K = 4, m = 4;
+  const double b = 64, pass = 2e-4;
+  auto compute_s = [&](const char* strategy, int micro) {
+    auto options = test::options(strategy == std::string("single") ? 1 : K, b);
+    options.micro_batches = micro;
+    return model::analyze(model::make_plan(strategy, options, workload, platform, convergence),
+                          platform)
+        .compute_s;
+  };
+  std::map<std::string, double> without;
+  for (const char* strategy : {"sync", "single"})
+    without[strategy] = compute_s(strategy, strategy == std::string("sync") ? m : 1);
+  for (model::Host& h : platform.hosts)
+    h.properties["pass_overhead_s"] = "0.0002";
+  CHECK(compute_s("sync", m) - without["sync"] == Approx(m * pass).epsilon(1e-9));
+  CHECK(compute_s("single", 1) - without["single"] == Approx(pass).epsilon(1e-9));
 }
 
 TEST_CASE("sync with micro-batches: memory is checked for one micro-batch") {

@@ -256,7 +256,9 @@ TEST_CASE("read_calibration: missing or contradictory props are one-line InputEr
   expect(p, "h1: speed: expected flop_per_sample / per_sample_s / emulated_slowdown");
   p = platform_with(sample());
   p.hosts[2].properties["step_overhead_s"] = "0.5";
-  expect(p, "h2: step_overhead_s: expected (step_intercept_s - update_flop / speed)");
+  expect(p,
+         "h2: step_overhead_s: expected (step_intercept_s - update_flop / speed - "
+         "pass_overhead_s)");
   p = platform_with(sample());
   p.hosts[0].properties["emulated_slowdown"] = "0.5";
   expect(p, "h0: emulated_slowdown: expected a factor >= 1");
@@ -373,6 +375,15 @@ TEST_CASE("a calibration's pass overhead: out of the step's, on every worker, re
           fmt::format("{:.17g}", c.pass_overhead_s * c.slowdown(std::stoi(h.name.substr(1))));
   CHECK(model::read_calibration(p).pass_overhead_s == Approx(5e-5).epsilon(1e-12));
   CHECK(model::calibration_from_json(model::calibration_json(c)).pass_overhead_s == 5e-5);
+  // Workers that disagree, or a pass dearer than the whole intercept, are refused on reading.
+  model::Platform differing = p;
+  differing.hosts[2].properties["pass_overhead_s"] = "6e-05";
+  differing.hosts[2].properties["step_overhead_s"] = "0.00014";
+  CHECK_THROWS_WITH(model::read_calibration(differing),
+                    Catch::Contains("h2: calibration props: expected the same values"));
+  model::Platform dear = p;
+  dear.hosts[1].properties["pass_overhead_s"] = "0.001";
+  CHECK_THROWS_WITH(model::read_calibration(dear), Catch::Contains("h1: pass_overhead_s"));
   c.pass_overhead_s = 3e-4;  // more than the intercept
   CHECK_THROWS_WITH(model::calibration_xml(c), Catch::Contains("pass_overhead_s"));
 }
