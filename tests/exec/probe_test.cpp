@@ -248,3 +248,25 @@ TEST_CASE("calibration fit: a pass's fixed cost from a step of m passes beside C
   REQUIRE(clamped.warnings.size() == 1);
   CHECK(clamped.warnings[0].find("a pass's fixed cost") != std::string::npos);
 }
+
+TEST_CASE("concurrent steps: the layout trainer's code times steps and passes too") {
+  // With layout_code the steps run exec/tensor_parallel.hpp's stage (the whole model on one
+  // rank): every batch size and the step of several passes get a time, and more samples cost
+  // more than fewer (512 rows against 4 of a 32-256-4 MLP: about 100 times the flop).
+  const exec::Dataset data = tauplan::test::tiny_data();
+  exec::MlpShape shape = tauplan::test::tiny_shape();
+  shape.widths = {32, 256, 4};
+  exec::CalibrationRequest request;
+  request.batches = {4, 512};
+  request.replicas = 2;
+  request.steps = 4;
+  request.micro_batches = 2;
+  request.micro_batch = 4;
+  request.layout_code = true;
+  const exec::ConcurrentSteps steps = exec::measure_concurrent_steps(request, data, shape);
+  REQUIRE(steps.steps.size() == 2);
+  CHECK(steps.steps[0].seconds > 0);
+  CHECK(steps.steps[1].seconds > steps.steps[0].seconds);
+  CHECK(steps.micro_batches == 2);
+  CHECK(steps.micro_step.seconds > 0);
+}
