@@ -23,6 +23,7 @@
 #include "exec/transformer_block.hpp"
 #include "model/base/error.hpp"
 #include "model/base/statistics.hpp"
+#include "model/inputs/calibration.hpp"
 
 namespace tauplan::exec {
 namespace {
@@ -253,15 +254,15 @@ ThreadTransport time_transport(int threads) {
   if (threads < 2) return out;
   const std::vector<AllReducePoint> points =
       measure_thread_allreduce(threads, threads, {5u << 12, 5u << 15, 5u << 18}, 9);  // 80 KB-5 MB
-  const double n = static_cast<double>(points.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const AllReducePoint& p : points)
-    sx += p.bytes, sy += p.seconds, sxx += p.bytes * p.bytes, sxy += p.bytes * p.seconds;
-  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-  const double intercept = (sy - slope * sx) / n;
-  if (slope > 0) {
-    out.bandwidth_Bps = 1 / slope;
-    out.latency_s = std::max(intercept, 0.0);
+  std::vector<double> bytes, seconds;
+  for (const AllReducePoint& p : points) {
+    bytes.push_back(p.bytes);
+    seconds.push_back(p.seconds);
+  }
+  const model::LinearFit fit = model::fit_line(bytes, seconds, "<compute calibration>");
+  if (fit.slope > 0) {
+    out.bandwidth_Bps = 1 / fit.slope;
+    out.latency_s = std::max(fit.intercept, 0.0);
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "exec/calibrate.hpp"
@@ -203,15 +204,25 @@ TEST_CASE("rank rounds: bad requests are InputErrors") {
                   InputError);
 }
 
+namespace {
+
+/// Two threads, 4 steps, the given batch sizes and a step of `micro_batches` passes of 4 samples.
+exec::CalibrationRequest concurrent_micro_request(std::vector<int> batches, int micro_batches) {
+  exec::CalibrationRequest request;
+  request.batches = std::move(batches);
+  request.replicas = 2;
+  request.steps = 4;
+  request.micro_batches = micro_batches;
+  request.micro_batch = 4;
+  return request;
+}
+
+}  // namespace
+
 TEST_CASE("concurrent steps: a step of several passes takes its turn beside the batch sizes") {
   const exec::Dataset data = tauplan::test::tiny_data();
   const exec::MlpShape shape = tauplan::test::tiny_shape();
-  exec::CalibrationRequest request;
-  request.batches = {8, 4};
-  request.replicas = 2;
-  request.steps = 4;
-  request.micro_batches = 3;
-  request.micro_batch = 4;
+  exec::CalibrationRequest request = concurrent_micro_request({8, 4}, 3);
   const exec::ConcurrentSteps steps = exec::measure_concurrent_steps(request, data, shape);
   REQUIRE(steps.steps.size() == 2);
   CHECK(steps.steps[0].batch == 4);
@@ -256,12 +267,7 @@ TEST_CASE("concurrent steps: the layout trainer's code times steps and passes to
   const exec::Dataset data = tauplan::test::tiny_data();
   exec::MlpShape shape = tauplan::test::tiny_shape();
   shape.widths = {32, 256, 4};
-  exec::CalibrationRequest request;
-  request.batches = {4, 512};
-  request.replicas = 2;
-  request.steps = 4;
-  request.micro_batches = 2;
-  request.micro_batch = 4;
+  exec::CalibrationRequest request = concurrent_micro_request({4, 512}, 2);
   request.layout_code = true;
   const exec::ConcurrentSteps steps = exec::measure_concurrent_steps(request, data, shape);
   REQUIRE(steps.steps.size() == 2);
