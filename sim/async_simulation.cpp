@@ -107,6 +107,8 @@ struct WorkerState {
   /// carries; the next cycle's pull from that server waits for it instead of queueing.
   std::vector<sg4::CommPtr> reply;
   std::vector<long long> reply_version;
+  /// Under a rendezvous: the worker's NIC, held by a push's bulk after its clear-to-send.
+  FifoQueue pushing;
   // The cycle in flight.
   std::vector<int> pending;
   std::deque<int> finished;  ///< ops done by helper actors, not yet processed
@@ -459,7 +461,12 @@ void AsyncSimulation::run_transfer(int w, int index, long long epoch) {
     send(src, dst, parts.rest_bytes);
   } else if (staged) {
     send(dst, src, kControlMessageBytes);
+    // The pushes its servers have cleared leave the worker one at a time, in the order cleared:
+    // TCP connections from one host through its NIC's queue do not share it fairly, the one
+    // ahead finishes first (measured: experiments/testbed/README.md, parameter servers).
+    state.pushing.acquire();
     send(src, dst, parts.rest_bytes);
+    state.pushing.release();
   } else if (moves) {
     ++flows_started_;
     send_message(src, dst, op.bytes, platform_.protocol);

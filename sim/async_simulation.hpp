@@ -14,12 +14,16 @@
 // thread whose one queue receives, applies and sends in turn (MPI_Recv, the apply, a blocking
 // MPI_Send); a push's request, with its first fragment, goes before the server takes the push,
 // and a reply holds the thread only until its clear-to-send is back (its bytes then drain from
-// the socket buffer); servers_detail's apply_busy is then the thread's. Throughput (round_s =
-// seconds per update) is taken over the simulated updates after a warm-up of a fifth of them, on a
-// window of whole multiples of K updates. What it leaves out: protocol messages (a pull request
-// costs nothing), servers that answer pulls while applying from a copy, checkpoints of a failed
-// server, and actors killed mid-transfer (a failed worker's transfer in flight runs to its end,
-// then is dropped). Used by simulator.cpp's simulate(); this header does not include SimGrid.
+// the socket buffer); servers_detail's apply_busy is then the thread's. A worker's pushes to
+// several servers then leave its NIC one at a time, in the order their servers cleared them
+// (TCP connections from one host through one queue: the one ahead finishes first), so that
+// servers under load fall out of step and take different workers' pushes at full rate.
+// Throughput (round_s = seconds per update) is taken over the simulated updates after a warm-up
+// of a fifth of them, on a window of whole multiples of K updates. What it leaves out: protocol
+// messages (a pull request costs nothing), servers that answer pulls while applying from a copy,
+// checkpoints of a failed server, and actors killed mid-transfer (a failed worker's transfer in
+// flight runs to its end, then is dropped). Used by simulator.cpp's simulate(); this header does
+// not include SimGrid.
 #pragma once
 
 #include "model/base/chrome_trace.hpp"

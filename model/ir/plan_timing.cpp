@@ -53,7 +53,8 @@ namespace {
 /// A worker's transfers that start together (the same predecessors: its pulls from every server,
 /// its pushes to every server) share the links their routes have in common, its own NIC first:
 /// each lasts its message latency plus the group's bytes on its busiest link over that link's
-/// bandwidth (they end together when their bytes are equal), not its own bytes alone.
+/// bandwidth (they end together when their bytes are equal), not its own bytes alone. Under a
+/// rendezvous, messages above the eager limit to and from servers go one at a time (below).
 /// Returns every op's duration by OpId (op_duration_s, the siblings' shared ones for transfers).
 std::vector<double> async_durations(const Plan& plan, const Platform& platform) {
   std::vector<double> duration_s(plan.op_count(), 0.0);
@@ -69,15 +70,28 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform) 
   }
   for (const auto& [key, members] : groups) {
     if (members.size() < 2) continue;
+    // Under a rendezvous (MPI over TCP: one-thread servers) a worker's pushes leave it one at a
+    // time, in server order, each after the ones before it; the servers' replies then come back
+    // one after another, as far apart as the pushes, and share nothing (sim/async_simulation.hpp).
+    const Op& first = plan.op(members.front());
+    const bool rendezvous = platform.protocol.rendezvous &&
+                            first.bytes > platform.protocol.eager_limit_bytes &&
+                            (first.destination.role == Endpoint::Role::Server ||
+                             first.source.role == Endpoint::Role::Server);
+    if (rendezvous && first.source.role == Endpoint::Role::Server) continue;
     std::map<int, double> bytes_on_link;
-    for (OpId i : members) {
-      const Op& op = plan.op(i);
-      for (int link : platform.route(plan.host_of(op.source), plan.host_of(op.destination)).links)
-        bytes_on_link[link] += op.repeat * op.bytes;
-    }
+    if (!rendezvous)
+      for (OpId i : members) {
+        const Op& op = plan.op(i);
+        for (int link : platform.route(plan.host_of(op.source), plan.host_of(op.destination)).links)
+          bytes_on_link[link] += op.repeat * op.bytes;
+      }
     for (OpId i : members) {
       const Op& op = plan.op(i);
       const Route& route = platform.route(plan.host_of(op.source), plan.host_of(op.destination));
+      if (rendezvous)  // this push's bytes join those of the pushes before it
+        for (int link : route.links)
+          bytes_on_link[link] += op.repeat * op.bytes;
       double busiest_s = 0;
       for (int link : route.links) {
         const Link& l = platform.links[static_cast<size_t>(link)];

@@ -14,7 +14,9 @@
 // long-run rates). Shared resources cap the rates: each server's processor (seconds of Apply per
 // update of each worker), its two queues of transfers (a server receives, and sends, one
 // transfer at a time: seconds of transfer, latency included, per update), and each link the
-// transfers cross (bytes / bandwidth per update).
+// transfers cross (bytes / bandwidth per update). A worker's transfers that start together share
+// its links; under a rendezvous (MPI over TCP) its pushes to servers leave one at a time, in server
+// order, and the replies, as far apart, share nothing (as sim/async_simulation.hpp runs them).
 // Progressive filling: the resource that needs the largest cut scales the rates of the workers
 // that use it (all workers under a staleness bound) until it is exactly busy; those workers are
 // fixed, and the next resource is cut among the rest. The throughput X = sum of the rates is

@@ -8,7 +8,12 @@
 // 20 us + S / 1e9 under CM02 without crosstraffic.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "model/analytic/analytic.hpp"
 #include "sim/platform_loader.hpp"
@@ -94,6 +99,42 @@ TEST_CASE("async in SimGrid: link-bound throughput is 1 / (alpha + N / B) of the
   // push slot: D = ceil(T / t) t = 3 t (T = 2.25 t), staleness 2.
   CHECK(rows.analytic["staleness_mean"].get<double>() == Approx(2).epsilon(1e-9));
   CHECK(rows.simgrid["staleness_mean"].get<double>() == Approx(2).epsilon(0.01));
+}
+
+TEST_CASE("async in SimGrid under a rendezvous: two loaded servers serve different workers") {
+  // testbed-ps-dual (workers on 1.25e7 B/s NICs, two servers on 5e7 B/s links, 3 ms routes) as
+  // MPI runs it (rendezvous above 64 KiB): four workers, 1 MB gradients, a 1 ms step. Each
+  // server's one thread bounds the rate (analytic: a push held for its half alone, its reply's
+  // handshake, the apply). A worker's two pushes leave it one at a time (a NIC's queue serves the
+  // connection ahead first), so the servers fall out of step and each takes another worker's
+  // push at the NIC's full rate; were the pushes to share the NIC, both servers would serve the
+  // same worker at half its rate, in lockstep, forever, and SimGrid's rate would be about half.
+  std::ifstream in(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string xml = text.str();
+  const std::string zone = "<zone id=\"world\" routing=\"Floyd\">";
+  const size_t at = xml.find(zone);
+  REQUIRE(at != std::string::npos);
+  xml.insert(at + zone.size(),
+             "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
+             "<prop id=\"eager_limit_bytes\" value=\"65536\"/>");
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("tauplan-async-dual-" + std::to_string(::getpid()) + ".xml"))
+                               .string();
+  std::ofstream(path) << xml;
+  model::StrategyOptions o = async_options(4, 10);
+  o.servers = 2;
+  model::Workload w = workload(2.5e5);
+  w.flop_per_sample = 1e5;  // 1e6 flop a step: 1 ms at 1 Gf
+  const auto result = test::in_child(
+      [=] { return test::analyze_and_simulate(path, "async-ps", o, w, 300, sim::SimOptions()); });
+  std::filesystem::remove(path);
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  const auto rows = result.json();
+  CHECK(rows[0]["bottleneck"].get<std::string>().find("thread") != std::string::npos);
+  CHECK(rows[1]["round_s"].get<double>() == Approx(rows[0]["round_s"].get<double>()).epsilon(0.03));
 }
 
 TEST_CASE("async in SimGrid with one worker equals single") {

@@ -181,6 +181,27 @@ TEST_CASE("async under a rendezvous: a loaded server holds a push for its transf
   CHECK(row.extra["bottleneck"].get<std::string>().find("thread") != std::string::npos);
 }
 
+TEST_CASE("async under a rendezvous: a worker's pushes leave one at a time, replies apart") {
+  // One worker on a 1e8 B/s link (5 ms per link: 10 ms routes), two servers on 1e10 B/s, MPI's
+  // rendezvous. Its pushes of N / 2 leave one after the other (TCP through one NIC queue: the
+  // one ahead finishes first), so the second ends 3 latencies + N / 1e8 after the step; the first
+  // server's reply came back meanwhile, the second's alone: 3 latencies + N / 2 / 1e8. Cycle: that
+  // reply, the step C = 0.1 s, the second push, its apply (1e6 flop). With fair sharing (the plain
+  // protocol) both replies share the link too: 0.02 s longer.
+  const double b = 100, N = 4e6, C = 0.1, latency = 10e-3, eager = 65536;
+  model::Platform platform = star({1e12}, {1e12, 1e12}, 1e10, 1e8, 5e-3);
+  platform.protocol.rendezvous = true;
+  platform.protocol.eager_limit_bytes = eager;
+  const auto row =
+      predict(async_options(1, b, 2), test::round_workload(), platform, model::FixedCounts(10));
+  const double reply = 3 * latency + N / 2 / 1e8, last_push = 3 * latency + N / 1e8;
+  CHECK(row.round_s == Approx(reply + C + last_push + 1e6 / 1e12).epsilon(1e-12));
+  CHECK(row.extra["bottleneck"] == "workers");
+  platform.protocol = model::MessageProtocol();
+  CHECK(predict(async_options(1, b, 2), test::round_workload(), platform, model::FixedCounts(10))
+            .round_s == Approx(2 * (latency + N / 1e8) + C + 1e6 / 1e12).epsilon(1e-12));
+}
+
 TEST_CASE("async with a staleness bound holds every worker to the slowest one's rate") {
   const auto platform = star({1e12, 1e12, 2e12, 4e12}, {1e12}, 1e10);
   const model::FixedCounts c(1000);
