@@ -20,6 +20,7 @@
 
 #include "model/analytic/analytic.hpp"
 #include "model/base/error.hpp"
+#include "model/ir/plan_timing.hpp"
 #include "model/ir/strategy.hpp"
 #include "sim/fault_source.hpp"
 #include "sim/platform_loader.hpp"
@@ -107,7 +108,9 @@ struct WorkerState {
   /// carries; the next cycle's pull from that server waits for it instead of queueing.
   std::vector<sg4::CommPtr> reply;
   std::vector<long long> reply_version;
-  /// Under a rendezvous: the worker's NIC, held by a push's bulk after its clear-to-send.
+  /// Its pushes leave one at a time (model::pushes_leave_in_turn): each push's bulk holds
+  /// `pushing` from its clear-to-send to its end.
+  bool pushes_in_turn = false;
   FifoQueue pushing;
   // The cycle in flight.
   std::vector<int> pending;
@@ -250,6 +253,12 @@ void AsyncSimulation::build_cycles() {
     state.reply.assign(servers_.size(), nullptr);
     state.reply_version.assign(servers_.size(), 0);
     state.rng = Rng(stream_seed(options_.seed, 1, static_cast<unsigned long long>(w)));
+    for (const CycleOp& c : state.cycle)
+      if (c.kind == model::OpKind::Transfer && c.server >= 0 && !c.pull && c.fixed_time_s < 0) {
+        state.pushes_in_turn =
+            model::pushes_leave_in_turn(platform_, state.host, plan_.server_hosts, c.bytes);
+        break;
+      }
   }
 }
 
@@ -461,12 +470,12 @@ void AsyncSimulation::run_transfer(int w, int index, long long epoch) {
     send(src, dst, parts.rest_bytes);
   } else if (staged) {
     send(dst, src, kControlMessageBytes);
-    // The pushes its servers have cleared leave the worker one at a time, in the order cleared:
-    // TCP connections from one host through its NIC's queue do not share it fairly, the one
-    // ahead finishes first (measured: experiments/testbed/README.md, parameter servers).
-    state.pushing.acquire();
+    // The pushes its servers have cleared leave the worker one at a time, in the order cleared,
+    // where they narrow at one link (model::pushes_leave_in_turn: TCP connections through one
+    // bottleneck queue do not share it fairly, the one ahead finishes first).
+    if (state.pushes_in_turn) state.pushing.acquire();
     send(src, dst, parts.rest_bytes);
-    state.pushing.release();
+    if (state.pushes_in_turn) state.pushing.release();
   } else if (moves) {
     ++flows_started_;
     send_message(src, dst, op.bytes, platform_.protocol);

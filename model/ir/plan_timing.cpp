@@ -48,13 +48,35 @@ double op_duration_s(const Op& op, const Plan& plan, const Platform& platform) {
   return 0;
 }
 
+bool pushes_leave_in_turn(const Platform& platform, int worker_host,
+                          const std::vector<int>& server_hosts, double bytes) {
+  if (!platform.protocol.rendezvous || !(bytes > platform.protocol.eager_limit_bytes)) return false;
+  int shared = -1, routes = 0;
+  for (int server : server_hosts) {
+    if (server == worker_host) continue;
+    int narrowest = -1;  // the first of the route's slowest links
+    for (int link : platform.route(worker_host, server).links) {
+      const Link& l = platform.links[static_cast<size_t>(link)];
+      if (l.sharing == LinkSharing::FatPipe) continue;
+      if (narrowest < 0 ||
+          l.bandwidth_Bps < platform.links[static_cast<size_t>(narrowest)].bandwidth_Bps)
+        narrowest = link;
+    }
+    if (narrowest < 0 || (shared >= 0 && narrowest != shared)) return false;
+    shared = narrowest;
+    ++routes;
+  }
+  return routes >= 2;
+}
+
 namespace {
 
 /// A worker's transfers that start together (the same predecessors: its pulls from every server,
 /// its pushes to every server) share the links their routes have in common, its own NIC first:
 /// each lasts its message latency plus the group's bytes on its busiest link over that link's
-/// bandwidth (they end together when their bytes are equal), not its own bytes alone. Under a
-/// rendezvous, messages above the eager limit to and from servers go one at a time (below).
+/// bandwidth (they end together when their bytes are equal), not its own bytes alone. Where the
+/// worker's pushes leave one at a time (pushes_leave_in_turn), each push counts its own bytes and
+/// those of the pushes before it, in server order, and each reply from a server its own alone.
 /// Returns every op's duration by OpId (op_duration_s, the siblings' shared ones for transfers).
 std::vector<double> async_durations(const Plan& plan, const Platform& platform) {
   std::vector<double> duration_s(plan.op_count(), 0.0);
@@ -70,33 +92,36 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform) 
   }
   for (const auto& [key, members] : groups) {
     if (members.size() < 2) continue;
-    // Under a rendezvous (MPI over TCP: one-thread servers) a worker's pushes leave it one at a
-    // time, in server order, each after the ones before it; the servers' replies then come back
-    // one after another, as far apart as the pushes, and share nothing (sim/async_simulation.hpp).
-    const Op& first = plan.op(members.front());
-    const bool rendezvous = platform.protocol.rendezvous &&
-                            first.bytes > platform.protocol.eager_limit_bytes &&
-                            (first.destination.role == Endpoint::Role::Server ||
-                             first.source.role == Endpoint::Role::Server);
-    if (rendezvous && first.source.role == Endpoint::Role::Server) continue;
-    std::map<int, double> bytes_on_link;
-    if (!rendezvous)
-      for (OpId i : members) {
-        const Op& op = plan.op(i);
-        for (int link : platform.route(plan.host_of(op.source), plan.host_of(op.destination)).links)
-          bytes_on_link[link] += op.repeat * op.bytes;
-      }
+    const int worker_host = plan.worker_hosts.at(static_cast<size_t>(key.first));
+    auto in_turn = [&](const Op& op) {
+      const bool with_server =
+          op.destination.role == Endpoint::Role::Server || op.source.role == Endpoint::Role::Server;
+      return with_server &&
+             pushes_leave_in_turn(platform, worker_host, plan.server_hosts, op.bytes);
+    };
+    auto route_of = [&](const Op& op) -> const Route& {
+      return platform.route(plan.host_of(op.source), plan.host_of(op.destination));
+    };
+    std::map<int, double> shared_bytes, in_turn_bytes;
+    for (OpId i : members)
+      if (!in_turn(plan.op(i)))
+        for (int link : route_of(plan.op(i)).links)
+          shared_bytes[link] += plan.op(i).repeat * plan.op(i).bytes;
     for (OpId i : members) {
       const Op& op = plan.op(i);
-      const Route& route = platform.route(plan.host_of(op.source), plan.host_of(op.destination));
-      if (rendezvous)  // this push's bytes join those of the pushes before it
+      const Route& route = route_of(op);
+      std::map<int, double>* bytes_on_link = &shared_bytes;
+      if (in_turn(op)) {
+        if (op.source.role == Endpoint::Role::Server) continue;  // a reply: alone
         for (int link : route.links)
-          bytes_on_link[link] += op.repeat * op.bytes;
+          in_turn_bytes[link] += op.repeat * op.bytes;
+        bytes_on_link = &in_turn_bytes;
+      }
       double busiest_s = 0;
       for (int link : route.links) {
         const Link& l = platform.links[static_cast<size_t>(link)];
         if (l.sharing == LinkSharing::FatPipe) continue;
-        busiest_s = std::max(busiest_s, bytes_on_link[link] / l.bandwidth_Bps);
+        busiest_s = std::max(busiest_s, (*bytes_on_link)[link] / l.bandwidth_Bps);
       }
       duration_s[i] =
           std::max(duration_s[i],

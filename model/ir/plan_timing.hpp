@@ -15,8 +15,11 @@
 // update of each worker), its two queues of transfers (a server receives, and sends, one
 // transfer at a time: seconds of transfer, latency included, per update), and each link the
 // transfers cross (bytes / bandwidth per update). A worker's transfers that start together share
-// its links; under a rendezvous (MPI over TCP) its pushes to servers leave one at a time, in server
-// order, and the replies, as far apart, share nothing (as sim/async_simulation.hpp runs them).
+// its links, except where its pushes leave one at a time (pushes_leave_in_turn: a rendezvous,
+// routes that narrow at one link): then each push ends after its own bytes and those of the
+// pushes before it, in server order (SimGrid: in the order the servers clear them, each push's
+// bytes a transfer that pays its route's latency again), and the replies, as far apart, share
+// nothing.
 // Progressive filling: the resource that needs the largest cut scales the rates of the workers
 // that use it (all workers under a staleness bound) until it is exactly busy; those workers are
 // fixed, and the next resource is cut among the rest. The throughput X = sum of the rates is
@@ -86,6 +89,14 @@ struct RoundTiming {
 
 /// Duration of one op on the platform (the same costs sim/ uses for its uncontended case).
 double op_duration_s(const Op& op, const Plan& plan, const Platform& platform);
+/// Whether an asynchronous worker's pushes of `bytes` to its servers leave it one at a time:
+/// under a rendezvous (MPI over TCP) messages above the eager limit, to two servers or more, whose
+/// routes share their narrowest link (the worker's NIC, typically); TCP connections through one
+/// bottleneck queue do not share it fairly, the one ahead finishes first. Pushes whose routes
+/// narrow elsewhere (each server's own slower link) flow at once. Both engines ask this
+/// (async_durations here, sim/async_simulation.cpp).
+bool pushes_leave_in_turn(const Platform& platform, int worker_host,
+                          const std::vector<int>& server_hosts, double bytes);
 /// The Plan bound to the platform: every op's duration, its predecessors, and for an
 /// asynchronous plan each op's worker and server and the resources the workers share.
 CompiledPlan compile(const Plan& plan, const Platform& platform);

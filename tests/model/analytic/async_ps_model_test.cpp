@@ -9,6 +9,7 @@
 #include "model/base/error.hpp"
 #include "model/convergence/convergence.hpp"
 #include "model/convergence/validation.hpp"
+#include "model/ir/plan_timing.hpp"
 #include "model/ir/strategy.hpp"
 #include "tests/model/test_support.hpp"
 
@@ -183,23 +184,52 @@ TEST_CASE("async under a rendezvous: a loaded server holds a push for its transf
 
 TEST_CASE("async under a rendezvous: a worker's pushes leave one at a time, replies apart") {
   // One worker on a 1e8 B/s link (5 ms per link: 10 ms routes), two servers on 1e10 B/s, MPI's
-  // rendezvous. Its pushes of N / 2 leave one after the other (TCP through one NIC queue: the
-  // one ahead finishes first), so the second ends 3 latencies + N / 1e8 after the step; the first
-  // server's reply came back meanwhile, the second's alone: 3 latencies + N / 2 / 1e8. Cycle: that
-  // reply, the step C = 0.1 s, the second push, its apply (1e6 flop). With fair sharing (the plain
-  // protocol) both replies share the link too: 0.02 s longer.
-  const double b = 100, N = 4e6, C = 0.1, latency = 10e-3, eager = 65536;
+  // rendezvous. Its pushes of N / 2 narrow at its link and leave one after the other (TCP through
+  // one bottleneck queue: the one ahead finishes first): the first ends 3 latencies + N / 2 / 1e8
+  // after the step, the second 3 latencies + N / 1e8; the first server's reply came back
+  // meanwhile, the second's alone: 3 latencies + N / 2 / 1e8. Cycle: that reply, the step
+  // C = 0.1 s, the second push, its apply (1e6 flop).
+  const double b = 100, N = 4e6, C = 0.1, latency = 10e-3, eager = 65536, apply = 1e6;
   model::Platform platform = star({1e12}, {1e12, 1e12}, 1e10, 1e8, 5e-3);
   platform.protocol.rendezvous = true;
   platform.protocol.eager_limit_bytes = eager;
   const auto row =
       predict(async_options(1, b, 2), test::round_workload(), platform, model::FixedCounts(10));
-  const double reply = 3 * latency + N / 2 / 1e8, last_push = 3 * latency + N / 1e8;
-  CHECK(row.round_s == Approx(reply + C + last_push + 1e6 / 1e12).epsilon(1e-12));
+  const double reply = 3 * latency + N / 2 / 1e8, first_push = 3 * latency + N / 2 / 1e8,
+               last_push = 3 * latency + N / 1e8;
+  CHECK(row.round_s == Approx(reply + C + last_push + apply / 1e12).epsilon(1e-12));
   CHECK(row.extra["bottleneck"] == "workers");
+  // The first server applies at 1e7 flop/s (0.1 s): its push, which went first, and its apply
+  // are now the longer path; pushes that shared the link would both end at last_push.
+  model::Platform slow_first = star({1e12}, {1e7, 1e12}, 1e10, 1e8, 5e-3);
+  slow_first.protocol = platform.protocol;
+  CHECK(predict(async_options(1, b, 2), test::round_workload(), slow_first, model::FixedCounts(10))
+            .round_s == Approx(reply + C + first_push + apply / 1e7).epsilon(1e-12));
+  // The plain protocol: one latency a message, and the two replies share the worker's link as
+  // the two pushes do (each N / 1e8).
   platform.protocol = model::MessageProtocol();
   CHECK(predict(async_options(1, b, 2), test::round_workload(), platform, model::FixedCounts(10))
-            .round_s == Approx(2 * (latency + N / 1e8) + C + 1e6 / 1e12).epsilon(1e-12));
+            .round_s == Approx(2 * (latency + N / 1e8) + C + apply / 1e12).epsilon(1e-12));
+}
+
+TEST_CASE("pushes leave in turn only above the eager limit, through one narrowest link") {
+  model::MessageProtocol rendezvous;
+  rendezvous.rendezvous = true;
+  rendezvous.eager_limit_bytes = 65536;
+  // Worker h0's link is the narrowest of both routes: its pushes share it.
+  model::Platform nic_bound = star({1e12}, {1e12, 1e12}, 1e10, 1e8);
+  nic_bound.protocol = rendezvous;
+  const std::vector<int> servers = {1, 2};
+  CHECK(model::pushes_leave_in_turn(nic_bound, 0, servers, 1e6));
+  CHECK_FALSE(model::pushes_leave_in_turn(nic_bound, 0, servers, 65536));  // eager
+  CHECK_FALSE(model::pushes_leave_in_turn(nic_bound, 0, {1}, 1e6));        // one server
+  // Each server's own link is narrower than the worker's: the pushes flow at once.
+  model::Platform server_bound = star({1e12}, {1e12, 1e12}, 1e8, 1e10);
+  server_bound.protocol = rendezvous;
+  CHECK_FALSE(model::pushes_leave_in_turn(server_bound, 0, servers, 1e6));
+  // A plain protocol: connections share fairly.
+  nic_bound.protocol = model::MessageProtocol();
+  CHECK_FALSE(model::pushes_leave_in_turn(nic_bound, 0, servers, 1e6));
 }
 
 TEST_CASE("async with a staleness bound holds every worker to the slowest one's rate") {
