@@ -93,25 +93,28 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform) 
   for (const auto& [key, members] : groups) {
     if (members.size() < 2) continue;
     const int worker_host = plan.worker_hosts.at(static_cast<size_t>(key.first));
-    auto in_turn = [&](const Op& op) {
-      const bool with_server =
-          op.destination.role == Endpoint::Role::Server || op.source.role == Endpoint::Role::Server;
-      return with_server &&
-             pushes_leave_in_turn(platform, worker_host, plan.server_hosts, op.bytes);
-    };
     auto route_of = [&](const Op& op) -> const Route& {
       return platform.route(plan.host_of(op.source), plan.host_of(op.destination));
     };
+    // Each member's rule, asked once: a push to or reply from a server, at its own size (a
+    // worker's pushes and replies are all one shard's size in the plans async-ps makes).
+    std::vector<bool> in_turn(members.size(), false);
     std::map<int, double> shared_bytes, in_turn_bytes;
-    for (OpId i : members)
-      if (!in_turn(plan.op(i)))
-        for (int link : route_of(plan.op(i)).links)
-          shared_bytes[link] += plan.op(i).repeat * plan.op(i).bytes;
-    for (OpId i : members) {
+    for (size_t m = 0; m < members.size(); ++m) {
+      const Op& op = plan.op(members[m]);
+      in_turn[m] = (op.destination.role == Endpoint::Role::Server ||
+                    op.source.role == Endpoint::Role::Server) &&
+                   pushes_leave_in_turn(platform, worker_host, plan.server_hosts, op.bytes);
+      if (!in_turn[m])
+        for (int link : route_of(op).links)
+          shared_bytes[link] += op.repeat * op.bytes;
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+      const OpId i = members[m];
       const Op& op = plan.op(i);
       const Route& route = route_of(op);
       std::map<int, double>* bytes_on_link = &shared_bytes;
-      if (in_turn(op)) {
+      if (in_turn[m]) {
         if (op.source.role == Endpoint::Role::Server) continue;  // a reply: alone
         for (int link : route.links)
           in_turn_bytes[link] += op.repeat * op.bytes;
@@ -180,7 +183,9 @@ std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& p
     // its processor's queue (index s), as the simulator runs it.
     // A one-thread server takes a push only when it is free, so a loaded server's push flows
     // while the worker's other pushes wait for their own servers (their requests unanswered):
-    // the thread holds it for its transfer alone, not shared with its siblings.
+    // the thread holds it for its transfer alone, not shared with its siblings. (SimGrid's thread
+    // also waits, after its clear-to-send, while the worker's earlier push flows, where pushes
+    // leave in turn; that wait is not charged here.)
     const size_t in = one_thread ? 0 : servers, out = one_thread ? 0 : 2 * servers;
     const double held_s = one_thread ? op_duration_s(op, plan, platform) : duration_s[v];
     if (op.destination.role == Endpoint::Role::Server)

@@ -91,10 +91,13 @@ struct RoundTiming {
 double op_duration_s(const Op& op, const Plan& plan, const Platform& platform);
 /// Whether an asynchronous worker's pushes of `bytes` to its servers leave it one at a time:
 /// under a rendezvous (MPI over TCP) messages above the eager limit, to two servers or more, whose
-/// routes share their narrowest link (the worker's NIC, typically); TCP connections through one
-/// bottleneck queue do not share it fairly, the one ahead finishes first. Pushes whose routes
-/// narrow elsewhere (each server's own slower link) flow at once. Both engines ask this
-/// (async_durations here, sim/async_simulation.cpp).
+/// routes share their narrowest link (the first of a route's slowest links: the worker's NIC
+/// where the servers' links are as fast). The model's assumption, fitted to the testbed's
+/// throughput (experiments/testbed/README.md, not measured push by push): a push of a few
+/// round trips is too short for two TCP connections through one bottleneck queue to reach a fair
+/// share, and the one ahead finishes first. Pushes whose routes narrow elsewhere (each server's
+/// own slower link) flow at once. Both engines ask this (async_durations here, per op;
+/// sim/async_simulation.cpp, per worker from its first push: one shard's size for all).
 bool pushes_leave_in_turn(const Platform& platform, int worker_host,
                           const std::vector<int>& server_hosts, double bytes);
 /// The Plan bound to the platform: every op's duration, its predecessors, and for an

@@ -5,7 +5,8 @@
 //
 // Platform: platforms/test-ps.xml (workers h0..h3 at 1e12 flop/s on 1e10 B/s links, server ps0
 // at 1e12 flop/s on a 1e9 B/s link, 10 us per link): a worker <-> server transfer of S bytes is
-// 20 us + S / 1e9 under CM02 without crosstraffic.
+// 20 us + S / 1e9 under CM02 without crosstraffic; and platforms/testbed-ps-dual.xml under a
+// rendezvous for two loaded servers.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>

@@ -1,6 +1,7 @@
 // async_ps_model_test.cpp: asynchronous parameter servers and time-budget local SGD in the analytic
-// engine against closed forms computed by hand here, their convergence models and fits, and the
-// impossible jobs.
+// engine against closed forms computed by hand here (a worker's pushes leaving in turn under a
+// rendezvous, and model::pushes_leave_in_turn's cases, included), their convergence models and
+// fits, and the impossible jobs.
 #include <catch2/catch.hpp>
 
 #include <cmath>
