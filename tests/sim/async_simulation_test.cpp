@@ -14,7 +14,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "model/analytic/analytic.hpp"
 #include "sim/platform_loader.hpp"
@@ -110,10 +109,7 @@ TEST_CASE("async in SimGrid under a rendezvous: two loaded servers serve differe
   // connection ahead first), so the servers fall out of step and each takes another worker's
   // push at the NIC's full rate; were the pushes to share the NIC, both servers would serve the
   // same worker at half its rate, in lockstep, forever, and SimGrid's rate would be about half.
-  std::ifstream in(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string xml = text.str();
+  std::string xml = test::file_text(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml");
   const std::string zone = "<zone id=\"world\" routing=\"Floyd\">";
   const size_t at = xml.find(zone);
   REQUIRE(at != std::string::npos);

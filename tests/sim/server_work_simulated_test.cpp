@@ -30,10 +30,7 @@ const std::string kServerWorkTestPs = std::string(TAUPLAN_PLATFORM_DIR) + "/test
 std::string platform_with_server_work(const std::string& per_message, const std::string& per_byte,
                                       const std::string& zone_props = "",
                                       const std::string& link_latency = "") {
-  std::ifstream in(kServerWorkTestPs);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string xml = text.str();
+  std::string xml = test::file_text(kServerWorkTestPs);
   const std::string server = "<host id=\"ps0\" speed=\"1Tf\">";
   const size_t at = xml.find(server);
   REQUIRE(at != std::string::npos);

@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -106,6 +108,14 @@ inline std::string analyze_and_simulate(const std::string& platform_file,
 
 inline std::string fixture(const std::string& name) {
   return std::string(TAUPLAN_SIM_FIXTURES) + "/" + name;
+}
+
+/// The whole text of a file (a platform to copy with props added); empty if it cannot be read.
+inline std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 /// Round numbers so that times can be computed by hand: 1e6 parameters of 4 bytes
