@@ -109,13 +109,10 @@ TEST_CASE("async in SimGrid under a rendezvous: two loaded servers serve differe
   // connection ahead first), so the servers fall out of step and each takes another worker's
   // push at the NIC's full rate; were the pushes to share the NIC, both servers would serve the
   // same worker at half its rate, in lockstep, forever, and SimGrid's rate would be about half.
-  std::string xml = test::file_text(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml");
-  const std::string zone = "<zone id=\"world\" routing=\"Floyd\">";
-  const size_t at = xml.find(zone);
-  REQUIRE(at != std::string::npos);
-  xml.insert(at + zone.size(),
-             "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
-             "<prop id=\"eager_limit_bytes\" value=\"65536\"/>");
+  const std::string xml = test::with_root_zone_props(
+      test::file_text(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml"),
+      "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
+      "<prop id=\"eager_limit_bytes\" value=\"65536\"/>");
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("tauplan-async-dual-" + std::to_string(::getpid()) + ".xml"))
                                .string();

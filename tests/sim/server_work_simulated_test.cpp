@@ -39,10 +39,7 @@ std::string platform_with_server_work(const std::string& per_message, const std:
     props += "<prop id=\"server_flop_per_message\" value=\"" + per_message + "\"/>";
   if (!per_byte.empty()) props += "<prop id=\"server_flop_per_byte\" value=\"" + per_byte + "\"/>";
   xml.insert(at + server.size(), props);
-  const std::string zone = "<zone id=\"world\" routing=\"Floyd\">";
-  const size_t zone_at = xml.find(zone);
-  REQUIRE(zone_at != std::string::npos);
-  xml.insert(zone_at + zone.size(), zone_props);
+  xml = test::with_root_zone_props(xml, zone_props);
   props += zone_props + link_latency;
   if (!link_latency.empty())
     for (size_t l = xml.find("latency=\"10us\""); l != std::string::npos;

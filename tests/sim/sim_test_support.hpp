@@ -118,6 +118,15 @@ inline std::string file_text(const std::string& path) {
   return text.str();
 }
 
+/// `xml` (a shipped platform's text) with `props` (prop elements) first in its root Floyd zone,
+/// such as a rendezvous protocol's; throws std::runtime_error if it has no such zone.
+inline std::string with_root_zone_props(std::string xml, const std::string& props) {
+  const std::string zone = "<zone id=\"world\" routing=\"Floyd\">";
+  const size_t at = xml.find(zone);
+  if (at == std::string::npos) throw std::runtime_error("no root Floyd zone in the platform");
+  return xml.insert(at + zone.size(), props);
+}
+
 /// Round numbers so that times can be computed by hand: 1e6 parameters of 4 bytes
 /// (N = 4e6 B), 1e10 flop per sample, three layers for gradient buckets.
 inline model::Workload round_workload() {

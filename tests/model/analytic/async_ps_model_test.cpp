@@ -220,7 +220,7 @@ TEST_CASE("pushes leave in turn only above the eager limit, through one narrowes
   // Worker h0's link is the narrowest of both routes: its pushes share it.
   model::Platform nic_bound = star({1e12}, {1e12, 1e12}, 1e10, 1e8);
   nic_bound.protocol = rendezvous;
-  const std::vector<int> servers = {1, 2};
+  const std::vector<int> servers = nic_bound.server_hosts();  // hosts 1 and 2
   CHECK(model::pushes_leave_in_turn(nic_bound, 0, servers, 1e6));
   CHECK_FALSE(model::pushes_leave_in_turn(nic_bound, 0, servers, 65536));  // eager
   CHECK_FALSE(model::pushes_leave_in_turn(nic_bound, 0, {1}, 1e6));        // one server
