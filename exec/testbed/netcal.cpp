@@ -254,26 +254,25 @@ std::vector<std::pair<int, int>> routes_to_measure(const Spec& spec,
   return pairs;
 }
 
-/// Fits t = alpha + S / beta through each transfer size's median time.
-void fit_transfers(const Spec& spec, int a, int b, RouteMeasurement& m) {
-  // The line goes through each size's median time, not through every sample: one transfer
-  // delayed by a scheduler hiccup on the 2-core host would tilt a least-squares slope by
-  // several percent (R^2 0.89 seen), while a median of the repeats ignores it.
-  std::map<double, std::vector<double>> times_by_size;
-  for (const TransferSample& s : m.samples)
-    times_by_size[s.bytes].push_back(s.seconds);
+}  // namespace
+
+void fit_transfers(const Spec& spec, RouteMeasurement& m) {
   std::vector<double> x;
   std::vector<double> t;
-  for (const auto& [bytes, times] : times_by_size) {
-    x.push_back(bytes);
-    t.push_back(model::median(times));
+  for (const TransferSample& s : m.samples) {
+    x.push_back(s.bytes);
+    t.push_back(s.seconds);
   }
-  m.fit = model::fit_line(x, t, "testbed calibration of " + route_name(spec, a, b));
+  m.fit =
+      model::fit_lower_envelope(x, t, "testbed calibration of " + route_name(spec, m.src, m.dst));
   if (!(m.fit.slope > 0))
-    throw std::runtime_error("transfer time did not grow with size on " + route_name(spec, a, b) +
-                             " (slope " + short_num(m.fit.slope) + ")");
+    throw std::runtime_error("transfer time did not grow with size on " +
+                             route_name(spec, m.src, m.dst) + " (slope " + short_num(m.fit.slope) +
+                             ")");
   m.bandwidth_Bps = 1 / m.fit.slope;
 }
+
+namespace {
 
 /// Measures one route a -> b: its round trip by ping-pong, its bandwidth by timed transfers.
 RouteMeasurement measure_route(const Spec& spec, const NetworkCalibrationRequest& request, int a,
@@ -300,7 +299,7 @@ RouteMeasurement measure_route(const Spec& spec, const NetworkCalibrationRequest
       (request.sizes * request.repeats + 1) * 4 * m.testbed_round_trip_s + 20;
   m.samples = transfer_times(endpoint(spec, a), endpoint(spec, b), sizes, request.repeats,
                              transfer_timeout);
-  fit_transfers(spec, a, b, m);
+  fit_transfers(spec, m);
   progress(
       fmt::format("route {}: round trip {:.4g} ms (testbed {:.4g}), bandwidth {:.4g} MB/s "
                   "(testbed {:.4g}), R^2 {:.4f}",

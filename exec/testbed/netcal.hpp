@@ -2,9 +2,12 @@
 //
 // Measures across the testbed (probe.hpp: TCP between threads inside the host namespaces,
 // wall clock): on a set of routes, the ping-pong round trip (median of many small messages) and
-// one-way transfer times t(S) at sizes up to what the route carries in `transfer_s`, the median
-// of the repeats at each size fitted by least squares t = alpha + S / beta (model::fit_line;
-// R^2 of those medians reported); the sharing of one host's
+// one-way transfer times t(S) at sizes up to what the route carries in `transfer_s`, all repeats
+// fitted by the line t = alpha + S / beta under every one of them that is highest at their mean
+// size (model::fit_lower_envelope; R^2 of the samples about it reported): a transfer is never
+// faster than the route, but a lost packet or a busy core stalls some repeats by milliseconds,
+// and the median of three repeats read routes up to 6.6% under their shaped rate (the recorded
+// runs, experiments/testbed/README.md); the sharing of one host's
 // incoming links by N = 1..4 concurrent flows (rates against the max-min fair share of the
 // testbed's links); and whether the two directions of a route contend (both at once against
 // each alone). Routes measured by default: a greedy cover in which every link is the narrowest
@@ -131,6 +134,11 @@ struct NetworkCalibration {
 
 /// Text safe inside an XML comment: every "--" written "- -".
 std::string comment_safe(std::string text);
+
+/// Fits a route's transfers (m.samples; m.src, m.dst name it in errors): m.fit by
+/// model::fit_lower_envelope over every sample, m.bandwidth_Bps = 1 / slope. Throws
+/// std::runtime_error when the time does not grow with the size.
+void fit_transfers(const Spec& spec, RouteMeasurement& m);
 
 /// The ordered pairs measured by default (see the file comment), in rank order.
 std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);

@@ -2,8 +2,9 @@
 //
 // Fits use Eigen's column-pivoting Householder QR on the [1, x] design matrix (rows scaled by
 // 1/y for a relative fit). The XML writer prints every number with 17 significant digits so that
-// SimGrid reads back the same double. What it leaves out: outlier rejection (the caller takes
-// medians of repeats).
+// SimGrid reads back the same double. fit_lower_envelope walks the points' lower convex hull
+// (Andrew's monotone chain) instead. What it leaves out: outlier rejection for least squares (the
+// caller takes medians of repeats).
 #include "model/inputs/calibration.hpp"
 
 #include <algorithm>
@@ -35,34 +36,17 @@ void check_r2(double r2, const std::string& key) {
   if (!(r2 >= 0 && r2 <= 1)) throw InputError("<calibration>", key, "a number in [0, 1]", num(r2));
 }
 
-}  // namespace
-
-LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
-                   const std::string& origin, bool relative) {
+void check_fit_input(const std::vector<double>& x, const std::vector<double>& y,
+                     const std::string& origin) {
   if (x.size() != y.size())
     throw InputError(origin, "fit", "as many x as y values",
                      std::to_string(x.size()) + " and " + std::to_string(y.size()));
   if (x.size() < 2) throw InputError(origin, "fit", "at least 2 points", std::to_string(x.size()));
   if (!finite(x) || !finite(y)) throw InputError(origin, "fit", "finite values", "a NaN or inf");
-  const Eigen::Index n = static_cast<Eigen::Index>(x.size());
-  Eigen::MatrixXd a(n, 2);
-  Eigen::VectorXd b(n);
-  bool distinct = false;
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    if (relative && y[k] == 0)
-      throw InputError(origin, "fit", "non-zero y values for a relative fit", "0");
-    const double w = relative ? 1.0 / std::abs(y[k]) : 1.0;
-    a(i, 0) = w;
-    a(i, 1) = w * x[k];
-    b(i) = w * y[k];
-    if (x[k] != x[0]) distinct = true;
-  }
-  if (!distinct) throw InputError(origin, "fit", "at least 2 distinct x values", "all equal");
-  const Eigen::Vector2d coef = a.colPivHouseholderQr().solve(b);
-  LinearFit fit;
-  fit.intercept = coef(0);
-  fit.slope = coef(1);
+}
+
+/// Fills a fitted line's residuals, R^2 and largest relative residual.
+void describe_fit(const std::vector<double>& x, const std::vector<double>& y, LinearFit& fit) {
   double mean = 0;
   for (double v : y)
     mean += v;
@@ -85,6 +69,81 @@ LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
     fit.r2 = 1.0;
   else
     fit.r2 = ss_tot > 0 ? std::max(0.0, 1.0 - ss_res / ss_tot) : 0.0;
+}
+
+}  // namespace
+
+LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
+                   const std::string& origin, bool relative) {
+  check_fit_input(x, y, origin);
+  const Eigen::Index n = static_cast<Eigen::Index>(x.size());
+  Eigen::MatrixXd a(n, 2);
+  Eigen::VectorXd b(n);
+  bool distinct = false;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    if (relative && y[k] == 0)
+      throw InputError(origin, "fit", "non-zero y values for a relative fit", "0");
+    const double w = relative ? 1.0 / std::abs(y[k]) : 1.0;
+    a(i, 0) = w;
+    a(i, 1) = w * x[k];
+    b(i) = w * y[k];
+    if (x[k] != x[0]) distinct = true;
+  }
+  if (!distinct) throw InputError(origin, "fit", "at least 2 distinct x values", "all equal");
+  const Eigen::Vector2d coef = a.colPivHouseholderQr().solve(b);
+  LinearFit fit;
+  fit.intercept = coef(0);
+  fit.slope = coef(1);
+  describe_fit(x, y, fit);
+  return fit;
+}
+
+LinearFit fit_lower_envelope(const std::vector<double>& x, const std::vector<double>& y,
+                             const std::string& origin) {
+  check_fit_input(x, y, origin);
+  // The lowest y at each distinct x, in increasing x: only those can lie on the lower hull.
+  std::vector<std::pair<double, double>> points;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    points.emplace_back(x[i], y[i]);
+  std::sort(points.begin(), points.end());
+  std::vector<std::pair<double, double>> lowest;
+  for (const auto& p : points)
+    if (lowest.empty() || p.first != lowest.back().first) lowest.push_back(p);
+  if (lowest.size() < 2)
+    throw InputError(origin, "fit", "at least 2 distinct x values", "all equal");
+  // Lower hull: drop a vertex while it is not strictly below the chord of its neighbours.
+  std::vector<std::pair<double, double>> hull;
+  for (const auto& p : lowest) {
+    while (hull.size() >= 2) {
+      const auto& a = hull[hull.size() - 2];
+      const auto& b = hull.back();
+      const double cross =
+          (b.first - a.first) * (p.second - a.second) - (b.second - a.second) * (p.first - a.first);
+      if (cross > 0) break;
+      hull.pop_back();
+    }
+    hull.push_back(p);
+  }
+  double mean_x = 0;
+  for (double v : x)
+    mean_x += v;
+  mean_x /= static_cast<double>(x.size());
+  auto slope_of = [&hull](std::size_t edge) {
+    return (hull[edge + 1].second - hull[edge].second) / (hull[edge + 1].first - hull[edge].first);
+  };
+  // The edge [hull[e], hull[e + 1]] that spans the mean; a vertex at the mean takes the mean slope
+  // of its two edges (every slope between them supports the hull there).
+  std::size_t edge = 0;
+  while (edge + 2 < hull.size() && hull[edge + 1].first < mean_x)
+    ++edge;
+  LinearFit fit;
+  fit.slope = slope_of(edge);
+  if (hull[edge + 1].first == mean_x && edge + 2 < hull.size())
+    fit.slope = 0.5 * (fit.slope + slope_of(edge + 1));
+  const auto& anchor = hull[edge + 1].first == mean_x ? hull[edge + 1] : hull[edge];
+  fit.intercept = anchor.second - fit.slope * anchor.first;
+  describe_fit(x, y, fit);
   return fit;
 }
 

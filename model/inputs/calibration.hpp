@@ -56,6 +56,17 @@ struct LinearFit {
 LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
                    const std::string& origin = "<calibration>", bool relative = false);
 
+/// The straight line under every point (x_i, y_i) that is highest at the mean of x: it
+/// minimises the sum of the residuals y_i - fitted(x_i) subject to every residual >= 0 (a linear
+/// program whose optimum is the edge of the points' lower convex hull that spans the mean x; at a
+/// hull vertex, the mean slope of its two edges). For times whose noise only adds (a transfer
+/// stalled by a lost packet or a busy core is never faster than the link lets it be), this is
+/// what the quiet repeats say, however many repeats stalled; one sample faster than the rest
+/// moves it, so the caller's samples must not be able to come out fast. Residuals, R^2 and the
+/// largest relative residual as fit_line reports them. Throws InputError as fit_line does.
+LinearFit fit_lower_envelope(const std::vector<double>& x, const std::vector<double>& y,
+                             const std::string& origin = "<calibration>");
+
 /// What a calibration found, as written into the platform XML.
 struct Calibration {
   int hosts = 8;                         ///< K worker hosts

@@ -346,6 +346,38 @@ TEST_CASE("MPI alphas scale every link's TCP latency by one factor, unmeasured r
                   std::invalid_argument);
 }
 
+TEST_CASE("a route's transfers: its rate from the quiet repeats, stalled ones above the line") {
+  const Spec spec = make_spec(backbone_platform(2e7, 1e7, 4e-3), Options{});
+  RouteMeasurement m;
+  m.src = 0;
+  m.dst = 1;
+  // The route's rate (1e7 B/s) and 9 ms on top; the testbed's transfers of 2 MB are interleaved
+  // as the probe times them; two repeats in three stall by 2 to 12 ms (retransmissions), so the
+  // median of a size's three is a stalled one, and each size keeps one quiet repeat.
+  int repeat = 0;
+  for (int round = 0; round < 3; ++round)
+    for (double bytes : {4e5, 8e5, 1.2e6, 1.6e6, 2e6}) {
+      const double stall = (repeat++ % 3 != 0) ? 2e-3 + 1e-3 * (repeat % 11) : 0;
+      m.samples.push_back({bytes, 9e-3 + bytes / 1e7 + stall});
+    }
+  fit_transfers(spec, m);
+  CHECK(m.bandwidth_Bps == Approx(1e7).epsilon(1e-9));
+  CHECK(m.fit.intercept == Approx(9e-3).epsilon(1e-9));
+  for (double r : m.fit.residuals)
+    CHECK(r >= -1e-12);
+  // Transfers that do not take longer when larger are an error naming the route.
+  RouteMeasurement flat = m;
+  for (TransferSample& sample : flat.samples)
+    sample.seconds = 0.01 - sample.bytes * 1e-10;
+  try {
+    fit_transfers(spec, flat);
+    FAIL("a shrinking time was fitted");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("did not grow with size on " + spec.hosts[0].name) !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("link fits reproduce exact measurements and the calibrated platform loads back") {
   const Spec spec = make_spec(backbone_platform(2e7, 1e7, 4e-3), Options{});
   NetworkCalibration cal;

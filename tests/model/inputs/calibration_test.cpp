@@ -1,6 +1,7 @@
 // calibration_test.cpp: least-squares lines, the calibrated platform XML and its props reader.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -132,6 +133,92 @@ TEST_CASE("fit_line rejects bad inputs") {
   CHECK_THROWS_AS(model::fit_line({2, 2, 2}, {1, 2, 3}), InputError);
   CHECK_THROWS_AS(model::fit_line({1, kCalibrationNaN}, {1, 2}), InputError);
   CHECK_THROWS_AS(model::fit_line({1, 2}, {1, kInf}), InputError);
+}
+
+TEST_CASE("fit_lower_envelope: the quiet repeats' line, however many repeats stalled") {
+  // Six sizes, three repeats each, on a route of 5e7 B/s and 0.4 ms: t = 4e-4 + S / 5e7. Stalls
+  // of 3 to 12 ms (lost packets) hit one or two of the three repeats of five sizes, and all three
+  // of the largest: least squares through the medians of the repeats reads the rate 6.4% low.
+  const double alpha = 4e-4;
+  const double beta = 5e7;
+  const std::vector<double> sizes{1.6e6, 3.2e6, 4.8e6, 6.4e6, 8e6, 9.6e6};
+  const std::vector<std::vector<double>> stalls{{0, 0, 3e-3},     {0, 5e-3, 0},
+                                                {4e-3, 0, 6e-3},  {6e-3, 9e-3, 0},
+                                                {8e-3, 11e-3, 0}, {10e-3, 12e-3, 6e-3}};
+  std::vector<double> x;
+  std::vector<double> t;
+  std::vector<double> medians;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<double> repeats;
+    for (double stall : stalls[i]) {
+      x.push_back(sizes[i]);
+      t.push_back(alpha + sizes[i] / beta + stall);
+      repeats.push_back(t.back());
+    }
+    std::sort(repeats.begin(), repeats.end());
+    medians.push_back(repeats[1]);
+  }
+  const model::LinearFit envelope = model::fit_lower_envelope(x, t, "test");
+  // The quiet repeats of sizes 1 to 5 lie on one line: the envelope is that line (the largest
+  // size, stalled every time, lies above it and is not needed).
+  CHECK(1 / envelope.slope == Approx(beta).epsilon(1e-9));
+  CHECK(envelope.intercept == Approx(alpha).epsilon(1e-6));
+  for (double r : envelope.residuals)
+    CHECK(r >= -1e-12);
+  REQUIRE(envelope.residuals.size() == x.size());
+  CHECK(envelope.r2 < 1);
+  // Least squares through the medians, as the calibration fitted before: 0.9365 beta here.
+  const model::LinearFit through_medians = model::fit_line(sizes, medians);
+  CHECK(1 / through_medians.slope == Approx(0.9365 * beta).epsilon(1e-3));
+}
+
+TEST_CASE("fit_lower_envelope: under every point, highest at the mean x (brute force)") {
+  // Invariant: among every line through two points that stays under all of them, none is higher
+  // at the mean x than the envelope; the envelope is under every point.
+  std::vector<double> x;
+  std::vector<double> y;
+  unsigned state = 12345;
+  for (int i = 0; i < 40; ++i) {
+    state = state * 1103515245u + 12345u;
+    x.push_back(static_cast<double>(i % 8));
+    y.push_back(1 + 0.5 * (i % 8) + static_cast<double>((state >> 16) % 1000) / 250.0);
+  }
+  const model::LinearFit fit = model::fit_lower_envelope(x, y, "test");
+  double mean_x = 0;
+  for (double v : x)
+    mean_x += v;
+  mean_x /= static_cast<double>(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    CHECK(y[i] - (fit.intercept + fit.slope * x[i]) >= -1e-12);
+  const double at_mean = fit.intercept + fit.slope * mean_x;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      if (!(x[j] > x[i])) continue;
+      const double slope = (y[j] - y[i]) / (x[j] - x[i]);
+      const double intercept = y[i] - slope * x[i];
+      bool under = true;
+      for (std::size_t k = 0; k < x.size(); ++k)
+        under = under && y[k] >= intercept + slope * x[k] - 1e-12;
+      if (under) CHECK(intercept + slope * mean_x <= at_mean + 1e-12);
+    }
+  // A vertex at the mean x: points (0, 0), (1, -1), (2, 0); every slope in [-1, 1] supports the
+  // hull there; the fit takes their mean, 0, through the vertex.
+  const model::LinearFit vertex = model::fit_lower_envelope({0, 1, 2}, {0, -1, 0}, "test");
+  CHECK(vertex.slope == Approx(0).margin(1e-15));
+  CHECK(vertex.intercept == Approx(-1));
+  // An exact line comes back exactly, with R^2 1.
+  const model::LinearFit exact = model::fit_lower_envelope({1, 2, 3, 4}, {3, 5, 7, 9}, "test");
+  CHECK(exact.slope == Approx(2));
+  CHECK(exact.intercept == Approx(1));
+  CHECK(exact.r2 == 1.0);
+}
+
+TEST_CASE("fit_lower_envelope rejects what fit_line rejects") {
+  CHECK_THROWS_AS(model::fit_lower_envelope({1}, {1}), InputError);
+  CHECK_THROWS_AS(model::fit_lower_envelope({1, 2}, {1}), InputError);
+  CHECK_THROWS_AS(model::fit_lower_envelope({2, 2, 2}, {1, 2, 3}), InputError);
+  CHECK_THROWS_AS(model::fit_lower_envelope({1, kCalibrationNaN}, {1, 2}), InputError);
+  CHECK_THROWS_AS(model::fit_lower_envelope({1, 2}, {1, kInf}), InputError);
 }
 
 TEST_CASE("calibration_xml writes speeds, the reducer, links of 2 beta and the props") {
