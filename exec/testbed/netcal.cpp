@@ -462,10 +462,11 @@ std::string measurement_method(const NetworkCalibration& cal) {
       "TCP sockets between threads inside the testbed namespaces, wall clock: round trip = "
       "median of " +
       std::to_string(cal.request.pings) + " echoes of " + std::to_string(cal.request.ping_bytes) +
-      " bytes; bandwidth = 1 / slope of least squares t = alpha + S / beta over " +
+      " bytes; bandwidth = 1 / slope of the line t = alpha + S / beta under " +
       std::to_string(cal.request.sizes) + " sizes x " + std::to_string(cal.request.repeats) +
-      " one-way transfers (largest: " + short_num(cal.request.transfer_s) +
-      " s at the route's rate) on " + std::to_string(cal.routes.size()) + " routes" +
+      " one-way transfers that is highest at their mean size (the lower envelope; largest: " +
+      short_num(cal.request.transfer_s) + " s at the route's rate) on " +
+      std::to_string(cal.routes.size()) + " routes" +
       (cal.request.all_pairs ? " (every ordered pair)" : " (a cover of every link)");
   return cal.message_method.empty() ? tcp_method : cal.message_method;
 }

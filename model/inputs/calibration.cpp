@@ -1,10 +1,10 @@
-// calibration.cpp: least-squares lines, the calibrated platform's XML and its reader.
+// calibration.cpp: straight-line fits, the calibrated platform's XML and its reader.
 //
 // Fits use Eigen's column-pivoting Householder QR on the [1, x] design matrix (rows scaled by
 // 1/y for a relative fit). The XML writer prints every number with 17 significant digits so that
 // SimGrid reads back the same double. fit_lower_envelope walks the points' lower convex hull
-// (Andrew's monotone chain) instead. What it leaves out: outlier rejection for least squares (the
-// caller takes medians of repeats).
+// (Andrew's monotone chain) instead. What it leaves out: outlier rejection for least squares (its
+// callers take medians of repeats or use the envelope).
 #include "model/inputs/calibration.hpp"
 
 #include <algorithm>

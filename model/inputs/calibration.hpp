@@ -6,6 +6,8 @@
 // T(K, S) = alpha + K S / beta: one core reads K buffers and writes K buffers, the traffic of a
 // central reducer. Both are least-squares fits (Eigen), the combine fit weighted by 1/T^2 so
 // that sizes over several decades count alike (relative errors); each reports R^2 and residuals.
+// fit_lower_envelope gives instead the line under timings whose noise only adds (the testbed's
+// route transfers, exec/testbed/netcal.hpp).
 //
 // The machine is written as a SimGrid platform: K worker hosts h0..h{K-1} of speed
 // flop_per_sample / per-sample cost, and one server host `reducer` (the combining core), each on
@@ -40,7 +42,8 @@
 
 namespace tauplan::model {
 
-/// y = intercept + slope x, fitted by least squares.
+/// y = intercept + slope x, fitted by least squares (fit_line) or as the lower envelope of the
+/// points (fit_lower_envelope).
 struct LinearFit {
   double intercept = 0;
   double slope = 0;

@@ -146,7 +146,8 @@ void check_routes(const nlohmann::json& cal) {
     CHECK(std::abs(fastest - testbed) / testbed < 0.05);
     CHECK(std::abs(r.at("latency_error").get<double>()) < 0.15);
     CHECK(std::abs(r.at("bandwidth_error").get<double>()) < 0.05);
-    CHECK(r.at("r2").get<double>() > 0.99);
+    // No bound on R^2: since 99ca31e it is every repeat's about the lower envelope, stalled
+    // repeats included (0.92 to 1 in the recorded runs); the rate above is what the fit is for.
   }
 }
 

@@ -351,8 +351,8 @@ TEST_CASE("a route's transfers: its rate from the quiet repeats, stalled ones ab
   RouteMeasurement m;
   m.src = 0;
   m.dst = 1;
-  // The route's rate (1e7 B/s) and 9 ms on top; the testbed's transfers of 2 MB are interleaved
-  // as the probe times them; two repeats in three stall by 2 to 12 ms (retransmissions), so the
+  // The route's rate (1e7 B/s) and 9 ms on top; transfers of up to 2 MB, every size once a
+  // round, three rounds; two repeats in three stall by 2 to 12 ms (retransmissions), so the
   // median of a size's three is a stalled one, and each size keeps one quiet repeat.
   int repeat = 0;
   for (int round = 0; round < 3; ++round)

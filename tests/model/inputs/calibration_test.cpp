@@ -1,4 +1,4 @@
-// calibration_test.cpp: least-squares lines, the calibrated platform XML and its props reader.
+// calibration_test.cpp: least-squares lines and lower envelopes, the calibrated platform XML and its props reader.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
