@@ -1,4 +1,5 @@
-// calibration_test.cpp: least-squares lines and lower envelopes, the calibrated platform XML and its props reader.
+// calibration_test.cpp: least-squares lines and lower envelopes, the calibrated platform XML and
+// its props reader.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -127,12 +128,18 @@ TEST_CASE("a relative fit recovers an exact line and weighs small values as much
   CHECK_THROWS_AS(model::fit_line({1, 2}, {0, 1}, "test", true), InputError);
 }
 
-TEST_CASE("fit_line rejects bad inputs") {
-  CHECK_THROWS_AS(model::fit_line({1}, {1}), InputError);
-  CHECK_THROWS_AS(model::fit_line({1, 2}, {1}), InputError);
-  CHECK_THROWS_AS(model::fit_line({2, 2, 2}, {1, 2, 3}), InputError);
-  CHECK_THROWS_AS(model::fit_line({1, kCalibrationNaN}, {1, 2}), InputError);
-  CHECK_THROWS_AS(model::fit_line({1, 2}, {1, kInf}), InputError);
+TEST_CASE("fit_line and fit_lower_envelope reject bad inputs") {
+  using Fit = model::LinearFit (*)(const std::vector<double>&, const std::vector<double>&,
+                                   const std::string&);
+  const Fit least_squares = [](const std::vector<double>& x, const std::vector<double>& y,
+                               const std::string& origin) { return model::fit_line(x, y, origin); };
+  for (const Fit fit : {least_squares, &model::fit_lower_envelope}) {
+    CHECK_THROWS_AS(fit({1}, {1}, "test"), InputError);
+    CHECK_THROWS_AS(fit({1, 2}, {1}, "test"), InputError);
+    CHECK_THROWS_AS(fit({2, 2, 2}, {1, 2, 3}, "test"), InputError);
+    CHECK_THROWS_AS(fit({1, kCalibrationNaN}, {1, 2}, "test"), InputError);
+    CHECK_THROWS_AS(fit({1, 2}, {1, kInf}, "test"), InputError);
+  }
 }
 
 TEST_CASE("fit_lower_envelope: the quiet repeats' line, however many repeats stalled") {
@@ -211,14 +218,6 @@ TEST_CASE("fit_lower_envelope: under every point, highest at the mean x (brute f
   CHECK(exact.slope == Approx(2));
   CHECK(exact.intercept == Approx(1));
   CHECK(exact.r2 == 1.0);
-}
-
-TEST_CASE("fit_lower_envelope rejects what fit_line rejects") {
-  CHECK_THROWS_AS(model::fit_lower_envelope({1}, {1}), InputError);
-  CHECK_THROWS_AS(model::fit_lower_envelope({1, 2}, {1}), InputError);
-  CHECK_THROWS_AS(model::fit_lower_envelope({2, 2, 2}, {1, 2, 3}), InputError);
-  CHECK_THROWS_AS(model::fit_lower_envelope({1, kCalibrationNaN}, {1, 2}), InputError);
-  CHECK_THROWS_AS(model::fit_lower_envelope({1, 2}, {1, kInf}), InputError);
 }
 
 TEST_CASE("calibration_xml writes speeds, the reducer, links of 2 beta and the props") {
