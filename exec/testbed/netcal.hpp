@@ -5,9 +5,9 @@
 // one-way transfer times t(S) at sizes up to what the route carries in `transfer_s`, all repeats
 // fitted by the line t = alpha + S / beta under every one of them that is highest at their mean
 // size (model::fit_lower_envelope; R^2 of the samples about it reported): a transfer is never
-// faster than the route, but a lost packet or a busy core stalls some repeats by milliseconds,
-// and the median of three repeats read routes up to 6.6% under their shaped rate (the recorded
-// runs, experiments/testbed/README.md); the sharing of one host's
+// faster than the route, but some repeats stall by milliseconds (lost packets or a busy core; not
+// traced), and the median of three repeats read routes up to 15% under their shaped rate (the
+// recorded runs, experiments/testbed/README.md); the sharing of one host's
 // incoming links by N = 1..4 concurrent flows (rates against the max-min fair share of the
 // testbed's links); and whether the two directions of a route contend (both at once against
 // each alone). Routes measured by default: a greedy cover in which every link is the narrowest

@@ -249,7 +249,7 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
                       state.spec.hosts[static_cast<std::size_t>(m.dst)].name));
     const nlohmann::json& r = *found;
     // The bandwidth stays TCP's (transfers of up to 0.2 s, their lower envelope; within 0.5% of
-    // the shaped rate on 246 of the 252 routes recorded by 2026-12-01): MPI moves a
+    // the shaped rate on most recorded routes, experiments/testbed/README.md): MPI moves a
     // large message's bytes over the same TCP stream, and 2 MiB messages fit a slope less
     // precisely. alpha is what an MPI message pays on top: the median of t - S / beta.
     std::vector<double> extra;
