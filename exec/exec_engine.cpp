@@ -94,7 +94,11 @@ class ExecEngine : public model::Engine {
       context.extra["dataset"] = m.dataset + (m.synthetic ? " (synthetic stand-in)" : "");
       context.extra["mlp"] = m.mlp;
     }
-    if (mpi) context.extra["mpi_ranks"] = std::to_string(mpi->size());
+    if (mpi) {
+      context.extra["mpi_ranks"] = std::to_string(mpi->size());
+      if (const std::string progress = mpi_tcp_progress(); !progress.empty())
+        context.extra["mpi_tcp_progress"] = progress;
+    }
     if (trace.is_open()) {
       write_chrome_trace(run.measurements, trace);
       std::cerr << "measure: wrote the Chrome trace " << inputs.job.output_path("trace") << "\n";

@@ -39,7 +39,49 @@ void check(int code, const char* what) {
   if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
 }
 
+// OpenMPI reads its TCP sockets from the progress loop only every mpi_event_tick_rate us
+// (default 10000) while a rank has nothing outstanding of its own; 1 reads them on every call.
+constexpr const char* kEventTickVariable = "OMPI_MCA_mpi_event_tick_rate";
+constexpr const char* kEventTickParameter = "mpi_event_tick_rate";
+std::string tcp_progress_setter;  // who set the parameter: "tauplan" or the environment
+std::string tcp_progress_text;    // mpi_tcp_progress()'s answer, once MPI is initialised
+
+/// Sets the tick to 1 us for the MPI_Init to come unless the environment sets it already.
+void prefer_prompt_tcp_progress() {
+  const char* existing = std::getenv(kEventTickVariable);
+  if (existing && *existing) {
+    tcp_progress_setter = std::string("the environment's ") + kEventTickVariable;
+    return;
+  }
+  if (setenv(kEventTickVariable, "1", 0) == 0) tcp_progress_setter = "set by tauplan";
+}
+
+/// The tick MPI_Init really took, read back through MPI's tool interface; empty when the
+/// library has no such control variable.
+std::string read_event_tick() {
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "";
+  std::string text;
+  int index = 0;
+  if (MPI_T_cvar_get_index(kEventTickParameter, &index) == MPI_SUCCESS) {
+    MPI_T_cvar_handle handle;
+    int count = 0;
+    int value = 0;
+    if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+      if (count == 1 && MPI_T_cvar_read(handle, &value) == MPI_SUCCESS)
+        text = std::string(kEventTickParameter) + " " + std::to_string(value) + " us";
+      MPI_T_cvar_handle_free(&handle);
+    }
+  }
+  MPI_T_finalize();
+  return text;
+}
+
 }  // namespace
+
+std::string mpi_tcp_progress() {
+  return tcp_progress_text;
+}
 
 bool mpi_compiled() {
   return true;
@@ -80,10 +122,15 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised) {
+    prefer_prompt_tcp_progress();
     int provided = 0;
     check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
     owns_ = true;
   }
+  const std::string tick = read_event_tick();
+  if (!tick.empty())
+    tcp_progress_text =
+        tick + (tcp_progress_setter.empty() ? "" : " (" + tcp_progress_setter + ")");
   start_mpi_watchdog(rank(), size());
 }
 

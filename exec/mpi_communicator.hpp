@@ -40,10 +40,19 @@ std::string mpi_process_host();
 /// PMIX_RANK in the environment).
 bool launched_by_mpi_launcher();
 
+/// How often this process's OpenMPI reads its TCP sockets while it has nothing of its own
+/// outstanding (the MCA parameter mpi_event_tick_rate, read back from MPI_T after MPI_Init), and
+/// who set it: e.g. "mpi_event_tick_rate 1 us (set by tauplan)". Empty before an MpiSession, in
+/// a build without MPI, or when the MPI library has no such parameter (not OpenMPI).
+std::string mpi_tcp_progress();
+
 class MpiSession {
  public:
   /// Initialises MPI unless it already is (then finalises in the destructor) and starts the
-  /// watchdog (mpi_watchdog.hpp).
+  /// watchdog (mpi_watchdog.hpp). Before MPI_Init it sets OMPI_MCA_mpi_event_tick_rate=1 unless
+  /// the environment already sets it: OpenMPI's default (10000 us) lets a rank that waits with
+  /// nothing outstanding (a parameter server awaiting a push) see a message's arrival, and its
+  /// rendezvous, only on a 10 ms grid (exec/testbed/README.md, "OpenMPI's TCP progress").
   MpiSession(int* argc, char*** argv);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;

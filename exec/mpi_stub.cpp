@@ -14,6 +14,10 @@ bool mpi_compiled() {
   return false;
 }
 
+std::string mpi_tcp_progress() {
+  return "";
+}
+
 std::string mpi_process_host() {
   return "";
 }

@@ -180,5 +180,17 @@ communicators = [r["communicator"] for r in j["results"]]
 assert communicators == ["threads", "mpi"], communicators
 network = j["context"]["network_model"]
 assert network == "measured (communicators: threads for single; mpi for sync)", network
-print("ok: the context names each strategy's communicator: " + network)
+progress = j["context"]["mpi_tcp_progress"]
+assert progress == "mpi_event_tick_rate 1 us (set by tauplan)", progress
+print("ok: the context names each strategy's communicator: " + network + "; " + progress)
+PY
+# 6. a tick the environment sets is OpenMPI's, and the context says so.
+OMPI_MCA_mpi_event_tick_rate=5000 "${run2[@]}" "$tauplan" measure --strategies sync --workers 2 \
+  --platform test-crossbar-4 "${common[@]}" "${reachable[@]}" --json > "$out" 2> "$err" ||
+  fail "mpirun -np 2 measure sync with the environment's tick exited $?"
+python3 - "$out" <<'PY' || fail "the environment's tick: unexpected context"
+import json, sys
+progress = json.load(open(sys.argv[1]))["context"]["mpi_tcp_progress"]
+assert progress == "mpi_event_tick_rate 5000 us (the environment's OMPI_MCA_mpi_event_tick_rate)", progress
+print("ok: " + progress)
 PY
