@@ -1,8 +1,8 @@
-// mpi_communicator.cpp: the MPI session, the run's layout (workers, servers, nodes), the plan's
-// algorithm for the mean, a ring all-gather for Adasum, and the collectives the trainer uses
-// (barrier, max, all-gather of timings, trace gather), each watched (mpi_watchdog.hpp); the
-// plan's collectives over subgroups of the workers run the same algorithm on a communicator
-// split off for each group.
+// mpi_communicator.cpp: the MPI session (OpenMPI's TCP tick set before MPI_Init and read back
+// after it), the run's layout (workers, servers, nodes), the plan's algorithm for the mean, a
+// ring all-gather for Adasum, and the collectives the trainer uses (barrier, max, all-gather of
+// timings, trace gather), each watched (mpi_watchdog.hpp); the plan's collectives over subgroups
+// of the workers run the same algorithm on a communicator split off for each group.
 // Compiled only when MPI is found.
 #include "exec/mpi_communicator.hpp"
 
@@ -39,37 +39,59 @@ void check(int code, const char* what) {
   if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
 }
 
-// OpenMPI reads its TCP sockets from the progress loop only every mpi_event_tick_rate us
-// (default 10000) while a rank has nothing outstanding of its own; 1 reads them on every call.
+// OpenMPI reads its TCP sockets from the progress loop only every mpi_event_tick_rate us while
+// a rank has nothing outstanding of its own (the parameter's default -1 means OPAL's 10000 us);
+// 1 reads them on every call.
 constexpr const char* kEventTickVariable = "OMPI_MCA_mpi_event_tick_rate";
 constexpr const char* kEventTickParameter = "mpi_event_tick_rate";
-std::string tcp_progress_setter;  // who set the parameter: "tauplan" or the environment
+constexpr int kNameBytes = 256;
+std::string tcp_progress_setter;  // who set the parameter for this process's MPI_Init
 std::string tcp_progress_text;    // mpi_tcp_progress()'s answer, once MPI is initialised
 
-/// Sets the tick to 1 us for the MPI_Init to come unless the environment sets it already.
+/// Sets the tick to 1 us for the MPI_Init to come unless the environment sets it already (an
+/// empty value counts as unset: it is replaced).
 void prefer_prompt_tcp_progress() {
   const char* existing = std::getenv(kEventTickVariable);
   if (existing && *existing) {
     tcp_progress_setter = std::string("the environment's ") + kEventTickVariable;
     return;
   }
-  if (setenv(kEventTickVariable, "1", 0) == 0) tcp_progress_setter = "set by tauplan";
+  if (setenv(kEventTickVariable, "1", 1) == 0) tcp_progress_setter = "set by tauplan";
 }
 
-/// The tick MPI_Init really took, read back through MPI's tool interface; empty when the
-/// library has no such control variable.
+/// What a tick of `us` microseconds means to OpenMPI.
+std::string describe_event_tick(int us) {
+  if (us < 0) return std::string(kEventTickParameter) + " OpenMPI's default (10000 us)";
+  if (us == 0) return std::string(kEventTickParameter) + " 0 (never: once a minute)";
+  return std::string(kEventTickParameter) + " " + std::to_string(us) + " us";
+}
+
+/// The tick MPI_Init really took, read back through MPI's tool interface; empty when the library
+/// has no such integer control variable.
 std::string read_event_tick() {
   int provided = 0;
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "";
   std::string text;
   int index = 0;
-  if (MPI_T_cvar_get_index(kEventTickParameter, &index) == MPI_SUCCESS) {
+  char name[kNameBytes];
+  char description[kNameBytes];
+  int name_bytes = kNameBytes;
+  int description_bytes = kNameBytes;
+  int verbosity = 0;
+  int binding = 0;
+  int scope = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_T_enum enumeration;
+  if (MPI_T_cvar_get_index(kEventTickParameter, &index) == MPI_SUCCESS &&
+      MPI_T_cvar_get_info(index, name, &name_bytes, &verbosity, &type, &enumeration, description,
+                          &description_bytes, &binding, &scope) == MPI_SUCCESS &&
+      type == MPI_INT) {
     MPI_T_cvar_handle handle;
     int count = 0;
     int value = 0;
     if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
       if (count == 1 && MPI_T_cvar_read(handle, &value) == MPI_SUCCESS)
-        text = std::string(kEventTickParameter) + " " + std::to_string(value) + " us";
+        text = describe_event_tick(value);
       MPI_T_cvar_handle_free(&handle);
     }
   }
@@ -121,6 +143,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 #endif
   int initialised = 0;
   MPI_Initialized(&initialised);
+  tcp_progress_setter = initialised ? "MPI initialised before tauplan" : "";
   if (!initialised) {
     prefer_prompt_tcp_progress();
     int provided = 0;

@@ -13,7 +13,8 @@
 //                                                 mpirun would pin every rank to core 0
 //   --mca mpi_yield_when_idle 1                   ranks share the cores with each other and the
 //        fabric: 2 busy-polling ranks on 2 cores added 4 ms to every 16 ms MPI round trip
-//        (19.8-21.1 ms in 7 runs; 16.2 ms yielding, as with 3 or more ranks)
+//        (19.8-21.1 ms in 7 runs; 16.2 ms yielding, as with 3 or more ranks; measured before
+//        tauplan's ranks read their sockets on every progress call, exec/mpi_communicator.hpp)
 //   <tauplan> testbed rank --prefix P -- COMMAND  which finds the namespace it runs in, sets
 //        TAUPLAN_TESTBED_HOST (the platform's host name), TAUPLAN_TESTBED_NETNS,
 //        TAUPLAN_TESTBED_SCALE and TAUPLAN_TESTBED_PLATFORM, and execs COMMAND
