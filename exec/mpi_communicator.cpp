@@ -45,18 +45,14 @@ void check(int code, const char* what) {
 constexpr const char* kEventTickVariable = "OMPI_MCA_mpi_event_tick_rate";
 constexpr const char* kEventTickParameter = "mpi_event_tick_rate";
 constexpr int kNameBytes = 256;
-std::string tcp_progress_setter;  // who set the parameter for this process's MPI_Init
-std::string tcp_progress_text;    // mpi_tcp_progress()'s answer, once MPI is initialised
+std::string tcp_progress_text;  // mpi_tcp_progress()'s answer, once MPI is initialised
 
 /// Sets the tick to 1 us for the MPI_Init to come unless the environment sets it already (an
-/// empty value counts as unset: it is replaced).
-void prefer_prompt_tcp_progress() {
+/// empty value counts as unset: it is replaced); returns who set it ("" when setenv failed).
+std::string prefer_prompt_tcp_progress() {
   const char* existing = std::getenv(kEventTickVariable);
-  if (existing && *existing) {
-    tcp_progress_setter = std::string("the environment's ") + kEventTickVariable;
-    return;
-  }
-  if (setenv(kEventTickVariable, "1", 1) == 0) tcp_progress_setter = "set by tauplan";
+  if (existing && *existing) return std::string("the environment's ") + kEventTickVariable;
+  return setenv(kEventTickVariable, "1", 1) == 0 ? "set by tauplan" : "";
 }
 
 /// What a tick of `us` microseconds means to OpenMPI.
@@ -143,17 +139,15 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 #endif
   int initialised = 0;
   MPI_Initialized(&initialised);
-  tcp_progress_setter = initialised ? "MPI initialised before tauplan" : "";
+  std::string setter = initialised ? "MPI initialised before tauplan" : "";
   if (!initialised) {
-    prefer_prompt_tcp_progress();
+    setter = prefer_prompt_tcp_progress();
     int provided = 0;
     check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
     owns_ = true;
   }
   const std::string tick = read_event_tick();
-  if (!tick.empty())
-    tcp_progress_text =
-        tick + (tcp_progress_setter.empty() ? "" : " (" + tcp_progress_setter + ")");
+  if (!tick.empty()) tcp_progress_text = tick + (setter.empty() ? "" : " (" + setter + ")");
   start_mpi_watchdog(rank(), size());
 }
 
