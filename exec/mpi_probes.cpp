@@ -5,8 +5,14 @@
 // the same answer. A concurrent-rate probe runs one progress loop per rank (MPI_Testsome over its
 // sends and receives, no threads). A flow's end is a zero-byte message with the flow's own tag:
 // MPI does not let it overtake the flow's chunks, so when it arrives no more data comes, and the
-// receives still posted are cancelled. What it leaves out: recovering from a lost rank (a flow that
-// has not ended 30 s after the duration throws), and chunk sizes other than 128 KiB.
+// receives still posted are cancelled. A rank waits for the others (the barrier, the broadcast,
+// the sum) without spinning: it tests its request every 200 us and sleeps in between, so the
+// ranks a probe times do not share the cores with ranks that busy-poll: testbed-two-nodes' 6
+// ranks on 2 cores beside two busy loops, calibrate --network --mpi's echo noise was 0.95-1.63
+// ms in 5 runs with spinning waiters (two found one switch instead of two), 0.11-0.19 ms in 3
+// runs asleep (spinning with the cores free: 0.07-0.24 ms in 6; 2026-12-01, after stop 55's CI
+// failed in this probe's test). What it leaves out: recovering from a lost rank (a flow that has
+// not ended 30 s after the duration throws), and chunk sizes other than 128 KiB.
 #include "exec/mpi_probes.hpp"
 
 #include <stdexcept>
@@ -18,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include "exec/mpi_watchdog.hpp"
 
@@ -46,6 +53,18 @@ constexpr double kEndGrace_s = 30;  // after the duration, a flow must have ende
 
 void check_mpi(int code, const char* call) {
   if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI probes: error in ") + call);
+}
+
+/// Completes `request` by testing it every 200 us and sleeping in between: for waits outside the
+/// timed part of a probe, where a rank that busy-polled would take CPU from the ranks timed.
+void wait_sleeping(MPI_Request& request, const char* call) {
+  constexpr std::chrono::microseconds kTestInterval{200};
+  int done = 0;
+  for (;;) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
+    if (done) return;
+    std::this_thread::sleep_for(kTestInterval);
+  }
 }
 
 double seconds_since(Clock::time_point start) {
@@ -322,7 +341,9 @@ class MpiProbeNetwork final : public ProbeNetwork {
       }
     }
     const MpiWait wait("the broadcast of the round trips");
-    check_mpi(MPI_Bcast(seconds.data(), count, MPI_DOUBLE, a, comm_), "MPI_Bcast");
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Ibcast(seconds.data(), count, MPI_DOUBLE, a, comm_, &request), "MPI_Ibcast");
+    wait_sleeping(request, "MPI_Ibcast");
     return seconds;
   }
 
@@ -339,18 +360,20 @@ class MpiProbeNetwork final : public ProbeNetwork {
     }
     std::vector<double> rates(flows.size(), 0.0);
     const MpiWait wait("the sum of the concurrent rates");
-    check_mpi(MPI_Allreduce(local.data(), rates.data(), static_cast<int>(flows.size()), MPI_DOUBLE,
-                            MPI_SUM, comm_),
-              "MPI_Allreduce");
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(local.data(), rates.data(), static_cast<int>(flows.size()), MPI_DOUBLE,
+                             MPI_SUM, comm_, &request),
+              "MPI_Iallreduce");
+    wait_sleeping(request, "MPI_Iallreduce");
     return rates;
   }
 
   std::string method() const override {
     return "MPI point-to-point over MPI_COMM_WORLD (OpenMPI), ranks = hosts, wall clock "
            "(steady_clock) on each rank: round trip = an 8-byte message sent and echoed back, "
-           "timed on the sending rank after 3 unrecorded echoes; rates = bytes of 60 KiB chunks "
-           "(eager, no rendezvous) "
-           "(8 sends in flight per flow) received inside the window [warm-up, duration - 0.1 s] "
+           "timed on the sending rank after 3 unrecorded echoes, ranks not timed waiting asleep; "
+           "rates = bytes of 128 KiB chunks (rendezvous; 8 sends in flight per flow) received "
+           "inside the window [warm-up, duration - 0.1 s] "
            "on the receiving rank's clock: the least-squares slope of the bytes received against "
            "the chunks' completion times (whole chunks over the window when fewer than three "
            "completed)";
@@ -359,7 +382,9 @@ class MpiProbeNetwork final : public ProbeNetwork {
  private:
   void barrier() const {
     const MpiWait wait("the barrier before a network probe");
-    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+    wait_sleeping(request, "MPI_Ibarrier");
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
