@@ -6,13 +6,15 @@
 // sends and receives, no threads). A flow's end is a zero-byte message with the flow's own tag:
 // MPI does not let it overtake the flow's chunks, so when it arrives no more data comes, and the
 // receives still posted are cancelled. A rank waits for the others (the barrier, the broadcast,
-// the sum) without spinning: it tests its request every 200 us and sleeps in between, so the
-// ranks a probe times do not share the cores with ranks that busy-poll: testbed-two-nodes' 6
-// ranks on 2 cores beside two busy loops, calibrate --network --mpi's echo noise was 0.95-1.63
-// ms in 5 runs with spinning waiters (two found one switch instead of two), 0.11-0.19 ms in 3
-// runs asleep (spinning with the cores free: 0.07-0.24 ms in 6; 2026-12-01, after stop 55's CI
-// failed in this probe's test). What it leaves out: recovering from a lost rank (a flow that has
-// not ended 30 s after the duration throws), and chunk sizes other than 128 KiB.
+// the sum) without spinning: it tests its request every 200 us and sleeps in between, so ranks
+// that a probe is not timing leave the cores to those it times (which spin, in MPI_Recv or
+// MPI_Testsome). Measured with testbed-two-nodes' 6 ranks on 2 cores beside two busy loops:
+// calibrate --network --mpi's echo noise was 0.95-1.63 ms in 5 runs with every waiter spinning
+// (two found one switch instead of two), 0.11-0.19 ms in 3 runs with waiters asleep; on free
+// cores, spinning, 0.07-0.24 ms in 6 (2026-12-01, after stop 55's CI failed in this probe's
+// test). MPI errors are fatal (no error handler is set), so a wait never throws with its request
+// still running. What it leaves out: recovering from a lost rank (a flow that has not ended 30 s
+// after the duration throws), and chunk sizes other than 128 KiB.
 #include "exec/mpi_probes.hpp"
 
 #include <stdexcept>
