@@ -374,9 +374,19 @@ void check_two_nodes_probe(const nlohmann::json& probed, double rate_bound, cons
   CHECK(between == 2);
   const auto& one_way = probed.at("one_way_latency_s");
   // The shaped latency plus the hosts' stacks (the testbed alone adds 0.15-0.3 ms a round trip;
-  // MPI adds its progress engine): within 10% and 0.5 ms.
-  CHECK(one_way.at(0).at(1).get<double>() == Approx(0.004).margin(0.0005).epsilon(0.10));
-  CHECK(one_way.at(0).at(3).get<double>() == Approx(0.008).margin(0.0005).epsilon(0.10));
+  // MPI adds its progress engine): within 10% or 0.5 ms, whichever is more, plus the noise the
+  // probe reports of its own round trips. Each one-way latency is half a median of 8 echoes, and
+  // a guest whose hypervisor steals its cores delays most of them: with steal up to 22% (vmstat),
+  // the TCP probe of a clean-clone CI run of 9d84efb (this VM, 12-01) read 4.557 ms for 4 ms,
+  // with a noise of 0.597 ms (its next try passed; until then the bound had no noise term). On
+  // free cores the MPI probe's noise read 0.07-0.24 ms this session; a latency 4 ms off (a hop
+  // too many or too few) fails unless the probe's noise is itself 3.5 ms or more.
+  const double noise = probed.at("latency_noise_s").get<double>();
+  INFO("the probe's latency noise " << noise << " s");
+  const double inside = one_way.at(0).at(1).get<double>();
+  const double across = one_way.at(0).at(3).get<double>();
+  CHECK(std::abs(inside - 0.004) <= std::max(0.0005, 0.10 * 0.004) + noise);
+  CHECK(std::abs(across - 0.008) <= std::max(0.0005, 0.10 * 0.008) + noise);
 }
 
 TEST_CASE(
