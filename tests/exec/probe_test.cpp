@@ -9,9 +9,11 @@
 // serialisation) and that bandwidth.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -102,20 +104,14 @@ void on_every_rank(int ranks, Group& group, Body body) {
     t.join();
 }
 
-}  // namespace
-
-TEST_CASE("message probe: recovers the latency and bandwidth of a delay line", "[timing]") {
-  const double latency = 0.004;
-  const double bandwidth = 2e7;
+/// One run of the message probe over a fresh delay line of 3 ranks (pairs 0->1 and 2->0); the
+/// routes as rank 0 returns them.
+std::vector<exec::MessageProbeRoute> probe_delay_line(double latency, double bandwidth,
+                                                      const exec::MessageProbeRequest& request) {
   DelayLine line(3, latency, bandwidth);
   std::vector<std::unique_ptr<DelayLine::End>> ends;
   for (int r = 0; r < 3; ++r)
     ends.push_back(std::make_unique<DelayLine::End>(line, r));
-  exec::MessageProbeRequest request;
-  request.pairs = {{0, 1}, {2, 0}};
-  request.sizes_bytes = {40000, 120000, 200000, 400000};
-  request.repeats = 2;
-  request.pings = 5;
   std::vector<std::vector<exec::MessageProbeRoute>> results(3);
   auto end = [&](int r) -> exec::PeerGroup& { return *ends[static_cast<size_t>(r)]; };
   on_every_rank(3, end, [&](exec::PeerGroup& peers) {
@@ -123,12 +119,39 @@ TEST_CASE("message probe: recovers the latency and bandwidth of a delay line", "
   });
   CHECK(results[1].empty());
   CHECK(results[2].empty());
-  REQUIRE(results[0].size() == 2);
-  CHECK(results[0][0].src == 0);
-  CHECK(results[0][0].dst == 1);
-  CHECK(results[0][1].src == 2);
-  CHECK(results[0][1].dst == 0);
-  for (const exec::MessageProbeRoute& route : results[0]) {
+  return results[0];
+}
+
+}  // namespace
+
+// The delay line's times are real sleeps, so a host that deschedules a thread for a few ms (a
+// hypervisor's steal: 2-22% in vmstat on this VM during the clean-clone CI run of 9d84efb, whose
+// first two tries of this test failed, alpha 5.6 ms for 4 and R^2 0.93-0.99, and whose third
+// passed) adds that to one transfer, and the least-squares fit follows it. The probe runs up to
+// three times; the checks hold the first run whose every route fits with R^2 > 0.99 (a stalled
+// transfer shows there), or the last. A probe that mis-measured fails all three.
+TEST_CASE("message probe: recovers the latency and bandwidth of a delay line", "[timing]") {
+  const double latency = 0.004;
+  const double bandwidth = 2e7;
+  exec::MessageProbeRequest request;
+  request.pairs = {{0, 1}, {2, 0}};
+  request.sizes_bytes = {40000, 120000, 200000, 400000};
+  request.repeats = 2;
+  request.pings = 5;
+  std::vector<exec::MessageProbeRoute> routes;
+  for (int run = 0; run < 3; ++run) {
+    routes = probe_delay_line(latency, bandwidth, request);
+    const bool clean =
+        std::all_of(routes.begin(), routes.end(),
+                    [](const exec::MessageProbeRoute& r) { return r.fit.r2 > 0.99; });
+    if (clean) break;
+  }
+  REQUIRE(routes.size() == 2);
+  CHECK(routes[0].src == 0);
+  CHECK(routes[0].dst == 1);
+  CHECK(routes[1].src == 2);
+  CHECK(routes[1].dst == 0);
+  for (const exec::MessageProbeRoute& route : routes) {
     CHECK(route.samples.size() == request.sizes_bytes.size() * 2);
     CHECK(route.small_round_trip_s == Approx(2 * latency).epsilon(0.15));
     // One-way = exchange - half the small round trip = latency + S / bandwidth.
