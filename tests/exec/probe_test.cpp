@@ -129,7 +129,8 @@ std::vector<exec::MessageProbeRoute> probe_delay_line(double latency, double ban
 // first two tries of this test failed, alpha 5.6 ms for 4 and R^2 0.93-0.99, and whose third
 // passed) adds that to one transfer, and the least-squares fit follows it. The probe runs up to
 // three times; the checks hold the first run whose every route fits with R^2 > 0.99 (a stalled
-// transfer shows there), or the last. A probe that mis-measured fails all three.
+// transfer shows there), or the last. A probe that mis-measured fails all three; what is no
+// longer caught is a bad fit that comes and goes (one clean run in three passes).
 TEST_CASE("message probe: recovers the latency and bandwidth of a delay line", "[timing]") {
   const double latency = 0.004;
   const double bandwidth = 2e7;

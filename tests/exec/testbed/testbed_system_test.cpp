@@ -380,7 +380,9 @@ void check_two_nodes_probe(const nlohmann::json& probed, double rate_bound, cons
   // the TCP probe of a clean-clone CI run of 9d84efb (this VM, 12-01) read 4.557 ms for 4 ms,
   // with a noise of 0.597 ms (its next try passed; until then the bound had no noise term). On
   // free cores the MPI probe's noise read 0.07-0.24 ms this session; a latency 4 ms off (a hop
-  // too many or too few) fails unless the probe's noise is itself 3.5 ms or more.
+  // too many or too few) fails unless the probe's noise is itself 3.5 ms (inside a node) or 3.2
+  // ms (across) or more. What this no longer catches: a change that makes the echoes noisy
+  // widens its own bound (the switch count above still notices a large one).
   const double noise = probed.at("latency_noise_s").get<double>();
   INFO("the probe's latency noise " << noise << " s");
   const double inside = one_way.at(0).at(1).get<double>();
