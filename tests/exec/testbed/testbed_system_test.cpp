@@ -340,11 +340,14 @@ std::map<std::string, std::string> switch_by_host(const nlohmann::json& probed) 
 /// `source` names the probe in the failure's messages, which stay short (CI shows a failure's
 /// first and last lines: a dump of the whole probe hid the failing check in stop 55's run).
 void check_two_nodes_probe(const nlohmann::json& probed, double rate_bound, const char* source) {
+  auto between_switches = [](const nlohmann::json& link) {
+    return link.at("from").get<std::string>().rfind("s", 0) == 0 &&
+           link.at("to").get<std::string>().rfind("s", 0) == 0;
+  };
   std::ostringstream summary;
   summary << source << " probe: " << probed.at("switches") << " switches; between them:";
   for (const auto& link : probed.at("links"))
-    if (link.at("from").get<std::string>().rfind("s", 0) == 0 &&
-        link.at("to").get<std::string>().rfind("s", 0) == 0) {
+    if (between_switches(link)) {
       summary << " " << link.at("name").get<std::string>() << " "
               << link.at("bandwidth_Bps").get<double>() << " B/s (flows";
       for (const auto& flow : link.at("probe"))
@@ -364,9 +367,7 @@ void check_two_nodes_probe(const nlohmann::json& probed, double rate_bound, cons
   CHECK(on.at("n0-h0") != on.at("n1-h0"));
   int between = 0;
   for (const auto& link : probed.at("links")) {
-    const std::string from = link.at("from");
-    const std::string to = link.at("to");
-    if (from.rfind("s", 0) != 0 || to.rfind("s", 0) != 0) continue;
+    if (!between_switches(link)) continue;
     ++between;
     CHECK(link.at("bounded").get<bool>());
     CHECK(link.at("bandwidth_Bps").get<double>() == Approx(1.25e7).epsilon(rate_bound));
