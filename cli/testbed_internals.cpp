@@ -64,15 +64,18 @@ void add_testbed_internals(CLI::App& testbed) {
   auto probe_pairs = std::make_shared<std::string>();
   auto probe_sizes = std::make_shared<std::vector<double>>();
   auto probe_repeats = std::make_shared<int>(3);
+  auto probe_waiters = std::make_shared<std::string>("spin");
   auto probe_out = std::make_shared<std::string>();
   CLI::App* probe = verb->add_subcommand("message-probe", "(internal) MPI message times");
   probe->group("");
   probe->add_option("--pairs", *probe_pairs)->required();
   probe->add_option("--sizes", *probe_sizes)->required()->delimiter(',');
   probe->add_option("--repeats", *probe_repeats);
+  probe->add_option("--waiters", *probe_waiters);
   probe->add_option("--out", *probe_out)->required();
-  probe->callback([probe_pairs, probe_sizes, probe_repeats, probe_out] {
-    study::testbed_message_probe(*probe_pairs, *probe_sizes, *probe_repeats, *probe_out);
+  probe->callback([probe_pairs, probe_sizes, probe_repeats, probe_waiters, probe_out] {
+    study::testbed_message_probe(*probe_pairs, *probe_sizes, *probe_repeats, *probe_waiters,
+                                 *probe_out);
   });
 
   // Internal: started by `up`, by mpirun and by `run`; not for users.

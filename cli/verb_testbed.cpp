@@ -112,6 +112,8 @@ void check_calibrate_request(const study::TestbedCalibrateRequest& cal) {
     throw InputError("command line", "testbed calibrate",
                      "--transfer-time > 0, --window >= 0.2 s and --warmup >= 0",
                      fmt::format("{} {} {}", r.transfer_s, r.window_s, r.warmup_s));
+  if (cal.mpi_waiters != "spin" && cal.mpi_waiters != "asleep")
+    throw InputError("command line", "--mpi-waiters", "spin or asleep", cal.mpi_waiters);
   if (cal.mpi_sizes.size() < 2 || cal.mpi_repeats < 1)
     throw InputError("command line", "--mpi-sizes", "at least 2 sizes and --mpi-repeats >= 1",
                      std::to_string(cal.mpi_sizes.size()) + " sizes");
@@ -156,12 +158,14 @@ void add_calibrate(CLI::App& verb) {
                    "MPI message sizes in bytes, multiples of 4 (131072,...,2097152)")
       ->delimiter(',');
   calibrate->add_option("--mpi-repeats", cal->mpi_repeats, "MPI messages of each size (3)");
+  calibrate->add_option("--mpi-waiters", cal->mpi_waiters,
+                        "how ranks wait while a pair is timed: spin (MPI_Barrier) or asleep");
   calibrate->add_option("--warmup", cal->request.warmup_s,
                         "seconds left out at the start of each run, at least 10 round trips (0.5)");
   calibrate->callback([cal, calibrate] {
     // The MPI messages' sizes and repeats are read with --mpi only.
     if (!cal->mpi)
-      for (const char* flag : {"--mpi-sizes", "--mpi-repeats"})
+      for (const char* flag : {"--mpi-sizes", "--mpi-repeats", "--mpi-waiters"})
         if (calibrate->count(flag) > 0)
           throw InputError("command line", flag,
                            std::string("no ") + flag +

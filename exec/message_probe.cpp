@@ -50,9 +50,10 @@ std::vector<MessageProbeRoute> run_message_probe(PeerGroup& peers,
   std::vector<float> buffer(largest, 1.0f);
   std::vector<float> small(ping_floats, 0.0f);
   std::vector<MessageProbeRoute> routes;
+  const auto barrier = [&] { request.barrier ? request.barrier() : peers.barrier(); };
 
   for (const auto& [src, dst] : request.pairs) {
-    peers.barrier();
+    barrier();
     MessageProbeRoute route;
     route.src = src;
     route.dst = dst;
@@ -119,7 +120,7 @@ std::vector<MessageProbeRoute> run_message_probe(PeerGroup& peers,
       routes.push_back(route);
     }
   }
-  peers.barrier();
+  barrier();
   return routes;
 }
 

@@ -9,12 +9,15 @@
 // round trip of small messages, then one-way transfers of each size, each answered by a small
 // message, timed at the sender on the wall clock (steady_clock); one-way time = the exchange
 // less half the small round trip. Fitted per pair by least squares to t = alpha + S / beta.
-// Every other rank waits at a barrier while a pair measures, so pairs never share a link.
+// Every other rank waits at a barrier while a pair measures, so pairs never share a link: the
+// PeerGroup's own (MPI_Barrier busy-polls) or one the caller gives (MpiPeers::barrier_asleep,
+// so that the waiting ranks leave the cores to the pair timed).
 // What it leaves out: concurrent messages (sharing is what the engines model from the links),
 // sizes below the eager limit in the fit (the caller chooses the sizes), and message
 // sizes above 2^31 floats.
 #pragma once
 
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -29,6 +32,8 @@ struct MessageProbeRequest {
   int repeats = 3;                         ///< timed transfers of each size (after one warm-up)
   int pings = 20;                          ///< timed small round trips (after 3 warm-up)
   int ping_bytes = 8;
+  /// The barrier every rank passes before each pair and after the last; empty: peers.barrier().
+  std::function<void()> barrier;
 };
 
 struct MessageProbeRoute {

@@ -2,10 +2,12 @@
 // a stub that throws without MPI.
 #include "exec/mpi_peers.hpp"
 
+#include <chrono>
 #include <deque>
 #include <exception>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #ifdef TAUPLAN_HAVE_MPI
@@ -173,6 +175,24 @@ void MpiPeers::barrier() {
   check(MPI_Barrier(comm_->comm), "MPI_Barrier");
 }
 
+void MpiPeers::barrier_asleep() {
+  complete_posted();
+  const MpiWait waiting(wait_label());
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Ibarrier(comm_->comm, &request), "MPI_Ibarrier");
+  wait_asleep(request, "MPI_Ibarrier");
+}
+
+void wait_asleep(MPI_Request& request, const char* call) {
+  constexpr std::chrono::microseconds kTestInterval{200};
+  int done = 0;
+  for (;;) {
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
+    if (done) return;
+    std::this_thread::sleep_for(kTestInterval);
+  }
+}
+
 #else
 
 struct MpiPeers::Pending {};
@@ -190,6 +210,7 @@ PeerEnvelope MpiPeers::recv_any(int /*from*/, int /*tag*/, std::vector<char>& /*
   return {};
 }
 void MpiPeers::barrier() {}
+void MpiPeers::barrier_asleep() {}
 void MpiPeers::post_send(int /*to*/, const float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
 void MpiPeers::post_recv(int /*from*/, float* /*data*/, std::size_t /*n*/, int /*tag*/) {}
 void MpiPeers::complete_posted() {}

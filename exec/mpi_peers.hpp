@@ -56,6 +56,9 @@ class MpiPeers final : public PeerGroup {
     reclaim(true);
   }
   void barrier() override;
+  /// barrier(), waiting asleep: MPI_Ibarrier tested every 200 us (wait_asleep), for a rank
+  /// that waits while others are timed and would take their cores if it busy-polled.
+  void barrier_asleep();
   void post_send(int to, const float* data, std::size_t n, int tag) override;
   void post_recv(int from, float* data, std::size_t n, int tag) override;
   void complete_posted() override;
@@ -78,5 +81,12 @@ class MpiPeers final : public PeerGroup {
   int size_ = 1;
   long long sent_ = 0;
 };
+
+#ifdef TAUPLAN_HAVE_MPI
+/// Completes `request` by testing it every 200 us and sleeping in between (errors name `call`):
+/// for waits outside the timed part of a probe, where a rank that busy-polled, as OpenMPI's
+/// blocking calls do, would take CPU from the ranks timed.
+void wait_asleep(MPI_Request& request, const char* call);
+#endif
 
 }  // namespace tauplan::exec

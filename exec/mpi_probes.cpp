@@ -28,6 +28,7 @@
 #include <set>
 #include <thread>
 
+#include "exec/mpi_peers.hpp"
 #include "exec/mpi_watchdog.hpp"
 
 namespace tauplan::exec {
@@ -55,18 +56,6 @@ constexpr double kEndGrace_s = 30;  // after the duration, a flow must have ende
 
 void check_mpi(int code, const char* call) {
   if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI probes: error in ") + call);
-}
-
-/// Completes `request` by testing it every 200 us and sleeping in between: for waits outside the
-/// timed part of a probe, where a rank that busy-polled would take CPU from the ranks timed.
-void wait_sleeping(MPI_Request& request, const char* call) {
-  constexpr std::chrono::microseconds kTestInterval{200};
-  int done = 0;
-  for (;;) {
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
-    if (done) return;
-    std::this_thread::sleep_for(kTestInterval);
-  }
 }
 
 double seconds_since(Clock::time_point start) {
@@ -345,7 +334,7 @@ class MpiProbeNetwork final : public ProbeNetwork {
     const MpiWait wait("the broadcast of the round trips");
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(MPI_Ibcast(seconds.data(), count, MPI_DOUBLE, a, comm_, &request), "MPI_Ibcast");
-    wait_sleeping(request, "MPI_Ibcast");
+    wait_asleep(request, "MPI_Ibcast");
     return seconds;
   }
 
@@ -366,7 +355,7 @@ class MpiProbeNetwork final : public ProbeNetwork {
     check_mpi(MPI_Iallreduce(local.data(), rates.data(), static_cast<int>(flows.size()), MPI_DOUBLE,
                              MPI_SUM, comm_, &request),
               "MPI_Iallreduce");
-    wait_sleeping(request, "MPI_Iallreduce");
+    wait_asleep(request, "MPI_Iallreduce");
     return rates;
   }
 
@@ -386,7 +375,7 @@ class MpiProbeNetwork final : public ProbeNetwork {
     const MpiWait wait("the barrier before a network probe");
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
-    wait_sleeping(request, "MPI_Ibarrier");
+    wait_asleep(request, "MPI_Ibarrier");
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -215,7 +215,8 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   const std::string self = child::self_executable();
   const child::Task task{{"testbed", "run", "--prefix", a.prefix, "--", self, "testbed",
                           "message-probe", "--pairs", pairs, "--sizes", sizes, "--repeats",
-                          std::to_string(a.mpi_repeats), "--out", stem + ".json"},
+                          std::to_string(a.mpi_repeats), "--waiters", a.mpi_waiters, "--out",
+                          stem + ".json"},
                          stem + ".out",
                          stem + ".err"};
   std::cerr << "testbed calibrate: messages over MPI on " << cal.routes.size() << " routes\n";
@@ -297,7 +298,7 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   cal.message_method = fmt::format(
       "MPI point-to-point messages (OpenMPI ob1 over TCP, one rank per host under testbed run), "
       "wall clock at the sender: per route, messages of {} bytes, {} times each after a warm-up, "
-      "each answered by 8 bytes; one-way time = the exchange less half the median 8-byte round "
+      "each answered by 8 bytes, the other ranks waiting {}; one-way time = the exchange less half the median 8-byte round "
       "trip; bandwidth beta from the TCP transfers (longer; their lower envelope), alpha = "
       "median of t - S / beta over the messages, written as a round trip of 2 alpha (alpha holds "
       "the rendezvous handshake of messages above the eager limit of {:.0f} bytes); every link's "
@@ -305,7 +306,10 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
       "TCP one-way latencies of the measured routes (a rendezvous: request, clear to send, "
       "data), and the platform's message_protocol is that rendezvous; the TCP measurements are "
       "kept in the JSON (tcp_routes), the MPI fit's own slope in each route's r2",
-      sizes, a.mpi_repeats, a.eager_limit_bytes, factor);
+      sizes, a.mpi_repeats,
+      a.mpi_waiters == "asleep" ? "asleep (MPI_Ibarrier tested every 200 us)"
+                                : "in MPI_Barrier (busy-polling)",
+      a.eager_limit_bytes, factor);
 }
 
 }  // namespace
@@ -371,10 +375,13 @@ void testbed_compute_probe(const ComputeProbeRequest& r) {
 }
 
 void testbed_message_probe(const std::string& pairs, const std::vector<double>& sizes, int repeats,
-                           const std::string& out) {
+                           const std::string& waiters, const std::string& out) {
+  if (waiters != "spin" && waiters != "asleep")
+    throw InputError("command line", "--waiters", "spin or asleep", waiters);
   exec::MpiSession session(nullptr, nullptr);
   exec::MpiPeers peers;
   exec::MessageProbeRequest request;
+  if (waiters == "asleep") request.barrier = [&peers] { peers.barrier_asleep(); };
   std::size_t begin = 0;
   while (begin < pairs.size()) {
     const std::size_t end = std::min(pairs.find(',', begin), pairs.size());

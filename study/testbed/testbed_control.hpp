@@ -54,6 +54,10 @@ struct TestbedCalibrateRequest {
   bool mpi = false;
   std::vector<double> mpi_sizes{131072, 262144, 524288, 1048576, 2097152};
   int mpi_repeats = 3;
+  /// How the ranks not in the pair being timed wait: "spin" (MPI_Barrier, which busy-polls) or
+  /// "asleep" (MpiPeers::barrier_asleep). On a machine with fewer cores than ranks, spinning
+  /// waiters compete with the two ranks timed.
+  std::string mpi_waiters = "spin";
   /// Largest message OpenMPI's ob1 sends without a rendezvous over TCP: btl_tcp_eager_limit,
   /// 65536 bytes including the header (`ompi_info --param btl tcp --level 9`, OpenMPI 4.1.4 of
   /// Debian bookworm, default value).
@@ -107,9 +111,10 @@ struct ComputeProbeRequest {
 void testbed_compute_probe(const ComputeProbeRequest& request);
 
 /// `testbed message-probe` (internal, one process per MPI rank under `testbed run`): the
-/// message probe over MPI on the pairs "SRC:DST,..." (ranks); rank 0 writes the JSON to `out`.
+/// message probe over MPI on the pairs "SRC:DST,..." (ranks), the other ranks waiting as
+/// `waiters` says ("spin" or "asleep"); rank 0 writes the JSON to `out`.
 void testbed_message_probe(const std::string& pairs, const std::vector<double>& sizes, int repeats,
-                           const std::string& out);
+                           const std::string& waiters, const std::string& out);
 
 /// `testbed fabric` (internal, started by `up`): the link emulator of the testbed of `prefix`,
 /// until its time to live ends (then it removes the testbed); exits the process.

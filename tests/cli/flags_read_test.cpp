@@ -320,6 +320,9 @@ TEST_CASE(
   expect_bad_input(
       {"testbed", "calibrate", "--out", "/tmp/tauplan-flags.xml", "--mpi-repeats", "2"},
       "command line: --mpi-repeats: expected no --mpi-repeats without --mpi");
+  expect_bad_input(
+      {"testbed", "calibrate", "--out", "/tmp/tauplan-flags.xml", "--mpi-waiters", "asleep"},
+      "command line: --mpi-waiters: expected no --mpi-waiters without --mpi");
   // --fresh measures sparknet's counts again; hetseq alone measures nothing it would reuse.
   expect_bad_input({"reproduce", "hetseq", "--fresh", "--reduced", "--out", "/tmp/tauplan-fresh"},
                    "command line: --fresh: expected no --fresh for hetseq alone");
