@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exec/cpu_blas.hpp"
+#include "exec/cpu_steal.hpp"
 #include "exec/job_keys.hpp"
 #include "exec/measure.hpp"
 #include "exec/mpi_communicator.hpp"
@@ -73,6 +74,7 @@ class ExecEngine : public model::Engine {
       trace.open(path);
       if (!trace) throw InputError(inputs.job.origin_of("trace"), "a writable file", path);
     }
+    const StealMeter steal;
     const MeasureRun run = measure(inputs.job, inputs.workload, inputs.platform, inputs.strategies,
                                    mpi.get(), inputs.log);
     if (!run.reporter) return {};
@@ -89,6 +91,10 @@ class ExecEngine : public model::Engine {
     // The kernels' floating-point summation order: counts and curves are exact per backend.
     context.extra["compute_backend"] = compute_backend_description();
     context.extra["combine"] = to_string(settings.train.combine);
+    // The hypervisor's share of this machine's CPU time while it measured (exec/cpu_steal.hpp).
+    context.extra["cpu_steal"] =
+        describe_steal(steal.fraction()) +
+        (mpi ? " of rank 0's host's CPU time" : " of this machine's CPU time");
     if (!run.measurements.empty()) {
       const Measurement& m = run.measurements.front();
       context.extra["dataset"] = m.dataset + (m.synthetic ? " (synthetic stand-in)" : "");

@@ -756,6 +756,8 @@ nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
           {"scale", spec.scale},
           {"mtu", spec.mtu},
           {"seconds", cal.seconds},
+          {"cpu_steal_fraction", cal.steal_fraction >= 0 ? nlohmann::json(cal.steal_fraction)
+                                                         : nlohmann::json(nullptr)},
           {"request",
            {{"all_pairs", r.all_pairs},
             {"pings", r.pings},

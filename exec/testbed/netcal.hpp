@@ -117,6 +117,9 @@ struct NetworkCalibration {
   std::vector<LinkFit> links;
   std::vector<std::string> warnings;
   double seconds = 0;  ///< wall time of the whole calibration
+  /// The hypervisor's share of the machine's CPU time while it calibrated, TCP and MPI parts
+  /// (exec/cpu_steal.hpp); -1 unknown. The emulated links run slower while it is high.
+  double steal_fraction = -1;
   /// How the routes' round trips and bandwidths were measured when not by TCP (MPI messages,
   /// `testbed calibrate --mpi`); empty: TCP. The TCP measurements are then in tcp_routes.
   std::string message_method;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/calibrate.hpp"
+#include "exec/cpu_steal.hpp"
 #include "exec/job_keys.hpp"
 #include "exec/message_probe.hpp"
 #include "exec/mpi_communicator.hpp"
@@ -315,10 +316,20 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
 }  // namespace
 
 tb::NetworkCalibration measure_testbed(const TestbedCalibrateRequest& a, const tb::State& state) {
+  const exec::StealMeter steal;
   tb::NetworkCalibration cal = tb::calibrate_network(state, a.request, [](const std::string& line) {
     std::cerr << "testbed calibrate: " << line << "\n";
   });
   if (a.mpi) measure_messages(a, state, cal);
+  cal.steal_fraction = steal.fraction();
+  // The link emulator and the probes run on this machine's CPUs: while the hypervisor takes
+  // them, the links run slower than shaped (experiments/testbed/README.md, the waiters A/B).
+  if (cal.steal_fraction > exec::kStealWarningFraction)
+    cal.warnings.push_back(fmt::format(
+        "the hypervisor took {} of this machine's CPU time during the calibration (steal, "
+        "/proc/stat): the emulated links ran slower than shaped at times, and a calibration "
+        "taken at another time may differ by several percent",
+        exec::describe_steal(cal.steal_fraction)));
   return cal;
 }
 
@@ -465,8 +476,9 @@ void testbed_calibrate(const TestbedCalibrateRequest& a, std::ostream& out) {
     return;
   }
   const tb::Spec& spec = state.spec;
-  out << fmt::format("calibrated {} (scale {:.6g}) in {:.1f} s -> {}\n", spec.platform_file,
-                     spec.scale, cal.seconds, a.out);
+  out << fmt::format("calibrated {} (scale {:.6g}) in {:.1f} s, steal {} -> {}\n",
+                     spec.platform_file, spec.scale, cal.seconds,
+                     exec::describe_steal(cal.steal_fraction), a.out);
   out << fmt::format("{:<28} {:>11} {:>11} {:>8} {:>12} {:>12} {:>8} {:>8}\n", "route", "rtt ms",
                      "testbed", "err", "MB/s", "testbed", "err", "R^2");
   for (const tb::RouteMeasurement& m : cal.routes)

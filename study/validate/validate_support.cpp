@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/cpu_steal.hpp"
 #include "model/convergence/sparknet_fit.hpp"
 #include "model/convergence/validation.hpp"
 #include "model/ir/collective.hpp"
@@ -207,6 +208,40 @@ std::string round_start_text(const json& summary) {
   return fmt::format(
       "rounds started within {} ms of their agreed instant (median over rows {} ms)\n",
       ms(worst.get<double>()), median.is_number() ? ms(median.get<double>()) : "n/a");
+}
+
+json steal_summary_json(const std::vector<double>& rows,
+                        const std::vector<double>& network_calibrations) {
+  const auto known = [](const std::vector<double>& all) {
+    std::vector<double> out;
+    for (double f : all)
+      if (f >= 0) out.push_back(f);
+    return out;
+  };
+  const std::vector<double> row_steal = known(rows);
+  const std::vector<double> network_steal = known(network_calibrations);
+  const long above = std::count_if(row_steal.begin(), row_steal.end(),
+                                   [](double f) { return f > exec::kStealWarningFraction; });
+  return {{"median_rows", median_abs_or_null(row_steal)},
+          {"max_rows", max_abs_or_null(row_steal)},
+          {"rows_known", row_steal.size()},
+          {"rows_above_warning", above},
+          {"warning_fraction", exec::kStealWarningFraction},
+          {"max_network_calibrations", max_abs_or_null(network_steal)}};
+}
+
+std::string steal_text(const json& summary) {
+  const json& median = summary.at("median_rows");
+  if (!median.is_number())
+    return "steal: unknown (no /proc/stat), the hypervisor's share of the CPU time not measured\n";
+  const json& network = summary.at("max_network_calibrations");
+  return fmt::format(
+      "steal: the hypervisor took {:.1f}% of the CPU time during a row's measurement (median "
+      "over rows; largest {:.1f}%, {} of {} rows above {:.0f}%; network calibrations up to {})\n",
+      100 * median.get<double>(), 100 * summary.at("max_rows").get<double>(),
+      summary.at("rows_above_warning").get<long>(), summary.at("rows_known").get<long>(),
+      100 * summary.at("warning_fraction").get<double>(),
+      network.is_number() ? fmt::format("{:.1f}%", 100 * network.get<double>()) : "unknown");
 }
 
 json fit_convergence(std::vector<ConvergenceRow>& rows) {

@@ -56,6 +56,18 @@ nlohmann::json round_start_summary_json(const std::vector<EngineRow>& measured);
 /// agreed instant (median over rows Y ms)", or a line saying no row reported it.
 std::string round_start_text(const nlohmann::json& summary);
 
+/// The hypervisor's share of the CPU time (steal, exec/cpu_steal.hpp) during each row's
+/// measurement and its compute calibrations, and during each network calibration: median_rows
+/// and max_rows over the rows, rows_above_warning (above exec::kStealWarningFraction), max_
+/// network_calibrations; fractions below 0 (unknown) are left out, a null where none is known.
+nlohmann::json steal_summary_json(const std::vector<double>& rows,
+                                  const std::vector<double>& network_calibrations);
+
+/// The summary's line of steal_summary_json's JSON: "the hypervisor took X of the CPU time
+/// (median over rows; largest Y, N rows above 5%; network calibrations up to Z)", or a line
+/// saying it is unknown.
+std::string steal_text(const nlohmann::json& summary);
+
 /// A child's one-line error ("tauplan: error: FILE: KEY: ...") as this process's InputError.
 InputError passed_on_error(const std::string& line);
 

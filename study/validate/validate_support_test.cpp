@@ -128,3 +128,23 @@ TEST_CASE("machine_collective: one synchronous worker combines nothing, a server
   CHECK(machine_collective("async-ps", 1) == "ps");
   CHECK(machine_collective("async-ps", 2) == "ps");
 }
+
+TEST_CASE("steal summary: unknown rows left out, the median and the largest of the rest") {
+  using tauplan::study::validation::steal_summary_json;
+  using tauplan::study::validation::steal_text;
+  // Rows at 1%, 2%, 12% and one unknown (-1); network calibrations at 3% and 15%.
+  const nlohmann::json s = steal_summary_json({0.01, -1, 0.12, 0.02}, {0.03, 0.15});
+  CHECK(s.at("rows_known").get<long>() == 3);
+  CHECK(s.at("median_rows").get<double>() == Approx(0.02));
+  CHECK(s.at("max_rows").get<double>() == Approx(0.12));
+  CHECK(s.at("rows_above_warning").get<long>() == 1);  // 12% > 5%
+  CHECK(s.at("max_network_calibrations").get<double>() == Approx(0.15));
+  CHECK(steal_text(s) ==
+        "steal: the hypervisor took 2.0% of the CPU time during a row's measurement (median over "
+        "rows; largest 12.0%, 1 of 3 rows above 5%; network calibrations up to 15.0%)\n");
+  // Nothing known (a replay of runs recorded before steal was): said, never 0%.
+  const nlohmann::json none = steal_summary_json({-1, -1}, {});
+  CHECK(none.at("median_rows").is_null());
+  CHECK(none.at("max_network_calibrations").is_null());
+  CHECK(steal_text(none).find("unknown") != std::string::npos);
+}

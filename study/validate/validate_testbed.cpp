@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "exec/calibrate.hpp"
+#include "exec/cpu_steal.hpp"
 #include "exec/job_keys.hpp"
 #include "exec/server_probe.hpp"
 #include "model/analytic/bottleneck_baseline.hpp"
@@ -151,6 +152,9 @@ struct Row {
   /// flows) on the group's nominal network; null `nominal` when none was computed.
   std::shared_ptr<const model::Platform> nominal;
   model::BottleneckBaseline baseline;
+  /// The hypervisor's share of the CPU time during the row's measurement and its compute
+  /// calibrations (exec/cpu_steal.hpp); -1 unknown (a replay).
+  double steal_fraction = -1;
 };
 
 /// The measured time to target: the testbed run's mean round (its time to target over its rounds)
@@ -935,6 +939,7 @@ void measure_configuration(Validation& v, const tb::Spec& spec,
   std::vector<size_t> together = {next};
   if (!v.rows[next].config.beside.empty()) together.push_back(next + 1);
   const Row& row = v.rows[next];
+  const exec::StealMeter steal;
   std::cerr << fmt::format("validate: [{}/{}] {} on {}{}\n", next + 1, v.rows.size(),
                            row.config.name, joined(row.config.hosts),
                            together.size() > 1 ? " and " + joined(row.config.beside) : "");
@@ -947,7 +952,13 @@ void measure_configuration(Validation& v, const tb::Spec& spec,
     r.predicted_wait_s = wait_s;
     r.before = before[j];
     r.after = after[j];
+    r.steal_fraction = steal.fraction();
   }
+  std::cerr << fmt::format("validate:   steal {} of the CPU time during this row{}\n",
+                           exec::describe_steal(v.rows[next].steal_fraction),
+                           v.rows[next].steal_fraction > exec::kStealWarningFraction
+                               ? " (high: the emulated links ran slower than shaped at times)"
+                               : "");
   write_row_platforms(v, spec, network, together);
 }
 
@@ -1431,6 +1442,7 @@ json row_json(const Row& row, const json& per_engine, double error_before, doubl
           {"copy_of_the_row_before", row.config.is_copy},
           {"platform", row.platform},
           {"reached_target", m.reached},
+          {"cpu_steal_fraction", row.steal_fraction >= 0 ? json(row.steal_fraction) : json(nullptr)},
           {"testbed_runs", testbed_runs_json(row)},
           {"measured", measured_json(row)},
           {"compute_calibration",
@@ -1486,7 +1498,7 @@ Tables tabulate(const std::vector<Row>& rows) {
 }
 
 /// The report's summary: medians and maxima of the errors, over all rows and the contended ones.
-json summary_json(const std::vector<Row>& rows, const Tables& t) {
+json summary_json(const std::vector<Row>& rows, const Tables& t, const json& networks) {
   json summary = {
       {"configurations", rows.size()},
       {"contended_configurations",
@@ -1502,6 +1514,14 @@ json summary_json(const std::vector<Row>& rows, const Tables& t) {
     measured.push_back(row.measured);
   summary["round_start_lateness"] = validation::round_start_summary_json(measured);
   summary["probed_network"] = probed_summary_json(rows);
+  std::vector<double> row_steal, network_steal;
+  for (const Row& row : rows)
+    row_steal.push_back(row.steal_fraction);
+  for (const json& n : networks) {
+    const auto f = n.find("cpu_steal_fraction");  // absent in runs recorded before it was
+    network_steal.push_back(f != n.end() && f->is_number() ? f->get<double>() : -1.0);
+  }
+  summary["cpu_steal"] = validation::steal_summary_json(row_steal, network_steal);
   std::vector<validation::EngineErrors> engines;
   for (size_t e = 0; e < testbed_engines().size(); ++e)
     engines.push_back({testbed_engines()[e].label, t.errors[e].round});
@@ -1688,6 +1708,7 @@ std::string summary_text(const json& context, const json& summary) {
       pct_or_na(summary.at("median_abs_error_rounds_loo")),
       pct_or_na(summary.at("median_abs_error_rounds_group_out")));
   out += validation::round_start_text(summary.at("round_start_lateness"));
+  out += validation::steal_text(summary.at("cpu_steal"));
   const json& probed = summary.at("probed_network");
   if (!probed.is_null())
     for (size_t e : probed_engines()) {
@@ -1746,7 +1767,7 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   const SeedCheck seeds = settle_rounds_truth(v.rows);
   const json fit_report = fit_rounds(v.rows);
   const Tables tables = tabulate(v.rows);
-  const json summary = summary_json(v.rows, tables);
+  const json summary = summary_json(v.rows, tables, v.networks);
   json context = context_json(v, seeds);
   if (!replayed.is_null()) context["replayed_from"] = replayed;
   const json report = {{"context", context},
