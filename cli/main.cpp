@@ -127,6 +127,9 @@ int main(int argc, char** argv) {
   } catch (const tauplan::InputError& e) {
     std::fprintf(stderr, "tauplan: error: %s\n", e.what());
     return tauplan::kExitBadInput;
+  } catch (const tauplan::MeasurementError& e) {
+    std::fprintf(stderr, "tauplan: measurement failed: %s\n", e.what());
+    return tauplan::kExitMeasurementFailed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tauplan: internal error: %s\n", e.what());
     return 1;

@@ -642,6 +642,23 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   return out;
 }
 
+double message_overhead_s(const std::vector<TransferSample>& samples, double bandwidth_Bps,
+                          const std::string& route) {
+  if (samples.empty())
+    throw MeasurementError("testbed calibrate --mpi: route " + route + ": no MPI messages timed");
+  std::vector<double> extra;
+  for (const TransferSample& sample : samples)
+    extra.push_back(sample.seconds - sample.bytes / bandwidth_Bps);
+  const double alpha = model::median(extra);
+  if (!(alpha > 0))
+    throw MeasurementError(fmt::format(
+        "testbed calibrate --mpi: route {}: MPI messages took no longer than TCP transfers of "
+        "their size at {:.4g} MB/s (overhead {:.3g} s over {} messages); the TCP transfers read "
+        "the route too slow (a busy machine, or the hypervisor's steal): measure again",
+        route, bandwidth_Bps / 1e6, alpha, samples.size()));
+  return alpha;
+}
+
 double scale_latencies_to_messages(const Spec& spec,
                                    const std::vector<RouteMeasurement>& mpi_routes,
                                    const std::vector<RouteMeasurement>& tcp_routes, int trips,

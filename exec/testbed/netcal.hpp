@@ -143,6 +143,13 @@ std::string comment_safe(std::string text);
 /// std::runtime_error when the time does not grow with the size.
 void fit_transfers(const Spec& spec, RouteMeasurement& m);
 
+/// What an MPI message pays on top of its bytes at the route's TCP rate: the median over
+/// `samples` of seconds - bytes / bandwidth_Bps. Throws MeasurementError naming `route` when
+/// there are no samples or the median is not positive: messages faster than the route's own
+/// TCP transfers allow, so the TCP fit read the route too slow (as under heavy steal).
+double message_overhead_s(const std::vector<TransferSample>& samples, double bandwidth_Bps,
+                          const std::string& route);
+
 /// The ordered pairs measured by default (see the file comment), in rank order.
 std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);
 

@@ -1,7 +1,9 @@
-// error.hpp: the one error type for bad user input.
+// error.hpp: the error types a user sees: bad input, and a measurement that came out unusable.
 //
 // An InputError names the file, the key and what was expected, so that the CLI can print
-// it as one line and exit with code 2. Internal invariants use assert, never this type.
+// it as one line and exit with code 2. A MeasurementError says which measurement the machine
+// spoiled and why (exit code 5): neither the input nor the code is wrong, and measuring again
+// may succeed. Internal invariants use assert, never these types.
 #pragma once
 
 #include <set>
@@ -36,6 +38,14 @@ class InputError : public std::runtime_error {
   std::string got_;
 };
 
+/// A measurement whose numbers cannot describe the machine (a message faster than the route's
+/// own transfers, a fit with no meaning), typically taken while the machine was busy or its
+/// hypervisor took the CPUs: what() names the measurement, what came out and what was expected.
+class MeasurementError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Where the keys of one job were given: its file, or a flag on the command line. An error about
 /// a key names the flag when a flag gave it ({"command line", "--key"}), else {file, key}: the
 /// one rule behind Job::origin_of and every options struct that names keys in its errors.
@@ -68,5 +78,7 @@ constexpr int kExitIncompleteAnswer = 3;
 /// Exit code of a distributed run that lost a process: an MPI rank died, was stopped by the
 /// launcher because another one died, or waited longer than mpi_timeout_s for the others.
 constexpr int kExitRankFailure = 4;
+/// Exit code of a measurement that came out unusable (MeasurementError): measure again.
+constexpr int kExitMeasurementFailed = 5;
 
 }  // namespace tauplan

@@ -244,34 +244,24 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
         std::find_if(measured.begin(), measured.end(), [&m](const nlohmann::json& r) {
           return r.at("src").get<int>() == m.src && r.at("dst").get<int>() == m.dst;
         });
-    if (found == measured.end() || !(found->at("beta_Bps").get<double>() > 0))
-      throw std::runtime_error(
-          fmt::format("testbed calibrate --mpi: no usable message fit for route {} -> {}",
-                      state.spec.hosts[static_cast<std::size_t>(m.src)].name,
-                      state.spec.hosts[static_cast<std::size_t>(m.dst)].name));
+    const std::string route = state.spec.hosts[static_cast<std::size_t>(m.src)].name + " -> " +
+                              state.spec.hosts[static_cast<std::size_t>(m.dst)].name;
+    if (found == measured.end())
+      throw std::runtime_error("testbed calibrate --mpi: the message probe left out route " +
+                               route);
+    if (!(found->at("beta_Bps").get<double>() > 0))
+      throw MeasurementError("testbed calibrate --mpi: route " + route +
+                             ": MPI message times do not grow with their size (a busy machine, "
+                             "or the hypervisor's steal): measure again");
     const nlohmann::json& r = *found;
     // The bandwidth stays TCP's (transfers of up to 0.2 s, their lower envelope; within 0.5% of
     // the shaped rate on most recorded routes, experiments/testbed/README.md): MPI moves a
     // large message's bytes over the same TCP stream, and 2 MiB messages fit a slope less
     // precisely. alpha is what an MPI message pays on top: the median of t - S / beta.
-    std::vector<double> extra;
     m.samples.clear();
-    for (const nlohmann::json& sample : r.at("samples")) {
-      const double bytes = sample.at(0).get<double>();
-      const double seconds = sample.at(1).get<double>();
-      m.samples.push_back({bytes, seconds});
-      extra.push_back(seconds - bytes / m.bandwidth_Bps);
-    }
-    std::sort(extra.begin(), extra.end());
-    const std::size_t n = extra.size();
-    const double alpha =
-        n == 0 ? 0 : (n % 2 ? extra[n / 2] : 0.5 * (extra[n / 2 - 1] + extra[n / 2]));
-    if (!(alpha > 0))
-      throw std::runtime_error(fmt::format(
-          "testbed calibrate --mpi: route {} -> {}: MPI messages took no longer than TCP "
-          "transfers of their size (alpha {:.3g} s)",
-          state.spec.hosts[static_cast<std::size_t>(m.src)].name,
-          state.spec.hosts[static_cast<std::size_t>(m.dst)].name, alpha));
+    for (const nlohmann::json& sample : r.at("samples"))
+      m.samples.push_back({sample.at(0).get<double>(), sample.at(1).get<double>()});
+    const double alpha = tb::message_overhead_s(m.samples, m.bandwidth_Bps, route);
     m.round_trip_s = 2 * alpha;
     m.round_trips_s = {r.at("small_round_trip_s").get<double>()};
     m.fit.intercept = alpha;

@@ -1046,18 +1046,40 @@ void row_baselines(Validation& v, const tb::Spec& spec, size_t first, size_t cou
   }
 }
 
+/// A group's network calibration (`testbed calibrate --mpi`). One that the machine spoiled
+/// (MeasurementError: under heavy steal the TCP transfers can read a route slower than its MPI
+/// messages go) is taken again, up to three times in all; each failure is logged and its
+/// message kept in `failed` (the JSON's networks[].failed_calibrations).
+tb::NetworkCalibration calibrate_group_network(const std::string& prefix, const tb::State& state,
+                                         std::vector<std::string>& failed) {
+  constexpr int kAttempts = 3;
+  TestbedCalibrateRequest calibrate;
+  calibrate.prefix = prefix;
+  calibrate.mpi = true;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return measure_testbed(calibrate, state);
+    } catch (const MeasurementError& e) {
+      if (attempt == kAttempts) throw;
+      failed.push_back(e.what());
+      std::cerr << fmt::format("validate: the network calibration failed ({}); measuring again "
+                               "({} of {})\n",
+                               e.what(), attempt + 1, kAttempts);
+    }
+  }
+}
+
 /// Brings a group's testbed up, calibrates its network and measures its configurations (`next`:
 /// the group's first row, moved past its last); the testbed comes down on the way out.
 void measure_group(Validation& v, const TestbedGroup& group, size_t& next) {
   std::cerr << "validate: testbed " << v.a.prefix << " up on " << group.platform << "\n";
   const LiveTestbed testbed(group, v.a.prefix,
                             (v.out_dir / "runs" / ("testbed-up-" + group.name)).string());
-  TestbedCalibrateRequest calibrate;
-  calibrate.prefix = v.a.prefix;
-  calibrate.mpi = true;
-  const tb::NetworkCalibration network = measure_testbed(calibrate, testbed.state());
+  std::vector<std::string> failed;
+  const tb::NetworkCalibration network = calibrate_group_network(v.a.prefix, testbed.state(), failed);
   json n = tb::to_json(network, testbed.state().spec);
   n["group"] = group.name;
+  n["failed_calibrations"] = failed;
   if (v.a.probe_network) {
     v.probed[group.name] = probe_testbed(testbed.state(), tb::TopologyProbeRequest());
     n["probed"] = tb::to_json(v.probed[group.name]);

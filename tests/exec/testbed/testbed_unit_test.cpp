@@ -447,3 +447,23 @@ TEST_CASE("link fits reproduce exact measurements and the calibrated platform lo
   CHECK(xml.find("<prop id=\"testbed_scale\" value=\"1\"/>") != std::string::npos);
   std::remove(path.c_str());
 }
+
+TEST_CASE("an MPI message's overhead: the median over its messages, refused when not positive") {
+  // Messages of 128 KiB to 2 MiB over a 12.5 MB/s route, each paying 12 ms on top, one of them
+  // stalled by 30 ms: the median ignores the stall.
+  std::vector<TransferSample> samples;
+  for (double bytes : {131072.0, 262144.0, 524288.0, 1048576.0, 2097152.0})
+    samples.push_back({bytes, 0.012 + bytes / 12.5e6});
+  samples[2].seconds += 0.030;
+  CHECK(message_overhead_s(samples, 12.5e6, "a -> b") == Approx(0.012).epsilon(1e-9));
+  // The same messages against a TCP fit that read the route at 6 MB/s (a busy machine): the
+  // messages would have beaten the route's own transfers. A measurement error naming the route.
+  try {
+    message_overhead_s(samples, 6e6, "a -> b");
+    FAIL("no error");
+  } catch (const tauplan::MeasurementError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("route a -> b: MPI messages took no longer than TCP"));
+    CHECK_THAT(e.what(), Catch::Contains("measure again"));
+  }
+  CHECK_THROWS_AS(message_overhead_s({}, 12.5e6, "a -> b"), tauplan::MeasurementError);
+}
