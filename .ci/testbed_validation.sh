@@ -95,6 +95,8 @@ for attempt in 1 2; do
     continue
   fi
   echo "testbed validation: attempt $attempt exited $status"
-  [ "$status" -eq 3 ] || exit "$status"
+  # 3: a median over --max-round-error; 5: a measurement the machine spoiled (validate has
+  # already taken a spoiled calibration again twice): both worth the one retry.
+  [ "$status" -eq 3 ] || [ "$status" -eq 5 ] || exit "$status"
 done
 exit 1

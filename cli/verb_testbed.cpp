@@ -163,14 +163,16 @@ void add_calibrate(CLI::App& verb) {
   calibrate->add_option("--warmup", cal->request.warmup_s,
                         "seconds left out at the start of each run, at least 10 round trips (0.5)");
   calibrate->callback([cal, calibrate] {
-    // The MPI messages' sizes and repeats are read with --mpi only.
+    // The MPI messages' sizes, repeats and waiting ranks are read with --mpi only.
     if (!cal->mpi)
       for (const char* flag : {"--mpi-sizes", "--mpi-repeats", "--mpi-waiters"})
         if (calibrate->count(flag) > 0)
           throw InputError("command line", flag,
                            std::string("no ") + flag +
-                               " without --mpi (TCP transfers measure the "
-                               "routes; --sizes and --repeats size them)",
+                               " without --mpi (TCP transfers measure the " +
+                               (std::string(flag) == "--mpi-waiters"
+                                    ? "routes between threads, no MPI rank waits)"
+                                    : "routes; --sizes and --repeats size them)"),
                            flag);
     check_calibrate_request(*cal);
     study::testbed_calibrate(*cal, std::cout);

@@ -3,7 +3,8 @@
 // (study/validate/validate.hpp); a job whose workload is a transformer goes to
 // study/validate/validate_transformer.hpp (`--profile FILE`, `--calibration DIR` of
 // profile-K<K>.json). Exit codes: 0; 2 bad input; 3 when --max-round-error is given and a median
-// round-time error exceeds it.
+// round-time error exceeds it; 5 (--testbed) when a network calibration came out unusable three
+// times in a row (README, exit codes).
 #include <cstdlib>
 #include <iostream>
 #include <string>

@@ -32,7 +32,8 @@ CpuTimes parse_proc_stat(const std::string& proc_stat);
 CpuTimes read_cpu_times();
 
 /// The share of CPU time stolen between `before` and `after`, in [0, 1]; -1 when either is
-/// invalid or no time was counted between them (too short an interval: jiffies are 4-10 ms).
+/// invalid or no time was counted between them (too short an interval: /proc/stat counts in
+/// USER_HZ ticks, 10 ms on Linux).
 double steal_fraction(const CpuTimes& before, const CpuTimes& after);
 
 /// Starts counting at construction; fraction() is the steal share since then (-1: unknown).

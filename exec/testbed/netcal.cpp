@@ -266,9 +266,9 @@ void fit_transfers(const Spec& spec, RouteMeasurement& m) {
   m.fit =
       model::fit_lower_envelope(x, t, "testbed calibration of " + route_name(spec, m.src, m.dst));
   if (!(m.fit.slope > 0))
-    throw std::runtime_error("transfer time did not grow with size on " +
-                             route_name(spec, m.src, m.dst) + " (slope " + short_num(m.fit.slope) +
-                             ")");
+    throw MeasurementError("testbed calibrate: transfer time did not grow with size on " +
+                           route_name(spec, m.src, m.dst) + " (slope " + short_num(m.fit.slope) +
+                           "; a busy machine, or the hypervisor's steal): measure again");
   m.bandwidth_Bps = 1 / m.fit.slope;
 }
 
@@ -645,7 +645,7 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
 double message_overhead_s(const std::vector<TransferSample>& samples, double bandwidth_Bps,
                           const std::string& route) {
   if (samples.empty())
-    throw MeasurementError("testbed calibrate --mpi: route " + route + ": no MPI messages timed");
+    throw std::invalid_argument("message_overhead_s: no MPI messages of route " + route);
   std::vector<double> extra;
   for (const TransferSample& sample : samples)
     extra.push_back(sample.seconds - sample.bytes / bandwidth_Bps);
@@ -773,8 +773,8 @@ nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
           {"scale", spec.scale},
           {"mtu", spec.mtu},
           {"seconds", cal.seconds},
-          {"cpu_steal_fraction", cal.steal_fraction >= 0 ? nlohmann::json(cal.steal_fraction)
-                                                         : nlohmann::json(nullptr)},
+          {"cpu_steal_fraction",
+           cal.steal_fraction >= 0 ? nlohmann::json(cal.steal_fraction) : nlohmann::json(nullptr)},
           {"request",
            {{"all_pairs", r.all_pairs},
             {"pings", r.pings},

@@ -140,13 +140,15 @@ std::string comment_safe(std::string text);
 
 /// Fits a route's transfers (m.samples; m.src, m.dst name it in errors): m.fit by
 /// model::fit_lower_envelope over every sample, m.bandwidth_Bps = 1 / slope. Throws
-/// std::runtime_error when the time does not grow with the size.
+/// MeasurementError when the time does not grow with the size (a measurement the machine
+/// spoiled: measure again).
 void fit_transfers(const Spec& spec, RouteMeasurement& m);
 
 /// What an MPI message pays on top of its bytes at the route's TCP rate: the median over
 /// `samples` of seconds - bytes / bandwidth_Bps. Throws MeasurementError naming `route` when
-/// there are no samples or the median is not positive: messages faster than the route's own
-/// TCP transfers allow, so the TCP fit read the route too slow (as under heavy steal).
+/// the median is not positive: messages faster than the route's own TCP transfers allow, so the
+/// TCP fit read the route too slow (as under heavy steal); std::invalid_argument when there are
+/// no samples.
 double message_overhead_s(const std::vector<TransferSample>& samples, double bandwidth_Bps,
                           const std::string& route);
 

@@ -214,12 +214,12 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   const std::filesystem::path dir = std::filesystem::temp_directory_path();
   const std::string stem = (dir / fmt::format("tauplan-message-probe-{}", getpid())).string();
   const std::string self = child::self_executable();
-  const child::Task task{{"testbed", "run", "--prefix", a.prefix, "--", self, "testbed",
-                          "message-probe", "--pairs", pairs, "--sizes", sizes, "--repeats",
-                          std::to_string(a.mpi_repeats), "--waiters", a.mpi_waiters, "--out",
-                          stem + ".json"},
-                         stem + ".out",
-                         stem + ".err"};
+  const child::Task task{
+      {"testbed", "run", "--prefix", a.prefix, "--", self, "testbed", "message-probe", "--pairs",
+       pairs, "--sizes", sizes, "--repeats", std::to_string(a.mpi_repeats), "--waiters",
+       a.mpi_waiters, "--out", stem + ".json"},
+      stem + ".out",
+      stem + ".err"};
   std::cerr << "testbed calibrate: messages over MPI on " << cal.routes.size() << " routes\n";
   int status = 0;
   child::run_all({task}, 1, [&](size_t, int st) { status = st; });
@@ -289,7 +289,8 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   cal.message_method = fmt::format(
       "MPI point-to-point messages (OpenMPI ob1 over TCP, one rank per host under testbed run), "
       "wall clock at the sender: per route, messages of {} bytes, {} times each after a warm-up, "
-      "each answered by 8 bytes, the other ranks waiting {}; one-way time = the exchange less half the median 8-byte round "
+      "each answered by 8 bytes, the other ranks waiting {}; one-way time = the exchange less half "
+      "the median 8-byte round "
       "trip; bandwidth beta from the TCP transfers (longer; their lower envelope), alpha = "
       "median of t - S / beta over the messages, written as a round trip of 2 alpha (alpha holds "
       "the rendezvous handshake of messages above the eager limit of {:.0f} bytes); every link's "

@@ -232,16 +232,19 @@ json steal_summary_json(const std::vector<double>& rows,
 
 std::string steal_text(const json& summary) {
   const json& median = summary.at("median_rows");
-  if (!median.is_number())
-    return "steal: unknown (no /proc/stat), the hypervisor's share of the CPU time not measured\n";
   const json& network = summary.at("max_network_calibrations");
+  const std::string network_text =
+      network.is_number() ? fmt::format("{:.1f}%", 100 * network.get<double>()) : "unknown";
+  if (!median.is_number())
+    return "steal: unknown during the rows (not recorded, or no /proc/stat); network "
+           "calibrations up to " +
+           network_text + "\n";
   return fmt::format(
       "steal: the hypervisor took {:.1f}% of the CPU time during a row's measurement (median "
       "over rows; largest {:.1f}%, {} of {} rows above {:.0f}%; network calibrations up to {})\n",
       100 * median.get<double>(), 100 * summary.at("max_rows").get<double>(),
       summary.at("rows_above_warning").get<long>(), summary.at("rows_known").get<long>(),
-      100 * summary.at("warning_fraction").get<double>(),
-      network.is_number() ? fmt::format("{:.1f}%", 100 * network.get<double>()) : "unknown");
+      100 * summary.at("warning_fraction").get<double>(), network_text);
 }
 
 json fit_convergence(std::vector<ConvergenceRow>& rows) {

@@ -64,8 +64,8 @@ nlohmann::json steal_summary_json(const std::vector<double>& rows,
                                   const std::vector<double>& network_calibrations);
 
 /// The summary's line of steal_summary_json's JSON: "the hypervisor took X of the CPU time
-/// (median over rows; largest Y, N rows above 5%; network calibrations up to Z)", or a line
-/// saying it is unknown.
+/// (median over rows; largest Y, N rows above 5%; network calibrations up to Z)", or, when no
+/// row's is known (a replay of runs recorded before it was), a line saying so and Z.
 std::string steal_text(const nlohmann::json& summary);
 
 /// A child's one-line error ("tauplan: error: FILE: KEY: ...") as this process's InputError.

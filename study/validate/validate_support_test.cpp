@@ -146,5 +146,9 @@ TEST_CASE("steal summary: unknown rows left out, the median and the largest of t
   const nlohmann::json none = steal_summary_json({-1, -1}, {});
   CHECK(none.at("median_rows").is_null());
   CHECK(none.at("max_network_calibrations").is_null());
-  CHECK(steal_text(none).find("unknown") != std::string::npos);
+  CHECK(steal_text(none) ==
+        "steal: unknown during the rows (not recorded, or no /proc/stat); network calibrations up "
+        "to unknown\n");
+  CHECK(steal_text(steal_summary_json({-1}, {0.2})).find("network calibrations up to 20.0%") !=
+        std::string::npos);
 }

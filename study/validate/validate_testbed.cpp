@@ -789,6 +789,7 @@ struct Validation {
   /// Each group's probed network (validate --probe-network), by group name.
   std::map<std::string, tb::ProbedTopology> probed;
   std::vector<std::vector<std::string>> measured;  ///< per row, each testbed run's output
+  json replayed_results;  ///< validate --replay: the earlier run's results, in its row order
 };
 
 /// The stem of row i's files in DIR/runs.
@@ -947,16 +948,17 @@ void measure_configuration(Validation& v, const tb::Spec& spec,
   const std::vector<ComputeCalibration> before = probe_compute(v, together, wait_s, "before");
   measure_runs(v, together);
   const std::vector<ComputeCalibration> after = probe_compute(v, together, wait_s, "after");
+  const double stolen = steal.fraction();
   for (size_t j = 0; j < together.size(); ++j) {
     Row& r = v.rows[together[j]];
     r.predicted_wait_s = wait_s;
     r.before = before[j];
     r.after = after[j];
-    r.steal_fraction = steal.fraction();
+    r.steal_fraction = stolen;
   }
   std::cerr << fmt::format("validate:   steal {} of the CPU time during this row{}\n",
-                           exec::describe_steal(v.rows[next].steal_fraction),
-                           v.rows[next].steal_fraction > exec::kStealWarningFraction
+                           exec::describe_steal(stolen),
+                           stolen > exec::kStealWarningFraction
                                ? " (high: the emulated links ran slower than shaped at times)"
                                : "");
   write_row_platforms(v, spec, network, together);
@@ -1051,7 +1053,7 @@ void row_baselines(Validation& v, const tb::Spec& spec, size_t first, size_t cou
 /// messages go) is taken again, up to three times in all; each failure is logged and its
 /// message kept in `failed` (the JSON's networks[].failed_calibrations).
 tb::NetworkCalibration calibrate_group_network(const std::string& prefix, const tb::State& state,
-                                         std::vector<std::string>& failed) {
+                                               std::vector<std::string>& failed) {
   constexpr int kAttempts = 3;
   TestbedCalibrateRequest calibrate;
   calibrate.prefix = prefix;
@@ -1062,9 +1064,10 @@ tb::NetworkCalibration calibrate_group_network(const std::string& prefix, const 
     } catch (const MeasurementError& e) {
       if (attempt == kAttempts) throw;
       failed.push_back(e.what());
-      std::cerr << fmt::format("validate: the network calibration failed ({}); measuring again "
-                               "({} of {})\n",
-                               e.what(), attempt + 1, kAttempts);
+      std::cerr << fmt::format(
+          "validate: the network calibration failed ({}); measuring again "
+          "({} of {})\n",
+          e.what(), attempt + 1, kAttempts);
     }
   }
 }
@@ -1076,7 +1079,14 @@ void measure_group(Validation& v, const TestbedGroup& group, size_t& next) {
   const LiveTestbed testbed(group, v.a.prefix,
                             (v.out_dir / "runs" / ("testbed-up-" + group.name)).string());
   std::vector<std::string> failed;
-  const tb::NetworkCalibration network = calibrate_group_network(v.a.prefix, testbed.state(), failed);
+  const tb::NetworkCalibration network =
+      calibrate_group_network(v.a.prefix, testbed.state(), failed);
+  std::cerr << fmt::format(
+      "validate: network calibrated in {:.0f} s, MPI latency factor {:.4g}, "
+      "steal {}\n",
+      network.seconds, network.mpi_latency_factor, exec::describe_steal(network.steal_fraction));
+  for (const std::string& warning : network.warnings)
+    std::cerr << "validate:   calibration warning: " << warning << "\n";
   json n = tb::to_json(network, testbed.state().spec);
   n["group"] = group.name;
   n["failed_calibrations"] = failed;
@@ -1126,6 +1136,12 @@ void replay_group(Validation& v, const TestbedGroup& group, size_t& next) {
     }
     if (fs::exists(platform + "-probed.xml")) r.platform_probed = platform + "-probed.xml";
     r.predicted_wait_s = kNaN;
+    // The steal the earlier run measured under (absent in runs recorded before it was).
+    if (next < v.replayed_results.size()) {
+      const json& earlier_row = v.replayed_results[next];
+      const auto steal = earlier_row.find("cpu_steal_fraction");
+      if (steal != earlier_row.end() && steal->is_number()) r.steal_fraction = steal->get<double>();
+    }
   }
 }
 
@@ -1449,44 +1465,45 @@ json probed_summary_json(const std::vector<Row>& rows) {
 json row_json(const Row& row, const json& per_engine, double error_before, double error_after,
               const json& baseline) {
   const EngineRow& m = row.measured;
-  return {{"config", row.config.name},
-          {"group", row.group->name},
-          {"strategy", row.config.strategy},
-          {"workers", row.config.hosts.size()},
-          {"hosts", row.config.hosts},
-          {"server_hosts", row.config.server_hosts},
-          {"tau", row.config.tau},
-          {"batch", row.batch},
-          {"collective", row.config.collective},
-          {"contended", row.config.contended},
-          {"note", row.config.note},
-          {"beside", row.config.beside},
-          {"copy_of_the_row_before", row.config.is_copy},
-          {"platform", row.platform},
-          {"reached_target", m.reached},
-          {"cpu_steal_fraction", row.steal_fraction >= 0 ? json(row.steal_fraction) : json(nullptr)},
-          {"testbed_runs", testbed_runs_json(row)},
-          {"measured", measured_json(row)},
-          {"compute_calibration",
-           {{"per_worker_batch", row.before.per_worker_batch},
-            {"wait_s", row.predicted_wait_s},
-            {"step_before_s", row.before.step_s},
-            {"step_after_s", row.after.step_s}}},
-          {"engines", per_engine},
-          {"probed_network", probed_row_json(row)},
-          {"baseline", baseline},
-          {"round_s_by_calibration",
-           {{"analytic_before", validation::number_or_null(row.analytic_before.round_s)},
-            {"analytic_after", validation::number_or_null(row.analytic_after.round_s)},
-            {"error_analytic_before", validation::number_or_null(error_before)},
-            {"error_analytic_after", validation::number_or_null(error_after)}}},
-          {"rounds",
-           {{"measured", validation::number_or_null(row.rounds_truth)},
-            {"testbed_run", validation::number_or_null(m.reached ? m.rounds : kNaN)},
-            {"seeds", seeds_json(row.seed_rounds)},
-            {"leave_one_out", validation::number_or_null(row.rounds_loo)},
-            {"leave_group_out", validation::number_or_null(row.rounds_group)},
-            {"fitted", validation::number_or_null(row.rounds_fit)}}}};
+  return {
+      {"config", row.config.name},
+      {"group", row.group->name},
+      {"strategy", row.config.strategy},
+      {"workers", row.config.hosts.size()},
+      {"hosts", row.config.hosts},
+      {"server_hosts", row.config.server_hosts},
+      {"tau", row.config.tau},
+      {"batch", row.batch},
+      {"collective", row.config.collective},
+      {"contended", row.config.contended},
+      {"note", row.config.note},
+      {"beside", row.config.beside},
+      {"copy_of_the_row_before", row.config.is_copy},
+      {"platform", row.platform},
+      {"reached_target", m.reached},
+      {"cpu_steal_fraction", row.steal_fraction >= 0 ? json(row.steal_fraction) : json(nullptr)},
+      {"testbed_runs", testbed_runs_json(row)},
+      {"measured", measured_json(row)},
+      {"compute_calibration",
+       {{"per_worker_batch", row.before.per_worker_batch},
+        {"wait_s", row.predicted_wait_s},
+        {"step_before_s", row.before.step_s},
+        {"step_after_s", row.after.step_s}}},
+      {"engines", per_engine},
+      {"probed_network", probed_row_json(row)},
+      {"baseline", baseline},
+      {"round_s_by_calibration",
+       {{"analytic_before", validation::number_or_null(row.analytic_before.round_s)},
+        {"analytic_after", validation::number_or_null(row.analytic_after.round_s)},
+        {"error_analytic_before", validation::number_or_null(error_before)},
+        {"error_analytic_after", validation::number_or_null(error_after)}}},
+      {"rounds",
+       {{"measured", validation::number_or_null(row.rounds_truth)},
+        {"testbed_run", validation::number_or_null(m.reached ? m.rounds : kNaN)},
+        {"seeds", seeds_json(row.seed_rounds)},
+        {"leave_one_out", validation::number_or_null(row.rounds_loo)},
+        {"leave_group_out", validation::number_or_null(row.rounds_group)},
+        {"fitted", validation::number_or_null(row.rounds_fit)}}}};
 }
 
 /// Every row's errors against its measurement, as the report's results and the CSV.
@@ -1538,7 +1555,7 @@ json summary_json(const std::vector<Row>& rows, const Tables& t, const json& net
   summary["probed_network"] = probed_summary_json(rows);
   std::vector<double> row_steal, network_steal;
   for (const Row& row : rows)
-    row_steal.push_back(row.steal_fraction);
+    if (!row.config.is_copy) row_steal.push_back(row.steal_fraction);  // measured with its twin
   for (const json& n : networks) {
     const auto f = n.find("cpu_steal_fraction");  // absent in runs recorded before it was
     network_steal.push_back(f != n.end() && f->is_number() ? f->get<double>() : -1.0);
@@ -1762,6 +1779,7 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
     const json earlier =
         json::parse(read_text((fs::path(a.replay) / "testbed-validation.json").string()));
     v.networks = earlier.at("networks");
+    v.replayed_results = earlier.at("results");
     replayed = {{"folder", a.replay}, {"measured", earlier.at("context")}};
     // The same matrix, row for row: each row reads the files of its index.
     const json& results = earlier.at("results");

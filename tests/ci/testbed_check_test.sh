@@ -5,7 +5,8 @@
 # attempt passes when simgrid CM02's largest round error is at most 30% and its median |error|
 # over the contended rows is below analytic's; it fails when simgrid loses to analytic there, when
 # the largest is over 30%, when the matrix has no contended row, or when the JSON cannot be read;
-# a failed attempt is retried once. The pass line prints the largest and both engines' contended
+# a failed attempt, or one that exits 3 (a median over --max-round-error) or 5 (a measurement the
+# machine spoiled), is retried once; any other exit ends it. The pass line prints the largest and both engines' contended
 # figures. Exit 1 on a mismatch.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -104,6 +105,15 @@ new_case
 echo 3 > "$scratch/case/1.rc"
 summary 0.156 1 0.031 0.418 > "$scratch/case/2.json"
 check "median over --max-round-error (exit 3), then a pass" 0 2 "testbed validation: passed (attempt 2; *"
+
+new_case
+echo 5 > "$scratch/case/1.rc"
+summary 0.156 1 0.031 0.418 > "$scratch/case/2.json"
+check "a spoiled measurement (exit 5), then a pass" 0 2 "testbed validation: passed (attempt 2; *"
+
+new_case
+echo 4 > "$scratch/case/1.rc"
+check "a lost rank (exit 4): no retry" 4 1 "testbed validation: attempt 1 exited 4"
 
 new_case
 echo '{"summary": {}}' > "$scratch/case/1.json"

@@ -33,12 +33,12 @@ TEST_CASE("cpu steal: the aggregate line's steal over its first eight fields") {
 
 TEST_CASE("cpu steal: unknown rather than a wrong number") {
   CHECK_FALSE(parse_proc_stat("").valid);
-  CHECK_FALSE(parse_proc_stat("cpu0 1 2 3 4 5 6 7 8\n").valid);     // no aggregate line
-  CHECK_FALSE(parse_proc_stat("cpu  1 2 3 4 5 6 7\n").valid);       // a kernel before steal
-  CHECK_FALSE(parse_proc_stat("cpu  1 2 3 -4 5 6 7 8\n").valid);    // not a count
+  CHECK_FALSE(parse_proc_stat("cpu0 1 2 3 4 5 6 7 8\n").valid);   // no aggregate line
+  CHECK_FALSE(parse_proc_stat("cpu  1 2 3 4 5 6 7\n").valid);     // a kernel before steal
+  CHECK_FALSE(parse_proc_stat("cpu  1 2 3 -4 5 6 7 8\n").valid);  // not a count
   const CpuTimes before = parse_proc_stat(kBefore);
-  CHECK(steal_fraction(before, before) == -1);      // no time counted
-  CHECK(steal_fraction(before, CpuTimes{}) == -1);  // unreadable
+  CHECK(steal_fraction(before, before) == -1);                   // no time counted
+  CHECK(steal_fraction(before, CpuTimes{}) == -1);               // unreadable
   CHECK(steal_fraction(parse_proc_stat(kAfter), before) == -1);  // counters went backwards
   CHECK(describe_steal(-1) == "unknown");
 }

@@ -12,7 +12,9 @@ for pass in 1 2 3 4; do
     i=$((i+1))
     echo "$(date -u +%T) run $i $w" >> /work/runs/waiters/log.txt
     $B testbed calibrate --prefix tpw- --mpi --json --mpi-waiters $w --out /work/runs/waiters/$i-$w.xml > /work/runs/waiters/$i-$w.json 2> /work/runs/waiters/$i-$w.err
-    echo "$(date -u +%T) rc=$?"  # NB: $? here is date's (always 0); see the .err files >> /work/runs/waiters/log.txt
+    # NB: the rc logged below is date's (the command substitution runs first): always 0; the
+    # .err files say how each calibration ended.
+    echo "$(date -u +%T) rc=$?" >> /work/runs/waiters/log.txt
   done
 done
 kill $VM
