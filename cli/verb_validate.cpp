@@ -7,8 +7,11 @@
 // times in a row (README, exit codes).
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "cli/verb.hpp"
 #include "model/base/error.hpp"
@@ -65,6 +68,10 @@ void register_validate(CLI::App& app) {
   verb->add_option("--replay", testbed->replay,
                    "with --testbed: DIR, the --out of an earlier run: predict its measured rows "
                    "again (its platforms, no testbed) into --out");
+  auto max_steal_pct = std::make_shared<double>(-1);
+  verb->add_option("--max-steal", *max_steal_pct,
+                   "with --testbed: PERCENT, measure a row or a network calibration again (3 "
+                   "times at most) when the hypervisor took more of the CPU time during it");
   verb->add_option("--calibration-rounds", testbed->calibration_rounds,
                    "with --testbed: rounds per batch size of each compute calibration (12)");
   verb->add_option("--convergence-seeds", testbed->convergence_seeds,
@@ -76,7 +83,7 @@ void register_validate(CLI::App& app) {
   verb->add_option("--profile", *profile,
                    "transformer jobs: one compute profile FILE for every worker count instead "
                    "of calibrating");
-  verb->callback([verb, job, args, testbed, profile] {
+  verb->callback([verb, job, args, testbed, profile, max_steal_pct] {
     args->job_file = job->job_file;
     args->overrides = job->overrides();
     // Every mode (the testbed's matrix names its own second jobs).
@@ -114,10 +121,19 @@ void register_validate(CLI::App& app) {
                          "no --set, --slow-worker or --calibration beside it (the matrix file "
                          "lists the configurations)",
                          "both");
-      refuse_flags_outside(
-          *verb, "--testbed",
-          {"--probe-network", "--replay", "--calibration-rounds", "--convergence-seeds",
-           "--testbed-prefix", "--out", "--jobs", "--max-round-error", "--no-plot", "--json"});
+      refuse_flags_outside(*verb, "--testbed",
+                           {"--probe-network", "--replay", "--calibration-rounds",
+                            "--convergence-seeds", "--testbed-prefix", "--out", "--jobs",
+                            "--max-round-error", "--max-steal", "--no-plot", "--json"});
+      if (verb->count("--max-steal") > 0) {
+        if (!(*max_steal_pct > 0 && *max_steal_pct <= 100))
+          throw InputError("command line", "--max-steal", "a percentage in (0, 100]",
+                           fmt::format("{}", *max_steal_pct));
+        if (!testbed->replay.empty())
+          throw InputError("command line", "--max-steal",
+                           "no --max-steal with --replay (nothing is measured)", "both");
+        testbed->max_steal = *max_steal_pct / 100;
+      }
       testbed->job_file = args->job_file;
       testbed->overrides = args->overrides;
       if (args->out != study::ValidateRequest{}.out) testbed->out = args->out;

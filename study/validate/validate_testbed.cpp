@@ -47,6 +47,10 @@ using validation::EngineRow;
 using validation::kNaN;
 using validation::pct_or_na;
 
+/// Measurements of one row, or network calibrations of one group, at most: a spoiled one
+/// (MeasurementError), or with --max-steal one taken under more steal than that, is taken again.
+constexpr int kStealAttempts = 3;
+
 /// The engines every configuration is predicted by, in report order.
 /// The engines a testbed validation predicts with, chosen by capability: every registered
 /// engine that predicts, at each network model it takes (analytic, simgrid_cm02, simgrid_lv08),
@@ -155,6 +159,8 @@ struct Row {
   /// The hypervisor's share of the CPU time during the row's measurement and its compute
   /// calibrations (exec/cpu_steal.hpp); -1 unknown (a replay).
   double steal_fraction = -1;
+  /// With --max-steal: the steal of each earlier measurement of the row, set aside for it.
+  std::vector<double> steal_set_aside;
 };
 
 /// The measured time to target: the testbed run's mean round (its time to target over its rounds)
@@ -940,27 +946,37 @@ void measure_configuration(Validation& v, const tb::Spec& spec,
   std::vector<size_t> together = {next};
   if (!v.rows[next].config.beside.empty()) together.push_back(next + 1);
   const Row& row = v.rows[next];
-  const exec::StealMeter steal;
   std::cerr << fmt::format("validate: [{}/{}] {} on {}{}\n", next + 1, v.rows.size(),
                            row.config.name, joined(row.config.hosts),
                            together.size() > 1 ? " and " + joined(row.config.beside) : "");
   const double wait_s = predicted_wait_s(v, together, network_only);
-  const std::vector<ComputeCalibration> before = probe_compute(v, together, wait_s, "before");
-  measure_runs(v, together);
-  const std::vector<ComputeCalibration> after = probe_compute(v, together, wait_s, "after");
-  const double stolen = steal.fraction();
-  for (size_t j = 0; j < together.size(); ++j) {
-    Row& r = v.rows[together[j]];
-    r.predicted_wait_s = wait_s;
-    r.before = before[j];
-    r.after = after[j];
-    r.steal_fraction = stolen;
+  for (int attempt = 1;; ++attempt) {
+    const exec::StealMeter steal;
+    for (size_t i : together)
+      v.measured[i].clear();  // an attempt set aside leaves nothing behind
+    const std::vector<ComputeCalibration> before = probe_compute(v, together, wait_s, "before");
+    measure_runs(v, together);
+    const std::vector<ComputeCalibration> after = probe_compute(v, together, wait_s, "after");
+    const double stolen = steal.fraction();
+    for (size_t j = 0; j < together.size(); ++j) {
+      Row& r = v.rows[together[j]];
+      r.predicted_wait_s = wait_s;
+      r.before = before[j];
+      r.after = after[j];
+      r.steal_fraction = stolen;
+    }
+    std::cerr << fmt::format("validate:   steal {} of the CPU time during this row{}\n",
+                             exec::describe_steal(stolen),
+                             stolen > exec::kStealWarningFraction
+                                 ? " (high: the emulated links ran slower than shaped at times)"
+                                 : "");
+    if (!(v.a.max_steal >= 0 && stolen > v.a.max_steal) || attempt == kStealAttempts) break;
+    std::cerr << fmt::format(
+        "validate:   above --max-steal {}: measuring the row again ({} of {})\n",
+        exec::describe_steal(v.a.max_steal), attempt + 1, kStealAttempts);
+    for (size_t i : together)
+      v.rows[i].steal_set_aside.push_back(stolen);
   }
-  std::cerr << fmt::format("validate:   steal {} of the CPU time during this row{}\n",
-                           exec::describe_steal(stolen),
-                           stolen > exec::kStealWarningFraction
-                               ? " (high: the emulated links ran slower than shaped at times)"
-                               : "");
   write_row_platforms(v, spec, network, together);
 }
 
@@ -1050,25 +1066,32 @@ void row_baselines(Validation& v, const tb::Spec& spec, size_t first, size_t cou
 
 /// A group's network calibration (`testbed calibrate --mpi`). One that the machine spoiled
 /// (MeasurementError: under heavy steal the TCP transfers can read a route slower than its MPI
-/// messages go) is taken again, up to three times in all; each failure is logged and its
-/// message kept in `failed` (the JSON's networks[].failed_calibrations).
-tb::NetworkCalibration calibrate_group_network(const std::string& prefix, const tb::State& state,
+/// messages go), or with --max-steal one taken under more steal than that, is taken again, up
+/// to kStealAttempts in all; each is logged and why it was set aside kept in `failed` (the
+/// JSON's networks[].failed_calibrations). The last attempt is kept whatever its steal.
+tb::NetworkCalibration calibrate_group_network(const std::string& prefix, double max_steal,
+                                               const tb::State& state,
                                                std::vector<std::string>& failed) {
-  constexpr int kAttempts = 3;
   TestbedCalibrateRequest calibrate;
   calibrate.prefix = prefix;
   calibrate.mpi = true;
   for (int attempt = 1;; ++attempt) {
+    std::string why;
     try {
-      return measure_testbed(calibrate, state);
+      tb::NetworkCalibration network = measure_testbed(calibrate, state);
+      if (!(max_steal >= 0 && network.steal_fraction > max_steal) || attempt == kStealAttempts)
+        return network;
+      why = "steal " + exec::describe_steal(network.steal_fraction) + " above --max-steal " +
+            exec::describe_steal(max_steal);
     } catch (const MeasurementError& e) {
-      if (attempt == kAttempts) throw;
-      failed.push_back(e.what());
-      std::cerr << fmt::format(
-          "validate: the network calibration failed ({}); measuring again "
-          "({} of {})\n",
-          e.what(), attempt + 1, kAttempts);
+      if (attempt == kStealAttempts) throw;
+      why = e.what();
     }
+    failed.push_back(why);
+    std::cerr << fmt::format(
+        "validate: the network calibration is set aside ({}); measuring "
+        "again ({} of {})\n",
+        why, attempt + 1, kStealAttempts);
   }
 }
 
@@ -1080,7 +1103,7 @@ void measure_group(Validation& v, const TestbedGroup& group, size_t& next) {
                             (v.out_dir / "runs" / ("testbed-up-" + group.name)).string());
   std::vector<std::string> failed;
   const tb::NetworkCalibration network =
-      calibrate_group_network(v.a.prefix, testbed.state(), failed);
+      calibrate_group_network(v.a.prefix, v.a.max_steal, testbed.state(), failed);
   std::cerr << fmt::format(
       "validate: network calibrated in {:.0f} s, MPI latency factor {:.4g}, "
       "steal {}\n",
@@ -1482,6 +1505,7 @@ json row_json(const Row& row, const json& per_engine, double error_before, doubl
       {"platform", row.platform},
       {"reached_target", m.reached},
       {"cpu_steal_fraction", row.steal_fraction >= 0 ? json(row.steal_fraction) : json(nullptr)},
+      {"cpu_steal_set_aside", row.steal_set_aside},
       {"testbed_runs", testbed_runs_json(row)},
       {"measured", measured_json(row)},
       {"compute_calibration",

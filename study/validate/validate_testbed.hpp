@@ -112,6 +112,11 @@ struct TestbedValidateRequest {
   /// bringing the testbed up, and every row predicted again (after a model change, on the data
   /// measured before it); "" measures.
   std::string replay;
+  /// Measure a row, or a group's network calibration, again (up to 3 times in all) when the
+  /// hypervisor took more than this share of the CPU time during it (exec/cpu_steal.hpp): a
+  /// fraction in (0, 1]; below 0, never. The shares of the attempts set aside are kept in the
+  /// JSON and logged; the last attempt is kept whatever its steal.
+  double max_steal = -1;
 };
 
 struct TestbedValidateOutcome {

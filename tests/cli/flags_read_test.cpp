@@ -201,6 +201,16 @@ TEST_CASE("flags: validate's modes refuse each other's flags") {
                    "on this machine");
   expect_bad_input({"validate", job, "--set", "stragglers=h0:2,h1:2"},
                    "command line --set: stragglers: expected none");
+  expect_bad_input({"validate", job, "--max-steal", "10"},
+                   "command line: --max-steal: expected no --max-steal with an MLP job on this "
+                   "machine");
+  const std::string matrix = TAUPLAN_SOURCE_DIR "/experiments/testbed/ci-matrix.yaml";
+  for (const char* share : {"0", "-5", "101"})
+    expect_bad_input({"validate", job, "--testbed", matrix, "--max-steal", share},
+                     "command line: --max-steal: expected a percentage in (0, 100]");
+  expect_bad_input(
+      {"validate", job, "--testbed", matrix, "--max-steal", "10", "--replay", "/tmp/nowhere"},
+      "command line: --max-steal: expected no --max-steal with --replay (nothing is measured)");
   expect_bad_input({"validate", TAUPLAN_SOURCE_DIR "/experiments/transformer/validate-small.yaml",
                     "--jobs", "2"},
                    "command line: --jobs: expected no --jobs with a transformer job");
