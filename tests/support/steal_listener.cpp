@@ -20,20 +20,19 @@ class StealListener : public Catch::TestEventListenerBase {
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     Catch::TestEventListenerBase::testCaseStarting(info);
-    start_ = tauplan::exec::read_cpu_times();
+    meter_ = tauplan::exec::StealMeter();
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
     if (stats.totals.assertions.failed > 0)
       std::cout << "steal during this failed test case: "
-                << tauplan::exec::describe_steal(
-                       tauplan::exec::steal_fraction(start_, tauplan::exec::read_cpu_times()))
+                << tauplan::exec::describe_steal(meter_.fraction())
                 << " of the machine's CPU time (the hypervisor's; /proc/stat)" << std::endl;
     Catch::TestEventListenerBase::testCaseEnded(stats);
   }
 
  private:
-  tauplan::exec::CpuTimes start_;
+  tauplan::exec::StealMeter meter_;
 };
 
 }  // namespace
