@@ -259,7 +259,9 @@ Measurement async_measurement(const AsyncRecord& record, const model::Plan& plan
                                ? 0.0
                                : static_cast<double>(r.updates) / record.update_s.back()},
          {"staleness_mean",
-          r.staleness_count > 0 ? r.staleness_sum / static_cast<double>(r.staleness_count) : 0.0}});
+          r.staleness_count > 0 ? r.staleness_sum / static_cast<double>(r.staleness_count) : 0.0},
+         {"first_reply_median_s", median(r.first_reply_s)},
+         {"last_reply_median_s", median(r.last_reply_s)}});
   }
   m.compute_s = mean_of(steps);
   m.compute_median_s = median(steps);

@@ -47,7 +47,11 @@ struct AsyncWorkerRecord {
   long long updates = 0;
   std::vector<double> step_s;      ///< measured duration of each step (before the slowdown)
   std::vector<double> exchange_s;  ///< per update: pull + push + waiting for the applies
-  double staleness_sum = 0;        ///< over its applied updates (all servers)
+  /// Per cycle that pushed: from its first push's post to the first and to the last reply of a
+  /// server it pushed to (the reply acknowledges the apply): with several servers, whether the
+  /// pushes went out together or one after another.
+  std::vector<double> first_reply_s, last_reply_s;
+  double staleness_sum = 0;  ///< over its applied updates (all servers)
   long long staleness_count = 0;
 };
 

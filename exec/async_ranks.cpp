@@ -99,7 +99,12 @@ class WorkerExchange {
   void begin_cycle() {
     std::fill(pushed_.begin(), pushed_.end(), false);
     std::fill(applied_.begin(), applied_.end(), false);
+    reply_s_.clear();
   }
+  /// The cycle's first push leaves now: replies to pushes are timed from here.
+  void start_pushes(Clock::time_point when) { push_start_ = when; }
+  /// Seconds from start_pushes to each reply of a server this cycle pushed to, in arrival order.
+  const std::vector<double>& reply_seconds() const { return reply_s_; }
   /// Asks server s for its shard unless a reply of it is unread or on its way.
   void request(std::size_t s) {
     if (!unread_[s] && !on_its_way_[s] && !stop_) send(s, kPull, nullptr, 0, Header{});
@@ -167,7 +172,10 @@ class WorkerExchange {
     in_[r].swap(spare_);  // the old reply's buffer takes the next one
     on_its_way_[r] = false;
     unread_[r] = reply.tag == kParams;
-    if (pushed_[r]) applied_[r] = reply.tag == kParams || header_of(in_[r]).applied == 1;
+    if (pushed_[r]) {
+      applied_[r] = reply.tag == kParams || header_of(in_[r]).applied == 1;
+      reply_s_.push_back(seconds_since(push_start_));
+    }
     if (reply.tag == kStop) stop_ = stopped_us_[r] = true;
   }
 
@@ -183,6 +191,8 @@ class WorkerExchange {
   std::vector<bool> pushed_;      // this cycle pushed to the server
   std::vector<bool> applied_;     // ... and the server applied the push
   std::vector<long long> read_version_;
+  Clock::time_point push_start_{};
+  std::vector<double> reply_s_;  // this cycle's replies to its pushes, from push_start_
   bool stop_ = false;
 };
 
@@ -220,6 +230,7 @@ AsyncWorkerRecord run_worker(PeerGroup& peers, const model::Plan& plan, const La
         case CycleOp::Kind::Push:
           if (!pushed && !exchange.stopped()) {
             push_start = Clock::now();
+            exchange.start_pushes(push_start);
             pushed = true;
           }
           exchange.push(s, n, loss, replica.gradients());
@@ -230,6 +241,11 @@ AsyncWorkerRecord run_worker(PeerGroup& peers, const model::Plan& plan, const La
       }
     }
     if (pushed) record.exchange_s.push_back(seconds_since(push_start));
+    const std::vector<double>& replies = exchange.reply_seconds();
+    if (pushed && !replies.empty()) {
+      record.first_reply_s.push_back(*std::min_element(replies.begin(), replies.end()));
+      record.last_reply_s.push_back(*std::max_element(replies.begin(), replies.end()));
+    }
     if (pushed && exchange.cycle_applied()) ++record.updates;
     if (exchange.stopped()) {
       exchange.leave();
@@ -495,8 +511,11 @@ double number_of(const nlohmann::json& value) {
 /// What a rank measured, as JSON for rank 0 (`server` null on a worker rank).
 nlohmann::json rank_record(const AsyncWorkerRecord& worker, const ServerRank* server) {
   if (!server)
-    return {
-        {"updates", worker.updates}, {"step_s", worker.step_s}, {"exchange_s", worker.exchange_s}};
+    return {{"updates", worker.updates},
+            {"step_s", worker.step_s},
+            {"exchange_s", worker.exchange_s},
+            {"first_reply_s", worker.first_reply_s},
+            {"last_reply_s", worker.last_reply_s}};
   nlohmann::json record = {{"histogram", server->histogram},
                            {"staleness_sum", server->staleness_sum},
                            {"staleness_count", server->staleness_count},
@@ -531,6 +550,8 @@ AsyncRecord assemble_record(PeerGroup& peers, const Layout& layout, nlohmann::js
     r.updates = records[w].at("updates").get<long long>();
     r.step_s = records[w].at("step_s").get<std::vector<double>>();
     r.exchange_s = records[w].at("exchange_s").get<std::vector<double>>();
+    r.first_reply_s = records[w].at("first_reply_s").get<std::vector<double>>();
+    r.last_reply_s = records[w].at("last_reply_s").get<std::vector<double>>();
     record.workers.push_back(std::move(r));
   }
   for (std::size_t s = k; s < records.size(); ++s) {

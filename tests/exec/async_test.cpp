@@ -93,6 +93,15 @@ TEST_CASE("async threads: two servers share the vector, shards cover it once", "
   // The lead applied 400; the other server lags it by at most one update per worker (3) when
   // the lead stops everything.
   CHECK(std::accumulate(histogram.begin(), histogram.end(), 0LL) >= 2 * 400 - 3);
+  // Each worker timed its pushes' replies: the first comes after the pushes were posted and no
+  // later than the last (per cycle, so for the medians over the same cycles too).
+  REQUIRE(row["async_workers"].size() == 3);
+  for (const auto& w : row["async_workers"]) {
+    const double first = w["first_reply_median_s"].get<double>();
+    const double last = w["last_reply_median_s"].get<double>();
+    CHECK(first > 0);
+    CHECK(first <= last);
+  }
 }
 
 TEST_CASE("async exec refuses lockstep timing, CUDA and a wrong communicator", "[exec][async]") {
