@@ -287,8 +287,10 @@ Measurement async_measurement(const AsyncRecord& record, const model::Plan& plan
   extra["async_workers"] = workers;
   if (!record.servers.empty()) extra["servers"] = record.servers;
   extra["evaluation"] =
-      "stop-the-world at the lead server, left out of the training clock (workers computing "
-      "meanwhile run on: at most one step each per evaluation)";
+      "stop-the-world at the lead server, left out of the training clock; what runs on meanwhile "
+      "is not charged: workers' steps (at most one each per evaluation) and, with several "
+      "servers, the other servers' replies and the workers' next pushes, so that frequent "
+      "evaluations make such a run's time per update read short";
   return m;
 }
 

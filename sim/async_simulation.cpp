@@ -104,14 +104,15 @@ struct WorkerState {
   double down_until = 0;
   std::vector<long long> read_version;  ///< per server, this cycle
   /// One-thread servers (ServerState::one_thread): the reply each server sent right after
-  /// applying this worker's last update, in flight or arrived (null: none), and the version it
-  /// carries; the next cycle's pull from that server waits for it instead of queueing.
-  std::vector<sg4::CommPtr> reply;
+  /// applying this worker's last update, released when its bytes have arrived (null: none), and
+  /// the version it carries; the next cycle's pull from that server waits for it instead of
+  /// queueing.
+  std::vector<sg4::SemaphorePtr> reply;
   std::vector<long long> reply_version;
-  /// Its pushes leave one at a time (model::pushes_leave_in_turn): each push's bulk holds
-  /// `pushing` from its clear-to-send to its end.
-  bool pushes_in_turn = false;
-  FifoQueue pushing;
+  /// The worker receives one reply at a time (model::replies_arrive_in_turn): a reply's
+  /// clear-to-send waits until the reply before it has arrived; held from that clear-to-send to
+  /// the reply's last byte.
+  FifoQueue receiving;
   // The cycle in flight.
   std::vector<int> pending;
   std::deque<int> finished;  ///< ops done by helper actors, not yet processed
@@ -253,12 +254,6 @@ void AsyncSimulation::build_cycles() {
     state.reply.assign(servers_.size(), nullptr);
     state.reply_version.assign(servers_.size(), 0);
     state.rng = Rng(stream_seed(options_.seed, 1, static_cast<unsigned long long>(w)));
-    for (const CycleOp& c : state.cycle)
-      if (c.kind == model::OpKind::Transfer && c.server >= 0 && !c.pull && c.fixed_time_s < 0) {
-        state.pushes_in_turn =
-            model::pushes_leave_in_turn(platform_, state.host, plan_.server_hosts, c.bytes);
-        break;
-      }
   }
 }
 
@@ -434,9 +429,9 @@ void AsyncSimulation::run_transfer(int w, int index, long long epoch) {
   if (op.pull && server != nullptr && state.reply[static_cast<size_t>(op.server)] != nullptr) {
     // The server replied when it applied this worker's last update: wait for those bytes.
     const double start = now();
-    sg4::CommPtr reply = state.reply[static_cast<size_t>(op.server)];
+    sg4::SemaphorePtr arrived = state.reply[static_cast<size_t>(op.server)];
     state.reply[static_cast<size_t>(op.server)] = nullptr;
-    reply->wait();
+    arrived->acquire();
     if (state.epoch == epoch)
       state.read_version[static_cast<size_t>(op.server)] =
           state.reply_version[static_cast<size_t>(op.server)];
@@ -470,12 +465,7 @@ void AsyncSimulation::run_transfer(int w, int index, long long epoch) {
     send(src, dst, parts.rest_bytes);
   } else if (staged) {
     send(dst, src, kControlMessageBytes);
-    // The pushes its servers have cleared leave the worker one at a time, in the order cleared,
-    // where they narrow at one link (model::pushes_leave_in_turn: TCP connections through one
-    // bottleneck queue do not share it fairly, the one ahead finishes first).
-    if (state.pushes_in_turn) state.pushing.acquire();
     send(src, dst, parts.rest_bytes);
-    if (state.pushes_in_turn) state.pushing.release();
   } else if (moves) {
     ++flows_started_;
     send_message(src, dst, op.bytes, platform_.protocol);
@@ -519,6 +509,8 @@ void AsyncSimulation::run_apply(int w, int index, long long epoch) {
 /// A one-thread server replies to the worker whose update it applied before it takes the next
 /// message (exec's server ranks): the reply's request with its first fragment and the
 /// clear-to-send hold the thread (the caller holds it), the rest drains while it serves others.
+/// Where replies arrive in turn (model::replies_arrive_in_turn) the clear-to-send leaves only
+/// once the worker has received the reply before it, and the thread waits for it.
 void AsyncSimulation::reply_after_apply(int server_index, WorkerState& state) {
   const auto s = static_cast<size_t>(server_index);
   const auto pull = std::find_if(state.cycle.begin(), state.cycle.end(), [&](const CycleOp& c) {
@@ -529,15 +521,24 @@ void AsyncSimulation::reply_after_apply(int server_index, WorkerState& state) {
   sg4::Host* from = hosts_[static_cast<size_t>(pull->src_host)];
   sg4::Host* to = hosts_[static_cast<size_t>(pull->dst_host)];
   const MessageParts parts = message_parts(pull->bytes, platform_.protocol);
+  const bool in_turn = model::replies_arrive_in_turn(platform_, pull->bytes);
   if (parts.handshake) {
     flows_started_ += 2;
     sg4::Comm::sendto(from, to, wire_bytes(parts.request_bytes));
+    if (in_turn) state.receiving.acquire();
     sg4::Comm::sendto(to, from, wire_bytes(kControlMessageBytes));
   }
   ++flows_started_;
-  state.reply[s] = sg4::Comm::sendto_async(
-      from, to, wire_bytes(parts.handshake ? parts.rest_bytes : parts.request_bytes));
+  const double rest = parts.handshake ? parts.rest_bytes : parts.request_bytes;
+  sg4::SemaphorePtr arrived = sg4::Semaphore::create(0);
+  state.reply[s] = arrived;
   state.reply_version[s] = servers_[s].version;
+  FifoQueue* receiving = in_turn && parts.handshake ? &state.receiving : nullptr;
+  sg4::Actor::create(pull->label + " bytes", from, [from, to, rest, arrived, receiving] {
+    sg4::Comm::sendto(from, to, wire_bytes(rest));
+    if (receiving != nullptr) receiving->release();
+    arrived->release();
+  });
 }
 
 void AsyncSimulation::fault_injector(FailureSource source) {

@@ -14,13 +14,11 @@
 // thread whose one queue receives, applies and sends in turn (MPI_Recv, the apply, a blocking
 // MPI_Send); a push's request, with its first fragment, goes before the server takes the push,
 // and a reply holds the thread only until its clear-to-send is back (its bytes then drain from
-// the socket buffer); servers_detail's apply_busy is then the thread's. A worker's pushes to
-// several servers above the eager limit, whose routes narrow at one link (its NIC, typically:
-// model::pushes_leave_in_turn), then flow one at a time, in the order their servers cleared them
-// (TCP connections through one bottleneck queue: the one ahead finishes first), so that servers
-// under load fall out of step and take different workers' pushes at full rate; a server that
-// cleared a push holds its thread while the worker's earlier push flows (as an MPI_Recv does),
-// and each push's bulk, a transfer of its own, pays its route's latency when it starts.
+// the socket buffer); servers_detail's apply_busy is then the thread's. A worker's pushes,
+// posted at once, share its links; its servers' replies above the eager limit arrive one at a
+// time (model::replies_arrive_in_turn: the worker receives one message at a time, and a
+// rendezvous message's bytes leave only after the receiver's clear-to-send), in the order their
+// servers sent their requests, each server's thread waiting for its clear-to-send meanwhile.
 // Throughput (round_s = seconds per update) is taken over the simulated updates after a warm-up
 // of a fifth of them, on a window of whole multiples of K updates. What it leaves out: protocol
 // messages (a pull request costs nothing), servers that answer pulls while applying from a copy,

@@ -48,25 +48,8 @@ double op_duration_s(const Op& op, const Plan& plan, const Platform& platform) {
   return 0;
 }
 
-bool pushes_leave_in_turn(const Platform& platform, int worker_host,
-                          const std::vector<int>& server_hosts, double bytes) {
-  if (!platform.protocol.rendezvous || !(bytes > platform.protocol.eager_limit_bytes)) return false;
-  int shared = -1, routes = 0;
-  for (int server : server_hosts) {
-    if (server == worker_host) continue;
-    int narrowest = -1;  // the first of the route's slowest links
-    for (int link : platform.route(worker_host, server).links) {
-      const Link& l = platform.links[static_cast<size_t>(link)];
-      if (l.sharing == LinkSharing::FatPipe) continue;
-      if (narrowest < 0 ||
-          l.bandwidth_Bps < platform.links[static_cast<size_t>(narrowest)].bandwidth_Bps)
-        narrowest = link;
-    }
-    if (narrowest < 0 || (shared >= 0 && narrowest != shared)) return false;
-    shared = narrowest;
-    ++routes;
-  }
-  return routes >= 2;
+bool replies_arrive_in_turn(const Platform& platform, double bytes) {
+  return platform.protocol.rendezvous && bytes > platform.protocol.eager_limit_bytes;
 }
 
 namespace {
@@ -75,8 +58,9 @@ namespace {
 /// its pushes to every server) share the links their routes have in common, its own NIC first:
 /// each lasts its message latency plus the group's bytes on its busiest link over that link's
 /// bandwidth (they end together when their bytes are equal), not its own bytes alone. Where the
-/// worker's pushes leave one at a time (pushes_leave_in_turn), each push counts its own bytes and
-/// those of the pushes before it, in server order, and each reply from a server its own alone.
+/// worker's replies arrive one at a time (replies_arrive_in_turn), they share nothing: in server
+/// order each ends after the ones before it, paying its clear-to-send, its bytes' trip and its
+/// bytes (its request's trip was taken while the ones before it flowed).
 /// Returns every op's duration by OpId (op_duration_s, the siblings' shared ones for transfers).
 std::vector<double> async_durations(const Plan& plan, const Platform& platform) {
   std::vector<double> duration_s(plan.op_count(), 0.0);
@@ -92,39 +76,40 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform) 
   }
   for (const auto& [key, members] : groups) {
     if (members.size() < 2) continue;
-    const int worker_host = plan.worker_hosts.at(static_cast<size_t>(key.first));
     auto route_of = [&](const Op& op) -> const Route& {
       return platform.route(plan.host_of(op.source), plan.host_of(op.destination));
     };
-    // Each member's rule, asked once: a push to or reply from a server, at its own size (a
-    // worker's pushes and replies are all one shard's size in the plans async-ps makes).
-    std::vector<bool> in_turn(members.size(), false);
-    std::map<int, double> shared_bytes, in_turn_bytes;
-    for (size_t m = 0; m < members.size(); ++m) {
-      const Op& op = plan.op(members[m]);
-      in_turn[m] = (op.destination.role == Endpoint::Role::Server ||
-                    op.source.role == Endpoint::Role::Server) &&
-                   pushes_leave_in_turn(platform, worker_host, plan.server_hosts, op.bytes);
-      if (!in_turn[m])
-        for (int link : route_of(op).links)
-          shared_bytes[link] += op.repeat * op.bytes;
-    }
-    for (size_t m = 0; m < members.size(); ++m) {
-      const OpId i = members[m];
+    auto in_turn = [&](const Op& op) {
+      return op.source.role == Endpoint::Role::Server && replies_arrive_in_turn(platform, op.bytes);
+    };
+    std::vector<std::pair<int, OpId>> replies;  // in turn: (server, op)
+    std::map<int, double> shared_bytes;
+    for (OpId i : members) {
       const Op& op = plan.op(i);
-      const Route& route = route_of(op);
-      std::map<int, double>* bytes_on_link = &shared_bytes;
-      if (in_turn[m]) {
-        if (op.source.role == Endpoint::Role::Server) continue;  // a reply: alone
-        for (int link : route.links)
-          in_turn_bytes[link] += op.repeat * op.bytes;
-        bytes_on_link = &in_turn_bytes;
+      if (in_turn(op)) {
+        replies.emplace_back(op.source.index, i);
+        continue;
       }
+      for (int link : route_of(op).links)
+        shared_bytes[link] += op.repeat * op.bytes;
+    }
+    std::sort(replies.begin(), replies.end());
+    double replies_end_s = 0;
+    for (const auto& [server, i] : replies) {
+      const Op& op = plan.op(i);
+      const double alone_s = op_duration_s(op, plan, platform);
+      replies_end_s += replies_end_s > 0 ? alone_s - op.repeat * route_of(op).latency_s : alone_s;
+      duration_s[i] = std::max(duration_s[i], replies_end_s);
+    }
+    for (OpId i : members) {
+      const Op& op = plan.op(i);
+      if (in_turn(op)) continue;
+      const Route& route = route_of(op);
       double busiest_s = 0;
       for (int link : route.links) {
         const Link& l = platform.links[static_cast<size_t>(link)];
         if (l.sharing == LinkSharing::FatPipe) continue;
-        busiest_s = std::max(busiest_s, (*bytes_on_link)[link] / l.bandwidth_Bps);
+        busiest_s = std::max(busiest_s, shared_bytes[link] / l.bandwidth_Bps);
       }
       duration_s[i] =
           std::max(duration_s[i],
@@ -184,8 +169,8 @@ std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& p
     // A one-thread server takes a push only when it is free, so a loaded server's push flows
     // while the worker's other pushes wait for their own servers (their requests unanswered):
     // the thread holds it for its transfer alone, not shared with its siblings. (SimGrid's thread
-    // also waits, after its clear-to-send, while the worker's earlier push flows, where pushes
-    // leave in turn; that wait is not charged here.)
+    // also waits, before its reply's clear-to-send, while the worker receives another server's
+    // reply, where replies arrive in turn; that wait is not charged here.)
     const size_t in = one_thread ? 0 : servers, out = one_thread ? 0 : 2 * servers;
     const double held_s = one_thread ? op_duration_s(op, plan, platform) : duration_s[v];
     if (op.destination.role == Endpoint::Role::Server)

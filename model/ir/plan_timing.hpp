@@ -15,11 +15,9 @@
 // update of each worker), its two queues of transfers (a server receives, and sends, one
 // transfer at a time: seconds of transfer, latency included, per update), and each link the
 // transfers cross (bytes / bandwidth per update). A worker's transfers that start together share
-// its links, except where its pushes leave one at a time (pushes_leave_in_turn: a rendezvous,
-// routes that narrow at one link): then each push ends after its own bytes and those of the
-// pushes before it, in server order (SimGrid: in the order the servers clear them, each push's
-// bytes a transfer that pays its route's latency again), and the replies, as far apart, share
-// nothing.
+// its links (its pushes, posted at once), except its servers' replies under a rendezvous
+// (replies_arrive_in_turn: the worker receives one message at a time): those arrive one after
+// another, in server order (SimGrid: in the order their servers send them), sharing nothing.
 // Progressive filling: the resource that needs the largest cut scales the rates of the workers
 // that use it (all workers under a staleness bound) until it is exactly busy; those workers are
 // fixed, and the next resource is cut among the rest. The throughput X = sum of the rates is
@@ -89,17 +87,14 @@ struct RoundTiming {
 
 /// Duration of one op on the platform (the same costs sim/ uses for its uncontended case).
 double op_duration_s(const Op& op, const Plan& plan, const Platform& platform);
-/// Whether an asynchronous worker's pushes of `bytes` to its servers leave it one at a time:
-/// under a rendezvous (MPI over TCP) messages above the eager limit, to two servers or more, whose
-/// routes share their narrowest link (the first of a route's slowest links: the worker's NIC
-/// where the servers' links are as fast). The model's assumption, fitted to the testbed's
-/// throughput (experiments/testbed/README.md, not measured push by push): a push of a few
-/// round trips is too short for two TCP connections through one bottleneck queue to reach a fair
-/// share, and the one ahead finishes first. Pushes whose routes narrow elsewhere (each server's
-/// own slower link) flow at once. Both engines ask this (async_durations here, per op;
-/// sim/async_simulation.cpp, per worker from its first push: one shard's size for all).
-bool pushes_leave_in_turn(const Platform& platform, int worker_host,
-                          const std::vector<int>& server_hosts, double bytes);
+/// Whether an asynchronous worker's replies (its servers' parameters) of `bytes` arrive one at a
+/// time: under a rendezvous (MPI over TCP), messages above the eager limit. The worker receives
+/// one message at a time (exec/async_ranks.cpp: a probe, then a blocking receive), and a
+/// rendezvous message's bytes leave its server only after the receiver's clear-to-send, so a
+/// second server's reply waits until the first has arrived, its server's thread with it. Timed on
+/// the testbed (experiments/testbed/README.md, "A worker's two pushes, timed": one worker, two
+/// servers, the replies 44 ms apart, a reply's time on the worker's link). Both engines ask this.
+bool replies_arrive_in_turn(const Platform& platform, double bytes);
 /// The Plan bound to the platform: every op's duration, its predecessors, and for an
 /// asynchronous plan each op's worker and server and the resources the workers share.
 CompiledPlan compile(const Plan& plan, const Platform& platform);

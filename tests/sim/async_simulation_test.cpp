@@ -131,6 +131,36 @@ TEST_CASE("async in SimGrid under a rendezvous: two loaded servers serve differe
   CHECK(rows[1]["round_s"].get<double>() == Approx(rows[0]["round_s"].get<double>()).epsilon(0.03));
 }
 
+TEST_CASE("async in SimGrid under a rendezvous: one worker's replies from two servers in turn") {
+  // testbed-ps-dual as MPI runs it (rendezvous above 64 KiB): one worker on a 1.25e7 B/s NIC, two
+  // servers, 1 MB gradients (shards of 0.5 MB: 40 ms each on the NIC), a 1 ms step. The two
+  // pushes, posted at once, share the NIC and end together after 80 ms of bytes; the replies then
+  // come one at a time (the worker receives one message at a time), 80 ms more. So a cycle is
+  // at least the step and 160 ms of bytes; pushes leaving in turn would let the first reply come
+  // back while the second push flows (about 120 ms of bytes). The analytic engine agrees.
+  const std::string xml = test::with_root_zone_props(
+      test::file_text(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml"),
+      "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
+      "<prop id=\"eager_limit_bytes\" value=\"65536\"/>");
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("tauplan-async-one-" + std::to_string(::getpid()) + ".xml"))
+                               .string();
+  std::ofstream(path) << xml;
+  model::StrategyOptions o = async_options(1, 10);
+  o.servers = 2;
+  model::Workload w = workload(2.5e5);
+  w.flop_per_sample = 1e5;  // 1e6 flop a step: 1 ms at 1 Gf
+  const auto result = test::in_child(
+      [=] { return test::analyze_and_simulate(path, "async-ps", o, w, 50, sim::SimOptions()); });
+  std::filesystem::remove(path);
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  const auto rows = result.json();
+  const double simgrid = rows[1]["round_s"].get<double>();
+  CHECK(simgrid >= 1e-3 + 4 * 0.5e6 / 1.25e7);
+  CHECK(simgrid == Approx(rows[0]["round_s"].get<double>()).epsilon(0.05));
+}
+
 TEST_CASE("async in SimGrid with one worker equals single") {
   model::Workload w = workload(1e5, 2);
   auto o = async_options(1, 100);

@@ -1,6 +1,6 @@
 // async_ps_model_test.cpp: asynchronous parameter servers and time-budget local SGD in the analytic
-// engine against closed forms computed by hand here (a worker's pushes leaving in turn under a
-// rendezvous, and model::pushes_leave_in_turn's cases, included), their convergence models and
+// engine against closed forms computed by hand here (a worker's replies arriving in turn under a
+// rendezvous, and model::replies_arrive_in_turn's cases, included), their convergence models and
 // fits, and the impossible jobs.
 #include <catch2/catch.hpp>
 
@@ -183,29 +183,35 @@ TEST_CASE("async under a rendezvous: a loaded server holds a push for its transf
   CHECK(row.extra["bottleneck"].get<std::string>().find("thread") != std::string::npos);
 }
 
-TEST_CASE("async under a rendezvous: a worker's pushes leave one at a time, replies apart") {
+TEST_CASE("async under a rendezvous: a worker's pushes share its link, its replies come in turn") {
   // One worker on a 1e8 B/s link (5 ms per link: 10 ms routes), two servers on 1e10 B/s, MPI's
-  // rendezvous. Its pushes of N / 2 narrow at its link and leave one after the other (TCP through
-  // one bottleneck queue: the one ahead finishes first): the first ends 3 latencies + N / 2 / 1e8
-  // after the step, the second 3 latencies + N / 1e8; the first server's reply came back
-  // meanwhile, the second's alone: 3 latencies + N / 2 / 1e8. Cycle: that reply, the step
-  // C = 0.1 s, the second push, its apply (1e6 flop).
+  // rendezvous. Its two pushes of N / 2, posted at once, share its link and both end 3 latencies
+  // + N / 1e8 after the step. The replies come one at a time (the worker receives one message at
+  // a time; a rendezvous message's bytes wait for the receiver's clear-to-send): the first 3
+  // latencies + N / 2 / 1e8, the second 2 latencies + N / 2 / 1e8 after it (its request came
+  // meanwhile). Cycle: both replies, the step C = 0.1 s, the pushes, an apply (1e6 flop).
+  // Measured on the testbed (experiments/testbed/README.md, "A worker's two pushes, timed").
   const double b = 100, N = 4e6, C = 0.1, latency = 10e-3, eager = 65536, apply = 1e6;
   model::Platform platform = star({1e12}, {1e12, 1e12}, 1e10, 1e8, 5e-3);
   platform.protocol.rendezvous = true;
   platform.protocol.eager_limit_bytes = eager;
   const auto row =
       predict(async_options(1, b, 2), test::round_workload(), platform, model::FixedCounts(10));
-  const double reply = 3 * latency + N / 2 / 1e8, first_push = 3 * latency + N / 2 / 1e8,
-               last_push = 3 * latency + N / 1e8;
-  CHECK(row.round_s == Approx(reply + C + last_push + apply / 1e12).epsilon(1e-12));
+  const double replies = 5 * latency + N / 1e8, pushes = 3 * latency + N / 1e8;
+  CHECK(row.round_s == Approx(replies + C + pushes + apply / 1e12).epsilon(1e-12));
   CHECK(row.extra["bottleneck"] == "workers");
-  // The first server applies at 1e7 flop/s (0.1 s): its push, which went first, and its apply
-  // are now the longer path; pushes that shared the link would both end at last_push.
+  // The first server applies at 1e7 flop/s (0.1 s): the pushes end together, so its apply
+  // follows the shared pushes.
   model::Platform slow_first = star({1e12}, {1e7, 1e12}, 1e10, 1e8, 5e-3);
   slow_first.protocol = platform.protocol;
   CHECK(predict(async_options(1, b, 2), test::round_workload(), slow_first, model::FixedCounts(10))
-            .round_s == Approx(reply + C + first_push + apply / 1e7).epsilon(1e-12));
+            .round_s == Approx(replies + C + pushes + apply / 1e7).epsilon(1e-12));
+  // Three servers: three replies in turn, 3 + 2 + 2 latencies and the whole vector's bytes.
+  model::Platform three = star({1e12}, {1e12, 1e12, 1e12}, 1e10, 1e8, 5e-3);
+  three.protocol = platform.protocol;
+  CHECK(predict(async_options(1, b, 3), test::round_workload(), three, model::FixedCounts(10))
+            .round_s ==
+        Approx(7 * latency + N / 1e8 + C + pushes + 2 * apply / 3 / 1e12).epsilon(1e-9));
   // The plain protocol: one latency a message, and the two replies share the worker's link as
   // the two pushes do (each N / 1e8).
   platform.protocol = model::MessageProtocol();
@@ -213,24 +219,14 @@ TEST_CASE("async under a rendezvous: a worker's pushes leave one at a time, repl
             .round_s == Approx(2 * (latency + N / 1e8) + C + apply / 1e12).epsilon(1e-12));
 }
 
-TEST_CASE("pushes leave in turn only above the eager limit, through one narrowest link") {
-  model::MessageProtocol rendezvous;
-  rendezvous.rendezvous = true;
-  rendezvous.eager_limit_bytes = 65536;
-  // Worker h0's link is the narrowest of both routes: its pushes share it.
-  model::Platform nic_bound = star({1e12}, {1e12, 1e12}, 1e10, 1e8);
-  nic_bound.protocol = rendezvous;
-  const std::vector<int> servers = nic_bound.server_hosts();  // hosts 1 and 2
-  CHECK(model::pushes_leave_in_turn(nic_bound, 0, servers, 1e6));
-  CHECK_FALSE(model::pushes_leave_in_turn(nic_bound, 0, servers, 65536));  // eager
-  CHECK_FALSE(model::pushes_leave_in_turn(nic_bound, 0, {1}, 1e6));        // one server
-  // Each server's own link is narrower than the worker's: the pushes flow at once.
-  model::Platform server_bound = star({1e12}, {1e12, 1e12}, 1e8, 1e10);
-  server_bound.protocol = rendezvous;
-  CHECK_FALSE(model::pushes_leave_in_turn(server_bound, 0, servers, 1e6));
-  // A plain protocol: connections share fairly.
-  nic_bound.protocol = model::MessageProtocol();
-  CHECK_FALSE(model::pushes_leave_in_turn(nic_bound, 0, servers, 1e6));
+TEST_CASE("replies arrive in turn only above the eager limit, under a rendezvous") {
+  model::Platform platform = star({1e12}, {1e12, 1e12}, 1e10, 1e8);
+  platform.protocol.rendezvous = true;
+  platform.protocol.eager_limit_bytes = 65536;
+  CHECK(model::replies_arrive_in_turn(platform, 1e6));
+  CHECK_FALSE(model::replies_arrive_in_turn(platform, 65536));  // eager: no clear-to-send
+  platform.protocol = model::MessageProtocol();                 // a plain protocol
+  CHECK_FALSE(model::replies_arrive_in_turn(platform, 1e6));
 }
 
 TEST_CASE("async with a staleness bound holds every worker to the slowest one's rate") {
