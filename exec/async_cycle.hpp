@@ -48,8 +48,9 @@ struct AsyncWorkerRecord {
   std::vector<double> step_s;      ///< measured duration of each step (before the slowdown)
   std::vector<double> exchange_s;  ///< per update: pull + push + waiting for the applies
   /// Per cycle that pushed: from its first push's post to the first and to the last reply of a
-  /// server it pushed to (the reply acknowledges the apply): with several servers, whether the
-  /// pushes went out together or one after another.
+  /// server it pushed to (the reply acknowledges the apply, or is a stop in the last cycle):
+  /// with several servers, whether the replies came together or one after another. Unlike the
+  /// training clock, these include the lead's evaluations and replies a staleness bound held.
   std::vector<double> first_reply_s, last_reply_s;
   double staleness_sum = 0;  ///< over its applied updates (all servers)
   long long staleness_count = 0;

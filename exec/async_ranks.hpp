@@ -23,11 +23,11 @@
 // (the lead's evaluation excluded) and the preparation of its reply, not the waits in receives; 2
 // messages (the push and its reply) and the shard's floats x 4 bytes per update; wall from the
 // first push's arrival to the end of the last update's handling (the lead's evaluations included).
-// Each worker also times every cycle from its first push's post to the first and to the last
-// reply of a server it pushed to (with several servers: whether its pushes left together).
-// Two transports run the same handlers: threads of this process (a ThreadPeerHub, messages are
-// copies) and MPI ranks (MpiPeers under mpirun -np K+S). What it leaves out: several workers per
-// rank, GPU workers, and GPU-aware transports.
+// Each worker also times every cycle that pushed, from its first push's post to the first and to
+// the last reply of a server it pushed to (with several servers: whether the replies came
+// together). Two transports run the same handlers: threads of this process (a ThreadPeerHub,
+// messages are copies) and MPI ranks (MpiPeers under mpirun -np K+S). What it leaves out: several
+// workers per rank, GPU workers, and GPU-aware transports.
 #pragma once
 
 #include "exec/async_cycle.hpp"

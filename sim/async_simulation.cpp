@@ -163,7 +163,7 @@ class AsyncSimulation : detail::SimulationBase {
   void run_compute(int w, const CycleOp& op);
   void run_transfer(int w, int index, long long epoch);
   void run_apply(int w, int index, long long epoch);
-  void reply_after_apply(int server_index, WorkerState& state);
+  void reply_after_apply(int server_index, WorkerState& state, long long epoch);
   void finish_helper(int w, int index);
   void fault_injector(FailureSource source);
   void fail(int host);
@@ -498,7 +498,7 @@ void AsyncSimulation::run_apply(int w, int index, long long epoch) {
   staleness_max_ = std::max(staleness_max_, staleness);
   state.staleness_sum += static_cast<double>(staleness);
   ++state.staleness_count;
-  if (server.one_thread) reply_after_apply(op.server, state);
+  if (server.one_thread) reply_after_apply(op.server, state, epoch);
   server.cpu.busy_s += now() - start;
   server.cpu.release();
   if (trace_ != nullptr && static_cast<long long>(update_end_s_.size()) < kTracedUpdates)
@@ -511,7 +511,7 @@ void AsyncSimulation::run_apply(int w, int index, long long epoch) {
 /// clear-to-send hold the thread (the caller holds it), the rest drains while it serves others.
 /// Where replies arrive in turn (model::replies_arrive_in_turn) the clear-to-send leaves only
 /// once the worker has received the reply before it, and the thread waits for it.
-void AsyncSimulation::reply_after_apply(int server_index, WorkerState& state) {
+void AsyncSimulation::reply_after_apply(int server_index, WorkerState& state, long long epoch) {
   const auto s = static_cast<size_t>(server_index);
   const auto pull = std::find_if(state.cycle.begin(), state.cycle.end(), [&](const CycleOp& c) {
     return c.kind == model::OpKind::Transfer && c.pull && c.server == server_index &&
@@ -531,8 +531,10 @@ void AsyncSimulation::reply_after_apply(int server_index, WorkerState& state) {
   ++flows_started_;
   const double rest = parts.handshake ? parts.rest_bytes : parts.request_bytes;
   sg4::SemaphorePtr arrived = sg4::Semaphore::create(0);
-  state.reply[s] = arrived;
-  state.reply_version[s] = servers_[s].version;
+  if (state.epoch == epoch) {  // a worker that failed meanwhile lost it (fail() cleared the rest)
+    state.reply[s] = arrived;
+    state.reply_version[s] = servers_[s].version;
+  }
   FifoQueue* receiving = in_turn && parts.handshake ? &state.receiving : nullptr;
   sg4::Actor::create(pull->label + " bytes", from, [from, to, rest, arrived, receiving] {
     sg4::Comm::sendto(from, to, wire_bytes(rest));

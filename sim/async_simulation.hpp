@@ -18,13 +18,14 @@
 // posted at once, share its links; its servers' replies above the eager limit arrive one at a
 // time (model::replies_arrive_in_turn: the worker receives one message at a time, and a
 // rendezvous message's bytes leave only after the receiver's clear-to-send), in the order their
-// servers sent their requests, each server's thread waiting for its clear-to-send meanwhile.
+// requests arrived, each server's thread waiting for its clear-to-send meanwhile.
 // Throughput (round_s = seconds per update) is taken over the simulated updates after a warm-up
 // of a fifth of them, on a window of whole multiples of K updates. What it leaves out: protocol
-// messages (a pull request costs nothing), servers that answer pulls while applying from a copy,
-// checkpoints of a failed server, and actors killed mid-transfer (a failed worker's transfer in
-// flight runs to its end, then is dropped). Used by simulator.cpp's simulate(); this header does
-// not include SimGrid.
+// messages (a pull request costs nothing), the receive order of replies taken outside a worker's
+// turn (its first cycle's pulls and those after a restart share its links), servers that answer
+// pulls while applying from a copy, checkpoints of a failed server, and actors killed mid-transfer
+// (a failed worker's transfer in flight runs to its end, then is dropped). Used by simulator.cpp's
+// simulate(); this header does not include SimGrid.
 #pragma once
 
 #include "model/base/chrome_trace.hpp"

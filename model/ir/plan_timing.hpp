@@ -17,7 +17,7 @@
 // transfers cross (bytes / bandwidth per update). A worker's transfers that start together share
 // its links (its pushes, posted at once), except its servers' replies under a rendezvous
 // (replies_arrive_in_turn: the worker receives one message at a time): those arrive one after
-// another, in server order (SimGrid: in the order their servers send them), sharing nothing.
+// another, in server order (SimGrid: in the order their requests arrive), sharing nothing.
 // Progressive filling: the resource that needs the largest cut scales the rates of the workers
 // that use it (all workers under a staleness bound) until it is exactly busy; those workers are
 // fixed, and the next resource is cut among the rest. The throughput X = sum of the rates is
@@ -29,7 +29,10 @@
 // together, a worker reads, then waits for the next push slot of the receive queue, D_w =
 // ceil(T_w / t) t); hence mean staleness sum_w x_w D_w - 1, which is K - 1 when no worker waits
 // before its read or at the staleness bound [identity: every worker always has one update in
-// flight, Little's law]. What it leaves out: contention the
+// flight, Little's law]. What it leaves out: a reply order other than server order (replies
+// whose applies end far apart do not wait for each other; the engine queues them all the same),
+// pushes that loaded servers clear at different times (they flow one after another, the first
+// reply meanwhile; the engine shares them, SimGrid lets the servers' load decide), contention the
 // formulas do not name (a link shared by the parallel shards of one worker's pull), stragglers
 // and failures (the simulator's business), and anything stochastic.
 #pragma once

@@ -105,10 +105,11 @@ TEST_CASE("async in SimGrid under a rendezvous: two loaded servers serve differe
   // testbed-ps-dual (workers on 1.25e7 B/s NICs, two servers on 5e7 B/s links, 3 ms routes) as
   // MPI runs it (rendezvous above 64 KiB): four workers, 1 MB gradients, a 1 ms step. Each
   // server's one thread bounds the rate (analytic: a push held for its half alone, its reply's
-  // handshake, the apply). A worker's two pushes leave it one at a time (a NIC's queue serves the
-  // connection ahead first), so the servers fall out of step and each takes another worker's
-  // push at the NIC's full rate; were the pushes to share the NIC, both servers would serve the
-  // same worker at half its rate, in lockstep, forever, and SimGrid's rate would be about half.
+  // handshake, the apply). A worker's two pushes share its NIC, but its two replies come back one
+  // at a time (the second server's thread waits for the worker's clear-to-send while the first
+  // reply flows), so the servers fall out of step and each takes another worker's push at the
+  // NIC's full rate; with replies at once as well, both servers would serve the same worker at
+  // half its rate, in lockstep (the rule before 2ea53b5, when SimGrid made about half the rate).
   const std::string xml = test::with_root_zone_props(
       test::file_text(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml"),
       "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
