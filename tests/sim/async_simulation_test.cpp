@@ -62,6 +62,31 @@ Rows run_both(const std::string& strategy, const model::StrategyOptions& o,
   return {j[0], j[1]};
 }
 
+/// async-ps with two servers on testbed-ps-dual as MPI runs it (rendezvous above 64 KiB):
+/// `workers` workers, 1 MB gradients, a 1 ms step; the analytic row, then SimGrid's.
+nlohmann::json dual_servers_under_rendezvous(int workers, double iterations) {
+  const std::string xml = test::with_root_zone_props(
+      test::file_text(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml"),
+      "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
+      "<prop id=\"eager_limit_bytes\" value=\"65536\"/>");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tauplan-async-dual-" + std::to_string(workers) +
+                                                 "-" + std::to_string(::getpid()) + ".xml"))
+          .string();
+  std::ofstream(path) << xml;
+  model::StrategyOptions o = async_options(workers, 10);
+  o.servers = 2;
+  model::Workload w = workload(2.5e5);
+  w.flop_per_sample = 1e5;  // 1e6 flop a step: 1 ms at 1 Gf
+  const auto result = test::in_child([=] {
+    return test::analyze_and_simulate(path, "async-ps", o, w, iterations, sim::SimOptions());
+  });
+  std::filesystem::remove(path);
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  return result.json();
+}
+
 }  // namespace
 
 TEST_CASE("async in SimGrid: worker-bound throughput is K / T") {
@@ -110,24 +135,7 @@ TEST_CASE("async in SimGrid under a rendezvous: two loaded servers serve differe
   // reply flows), so the servers fall out of step and each takes another worker's push at the
   // NIC's full rate; with replies at once as well, both servers would serve the same worker at
   // half its rate, in lockstep (the rule before 2ea53b5, when SimGrid made about half the rate).
-  const std::string xml = test::with_root_zone_props(
-      test::file_text(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml"),
-      "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
-      "<prop id=\"eager_limit_bytes\" value=\"65536\"/>");
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("tauplan-async-dual-" + std::to_string(::getpid()) + ".xml"))
-                               .string();
-  std::ofstream(path) << xml;
-  model::StrategyOptions o = async_options(4, 10);
-  o.servers = 2;
-  model::Workload w = workload(2.5e5);
-  w.flop_per_sample = 1e5;  // 1e6 flop a step: 1 ms at 1 Gf
-  const auto result = test::in_child(
-      [=] { return test::analyze_and_simulate(path, "async-ps", o, w, 300, sim::SimOptions()); });
-  std::filesystem::remove(path);
-  INFO(result.text);
-  REQUIRE(result.kind == "ok");
-  const auto rows = result.json();
+  const auto rows = dual_servers_under_rendezvous(4, 300);
   CHECK(rows[0]["bottleneck"].get<std::string>().find("thread") != std::string::npos);
   CHECK(rows[1]["round_s"].get<double>() == Approx(rows[0]["round_s"].get<double>()).epsilon(0.03));
 }
@@ -139,24 +147,7 @@ TEST_CASE("async in SimGrid under a rendezvous: one worker's replies from two se
   // come one at a time (the worker receives one message at a time), 80 ms more. So a cycle is
   // at least the step and 160 ms of bytes; pushes leaving in turn would let the first reply come
   // back while the second push flows (about 120 ms of bytes). The analytic engine agrees.
-  const std::string xml = test::with_root_zone_props(
-      test::file_text(std::string(TAUPLAN_PLATFORM_DIR) + "/testbed-ps-dual.xml"),
-      "<prop id=\"message_protocol\" value=\"rendezvous\"/>"
-      "<prop id=\"eager_limit_bytes\" value=\"65536\"/>");
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("tauplan-async-one-" + std::to_string(::getpid()) + ".xml"))
-                               .string();
-  std::ofstream(path) << xml;
-  model::StrategyOptions o = async_options(1, 10);
-  o.servers = 2;
-  model::Workload w = workload(2.5e5);
-  w.flop_per_sample = 1e5;  // 1e6 flop a step: 1 ms at 1 Gf
-  const auto result = test::in_child(
-      [=] { return test::analyze_and_simulate(path, "async-ps", o, w, 50, sim::SimOptions()); });
-  std::filesystem::remove(path);
-  INFO(result.text);
-  REQUIRE(result.kind == "ok");
-  const auto rows = result.json();
+  const auto rows = dual_servers_under_rendezvous(1, 50);
   const double simgrid = rows[1]["round_s"].get<double>();
   CHECK(simgrid >= 1e-3 + 4 * 0.5e6 / 1.25e7);
   CHECK(simgrid == Approx(rows[0]["round_s"].get<double>()).epsilon(0.05));
