@@ -101,8 +101,11 @@ class WorkerExchange {
     std::fill(applied_.begin(), applied_.end(), false);
     reply_s_.clear();
   }
-  /// The cycle's first push leaves now: replies to pushes are timed from here.
-  void start_pushes(Clock::time_point when) { push_start_ = when; }
+  /// The cycle's first push leaves now: its exchange and the replies to its pushes are timed
+  /// from here.
+  void start_pushes() { push_start_ = Clock::now(); }
+  /// Seconds since start_pushes.
+  double seconds_since_pushes() const { return seconds_since(push_start_); }
   /// Seconds from start_pushes to each reply of a server this cycle pushed to, in arrival order.
   const std::vector<double>& reply_seconds() const { return reply_s_; }
   /// Asks server s for its shard unless a reply of it is unread or on its way.
@@ -174,7 +177,7 @@ class WorkerExchange {
     unread_[r] = reply.tag == kParams;
     if (pushed_[r]) {
       applied_[r] = reply.tag == kParams || header_of(in_[r]).applied == 1;
-      reply_s_.push_back(seconds_since(push_start_));
+      reply_s_.push_back(seconds_since_pushes());
     }
     if (reply.tag == kStop) stop_ = stopped_us_[r] = true;
   }
@@ -211,7 +214,6 @@ AsyncWorkerRecord run_worker(PeerGroup& peers, const model::Plan& plan, const La
     for (const CycleOp& op : cycle)  // every pull request leaves before the first is awaited
       if (op.kind == CycleOp::Kind::Pull) exchange.request(static_cast<std::size_t>(op.server));
     double loss = 0;
-    Clock::time_point push_start{};
     bool pushed = false;
     for (const CycleOp& op : cycle) {
       const auto s = static_cast<std::size_t>(op.server);
@@ -229,8 +231,7 @@ AsyncWorkerRecord run_worker(PeerGroup& peers, const model::Plan& plan, const La
           break;
         case CycleOp::Kind::Push:
           if (!pushed && !exchange.stopped()) {
-            push_start = Clock::now();
-            exchange.start_pushes(push_start);
+            exchange.start_pushes();
             pushed = true;
           }
           exchange.push(s, n, loss, replica.gradients());
@@ -240,7 +241,7 @@ AsyncWorkerRecord run_worker(PeerGroup& peers, const model::Plan& plan, const La
           break;
       }
     }
-    if (pushed) record.exchange_s.push_back(seconds_since(push_start));
+    if (pushed) record.exchange_s.push_back(exchange.seconds_since_pushes());
     const std::vector<double>& replies = exchange.reply_seconds();
     if (pushed && !replies.empty()) {
       record.first_reply_s.push_back(*std::min_element(replies.begin(), replies.end()));
