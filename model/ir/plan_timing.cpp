@@ -61,8 +61,13 @@ namespace {
 /// worker's replies arrive one at a time (replies_arrive_in_turn), they share nothing: in server
 /// order each ends after the ones before it, paying its clear-to-send, its bytes' trip and its
 /// bytes (its request's trip was taken while the ones before it flowed).
+/// With `loaded_servers` (the order servers that bind impose: each clears a worker's push when
+/// its thread frees, at its own time) those pushes leave one at a time instead, in server order,
+/// each ending after its own bytes and those of the pushes before it on every link, and each
+/// reply, back while a later push flows, alone.
 /// Returns every op's duration by OpId (op_duration_s, the siblings' shared ones for transfers).
-std::vector<double> async_durations(const Plan& plan, const Platform& platform) {
+std::vector<double> async_durations(const Plan& plan, const Platform& platform,
+                                    bool loaded_servers) {
   std::vector<double> duration_s(plan.op_count(), 0.0);
   std::map<std::pair<int, std::vector<OpId>>, std::vector<OpId>> groups;
   for (auto v : plan.op_ids()) {
@@ -82,38 +87,58 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform) 
     auto in_turn = [&](const Op& op) {
       return op.source.role == Endpoint::Role::Server && replies_arrive_in_turn(platform, op.bytes);
     };
-    std::vector<std::pair<int, OpId>> replies;  // in turn: (server, op)
+    auto push_in_turn = [&](const Op& op) {
+      return loaded_servers && op.destination.role == Endpoint::Role::Server &&
+             replies_arrive_in_turn(platform, op.bytes);
+    };
+    std::vector<std::pair<int, OpId>> replies, pushes;  // in turn: (server, op)
     std::map<int, double> shared_bytes;
     for (OpId i : members) {
       const Op& op = plan.op(i);
       if (in_turn(op)) {
         replies.emplace_back(op.source.index, i);
-        continue;
+      } else if (push_in_turn(op)) {
+        pushes.emplace_back(op.destination.index, i);
+      } else {
+        for (int link : route_of(op).links)
+          shared_bytes[link] += op.repeat * op.bytes;
       }
-      for (int link : route_of(op).links)
-        shared_bytes[link] += op.repeat * op.bytes;
     }
     std::sort(replies.begin(), replies.end());
     double replies_end_s = 0;
     for (const auto& [server, i] : replies) {
+      if (loaded_servers) break;  // back apart, each alone
       const Op& op = plan.op(i);
       const double alone_s = op_duration_s(op, plan, platform);
       replies_end_s += replies_end_s > 0 ? alone_s - op.repeat * route_of(op).latency_s : alone_s;
       duration_s[i] = std::max(duration_s[i], replies_end_s);
     }
-    for (OpId i : members) {
+    // Each transfer: its message latency plus its busiest link's bytes (those it shares, or its
+    // own and the earlier pushes') over that link's bandwidth.
+    auto settle = [&](OpId i, std::map<int, double>& bytes_on_link) {
       const Op& op = plan.op(i);
-      if (in_turn(op)) continue;
       const Route& route = route_of(op);
       double busiest_s = 0;
       for (int link : route.links) {
         const Link& l = platform.links[static_cast<size_t>(link)];
         if (l.sharing == LinkSharing::FatPipe) continue;
-        busiest_s = std::max(busiest_s, shared_bytes[link] / l.bandwidth_Bps);
+        busiest_s = std::max(busiest_s, bytes_on_link[link] / l.bandwidth_Bps);
       }
       duration_s[i] =
           std::max(duration_s[i],
                    op.repeat * platform.message_latency_s(route.latency_s, op.bytes) + busiest_s);
+    };
+    std::sort(pushes.begin(), pushes.end());
+    std::map<int, double> pushed_bytes;
+    for (const auto& [server, i] : pushes) {
+      const Op& op = plan.op(i);
+      for (int link : route_of(op).links)
+        pushed_bytes[link] += op.repeat * op.bytes;
+      settle(i, pushed_bytes);
+    }
+    for (OpId i : members) {
+      const Op& op = plan.op(i);
+      if (!in_turn(op) && !push_in_turn(op)) settle(i, shared_bytes);
     }
   }
   return duration_s;
@@ -194,8 +219,9 @@ std::vector<SharedResource> shared_resources(const Plan& plan, const Platform& p
   return resources;
 }
 
-/// Throughput and staleness of an asynchronous plan from its per-op finish times.
-void evaluate_asynchronous(const CompiledPlan& compiled, const std::vector<double>& finish,
+/// Throughput and staleness of an asynchronous plan from its per-op finish times. Returns whether
+/// the first resource cut is a server's thread or processor (the servers bind).
+bool evaluate_asynchronous(const CompiledPlan& compiled, const std::vector<double>& finish,
                            RoundTiming& timing) {
   const auto k = static_cast<size_t>(compiled.workers);
   timing.cycle_s.assign(k, 0.0);
@@ -223,7 +249,7 @@ void evaluate_asynchronous(const CompiledPlan& compiled, const std::vector<doubl
                                              [&](double t) { return t < slowest * (1 - 1e-12); })
                           ? "staleness bound"
                           : "workers";
-  bool first_cut = true;
+  bool first_cut = true, servers_bind = false;
   const size_t n = resources.size();
   std::vector<double> factor(n);
   for (;;) {
@@ -239,7 +265,10 @@ void evaluate_asynchronous(const CompiledPlan& compiled, const std::vector<doubl
       if (factor[r] < cut * (1 - 1e-12)) cut = factor[r], cut_at = r;
     }
     if (cut_at == n) break;
-    if (first_cut) timing.bottleneck = resources[cut_at].name;
+    if (first_cut) {
+      timing.bottleneck = resources[cut_at].name;
+      servers_bind = resources[cut_at].server >= 0;
+    }
     first_cut = false;
     for (size_t w = 0; w < k; ++w) {
       if (fixed[w] || !(resources[cut_at].seconds_per_update[w] > 0 || bounded)) continue;
@@ -291,6 +320,30 @@ void evaluate_asynchronous(const CompiledPlan& compiled, const std::vector<doubl
   timing.comm_s = total > 0 ? comm / total : 0;
   timing.mean_staleness = std::max(0.0, outstanding - 1);
   timing.max_staleness = std::max(0.0, most);
+  return servers_bind;
+}
+
+/// Every op's finish time along the longest path under `duration_s`, and the predecessor that
+/// decided it (-1 for none), to walk the critical path back. Returns the op that ends last.
+size_t longest_paths(const CompiledPlan& compiled, const std::vector<double>& duration_s,
+                     std::vector<double>& finish, std::vector<int>& critical_pred) {
+  const size_t n = duration_s.size();
+  finish.assign(n, 0.0);
+  critical_pred.assign(n, -1);
+  size_t last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double start = 0;
+    for (int p = compiled.pred_offset[i]; p < compiled.pred_offset[i + 1]; ++p) {
+      const int pred = compiled.pred_index[static_cast<size_t>(p)];
+      if (critical_pred[i] < 0 || finish[static_cast<size_t>(pred)] > start) {
+        critical_pred[i] = pred;
+        start = finish[static_cast<size_t>(pred)];
+      }
+    }
+    finish[i] = start + duration_s[i];
+    if (finish[i] > finish[last]) last = i;
+  }
+  return last;
 }
 
 }  // namespace
@@ -329,9 +382,15 @@ CompiledPlan compile(const Plan& plan, const Platform& platform) {
       compiled.owner.push_back(op.worker);
       compiled.apply_server.push_back(op.kind == OpKind::Apply ? op.server : -1);
     }
-    const std::vector<double> duration_s = async_durations(plan, platform);
+    const std::vector<double> duration_s = async_durations(plan, platform, false);
+    const std::vector<double> loaded_s = async_durations(plan, platform, true);
     for (size_t i = 0; i < order.size(); ++i)
       compiled.duration_s[i] = duration_s[order[i]];
+    if (loaded_s != duration_s) {
+      compiled.loaded_servers_duration_s = compiled.duration_s;
+      for (size_t i = 0; i < order.size(); ++i)
+        compiled.loaded_servers_duration_s[i] = loaded_s[order[i]];
+    }
     compiled.resources = shared_resources(plan, platform, duration_s);
   }
   return compiled;
@@ -341,23 +400,18 @@ RoundTiming evaluate(const CompiledPlan& compiled) {
   const size_t n = compiled.duration_s.size();
   RoundTiming timing;
   if (n == 0) return timing;
-  // finish[i] and the predecessor that decided it, to walk the critical path back.
-  std::vector<double> finish(n);
-  std::vector<int> critical_pred(n, -1);
-  size_t last = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double start = 0;
-    for (int p = compiled.pred_offset[i]; p < compiled.pred_offset[i + 1]; ++p) {
-      const int pred = compiled.pred_index[static_cast<size_t>(p)];
-      if (critical_pred[i] < 0 || finish[static_cast<size_t>(pred)] > start) {
-        critical_pred[i] = pred;
-        start = finish[static_cast<size_t>(pred)];
-      }
-    }
-    finish[i] = start + compiled.duration_s[i];
-    if (finish[i] > finish[last]) last = i;
-  }
+  std::vector<double> finish;
+  std::vector<int> critical_pred;
+  const size_t last = longest_paths(compiled, compiled.duration_s, finish, critical_pred);
   if (compiled.asynchronous) {
+    // Where pushes in the order loaded servers impose would outrun the servers, the servers
+    // bind and impose it; otherwise they wait for pushes, which leave at once and share.
+    if (!compiled.loaded_servers_duration_s.empty()) {
+      RoundTiming loaded;
+      longest_paths(compiled, compiled.loaded_servers_duration_s, finish, critical_pred);
+      if (evaluate_asynchronous(compiled, finish, loaded)) return loaded;
+      longest_paths(compiled, compiled.duration_s, finish, critical_pred);
+    }
     evaluate_asynchronous(compiled, finish, timing);
     return timing;
   }

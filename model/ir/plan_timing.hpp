@@ -17,7 +17,14 @@
 // transfers cross (bytes / bandwidth per update). A worker's transfers that start together share
 // its links (its pushes, posted at once), except its servers' replies under a rendezvous
 // (replies_arrive_in_turn: the worker receives one message at a time): those arrive one after
-// another, in server order (SimGrid: in the order their requests arrive), sharing nothing.
+// another, in server order (SimGrid: in the order their requests arrive), sharing nothing. Loaded
+// servers change that order: a one-thread server clears a worker's push when it frees, each at
+// its own time, so the pushes leave one after another (each ending after its bytes and the
+// earlier ones', in server order) and each reply comes back alone while a later push flows. The
+// engine times the plan both ways: where the workers, with pushes in that order, would outrun the
+// servers (a server binds first), the servers bind and the rates are theirs; otherwise the
+// servers wait for the pushes, which leave at once and share (SimGrid lets each message's wait
+// decide).
 // Progressive filling: the resource that needs the largest cut scales the rates of the workers
 // that use it (all workers under a staleness bound) until it is exactly busy; those workers are
 // fixed, and the next resource is cut among the rest. The throughput X = sum of the rates is
@@ -31,8 +38,7 @@
 // before its read or at the staleness bound [identity: every worker always has one update in
 // flight, Little's law]. What it leaves out: a reply order other than server order (replies
 // whose applies end far apart do not wait for each other; the engine queues them all the same),
-// pushes that loaded servers clear at different times (they flow one after another, the first
-// reply meanwhile; the engine shares them, SimGrid lets the servers' load decide), contention the
+// servers that are loaded now and then (one order or the other for the whole run), contention the
 // formulas do not name (a link shared by the parallel shards of one worker's pull), stragglers
 // and failures (the simulator's business), and anything stochastic.
 #pragma once
@@ -71,6 +77,9 @@ struct CompiledPlan {
   std::vector<int> owner;                 ///< per op: the worker whose cycle it is in
   std::vector<int> apply_server;          ///< per op: the server of an Apply, else -1
   std::vector<SharedResource> resources;  ///< processors, links in, links out, links
+  /// Per op, topological order: the durations under the order loaded servers impose (pushes one
+  /// at a time, replies apart; see the header comment). Empty where it changes nothing.
+  std::vector<double> loaded_servers_duration_s;
 };
 
 struct RoundTiming {

@@ -275,6 +275,8 @@ class Family {
     for (size_t i : compute_ops_) {
       const model::Op& op = plan_.op(order_[i]);
       scratch_.duration_s[i] = op_duration_s(op, plan_, platform_);
+      if (!scratch_.loaded_servers_duration_s.empty())
+        scratch_.loaded_servers_duration_s[i] = scratch_.duration_s[i];
       scratch_.step_fraction[i] = op.step_fraction * op.steps;
     }
     o.timing = tauplan::model::evaluate(scratch_);

@@ -183,6 +183,41 @@ TEST_CASE("async under a rendezvous: a loaded server holds a push for its transf
   CHECK(row.extra["bottleneck"].get<std::string>().find("thread") != std::string::npos);
 }
 
+TEST_CASE("async under a rendezvous: servers that bind take a worker's pushes in turn") {
+  // The platform of the test above. Each server's thread serves 0.060001 s per update (16.67/s
+  // for both). Idle servers take a worker's pushes at once: the cycle is replies in turn (0.09 s),
+  // the step (0.1 s) and shared pushes (0.07 s), 0.26 s. Loaded servers clear them at their own
+  // times: the pushes leave one after the other (the last 3 latencies + N / 1e8 = 0.07 s after the
+  // step), each reply comes back alone (3 latencies + N / 2 / 1e8 = 0.05 s): 0.22 s. Three workers
+  // at 0.22 s (13.6/s) would not load the servers, so they wait for pushes: 3 / 0.26 s. Four at
+  // 0.22 s (18.2/s) would outrun them, so the servers bind, though four at 0.26 s would not
+  // (15.4/s): the rate is the servers' 1 / 0.060001.
+  const double b = 100, eager = 65536, latency = 10e-3, C = 0.1, N = 4e6;
+  model::Platform platform = star(std::vector<double>(4, 1e12), {1e12, 1e12}, 1e10, 1e8, 5e-3);
+  platform.protocol.rendezvous = true;
+  platform.protocol.eager_limit_bytes = eager;
+  const double idle_cycle = (5 * latency + N / 1e8) + C + (3 * latency + N / 1e8) + 1e6 / 1e12;
+  const double server_s =
+      (2 * latency + N / 2 / 1e8 - eager / 1e8) + (2 * latency + eager / 1e8) + 1e6 / 1e12;
+  const auto three =
+      predict(async_options(3, b, 2), test::round_workload(), platform, model::FixedCounts(1000));
+  CHECK(three.round_s == Approx(idle_cycle / 3).epsilon(1e-12));
+  CHECK(three.extra["bottleneck"] == "workers");
+  const auto four =
+      predict(async_options(4, b, 2), test::round_workload(), platform, model::FixedCounts(1000));
+  CHECK(four.round_s == Approx(server_s).epsilon(1e-12));
+  CHECK(four.extra["bottleneck"].get<std::string>().find("thread") != std::string::npos);
+  // Eager messages have no clear-to-send to wait for: one order, shared pushes and replies, a
+  // cycle of 0.2 s. Three workers make 15/s, under the servers' 1 / 0.06 (each holds a whole
+  // transfer each way); replies apart (0.03 s) would make 3 / 0.18 s and load them.
+  platform.protocol.eager_limit_bytes = 4e6;
+  const double eager_cycle = 2 * (latency + N / 1e8) + C + 1e6 / 1e12;
+  const auto eager_three =
+      predict(async_options(3, b, 2), test::round_workload(), platform, model::FixedCounts(1000));
+  CHECK(eager_three.round_s == Approx(eager_cycle / 3).epsilon(1e-12));
+  CHECK(eager_three.extra["bottleneck"] == "workers");
+}
+
 TEST_CASE("async under a rendezvous: a worker's pushes share its link, its replies come in turn") {
   // One worker on a 1e8 B/s link (5 ms per link: 10 ms routes), two servers on 1e10 B/s, MPI's
   // rendezvous. Its two pushes of N / 2, posted at once, share its link and both end 3 latencies
