@@ -61,10 +61,11 @@ namespace {
 /// worker's replies arrive one at a time (replies_arrive_in_turn), they share nothing: in server
 /// order each ends after the ones before it, paying its clear-to-send, its bytes' trip and its
 /// bytes (its request's trip was taken while the ones before it flowed).
-/// With `loaded_servers` (the order servers that bind impose: each clears a worker's push when
-/// its thread frees, at its own time) those pushes leave one at a time instead, in server order,
-/// each ending after its own bytes and those of the pushes before it on every link, and each
-/// reply, back while a later push flows, alone.
+/// With `loaded_servers`, the order loaded servers impose under a rendezvous (each clears a
+/// worker's push when its thread frees, at its own time): pushes above the eager limit leave one
+/// at a time, in server order, each ending after its own bytes, the earlier pushes' and the
+/// sharing members' on every link (those see every push's bytes), and each reply above the eager
+/// limit is timed alone (it came back while a later push flowed).
 /// Returns every op's duration by OpId (op_duration_s, the siblings' shared ones for transfers).
 std::vector<double> async_durations(const Plan& plan, const Platform& platform,
                                     bool loaded_servers) {
@@ -79,67 +80,63 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform,
     std::sort(preds.begin(), preds.end());
     groups[{op.worker, preds}].push_back(v);
   }
+  auto route_of = [&](const Op& op) -> const Route& {
+    return platform.route(plan.host_of(op.source), plan.host_of(op.destination));
+  };
+  // A transfer: its message latency plus its busiest link's bytes over that link's bandwidth.
+  auto settle = [&](OpId i, const std::map<int, double>& bytes_on_link) {
+    const Op& op = plan.op(i);
+    const Route& route = route_of(op);
+    double busiest_s = 0;
+    for (int link : route.links) {
+      const Link& l = platform.links[static_cast<size_t>(link)];
+      const auto bytes = bytes_on_link.find(link);
+      if (l.sharing == LinkSharing::FatPipe || bytes == bytes_on_link.end()) continue;
+      busiest_s = std::max(busiest_s, bytes->second / l.bandwidth_Bps);
+    }
+    duration_s[i] =
+        std::max(duration_s[i],
+                 op.repeat * platform.message_latency_s(route.latency_s, op.bytes) + busiest_s);
+  };
   for (const auto& [key, members] : groups) {
     if (members.size() < 2) continue;
-    auto route_of = [&](const Op& op) -> const Route& {
-      return platform.route(plan.host_of(op.source), plan.host_of(op.destination));
-    };
-    auto in_turn = [&](const Op& op) {
-      return op.source.role == Endpoint::Role::Server && replies_arrive_in_turn(platform, op.bytes);
-    };
-    auto push_in_turn = [&](const Op& op) {
-      return loaded_servers && op.destination.role == Endpoint::Role::Server &&
-             replies_arrive_in_turn(platform, op.bytes);
-    };
     std::vector<std::pair<int, OpId>> replies, pushes;  // in turn: (server, op)
+    std::vector<OpId> sharing;
     std::map<int, double> shared_bytes;
     for (OpId i : members) {
       const Op& op = plan.op(i);
-      if (in_turn(op)) {
+      const bool rendezvous = replies_arrive_in_turn(platform, op.bytes);
+      if (rendezvous && op.source.role == Endpoint::Role::Server) {
         replies.emplace_back(op.source.index, i);
-      } else if (push_in_turn(op)) {
+      } else if (rendezvous && loaded_servers && op.destination.role == Endpoint::Role::Server) {
         pushes.emplace_back(op.destination.index, i);
       } else {
+        sharing.push_back(i);
         for (int link : route_of(op).links)
           shared_bytes[link] += op.repeat * op.bytes;
       }
     }
     std::sort(replies.begin(), replies.end());
     double replies_end_s = 0;
-    for (const auto& [server, i] : replies) {
-      if (loaded_servers) break;  // back apart, each alone
-      const Op& op = plan.op(i);
-      const double alone_s = op_duration_s(op, plan, platform);
-      replies_end_s += replies_end_s > 0 ? alone_s - op.repeat * route_of(op).latency_s : alone_s;
-      duration_s[i] = std::max(duration_s[i], replies_end_s);
-    }
-    // Each transfer: its message latency plus its busiest link's bytes (those it shares, or its
-    // own and the earlier pushes') over that link's bandwidth.
-    auto settle = [&](OpId i, std::map<int, double>& bytes_on_link) {
-      const Op& op = plan.op(i);
-      const Route& route = route_of(op);
-      double busiest_s = 0;
-      for (int link : route.links) {
-        const Link& l = platform.links[static_cast<size_t>(link)];
-        if (l.sharing == LinkSharing::FatPipe) continue;
-        busiest_s = std::max(busiest_s, bytes_on_link[link] / l.bandwidth_Bps);
+    if (!loaded_servers)
+      for (const auto& [server, i] : replies) {
+        const Op& op = plan.op(i);
+        const double alone_s = op_duration_s(op, plan, platform);
+        replies_end_s += replies_end_s > 0 ? alone_s - op.repeat * route_of(op).latency_s : alone_s;
+        duration_s[i] = std::max(duration_s[i], replies_end_s);
       }
-      duration_s[i] =
-          std::max(duration_s[i],
-                   op.repeat * platform.message_latency_s(route.latency_s, op.bytes) + busiest_s);
-    };
     std::sort(pushes.begin(), pushes.end());
-    std::map<int, double> pushed_bytes;
+    std::map<int, double> pushed_bytes = shared_bytes;
     for (const auto& [server, i] : pushes) {
       const Op& op = plan.op(i);
-      for (int link : route_of(op).links)
+      for (int link : route_of(op).links) {
         pushed_bytes[link] += op.repeat * op.bytes;
+        shared_bytes[link] += op.repeat * op.bytes;
+      }
       settle(i, pushed_bytes);
     }
-    for (OpId i : members) {
-      const Op& op = plan.op(i);
-      if (!in_turn(op) && !push_in_turn(op)) settle(i, shared_bytes);
-    }
+    for (OpId i : sharing)
+      settle(i, shared_bytes);
   }
   return duration_s;
 }
@@ -383,13 +380,13 @@ CompiledPlan compile(const Plan& plan, const Platform& platform) {
       compiled.apply_server.push_back(op.kind == OpKind::Apply ? op.server : -1);
     }
     const std::vector<double> duration_s = async_durations(plan, platform, false);
-    const std::vector<double> loaded_s = async_durations(plan, platform, true);
     for (size_t i = 0; i < order.size(); ++i)
       compiled.duration_s[i] = duration_s[order[i]];
-    if (loaded_s != duration_s) {
-      compiled.loaded_servers_duration_s = compiled.duration_s;
+    if (platform.protocol.rendezvous) {  // only a rendezvous has another order
+      const std::vector<double> loaded_s = async_durations(plan, platform, true);
       for (size_t i = 0; i < order.size(); ++i)
-        compiled.loaded_servers_duration_s[i] = loaded_s[order[i]];
+        if (loaded_s[order[i]] != duration_s[order[i]])
+          compiled.loaded_servers_transfers.emplace_back(static_cast<int>(i), loaded_s[order[i]]);
     }
     compiled.resources = shared_resources(plan, platform, duration_s);
   }
@@ -402,19 +399,23 @@ RoundTiming evaluate(const CompiledPlan& compiled) {
   if (n == 0) return timing;
   std::vector<double> finish;
   std::vector<int> critical_pred;
-  const size_t last = longest_paths(compiled, compiled.duration_s, finish, critical_pred);
   if (compiled.asynchronous) {
-    // Where pushes in the order loaded servers impose would outrun the servers, the servers
-    // bind and impose it; otherwise they wait for pushes, which leave at once and share.
-    if (!compiled.loaded_servers_duration_s.empty()) {
+    // Where the workers, with their pushes in the order loaded servers impose, would outrun the
+    // servers, the servers bind and impose it; otherwise they wait for pushes, which leave at
+    // once and share.
+    if (!compiled.loaded_servers_transfers.empty()) {
+      std::vector<double> loaded_s = compiled.duration_s;
+      for (const auto& [i, duration] : compiled.loaded_servers_transfers)
+        loaded_s[static_cast<size_t>(i)] = duration;
+      longest_paths(compiled, loaded_s, finish, critical_pred);
       RoundTiming loaded;
-      longest_paths(compiled, compiled.loaded_servers_duration_s, finish, critical_pred);
       if (evaluate_asynchronous(compiled, finish, loaded)) return loaded;
-      longest_paths(compiled, compiled.duration_s, finish, critical_pred);
     }
+    longest_paths(compiled, compiled.duration_s, finish, critical_pred);
     evaluate_asynchronous(compiled, finish, timing);
     return timing;
   }
+  const size_t last = longest_paths(compiled, compiled.duration_s, finish, critical_pred);
   timing.round_s = finish[last];
   double compute = 0, comm = 0;
   for (int i = static_cast<int>(last); i >= 0; i = critical_pred[static_cast<size_t>(i)]) {

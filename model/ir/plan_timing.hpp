@@ -18,13 +18,13 @@
 // its links (its pushes, posted at once), except its servers' replies under a rendezvous
 // (replies_arrive_in_turn: the worker receives one message at a time): those arrive one after
 // another, in server order (SimGrid: in the order their requests arrive), sharing nothing. Loaded
-// servers change that order: a one-thread server clears a worker's push when it frees, each at
-// its own time, so the pushes leave one after another (each ending after its bytes and the
-// earlier ones', in server order) and each reply comes back alone while a later push flows. The
-// engine times the plan both ways: where the workers, with pushes in that order, would outrun the
-// servers (a server binds first), the servers bind and the rates are theirs; otherwise the
-// servers wait for the pushes, which leave at once and share (SimGrid lets each message's wait
-// decide).
+// servers change that order under a rendezvous: a one-thread server clears a worker's push when
+// it frees, each at its own time, so pushes above the eager limit leave one after another (each
+// ending after its bytes and the earlier ones', in server order) and each reply above it is timed
+// alone (it came back while a later push flowed). The engine times the plan both ways: where the
+// workers, with pushes in turn and replies apart, would outrun the servers (progressive filling
+// cuts a server first), the servers bind and the rates are theirs; otherwise the servers wait for
+// the pushes, which leave at once and share (SimGrid lets each message's wait decide).
 // Progressive filling: the resource that needs the largest cut scales the rates of the workers
 // that use it (all workers under a staleness bound) until it is exactly busy; those workers are
 // fixed, and the next resource is cut among the rest. The throughput X = sum of the rates is
@@ -44,6 +44,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/inputs/platform.hpp"
@@ -77,9 +78,10 @@ struct CompiledPlan {
   std::vector<int> owner;                 ///< per op: the worker whose cycle it is in
   std::vector<int> apply_server;          ///< per op: the server of an Apply, else -1
   std::vector<SharedResource> resources;  ///< processors, links in, links out, links
-  /// Per op, topological order: the durations under the order loaded servers impose (pushes one
-  /// at a time, replies apart; see the header comment). Empty where it changes nothing.
-  std::vector<double> loaded_servers_duration_s;
+  /// The transfers timed otherwise in the order loaded servers impose (pushes one at a time,
+  /// replies apart; see the header comment): (op index, topological order; its duration). Empty
+  /// where that order changes nothing. Every other op keeps its duration_s in both orders.
+  std::vector<std::pair<int, double>> loaded_servers_transfers;
 };
 
 struct RoundTiming {

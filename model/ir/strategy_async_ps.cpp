@@ -59,6 +59,7 @@ class AsyncPsStrategy : public Strategy {
   void recost(Plan& plan, const StrategyOptions& options, const Workload& workload,
               const Platform& platform) const override {
     plan.batch = options.batch;
+    plan.staleness_bound = options.staleness_bound;
     plan.worker_samples.assign(plan.worker_hosts.size(), options.batch);
     const double flop = worker_step_flop(options, workload, platform, plan.worker_hosts);
     for (auto v : plan.op_ids()) {

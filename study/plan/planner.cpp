@@ -222,8 +222,9 @@ Evaluation evaluate_mesh(const Inventory& inventory, const PlanConfig& config,
   return e;
 }
 
-/// One Plan built and compiled per (selection, strategy, collective, servers); the batch, tau
-/// and split of each configuration only change the compute ops' work and the rounds, so those
+/// One Plan built and compiled per (selection, strategy, collective, servers); the batch, tau,
+/// staleness bound and split of each configuration only change the compute ops' work, the rounds
+/// and the plan's own fields (its staleness bound, read here from the recosted plan), so those
 /// ops are re-costed in place (with the generators' own arithmetic and memory check) instead of
 /// building a new Plan. planner_test.cpp checks that this equals evaluate_config exactly.
 class Family {
@@ -275,8 +276,6 @@ class Family {
     for (size_t i : compute_ops_) {
       const model::Op& op = plan_.op(order_[i]);
       scratch_.duration_s[i] = op_duration_s(op, plan_, platform_);
-      if (!scratch_.loaded_servers_duration_s.empty())
-        scratch_.loaded_servers_duration_s[i] = scratch_.duration_s[i];
       scratch_.step_fraction[i] = op.step_fraction * op.steps;
     }
     o.timing = tauplan::model::evaluate(scratch_);

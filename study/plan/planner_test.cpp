@@ -238,9 +238,9 @@ TEST_CASE("planner: the frontier of a real search holds no dominated point") {
 TEST_CASE("planner: shared plans give exactly what one Plan per configuration gives") {
   const auto inv = parse(base_inventory(
       kTwoTypes,
-      "servers: {max: 2, price_per_hour: 0.2}\n"
-      "search: {strategies: [single, sync, local-sgd], batch_per_worker: [128, 16, 64],"
-      " tau: [1, 8], servers: [1, 2]}\n"));
+      "servers: {max: 2, price_per_hour: 0.2, speed_flops: 1e11}\n"
+      "search: {strategies: [single, sync, local-sgd, async-ps], batch_per_worker: [128, 16, 64],"
+      " tau: [1, 8], servers: [1, 2], staleness_bound: [0, 2]}\n"));
   const auto fast = study::search_plans(inv, 10, true);
   const auto reference = study::search_plans(inv, 10, false);
   CHECK(fast.stats.configurations == reference.stats.configurations);

@@ -184,14 +184,14 @@ TEST_CASE("async under a rendezvous: a loaded server holds a push for its transf
 }
 
 TEST_CASE("async under a rendezvous: servers that bind take a worker's pushes in turn") {
-  // The platform of the test above. Each server's thread serves 0.060001 s per update (16.67/s
-  // for both). Idle servers take a worker's pushes at once: the cycle is replies in turn (0.09 s),
-  // the step (0.1 s) and shared pushes (0.07 s), 0.26 s. Loaded servers clear them at their own
-  // times: the pushes leave one after the other (the last 3 latencies + N / 1e8 = 0.07 s after the
-  // step), each reply comes back alone (3 latencies + N / 2 / 1e8 = 0.05 s): 0.22 s. Three workers
-  // at 0.22 s (13.6/s) would not load the servers, so they wait for pushes: 3 / 0.26 s. Four at
-  // 0.22 s (18.2/s) would outrun them, so the servers bind, though four at 0.26 s would not
-  // (15.4/s): the rate is the servers' 1 / 0.060001.
+  // The platform of the test above. Every update goes through both servers, whose threads each
+  // serve 0.060001 s of it: at most 16.67 updates/s in all. Idle servers take a worker's pushes at
+  // once: the cycle is replies in turn (0.09 s), the step (0.1 s) and shared pushes (0.07 s), 0.26
+  // s. Loaded servers clear them at their own times: the pushes leave one after the other (the last
+  // 3 latencies + N / 1e8 = 0.07 s after the step), each reply comes back alone (3 latencies + N /
+  // 2 / 1e8 = 0.05 s): 0.22 s. Three workers at 0.22 s (13.6/s) would not load the servers, so they
+  // wait for pushes: 3 / 0.26 s. Four at 0.22 s (18.2/s) would outrun them, so the servers bind,
+  // though four at 0.26 s would not (15.4/s): the rate is the servers' 1 / 0.060001.
   const double b = 100, eager = 65536, latency = 10e-3, C = 0.1, N = 4e6;
   model::Platform platform = star(std::vector<double>(4, 1e12), {1e12, 1e12}, 1e10, 1e8, 5e-3);
   platform.protocol.rendezvous = true;
