@@ -116,17 +116,19 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform,
           shared_bytes[link] += op.repeat * op.bytes;
       }
     }
-    std::sort(replies.begin(), replies.end());
-    double replies_end_s = 0;
-    if (!loaded_servers)
+    if (!loaded_servers) {  // in turn; with loaded servers each is alone, as op_duration_s
+      std::sort(replies.begin(), replies.end());
+      double replies_end_s = 0;
       for (const auto& [server, i] : replies) {
         const Op& op = plan.op(i);
         const double alone_s = op_duration_s(op, plan, platform);
         replies_end_s += replies_end_s > 0 ? alone_s - op.repeat * route_of(op).latency_s : alone_s;
         duration_s[i] = std::max(duration_s[i], replies_end_s);
       }
+    }
     std::sort(pushes.begin(), pushes.end());
-    std::map<int, double> pushed_bytes = shared_bytes;
+    std::map<int, double> pushed_bytes;
+    if (!pushes.empty()) pushed_bytes = shared_bytes;
     for (const auto& [server, i] : pushes) {
       const Op& op = plan.op(i);
       for (int link : route_of(op).links) {

@@ -20,11 +20,12 @@
 // another, in server order (SimGrid: in the order their requests arrive), sharing nothing. Loaded
 // servers change that order under a rendezvous: a one-thread server clears a worker's push when
 // it frees, each at its own time, so pushes above the eager limit leave one after another (each
-// ending after its bytes and the earlier ones', in server order) and each reply above it is timed
-// alone (it came back while a later push flowed). The engine times the plan both ways: where the
-// workers, with pushes in turn and replies apart, would outrun the servers (progressive filling
-// cuts a server first), the servers bind and the rates are theirs; otherwise the servers wait for
-// the pushes, which leave at once and share (SimGrid lets each message's wait decide).
+// ending after its bytes, the earlier ones' and the group's other transfers', in server order)
+// and each reply above it is timed alone (it came back while a later push flowed). The engine
+// times the plan both ways: where the workers, with pushes in turn and replies apart, would
+// outrun the servers (progressive filling cuts a server first), the servers bind and the rates
+// are theirs; otherwise the servers wait for the pushes, which leave at once and share (SimGrid
+// lets each message's wait decide).
 // Progressive filling: the resource that needs the largest cut scales the rates of the workers
 // that use it (all workers under a staleness bound) until it is exactly busy; those workers are
 // fixed, and the next resource is cut among the rest. The throughput X = sum of the rates is

@@ -102,8 +102,10 @@ class Strategy {
   /// Na(b) steps.
   virtual double convergence_steps(const Plan& plan, const ConvergenceModel& convergence) const;
   /// Re-costs the compute ops of `plan` (built by this strategy for the same workers,
-  /// collective and overlap) for another batch, tau and split: worker samples, each compute
-  /// op's samples, flop and steps. The memory check is left to the caller (planner search).
+  /// collective and overlap) for another batch, tau, split and staleness bound: worker samples,
+  /// each compute op's samples, flop and steps, and every plan field those options set (batch,
+  /// tau, steps per round, round budget, split, staleness bound, mean staleness). Transfers and
+  /// applies keep their costs. The memory check is left to the caller (planner search).
   virtual void recost(Plan& plan, const StrategyOptions& options, const Workload& workload,
                       const Platform& platform) const = 0;
 
