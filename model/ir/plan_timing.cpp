@@ -126,16 +126,14 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform,
         duration_s[i] = std::max(duration_s[i], replies_end_s);
       }
     }
+    // In server order, each push adds its bytes to what is on its links so far (the sharing
+    // members' and the earlier pushes'), so the sharing members settle with every push's bytes.
     std::sort(pushes.begin(), pushes.end());
-    std::map<int, double> pushed_bytes;
-    if (!pushes.empty()) pushed_bytes = shared_bytes;
     for (const auto& [server, i] : pushes) {
       const Op& op = plan.op(i);
-      for (int link : route_of(op).links) {
-        pushed_bytes[link] += op.repeat * op.bytes;
+      for (int link : route_of(op).links)
         shared_bytes[link] += op.repeat * op.bytes;
-      }
-      settle(i, pushed_bytes);
+      settle(i, shared_bytes);
     }
     for (OpId i : sharing)
       settle(i, shared_bytes);
