@@ -155,7 +155,7 @@ void add_calibrate(CLI::App& verb) {
                       "handshake of large ones included) rather than TCP");
   calibrate
       ->add_option("--mpi-sizes", cal->mpi_sizes,
-                   "MPI message sizes in bytes, multiples of 4 (131072,...,2097152)")
+                   "MPI message sizes in bytes, multiples of 4 (131072,...,2097152,8388608)")
       ->delimiter(',');
   calibrate->add_option("--mpi-repeats", cal->mpi_repeats, "MPI messages of each size (3)");
   calibrate->add_option("--mpi-waiters", cal->mpi_waiters,

@@ -63,8 +63,8 @@ std::vector<MessageProbeRoute> run_message_probe(PeerGroup& peers,
         peers.recv(src, small.data(), ping_floats, kPingTag);
         peers.send(src, small.data(), ping_floats, kPingTag);
       }
-      for (double s : request.sizes_bytes)
-        for (int i = 0; i < request.repeats + 1; ++i) {
+      for (int pass = 0; pass < request.repeats + 1; ++pass)
+        for (double s : request.sizes_bytes) {
           peers.recv(src, buffer.data(), static_cast<std::size_t>(s / 4), kDataTag);
           peers.send(src, small.data(), ping_floats, kReplyTag);
         }
@@ -76,14 +76,17 @@ std::vector<MessageProbeRoute> run_message_probe(PeerGroup& peers,
         peers.recv(dst, small.data(), ping_floats, kPingTag);
         if (i >= 3) round_trips.push_back(now_s() - t0);
       }
-      route.small_round_trip_s = model::median(round_trips);
-      for (double s : request.sizes_bytes)
-        for (int i = 0; i < request.repeats + 1; ++i) {
+      route.small_round_trip_s = *std::min_element(round_trips.begin(), round_trips.end());
+      // A warm-up pass over every size, then `repeats` passes: a size's repeats are spread over
+      // the route's time, so that one stall of the machine slows one repeat of several sizes
+      // rather than every repeat of one (which no lower envelope can see through).
+      for (int pass = 0; pass < request.repeats + 1; ++pass)
+        for (double s : request.sizes_bytes) {
           const double t0 = now_s();
           peers.send(dst, buffer.data(), static_cast<std::size_t>(s / 4), kDataTag);
           peers.recv(dst, small.data(), ping_floats, kReplyTag);
           const double exchange = now_s() - t0;
-          if (i > 0) route.samples.emplace_back(s, exchange - 0.5 * route.small_round_trip_s);
+          if (pass > 0) route.samples.emplace_back(s, exchange - 0.5 * route.small_round_trip_s);
         }
     }
     // The sender's numbers go to rank 0: [round trip, then (bytes, seconds) per sample].

@@ -5,10 +5,11 @@
 // btl_tcp_eager_limit) as a rendezvous: a first fragment with a request, the receiver's
 // acknowledgement, then the rest; so a large message costs about three one-way latencies before
 // its bytes flow at the route's rate. This probe measures that cost on a pair of ranks at a time
-// over a PeerGroup (MpiPeers under `tauplan testbed run`; ThreadPeers in tests): the median
-// round trip of small messages, then one-way transfers of each size, each answered by a small
-// message, timed at the sender on the wall clock (steady_clock); one-way time = the exchange
-// less half the small round trip. Fitted per pair by least squares to t = alpha + S / beta.
+// over a PeerGroup (MpiPeers under `tauplan testbed run`; ThreadPeers in tests): the fastest
+// round trip of small messages (noise only adds), then one-way transfers of each size, each
+// answered by a small message, in passes over all sizes (a warm-up pass, then one per repeat),
+// timed at the sender on the wall clock (steady_clock); one-way time = the exchange less half
+// the small round trip. Fitted per pair by least squares to t = alpha + S / beta.
 // Every other rank waits at a barrier while a pair measures, so pairs never share a link: the
 // PeerGroup's own (MPI_Barrier busy-polls) or one the caller gives (MpiPeers::barrier_asleep,
 // so that the waiting ranks leave the cores to the pair timed).
@@ -29,7 +30,7 @@ namespace tauplan::exec {
 struct MessageProbeRequest {
   std::vector<std::pair<int, int>> pairs;  ///< (sender, receiver) ranks, measured in this order
   std::vector<double> sizes_bytes;         ///< one-way message sizes (multiples of 4 bytes)
-  int repeats = 3;                         ///< timed transfers of each size (after one warm-up)
+  int repeats = 3;                         ///< timed passes over the sizes (after one warm-up)
   int pings = 20;                          ///< timed small round trips (after 3 warm-up)
   int ping_bytes = 8;
   /// The barrier every rank passes before each pair and after the last; empty: peers.barrier().
@@ -39,7 +40,7 @@ struct MessageProbeRequest {
 struct MessageProbeRoute {
   int src = 0;
   int dst = 0;
-  double small_round_trip_s = 0;                   ///< median
+  double small_round_trip_s = 0;                   ///< the fastest
   std::vector<std::pair<double, double>> samples;  ///< (bytes, one-way seconds)
   model::LinearFit fit;                            ///< seconds against bytes
   double alpha_s = 0;                              ///< fit intercept (>= 0)

@@ -249,26 +249,32 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
     if (found == measured.end())
       throw std::runtime_error("testbed calibrate --mpi: the message probe left out route " +
                                route);
-    if (!(found->at("beta_Bps").get<double>() > 0))
-      throw MeasurementError("testbed calibrate --mpi: route " + route +
-                             ": MPI message times do not grow with their size (a busy machine, "
-                             "or the hypervisor's steal): measure again");
     const nlohmann::json& r = *found;
-    // The bandwidth stays TCP's (transfers of up to 0.2 s, their lower envelope; within 0.5% of
-    // the shaped rate on most recorded routes, experiments/testbed/README.md): MPI moves a
-    // large message's bytes over the same TCP stream, and 2 MiB messages fit a slope less
-    // precisely. alpha is what an MPI message pays on top: the median of t - S / beta.
+    // The route's rate and what a message pays on top (tb::fit_messages): the faster of the
+    // messages' lower envelope and the TCP fit, and the least extra time of the smallest
+    // messages at that rate. The links' bandwidths are refitted below from these rates.
     m.samples.clear();
     for (const nlohmann::json& sample : r.at("samples"))
       m.samples.push_back({sample.at(0).get<double>(), sample.at(1).get<double>()});
-    const double alpha = tb::message_overhead_s(m.samples, m.bandwidth_Bps, route);
-    m.round_trip_s = 2 * alpha;
+    const tb::MessageFit fit = tb::fit_messages(m.samples, m.bandwidth_Bps, route);
+    m.bandwidth_Bps = fit.bandwidth_Bps;
+    m.round_trip_s = 2 * fit.alpha_s;
     m.round_trips_s = {r.at("small_round_trip_s").get<double>()};
-    m.fit.intercept = alpha;
-    m.fit.slope = 1 / m.bandwidth_Bps;
+    m.fit.intercept = fit.alpha_s;
+    m.fit.slope = 1 / fit.bandwidth_Bps;
     m.fit.r2 = r.at("r2").get<double>();
     m.fit.max_relative_residual = r.at("max_relative_residual").get<double>();
   }
+  // Bandwidths from the routes' rates as read above, latencies from the TCP round trips (whose
+  // split over the links the messages' alphas cannot make observable, see below).
+  std::vector<tb::RouteMeasurement> rates = cal.tcp_routes;
+  for (std::size_t i = 0; i < rates.size(); ++i)
+    rates[i].bandwidth_Bps = cal.routes[i].bandwidth_Bps;
+  std::vector<std::string> refit_warnings;
+  cal.links = tb::fit_links(state.spec, rates, refit_warnings);
+  for (const std::string& warning : refit_warnings)
+    if (std::find(cal.warnings.begin(), cal.warnings.end(), warning) == cal.warnings.end())
+      cal.warnings.push_back(warning);
   // Links: a message above the eager limit pays three one-way latencies of its route (the
   // rendezvous: request, clear to send, then the data), each the route's TCP one-way latency
   // times one factor c fitted through the origin over the measured routes; every link keeps its
@@ -290,9 +296,10 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
       "MPI point-to-point messages (OpenMPI ob1 over TCP, one rank per host under testbed run), "
       "wall clock at the sender: per route, messages of {} bytes, {} times each after a warm-up, "
       "each answered by 8 bytes, the other ranks waiting {}; one-way time = the exchange less half "
-      "the median 8-byte round "
-      "trip; bandwidth beta from the TCP transfers (longer; their lower envelope), alpha = "
-      "median of t - S / beta over the messages, written as a round trip of 2 alpha (alpha holds "
+      "the fastest 8-byte round "
+      "trip; in passes over the sizes; bandwidth beta = the faster of the messages' lower envelope "
+      "and the TCP transfers' (noise only slows a transfer), alpha = the least t - S / beta of "
+      "the smallest messages, written as a round trip of 2 alpha (alpha holds "
       "the rendezvous handshake of messages above the eager limit of {:.0f} bytes); every link's "
       "latency = its TCP fit x {:.4g}, the factor fitted through the origin to alpha against 3 "
       "TCP one-way latencies of the measured routes (a rendezvous: request, clear to send, "

@@ -153,7 +153,11 @@ TEST_CASE("message probe: recovers the latency and bandwidth of a delay line", "
   CHECK(routes[1].src == 2);
   CHECK(routes[1].dst == 0);
   for (const exec::MessageProbeRoute& route : routes) {
-    CHECK(route.samples.size() == request.sizes_bytes.size() * 2);
+    REQUIRE(route.samples.size() == request.sizes_bytes.size() * 2);
+    // In passes over the sizes (a stall slows one repeat of several sizes, not every repeat of
+    // one): the i-th sample is of the (i mod sizes)-th size.
+    for (std::size_t i = 0; i < route.samples.size(); ++i)
+      CHECK(route.samples[i].first == request.sizes_bytes[i % request.sizes_bytes.size()]);
     CHECK(route.small_round_trip_s == Approx(2 * latency).epsilon(0.15));
     // One-way = exchange - half the small round trip = latency + S / bandwidth.
     CHECK(route.alpha_s == Approx(latency).epsilon(0.15));

@@ -448,22 +448,48 @@ TEST_CASE("link fits reproduce exact measurements and the calibrated platform lo
   std::remove(path.c_str());
 }
 
-TEST_CASE("an MPI message's overhead: the median over its messages, refused when not positive") {
-  // Messages of 128 KiB to 2 MiB over a 12.5 MB/s route, each paying 12 ms on top, one of them
-  // stalled by 30 ms: the median ignores the stall.
+TEST_CASE(
+    "an MPI route's fit: the faster reading of its rate, the least overhead of the smallest "
+    "messages") {
+  // Messages of 128 KiB to 8 MiB over a 12.5 MB/s route, three passes, each paying 12 ms on
+  // top; in each pass one message stalled by 30 ms (the largest in the first, as a machine's
+  // stall does): the lower envelope and the least overhead see through them.
+  const std::vector<double> sizes{131072, 262144, 524288, 1048576, 2097152, 8388608};
   std::vector<TransferSample> samples;
-  for (double bytes : {131072.0, 262144.0, 524288.0, 1048576.0, 2097152.0})
-    samples.push_back({bytes, 0.012 + bytes / 12.5e6});
-  samples[2].seconds += 0.030;
-  CHECK(message_overhead_s(samples, 12.5e6, "a -> b") == Approx(0.012).epsilon(1e-9));
-  // The same messages against a TCP fit that read the route at 6 MB/s (a busy machine): the
-  // messages would have beaten the route's own transfers. A measurement error naming the route.
+  for (int pass = 0; pass < 3; ++pass)
+    for (double bytes : sizes)
+      samples.push_back({bytes, 0.012 + bytes / 12.5e6});
+  samples[5].seconds += 0.030;
+  samples[6].seconds += 0.030;
+  samples[14].seconds += 0.030;
+  // The TCP transfers read the route at 10.4 MB/s (as under 11% steal on 2026-12-02): the
+  // messages' own rate wins, and alpha is exact.
+  MessageFit fit = fit_messages(samples, 10.4e6, "a -> b");
+  CHECK(fit.envelope_bandwidth_Bps == Approx(12.5e6).epsilon(1e-9));
+  CHECK(fit.bandwidth_Bps == Approx(12.5e6).epsilon(1e-9));
+  CHECK(fit.alpha_s == Approx(0.012).epsilon(1e-9));
+  // TCP read it faster (12.6 MB/s): that rate is taken, and alpha is the smallest messages'
+  // extra time at it, 12 ms + 131072 B x (1 / 12.5e6 - 1 / 12.6e6).
+  fit = fit_messages(samples, 12.6e6, "a -> b");
+  CHECK(fit.bandwidth_Bps == Approx(12.6e6).epsilon(1e-12));
+  CHECK(fit.alpha_s == Approx(0.012 + 131072 * (1 / 12.5e6 - 1 / 12.6e6)).epsilon(1e-9));
+  // Messages 2 ms faster than their bytes at the rate read (a one-way time less half a round
+  // trip that the machine stretched): no overhead left, a measurement error naming the route.
+  std::vector<TransferSample> bare;
+  for (double bytes : sizes)
+    bare.push_back({bytes, bytes / 12.5e6 - 0.002});
   try {
-    message_overhead_s(samples, 6e6, "a -> b");
+    fit_messages(bare, 12.5e6, "a -> b");
     FAIL("no error");
   } catch (const tauplan::MeasurementError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("route a -> b: MPI messages took no longer than TCP"));
+    CHECK_THAT(e.what(), Catch::Contains("route a -> b: MPI messages of 131072 bytes took no "
+                                         "longer than their bytes"));
     CHECK_THAT(e.what(), Catch::Contains("measure again"));
   }
-  CHECK_THROWS_AS(message_overhead_s({}, 12.5e6, "a -> b"), std::invalid_argument);  // a bug
+  // Neither reading grows with the size: a measurement error too.
+  std::vector<TransferSample> flat;
+  for (double bytes : sizes)
+    flat.push_back({bytes, 0.05});
+  CHECK_THROWS_AS(fit_messages(flat, 0, "a -> b"), tauplan::MeasurementError);
+  CHECK_THROWS_AS(fit_messages({}, 12.5e6, "a -> b"), std::invalid_argument);  // a bug
 }
