@@ -644,8 +644,7 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   return out;
 }
 
-MessageFit fit_messages(const std::vector<TransferSample>& samples, double tcp_bandwidth_Bps,
-                        const std::string& route) {
+MessageFit fit_messages(const std::vector<TransferSample>& samples, const std::string& route) {
   if (samples.empty())
     throw std::invalid_argument("fit_messages: no MPI messages of route " + route);
   std::vector<double> bytes, seconds;
@@ -653,18 +652,17 @@ MessageFit fit_messages(const std::vector<TransferSample>& samples, double tcp_b
     bytes.push_back(sample.bytes);
     seconds.push_back(sample.seconds);
   }
-  MessageFit fit;
   const double smallest = *std::min_element(bytes.begin(), bytes.end());
+  MessageFit fit;
   if (*std::max_element(bytes.begin(), bytes.end()) > smallest) {
-    const model::LinearFit envelope =
-        model::fit_lower_envelope(bytes, seconds, "MPI messages of route " + route);
-    if (envelope.slope > 0) fit.envelope_bandwidth_Bps = 1 / envelope.slope;
+    const double slope =
+        model::fit_lower_envelope(bytes, seconds, "MPI messages of route " + route).slope;
+    if (slope > 0) fit.bandwidth_Bps = 1 / slope;
   }
-  fit.bandwidth_Bps = std::max(fit.envelope_bandwidth_Bps, tcp_bandwidth_Bps);
   if (!(fit.bandwidth_Bps > 0 && std::isfinite(fit.bandwidth_Bps)))
     throw MeasurementError(fmt::format(
-        "testbed calibrate --mpi: route {}: neither the MPI messages nor the TCP transfers took "
-        "longer when larger (a busy machine, or the hypervisor's steal): measure again",
+        "testbed calibrate --mpi: route {}: its MPI messages took no longer when larger (a busy "
+        "machine, or the hypervisor's steal): measure again",
         route));
   fit.alpha_s = std::numeric_limits<double>::infinity();
   for (const TransferSample& sample : samples)
@@ -673,8 +671,8 @@ MessageFit fit_messages(const std::vector<TransferSample>& samples, double tcp_b
   if (!(fit.alpha_s > 0))
     throw MeasurementError(fmt::format(
         "testbed calibrate --mpi: route {}: MPI messages of {:.0f} bytes took no longer than "
-        "their bytes at {:.4g} MB/s (overhead {:.3g} s); the route was read too fast (a busy "
-        "machine, or the hypervisor's steal): measure again",
+        "their bytes at {:.4g} MB/s (overhead {:.3g} s; a busy machine, or the hypervisor's "
+        "steal): measure again",
         route, smallest, fit.bandwidth_Bps / 1e6, fit.alpha_s));
   return fit;
 }

@@ -144,26 +144,24 @@ std::string comment_safe(std::string text);
 /// spoiled: measure again).
 void fit_transfers(const Spec& spec, RouteMeasurement& m);
 
-/// A route's MPI messages fitted against its TCP transfers (the same route, measured just before).
+/// A route's MPI messages, fitted.
 struct MessageFit {
-  double alpha_s = 0;                 ///< what a message pays on top of its bytes
-  double bandwidth_Bps = 0;           ///< the route's rate: the faster of the two readings
-  double envelope_bandwidth_Bps = 0;  ///< the messages' own lower envelope (0: not growing)
+  double alpha_s = 0;        ///< what a message pays on top of its bytes
+  double bandwidth_Bps = 0;  ///< the route's rate as the messages see it
 };
 
-/// Fits a route's MPI messages: the bandwidth is the faster of the messages' lower envelope
-/// (model::fit_lower_envelope, 1 / slope) and `tcp_bandwidth_Bps` (the TCP transfers' fit):
-/// both read the same route, and noise on this machine (the hypervisor's steal, a busy core)
-/// only slows a transfer, so the faster reading is the nearer (recorded runs: TCP read routes
-/// of 12.5 MB/s at 10.4-11.0 MB/s under 11% steal while the messages read 12.45-12.51,
-/// experiments/testbed/README.md, "Calibrations that repeat"). alpha is what the smallest
-/// messages pay on top of their bytes at that bandwidth, the least over their repeats (the
-/// smallest messages' bytes take the least time, so a bandwidth error moves alpha least; noise
-/// only adds). Throws MeasurementError naming `route` when alpha is not positive (the messages
-/// beat the route's rate: a reading spoiled by the machine) or neither reading grows with
-/// size; std::invalid_argument when there are no samples.
-MessageFit fit_messages(const std::vector<TransferSample>& samples, double tcp_bandwidth_Bps,
-                        const std::string& route);
+/// Fits a route's MPI messages: the bandwidth is 1 / slope of their lower envelope
+/// (model::fit_lower_envelope: noise on this machine, the hypervisor's steal or a busy core,
+/// only slows a message), what the ranks' own messages get; alpha is what the smallest messages
+/// pay on top of their bytes at that rate, the least over their repeats (their bytes take the
+/// least time, so an error of the rate moves alpha least). The TCP transfers' fit of the same
+/// route is not used: under steal it read routes shaped at 12.5 MB/s at 10.4-11.0 MB/s while
+/// the messages read 12.45-12.51, and above the shaped rate by up to 2.7% where the messages
+/// stayed within 1% below it (experiments/testbed/README.md, "Calibrations that repeat").
+/// Throws MeasurementError naming `route` when the messages do not take longer when larger or
+/// alpha is not positive (a reading the machine spoiled: measure again); std::invalid_argument
+/// when there are no samples.
+MessageFit fit_messages(const std::vector<TransferSample>& samples, const std::string& route);
 
 /// The ordered pairs measured by default (see the file comment), in rank order.
 std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);

@@ -5,9 +5,11 @@ calibrations of one testbed group, under two rules for `testbed calibrate --mpi`
 
   old (to 73f6f59): bandwidth = the TCP transfers' fit; alpha = median over all messages of
       t - S / bandwidth; a route's one-way latency = half the median of its TCP echoes;
-  new (since): bandwidth = the faster of the TCP fit and the messages' own lower envelope;
-      alpha = the least t - S / bandwidth of the smallest messages; one-way latency = half the
-      fastest TCP echo.
+  new (since): bandwidth = the messages' own lower envelope; alpha = the least t - S /
+      bandwidth of the smallest messages; one-way latency = half the fastest TCP echo. (The
+      calibrations recorded before this rule have no 8 MiB messages and time a size's repeats
+      one after another; the new probe adds both, so this rule on old samples reads the rates
+      less well than the new calibration does.)
 
 Under both, every link's latency is its TCP fit times one factor c per group (the least-squares
 fit through the origin of alpha against 3 one-way latencies, over the measured routes); what a
@@ -63,7 +65,7 @@ def route_numbers(message_route, tcp_route, rule):
         one_way = statistics.median(echoes) / 2
     else:
         slope = lower_envelope_slope(samples)
-        bandwidth = max(1 / slope if slope > 0 else 0.0, tcp_route["bandwidth_Bps"])
+        bandwidth = 1 / slope if slope > 0 else float("nan")
         smallest = min(b for b, _ in samples)
         alpha = min(t - b / bandwidth for b, t in samples if b == smallest)
         one_way = min(echoes) / 2

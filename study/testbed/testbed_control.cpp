@@ -250,13 +250,13 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
       throw std::runtime_error("testbed calibrate --mpi: the message probe left out route " +
                                route);
     const nlohmann::json& r = *found;
-    // The route's rate and what a message pays on top (tb::fit_messages): the faster of the
-    // messages' lower envelope and the TCP fit, and the least extra time of the smallest
-    // messages at that rate. The links' bandwidths are refitted below from these rates.
+    // The route's rate and what a message pays on top (tb::fit_messages): the messages' lower
+    // envelope, and the least extra time of the smallest messages at that rate. The links'
+    // bandwidths are refitted below from these rates.
     m.samples.clear();
     for (const nlohmann::json& sample : r.at("samples"))
       m.samples.push_back({sample.at(0).get<double>(), sample.at(1).get<double>()});
-    const tb::MessageFit fit = tb::fit_messages(m.samples, m.bandwidth_Bps, route);
+    const tb::MessageFit fit = tb::fit_messages(m.samples, route);
     m.bandwidth_Bps = fit.bandwidth_Bps;
     m.round_trip_s = 2 * fit.alpha_s;
     m.round_trips_s = {r.at("small_round_trip_s").get<double>()};
@@ -297,9 +297,9 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
       "wall clock at the sender: per route, messages of {} bytes, {} times each after a warm-up, "
       "each answered by 8 bytes, the other ranks waiting {}; one-way time = the exchange less half "
       "the fastest 8-byte round "
-      "trip; in passes over the sizes; bandwidth beta = the faster of the messages' lower envelope "
-      "and the TCP transfers' (noise only slows a transfer), alpha = the least t - S / beta of "
-      "the smallest messages, written as a round trip of 2 alpha (alpha holds "
+      "trip; in passes over the sizes; bandwidth beta = 1 / slope of the messages' lower envelope "
+      "(noise only slows a message), alpha = the least t - S / beta of the smallest messages, "
+      "written as a round trip of 2 alpha (alpha holds "
       "the rendezvous handshake of messages above the eager limit of {:.0f} bytes); every link's "
       "latency = its TCP fit x {:.4g}, the factor fitted through the origin to alpha against 3 "
       "TCP one-way latencies of the measured routes (a rendezvous: request, clear to send, "
