@@ -17,7 +17,8 @@ for i in 1 2 3 4 5 6 7 8; do
   echo "$(stamp) calibration $i ($arm) starts" | tee -a "$out/timeline.txt"
   "$bin" testbed calibrate --prefix tpr- --mpi --json --out "$out/cal-$i-$arm.xml" \
     > "$out/cal-$i-$arm.json" 2> "$out/cal-$i-$arm.err"
-  echo "$(stamp) calibration $i ($arm) exit $?" | tee -a "$out/timeline.txt"
+  rc=$?  # (as run on 2026-12-02, $? was read after $(stamp) and logged 0 every time)
+  echo "$(stamp) calibration $i ($arm) exit $rc" | tee -a "$out/timeline.txt"
 done
 "$new" testbed down --prefix tpr- >> "$out/up.txt" 2>&1
 for i in 1 2 3 4 5 6; do
@@ -26,6 +27,7 @@ for i in 1 2 3 4 5 6; do
   "$bin" validate experiments/testbed/fashion-mlp.yaml --testbed experiments/testbed/ci-matrix.yaml \
     --target-accuracy 0.8 --convergence-seeds 2 --max-round-error 15 --no-plot \
     --testbed-prefix tpv- --out "$out/ci-$i-$arm" > "$out/ci-$i-$arm.txt" 2>&1
-  echo "$(stamp) ci matrix $i ($arm) exit $?" | tee -a "$out/timeline.txt"
+  rc=$?
+  echo "$(stamp) ci matrix $i ($arm) exit $rc" | tee -a "$out/timeline.txt"
   rm -f "$out/ci-$i-$arm"/runs/*.err "$out/ci-$i-$arm"/runs/*.out
 done
