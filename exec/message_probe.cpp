@@ -7,7 +7,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "model/base/statistics.hpp"
 
 namespace tauplan::exec {
 namespace {

@@ -16,7 +16,6 @@
 
 #include "exec/testbed/system.hpp"
 #include "model/base/error.hpp"
-#include "model/base/statistics.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/inputs/simgrid_xml.hpp"
 #include "model/ir/result.hpp"
@@ -288,6 +287,8 @@ RouteMeasurement measure_route(const Spec& spec, const NetworkCalibrationRequest
                               request.ping_bytes, ping_timeout);
   // The fastest echo: noise on this machine only adds (the median moved by up to 20% with the
   // hypervisor's steal, the fastest by 4%: experiments/testbed/README.md).
+  if (m.round_trips_s.empty())
+    throw std::runtime_error("testbed calibrate: no echo of route " + route_name(spec, a, b));
   m.round_trip_s = *std::min_element(m.round_trips_s.begin(), m.round_trips_s.end());
   const double largest = std::max(64.0 * 1024, route.bandwidth_Bps * request.transfer_s);
   std::vector<double> sizes;
@@ -674,7 +675,30 @@ MessageFit fit_messages(const std::vector<TransferSample>& samples, const std::s
         "their bytes at {:.4g} MB/s (overhead {:.3g} s; a busy machine, or the hypervisor's "
         "steal): measure again",
         route, smallest, fit.bandwidth_Bps / 1e6, fit.alpha_s));
+  fit.line.intercept = fit.alpha_s;
+  fit.line.slope = 1 / fit.bandwidth_Bps;
+  model::describe_fit(bytes, seconds, fit.line);
   return fit;
+}
+
+std::vector<LinkFit> fit_links_to_messages(const Spec& spec,
+                                           const std::vector<RouteMeasurement>& message_routes,
+                                           const std::vector<RouteMeasurement>& tcp_routes,
+                                           std::vector<std::string>& warnings) {
+  if (message_routes.size() != tcp_routes.size())
+    throw std::invalid_argument("fit_links_to_messages: message and TCP routes differ");
+  std::vector<RouteMeasurement> rates = tcp_routes;
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    if (message_routes[i].src != rates[i].src || message_routes[i].dst != rates[i].dst)
+      throw std::invalid_argument("fit_links_to_messages: message and TCP routes differ");
+    rates[i].bandwidth_Bps = message_routes[i].bandwidth_Bps;
+  }
+  std::vector<std::string> fit_warnings;
+  std::vector<LinkFit> links = fit_links(spec, rates, fit_warnings);
+  for (const std::string& warning : fit_warnings)
+    if (std::find(warnings.begin(), warnings.end(), warning) == warnings.end())
+      warnings.push_back(warning);
+  return links;
 }
 
 double scale_latencies_to_messages(const Spec& spec,

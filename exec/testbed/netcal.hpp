@@ -148,6 +148,7 @@ void fit_transfers(const Spec& spec, RouteMeasurement& m);
 struct MessageFit {
   double alpha_s = 0;        ///< what a message pays on top of its bytes
   double bandwidth_Bps = 0;  ///< the route's rate as the messages see it
+  model::LinearFit line;     ///< t = alpha + S / bandwidth, R^2 and residuals of the messages
 };
 
 /// Fits a route's MPI messages: the bandwidth is 1 / slope of their lower envelope
@@ -162,6 +163,17 @@ struct MessageFit {
 /// alpha is not positive (a reading the machine spoiled: measure again); std::invalid_argument
 /// when there are no samples.
 MessageFit fit_messages(const std::vector<TransferSample>& samples, const std::string& route);
+
+/// The links of `spec` fitted as fit_links does, with each route's bandwidth from
+/// `message_routes` (fit_messages' rates) and its round trip from `tcp_routes` (the TCP echoes:
+/// the messages' alphas do not say which link of a route adds how much, see
+/// scale_latencies_to_messages); the same routes in the same order. Adds the fit's warnings that
+/// `warnings` does not hold yet (a TCP fit of the same round trips gave it the others). Throws
+/// std::invalid_argument when the lists differ or a link lies on no route.
+std::vector<LinkFit> fit_links_to_messages(const Spec& spec,
+                                           const std::vector<RouteMeasurement>& message_routes,
+                                           const std::vector<RouteMeasurement>& tcp_routes,
+                                           std::vector<std::string>& warnings);
 
 /// The ordered pairs measured by default (see the file comment), in rank order.
 std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);

@@ -151,7 +151,7 @@ void measure_latencies(exec::ProbeNetwork& network, const TopologyProbeRequest& 
   for (int a = 0; a < n; ++a)
     for (int b = a + 1; b < n; ++b) {
       const std::vector<double> trips = network.round_trips(a, b, request.pings);
-      const double rtt = quantile(trips, 0.5);
+      const double rtt = quantile(trips, 0.0);  // the fastest: noise on this machine only adds
       if (!(std::isfinite(rtt) && rtt > 0))
         throw std::runtime_error(fmt::format("topology probe: no round trip between {} and {}",
                                              t.hosts[at(a)], t.hosts[at(b)]));

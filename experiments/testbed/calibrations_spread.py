@@ -7,7 +7,9 @@ groups them by group name (or "calibrate" for the former), and prints per group:
   - per route (routes[]: src > dst), the spread (largest / smallest - 1) over the calibrations of
     its rate (routes[].bandwidth_Bps) and of what a message above the eager limit pays on top of
     its bytes, 3 c l, with l half the route's recorded TCP round trip (tcp_routes[].round_trip_s:
-    what the latency of every link on it is scaled from); the median and the largest over routes;
+    what the latency of every link on it is scaled from; the median echo in calibrations before
+    2026-12-02, the fastest since); the median and the largest over routes (those in every
+    calibration of the group);
   - per link of the written platform (links[]), the spread of its bandwidth and latency.
 Standard library only.
 Usage: python3 experiments/testbed/calibrations_spread.py FILE_OR_DIR...
@@ -34,6 +36,9 @@ def spread(values):
 def describe(label, table):
     """table: name -> list of values, one per calibration."""
     spreads = {name: spread(v) for name, v in table.items() if min(v) > 0}
+    if not spreads:
+        print("    %s: nothing to compare" % label)
+        return
     worst = max(spreads, key=spreads.get)
     print("    %s: median %.2f%%, largest %.2f%% (%s)" %
           (label, 100 * statistics.median(spreads.values()), 100 * spreads[worst], worst))
@@ -48,7 +53,9 @@ def main(paths):
         print("group %s: %d calibrations" % (group, len(runs)))
         rate, message, link_bw, link_lat = {}, {}, {}, {}
         for path, n in runs:
-            c = n.get("mpi_latency_factor") or 1.0
+            c = n.get("mpi_latency_factor")
+            if not c:
+                sys.exit("%s: not an MPI calibration (no mpi_latency_factor)" % path)
             steal = n.get("cpu_steal_fraction")
             print("  %s: factor %.4f, steal %s" %
                   (path, c, "%.1f%%" % (100 * steal) if steal is not None else "unknown"))
@@ -60,6 +67,9 @@ def main(paths):
             for link in n["links"]:
                 link_bw.setdefault(link["name"], []).append(link["bandwidth_Bps"])
                 link_lat.setdefault(link["name"], []).append(link["latency_s"])
+        for table in (rate, message, link_bw, link_lat):
+            for name in [k for k, v in table.items() if len(v) != len(runs)]:
+                del table[name]
         describe("route rate spread", rate)
         describe("route message latency 3 c l spread", message)
         describe("link bandwidth spread", link_bw)

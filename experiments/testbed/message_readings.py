@@ -9,7 +9,8 @@ calibrations of one testbed group, under two rules for `testbed calibrate --mpi`
       bandwidth of the smallest messages; one-way latency = half the fastest TCP echo. (The
       calibrations recorded before this rule have no 8 MiB messages and time a size's repeats
       one after another; the new probe adds both, so this rule on old samples reads the rates
-      less well than the new calibration does.)
+      less well than the new calibration does; their messages' one-way times are the exchange
+      less half the median small round trip, the fastest since.)
 
 Under both, every link's latency is its TCP fit times one factor c per group (the least-squares
 fit through the origin of alpha against 3 one-way latencies, over the measured routes); what a
@@ -102,7 +103,7 @@ def main(dirs):
             readings = [group_readings(n, rule) for _, n in runs]
             factors = " ".join("%.3f" % f for f, _ in readings)
             print("  %s rule: factor c per calibration: %s" % (rule, factors))
-            names = sorted(readings[0][1])
+            names = sorted(set.intersection(*(set(r[1]) for r in readings)))
             bw = [spread([r[1][name][0] for r in readings]) for name in names]
             lat = [spread([r[1][name][1] for r in readings]) for name in names]
             print("    route bandwidth spread: median %.1f%%, largest %.1f%% (%s)" %

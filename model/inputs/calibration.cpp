@@ -45,7 +45,8 @@ void check_fit_input(const std::vector<double>& x, const std::vector<double>& y,
   if (!finite(x) || !finite(y)) throw InputError(origin, "fit", "finite values", "a NaN or inf");
 }
 
-/// Fills a fitted line's residuals, R^2 and largest relative residual.
+}  // namespace
+
 void describe_fit(const std::vector<double>& x, const std::vector<double>& y, LinearFit& fit) {
   double mean = 0;
   for (double v : y)
@@ -70,8 +71,6 @@ void describe_fit(const std::vector<double>& x, const std::vector<double>& y, Li
   else
     fit.r2 = ss_tot > 0 ? std::max(0.0, 1.0 - ss_res / ss_tot) : 0.0;
 }
-
-}  // namespace
 
 LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
                    const std::string& origin, bool relative) {

@@ -70,6 +70,11 @@ LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
 LinearFit fit_lower_envelope(const std::vector<double>& x, const std::vector<double>& y,
                              const std::string& origin = "<calibration>");
 
+/// Fills fit's residuals, R^2 and largest relative residual of the points (x, y) about its line
+/// (intercept and slope as given), as fit_line and fit_lower_envelope report them; for a line
+/// set by a rule of its own (exec/testbed/netcal.hpp: fit_messages). x and y of equal size.
+void describe_fit(const std::vector<double>& x, const std::vector<double>& y, LinearFit& fit);
+
 /// What a calibration found, as written into the platform XML.
 struct Calibration {
   int hosts = 8;                         ///< K worker hosts

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -208,8 +209,25 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   std::string pairs;
   for (const tb::RouteMeasurement& m : cal.routes)
     pairs += fmt::format("{}{}:{}", pairs.empty() ? "" : ",", m.src, m.dst);
+  // Sizes whose transfer would take more than kLongestMessageS on the slowest route measured
+  // (TCP's rate; a testbed at a time scale of 2 or more) are left out, the two smallest kept:
+  // every route is timed with the same sizes, and 8 MiB at 62.5 kB/s would take 9 minutes a
+  // route.
+  constexpr double kLongestMessageS = 1.0;
+  double slowest = std::numeric_limits<double>::infinity();
+  for (const tb::RouteMeasurement& m : cal.routes)
+    slowest = std::min(slowest, m.bandwidth_Bps);
+  std::vector<double> kept = a.mpi_sizes;
+  std::sort(kept.begin(), kept.end());
+  while (kept.size() > 2 && kept.back() / slowest > kLongestMessageS) {
+    std::cerr << fmt::format(
+        "testbed calibrate: messages of {:.0f} bytes left out: {:.3g} s on the slowest route "
+        "({:.4g} MB/s), more than {} s\n",
+        kept.back(), kept.back() / slowest, slowest / 1e6, kLongestMessageS);
+    kept.pop_back();
+  }
   std::string sizes;
-  for (double v : a.mpi_sizes)
+  for (double v : kept)
     sizes += fmt::format("{}{:.0f}", sizes.empty() ? "" : ",", v);
   const std::filesystem::path dir = std::filesystem::temp_directory_path();
   const std::string stem = (dir / fmt::format("tauplan-message-probe-{}", getpid())).string();
@@ -260,25 +278,13 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
     m.bandwidth_Bps = fit.bandwidth_Bps;
     m.round_trip_s = 2 * fit.alpha_s;
     m.round_trips_s = {r.at("small_round_trip_s").get<double>()};
-    m.fit.intercept = fit.alpha_s;
-    m.fit.slope = 1 / fit.bandwidth_Bps;
-    m.fit.r2 = r.at("r2").get<double>();
-    m.fit.max_relative_residual = r.at("max_relative_residual").get<double>();
+    m.fit = fit.line;
   }
-  // Bandwidths from the routes' rates as read above, latencies from the TCP round trips (whose
-  // split over the links the messages' alphas cannot make observable, see below).
-  std::vector<tb::RouteMeasurement> rates = cal.tcp_routes;
-  for (std::size_t i = 0; i < rates.size(); ++i)
-    rates[i].bandwidth_Bps = cal.routes[i].bandwidth_Bps;
-  std::vector<std::string> refit_warnings;
-  cal.links = tb::fit_links(state.spec, rates, refit_warnings);
-  for (const std::string& warning : refit_warnings)
-    if (std::find(cal.warnings.begin(), cal.warnings.end(), warning) == cal.warnings.end())
-      cal.warnings.push_back(warning);
+  cal.links = tb::fit_links_to_messages(state.spec, cal.routes, cal.tcp_routes, cal.warnings);
   // Links: a message above the eager limit pays three one-way latencies of its route (the
   // rendezvous: request, clear to send, then the data), each the route's TCP one-way latency
   // times one factor c fitted through the origin over the measured routes; every link keeps its
-  // TCP fit, its latency times c, and the platform says that messages above the eager limit
+  // TCP latency times c, and the platform says that messages above the eager limit
   // follow a rendezvous, so that the simulator sends the request and the clear to send as
   // transfers of their own (sim/rendezvous.hpp) and the analytic engine charges three latencies.
   // Why not fit each link's latency to the messages (fit_links' smallest correction): the
@@ -294,7 +300,8 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   cal.eager_limit_bytes = a.eager_limit_bytes;
   cal.message_method = fmt::format(
       "MPI point-to-point messages (OpenMPI ob1 over TCP, one rank per host under testbed run), "
-      "wall clock at the sender: per route, messages of {} bytes, {} times each after a warm-up, "
+      "wall clock at the sender: per route, messages of {} bytes in {} passes after a warm-up "
+      "pass, "
       "each answered by 8 bytes, the other ranks waiting {}; one-way time = the exchange less half "
       "the fastest 8-byte round "
       "trip; in passes over the sizes; bandwidth beta = 1 / slope of the messages' lower envelope "
@@ -304,7 +311,8 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
       "latency = its TCP fit x {:.4g}, the factor fitted through the origin to alpha against 3 "
       "TCP one-way latencies of the measured routes (a rendezvous: request, clear to send, "
       "data), and the platform's message_protocol is that rendezvous; the TCP measurements are "
-      "kept in the JSON (tcp_routes), the MPI fit's own slope in each route's r2",
+      "kept in the JSON (tcp_routes), each route's r2 that of its messages about t = alpha + S / "
+      "beta",
       sizes, a.mpi_repeats,
       a.mpi_waiters == "asleep" ? "asleep (MPI_Ibarrier tested every 200 us)"
                                 : "in MPI_Barrier (busy-polling)",

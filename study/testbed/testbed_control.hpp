@@ -50,8 +50,9 @@ struct TestbedCalibrateRequest {
   /// Route round trips and bandwidths from MPI messages (exec/message_probe.hpp) rather than
   /// TCP: what a training run's messages pay, the rendezvous handshake included. Sizes above
   /// OpenMPI's TCP eager limit (64 KiB) up to 2 MiB, the range of the gradients and their
-  /// chunks that tauplan's collectives send, and 8 MiB, so that the slope of a fast route is
-  /// read over a long transfer (2 MiB take 42 ms at 50 MB/s, a few times a message's alpha).
+  /// chunks that tauplan's collectives send, and 8 MiB: one more point on the messages' lower
+  /// envelope, whose slope is its edge spanning the mean size (2.08 MB with these sizes: the
+  /// edge from 1 to 2 MiB while both lie on it, a longer one when a stall lifts either).
   bool mpi = false;
   std::vector<double> mpi_sizes{131072, 262144, 524288, 1048576, 2097152, 8388608};
   int mpi_repeats = 3;

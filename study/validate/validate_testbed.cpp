@@ -1065,10 +1065,11 @@ void row_baselines(Validation& v, const tb::Spec& spec, size_t first, size_t cou
 }
 
 /// A group's network calibration (`testbed calibrate --mpi`). One that the machine spoiled
-/// (MeasurementError: under heavy steal the TCP transfers can read a route slower than its MPI
-/// messages go), or with --max-steal one taken under more steal than that, is taken again, up
-/// to kStealAttempts in all; each is logged and why it was set aside kept in `failed` (the
-/// JSON's networks[].failed_calibrations). The last attempt is kept whatever its steal.
+/// (MeasurementError: under heavy steal a route's messages or transfers can come out not growing
+/// with their size, or its smallest messages no slower than their bytes), or with --max-steal one
+/// taken under more steal than that, is taken again, up to kStealAttempts in all; each is logged
+/// and why it was set aside kept in `failed` (the JSON's networks[].failed_calibrations). The last
+/// attempt is kept whatever its steal.
 tb::NetworkCalibration calibrate_group_network(const std::string& prefix, double max_steal,
                                                const tb::State& state,
                                                std::vector<std::string>& failed) {

@@ -121,7 +121,8 @@ nlohmann::json calibrate(const std::string& prefix, const std::vector<std::strin
 }
 
 /// Every measured route within 5% of the testbed's (scaled platform) latency and bandwidth.
-/// Latency is half the median round trip of 8-byte TCP echoes; the testbed adds 0.15-0.3 ms per
+/// Latency is half the fastest round trip of 8-byte TCP echoes (the median until 2026-12-02; the
+/// route's `latency_error` follows it); the testbed adds 0.15-0.3 ms per
 /// round trip of its own (host stacks and wake-ups, measured with zero-latency links), so routes
 /// here are scaled to round trips of 16 ms or more. The fabric never delivers a packet early
 /// (by at most its 25 us margin) and the host only adds time, so the fastest echo is held to 5%:
@@ -144,7 +145,14 @@ void check_routes(const nlohmann::json& cal) {
     const double testbed = r.at("testbed_round_trip_s").get<double>();
     INFO("fastest round trip " << fastest << " s");
     CHECK(std::abs(fastest - testbed) / testbed < 0.05);
-    CHECK(std::abs(r.at("latency_error").get<double>()) < 0.15);
+    CHECK(std::abs(r.at("latency_error").get<double>()) < 0.05);  // the fastest's, written
+    std::vector<double> sorted = trips;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted.size() % 2 == 1
+                              ? sorted[sorted.size() / 2]
+                              : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    INFO("median round trip " << median << " s");
+    CHECK(std::abs(median - testbed) / testbed < 0.15);
     CHECK(std::abs(r.at("bandwidth_error").get<double>()) < 0.05);
     // No bound on R^2: since 99ca31e it is every repeat's about the lower envelope, stalled
     // repeats included (0.92 to 1 in the recorded runs); the rate above is what the fit is for.

@@ -450,20 +450,26 @@ TEST_CASE("link fits reproduce exact measurements and the calibrated platform lo
 
 TEST_CASE("an MPI route's fit: its messages' lower envelope, the least overhead of the smallest") {
   // Messages of 128 KiB to 8 MiB over a 12.5 MB/s route, three passes, each paying 12 ms on
-  // top; stalls of 30 ms on the first pass's largest, the second pass's smallest and the third
-  // pass's 2 MiB (as a machine's stall does): the lower envelope and the least overhead see
-  // through them (a least-squares line through all 18 reads 15.2 ms and 12.4 MB/s).
+  // top; the second and third passes stalled by 30 ms on every message but the 2 MiB ones (as a
+  // machine's stall does): 10 of 18 messages pay 42 ms, so the median over all messages of
+  // t - S / rate (the rule before) reads 42 ms, and a least-squares line through all 18 reads
+  // 28.7 ms; the lower envelope and the least overhead of the smallest messages
+  // see through the stalls.
   const std::vector<double> sizes{131072, 262144, 524288, 1048576, 2097152, 8388608};
   std::vector<TransferSample> samples;
   for (int pass = 0; pass < 3; ++pass)
     for (double bytes : sizes)
-      samples.push_back({bytes, 0.012 + bytes / 12.5e6});
-  samples[5].seconds += 0.030;
-  samples[6].seconds += 0.030;
-  samples[16].seconds += 0.030;
+      samples.push_back(
+          {bytes, 0.012 + bytes / 12.5e6 + ((pass > 0 && bytes != 2097152) ? 0.030 : 0.0)});
   const MessageFit fit = fit_messages(samples, "a -> b");
   CHECK(fit.bandwidth_Bps == Approx(12.5e6).epsilon(1e-9));
   CHECK(fit.alpha_s == Approx(0.012).epsilon(1e-9));
+  // The line written: alpha and 1 / rate, with the messages' R^2 about it (the stalls leave
+  // residuals) and their largest relative residual, 30 ms of a stalled 128 KiB message's 52.5 ms.
+  CHECK(fit.line.intercept == fit.alpha_s);
+  CHECK(fit.line.slope == Approx(1 / 12.5e6).epsilon(1e-12));
+  CHECK(fit.line.r2 < 1);
+  CHECK(fit.line.max_relative_residual == Approx(0.030 / (0.042 + 131072 / 12.5e6)).epsilon(1e-9));
   // Messages 2 ms faster than their bytes at their rate (a one-way time less half a round trip
   // that the machine stretched): no overhead left, a measurement error naming the route.
   std::vector<TransferSample> bare;
@@ -485,4 +491,41 @@ TEST_CASE("an MPI route's fit: its messages' lower envelope, the least overhead 
   CHECK_THROWS_AS(fit_messages({{131072, 0.02}, {131072, 0.03}}, "a -> b"),
                   tauplan::MeasurementError);
   CHECK_THROWS_AS(fit_messages({}, "a -> b"), std::invalid_argument);  // a bug
+}
+
+TEST_CASE("links fitted to MPI messages: bandwidths from the messages, latencies from TCP") {
+  const Spec spec = make_spec(backbone_platform(2e7, 1e7, 4e-3), Options{});
+  std::vector<RouteMeasurement> tcp, messages;
+  for (const auto& [a, b] : covering_pairs(spec)) {
+    RouteMeasurement m;
+    m.src = a;
+    m.dst = b;
+    m.round_trip_s = spec.route(a, b).latency_s + spec.route(b, a).latency_s + 2e-4;
+    m.bandwidth_Bps = 0.8 * spec.route(a, b).bandwidth_Bps;  // TCP read slow, as under steal
+    tcp.push_back(m);
+    m.round_trip_s = 0.03;  // 2 alpha: not a sum of the links' latencies
+    m.bandwidth_Bps = 0.99 * spec.route(a, b).bandwidth_Bps;
+    messages.push_back(m);
+  }
+  std::vector<std::string> warnings{"an earlier warning"};
+  std::vector<std::string> tcp_warnings;
+  const std::vector<LinkFit> by_tcp = fit_links(spec, tcp, tcp_warnings);
+  warnings.insert(warnings.end(), tcp_warnings.begin(), tcp_warnings.end());
+  const std::size_t before = warnings.size();
+  const std::vector<LinkFit> links = fit_links_to_messages(spec, messages, tcp, warnings);
+  REQUIRE(links.size() == by_tcp.size());
+  for (std::size_t l = 0; l < links.size(); ++l) {
+    // Latencies are TCP's fit (the messages' 30 ms round trips would give others), bandwidths
+    // the messages' rates (the backbone, every route's narrowest link, at 0.99e7).
+    CHECK(links[l].latency_s == Approx(by_tcp[l].latency_s).epsilon(1e-12));
+    CHECK(links[l].bandwidth_Bps == Approx(by_tcp[l].bandwidth_Bps / 0.8 * 0.99).epsilon(1e-9));
+  }
+  // The same round trips give the same warnings: none added twice.
+  CHECK(warnings.size() == before);
+  // Lists of other routes or lengths are a bug.
+  std::vector<RouteMeasurement> shorter = messages;
+  shorter.pop_back();
+  CHECK_THROWS_AS(fit_links_to_messages(spec, shorter, tcp, warnings), std::invalid_argument);
+  std::swap(messages.front(), messages.back());
+  CHECK_THROWS_AS(fit_links_to_messages(spec, messages, tcp, warnings), std::invalid_argument);
 }
