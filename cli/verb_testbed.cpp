@@ -14,6 +14,7 @@
 // through sim/'s loader, the rest exec/testbed/). What it leaves out: more than one testbed per
 // prefix.
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -114,9 +115,13 @@ void check_calibrate_request(const study::TestbedCalibrateRequest& cal) {
                      fmt::format("{} {} {}", r.transfer_s, r.window_s, r.warmup_s));
   if (cal.mpi_waiters != "spin" && cal.mpi_waiters != "asleep")
     throw InputError("command line", "--mpi-waiters", "spin or asleep", cal.mpi_waiters);
-  if (cal.mpi_sizes.size() < 2 || cal.mpi_repeats < 1)
-    throw InputError("command line", "--mpi-sizes", "at least 2 sizes and --mpi-repeats >= 1",
-                     std::to_string(cal.mpi_sizes.size()) + " sizes");
+  std::vector<double> distinct = cal.mpi_sizes;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() < 2 || cal.mpi_repeats < 1)
+    throw InputError("command line", "--mpi-sizes",
+                     "at least 2 distinct sizes and --mpi-repeats >= 1",
+                     std::to_string(distinct.size()) + " distinct sizes");
   for (double v : cal.mpi_sizes)
     if (!(v > cal.eager_limit_bytes && v <= 1e9) || std::fmod(v, 4.0) != 0)
       throw InputError("command line", "--mpi-sizes",
@@ -154,8 +159,10 @@ void add_calibrate(CLI::App& verb) {
                       "routes' round trips and bandwidths from MPI messages (the rendezvous "
                       "handshake of large ones included) rather than TCP");
   calibrate
-      ->add_option("--mpi-sizes", cal->mpi_sizes,
-                   "MPI message sizes in bytes, multiples of 4 (131072,...,2097152,8388608)")
+      ->add_option(
+          "--mpi-sizes", cal->mpi_sizes,
+          "MPI message sizes in bytes, multiples of 4 (131072,...,2097152,8388608; those that "
+          "would take over 1 s on the slowest route left out)")
       ->delimiter(',');
   calibrate->add_option("--mpi-repeats", cal->mpi_repeats, "MPI messages of each size (3)");
   calibrate->add_option("--mpi-waiters", cal->mpi_waiters,

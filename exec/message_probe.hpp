@@ -9,7 +9,8 @@
 // round trip of small messages (noise only adds), then one-way transfers of each size, each
 // answered by a small message, in passes over all sizes (a warm-up pass, then one per repeat),
 // timed at the sender on the wall clock (steady_clock); one-way time = the exchange less half
-// the small round trip. Fitted per pair by least squares to t = alpha + S / beta.
+// the small round trip. Fitted per pair by least squares to t = alpha + S / beta (reported;
+// `testbed calibrate --mpi` refits the samples: exec/testbed/netcal.hpp, fit_messages).
 // Every other rank waits at a barrier while a pair measures, so pairs never share a link: the
 // PeerGroup's own (MPI_Barrier busy-polls) or one the caller gives (MpiPeers::barrier_asleep,
 // so that the waiting ranks leave the cores to the pair timed).

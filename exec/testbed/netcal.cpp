@@ -630,7 +630,8 @@ std::string calibrated_platform_xml(const Spec& spec, const NetworkCalibration& 
   const std::string method = measurement_method(cal);
   const std::string errors = fmt::format(
       "largest route error of the fitted platform against the measurements: round trip {:.3g}%, "
-      "bandwidth {:.3g}%; smallest R^2 of a transfer fit {:.6f}",
+      "bandwidth {:.3g}%; smallest R^2 of a route's fit (its transfers; its messages with MPI) "
+      "{:.6f}",
       100 * e.max_latency_error, 100 * e.max_bandwidth_error, e.min_r2);
 
   std::string out = xml_preamble(spec, cal, method, errors);
@@ -679,6 +680,23 @@ MessageFit fit_messages(const std::vector<TransferSample>& samples, const std::s
   fit.line.slope = 1 / fit.bandwidth_Bps;
   model::describe_fit(bytes, seconds, fit.line);
   return fit;
+}
+
+std::vector<double> message_sizes(std::vector<double> sizes, double slowest_Bps, double longest_s,
+                                  std::vector<std::string>& left_out) {
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.size() < 2) throw std::invalid_argument("message_sizes: fewer than two distinct sizes");
+  if (!(slowest_Bps > 0))
+    throw std::invalid_argument("message_sizes: the slowest route's rate is not positive");
+  while (sizes.size() > 2 && sizes.back() / slowest_Bps > longest_s) {
+    left_out.push_back(fmt::format(
+        "MPI messages of {:.0f} bytes left out: {:.4g} s at the slowest route's shaped rate "
+        "({:.4g} MB/s), more than {:g} s",
+        sizes.back(), sizes.back() / slowest_Bps, slowest_Bps / 1e6, longest_s));
+    sizes.pop_back();
+  }
+  return sizes;
 }
 
 std::vector<LinkFit> fit_links_to_messages(const Spec& spec,

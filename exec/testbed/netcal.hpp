@@ -164,6 +164,14 @@ struct MessageFit {
 /// when there are no samples.
 MessageFit fit_messages(const std::vector<TransferSample>& samples, const std::string& route);
 
+/// The MPI message sizes to time on every route: `sizes` sorted, each once, the largest left
+/// out while it would take more than `longest_s` at `slowest_Bps` (the slowest route's shaped
+/// rate: a testbed's time scale, not a reading that steal can move), at least two kept; each
+/// one left out is described in `left_out`. Throws std::invalid_argument when fewer than two
+/// distinct sizes are given or slowest_Bps is not positive.
+std::vector<double> message_sizes(std::vector<double> sizes, double slowest_Bps, double longest_s,
+                                  std::vector<std::string>& left_out);
+
 /// The links of `spec` fitted as fit_links does, with each route's bandwidth from
 /// `message_routes` (fit_messages' rates) and its round trip from `tcp_routes` (the TCP echoes:
 /// the messages' alphas do not say which link of a route adds how much, see

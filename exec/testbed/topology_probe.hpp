@@ -5,14 +5,15 @@
 // same links both ways), every link carries its two directions separately (split duplex), and a
 // link's latency is well above the noise of a round trip. What it does, through an
 // exec::ProbeNetwork (TCP threads in the testbed's namespaces, or MPI ranks):
-//   1. Round trips of every pair (the fastest of `pings` echoes: noise only adds; the same
-//      estimator as testbed calibrate's routes, whose MPI latency factor a probed platform takes);
+//   1. Round trips of every pair (the fastest of `pings` echoes: noise only adds; the estimator
+//      of testbed calibrate's routes, over 30, whose MPI latency factor a probed platform takes);
 //      half of it is the pair's one-way latency. On a tree these are sums of link latencies
 //      along paths, an additive metric, and neighbour joining (Saitou and Nei 1987) recovers
 //      the tree from it: hosts are leaves, joins are switches. Internal edges shorter than
 //      `contraction_noise` x the round trips' noise (half the 90th percentile of the pairs'
-//      interquartile ranges) are contracted, so hosts behind one switch share one switch node. Edge
-//      latencies are then refitted by non-negative least squares over every pair.
+//      interquartile ranges: single echoes' spread, more than the fastest's error) are
+//      contracted, so hosts behind one switch share one switch node. Edge latencies are then
+//      refitted by non-negative least squares over every pair.
 //   2. Capacity of every directed edge (each tree edge, each direction): concurrent bulk flows
 //      that all cross it (up to `max_flows`, sources spread over the branches on its tail side,
 //      destinations over the branches on its head side, so that no other edge carries two of

@@ -48,6 +48,8 @@ void check_fit_input(const std::vector<double>& x, const std::vector<double>& y,
 }  // namespace
 
 void describe_fit(const std::vector<double>& x, const std::vector<double>& y, LinearFit& fit) {
+  fit.residuals.clear();
+  fit.max_relative_residual = 0;
   double mean = 0;
   for (double v : y)
     mean += v;

@@ -209,22 +209,20 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   std::string pairs;
   for (const tb::RouteMeasurement& m : cal.routes)
     pairs += fmt::format("{}{}:{}", pairs.empty() ? "" : ",", m.src, m.dst);
-  // Sizes whose transfer would take more than kLongestMessageS on the slowest route measured
-  // (TCP's rate; a testbed at a time scale of 2 or more) are left out, the two smallest kept:
-  // every route is timed with the same sizes, and 8 MiB at 62.5 kB/s would take 9 minutes a
-  // route.
+  // Sizes whose transfer would take more than kLongestMessageS on the slowest route's shaped
+  // rate (a testbed at a time scale of about 1.5 or more on 12.5 MB/s links) are left out, the
+  // two smallest kept: every route is timed with the same sizes, and 8 MiB at 62.5 kB/s would
+  // take 9 minutes a route.
   constexpr double kLongestMessageS = 1.0;
   double slowest = std::numeric_limits<double>::infinity();
   for (const tb::RouteMeasurement& m : cal.routes)
-    slowest = std::min(slowest, m.bandwidth_Bps);
-  std::vector<double> kept = a.mpi_sizes;
-  std::sort(kept.begin(), kept.end());
-  while (kept.size() > 2 && kept.back() / slowest > kLongestMessageS) {
-    std::cerr << fmt::format(
-        "testbed calibrate: messages of {:.0f} bytes left out: {:.3g} s on the slowest route "
-        "({:.4g} MB/s), more than {} s\n",
-        kept.back(), kept.back() / slowest, slowest / 1e6, kLongestMessageS);
-    kept.pop_back();
+    slowest = std::min(slowest, m.testbed_bandwidth_Bps);
+  std::vector<std::string> left_out;
+  const std::vector<double> kept =
+      tb::message_sizes(a.mpi_sizes, slowest, kLongestMessageS, left_out);
+  for (const std::string& line : left_out) {
+    std::cerr << "testbed calibrate: " << line << "\n";
+    cal.warnings.push_back(line);
   }
   std::string sizes;
   for (double v : kept)
@@ -304,11 +302,12 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
       "pass, "
       "each answered by 8 bytes, the other ranks waiting {}; one-way time = the exchange less half "
       "the fastest 8-byte round "
-      "trip; in passes over the sizes; bandwidth beta = 1 / slope of the messages' lower envelope "
+      "trip; bandwidth beta = 1 / slope of the messages' lower envelope "
       "(noise only slows a message), alpha = the least t - S / beta of the smallest messages, "
       "written as a round trip of 2 alpha (alpha holds "
       "the rendezvous handshake of messages above the eager limit of {:.0f} bytes); every link's "
-      "latency = its TCP fit x {:.4g}, the factor fitted through the origin to alpha against 3 "
+      "bandwidth refitted from the routes' beta, its latency = its TCP fit x {:.4g}, the factor "
+      "fitted through the origin to alpha against 3 "
       "TCP one-way latencies of the measured routes (a rendezvous: request, clear to send, "
       "data), and the platform's message_protocol is that rendezvous; the TCP measurements are "
       "kept in the JSON (tcp_routes), each route's r2 that of its messages about t = alpha + S / "

@@ -52,7 +52,8 @@ struct TestbedCalibrateRequest {
   /// OpenMPI's TCP eager limit (64 KiB) up to 2 MiB, the range of the gradients and their
   /// chunks that tauplan's collectives send, and 8 MiB: one more point on the messages' lower
   /// envelope, whose slope is its edge spanning the mean size (2.08 MB with these sizes: the
-  /// edge from 1 to 2 MiB while both lie on it, a longer one when a stall lifts either).
+  /// edge from 1 to 2 MiB while both lie on it, a longer one when a stall lifts either). Sizes
+  /// that would take over 1 s on the slowest route's shaped rate are left out (tb::message_sizes).
   bool mpi = false;
   std::vector<double> mpi_sizes{131072, 262144, 524288, 1048576, 2097152, 8388608};
   int mpi_repeats = 3;

@@ -210,6 +210,11 @@ TEST_CASE("bad input: command-line flags") {
        {"testbed", "calibrate", "--out", "/tmp/tauplan-bad-input.xml", "--mpi", "--mpi-sizes",
         "1024,131072"},
        "--mpi-sizes: expected message sizes in bytes above the eager limit (65536"},
+      {"--mpi-sizes twice the same size (no slope to fit)",
+       {"testbed", "calibrate", "--out", "/tmp/tauplan-bad-input.xml", "--mpi", "--mpi-sizes",
+        "131072,131072"},
+       "command line: --mpi-sizes: expected at least 2 distinct sizes and --mpi-repeats >= 1, got "
+       "1 distinct sizes"},
       {"--mpi-waiters neither spin nor asleep",
        {"testbed", "calibrate", "--out", "/tmp/tauplan-bad-input.xml", "--mpi", "--mpi-waiters",
         "polling"},

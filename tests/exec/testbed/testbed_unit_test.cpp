@@ -520,12 +520,46 @@ TEST_CASE("links fitted to MPI messages: bandwidths from the messages, latencies
     CHECK(links[l].latency_s == Approx(by_tcp[l].latency_s).epsilon(1e-12));
     CHECK(links[l].bandwidth_Bps == Approx(by_tcp[l].bandwidth_Bps / 0.8 * 0.99).epsilon(1e-9));
   }
-  // The same round trips give the same warnings: none added twice.
   CHECK(warnings.size() == before);
+  // Round trips too short for the links' configured latencies (each link's is clamped to 0, with
+  // a warning): fitted to the messages, the same warnings come out and none is added twice.
+  std::vector<RouteMeasurement> short_trips = tcp;
+  for (RouteMeasurement& m : short_trips)
+    m.round_trip_s = 1e-6;
+  std::vector<std::string> clamped;
+  fit_links(spec, short_trips, clamped);
+  REQUIRE(!clamped.empty());
+  std::vector<std::string> seen = clamped;
+  fit_links_to_messages(spec, messages, short_trips, seen);
+  CHECK(seen == clamped);
+  std::vector<std::string> fresh;
+  fit_links_to_messages(spec, messages, short_trips, fresh);
+  CHECK(fresh == clamped);
   // Lists of other routes or lengths are a bug.
   std::vector<RouteMeasurement> shorter = messages;
   shorter.pop_back();
   CHECK_THROWS_AS(fit_links_to_messages(spec, shorter, tcp, warnings), std::invalid_argument);
   std::swap(messages.front(), messages.back());
-  CHECK_THROWS_AS(fit_links_to_messages(spec, messages, tcp, warnings), std::invalid_argument);
+  CHECK_THROWS_WITH(fit_links_to_messages(spec, messages, tcp, warnings),
+                    Catch::Contains("message and TCP routes differ"));
+}
+
+TEST_CASE("MPI message sizes: sorted, each once, the largest left out where it would be long") {
+  std::vector<std::string> left_out;
+  const std::vector<double> defaults{131072, 262144, 524288, 1048576, 2097152, 8388608};
+  // At 12.5 MB/s (testbed-ps8's slowest route) 8 MiB take 0.67 s: every size is kept.
+  CHECK(message_sizes(defaults, 12.5e6, 1.0, left_out) == defaults);
+  CHECK(left_out.empty());
+  // At a time scale of 2 (6.25 MB/s) 8 MiB would take 1.34 s: left out, with a line that says so.
+  const std::vector<double> at_scale_2(defaults.begin(), defaults.end() - 1);
+  CHECK(message_sizes(defaults, 6.25e6, 1.0, left_out) == at_scale_2);
+  REQUIRE(left_out.size() == 1);
+  CHECK_THAT(left_out[0], Catch::Contains("MPI messages of 8388608 bytes left out: 1.342 s"));
+  // Unsorted, repeated: sorted and each once; however slow the route, two sizes are kept.
+  left_out.clear();
+  CHECK(message_sizes({2097152, 131072, 2097152, 524288}, 1e3, 1.0, left_out) ==
+        std::vector<double>{131072, 524288});
+  CHECK(left_out.size() == 1);
+  CHECK_THROWS_AS(message_sizes({131072, 131072}, 12.5e6, 1.0, left_out), std::invalid_argument);
+  CHECK_THROWS_AS(message_sizes(defaults, 0, 1.0, left_out), std::invalid_argument);
 }

@@ -41,7 +41,7 @@ class SpecProbes : public exec::ProbeNetwork {
       rtt += spec_.links[static_cast<std::size_t>(l)].latency_s;
     std::vector<double> out;
     for (int i = 0; i < count; ++i)
-      out.push_back(rtt * (1 + noise_ * jitter()));
+      out.push_back(rtt * (1 + noise_ * (jitter() + 1) / 2));  // echoes only come late
     ++round_trip_calls;
     return out;
   }
