@@ -285,8 +285,9 @@ RouteMeasurement measure_route(const Spec& spec, const NetworkCalibrationRequest
   const double ping_timeout = (request.pings + 3) * (4 * m.testbed_round_trip_s + 0.05) + 10;
   m.round_trips_s = ping_pong(endpoint(spec, a), endpoint(spec, b), request.pings,
                               request.ping_bytes, ping_timeout);
-  // The fastest echo: noise on this machine only adds (the median moved by up to 20% with the
-  // hypervisor's steal, the fastest by 4%: experiments/testbed/README.md).
+  // The fastest echo: noise on this machine only adds (across recorded calibrations the median
+  // moved by up to 19-36% with the hypervisor's steal, the fastest by 6-10%:
+  // experiments/testbed/README.md, "Calibrations that repeat").
   if (m.round_trips_s.empty())
     throw std::runtime_error("testbed calibrate: no echo of route " + route_name(spec, a, b));
   m.round_trip_s = *std::min_element(m.round_trips_s.begin(), m.round_trips_s.end());

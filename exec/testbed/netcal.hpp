@@ -157,8 +157,8 @@ struct MessageFit {
 /// pay on top of their bytes at that rate, the least over their repeats (their bytes take the
 /// least time, so an error of the rate moves alpha least). The TCP transfers' fit of the same
 /// route is not used: under steal it read routes shaped at 12.5 MB/s at 10.4-11.0 MB/s while
-/// the messages read 12.45-12.51, and above the shaped rate by up to 2.7% where the messages
-/// stayed within 1% below it (experiments/testbed/README.md, "Calibrations that repeat").
+/// the messages read 12.44-12.54, and above the shaped rate by up to 2.7% where the messages
+/// stayed within 1.2% below it (experiments/testbed/README.md, "Calibrations that repeat").
 /// Throws MeasurementError naming `route` when the messages do not take longer when larger or
 /// alpha is not positive (a reading the machine spoiled: measure again); std::invalid_argument
 /// when there are no samples.
