@@ -2,8 +2,10 @@
 # runs_spread.sh: how far apart several runs of one testbed matrix are (issue 27 item 5: fresh
 # calibrations should predict every configuration within 1% of each other). Reads
 # DIR/testbed-validation.csv of each run (written by `tauplan validate --testbed MATRIX --out DIR`,
-# or by `--replay`), joins the rows by configuration name, and writes to stdout one CSV line per
-# configuration present in every run: the spread (largest / smallest - 1, in %) of the measured
+# or by `--replay`), joins the rows by configuration name and, where a name stands more than once
+# in a run (two placements of one ring share a name), by its occurrence: the second row of a name
+# is joined with the second of that name in every other run and printed as "NAME #2". It writes
+# to stdout one CSV line per configuration present in every run: the spread (largest / smallest - 1, in %) of the measured
 # round and of each engine's predicted round (analytic, simgrid CM02) across the runs; then a
 # summary line per column to stderr: the largest spread, its configuration, and how many
 # configurations are within 1%. Usage:
@@ -20,6 +22,7 @@ for dir in "$@"; do
     NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
     {
       name = $0; sub(/^"/, "", name); sub(/",.*$/, "", name)
+      if (++seen[name] > 1) name = name " #" seen[name]
       rest = $0; sub(/^"[^"]*"/, "x", rest); split(rest, f, ",")
       print name "\t" f[col["round_measured_s"]] "\t" f[col["round_analytic_s"]] "\t" f[col["round_simgrid_cm02_s"]]
     }' "$dir/testbed-validation.csv"
