@@ -262,19 +262,25 @@ ConcurrentSteps measure_concurrent_steps(const CalibrationRequest& request, cons
 namespace {
 
 /// Per batch size, the median over rounds of the busiest worker's seconds per step; busy[w][r]
-/// is worker w's round r (batch sizes take turns; the first turn is a warm-up).
+/// is worker w's round r (batch sizes take turns; the first turn is a warm-up). Fills `samples`
+/// when given.
 std::vector<StepPoint> busiest_medians(const std::vector<std::vector<double>>& busy,
-                                       const std::vector<int>& batches, int steps_per_round) {
+                                       const std::vector<int>& batches, int steps_per_round,
+                                       RankRoundSamples* samples) {
   std::vector<StepPoint> out;
   const std::size_t total = busy.empty() ? 0 : busy[0].size();
+  if (samples) *samples = {batches, {}};
   for (std::size_t bi = 0; bi < batches.size(); ++bi) {
     std::vector<double> per_step;
+    std::vector<std::vector<double>> rounds_of_batch;
     for (std::size_t r = batches.size() + bi; r < total; r += batches.size()) {
-      double worst = 0;
+      std::vector<double> workers_of_round;
       for (const auto& per : busy)
-        worst = std::max(worst, per[r]);
-      per_step.push_back(worst / steps_per_round);
+        workers_of_round.push_back(per[r] / steps_per_round);
+      per_step.push_back(*std::max_element(workers_of_round.begin(), workers_of_round.end()));
+      rounds_of_batch.push_back(std::move(workers_of_round));
     }
+    if (samples) samples->seconds.push_back(std::move(rounds_of_batch));
     out.push_back({batches[bi], median(per_step)});
   }
   return out;
@@ -292,7 +298,7 @@ void check_rounds(int steps_per_round, int rounds, double wait_s) {
 std::vector<StepPoint> measure_rank_rounds(PeerGroup& peers, int workers,
                                            const CalibrationRequest& request, const Dataset& data,
                                            const MlpShape& shape, int steps_per_round, int rounds,
-                                           double wait_s) {
+                                           double wait_s, RankRoundSamples* samples) {
   check_request(request, data);
   check_rounds(steps_per_round, rounds, wait_s);
   if (workers < 1 || workers > peers.size())
@@ -334,7 +340,7 @@ std::vector<StepPoint> measure_rank_rounds(PeerGroup& peers, int workers,
     busy[static_cast<std::size_t>(w)].assign(theirs.begin(), theirs.end());
   }
   peers.barrier();
-  return busiest_medians(busy, batches, steps_per_round);
+  return busiest_medians(busy, batches, steps_per_round, samples);
 }
 
 nlohmann::json steps_json(const CalibrationMeasurements& measured) {

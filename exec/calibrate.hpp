@@ -94,11 +94,18 @@ ConcurrentSteps measure_concurrent_steps(const CalibrationRequest& request, cons
 /// engines predict it (on this virtual machine, a step after 100 ms of polling took 2 to 10 times
 /// as long as one after none). Collective; medians over `rounds` rounds per batch size (after one
 /// warm-up round) on rank 0, empty on the others. Same checks as measure_cpu_calibration;
-/// steps_per_round, rounds >= 1, 0 <= wait_s <= 10 and 1 <= workers <= ranks.
+/// steps_per_round, rounds >= 1, 0 <= wait_s <= 10 and 1 <= workers <= ranks. With `samples`,
+/// rank 0 also fills it with every measured round (what the medians are taken over).
+struct RankRoundSamples {
+  std::vector<int> batches;  ///< sorted, as in the answer
+  /// seconds[i][r][w]: worker w's wall-clock seconds per step in round r of batches[i] (warm-up
+  /// round left out).
+  std::vector<std::vector<std::vector<double>>> seconds;
+};
 std::vector<StepPoint> measure_rank_rounds(PeerGroup& peers, int workers,
                                            const CalibrationRequest& request, const Dataset& data,
                                            const MlpShape& shape, int steps_per_round, int rounds,
-                                           double wait_s);
+                                           double wait_s, RankRoundSamples* samples = nullptr);
 
 /// The measured points as JSON arrays: [{batch, seconds}] and [{workers, bytes, seconds}].
 nlohmann::json steps_json(const CalibrationMeasurements& measured);

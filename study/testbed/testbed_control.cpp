@@ -353,8 +353,9 @@ void testbed_compute_probe(const ComputeProbeRequest& r) {
   request.batches = r.batches;
   request.replicas = r.workers;
   request.seed = static_cast<std::uint64_t>(job.integer("seed"));
+  exec::RankRoundSamples samples;
   const std::vector<exec::StepPoint> steps = exec::measure_rank_rounds(
-      peers, r.workers, request, data, shape, r.steps_per_round, r.rounds, r.wait_s);
+      peers, r.workers, request, data, shape, r.steps_per_round, r.rounds, r.wait_s, &samples);
   std::vector<exec::ServerProbeFit> servers;
   const int server_ranks = peers.size() - r.workers;
   if (!r.server_processing.empty() && server_ranks > 0) {
@@ -374,6 +375,11 @@ void testbed_compute_probe(const ComputeProbeRequest& r) {
                         {"steps_per_round", r.steps_per_round},
                         {"rounds", r.rounds},
                         {"wait_s", r.wait_s}};
+  // Every measured round, so that another statistic than the median can be taken afterwards.
+  doc["step_rounds"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < samples.batches.size(); ++i)
+    doc["step_rounds"].push_back({{"batch", samples.batches[i]},
+                                  {"seconds_per_step_by_round_and_worker", samples.seconds[i]}});
   if (!servers.empty()) {
     doc["server_processing"] = r.server_processing;
     doc["servers"] = nlohmann::json::array();

@@ -110,7 +110,9 @@ struct ComputeProbeRequest {
 };
 /// The job's MLP stepping in barrier-aligned rounds on the workers (exec::measure_rank_rounds),
 /// then, when asked, the servers' processing; rank 0 writes {"steps": [{"batch", "seconds"}],
-/// "servers": [{"rank", "seconds_per_message", "seconds_per_byte", "points"}]} to `out`.
+/// "step_rounds": [{"batch", "seconds_per_step_by_round_and_worker"}] (every measured round the
+/// medians come from), "servers": [{"rank", "seconds_per_message", "seconds_per_byte",
+/// "points"}]} to `out`.
 void testbed_compute_probe(const ComputeProbeRequest& request);
 
 /// `testbed message-probe` (internal, one process per MPI rank under `testbed run`): the

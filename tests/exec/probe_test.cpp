@@ -193,11 +193,28 @@ TEST_CASE("rank rounds: the busiest worker per step, on rank 0, servers only wai
   request.batches = {512, 4};  // sorted in the answer
   request.replicas = 2;
   std::vector<std::vector<exec::StepPoint>> results(3);
+  std::vector<exec::RankRoundSamples> samples(3);
   auto end = [&](int r) -> exec::PeerGroup& { return hub.peer(r); };
   on_every_rank(3, end, [&](exec::PeerGroup& peers) {
-    results[static_cast<size_t>(peers.rank())] =
-        exec::measure_rank_rounds(peers, 2, request, data, shape, 3, 4, 0.001);
+    const auto me = static_cast<size_t>(peers.rank());
+    results[me] =
+        exec::measure_rank_rounds(peers, 2, request, data, shape, 3, 4, 0.001, &samples[me]);
   });
+  // Rank 0's samples: 4 rounds of 2 workers per batch size, and each median is the median over
+  // rounds of the slower worker's (an even count: the mean of the middle two).
+  REQUIRE(samples[0].batches == std::vector<int>{4, 512});
+  REQUIRE(samples[0].seconds.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    REQUIRE(samples[0].seconds[i].size() == 4);
+    std::vector<double> busiest;
+    for (const std::vector<double>& workers : samples[0].seconds[i]) {
+      REQUIRE(workers.size() == 2);
+      busiest.push_back(std::max(workers[0], workers[1]));
+    }
+    std::sort(busiest.begin(), busiest.end());
+    CHECK(results[0].at(i).seconds == Approx((busiest[1] + busiest[2]) / 2).epsilon(1e-12));
+  }
+  CHECK(samples[1].seconds.empty());
   CHECK(results[1].empty());
   CHECK(results[2].empty());
   REQUIRE(results[0].size() == 2);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# run.sh TAUPLAN: the measurement of experiments/testbed/README.md, "Why the compute probe moves"
+# (protocol written before it ran). Brings up the star testbed (platforms/testbed-ps8.xml, prefix
+# tpc-) and launches the compute probe of three of the main matrix's rows 8 times each, taking
+# turns, 48 rounds per batch size a launch (validate takes 12), each launch's every round kept in
+# its JSON (`step_rounds`); then takes it down. Root; run from the repository root; writes beside
+# itself; nothing else should run meanwhile.
+set -uo pipefail
+bin=$(readlink -f "$1")
+out=$(cd "$(dirname "$0")" && pwd)
+"$bin" testbed up platforms/testbed-ps8.xml --prefix tpc- > "$out/up.txt" 2>&1 || exit 1
+vmstat 5 > "$out/vmstat-5s.txt" &
+vm=$!
+trap '"$bin" testbed down --prefix tpc- > /dev/null 2>&1; kill $vm 2>/dev/null' EXIT
+probe() {  # probe ROW LAUNCH HOSTS WORKERS BATCHES STEPS_PER_ROUND WAIT_S [SERVER_PROCESSING]
+  local stem="$out/$1-launch-$2"
+  echo "$(date -u +%H:%M:%S) $1 launch $2" >> "$out/timeline.txt"
+  "$bin" testbed run --prefix tpc- --hosts "$3" -- "$bin" testbed compute-probe \
+    experiments/testbed/fashion-mlp.yaml --computing-ranks "$4" --batches "$5" \
+    --steps-per-round "$6" --probe-rounds 48 --wait "$7" ${8:+--server-processing "$8"} \
+    --probe-out "$stem.json" > "$stem.out" 2> "$stem.err"
+  echo "$(date -u +%H:%M:%S) $1 launch $2 exit $?" >> "$out/timeline.txt"
+}
+# The rows' waits are what run 1 of main-matrix-three-2026-12-02 predicted as their rounds'
+# communication (its results[].compute_calibration.wait_s, rows 2, 9 and 6).
+for launch in 1 2 3 4 5 6 7 8; do
+  probe ps-k8 "$launch" h0,h1,h2,h3,h4,h5,h6,h7,ps0 8 16,32 1 0.325092 combine
+  probe localsgd-tau16 "$launch" h0,h1,h2,h3,ps0 4 64,128 16 0.173969 combine
+  probe ring-k4 "$launch" h0,h1,h2,h3 4 64,128 1 0.19062
+done
+python3 "$out/analyse.py" "$out" > "$out/analysis.txt" 2>&1
+echo "$(date -u +%H:%M:%S) analysis exit $?" >> "$out/timeline.txt"
