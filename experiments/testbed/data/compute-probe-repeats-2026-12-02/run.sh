@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# run.sh TAUPLAN: the measurement of experiments/testbed/README.md, "Why the compute probe moves"
-# (protocol written before it ran). Brings up the star testbed (platforms/testbed-ps8.xml, prefix
-# tpc-) and launches the compute probe of three of the main matrix's rows 8 times each, taking
-# turns, 48 rounds per batch size a launch (validate takes 12), each launch's every round kept in
-# its JSON (`step_rounds`); then takes it down. Root; run from the repository root; writes beside
-# itself; nothing else should run meanwhile.
+# run.sh TAUPLAN [OUT [pin]]: the measurement of experiments/testbed/README.md, "Why the compute
+# probe moves" (protocol written before it ran). Brings up the star testbed
+# (platforms/testbed-ps8.xml, prefix tpc-) and launches the compute probe of three of the main
+# matrix's rows 8 times each, taking turns, 48 rounds per batch size a launch (validate takes 12),
+# each launch's every round kept in its JSON (`step_rounds`); then takes it down. Root; run from
+# the repository root; writes beside itself, or into OUT; nothing else should run meanwhile.
+# With `pin` (added after the first run, for "Pinned ranks"; without it the script does what it
+# did), each rank runs pinned to vCPU (its MPI rank mod the vCPUs), its affinity in its .err.
 set -uo pipefail
 bin=$(readlink -f "$1")
-out=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "${2:-$here}" && out=$(cd "${2:-$here}" && pwd)
+pin=()
+if [ "${3:-}" = pin ]; then
+  # ${OMPI_COMM_WORLD_RANK:?} fails the rank rather than pin every rank to vCPU 0.
+  pin=(bash -c 'cpu=$((${OMPI_COMM_WORLD_RANK:?} % $(nproc))); taskset -pc "$cpu" $$ >&2 &&
+    exec "$0" "$@"')
+elif [ -n "${3:-}" ]; then
+  echo "run.sh: expected pin or nothing as the third argument, got $3" >&2
+  exit 2
+fi
 "$bin" testbed up platforms/testbed-ps8.xml --prefix tpc- > "$out/up.txt" 2>&1 || exit 1
 vmstat 5 > "$out/vmstat-5s.txt" &
 vm=$!
@@ -15,7 +27,7 @@ trap '"$bin" testbed down --prefix tpc- > /dev/null 2>&1; kill $vm 2>/dev/null' 
 probe() {  # probe ROW LAUNCH HOSTS WORKERS BATCHES STEPS_PER_ROUND WAIT_S [SERVER_PROCESSING]
   local stem="$out/$1-launch-$2"
   echo "$(date -u +%H:%M:%S) $1 launch $2" >> "$out/timeline.txt"
-  "$bin" testbed run --prefix tpc- --hosts "$3" -- "$bin" testbed compute-probe \
+  "$bin" testbed run --prefix tpc- --hosts "$3" -- "${pin[@]}" "$bin" testbed compute-probe \
     experiments/testbed/fashion-mlp.yaml --computing-ranks "$4" --batches "$5" \
     --steps-per-round "$6" --probe-rounds 48 --wait "$7" ${8:+--server-processing "$8"} \
     --probe-out "$stem.json" > "$stem.out" 2> "$stem.err"
@@ -28,5 +40,5 @@ for launch in 1 2 3 4 5 6 7 8; do
   probe localsgd-tau16 "$launch" h0,h1,h2,h3,ps0 4 64,128 16 0.173969 combine
   probe ring-k4 "$launch" h0,h1,h2,h3 4 64,128 1 0.19062
 done
-python3 "$out/analyse.py" "$out" > "$out/analysis.txt" 2>&1
+python3 "$here/analyse.py" "$out" > "$out/analysis.txt" 2>&1
 echo "$(date -u +%H:%M:%S) analysis exit $?" >> "$out/timeline.txt"
