@@ -84,6 +84,14 @@ struct ConcurrentSteps {
 ConcurrentSteps measure_concurrent_steps(const CalibrationRequest& request, const Dataset& data,
                                          const MlpShape& shape);
 
+/// Every measured round of measure_rank_rounds, on rank 0.
+struct RankRoundSamples {
+  std::vector<int> batches;  ///< sorted, as in the answer
+  /// seconds[i][r][w]: worker w's wall-clock seconds per step in round r of batches[i] (warm-up
+  /// round left out).
+  std::vector<std::vector<std::vector<double>>> seconds;
+};
+
 /// The step of `workers` MPI ranks (any PeerGroup) computing rounds at once, as a
 /// barrier-aligned run does: each round, ranks 0 .. workers - 1 take `steps_per_round` steps and
 /// the round's value is the busiest worker's wall-clock seconds per step (what `measure --timing
@@ -96,12 +104,6 @@ ConcurrentSteps measure_concurrent_steps(const CalibrationRequest& request, cons
 /// warm-up round) on rank 0, empty on the others. Same checks as measure_cpu_calibration;
 /// steps_per_round, rounds >= 1, 0 <= wait_s <= 10 and 1 <= workers <= ranks. With `samples`,
 /// rank 0 also fills it with every measured round (what the medians are taken over).
-struct RankRoundSamples {
-  std::vector<int> batches;  ///< sorted, as in the answer
-  /// seconds[i][r][w]: worker w's wall-clock seconds per step in round r of batches[i] (warm-up
-  /// round left out).
-  std::vector<std::vector<std::vector<double>>> seconds;
-};
 std::vector<StepPoint> measure_rank_rounds(PeerGroup& peers, int workers,
                                            const CalibrationRequest& request, const Dataset& data,
                                            const MlpShape& shape, int steps_per_round, int rounds,
