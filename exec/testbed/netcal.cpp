@@ -700,18 +700,28 @@ std::vector<double> message_sizes(std::vector<double> sizes, double slowest_Bps,
   return sizes;
 }
 
+namespace {
+
+/// Throws std::invalid_argument ("WHO: message and TCP routes differ") unless the two lists hold
+/// the same routes in the same order.
+void require_same_routes(const std::vector<RouteMeasurement>& message_routes,
+                         const std::vector<RouteMeasurement>& tcp_routes, const char* who) {
+  bool same = message_routes.size() == tcp_routes.size();
+  for (std::size_t i = 0; same && i < tcp_routes.size(); ++i)
+    same = message_routes[i].src == tcp_routes[i].src && message_routes[i].dst == tcp_routes[i].dst;
+  if (!same) throw std::invalid_argument(std::string(who) + ": message and TCP routes differ");
+}
+
+}  // namespace
+
 std::vector<LinkFit> fit_links_to_messages(const Spec& spec,
                                            const std::vector<RouteMeasurement>& message_routes,
                                            const std::vector<RouteMeasurement>& tcp_routes,
                                            std::vector<std::string>& warnings) {
-  if (message_routes.size() != tcp_routes.size())
-    throw std::invalid_argument("fit_links_to_messages: message and TCP routes differ");
+  require_same_routes(message_routes, tcp_routes, "fit_links_to_messages");
   std::vector<RouteMeasurement> rates = tcp_routes;
-  for (std::size_t i = 0; i < rates.size(); ++i) {
-    if (message_routes[i].src != rates[i].src || message_routes[i].dst != rates[i].dst)
-      throw std::invalid_argument("fit_links_to_messages: message and TCP routes differ");
+  for (std::size_t i = 0; i < rates.size(); ++i)
     rates[i].bandwidth_Bps = message_routes[i].bandwidth_Bps;
-  }
   std::vector<std::string> fit_warnings;
   std::vector<LinkFit> links = fit_links(spec, rates, fit_warnings);
   for (const std::string& warning : fit_warnings)
@@ -726,12 +736,9 @@ double scale_latencies_to_messages(const Spec& spec,
                                    std::vector<LinkFit>& links,
                                    std::vector<std::string>& warnings) {
   if (trips < 1) throw std::invalid_argument("scale_latencies_to_messages: trips < 1");
-  if (mpi_routes.size() != tcp_routes.size())
-    throw std::invalid_argument("scale_latencies_to_messages: MPI and TCP routes differ");
+  require_same_routes(mpi_routes, tcp_routes, "scale_latencies_to_messages");
   double sum_al = 0, sum_ll = 0;
   for (std::size_t i = 0; i < mpi_routes.size(); ++i) {
-    if (mpi_routes[i].src != tcp_routes[i].src || mpi_routes[i].dst != tcp_routes[i].dst)
-      throw std::invalid_argument("scale_latencies_to_messages: MPI and TCP routes differ");
     const double one_way = trips * tcp_routes[i].round_trip_s / 2;
     sum_al += mpi_routes[i].fit.intercept * one_way;
     sum_ll += one_way * one_way;

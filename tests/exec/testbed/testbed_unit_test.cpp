@@ -340,7 +340,11 @@ TEST_CASE("MPI alphas scale every link's TCP latency by one factor, unmeasured r
   CHECK(factor < 1.1 * 1.3);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("route " + spec.hosts[static_cast<std::size_t>(mpi[0].src)].name) == 0);
-  // Lists that do not match are a programming error.
+  // Lists that do not match (in length, or in their routes' order) are a programming error.
+  std::vector<RouteMeasurement> reordered = mpi;
+  std::swap(reordered.front(), reordered.back());
+  CHECK_THROWS_WITH(scale_latencies_to_messages(spec, reordered, tcp, 3, links, warnings),
+                    Catch::Contains("scale_latencies_to_messages: message and TCP routes differ"));
   mpi.pop_back();
   CHECK_THROWS_AS(scale_latencies_to_messages(spec, mpi, tcp, 3, links, warnings),
                   std::invalid_argument);
