@@ -30,4 +30,5 @@ for i in $(seq 1 "$runs"); do
 done
 [ "$runs" -ge 2 ] || exit 0
 bash experiments/testbed/runs_spread.sh "${dirs[@]}" > "$out/spread.csv" 2> "$out/spread-summary.txt"
-echo "$(date -u +%H:%M:%S) spread exit $?" >> "$out/timeline.txt"
+rc=$?
+echo "$(date -u +%H:%M:%S) spread exit $rc" >> "$out/timeline.txt"

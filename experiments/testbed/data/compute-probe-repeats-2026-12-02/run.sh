@@ -7,6 +7,8 @@
 # the repository root; writes beside itself, or into OUT; nothing else should run meanwhile.
 # With `pin` (added after the first run, for "Pinned ranks"; without it the script does what it
 # did), each rank runs pinned to vCPU (its MPI rank mod the vCPUs), its affinity in its .err.
+# Both runs' timelines say "exit 0" whatever the launch did: the status was read after $(date)
+# had run (fixed after the second run; their JSONs show every launch finished, see the README).
 set -uo pipefail
 bin=$(readlink -f "$1")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +33,8 @@ probe() {  # probe ROW LAUNCH HOSTS WORKERS BATCHES STEPS_PER_ROUND WAIT_S [SERV
     experiments/testbed/fashion-mlp.yaml --computing-ranks "$4" --batches "$5" \
     --steps-per-round "$6" --probe-rounds 48 --wait "$7" ${8:+--server-processing "$8"} \
     --probe-out "$stem.json" > "$stem.out" 2> "$stem.err"
-  echo "$(date -u +%H:%M:%S) $1 launch $2 exit $?" >> "$out/timeline.txt"
+  local rc=$?
+  echo "$(date -u +%H:%M:%S) $1 launch $2 exit $rc" >> "$out/timeline.txt"
 }
 # The rows' waits are what run 1 of main-matrix-three-2026-12-02 predicted as their rounds'
 # communication (its results[].compute_calibration.wait_s, rows 2, 9 and 6).
@@ -41,4 +44,5 @@ for launch in 1 2 3 4 5 6 7 8; do
   probe ring-k4 "$launch" h0,h1,h2,h3 4 64,128 1 0.19062
 done
 python3 "$here/analyse.py" "$out" > "$out/analysis.txt" 2>&1
-echo "$(date -u +%H:%M:%S) analysis exit $?" >> "$out/timeline.txt"
+rc=$?
+echo "$(date -u +%H:%M:%S) analysis exit $rc" >> "$out/timeline.txt"
