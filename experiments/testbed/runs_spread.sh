@@ -5,10 +5,10 @@
 # or by `--replay`), joins the rows by configuration name and, where a name stands more than once
 # in a run (two placements of one ring share a name), by its occurrence: the second row of a name
 # is joined with the second of that name in every other run and printed as "NAME #2". It writes
-# to stdout one CSV line per configuration present in every run: the spread (largest / smallest - 1, in %) of the measured
-# round and of each engine's predicted round (analytic, simgrid CM02) across the runs; then a
-# summary line per column to stderr: the largest spread, its configuration, and how many
-# configurations are within 1%. Usage:
+# to stdout one CSV line per configuration present in every run: the spread (largest / smallest
+# - 1, in %) of the measured round and of each engine's predicted round (analytic, simgrid CM02)
+# across the runs; then a summary line per column to stderr: the largest spread, its
+# configuration, and how many configurations are within 1%. Usage:
 #   bash experiments/testbed/runs_spread.sh DIR1 DIR2 [DIR3 ...] > spread.csv
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: runs_spread.sh DIR1 DIR2 [DIR3 ...]" >&2; exit 2; }
