@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """spread_by_row.py RUN_DIR...: how far apart several validate runs of one matrix are, row by row.
 
-Joins rows by their index in testbed-validation.json (runs_spread.sh joins by configuration name,
-which drops rows whose names repeat, as the held-out matrix's leaf-order and striped rings do),
-and prints for each row the spread (largest / smallest - 1, in %) of the measured round and of
+Joins rows by their index in testbed-validation.json (runs_spread.sh then joined by configuration
+name and dropped rows whose names repeat, as the held-out matrix's leaf-order and striped rings
+do; it now joins them by occurrence and gives the same round spreads), and prints for each row the spread (largest / smallest - 1, in %) of the measured round and of
 each engine's predicted round, communication (comm_s: the round less the workers' compute) and
 one step's compute (compute_s), then per engine how many rows are within 1%.
 """
