@@ -9,11 +9,13 @@
 // traced), and the median of three repeats read routes up to 15% under their shaped rate (the
 // recorded runs, experiments/testbed/README.md); the sharing of one host's
 // incoming links by N = 1..4 concurrent flows (rates against the max-min fair share of the
-// testbed's links); and whether the two directions of a route contend (both at once against
-// each alone). Routes measured by default: a greedy cover in which every link is the narrowest
-// link of some measured route when the platform makes it one (so its bandwidth is observable),
-// and lies on some measured route otherwise (a lower bound); --all-pairs measures every ordered
-// pair.
+// testbed's links); whether the two directions of a route contend (both at once against
+// each alone); and, for each link that is the narrowest link of no route (an uplink faster than
+// the NICs below it), concurrent flows through it chosen so that on the testbed's links nothing
+// else can hold them back (plan_fill). Routes measured by default: a greedy cover in which every
+// link is the narrowest link of some measured route when the platform makes it one (so its
+// bandwidth is observable), and lies on some measured route otherwise; --all-pairs measures
+// every ordered pair.
 //
 // The fitted platform has the testbed's hosts (names, speeds and props copied: compute is not
 // measured here), links and routes (every ordered pair, explicitly, in a Full zone), with each
@@ -22,8 +24,12 @@
 // testbed latency plus the smallest correction (least squares, minimum norm) that makes every
 // measured round trip equal the sum over its links, clamped at 0; a link's bandwidth is
 // the fastest measured route bandwidth (1 / slope) among the routes where the platform makes it
-// the narrowest link, or, when it is never the narrowest, the fastest route through it, marked
-// as a lower bound. The two halves of a split-duplex link are written as one SPLITDUPLEX link
+// the narrowest link, or, when it is never the narrowest, the measured total of the concurrent
+// flows that filled it; when no traffic of the testbed can fill it (two 100 Mbit/s servers
+// behind a 400 Mbit/s link), a lower bound where it holds back none of the flows tried, marked
+// so. Before fills, such links were written at the fastest single route through them, which made
+// them bottlenecks the testbed does not have (experiments/testbed/README.md, "Held-out matrix,
+// first run"). The two halves of a split-duplex link are written as one SPLITDUPLEX link
 // with their mean (each half in props). Numbers are on the testbed's time scale (what a TCP flow
 // really gets there), with the scale in the props. What it leaves out: host compute, TCP
 // dynamics beyond alpha-beta (the sharing and duplex results are reported, not modelled), and
@@ -92,12 +98,31 @@ struct DuplexMeasurement {
   std::vector<std::string> shared_links;  ///< links the two directions have in common
 };
 
+/// Concurrent flows run to fill one link that no single route shows at its rate (its rate is
+/// above the narrowest link of every route through it).
+struct FillMeasurement {
+  int link = 0;  ///< index into Spec::links
+  std::vector<std::pair<int, int>> flows;
+  /// Their max-min fair total on the testbed's links with this link left out: above the link's
+  /// rate (by kFillMargin) the link is the only thing that can hold them back, and their measured
+  /// total is its rate; below, no traffic of the testbed fills it (a lower bound).
+  double headroom_Bps = 0;
+  bool fills = false;
+  std::vector<double> rates_Bps;  ///< measured, one per flow
+  double seconds = 0;             ///< length of the run
+};
+
+/// A link is filled by flows whose fair total without it is at least this times its rate (a
+/// tie with another link would leave which one held the flows back unknown).
+constexpr double kFillMargin = 1.25;
+
 struct LinkFit {
   int link = 0;  ///< index into Spec::links
   double latency_s = 0;
   double bandwidth_Bps = 0;
-  bool bandwidth_lower_bound = false;  ///< never the narrowest link of a measured route
-  std::string bandwidth_from;          ///< the route it came from, "a -> b"
+  bool bandwidth_lower_bound = false;  ///< neither a route's narrowest link nor filled
+  bool bandwidth_filled = false;       ///< the measured total of concurrent flows that filled it
+  std::string bandwidth_from;          ///< the route it came from, "a -> b", or the flows
 };
 
 /// Compute of one host measured elsewhere (validate's calibration of K busy ranks): replaces the
@@ -114,6 +139,7 @@ struct NetworkCalibration {
   std::vector<RouteMeasurement> routes;
   std::vector<ShareMeasurement> shares;
   std::vector<DuplexMeasurement> duplex;
+  std::vector<FillMeasurement> fills;
   std::vector<LinkFit> links;
   std::vector<std::string> warnings;
   double seconds = 0;  ///< wall time of the whole calibration
@@ -182,6 +208,25 @@ std::vector<LinkFit> fit_links_to_messages(const Spec& spec,
                                            const std::vector<RouteMeasurement>& message_routes,
                                            const std::vector<RouteMeasurement>& tcp_routes,
                                            std::vector<std::string>& warnings);
+
+/// The links that are the narrowest link of no route of `spec` (a single route cannot show their
+/// rate), in index order.
+std::vector<int> links_no_route_shows(const Spec& spec);
+
+/// The flows to run at once to fill `link`: greedily, the route through it that raises the
+/// flows' max-min fair total without the link the most (first in route order on a tie), until
+/// that total reaches kFillMargin x the link's rate, no route raises it, or `max_flows` are
+/// chosen. Returns the flows with headroom_Bps and fills set (nothing measured).
+FillMeasurement plan_fill(const Spec& spec, int link, int max_flows = 8);
+
+/// Sets the bandwidth of every link of `links` that is a lower bound from the fill of that link
+/// in `fills` (measured): filled, the flows' measured total (not a lower bound any more; a total
+/// under the link's single-route lower bound keeps the bound and adds a warning: a run the
+/// machine slowed); not filled, the largest of the lower bound, the measured total and the fair
+/// total those flows would have without the link on the links as fitted, still a lower bound (no
+/// traffic of the testbed fills it, so it is written where it holds none of them back).
+void fill_lower_bounds(const Spec& spec, const std::vector<FillMeasurement>& fills,
+                       std::vector<LinkFit>& links, std::vector<std::string>& warnings);
 
 /// The ordered pairs measured by default (see the file comment), in rank order.
 std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);

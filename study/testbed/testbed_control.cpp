@@ -279,6 +279,8 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
     m.fit = fit.line;
   }
   cal.links = tb::fit_links_to_messages(state.spec, cal.routes, cal.tcp_routes, cal.warnings);
+  // Links no route shows at its rate: the TCP flows that filled them (calibrate_network).
+  tb::fill_lower_bounds(state.spec, cal.fills, cal.links, cal.warnings);
   // Links: a message above the eager limit pays three one-way latencies of its route (the
   // rendezvous: request, clear to send, then the data), each the route's TCP one-way latency
   // times one factor c fitted through the origin over the measured routes; every link keeps its

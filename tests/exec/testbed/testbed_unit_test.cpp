@@ -5,9 +5,11 @@
 // made in code.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 #include "exec/testbed/netcal.hpp"
@@ -450,6 +452,170 @@ TEST_CASE("link fits reproduce exact measurements and the calibrated platform lo
   CHECK(loaded.hosts[0].properties.at("role") == "worker");
   CHECK(xml.find("<prop id=\"testbed_scale\" value=\"1\"/>") != std::string::npos);
   std::remove(path.c_str());
+}
+
+namespace {
+
+int link_index(const Spec& spec, const std::string& name) {
+  for (std::size_t l = 0; l < spec.links.size(); ++l)
+    if (spec.links[l].name == name) return static_cast<int>(l);
+  FAIL("no link " << name);
+  return -1;
+}
+
+/// Every link at its testbed rate, those no route shows at the fastest single route through
+/// them (what fit_links writes for them: a lower bound).
+std::vector<LinkFit> single_route_fits(const Spec& spec) {
+  const std::vector<int> hidden = links_no_route_shows(spec);
+  std::vector<LinkFit> fits;
+  for (std::size_t l = 0; l < spec.links.size(); ++l) {
+    LinkFit fit;
+    fit.link = static_cast<int>(l);
+    fit.bandwidth_Bps = spec.links[l].bandwidth_Bps;
+    fit.bandwidth_from = "the testbed";
+    if (std::count(hidden.begin(), hidden.end(), static_cast<int>(l))) {
+      double fastest = 0;
+      for (const SpecRoute& r : spec.routes)
+        if (std::count(r.links.begin(), r.links.end(), static_cast<int>(l)))
+          fastest = std::max(fastest, r.bandwidth_Bps);
+      fit.bandwidth_Bps = fastest;
+      fit.bandwidth_lower_bound = true;
+    }
+    fits.push_back(fit);
+  }
+  return fits;
+}
+
+}  // namespace
+
+TEST_CASE("links no single route shows: the fat tree's uplinks and server link filled by flows") {
+  // testbed-fattree-2to1: 12.5 MB/s NICs under 25 MB/s leaf uplinks, 50 MB/s server link and
+  // server NICs; ps0 -> ps1 shows the server NICs (a tie counts as the narrowest).
+  const Spec spec = make_spec(sim::load_platform(kPlatforms + "/testbed-fattree-2to1.xml"),
+                              Options{});
+  REQUIRE(spec.scale == Approx(1));
+  std::vector<std::string> hidden;
+  for (int l : links_no_route_shows(spec))
+    hidden.push_back(spec.links[static_cast<std::size_t>(l)].name);
+  std::sort(hidden.begin(), hidden.end());
+  CHECK(hidden == std::vector<std::string>{
+                      "leaf0-uplink_DOWN", "leaf0-uplink_UP", "leaf1-uplink_DOWN",
+                      "leaf1-uplink_UP", "leaf2-uplink_DOWN", "leaf2-uplink_UP",
+                      "leaf3-uplink_DOWN", "leaf3-uplink_UP", "server-link_DOWN",
+                      "server-link_UP"});
+
+  // An uplink: three flows from three hosts of its leaf, 37.5 MB/s without it (>= 1.25 x 25).
+  const int uplink = link_index(spec, "leaf0-uplink_UP");
+  const FillMeasurement up = plan_fill(spec, uplink);
+  CHECK(up.fills);
+  CHECK(up.headroom_Bps == Approx(3 * 12.5e6));
+  REQUIRE(up.flows.size() == 3);
+  std::set<int> sources;
+  for (const auto& [src, dst] : up.flows) {
+    sources.insert(src);
+    const std::vector<int>& links = spec.route(src, dst).links;
+    CHECK(std::count(links.begin(), links.end(), uplink) == 1);
+  }
+  CHECK(sources.size() == 3);
+  // On the testbed's links, the flows are held back by the uplink alone.
+  double fair = 0;
+  for (double r : max_min_rates(spec, up.flows))
+    fair += r;
+  CHECK(fair == Approx(25e6));
+
+  // Into the servers: five flows (two from each of two leaves), split over ps0 and ps1 (a
+  // server NIC is 50).
+  const FillMeasurement in = plan_fill(spec, link_index(spec, "server-link_DOWN"));
+  CHECK(in.fills);
+  CHECK(in.flows.size() == 5);
+  CHECK(in.headroom_Bps == Approx(62.5e6));
+  // Capped flows: one flow cannot fill an uplink.
+  CHECK_FALSE(plan_fill(spec, uplink, 1).fills);
+  CHECK_THROWS_AS(plan_fill(spec, -1), std::invalid_argument);
+}
+
+TEST_CASE("links no single route shows: at 4:1 no traffic fills the server link") {
+  // At 4:1 (12.5 MB/s uplinks) the uplinks are shown by single routes, and no traffic fills the
+  // server link: the four uplinks give it 50 MB/s, its own rate, short of the margin.
+  const Spec four = make_spec(sim::load_platform(kPlatforms + "/testbed-fattree-4to1.xml"),
+                              Options{});
+  std::vector<std::string> hidden4;
+  for (int l : links_no_route_shows(four))
+    hidden4.push_back(four.links[static_cast<std::size_t>(l)].name);
+  std::sort(hidden4.begin(), hidden4.end());
+  CHECK(hidden4 == std::vector<std::string>{"server-link_DOWN", "server-link_UP"});
+  const FillMeasurement blocked = plan_fill(four, link_index(four, "server-link_UP"));
+  CHECK_FALSE(blocked.fills);
+  CHECK(blocked.headroom_Bps == Approx(50e6));
+}
+
+TEST_CASE("fills set the links no route shows: the flows' total or a bound that holds none back") {
+  const Spec spec = make_spec(sim::load_platform(kPlatforms + "/testbed-fattree-2to1.xml"),
+                              Options{});
+  const int uplink = link_index(spec, "leaf0-uplink_UP");
+  const int server = link_index(spec, "server-link_DOWN");
+  std::vector<LinkFit> fits = single_route_fits(spec);
+  REQUIRE(fits[static_cast<std::size_t>(uplink)].bandwidth_lower_bound);
+  CHECK(fits[static_cast<std::size_t>(uplink)].bandwidth_Bps == Approx(12.5e6));
+
+  FillMeasurement up = plan_fill(spec, uplink);
+  up.rates_Bps = {8.3e6, 8.2e6, 8.4e6};  // 24.9 MB/s in all
+  std::vector<std::string> warnings;
+  fill_lower_bounds(spec, {up}, fits, warnings);
+  CHECK(warnings.empty());
+  const LinkFit& filled = fits[static_cast<std::size_t>(uplink)];
+  CHECK(filled.bandwidth_Bps == Approx(24.9e6));
+  CHECK(filled.bandwidth_filled);
+  CHECK_FALSE(filled.bandwidth_lower_bound);
+  CHECK(filled.bandwidth_from.rfind("3 flows at once: l0-h", 0) == 0);
+  // A link a route shows is left as it is, whatever its fill says.
+  const int nic = link_index(spec, "l0-h0-nic_UP");
+  FillMeasurement odd = up;
+  odd.link = nic;
+  fill_lower_bounds(spec, {odd}, fits, warnings);
+  CHECK(fits[static_cast<std::size_t>(nic)].bandwidth_Bps == Approx(12.5e6));
+  CHECK_FALSE(fits[static_cast<std::size_t>(nic)].bandwidth_filled);
+
+  // A fill under the single route (a slowed run) keeps the bound, with a warning naming it.
+  std::vector<LinkFit> slowed = single_route_fits(spec);
+  FillMeasurement slow = up;
+  slow.rates_Bps = {4e6, 4e6, 4e6};
+  fill_lower_bounds(spec, {slow}, slowed, warnings);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("leaf0-uplink_UP") != std::string::npos);
+  CHECK(slowed[static_cast<std::size_t>(uplink)].bandwidth_lower_bound);
+  CHECK(slowed[static_cast<std::size_t>(uplink)].bandwidth_Bps == Approx(12.5e6));
+
+  // Not fillable (as if): the largest of the bound, the measured total and the fair total of the
+  // flows on the links as fitted (uplinks at their single-route bound) without it.
+  std::vector<LinkFit> bounded = single_route_fits(spec);
+  FillMeasurement in = plan_fill(spec, server);
+  in.fills = false;
+  in.rates_Bps.assign(in.flows.size(), 1e6);  // 5 MB/s measured, under what they could get
+  fill_lower_bounds(spec, {in}, bounded, warnings);
+  Spec fitted = spec;
+  for (const LinkFit& f : single_route_fits(spec))
+    fitted.links[static_cast<std::size_t>(f.link)].bandwidth_Bps = f.bandwidth_Bps;
+  fitted.links[static_cast<std::size_t>(server)].bandwidth_Bps = 1e300;
+  double clear = 0;
+  for (double r : max_min_rates(fitted, in.flows))
+    clear += r;
+  CHECK(clear > 12.5e6);
+  CHECK(bounded[static_cast<std::size_t>(server)].bandwidth_Bps == Approx(clear));
+  CHECK(bounded[static_cast<std::size_t>(server)].bandwidth_lower_bound);
+  CHECK(bounded[static_cast<std::size_t>(server)].bandwidth_from.find("no traffic") !=
+        std::string::npos);
+
+  // A fill whose rates do not match its flows is refused.
+  FillMeasurement broken = up;
+  broken.rates_Bps.pop_back();
+  CHECK_THROWS_AS(fill_lower_bounds(spec, {broken}, fits, warnings), std::invalid_argument);
+
+  // The written platform says where the filled rate came from.
+  NetworkCalibration cal;
+  cal.links = fits;
+  const std::string xml = calibrated_platform_xml(spec, cal);
+  CHECK(xml.find("value=\"filled by 3 flows at once: l0-h") != std::string::npos);
 }
 
 TEST_CASE("an MPI route's fit: its messages' lower envelope, the least overhead of the smallest") {
