@@ -314,12 +314,12 @@ void fill_lower_bounds(const Spec& spec, const std::vector<FillMeasurement>& fil
   for (const FillMeasurement& fill : fills) {
     const auto index = static_cast<std::size_t>(fill.link);
     if (index >= links.size() || links[index].link != fill.link)
-      throw std::invalid_argument("fill_lower_bounds: no fitted link " +
-                                  std::to_string(fill.link) + " in index order");
+      throw std::invalid_argument("fill_lower_bounds: no fitted link " + std::to_string(fill.link) +
+                                  " in index order");
     if (fill.rates_Bps.size() != fill.flows.size() || fill.flows.empty())
-      throw std::invalid_argument("fill_lower_bounds: link " + spec.links[index].name + "'s fill has " +
-                                  std::to_string(fill.rates_Bps.size()) + " rates for " +
-                                  std::to_string(fill.flows.size()) + " flows");
+      throw std::invalid_argument("fill_lower_bounds: link " + spec.links[index].name +
+                                  "'s fill has " + std::to_string(fill.rates_Bps.size()) +
+                                  " rates for " + std::to_string(fill.flows.size()) + " flows");
     LinkFit& fit = links[index];
     if (!fit.bandwidth_lower_bound) continue;  // a measured route shows its rate
     double total = 0;
@@ -506,12 +506,13 @@ void measure_fills(const Spec& spec, const NetworkCalibrationRequest& request,
       total += r.rate_Bps;
     }
     fill.seconds = now_s() - t0;
-    progress(fmt::format("link {} (testbed {:.4g} MB/s): {}, {:.4g} MB/s in all ({}; {:.4g} MB/s "
-                         "fair without it)",
-                         spec.links[static_cast<std::size_t>(link)].name,
-                         spec.links[static_cast<std::size_t>(link)].bandwidth_Bps / 1e6,
-                         describe_flows(spec, fill.flows), total / 1e6,
-                         fill.fills ? "fills it" : "cannot fill it", fill.headroom_Bps / 1e6));
+    progress(
+        fmt::format("link {} (testbed {:.4g} MB/s): {}, {:.4g} MB/s in all ({}; {:.4g} MB/s "
+                    "fair without it)",
+                    spec.links[static_cast<std::size_t>(link)].name,
+                    spec.links[static_cast<std::size_t>(link)].bandwidth_Bps / 1e6,
+                    describe_flows(spec, fill.flows), total / 1e6,
+                    fill.fills ? "fills it" : "cannot fill it", fill.headroom_Bps / 1e6));
     cal.fills.push_back(std::move(fill));
   }
 }
@@ -736,8 +737,9 @@ std::string xml_link(const Spec& spec, const WrittenLink& w) {
     link_prop("fitted_bandwidth_Bps", num(fit->bandwidth_Bps));
     link_prop("fitted_latency_s", num(fit->latency_s));
     link_prop("bandwidth_from", fit->bandwidth_lower_bound ? "lower bound: " + fit->bandwidth_from
-                                : fit->bandwidth_filled    ? "filled by " + fit->bandwidth_from
-                                                           : "narrowest link of " + fit->bandwidth_from);
+                                : fit->bandwidth_filled
+                                    ? "filled by " + fit->bandwidth_from
+                                    : "narrowest link of " + fit->bandwidth_from);
     link_prop("testbed_bandwidth_Bps", num(link.bandwidth_Bps));
     link_prop("testbed_latency_s", num(link.latency_s));
     link_prop("platform_bandwidth_Bps", num(link.platform_bandwidth_Bps));
@@ -903,6 +905,34 @@ double scale_latencies_to_messages(const Spec& spec,
   return factor;
 }
 
+namespace {
+
+/// The fills (concurrent flows run to fill links no single route shows) as JSON.
+nlohmann::json fills_json(const NetworkCalibration& cal, const Spec& spec) {
+  nlohmann::json fills = nlohmann::json::array();
+  for (const FillMeasurement& f : cal.fills) {
+    nlohmann::json flows = nlohmann::json::array();
+    double total = 0;
+    for (std::size_t i = 0; i < f.flows.size(); ++i) {
+      flows.push_back({{"src", spec.hosts[static_cast<std::size_t>(f.flows[i].first)].name},
+                       {"dst", spec.hosts[static_cast<std::size_t>(f.flows[i].second)].name},
+                       {"rate_Bps", f.rates_Bps[i]}});
+      total += f.rates_Bps[i];
+    }
+    fills.push_back(
+        {{"link", spec.links[static_cast<std::size_t>(f.link)].name},
+         {"testbed_bandwidth_Bps", spec.links[static_cast<std::size_t>(f.link)].bandwidth_Bps},
+         {"fair_without_link_Bps", f.headroom_Bps},
+         {"fills", f.fills},
+         {"aggregate_Bps", total},
+         {"seconds", f.seconds},
+         {"flows", flows}});
+  }
+  return fills;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
   auto host = [&spec](int i) { return spec.hosts[static_cast<std::size_t>(i)].name; };
   auto routes_json = [&](const std::vector<RouteMeasurement>& measured) {
@@ -963,24 +993,6 @@ nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
                       {"ratio_ab", d.both_ab_Bps / d.alone_ab_Bps},
                       {"ratio_ba", d.both_ba_Bps / d.alone_ba_Bps},
                       {"common_links", d.shared_links}});
-  nlohmann::json fills = nlohmann::json::array();
-  for (const FillMeasurement& f : cal.fills) {
-    nlohmann::json flows = nlohmann::json::array();
-    double total = 0;
-    for (std::size_t i = 0; i < f.flows.size(); ++i) {
-      flows.push_back({{"src", host(f.flows[i].first)},
-                       {"dst", host(f.flows[i].second)},
-                       {"rate_Bps", f.rates_Bps[i]}});
-      total += f.rates_Bps[i];
-    }
-    fills.push_back({{"link", spec.links[static_cast<std::size_t>(f.link)].name},
-                     {"testbed_bandwidth_Bps", spec.links[static_cast<std::size_t>(f.link)].bandwidth_Bps},
-                     {"fair_without_link_Bps", f.headroom_Bps},
-                     {"fills", f.fills},
-                     {"aggregate_Bps", total},
-                     {"seconds", f.seconds},
-                     {"flows", flows}});
-  }
   nlohmann::json links = nlohmann::json::array();
   for (const LinkFit& fit : cal.links) {
     const SpecLink& link = spec.links[static_cast<std::size_t>(fit.link)];
@@ -1026,7 +1038,7 @@ nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
                                                            : nlohmann::json(nullptr)},
           {"shares", shares},
           {"duplex", duplex},
-          {"fills", fills},
+          {"fills", fills_json(cal, spec)},
           {"links", links},
           {"warnings", cal.warnings}};
 }

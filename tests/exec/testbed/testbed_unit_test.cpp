@@ -491,18 +491,18 @@ std::vector<LinkFit> single_route_fits(const Spec& spec) {
 TEST_CASE("links no single route shows: the fat tree's uplinks and server link filled by flows") {
   // testbed-fattree-2to1: 12.5 MB/s NICs under 25 MB/s leaf uplinks, 50 MB/s server link and
   // server NICs; ps0 -> ps1 shows the server NICs (a tie counts as the narrowest).
-  const Spec spec = make_spec(sim::load_platform(kPlatforms + "/testbed-fattree-2to1.xml"),
-                              Options{});
+  const Spec spec =
+      make_spec(sim::load_platform(kPlatforms + "/testbed-fattree-2to1.xml"), Options{});
   REQUIRE(spec.scale == Approx(1));
   std::vector<std::string> hidden;
   for (int l : links_no_route_shows(spec))
     hidden.push_back(spec.links[static_cast<std::size_t>(l)].name);
   std::sort(hidden.begin(), hidden.end());
-  CHECK(hidden == std::vector<std::string>{
-                      "leaf0-uplink_DOWN", "leaf0-uplink_UP", "leaf1-uplink_DOWN",
-                      "leaf1-uplink_UP", "leaf2-uplink_DOWN", "leaf2-uplink_UP",
-                      "leaf3-uplink_DOWN", "leaf3-uplink_UP", "server-link_DOWN",
-                      "server-link_UP"});
+  CHECK(hidden == std::vector<std::string>{"leaf0-uplink_DOWN", "leaf0-uplink_UP",
+                                           "leaf1-uplink_DOWN", "leaf1-uplink_UP",
+                                           "leaf2-uplink_DOWN", "leaf2-uplink_UP",
+                                           "leaf3-uplink_DOWN", "leaf3-uplink_UP",
+                                           "server-link_DOWN", "server-link_UP"});
 
   // An uplink: three flows from three hosts of its leaf, 37.5 MB/s without it (>= 1.25 x 25).
   const int uplink = link_index(spec, "leaf0-uplink_UP");
@@ -537,8 +537,8 @@ TEST_CASE("links no single route shows: the fat tree's uplinks and server link f
 TEST_CASE("links no single route shows: at 4:1 no traffic fills the server link") {
   // At 4:1 (12.5 MB/s uplinks) the uplinks are shown by single routes, and no traffic fills the
   // server link: the four uplinks give it 50 MB/s, its own rate, short of the margin.
-  const Spec four = make_spec(sim::load_platform(kPlatforms + "/testbed-fattree-4to1.xml"),
-                              Options{});
+  const Spec four =
+      make_spec(sim::load_platform(kPlatforms + "/testbed-fattree-4to1.xml"), Options{});
   std::vector<std::string> hidden4;
   for (int l : links_no_route_shows(four))
     hidden4.push_back(four.links[static_cast<std::size_t>(l)].name);
@@ -550,8 +550,8 @@ TEST_CASE("links no single route shows: at 4:1 no traffic fills the server link"
 }
 
 TEST_CASE("fills set the links no route shows: the flows' total or a bound that holds none back") {
-  const Spec spec = make_spec(sim::load_platform(kPlatforms + "/testbed-fattree-2to1.xml"),
-                              Options{});
+  const Spec spec =
+      make_spec(sim::load_platform(kPlatforms + "/testbed-fattree-2to1.xml"), Options{});
   const int uplink = link_index(spec, "leaf0-uplink_UP");
   const int server = link_index(spec, "server-link_DOWN");
   std::vector<LinkFit> fits = single_route_fits(spec);
