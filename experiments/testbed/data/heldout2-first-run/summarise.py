@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""summarise.py DIR: the second held-out matrix's bounds over the rows of both of its runs
+(DIR/fashion and DIR/wide, each a `validate --testbed` output), as heldout2-matrix.yaml fixes
+them: simgrid CM02's median and largest |round error| over all rows, its median |time-to-target
+error| leaving the group out (rows that have one), and on the baseline's contended rows its
+median |round error| against the bottleneck baseline's. Prints a row table and the bounds."""
+import json
+import statistics
+import sys
+from pathlib import Path
+
+rows = []
+for part in ("fashion", "wide"):
+    doc = json.loads((Path(sys.argv[1]) / part / "testbed-validation.json").read_text())
+    rows += doc["results"]
+
+print("config | baseline contended | CM02 round | baseline round | CM02 TTT LGO")
+for r in rows:
+    cm = r["engines"]["simgrid_cm02"]
+    lgo = cm.get("error_time_to_target_group_out")
+    print(f'{r["config"]} | {"yes" if r["baseline"]["contended"] else "no"} | '
+          f'{100 * cm["error_round"]:+.1f}% | {100 * r["baseline"]["error_round"]:+.1f}% | '
+          + ("n/a" if lgo is None else f"{100 * lgo:+.1f}%"))
+
+cm02 = [abs(r["engines"]["simgrid_cm02"]["error_round"]) for r in rows]
+lgo = [abs(r["engines"]["simgrid_cm02"]["error_time_to_target_group_out"]) for r in rows
+       if r["engines"]["simgrid_cm02"].get("error_time_to_target_group_out") is not None]
+contended = [r for r in rows if r["baseline"]["contended"]]
+cm02_c = statistics.median(abs(r["engines"]["simgrid_cm02"]["error_round"]) for r in contended)
+base_c = statistics.median(abs(r["baseline"]["error_round"]) for r in contended)
+median, largest = statistics.median(cm02), max(cm02)
+
+
+def verdict(value, target, resolve):
+    return "met" if value <= target else ("resolve bound met" if value <= resolve else "not met")
+
+
+print(f"rows {len(rows)}, contended (baseline's count) {len(contended)}, with a LGO time {len(lgo)}")
+print(f"CM02 median |round error| {100 * median:.1f}% (target 3%, resolve 5%): "
+      + verdict(median, 0.03, 0.05))
+print(f"CM02 largest |round error| {100 * largest:.1f}% (target 10%, resolve 15%): "
+      + verdict(largest, 0.10, 0.15))
+print(f"CM02 median |time to target error| leave-group-out {100 * statistics.median(lgo):.1f}% "
+      f"(<= 15%): " + ("met" if statistics.median(lgo) <= 0.15 else "not met"))
+print(f"contended rows: CM02 median {100 * cm02_c:.1f}%, baseline {100 * base_c:.1f}%, "
+      f"CM02 beats it by {base_c / cm02_c:.2f}x (>= 2): " + ("met" if base_c >= 2 * cm02_c else "not met"))
