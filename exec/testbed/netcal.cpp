@@ -309,6 +309,14 @@ FillMeasurement plan_fill(const Spec& spec, int link, int max_flows) {
   return plan;
 }
 
+bool fill_runs_again(const Spec& spec, const FillMeasurement& fill) {
+  if (fill.runs >= kFillRuns) return false;
+  double measured = 0;
+  for (double rate : fill.rates_Bps)
+    measured += rate;
+  return measured < kFillShortfall * fair_total(spec, fill.flows);
+}
+
 void fill_lower_bounds(const Spec& spec, const std::vector<FillMeasurement>& fills,
                        std::vector<LinkFit>& links, std::vector<std::string>& warnings) {
   for (const FillMeasurement& fill : fills) {
@@ -501,18 +509,27 @@ void measure_fills(const Spec& spec, const NetworkCalibrationRequest& request,
     if (fill.flows.empty()) continue;
     const double t0 = now_s();
     double total = 0;
-    for (const StreamRate& r : run_streams(spec, request, fill.flows)) {
-      fill.rates_Bps.push_back(r.rate_Bps);
-      total += r.rate_Bps;
-    }
+    do {
+      std::vector<double> rates;
+      double run_total = 0;
+      for (const StreamRate& r : run_streams(spec, request, fill.flows)) {
+        rates.push_back(r.rate_Bps);
+        run_total += r.rate_Bps;
+      }
+      ++fill.runs;
+      if (run_total > total) {
+        total = run_total;
+        fill.rates_Bps = rates;
+      }
+    } while (fill_runs_again(spec, fill));
     fill.seconds = now_s() - t0;
-    progress(
-        fmt::format("link {} (testbed {:.4g} MB/s): {}, {:.4g} MB/s in all ({}; {:.4g} MB/s "
-                    "fair without it)",
-                    spec.links[static_cast<std::size_t>(link)].name,
-                    spec.links[static_cast<std::size_t>(link)].bandwidth_Bps / 1e6,
-                    describe_flows(spec, fill.flows), total / 1e6,
-                    fill.fills ? "fills it" : "cannot fill it", fill.headroom_Bps / 1e6));
+    progress(fmt::format(
+        "link {} (testbed {:.4g} MB/s): {}, {:.4g} MB/s in all ({}; {:.4g} MB/s "
+        "fair without it; the largest of {} run{})",
+        spec.links[static_cast<std::size_t>(link)].name,
+        spec.links[static_cast<std::size_t>(link)].bandwidth_Bps / 1e6,
+        describe_flows(spec, fill.flows), total / 1e6, fill.fills ? "fills it" : "cannot fill it",
+        fill.headroom_Bps / 1e6, fill.runs, fill.runs == 1 ? "" : "s"));
     cal.fills.push_back(std::move(fill));
   }
 }
