@@ -943,6 +943,7 @@ nlohmann::json fills_json(const NetworkCalibration& cal, const Spec& spec) {
          {"fills", f.fills},
          {"aggregate_Bps", total},
          {"seconds", f.seconds},
+         {"runs", f.runs},
          {"flows", flows}});
   }
   return fills;

@@ -623,9 +623,17 @@ TEST_CASE("fills set the links no route shows: the flows' total or a bound that 
   broken.rates_Bps.pop_back();
   CHECK_THROWS_AS(fill_lower_bounds(spec, {broken}, fits, warnings), std::invalid_argument);
 
-  // The written platform says where the filled rate came from.
+  // The written platform says where the filled rate came from; the JSON keeps the fill.
   NetworkCalibration cal;
   cal.links = fits;
+  up.runs = 2;
+  cal.fills = {up};
+  const nlohmann::json doc = to_json(cal, spec);
+  REQUIRE(doc.at("fills").size() == 1);
+  CHECK(doc["fills"][0].at("link") == "leaf0-uplink_UP");
+  CHECK(doc["fills"][0].at("runs") == 2);
+  CHECK(doc["fills"][0].at("aggregate_Bps").get<double>() == Approx(24.9e6));
+  CHECK(doc["fills"][0].at("flows").size() == 3);
   const std::string xml = calibrated_platform_xml(spec, cal);
   CHECK(xml.find("value=\"filled by 3 flows at once: l0-h") != std::string::npos);
 }
