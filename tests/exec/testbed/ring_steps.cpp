@@ -1,0 +1,100 @@
+// ring_steps.cpp: a bare MPI ring all-reduce whose every step is timed on every rank, for
+// `tauplan testbed run` (experiments/testbed/README.md, "Where the rings' time goes"; built as
+// testbed_ring_steps, run by experiments/testbed/data/ring-gap-diagnosis/run-steps.sh).
+//
+// The ranks run the ring of exec/p2p_ring.cpp (K-1 reduce-scatter steps, then K-1 all-gather
+// steps, each one MPI_Sendrecv of a chunk to the right neighbour while receiving one from the
+// left, the reduce-scatter's chunk summed into the rank's own) with nothing else around it: no
+// model, no compute, no evaluation. Each round starts at an instant rank 0 chooses and
+// broadcasts on CLOCK_MONOTONIC, which every network namespace of one machine shares, so the
+// ranks' times are on one clock and need no offsets. Every rank records, for every step, when it
+// entered and left MPI_Sendrecv; rank 0 gathers them and prints one line per (round, rank, step):
+//   step ROUND RANK STEP ENTER_S LEAVE_S       (seconds from the round's agreed start)
+// Usage: ring_steps CHUNK_FLOATS ROUNDS. OpenMPI's TCP tick is set as tauplan sets it
+// (OMPI_MCA_mpi_event_tick_rate=1 unless the environment sets it). What it leaves out: the
+// final division by the weight, and everything of a training round but the collective.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <vector>
+
+namespace {
+
+double monotonic_s() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+void sleep_until(double when_s) {
+  while (true) {
+    const double left = when_s - monotonic_s();
+    if (left <= 0) return;
+    if (left > 2e-3) {
+      const double nap = left - 1e-3;
+      timespec t{static_cast<time_t>(nap),
+                 static_cast<long>((nap - static_cast<time_t>(nap)) * 1e9)};
+      nanosleep(&t, nullptr);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setenv("OMPI_MCA_mpi_event_tick_rate", "1", 0);
+  MPI_Init(&argc, &argv);
+  int rank = 0, k = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &k);
+  const long chunk = argc > 1 ? std::atol(argv[1]) : 78387;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 30;
+  if (chunk < 1 || rounds < 1 || k < 2) {
+    if (rank == 0)
+      std::fprintf(stderr, "usage: ring_steps CHUNK_FLOATS ROUNDS (2 ranks or more)\n");
+    MPI_Finalize();
+    return 2;
+  }
+  std::vector<float> data(static_cast<size_t>(chunk * k), 1.0f),
+      incoming(static_cast<size_t>(chunk));
+  const int right = (rank + 1) % k, left = (rank + k - 1) % k;
+  const int steps = 2 * (k - 1);
+  std::vector<double> times;  // per round, per step: enter, leave
+  for (int round = 0; round < rounds; ++round) {
+    double start = monotonic_s() + 0.05;
+    MPI_Bcast(&start, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    sleep_until(start);
+    for (int s = 0; s < steps; ++s) {
+      const bool scatter = s < k - 1;
+      const int send_block = ((rank - s) % k + k) % k;
+      const int recv_block = ((rank - s - 1) % k + k) % k;
+      float* send = data.data() + send_block * chunk;
+      float* recv = scatter ? incoming.data() : data.data() + recv_block * chunk;
+      times.push_back(monotonic_s() - start);
+      MPI_Sendrecv(send, static_cast<int>(chunk), MPI_FLOAT, right, s, recv,
+                   static_cast<int>(chunk), MPI_FLOAT, left, s, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      times.push_back(monotonic_s() - start);
+      if (scatter) {
+        float* own = data.data() + recv_block * chunk;
+        for (long i = 0; i < chunk; ++i)
+          own[i] += incoming[static_cast<size_t>(i)];
+      }
+    }
+  }
+  std::vector<double> all(rank == 0 ? times.size() * static_cast<size_t>(k) : 0);
+  MPI_Gather(times.data(), static_cast<int>(times.size()), MPI_DOUBLE, all.data(),
+             static_cast<int>(times.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    for (int r = 0; r < k; ++r)
+      for (int round = 0; round < rounds; ++round)
+        for (int s = 0; s < steps; ++s) {
+          const size_t at = static_cast<size_t>(r) * times.size() +
+                            2 * (static_cast<size_t>(round) * static_cast<size_t>(steps) +
+                                 static_cast<size_t>(s));
+          std::printf("step %d %d %d %.6f %.6f\n", round, r, s, all[at], all[at + 1]);
+        }
+  MPI_Finalize();
+  return 0;
+}
