@@ -61,9 +61,8 @@ FlowStage coarsen(const FlowStage& stage, const model::Platform& platform) {
   double latency = 0;
   const auto repeats = static_cast<double>(stage.repeat);
   for (const Flow& flow : stage.flows) {
-    latency =
-        std::max(latency, platform.message_latency_s(
-                              platform.route(flow.src_host, flow.dst_host).latency_s, flow.bytes));
+    latency = std::max(latency, platform.message_latency_s(
+                                    platform.route(flow.src_host, flow.dst_host), flow.bytes));
     auto [it, inserted] =
         index.emplace(std::make_pair(flow.src_host, flow.dst_host), merged.flows.size());
     if (inserted) merged.flows.push_back(Flow{flow.src_host, flow.dst_host, 0.0});

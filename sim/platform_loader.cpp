@@ -4,7 +4,10 @@
 // Host order is natural name order (gpu-2 before gpu-10), not SimGrid's lexicographic order,
 // so that host indices read the way people count. Link order is natural order of link names.
 // The root zone's props `message_protocol` and `eager_limit_bytes` give the platform's message
-// protocol. What it leaves out: SimGrid objects that are not hosts or links (routers, disks),
+// protocol, and `packet_bytes` the packets its links forward store-and-forward: the simulator
+// then charges every transfer its last packet's serialisation on each link of its route but the
+// narrowest (model::Route::forwarding_s_per_byte), through SimGrid's latency factor by size and
+// route. What it leaves out: SimGrid objects that are not hosts or links (routers, disks),
 // other zones' properties, and re-loading: one platform per process.
 #include "sim/platform_loader.hpp"
 
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include <simgrid/Exception.hpp>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
 #include <xbt/config.hpp>
 // version.h and log.h need the declarations above.
@@ -30,6 +34,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -136,13 +141,17 @@ class SimGridRoutes final : public model::RouteOracle {
     model::Route route;
     route.latency_s = latency;
     route.bandwidth_Bps = std::numeric_limits<double>::infinity();
+    double per_byte_sum = 0, per_byte_most = 0;
     for (const sg4::Link* link : path) {
       auto it = link_index_.find(link);
       if (it == link_index_.end()) continue;  // not a link of the platform list (cannot happen)
       route.links.push_back(it->second);
-      route.bandwidth_Bps =
-          std::min(route.bandwidth_Bps, link_bandwidth_[static_cast<size_t>(it->second)]);
+      const double bandwidth = link_bandwidth_[static_cast<size_t>(it->second)];
+      route.bandwidth_Bps = std::min(route.bandwidth_Bps, bandwidth);
+      per_byte_sum += 1 / bandwidth;
+      per_byte_most = std::max(per_byte_most, 1 / bandwidth);
     }
+    route.forwarding_s_per_byte = per_byte_sum - per_byte_most;  // as model::total_route
     std::lock_guard<std::mutex> lock(mutex_);
     cache_.emplace(key, route);
     return route;
@@ -252,6 +261,40 @@ model::MessageProtocol message_protocol(const sg4::NetZone& root, const std::str
   return protocol;
 }
 
+// The root zone's prop `packet_bytes` (model::Platform::packet_bytes): absent, 0.
+double packet_bytes(const sg4::NetZone& root, const std::string& file) {
+  const char* value = root.get_property("packet_bytes");
+  if (value == nullptr) return 0;
+  double bytes = 0;
+  if (!model::parse_prop_number(value, bytes) || !(bytes >= 0 && bytes <= model::kMaxMemoryBytes))
+    throw InputError(
+        file, "zone " + root.get_name() + " prop packet_bytes",
+        fmt::format("a number of bytes in [0, {:g}] (0: links are pipes)", model::kMaxMemoryBytes),
+        value);
+  return bytes;
+}
+
+// Store-and-forward links (packet_bytes > 0): every transfer's latency factor grows by its last
+// packet's serialisation on each link of its route but the narrowest, over the route's latency
+// (SimGrid multiplies a transfer's route latency by the factor). A route of no latency cannot
+// carry it as a factor and keeps the configured one.
+void charge_forwarding(sg4::Engine& engine, double packet) {
+  const double base = simgrid::config::get_value<double>("network/latency-factor");
+  engine.get_netzone_root()->get_network_model()->set_lat_factor_cb(
+      [base, packet](double size, const sg4::Host*, const sg4::Host*,
+                     const std::vector<sg4::Link*>& links,
+                     const std::unordered_set<sg4::NetZone*>&) {
+        double latency = 0, per_byte_sum = 0, per_byte_most = 0;
+        for (const sg4::Link* link : links) {
+          latency += link->get_latency();
+          per_byte_sum += 1 / link->get_bandwidth();
+          per_byte_most = std::max(per_byte_most, 1 / link->get_bandwidth());
+        }
+        const double forwarding = std::min(size, packet) * (per_byte_sum - per_byte_most);
+        return latency > 0 ? base + forwarding / latency : base;
+      });
+}
+
 model::Platform convert_platform(sg4::Engine& engine, const std::string& file,
                                  std::vector<sg4::Host*>& hosts_out) {
   model::Platform platform;
@@ -296,6 +339,8 @@ model::Platform convert_platform(sg4::Engine& engine, const std::string& file,
   platform.routes = std::make_shared<SimGridRoutes>(file, hosts, std::move(link_index),
                                                     std::move(link_bandwidth));
   platform.protocol = message_protocol(*engine.get_netzone_root(), file);
+  platform.packet_bytes = packet_bytes(*engine.get_netzone_root(), file);
+  if (platform.packet_bytes > 0) charge_forwarding(engine, platform.packet_bytes);
   hosts_out = std::move(hosts);
   return platform;
 }

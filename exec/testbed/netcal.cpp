@@ -542,6 +542,7 @@ NetworkCalibration calibrate_network(const State& state, const NetworkCalibratio
   NetworkCalibration cal;
   cal.date = model::utc_now_iso8601();
   cal.commit = model::tauplan_git_commit();
+  cal.packet_bytes = state.spec.mtu - kTcpIpHeaderBytes;
   cal.request = request;
   const double started = now_s();
 
@@ -611,6 +612,9 @@ FitErrors fit_errors(const Spec& spec, const NetworkCalibration& cal) {
     for (int l : spec.route(m.dst, m.src).links)
       predicted_rtt += cal.links[static_cast<std::size_t>(l)].latency_s;
     predicted_rtt *= trips;
+    // A message's alpha also holds its store-and-forward (scale_latencies_to_messages).
+    if (cal.eager_limit_bytes >= 0 && cal.packet_bytes > 0)
+      predicted_rtt += 2 * route_forwarding_s(spec, cal.links, m.src, m.dst);
     e.max_latency_error =
         std::max(e.max_latency_error, std::abs(predicted_rtt - m.round_trip_s) / m.round_trip_s);
     e.max_bandwidth_error =
@@ -696,6 +700,7 @@ std::string xml_zone_props(const Spec& spec, const NetworkCalibration& cal,
     zone_prop("message_protocol", "rendezvous");
     zone_prop("eager_limit_bytes", num(cal.eager_limit_bytes));
   }
+  if (cal.packet_bytes > 0) zone_prop("packet_bytes", num(cal.packet_bytes));
   return out;
 }
 
@@ -891,6 +896,16 @@ std::vector<LinkFit> fit_links_to_messages(const Spec& spec,
   return links;
 }
 
+double route_forwarding_s(const Spec& spec, const std::vector<LinkFit>& links, int src, int dst) {
+  double per_byte_sum = 0, per_byte_most = 0;
+  for (int l : spec.route(src, dst).links) {
+    const double per_byte = 1 / links.at(static_cast<std::size_t>(l)).bandwidth_Bps;
+    per_byte_sum += per_byte;
+    per_byte_most = std::max(per_byte_most, per_byte);
+  }
+  return (spec.mtu - kTcpIpHeaderBytes) * (per_byte_sum - per_byte_most);
+}
+
 double scale_latencies_to_messages(const Spec& spec,
                                    const std::vector<RouteMeasurement>& mpi_routes,
                                    const std::vector<RouteMeasurement>& tcp_routes, int trips,
@@ -898,10 +913,13 @@ double scale_latencies_to_messages(const Spec& spec,
                                    std::vector<std::string>& warnings) {
   if (trips < 1) throw std::invalid_argument("scale_latencies_to_messages: trips < 1");
   require_same_routes(mpi_routes, tcp_routes, "scale_latencies_to_messages");
+  std::vector<double> forwarding;
+  for (const RouteMeasurement& m : mpi_routes)
+    forwarding.push_back(route_forwarding_s(spec, links, m.src, m.dst));
   double sum_al = 0, sum_ll = 0;
   for (std::size_t i = 0; i < mpi_routes.size(); ++i) {
     const double one_way = trips * tcp_routes[i].round_trip_s / 2;
-    sum_al += mpi_routes[i].fit.intercept * one_way;
+    sum_al += (mpi_routes[i].fit.intercept - forwarding[i]) * one_way;
     sum_ll += one_way * one_way;
   }
   if (!(sum_ll > 0))
@@ -911,13 +929,14 @@ double scale_latencies_to_messages(const Spec& spec,
     link.latency_s *= factor;
   for (std::size_t i = 0; i < mpi_routes.size(); ++i) {
     const RouteMeasurement& m = mpi_routes[i];
-    const double predicted = trips * factor * tcp_routes[i].round_trip_s / 2;
+    const double predicted = trips * factor * tcp_routes[i].round_trip_s / 2 + forwarding[i];
     if (!(std::fabs(predicted / m.fit.intercept - 1) <= 0.10))
       warnings.push_back(fmt::format(
-          "route {} -> {}: MPI alpha {:.4g} s, {} x {:.4g} x its TCP latency predicts {:.4g} s",
+          "route {} -> {}: MPI alpha {:.4g} s, {} x {:.4g} x its TCP latency + {:.4g} s of "
+          "store-and-forward predicts {:.4g} s",
           spec.hosts[static_cast<std::size_t>(m.src)].name,
           spec.hosts[static_cast<std::size_t>(m.dst)].name, m.fit.intercept, trips, factor,
-          predicted));
+          forwarding[i], predicted));
   }
   return factor;
 }

@@ -169,6 +169,10 @@ struct NetworkCalibration {
   /// With MPI messages, the MPI library's eager limit (bytes): the calibrated platform's protocol
   /// is then a rendezvous above it (model/inputs/platform.hpp: MessageProtocol). Negative: plain.
   double eager_limit_bytes = -1;
+  /// Payload bytes of the testbed's packets (its MTU less kTcpIpHeaderBytes): its links forward
+  /// them store-and-forward (exec/testbed/fabric.hpp), and the calibrated platform says so
+  /// (prop packet_bytes: model::Platform::packet_bytes). 0: not known (a pipe).
+  double packet_bytes = 0;
   /// Hosts whose compute was measured (by name); the others keep the testbed platform's.
   std::map<std::string, HostCompute> compute;
   std::string compute_method;  ///< how, for the file's comment
@@ -249,13 +253,19 @@ std::vector<std::pair<int, int>> covering_pairs(const Spec& spec);
 std::vector<LinkFit> fit_links(const Spec& spec, const std::vector<RouteMeasurement>& routes,
                                std::vector<std::string>& warnings);
 
+/// What a transfer of at least a full packet from `src` to `dst` waits beyond the pipe model on
+/// the testbed's links as fitted in `links`: one packet (spec.mtu less kTcpIpHeaderBytes)
+/// serialised on each link of the route but the narrowest (model::Route::forwarding_s_per_byte).
+double route_forwarding_s(const Spec& spec, const std::vector<LinkFit>& links, int src, int dst);
+
 /// MPI messages over the links of a TCP calibration: fits alpha(route) = trips x factor x the
-/// route's TCP one-way latency (half its measured round trip) through the origin, over
-/// `mpi_routes` (alpha in fit.intercept) and `tcp_routes` (the same routes, same order), where
-/// `trips` is the one-way latencies a message pays (3 for a rendezvous); multiplies every link's
-/// latency in `links` by the factor and returns it. Each route whose alpha the fit misses by
-/// more than 10% adds a warning. Throws std::invalid_argument when the lists differ, trips < 1
-/// or no round trip is positive.
+/// route's TCP one-way latency (half its measured round trip) + its store-and-forward
+/// (route_forwarding_s, once a message: what fitted the testbed's messages best, 2026-12-03)
+/// through the origin, over `mpi_routes` (alpha in fit.intercept) and
+/// `tcp_routes` (the same routes, same order), where `trips` is the one-way latencies a message
+/// pays (3 for a rendezvous); multiplies every link's latency in `links` by the factor and returns
+/// it. Each route whose alpha the fit misses by more than 10% adds a warning. Throws
+/// std::invalid_argument when the lists differ, trips < 1 or no round trip is positive.
 double scale_latencies_to_messages(const Spec& spec,
                                    const std::vector<RouteMeasurement>& mpi_routes,
                                    const std::vector<RouteMeasurement>& tcp_routes, int trips,

@@ -698,6 +698,7 @@ std::string probed_platform_xml(const ProbedTopology& t, const std::vector<SpecH
     out += prop(zone, "message_protocol", "rendezvous");
     out += prop(zone, "eager_limit_bytes", number(messages.eager_limit_bytes));
   }
+  if (messages.packet_bytes > 0) out += prop(zone, "packet_bytes", number(messages.packet_bytes));
   for (const std::string& name : t.hosts) {
     const auto host = std::find_if(hosts.begin(), hosts.end(),
                                    [&name](const SpecHost& h) { return h.name == name; });

@@ -104,11 +104,15 @@ bool parse_prop_number(const std::string& text, double& value) {
 void total_route(Route& route, const std::vector<Link>& links) {
   route.latency_s = 0;
   route.bandwidth_Bps = std::numeric_limits<double>::infinity();
+  double per_byte_sum = 0, per_byte_most = 0;
   for (int link : route.links) {
     const Link& l = links.at(static_cast<size_t>(link));
     route.latency_s += l.latency_s;
     route.bandwidth_Bps = std::min(route.bandwidth_Bps, l.bandwidth_Bps);
+    per_byte_sum += 1 / l.bandwidth_Bps;
+    per_byte_most = std::max(per_byte_most, 1 / l.bandwidth_Bps);
   }
+  route.forwarding_s_per_byte = per_byte_sum - per_byte_most;
 }
 
 const std::vector<PlatformProperty>& platform_properties() {
@@ -134,6 +138,8 @@ const std::vector<PlatformProperty>& platform_properties() {
        "work (flop at the host's speed) a parameter server spends per byte it combines or applies"},
       {"the root zone", "message_protocol", "plain (default) or rendezvous (OpenMPI ob1 over TCP)"},
       {"the root zone", "eager_limit_bytes", "with rendezvous: the largest message sent eagerly"},
+      {"the root zone", "packet_bytes",
+       "payload bytes of the packets the links forward store-and-forward (0, default: pipes)"},
   };
   return properties;
 }

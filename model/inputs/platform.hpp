@@ -3,13 +3,15 @@
 // Models hosts (one per GPU or CPU worker) with an effective training speed in flop/s, the
 // GPU properties that matter for planning (model, memory), and routes between hosts made of
 // links with a latency and a bandwidth, and the protocol a message follows across them (a
-// plain transfer, or a rendezvous handshake above an eager limit, as MPI libraries do). What it
+// plain transfer, or a rendezvous handshake above an eager limit, as MPI libraries do), and
+// whether its links forward store-and-forward, a packet at a time (packet_bytes). What it
 // leaves out: contention. A Route here is the alpha-beta view of one path (sum of latencies,
 // narrowest bandwidth); sharing between flows is the simulator's business (sim/). model/ never
 // includes SimGrid: sim/ loads SimGrid XML into this struct and supplies the routes through
 // RouteOracle.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,10 +49,16 @@ struct Route {
   std::vector<int> links;
   double latency_s = 0;
   double bandwidth_Bps = 0;
+  /// Seconds a byte of a packet adds where the links forward store-and-forward: each link
+  /// receives a whole packet before it sends it on, so a packet is serialised on every link of
+  /// the route, where a pipe (latency + bytes over the narrowest link) counts it once: the sum
+  /// over the route's links of 1 / bandwidth, less the narrowest link's. Times the packet's
+  /// bytes (Platform::forwarding_s).
+  double forwarding_s_per_byte = 0;
 };
 
-/// Sets a route's latency (the sum over its links) and bandwidth (the narrowest; infinite with no
-/// link) from `links`, which its link indices point into.
+/// Sets a route's latency (the sum over its links), bandwidth (the narrowest; infinite with no
+/// link) and forwarding_s_per_byte from `links`, which its link indices point into.
 void total_route(Route& route, const std::vector<Link>& links);
 
 /// How a message crosses a route, from the root zone's props `message_protocol` ("plain", the
@@ -101,11 +109,30 @@ class Platform {
   std::vector<Link> links;
   std::shared_ptr<const RouteOracle> routes;
   MessageProtocol protocol;
+  /// Payload bytes of the largest packet the links forward store-and-forward (the root zone's
+  /// prop `packet_bytes`; the testbed writes its MTU less the TCP/IP headers); 0, the default:
+  /// the links are pipes, as SimGrid models them.
+  double packet_bytes = 0;
 
   /// What a message of `bytes` alone on a route of `route_latency_s` pays before its bytes
   /// flow: the latency times protocol.latency_trips(bytes) (the analytic engines' alpha).
   double message_latency_s(double route_latency_s, double bytes) const {
     return route_latency_s * protocol.latency_trips(bytes);
+  }
+  /// What a message of `bytes` waits beyond the pipe model for its links to forward it a packet
+  /// at a time: its last packet (min(bytes, packet_bytes)) serialised on every link of the route
+  /// but the narrowest. 0 with packet_bytes 0.
+  double forwarding_s(double route_forwarding_s_per_byte, double bytes) const {
+    return packet_bytes > 0 && bytes > 0
+               ? std::min(bytes, packet_bytes) * route_forwarding_s_per_byte
+               : 0.0;
+  }
+  /// A message alone on `route`: message_latency_s plus forwarding_s once (the analytic
+  /// engines' alpha). Once for a rendezvous too: on the testbed an MPI message's alpha less three
+  /// TCP latencies held one packet's forwarding, not two (experiments/testbed/README.md).
+  double message_latency_s(const Route& route, double bytes) const {
+    return message_latency_s(route.latency_s, bytes) +
+           forwarding_s(route.forwarding_s_per_byte, bytes);
   }
 
   /// Host index by name, or -1.

@@ -58,8 +58,14 @@ RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform
     const Route& route = platform.route(hosts[i], hosts[(i + 1) % k]);
     hop.latency_s = std::max(hop.latency_s, route.latency_s);
     hop.bandwidth_Bps = std::min(hop.bandwidth_Bps, route.bandwidth_Bps);
+    hop.forwarding_s_per_byte = std::max(hop.forwarding_s_per_byte, route.forwarding_s_per_byte);
   }
   return hop;
+}
+
+double hop_message_latency_s(const RingHop& hop, double bytes, const Platform& platform) {
+  return platform.message_latency_s(hop.latency_s, bytes) +
+         platform.forwarding_s(hop.forwarding_s_per_byte, bytes);
 }
 
 namespace {
@@ -123,14 +129,14 @@ double ring_steps_s(double bytes, long long steps, const std::vector<int>& hosts
   if (channels.size() == 1) {
     const RingHop hop = slowest_ring_hop(hosts, platform);
     return static_cast<double>(steps) *
-           (platform.message_latency_s(hop.latency_s, chunk) + chunk / hop.bandwidth_Bps);
+           (hop_message_latency_s(hop, chunk, platform) + chunk / hop.bandwidth_Bps);
   }
   std::map<int, double> load;
   double latency = 0;
   for (const std::vector<size_t>& order : channels)
     for (size_t q = 0; q < k; ++q) {
       const Route& route = platform.route(hosts[order[q]], hosts[order[(q + 1) % k]]);
-      latency = std::max(latency, platform.message_latency_s(route.latency_s, chunk));
+      latency = std::max(latency, platform.message_latency_s(route, chunk));
       for (int link : route.links) {
         double& bytes_on_link = load[link];
         bytes_on_link = platform.links[static_cast<size_t>(link)].sharing == LinkSharing::FatPipe

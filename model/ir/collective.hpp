@@ -58,8 +58,12 @@ const char* ring_collective();
 struct RingHop {
   double latency_s = 0;
   double bandwidth_Bps = 0;
+  double forwarding_s_per_byte = 0;  ///< the most of the hops' (Route::forwarding_s_per_byte)
 };
 RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform);
+/// What a message of `bytes` over `hop` pays before its bytes flow: Platform::message_latency_s
+/// of its latency plus Platform::forwarding_s of its forwarding.
+double hop_message_latency_s(const RingHop& hop, double bytes, const Platform& platform);
 
 /// The rings a ring collective over `hosts` runs at once, as NCCL's channels do: a group with the
 /// same number k > 1 of its hosts on each of two or more nodes is cut into k channels, channel j

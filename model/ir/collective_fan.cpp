@@ -16,7 +16,7 @@ double fan_time_s(const std::vector<std::pair<int, int>>& flows, double bytes,
   for (const auto& [src, dst] : flows) {
     if (src == dst) continue;
     const Route& route = platform.route(src, dst);
-    latency = std::max(latency, route.latency_s);
+    latency = std::max(latency, platform.message_latency_s(route, bytes));
     slowest_flow = std::max(slowest_flow, bytes / route.bandwidth_Bps);
     if (!route.links.empty()) ++flows_per_end_link[end_link(route)];
   }
@@ -27,7 +27,7 @@ double fan_time_s(const std::vector<std::pair<int, int>>& flows, double bytes,
     shared = std::max(shared, sharing * bytes / l.bandwidth_Bps);
   }
   if (flows_per_end_link.empty() && slowest_flow == 0) return 0;
-  return platform.message_latency_s(latency, bytes) + std::max(slowest_flow, shared);
+  return latency + std::max(slowest_flow, shared);
 }
 
 }  // namespace

@@ -30,14 +30,17 @@ class HierarchicalAllReduce : public CollectiveAlgorithm {
 
     double intra = 0;
     if (g > 1) {
-      RingHop slowest{0, std::numeric_limits<double>::infinity()};
+      RingHop slowest;
+      slowest.bandwidth_Bps = std::numeric_limits<double>::infinity();
       for (const auto& node : nodes) {
         const RingHop hop = slowest_ring_hop(node, platform);
         slowest.latency_s = std::max(slowest.latency_s, hop.latency_s);
         slowest.bandwidth_Bps = std::min(slowest.bandwidth_Bps, hop.bandwidth_Bps);
+        slowest.forwarding_s_per_byte =
+            std::max(slowest.forwarding_s_per_byte, hop.forwarding_s_per_byte);
       }
-      intra = (gd - 1) * (platform.message_latency_s(slowest.latency_s, n / gd) +
-                          n / (gd * slowest.bandwidth_Bps));
+      intra = (gd - 1) *
+              (hop_message_latency_s(slowest, n / gd, platform) + n / (gd * slowest.bandwidth_Bps));
     }
 
     double inter = 0;
@@ -48,7 +51,7 @@ class HierarchicalAllReduce : public CollectiveAlgorithm {
       for (size_t i = 0; i < g; ++i)
         for (size_t j = 0; j < m; ++j) {
           const Route& route = platform.route(nodes[j][i], nodes[(j + 1) % m][i]);
-          latency = std::max(latency, route.latency_s);
+          latency = std::max(latency, platform.message_latency_s(route, chunk));
           for (int link : route.links)
             ++flows_per_link[link];
         }
@@ -58,7 +61,7 @@ class HierarchicalAllReduce : public CollectiveAlgorithm {
         const double sharing = l.sharing == LinkSharing::FatPipe ? 1.0 : count;
         step = std::max(step, sharing * chunk / l.bandwidth_Bps);
       }
-      inter = 2 * (md - 1) * (platform.message_latency_s(latency, chunk) + step);
+      inter = 2 * (md - 1) * (latency + step);
     }
     return 2 * intra + inter;
   }

@@ -29,8 +29,7 @@ double worker_link_time_s(const std::vector<int>& workers, const std::vector<int
         platform.links[static_cast<size_t>(push ? route.links.front() : route.links.back())];
     // Each of its messages carries one shard.
     const double shard = bytes / static_cast<double>(servers.size());
-    worst = std::max(
-        worst, platform.message_latency_s(route.latency_s, shard) + bytes / link.bandwidth_Bps);
+    worst = std::max(worst, platform.message_latency_s(route, shard) + bytes / link.bandwidth_Bps);
   }
   return worst;
 }

@@ -258,7 +258,7 @@ double ring_half_s(double bytes, const std::vector<int>& group, const Platform& 
   if (group.size() < 2) return 0;
   const RingHop hop = slowest_ring_hop(group, platform);
   return (n - 1) *
-         (platform.message_latency_s(hop.latency_s, bytes / n) + bytes / (n * hop.bandwidth_Bps));
+         (hop_message_latency_s(hop, bytes / n, platform) + bytes / (n * hop.bandwidth_Bps));
 }
 
 double alltoall_s(double bytes, const std::vector<int>& group, const Platform& platform) {
@@ -270,8 +270,8 @@ double alltoall_s(double bytes, const std::vector<int>& group, const Platform& p
     double slowest = 0;
     for (size_t q = 0; q < n; ++q) {
       const Route& route = platform.route(group[q], group[(q + step) % n]);
-      slowest = std::max(slowest, platform.message_latency_s(route.latency_s, share) +
-                                      share / route.bandwidth_Bps);
+      slowest =
+          std::max(slowest, platform.message_latency_s(route, share) + share / route.bandwidth_Bps);
     }
     total += slowest;
   }
@@ -393,9 +393,8 @@ StageTime stage_time(int stage, const StageWork& work, const Layout& layout,
       for (int k = 0; k < layout.tensor; ++k) {
         const std::vector<int> ring = placement.context_group(i, k, stage);
         const RingHop hop = slowest_ring_hop(ring, platform);
-        ring_s =
-            std::max(ring_s, platform.message_latency_s(hop.latency_s, work.context_message_bytes) +
-                                 work.context_message_bytes / hop.bandwidth_Bps);
+        ring_s = std::max(ring_s, hop_message_latency_s(hop, work.context_message_bytes, platform) +
+                                      work.context_message_bytes / hop.bandwidth_Bps);
       }
     time.context_s =
         std::max(0.0, static_cast<double>(work.context_messages) * ring_s - attention_s);
@@ -562,8 +561,8 @@ LayoutTime layout_time(const Workload& workload, const Layout& layout, double ba
             const Route& route = platform.route(
                 placement.hosts[static_cast<size_t>(placement.worker(i, k, r, j))],
                 placement.hosts[static_cast<size_t>(placement.worker(i, k, r + 1, j))]);
-            send_s = std::max(send_s, platform.message_latency_s(route.latency_s, slice) +
-                                          slice / route.bandwidth_Bps);
+            send_s = std::max(
+                send_s, platform.message_latency_s(route, slice) + slice / route.bandwidth_Bps);
           }
           const double gather_s =
               t > 1 && !sp ? ring_half_s(slice * t, placement.tensor_group(i, r + 1, j), platform)

@@ -37,8 +37,8 @@ double op_duration_s(const Op& op, const Plan& plan, const Platform& platform) {
       const int src = plan.host_of(op.source), dst = plan.host_of(op.destination);
       if (src == dst || op.bytes <= 0) return 0;
       const Route& route = platform.route(src, dst);
-      return op.repeat * (platform.message_latency_s(route.latency_s, op.bytes) +
-                          op.bytes / route.bandwidth_Bps);
+      return op.repeat *
+             (platform.message_latency_s(route, op.bytes) + op.bytes / route.bandwidth_Bps);
     }
     case OpKind::Apply: {
       const int host = plan.server_hosts.at(static_cast<size_t>(op.server));
@@ -94,9 +94,8 @@ std::vector<double> async_durations(const Plan& plan, const Platform& platform,
       if (l.sharing == LinkSharing::FatPipe || bytes == bytes_on_link.end()) continue;
       busiest_s = std::max(busiest_s, bytes->second / l.bandwidth_Bps);
     }
-    duration_s[i] =
-        std::max(duration_s[i],
-                 op.repeat * platform.message_latency_s(route.latency_s, op.bytes) + busiest_s);
+    duration_s[i] = std::max(duration_s[i],
+                             op.repeat * platform.message_latency_s(route, op.bytes) + busiest_s);
   };
   for (const auto& [key, members] : groups) {
     if (members.size() < 2) continue;
@@ -153,7 +152,7 @@ double queue_service_s(const Op& op, double duration_s, const Route& route,
   if (!protocol.rendezvous || op.bytes <= protocol.eager_limit_bytes) return duration_s;
   const double latency_s = route.latency_s * op.repeat;
   const double bytes_s =
-      std::max(0.0, duration_s - op.repeat * platform.message_latency_s(route.latency_s, op.bytes));
+      std::max(0.0, duration_s - op.repeat * platform.message_latency_s(route, op.bytes));
   const double first_s = bytes_s * protocol.eager_limit_bytes / op.bytes;
   return reply ? 2 * latency_s + first_s : duration_s - latency_s - first_s;
 }

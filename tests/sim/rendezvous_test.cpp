@@ -42,13 +42,7 @@ namespace {
 std::string ring_platform(const std::vector<double>& latencies_s, double bandwidth_Bps,
                           const std::string& zone_props, bool server = false) {
   const size_t k = latencies_s.size();
-  std::string xml =
-      "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-      "<platform version=\"4.1\">\n  <zone id=\"world\" routing=\"Full\">\n" +
-      zone_props;
-  for (size_t i = 0; i < k; ++i)
-    xml += fmt::format("    <host id=\"h{}\" speed=\"1Gf\">{}</host>\n", i,
-                       server && i + 1 == k ? "<prop id=\"role\" value=\"server\"/>" : "");
+  std::string xml = test::platform_head(k, zone_props, server);
   const size_t hops = k == 2 ? 1 : k;  // two hosts: one link, one half each way
   for (size_t i = 0; i < hops; ++i)
     xml += fmt::format(
@@ -76,35 +70,6 @@ const std::string kRendezvous =
     "    <prop id=\"message_protocol\" value=\"rendezvous\"/>\n"
     "    <prop id=\"eager_limit_bytes\" value=\"65536\"/>\n";
 
-/// Simulated and analytic time of one collective over all hosts (ps: the last host serves).
-nlohmann::json one_collective(const std::string& path, const std::string& algorithm, double bytes,
-                              sim::Granularity granularity) {
-  const model::Platform platform = sim::load_platform(path);
-  const int k = static_cast<int>(platform.hosts.size());
-  std::vector<int> workers, servers, group;
-  for (int h = 0; h < k; ++h) {
-    if (algorithm == "ps" && h + 1 == k) {
-      servers.push_back(h);
-      continue;
-    }
-    group.push_back(static_cast<int>(workers.size()));
-    workers.push_back(h);
-  }
-  const model::Plan plan =
-      test::collectives_only_plan(workers, servers, bytes, {{algorithm, group}});
-  sim::SimOptions options;
-  options.granularity = granularity;
-  const model::ResultRow row = sim::simulate(plan, platform, options);
-  model::CollectiveCall call;
-  call.hosts = workers;
-  call.servers = servers;
-  call.bytes = bytes;
-  return nlohmann::json{{"sim", row.round_s},
-                        {"analytic", model::collective_algorithm(algorithm).time_s(call, platform)},
-                        {"rendezvous", platform.protocol.rendezvous},
-                        {"eager", platform.protocol.eager_limit_bytes}};
-}
-
 }  // namespace
 
 TEST_CASE("a message alone: three latencies above the eager limit, one at or below it") {
@@ -112,7 +77,7 @@ TEST_CASE("a message alone: three latencies above the eager limit, one at or bel
   for (const double bytes : {1e6, 6e4}) {
     const auto result = test::in_child([&] {
       const std::string path = ring_platform({latency, latency}, bandwidth, kRendezvous, true);
-      return one_collective(path, "ps", bytes, sim::Granularity::Step).dump();
+      return test::one_collective(path, "ps", bytes, sim::Granularity::Step).dump();
     });
     INFO(result.text);
     REQUIRE(result.kind == "ok");
@@ -134,7 +99,7 @@ TEST_CASE("a ring of like hops pays three latencies a step, as the analytic form
     const auto result = test::in_child([&] {
       const std::string path =
           ring_platform({latency, latency, latency, latency}, bandwidth, kRendezvous);
-      return one_collective(path, "ring", n, granularity).dump();
+      return test::one_collective(path, "ring", n, granularity).dump();
     });
     INFO(result.text);
     REQUIRE(result.kind == "ok");
@@ -152,7 +117,7 @@ TEST_CASE("a ring with one slow hop: after the first step each costs two latenci
   const double fast = 1e-3, slow = 1e-2, bandwidth = 1e8, n = 3e6;
   const auto result = test::in_child([&] {
     const std::string path = ring_platform({fast, fast, slow}, bandwidth, kRendezvous);
-    return one_collective(path, "ring", n, sim::Granularity::Step).dump();
+    return test::one_collective(path, "ring", n, sim::Granularity::Step).dump();
   });
   INFO(result.text);
   REQUIRE(result.kind == "ok");
@@ -169,7 +134,7 @@ TEST_CASE("without protocol props a platform's messages are plain: one latency e
   const double latency = 2e-3, bandwidth = 1e8, n = 3e6;
   const auto result = test::in_child([&] {
     const std::string path = ring_platform({latency, latency, 5 * latency}, bandwidth, "");
-    return one_collective(path, "ring", n, sim::Granularity::Step).dump();
+    return test::one_collective(path, "ring", n, sim::Granularity::Step).dump();
   });
   REQUIRE(result.kind == "ok");
   const auto v = result.json();

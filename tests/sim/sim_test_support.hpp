@@ -24,6 +24,7 @@
 #include "model/base/error.hpp"
 #include "model/convergence/convergence.hpp"
 #include "model/inputs/workload.hpp"
+#include "model/ir/collective.hpp"
 #include "model/ir/strategy.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/simulator.hpp"
@@ -172,6 +173,50 @@ inline model::Plan collectives_only_plan(
   }
   plan.collective = collectives.empty() ? "" : collectives.front().first;
   return plan;
+}
+
+/// The start of a test platform: the XML header, the root zone (Full routing) holding
+/// `zone_props`, and hosts h0..h{k-1} at 1 Gf, the last a parameter server with `server`.
+inline std::string platform_head(size_t k, const std::string& zone_props, bool server) {
+  std::string xml =
+      "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+      "<platform version=\"4.1\">\n  <zone id=\"world\" routing=\"Full\">\n" +
+      zone_props;
+  for (size_t i = 0; i < k; ++i)
+    xml += "    <host id=\"h" + std::to_string(i) + "\" speed=\"1Gf\">" +
+           (server && i + 1 == k ? "<prop id=\"role\" value=\"server\"/>" : "") + "</host>\n";
+  return xml;
+}
+
+/// To run in a child (in_child): the simulated and analytic time of one collective over every
+/// host of the platform at `path` (ps: the last host serves), and the platform's protocol and
+/// packet size, as JSON (sim, analytic, rendezvous, eager, packet_bytes).
+inline nlohmann::json one_collective(const std::string& path, const std::string& algorithm,
+                                     double bytes, sim::Granularity granularity) {
+  const model::Platform platform = sim::load_platform(path);
+  const int k = static_cast<int>(platform.hosts.size());
+  std::vector<int> workers, servers, group;
+  for (int h = 0; h < k; ++h) {
+    if (algorithm == "ps" && h + 1 == k) {
+      servers.push_back(h);
+      continue;
+    }
+    group.push_back(static_cast<int>(workers.size()));
+    workers.push_back(h);
+  }
+  const model::Plan plan = collectives_only_plan(workers, servers, bytes, {{algorithm, group}});
+  sim::SimOptions options;
+  options.granularity = granularity;
+  const model::ResultRow row = sim::simulate(plan, platform, options);
+  model::CollectiveCall call;
+  call.hosts = workers;
+  call.servers = servers;
+  call.bytes = bytes;
+  return nlohmann::json{{"sim", row.round_s},
+                        {"analytic", model::collective_algorithm(algorithm).time_s(call, platform)},
+                        {"rendezvous", platform.protocol.rendezvous},
+                        {"eager", platform.protocol.eager_limit_bytes},
+                        {"packet_bytes", platform.packet_bytes}};
 }
 
 }  // namespace tauplan::test

@@ -296,7 +296,7 @@ TEST_CASE("the calibration's pairs observe every link of test-ps") {
   }
 }
 
-TEST_CASE("MPI alphas scale every link's TCP latency by one factor, unmeasured routes too") {
+TEST_CASE("MPI alphas scale every link's TCP latency by one factor, store-and-forward apart") {
   const Spec spec = make_spec(backbone_platform(2e7, 1e7, 4e-3), Options{});
   std::vector<RouteMeasurement> tcp;
   for (const auto& [a, b] : covering_pairs(spec)) {
@@ -310,11 +310,21 @@ TEST_CASE("MPI alphas scale every link's TCP latency by one factor, unmeasured r
   std::vector<std::string> warnings;
   const std::vector<LinkFit> tcp_links = fit_links(spec, tcp, warnings);
   REQUIRE(warnings.empty());
-  // Messages paying exactly 3 one-way latencies 10% longer than TCP's (a rendezvous) on every
-  // measured route: the factor per trip is 1.1, or 3.3 when a message is taken as one trip.
+  // Route c0 -> c1 is c0's up link, the backbone, c1's down link, all fitted at 1e7 B/s (the
+  // private links a lower bound: no route has them narrowest), so a full packet (spec.mtu less
+  // 52 bytes of headers) is serialised twice more than the pipe model counts.
+  REQUIRE(spec.scale == 1);
+  for (int l : spec.route(0, 1).links)
+    REQUIRE(tcp_links[static_cast<std::size_t>(l)].bandwidth_Bps == Approx(1e7).epsilon(1e-9));
+  CHECK(route_forwarding_s(spec, tcp_links, 0, 1) ==
+        Approx(2 * (spec.mtu - kTcpIpHeaderBytes) / 1e7).epsilon(1e-9));
+  // Messages paying exactly 3 one-way latencies 10% longer than TCP's (a rendezvous) and one
+  // packet's store-and-forward on every measured route: the factor per trip is 1.1, or 3.3 when
+  // a message is taken as one trip.
   std::vector<RouteMeasurement> mpi = tcp;
   for (RouteMeasurement& m : mpi)
-    m.fit.intercept = 3 * 1.1 * m.round_trip_s / 2;
+    m.fit.intercept =
+        3 * 1.1 * m.round_trip_s / 2 + route_forwarding_s(spec, tcp_links, m.src, m.dst);
   std::vector<LinkFit> links = tcp_links;
   CHECK(scale_latencies_to_messages(spec, mpi, tcp, 1, links, warnings) ==
         Approx(3.3).epsilon(1e-12));
@@ -425,6 +435,9 @@ TEST_CASE("link fits reproduce exact measurements and the calibrated platform lo
   CHECK(calibrated_platform_xml(spec, cal).find("message_protocol") == std::string::npos);
   // With them, the platform says that messages above the eager limit follow a rendezvous.
   cal.eager_limit_bytes = 65536;
+  // And that its links forward store-and-forward, packets of the testbed's MTU less headers.
+  CHECK(calibrated_platform_xml(spec, cal).find("packet_bytes") == std::string::npos);
+  cal.packet_bytes = spec.mtu - kTcpIpHeaderBytes;
   const std::string xml = calibrated_platform_xml(spec, cal);
   const std::string path = "/tmp/tauplan-testbed-unit-calibrated.xml";
   std::ofstream(path) << xml;
@@ -432,6 +445,7 @@ TEST_CASE("link fits reproduce exact measurements and the calibrated platform lo
   REQUIRE(loaded.hosts.size() == 4);
   CHECK(loaded.protocol.rendezvous);
   CHECK(loaded.protocol.eager_limit_bytes == 65536);
+  CHECK(loaded.packet_bytes == spec.mtu - kTcpIpHeaderBytes);
   for (const SpecRoute& r : spec.routes) {
     const int a = loaded.find_host(spec.hosts[static_cast<std::size_t>(r.src)].name);
     const int b = loaded.find_host(spec.hosts[static_cast<std::size_t>(r.dst)].name);
