@@ -141,17 +141,16 @@ class SimGridRoutes final : public model::RouteOracle {
     model::Route route;
     route.latency_s = latency;
     route.bandwidth_Bps = std::numeric_limits<double>::infinity();
-    double per_byte_sum = 0, per_byte_most = 0;
+    model::ForwardingPerByte forwarding;
     for (const sg4::Link* link : path) {
       auto it = link_index_.find(link);
       if (it == link_index_.end()) continue;  // not a link of the platform list (cannot happen)
       route.links.push_back(it->second);
       const double bandwidth = link_bandwidth_[static_cast<size_t>(it->second)];
       route.bandwidth_Bps = std::min(route.bandwidth_Bps, bandwidth);
-      per_byte_sum += 1 / bandwidth;
-      per_byte_most = std::max(per_byte_most, 1 / bandwidth);
+      forwarding.add_link(bandwidth);
     }
-    route.forwarding_s_per_byte = per_byte_sum - per_byte_most;  // as model::total_route
+    route.forwarding_s_per_byte = forwarding.s_per_byte();
     std::lock_guard<std::mutex> lock(mutex_);
     cache_.emplace(key, route);
     return route;
@@ -284,13 +283,13 @@ void charge_forwarding(sg4::Engine& engine, double packet) {
       [base, packet](double size, const sg4::Host*, const sg4::Host*,
                      const std::vector<sg4::Link*>& links,
                      const std::unordered_set<sg4::NetZone*>&) {
-        double latency = 0, per_byte_sum = 0, per_byte_most = 0;
+        double latency = 0;
+        model::ForwardingPerByte per_byte;
         for (const sg4::Link* link : links) {
           latency += link->get_latency();
-          per_byte_sum += 1 / link->get_bandwidth();
-          per_byte_most = std::max(per_byte_most, 1 / link->get_bandwidth());
+          per_byte.add_link(link->get_bandwidth());
         }
-        const double forwarding = std::min(size, packet) * (per_byte_sum - per_byte_most);
+        const double forwarding = std::min(size, packet) * per_byte.s_per_byte();
         return latency > 0 ? base + forwarding / latency : base;
       });
 }

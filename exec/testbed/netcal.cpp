@@ -897,13 +897,10 @@ std::vector<LinkFit> fit_links_to_messages(const Spec& spec,
 }
 
 double route_forwarding_s(const Spec& spec, const std::vector<LinkFit>& links, int src, int dst) {
-  double per_byte_sum = 0, per_byte_most = 0;
-  for (int l : spec.route(src, dst).links) {
-    const double per_byte = 1 / links.at(static_cast<std::size_t>(l)).bandwidth_Bps;
-    per_byte_sum += per_byte;
-    per_byte_most = std::max(per_byte_most, per_byte);
-  }
-  return (spec.mtu - kTcpIpHeaderBytes) * (per_byte_sum - per_byte_most);
+  model::ForwardingPerByte per_byte;
+  for (int l : spec.route(src, dst).links)
+    per_byte.add_link(links.at(static_cast<std::size_t>(l)).bandwidth_Bps);
+  return (spec.mtu - kTcpIpHeaderBytes) * per_byte.s_per_byte();
 }
 
 double scale_latencies_to_messages(const Spec& spec,

@@ -104,15 +104,14 @@ bool parse_prop_number(const std::string& text, double& value) {
 void total_route(Route& route, const std::vector<Link>& links) {
   route.latency_s = 0;
   route.bandwidth_Bps = std::numeric_limits<double>::infinity();
-  double per_byte_sum = 0, per_byte_most = 0;
+  ForwardingPerByte forwarding;
   for (int link : route.links) {
     const Link& l = links.at(static_cast<size_t>(link));
     route.latency_s += l.latency_s;
     route.bandwidth_Bps = std::min(route.bandwidth_Bps, l.bandwidth_Bps);
-    per_byte_sum += 1 / l.bandwidth_Bps;
-    per_byte_most = std::max(per_byte_most, 1 / l.bandwidth_Bps);
+    forwarding.add_link(l.bandwidth_Bps);
   }
-  route.forwarding_s_per_byte = per_byte_sum - per_byte_most;
+  route.forwarding_s_per_byte = forwarding.s_per_byte();
 }
 
 const std::vector<PlatformProperty>& platform_properties() {

@@ -57,6 +57,22 @@ struct Route {
   double forwarding_s_per_byte = 0;
 };
 
+/// Route::forwarding_s_per_byte summed link by link: add each link of a route once, in any
+/// order. The one place the store-and-forward rule is written; the analytic platform, the
+/// simulator's routes and its per-transfer latency factor, and the testbed calibration use it.
+class ForwardingPerByte {
+ public:
+  void add_link(double bandwidth_Bps) {
+    sum_ += 1 / bandwidth_Bps;
+    most_ = std::max(most_, 1 / bandwidth_Bps);
+  }
+  double s_per_byte() const { return sum_ - most_; }
+
+ private:
+  double sum_ = 0;
+  double most_ = 0;
+};
+
 /// Sets a route's latency (the sum over its links), bandwidth (the narrowest; infinite with no
 /// link) and forwarding_s_per_byte from `links`, which its link indices point into.
 void total_route(Route& route, const std::vector<Link>& links);
