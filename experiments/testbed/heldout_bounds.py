@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""summarise.py DIR: the second held-out matrix's bounds over the rows of both of its runs
-(DIR/fashion and DIR/wide, each a `validate --testbed` output), as heldout2-matrix.yaml fixes
-them: simgrid CM02's median and largest |round error| over all rows, its median |time-to-target
+"""heldout_bounds.py DIR: a held-out matrix's bounds over the rows of both of its runs
+(DIR/fashion and DIR/wide, each a `validate --testbed` output), as heldout2-matrix.yaml and
+heldout3-matrix.yaml fix them (issue 27's): simgrid CM02's median and largest |round error| over all rows, its median |time-to-target
 error| leaving the group out (rows that have one), and on the baseline's contended rows its
 median |round error| against the bottleneck baseline's. Prints a row table and the bounds."""
 import json
