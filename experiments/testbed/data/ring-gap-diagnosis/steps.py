@@ -27,6 +27,11 @@ HOSTS = {
     "ring16": [f"{leaf}-h{i}" for leaf, n in (("a", 6), ("b", 6), ("c", 4)) for i in range(n)],
 }
 CHUNK = {"ring3-leaves": 78383 * 4, "ring3-leaf-a": 78383 * 4, "ring16": 14697 * 4}
+# ../host-contention-2026-12-04/run.sh: a ring of 4 in leaf a, alone and beside a ring of 10.
+for _size, _floats in (("eager", 14697), ("rdv", 78383)):
+    for _load in ("alone", "loaded"):
+        HOSTS[f"ring4-{_size}-{_load}"] = ["a-h0", "a-h1", "a-h2", "a-h3"]
+        CHUNK[f"ring4-{_size}-{_load}"] = _floats * 4
 
 
 def latency(a, b):
