@@ -10,6 +10,8 @@
 // ranks' times are on one clock and need no offsets. Every rank records, for every step, when it
 // entered and left MPI_Sendrecv; rank 0 gathers them and prints one line per (round, rank, step):
 //   step ROUND RANK STEP ENTER_S LEAVE_S       (seconds from the round's agreed start)
+// and one line per round with that start itself, for traces taken beside it on the same clock:
+//   start ROUND MONOTONIC_S
 // Usage: ring_steps CHUNK_FLOATS ROUNDS. OpenMPI's TCP tick is set as tauplan sets it
 // (OMPI_MCA_mpi_event_tick_rate=1 unless the environment sets it). What it leaves out: the
 // final division by the weight, and everything of a training round but the collective.
@@ -61,10 +63,12 @@ int main(int argc, char** argv) {
       incoming(static_cast<size_t>(chunk));
   const int right = (rank + 1) % k, left = (rank + k - 1) % k;
   const int steps = 2 * (k - 1);
-  std::vector<double> times;  // per round, per step: enter, leave
+  std::vector<double> times;   // per round, per step: enter, leave
+  std::vector<double> starts;  // per round: the agreed start on CLOCK_MONOTONIC
   for (int round = 0; round < rounds; ++round) {
     double start = monotonic_s() + 0.05;
     MPI_Bcast(&start, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    starts.push_back(start);
     sleep_until(start);
     for (int s = 0; s < steps; ++s) {
       const bool scatter = s < k - 1;
@@ -86,7 +90,9 @@ int main(int argc, char** argv) {
   std::vector<double> all(rank == 0 ? times.size() * static_cast<size_t>(k) : 0);
   MPI_Gather(times.data(), static_cast<int>(times.size()), MPI_DOUBLE, all.data(),
              static_cast<int>(times.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  if (rank == 0)
+  if (rank == 0) {
+    for (int round = 0; round < rounds; ++round)
+      std::printf("start %d %.9f\n", round, starts[static_cast<size_t>(round)]);
     for (int r = 0; r < k; ++r)
       for (int round = 0; round < rounds; ++round)
         for (int s = 0; s < steps; ++s) {
@@ -95,6 +101,7 @@ int main(int argc, char** argv) {
                                  static_cast<size_t>(s));
           std::printf("step %d %d %d %.6f %.6f\n", round, r, s, all[at], all[at + 1]);
         }
+  }
   MPI_Finalize();
   return 0;
 }
