@@ -232,16 +232,21 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
   return host;
 }
 
-// The root zone's props `message_protocol` and `eager_limit_bytes` (model/inputs/platform.hpp).
+// The root zone's props `message_protocol`, `eager_limit_bytes` and `queued_window_bytes`
+// (model/inputs/platform.hpp).
 model::MessageProtocol message_protocol(const sg4::NetZone& root, const std::string& file) {
   model::MessageProtocol protocol;
   const char* name = root.get_property("message_protocol");
   const char* limit = root.get_property("eager_limit_bytes");
+  const char* window = root.get_property("queued_window_bytes");
   const std::string key = "zone " + root.get_name() + " prop ";
   if (name == nullptr || std::string(name) == "plain") {
     if (limit != nullptr)
       throw InputError(file, key + "eager_limit_bytes",
                        "no eager limit unless message_protocol is rendezvous", limit);
+    if (window != nullptr)
+      throw InputError(file, key + "queued_window_bytes",
+                       "no queued window unless message_protocol is rendezvous", window);
     return protocol;
   }
   if (std::string(name) != "rendezvous")
@@ -257,6 +262,15 @@ model::MessageProtocol message_protocol(const sg4::NetZone& root, const std::str
                      fmt::format("a number of bytes in [0, {:g}]", model::kMaxMemoryBytes), limit);
   protocol.rendezvous = true;
   protocol.eager_limit_bytes = bytes;
+  if (window != nullptr) {
+    double queued = 0;
+    if (!model::parse_prop_number(window, queued) ||
+        !(queued >= 0 && queued <= model::kMaxMemoryBytes))
+      throw InputError(
+          file, key + "queued_window_bytes",
+          fmt::format("a number of bytes in [0, {:g}] (0: none)", model::kMaxMemoryBytes), window);
+    protocol.queued_window_bytes = queued;
+  }
   return protocol;
 }
 

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
+#include <unordered_map>
+#include <utility>
 
 namespace sg4 = simgrid::s4u;
 
@@ -38,7 +41,10 @@ class RendezvousRun {
   RendezvousRun(const std::vector<const FlowStage*>& steps, const model::MessageProtocol& protocol,
                 const std::vector<sg4::Host*>& hosts, std::vector<sg4::CommPtr>& comms,
                 long long& transfers_started)
-      : hosts_(hosts), comms_(comms), transfers_started_(transfers_started) {
+      : hosts_(hosts),
+        comms_(comms),
+        transfers_started_(transfers_started),
+        queued_window_bytes_(protocol.queued_window_bytes) {
     progress_.resize(hosts.size());
     by_step_.resize(steps.size());
     for (std::size_t k = 0; k < steps.size(); ++k) {
@@ -62,24 +68,108 @@ class RendezvousRun {
   }
 
   bool run(const std::function<bool()>& stop) {
+    stop_ = &stop;
     for (std::size_t h = 0; h < progress_.size(); ++h)
       if (!progress_[h].steps.empty()) enter(static_cast<int>(h));
     while (undelivered_ > 0) {
-      if (comms_.empty()) throw std::logic_error("rendezvous: messages left and none in flight");
-      const ssize_t index = sg4::Comm::wait_any(comms_);
-      if (index < 0) throw std::logic_error("rendezvous: wait_any returned no transfer");
-      const auto i = static_cast<std::size_t>(index);
-      const auto [message, kind] = pending_[i];
-      comms_.erase(comms_.begin() + index);
-      pending_.erase(pending_.begin() + index);
-      if (stop()) return false;
-      arrived(message, kind);
+      if (comms_.empty() && delayed_.empty())
+        throw std::logic_error("rendezvous: messages left and none in flight");
+      if (!delayed_.empty() && next_due() <= sg4::Engine::get_clock() + kDueSlackS) {
+        start_due();
+        continue;
+      }
+      ssize_t index = -1;
+      if (delayed_.empty()) {
+        index = sg4::Comm::wait_any(comms_);
+        if (index < 0) throw std::logic_error("rendezvous: wait_any returned no transfer");
+      } else if (comms_.empty()) {
+        sg4::this_actor::sleep_until(next_due());
+        continue;
+      } else {
+        index = sg4::Comm::wait_any_for(comms_, next_due() - sg4::Engine::get_clock());
+        if (index < 0) continue;  // a control message is due: started at the loop's top
+      }
+      if (!complete(static_cast<std::size_t>(index))) return false;
     }
     return true;
   }
 
  private:
+  /// A delayed control message is started when the clock is within this of its due time.
+  static constexpr double kDueSlackS = 1e-12;
+
+  // Transfer `i` of comms_ is done: its message moves on. False when `stop` says to end.
+  bool complete(std::size_t i) {
+    const auto [message, kind] = pending_[i];
+    comms_.erase(comms_.begin() + static_cast<std::ptrdiff_t>(i));
+    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    if ((*stop_)()) return false;
+    arrived(message, kind);
+    return true;
+  }
+
+  double next_due() const {
+    double due = delayed_.front().due;
+    for (const Delayed& d : delayed_)
+      due = std::min(due, d.due);
+    return due;
+  }
+
+  // Starts the control messages whose wait behind their link's queue is over, in order of due.
+  void start_due() {
+    const double now = sg4::Engine::get_clock();
+    std::vector<Delayed> due, later;
+    for (const Delayed& d : delayed_)
+      (d.due <= now + kDueSlackS ? due : later).push_back(d);
+    delayed_ = std::move(later);
+    std::stable_sort(due.begin(), due.end(),
+                     [](const Delayed& a, const Delayed& b) { return a.due < b.due; });
+    for (const Delayed& d : due)
+      send_now(d.message, d.kind);
+  }
+
+  // The first link of the route from host `src` to host `dst` and its bandwidth (nullptr, 0 for
+  // a route of no link).
+  std::pair<const sg4::Link*, double> first_link(int src, int dst) {
+    const auto key = std::make_pair(src, dst);
+    auto found = first_links_.find(key);
+    if (found != first_links_.end()) return found->second;
+    std::vector<sg4::Link*> links;
+    double latency = 0;
+    hosts_[static_cast<std::size_t>(src)]->route_to(hosts_[static_cast<std::size_t>(dst)], links,
+                                                    &latency);
+    std::pair<const sg4::Link*, double> first{nullptr, 0.0};
+    if (!links.empty()) first = {links.front(), links.front()->get_bandwidth()};
+    return first_links_.emplace(key, first).first->second;
+  }
+
+  // A transfer is started now, or, for a control message behind bytes its sender has queued on
+  // the same first link (queued_window_bytes > 0), once they have left, up to the window's worth.
   void start(int message, Transfer kind) {
+    const Message& m = messages_[static_cast<std::size_t>(message)];
+    const bool back = kind == Transfer::ClearToSend;
+    const int sender = back ? m.dst : m.src, receiver = back ? m.src : m.dst;
+    if (queued_window_bytes_ > 0) {
+      const auto [link, bandwidth] = first_link(sender, receiver);
+      if (link != nullptr && bandwidth > 0) {
+        const double now = sg4::Engine::get_clock();
+        double& free_at = link_free_at_[link];
+        if (kind == Transfer::Bytes) {
+          free_at = std::max(free_at, now) + m.bytes / bandwidth;
+        } else {
+          const double wait_s =
+              std::min(std::max(0.0, free_at - now), queued_window_bytes_ / bandwidth);
+          if (wait_s > 0) {
+            delayed_.push_back(Delayed{now + wait_s, message, kind});
+            return;
+          }
+        }
+      }
+    }
+    send_now(message, kind);
+  }
+
+  void send_now(int message, Transfer kind) {
     const Message& m = messages_[static_cast<std::size_t>(message)];
     const bool back = kind == Transfer::ClearToSend;
     const double bytes = kind == Transfer::Bytes ? m.bytes : kControlMessageBytes;
@@ -158,9 +248,21 @@ class RendezvousRun {
     enter(host);
   }
 
+  struct Delayed {
+    double due = 0;
+    int message = 0;
+    Transfer kind = Transfer::Request;
+  };
+
   const std::vector<sg4::Host*>& hosts_;
   std::vector<sg4::CommPtr>& comms_;
   long long& transfers_started_;
+  const double queued_window_bytes_;
+  const std::function<bool()>* stop_ = nullptr;
+  std::vector<Delayed> delayed_;  ///< control messages waiting behind their link's queue
+  /// Per first link: when the bytes handed to it so far have left (first in, first out).
+  std::unordered_map<const sg4::Link*, double> link_free_at_;
+  std::map<std::pair<int, int>, std::pair<const sg4::Link*, double>> first_links_;
   std::vector<std::pair<int, Transfer>> pending_;  ///< parallel to comms_
   std::vector<Message> messages_;
   std::vector<std::vector<int>> by_step_;

@@ -11,14 +11,25 @@
 // bytes arrive. A message at or below the limit is one transfer, done for the sender at once
 // and for the receiver when it has arrived and the receiver has entered the step.
 //
+// With the platform's queued_window_bytes (model::MessageProtocol), each route's first link is
+// also a first-in-first-out queue: every message's bytes join it when they start (the whole
+// message, leaving at the link's bandwidth), and a request or clear-to-send waits behind what is
+// queued there, up to the window's worth, before it starts; the bytes still share the links as
+// fluids. On the testbed an answer waited so behind its sender's own outgoing chunk
+// (experiments/testbed/README.md, "A ring step, packet by packet").
+//
 // Why it matters: a host that finishes its step early sends its next request while its
 // neighbour is still receiving, so back-to-back ring steps pay two one-way latencies each, not
 // the three an isolated message pays (experiments/testbed/README.md measured both).
-// What it leaves out: in collectives, the bytes of the first fragment that travel with the
-// request (the receiver answers only once they have arrived, so an isolated message costs the
-// same either way; single messages, message_parts, carry them), a socket buffer smaller than a
-// message (the sender would wait for its bytes to drain), TCP's in-order delivery of two messages
-// on one connection (a request may overtake the bytes before it), and the reduction arithmetic.
+// What it leaves out: the queue's drain when the first link is shared (taken at the link's
+// whole bandwidth), queues at other links of a route, a queue left by one collective when the
+// next starts, the queue for messages outside collectives (send_message, the asynchronous
+// parameter server's: they never wait), in collectives, the bytes of the first
+// fragment that travel with the request (the receiver answers only once they have arrived, so an
+// isolated message costs the same either way; single messages, message_parts, carry them), a socket
+// buffer smaller than a message (the sender would wait for its bytes to drain), TCP's in-order
+// delivery of two messages on one connection (a request may overtake the bytes before it), and the
+// reduction arithmetic.
 #pragma once
 
 #include <cstdint>

@@ -137,6 +137,9 @@ const std::vector<PlatformProperty>& platform_properties() {
        "work (flop at the host's speed) a parameter server spends per byte it combines or applies"},
       {"the root zone", "message_protocol", "plain (default) or rendezvous (OpenMPI ob1 over TCP)"},
       {"the root zone", "eager_limit_bytes", "with rendezvous: the largest message sent eagerly"},
+      {"the root zone", "queued_window_bytes",
+       "with rendezvous: bytes of a message queued at its first link that a control message "
+       "sent meanwhile waits behind (0, default: none; the simulator only)"},
       {"the root zone", "packet_bytes",
        "payload bytes of the packets the links forward store-and-forward (0, default: pipes)"},
   };

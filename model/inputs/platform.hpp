@@ -88,6 +88,13 @@ struct MessageProtocol {
   static constexpr int kRendezvousTrips = 3;
   bool rendezvous = false;
   double eager_limit_bytes = 0;
+  /// With rendezvous: the most of a message that its sender's TCP keeps queued at the first link
+  /// of its route, a first-in-first-out queue (the root zone's prop `queued_window_bytes`). A
+  /// request or clear-to-send the host sends over that link meanwhile waits behind what is
+  /// queued, up to this, at the link's rate (experiments/testbed/README.md, "A ring step, packet
+  /// by packet"). The simulator only; 0, the default: links share as fluids and a control
+  /// message passes at once.
+  double queued_window_bytes = 0;
   /// One-way route latencies a message of `bytes` pays when alone on its route: 3 for a
   /// rendezvous (request, clear to send, data), 1 otherwise.
   int latency_trips(double bytes) const {

@@ -30,6 +30,7 @@
 #include "model/ir/collective.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/rendezvous.hpp"
+#include "sim/sg_engine.hpp"
 #include "sim/simulator.hpp"
 #include "tests/sim/sim_test_support.hpp"
 
@@ -64,6 +65,52 @@ std::string ring_platform(const std::vector<double>& latencies_s, double bandwid
   const std::string path = fmt::format("/tmp/tauplan-rendezvous-test-{}.xml", getpid());
   std::ofstream(path) << xml;
   return path;
+}
+
+/// Hosts h0..h{K-1} on a star: host i's NIC nic-i (split duplex, `bandwidth_Bps`, latency
+/// `latencies_s[i]`); the route from h_i to h_j is nic-i up then nic-j down, so a host's
+/// messages to any other host leave over the same link.
+std::string star_platform(const std::vector<double>& latencies_s, double bandwidth_Bps,
+                          const std::string& zone_props) {
+  const size_t k = latencies_s.size();
+  std::string xml = test::platform_head(k, zone_props, false);
+  for (size_t i = 0; i < k; ++i)
+    xml += fmt::format(
+        "    <link id=\"nic-{}\" bandwidth=\"{:.17g}Bps\" latency=\"{:.17g}s\" "
+        "sharing_policy=\"SPLITDUPLEX\"/>\n",
+        i, bandwidth_Bps, latencies_s[i]);
+  for (size_t i = 0; i < k; ++i)
+    for (size_t j = 0; j < k; ++j)
+      if (i != j)
+        xml += fmt::format(
+            "    <route src=\"h{0}\" dst=\"h{1}\" symmetrical=\"NO\"><link_ctn id=\"nic-{0}\" "
+            "direction=\"UP\"/><link_ctn id=\"nic-{1}\" direction=\"DOWN\"/></route>\n",
+            i, j);
+  xml += "  </zone>\n</platform>\n";
+  const std::string path = fmt::format("/tmp/tauplan-rendezvous-star-test-{}.xml", getpid());
+  std::ofstream(path) << xml;
+  return path;
+}
+
+/// To run in a child: one step of `flows` under the rendezvous of the platform at `path`,
+/// driven by sim::run_rendezvous_steps; the simulated time when every message has arrived.
+double one_rendezvous_step(const std::string& path, const std::vector<sim::Flow>& flows) {
+  const model::Platform platform = sim::load_platform(path);
+  const auto& hosts = sim::detail::loaded_hosts();
+  sim::FlowStage stage;
+  stage.phase = "test";
+  stage.flows = flows;
+  double done_s = -1;
+  simgrid::s4u::Actor::create("rendezvous-step", hosts.front(), [&] {
+    std::vector<simgrid::s4u::CommPtr> comms;
+    long long started = 0;
+    const std::vector<const sim::FlowStage*> steps = {&stage};
+    sim::run_rendezvous_steps(
+        steps, platform.protocol, hosts, comms, [] { return false; }, started);
+    done_s = simgrid::s4u::Engine::get_clock();
+  });
+  sim::detail::run_engine_checked("test");
+  return done_s;
 }
 
 const std::string kRendezvous =
@@ -130,6 +177,57 @@ TEST_CASE("a ring with one slow hop: after the first step each costs two latenci
   CHECK(v.at("analytic").get<double>() == Approx(2 * (k - 1) * (3 * slow + d)).epsilon(1e-12));
 }
 
+TEST_CASE("a clear-to-send waits behind its sender's queued bytes, up to the queued window") {
+  // Worked by hand (headers of kControlMessageBytes left out, within 1e-7 s). NICs of 1e8 B/s;
+  // latencies 1, 1, 4 ms: routes h0 <-> h1 of 2 ms, h0 <-> h2 of 5 ms. One step: h0 sends 1e6 B
+  // to h1 (10 ms on the wire), h2 sends 2e5 B to h0 (2 ms). h1's clear-to-send reaches h0 at
+  // 4 ms; h0's bytes join nic-0's queue then, which they leave by 14 ms. h2's request reaches h0
+  // at 5 ms; h0's clear-to-send to h2 leaves over nic-0 too, after w = min(14 - 5 ms, W / 1e8);
+  // it reaches h2 at 10 ms + w, whose bytes reach h0 at 17 ms + w; h1 has its bytes at 16 ms.
+  // The step ends at 17 ms + w: 17 without the prop, 22 with W = 5e5 B, 26 with W = 1e7 B (the
+  // whole queue, 9 ms).
+  struct Case {
+    std::string window_prop;
+    double expected_s;
+  };
+  const std::vector<Case> cases = {
+      {"", 17e-3},
+      {"    <prop id=\"queued_window_bytes\" value=\"0\"/>\n", 17e-3},
+      {"    <prop id=\"queued_window_bytes\" value=\"5e5\"/>\n", 22e-3},
+      {"    <prop id=\"queued_window_bytes\" value=\"1e7\"/>\n", 26e-3},
+  };
+  for (const Case& c : cases) {
+    const auto result = test::in_child([&] {
+      const std::string path = star_platform({1e-3, 1e-3, 4e-3}, 1e8, kRendezvous + c.window_prop);
+      return fmt::format("{:.17g}", one_rendezvous_step(path, {{0, 1, 1e6}, {2, 0, 2e5}}));
+    });
+    INFO(c.window_prop << " -> " << result.text);
+    REQUIRE(result.kind == "ok");
+    CHECK(std::stod(result.text) == Approx(c.expected_s).margin(1e-7));
+  }
+}
+
+TEST_CASE("a control message that meets no queue on its first link does not wait") {
+  // The ring with one slow hop of the test above, with a window: a clear-to-send goes back over
+  // the reverse half of the link its neighbour sent on, not the one its sender's bytes leave by,
+  // and each request leaves after its sender's bytes of the step before have left, so no control
+  // message meets a queue and the closed form stands.
+  const double fast = 1e-3, slow = 1e-2, bandwidth = 1e8, n = 3e6;
+  const auto result = test::in_child([&] {
+    const std::string path =
+        ring_platform({fast, fast, slow}, bandwidth,
+                      kRendezvous + "    <prop id=\"queued_window_bytes\" value=\"1e7\"/>\n");
+    return test::one_collective(path, "ring", n, sim::Granularity::Step).dump();
+  });
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  const auto v = result.json();
+  const double k = 3, d = n / k / bandwidth, h = sim::kControlMessageBytes / bandwidth;
+  const double expected = slow + 2 * (k - 1) * (2 * slow + d);
+  CHECK(v.at("sim").get<double>() >= expected);
+  CHECK(v.at("sim").get<double>() <= expected + 2 * (k - 1) * k * 2 * h);
+}
+
 TEST_CASE("without protocol props a platform's messages are plain: one latency each") {
   const double latency = 2e-3, bandwidth = 1e8, n = 3e6;
   const auto result = test::in_child([&] {
@@ -162,6 +260,12 @@ TEST_CASE("bad protocol props are one-line input errors naming the file and the 
        "zone world prop eager_limit_bytes: expected a number of bytes"},
       {"    <prop id=\"eager_limit_bytes\" value=\"65536\"/>\n",
        "zone world prop eager_limit_bytes: expected no eager limit unless"},
+      {"    <prop id=\"queued_window_bytes\" value=\"1e5\"/>\n",
+       "zone world prop queued_window_bytes: expected no queued window unless"},
+      {kRendezvous + "    <prop id=\"queued_window_bytes\" value=\"-1\"/>\n",
+       "zone world prop queued_window_bytes: expected a number of bytes"},
+      {kRendezvous + "    <prop id=\"queued_window_bytes\" value=\"big\"/>\n",
+       "zone world prop queued_window_bytes: expected a number of bytes"},
   };
   for (const Case& c : cases) {
     std::string path;
