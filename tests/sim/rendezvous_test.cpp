@@ -67,29 +67,12 @@ std::string ring_platform(const std::vector<double>& latencies_s, double bandwid
   return path;
 }
 
-/// Hosts h0..h{K-1} on a star: host i's NIC nic-i (split duplex, `bandwidth_Bps`, latency
-/// `latencies_s[i]`); the route from h_i to h_j is nic-i up then nic-j down, so a host's
-/// messages to any other host leave over the same link.
+/// Hosts h0..h{K-1} on a star (test::crossbar_platform): host i's NIC of `bandwidth_Bps` and
+/// latencies_s[i]; a host's messages to any other host leave over the same link.
 std::string star_platform(const std::vector<double>& latencies_s, double bandwidth_Bps,
                           const std::string& zone_props) {
-  const size_t k = latencies_s.size();
-  std::string xml = test::platform_head(k, zone_props, false);
-  for (size_t i = 0; i < k; ++i)
-    xml += fmt::format(
-        "    <link id=\"nic-{}\" bandwidth=\"{:.17g}Bps\" latency=\"{:.17g}s\" "
-        "sharing_policy=\"SPLITDUPLEX\"/>\n",
-        i, bandwidth_Bps, latencies_s[i]);
-  for (size_t i = 0; i < k; ++i)
-    for (size_t j = 0; j < k; ++j)
-      if (i != j)
-        xml += fmt::format(
-            "    <route src=\"h{0}\" dst=\"h{1}\" symmetrical=\"NO\"><link_ctn id=\"nic-{0}\" "
-            "direction=\"UP\"/><link_ctn id=\"nic-{1}\" direction=\"DOWN\"/></route>\n",
-            i, j);
-  xml += "  </zone>\n</platform>\n";
-  const std::string path = fmt::format("/tmp/tauplan-rendezvous-star-test-{}.xml", getpid());
-  std::ofstream(path) << xml;
-  return path;
+  return test::crossbar_platform(std::vector<double>(latencies_s.size(), bandwidth_Bps),
+                                 latencies_s, zone_props, false, "rendezvous-star");
 }
 
 /// To run in a child: one step of `flows` under the rendezvous of the platform at `path`,
@@ -161,20 +144,25 @@ TEST_CASE("a ring of like hops pays three latencies a step, as the analytic form
 }
 
 TEST_CASE("a ring with one slow hop: after the first step each costs two latencies, not three") {
+  // With a queued window as well: a clear-to-send goes back over the reverse half of the link its
+  // neighbour sent on, not the one its sender's bytes leave by, and here no request meets its
+  // sender's bytes of the step before on their link either: the closed form stands.
   const double fast = 1e-3, slow = 1e-2, bandwidth = 1e8, n = 3e6;
-  const auto result = test::in_child([&] {
-    const std::string path = ring_platform({fast, fast, slow}, bandwidth, kRendezvous);
-    return test::one_collective(path, "ring", n, sim::Granularity::Step).dump();
-  });
-  INFO(result.text);
-  REQUIRE(result.kind == "ok");
-  const auto v = result.json();
-  const double k = 3, d = n / k / bandwidth, h = sim::kControlMessageBytes / bandwidth;
-  const double expected = slow + 2 * (k - 1) * (2 * slow + d);
-  CHECK(v.at("sim").get<double>() >= expected);
-  CHECK(v.at("sim").get<double>() <= expected + 2 * (k - 1) * k * 2 * h);
-  // The analytic formula charges every step an isolated message's three latencies.
-  CHECK(v.at("analytic").get<double>() == Approx(2 * (k - 1) * (3 * slow + d)).epsilon(1e-12));
+  for (const std::string window : {"", "    <prop id=\"queued_window_bytes\" value=\"1e7\"/>\n"}) {
+    const auto result = test::in_child([&] {
+      const std::string path = ring_platform({fast, fast, slow}, bandwidth, kRendezvous + window);
+      return test::one_collective(path, "ring", n, sim::Granularity::Step).dump();
+    });
+    INFO(window << " -> " << result.text);
+    REQUIRE(result.kind == "ok");
+    const auto v = result.json();
+    const double k = 3, d = n / k / bandwidth, h = sim::kControlMessageBytes / bandwidth;
+    const double expected = slow + 2 * (k - 1) * (2 * slow + d);
+    CHECK(v.at("sim").get<double>() >= expected);
+    CHECK(v.at("sim").get<double>() <= expected + 2 * (k - 1) * k * 2 * h);
+    // The analytic formula charges every step an isolated message's three latencies.
+    CHECK(v.at("analytic").get<double>() == Approx(2 * (k - 1) * (3 * slow + d)).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("a clear-to-send waits behind its sender's queued bytes, up to the queued window") {
@@ -205,27 +193,6 @@ TEST_CASE("a clear-to-send waits behind its sender's queued bytes, up to the que
     REQUIRE(result.kind == "ok");
     CHECK(std::stod(result.text) == Approx(c.expected_s).margin(1e-7));
   }
-}
-
-TEST_CASE("a control message that meets no queue on its first link does not wait") {
-  // The ring with one slow hop of the test above, with a window: a clear-to-send goes back over
-  // the reverse half of the link its neighbour sent on, not the one its sender's bytes leave by,
-  // and each request leaves after its sender's bytes of the step before have left, so no control
-  // message meets a queue and the closed form stands.
-  const double fast = 1e-3, slow = 1e-2, bandwidth = 1e8, n = 3e6;
-  const auto result = test::in_child([&] {
-    const std::string path =
-        ring_platform({fast, fast, slow}, bandwidth,
-                      kRendezvous + "    <prop id=\"queued_window_bytes\" value=\"1e7\"/>\n");
-    return test::one_collective(path, "ring", n, sim::Granularity::Step).dump();
-  });
-  INFO(result.text);
-  REQUIRE(result.kind == "ok");
-  const auto v = result.json();
-  const double k = 3, d = n / k / bandwidth, h = sim::kControlMessageBytes / bandwidth;
-  const double expected = slow + 2 * (k - 1) * (2 * slow + d);
-  CHECK(v.at("sim").get<double>() >= expected);
-  CHECK(v.at("sim").get<double>() <= expected + 2 * (k - 1) * k * 2 * h);
 }
 
 TEST_CASE("without protocol props a platform's messages are plain: one latency each") {

@@ -17,7 +17,9 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "model/analytic/analytic.hpp"
@@ -186,6 +188,34 @@ inline std::string platform_head(size_t k, const std::string& zone_props, bool s
     xml += "    <host id=\"h" + std::to_string(i) + "\" speed=\"1Gf\">" +
            (server && i + 1 == k ? "<prop id=\"role\" value=\"server\"/>" : "") + "</host>\n";
   return xml;
+}
+
+/// A crossbar of hosts h0..h{K-1} (platform_head's): host i's NIC nic-i is split duplex, of
+/// bandwidths_Bps[i] and latencies_s[i]; the route from h_i to h_j is nic-i up then nic-j down,
+/// so every message a host sends leaves over its one link. Written to /tmp under `tag` and the
+/// process id; returns the path.
+inline std::string crossbar_platform(const std::vector<double>& bandwidths_Bps,
+                                     const std::vector<double>& latencies_s,
+                                     const std::string& zone_props, bool server,
+                                     const std::string& tag) {
+  const size_t k = bandwidths_Bps.size();
+  std::string xml = platform_head(k, zone_props, server);
+  for (size_t i = 0; i < k; ++i)
+    xml += fmt::format(
+        "    <link id=\"nic-{}\" bandwidth=\"{:.17g}Bps\" latency=\"{:.17g}s\" "
+        "sharing_policy=\"SPLITDUPLEX\"/>\n",
+        i, bandwidths_Bps[i], latencies_s.at(i));
+  for (size_t i = 0; i < k; ++i)
+    for (size_t j = 0; j < k; ++j)
+      if (i != j)
+        xml += fmt::format(
+            "    <route src=\"h{0}\" dst=\"h{1}\" symmetrical=\"NO\"><link_ctn id=\"nic-{0}\" "
+            "direction=\"UP\"/><link_ctn id=\"nic-{1}\" direction=\"DOWN\"/></route>\n",
+            i, j);
+  xml += "  </zone>\n</platform>\n";
+  const std::string path = fmt::format("/tmp/tauplan-{}-test-{}.xml", tag, getpid());
+  std::ofstream(path) << xml;
+  return path;
 }
 
 /// To run in a child (in_child): the simulated and analytic time of one collective over every

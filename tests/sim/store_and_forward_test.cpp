@@ -32,24 +32,9 @@ namespace {
 /// zone; with `server` the last host is a parameter server.
 std::string crossbar_platform(const std::vector<double>& bandwidths_Bps, double latency_s,
                               const std::string& zone_props, bool server = false) {
-  const size_t k = bandwidths_Bps.size();
-  std::string xml = test::platform_head(k, zone_props, server);
-  for (size_t i = 0; i < k; ++i)
-    xml += fmt::format(
-        "    <link id=\"nic-{}\" bandwidth=\"{:.17g}Bps\" latency=\"{:.17g}s\" "
-        "sharing_policy=\"SPLITDUPLEX\"/>\n",
-        i, bandwidths_Bps[i], latency_s);
-  for (size_t i = 0; i < k; ++i)
-    for (size_t j = 0; j < k; ++j)
-      if (i != j)
-        xml += fmt::format(
-            "    <route src=\"h{0}\" dst=\"h{1}\" symmetrical=\"NO\"><link_ctn id=\"nic-{0}\" "
-            "direction=\"UP\"/><link_ctn id=\"nic-{1}\" direction=\"DOWN\"/></route>\n",
-            i, j);
-  xml += "  </zone>\n</platform>\n";
-  const std::string path = fmt::format("/tmp/tauplan-forwarding-test-{}.xml", getpid());
-  std::ofstream(path) << xml;
-  return path;
+  return test::crossbar_platform(bandwidths_Bps,
+                                 std::vector<double>(bandwidths_Bps.size(), latency_s), zone_props,
+                                 server, "forwarding");
 }
 
 std::string packets(double bytes) {

@@ -23,36 +23,20 @@
 #include <ctime>
 #include <vector>
 
+#include "tests/exec/testbed/diagnosis_support.hpp"
+
 namespace {
-
-double monotonic_s() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-void sleep_until(double when_s) {
-  while (monotonic_s() < when_s) {
-    const double left = when_s - monotonic_s();
-    if (left > 2e-3) {
-      const double nap = left - 1e-3;
-      timespec t{static_cast<time_t>(nap),
-                 static_cast<long>((nap - static_cast<time_t>(nap)) * 1e9)};
-      nanosleep(&t, nullptr);
-    }
-  }
-}
 
 constexpr int kPingTag = 7, kBulkTag = 8, kCountTag = 9;
 
 }  // namespace
 
+using tauplan::testbed_diagnosis::monotonic_s;
+using tauplan::testbed_diagnosis::sleep_until;
+
 int main(int argc, char** argv) {
-  setenv("OMPI_MCA_mpi_event_tick_rate", "1", 0);
-  MPI_Init(&argc, &argv);
   int rank = 0, k = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &k);
+  tauplan::testbed_diagnosis::start_mpi(argc, argv, rank, k);
   const long bytes = argc > 1 ? std::atol(argv[1]) : 235148;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 20;
   const double interval = argc > 3 ? std::atof(argv[3]) : 5e-4;

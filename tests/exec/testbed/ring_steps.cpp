@@ -22,35 +22,14 @@
 #include <ctime>
 #include <vector>
 
-namespace {
+#include "tests/exec/testbed/diagnosis_support.hpp"
 
-double monotonic_s() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-void sleep_until(double when_s) {
-  while (true) {
-    const double left = when_s - monotonic_s();
-    if (left <= 0) return;
-    if (left > 2e-3) {
-      const double nap = left - 1e-3;
-      timespec t{static_cast<time_t>(nap),
-                 static_cast<long>((nap - static_cast<time_t>(nap)) * 1e9)};
-      nanosleep(&t, nullptr);
-    }
-  }
-}
-
-}  // namespace
+using tauplan::testbed_diagnosis::monotonic_s;
+using tauplan::testbed_diagnosis::sleep_until;
 
 int main(int argc, char** argv) {
-  setenv("OMPI_MCA_mpi_event_tick_rate", "1", 0);
-  MPI_Init(&argc, &argv);
   int rank = 0, k = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &k);
+  tauplan::testbed_diagnosis::start_mpi(argc, argv, rank, k);
   const long chunk = argc > 1 ? std::atol(argv[1]) : 78387;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 30;
   if (chunk < 1 || rounds < 1 || k < 2) {

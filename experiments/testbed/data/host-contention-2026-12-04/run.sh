@@ -15,21 +15,7 @@
 # ../ring-gap-diagnosis) read the traces. Usage (root, nothing else running):
 #   bash experiments/testbed/data/host-contention-2026-12-04/run.sh BUILD/cli/tauplan [OUT]
 set -euo pipefail
-tauplan=$(realpath "${1:?usage: run.sh TAUPLAN [OUT]}")
-here=$(cd "$(dirname "$0")" && pwd)
-out=${2:-$here}
-repo=$(cd "$here/../../../.." && pwd)
-cd "$repo"
-prefix=tph-
-mkdir -p "$out"
-bin=$(dirname "$tauplan")/../tests/exec/testbed/testbed_ring_steps  # built beside tauplan
-[ -x "$bin" ] || { echo "run.sh: no $bin (build the target testbed_ring_steps)" >&2; exit 2; }
-"$tauplan" testbed down --prefix "$prefix" > /dev/null 2>&1 || true
-trap '"$tauplan" testbed down --prefix "$prefix" > /dev/null 2>&1 || true' EXIT
-"$tauplan" testbed up platforms/testbed-fattree3-2to1.xml --prefix "$prefix" > "$out/testbed-up.txt"
-git rev-parse HEAD > "$out/commit.txt"
-vmstat 5 > "$out/vmstat.txt" &
-vmstat_pid=$!
+source "$(dirname "$0")/../diagnosis-setup.sh" tph- platforms/testbed-fattree3-2to1.xml testbed_ring_steps "$@"
 "$tauplan" testbed status --prefix "$prefix" > "$out/fabric-at-start.txt" 2>&1 || true
 ring4=a-h0,a-h1,a-h2,a-h3
 ring10=b-h0,b-h1,b-h2,b-h3,b-h4,b-h5,c-h0,c-h1,c-h2,c-h3

@@ -11,21 +11,7 @@
 # else running):
 #   bash experiments/testbed/data/queue-behind-2026-12-04/run.sh BUILD/cli/tauplan [OUT]
 set -euo pipefail
-tauplan=$(realpath "${1:?usage: run.sh TAUPLAN [OUT]}")
-here=$(cd "$(dirname "$0")" && pwd)
-out=${2:-$here}
-repo=$(cd "$here/../../../.." && pwd)
-cd "$repo"
-prefix=tpq-
-mkdir -p "$out"
-bin=$(dirname "$tauplan")/../tests/exec/testbed/testbed_queue_probe  # built beside tauplan
-[ -x "$bin" ] || { echo "run.sh: no $bin (build the target testbed_queue_probe)" >&2; exit 2; }
-"$tauplan" testbed down --prefix "$prefix" > /dev/null 2>&1 || true
-trap '"$tauplan" testbed down --prefix "$prefix" > /dev/null 2>&1 || true' EXIT
-"$tauplan" testbed up platforms/testbed-tier3-2to1.xml --prefix "$prefix" > "$out/testbed-up.txt"
-git rev-parse HEAD > "$out/commit.txt"
-vmstat 5 > "$out/vmstat.txt" &
-vmstat_pid=$!
+source "$(dirname "$0")/../diagnosis-setup.sh" tpq- platforms/testbed-tier3-2to1.xml testbed_queue_probe "$@"
 for y in a-h1 b-h0 d-h0; do
   for bytes in 58788 235148 1333768 2667536; do
     echo "$(date -u +%H:%M:%S) $y $bytes"

@@ -14,21 +14,7 @@
 # Usage (root, nothing else running):
 #   bash experiments/testbed/data/ring-packets-2026-12-04/run.sh BUILD/cli/tauplan [OUT]
 set -euo pipefail
-tauplan=$(realpath "${1:?usage: run.sh TAUPLAN [OUT]}")
-here=$(cd "$(dirname "$0")" && pwd)
-out=${2:-$here}
-repo=$(cd "$here/../../../.." && pwd)
-cd "$repo"
-prefix=tpp-
-mkdir -p "$out"
-bin=$(dirname "$tauplan")/../tests/exec/testbed/testbed_ring_steps  # built beside tauplan
-[ -x "$bin" ] || { echo "run.sh: no $bin (build the target testbed_ring_steps)" >&2; exit 2; }
-"$tauplan" testbed down --prefix "$prefix" > /dev/null 2>&1 || true
-trap '"$tauplan" testbed down --prefix "$prefix" > /dev/null 2>&1 || true' EXIT
-"$tauplan" testbed up platforms/testbed-tier3-2to1.xml --prefix "$prefix" > "$out/testbed-up.txt"
-git rev-parse HEAD > "$out/commit.txt"
-vmstat 5 > "$out/vmstat.txt" &
-vmstat_pid=$!
+source "$(dirname "$0")/../diagnosis-setup.sh" tpp- platforms/testbed-tier3-2to1.xml testbed_ring_steps "$@"
 netns_of() { awk -v h="$1" '$2 == h {print $4}' "$out/testbed-up.txt"; }
 run() {  # name hosts chunk_floats sniff(0/1)
   echo "$(date -u +%H:%M:%S) $1"
