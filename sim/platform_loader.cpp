@@ -232,6 +232,19 @@ model::Host convert_host(const sg4::Host& sg_host, const std::string& file) {
   return host;
 }
 
+// A root-zone prop holding a number of bytes in [0, kMaxMemoryBytes]; `zero_means`, when not
+// empty, is said in the error after the range.
+double root_bytes_prop(const sg4::NetZone& root, const std::string& file, const std::string& name,
+                       const char* value, const std::string& zero_means) {
+  double bytes = 0;
+  if (!model::parse_prop_number(value, bytes) || !(bytes >= 0 && bytes <= model::kMaxMemoryBytes))
+    throw InputError(file, "zone " + root.get_name() + " prop " + name,
+                     fmt::format("a number of bytes in [0, {:g}]", model::kMaxMemoryBytes) +
+                         (zero_means.empty() ? "" : " (0: " + zero_means + ")"),
+                     value);
+  return bytes;
+}
+
 // The root zone's props `message_protocol`, `eager_limit_bytes` and `queued_window_bytes`
 // (model/inputs/platform.hpp).
 model::MessageProtocol message_protocol(const sg4::NetZone& root, const std::string& file) {
@@ -256,35 +269,19 @@ model::MessageProtocol message_protocol(const sg4::NetZone& root, const std::str
                      "the largest message sent without a rendezvous, in bytes (with "
                      "message_protocol rendezvous)",
                      "nothing");
-  double bytes = 0;
-  if (!model::parse_prop_number(limit, bytes) || !(bytes >= 0 && bytes <= model::kMaxMemoryBytes))
-    throw InputError(file, key + "eager_limit_bytes",
-                     fmt::format("a number of bytes in [0, {:g}]", model::kMaxMemoryBytes), limit);
   protocol.rendezvous = true;
-  protocol.eager_limit_bytes = bytes;
-  if (window != nullptr) {
-    double queued = 0;
-    if (!model::parse_prop_number(window, queued) ||
-        !(queued >= 0 && queued <= model::kMaxMemoryBytes))
-      throw InputError(
-          file, key + "queued_window_bytes",
-          fmt::format("a number of bytes in [0, {:g}] (0: none)", model::kMaxMemoryBytes), window);
-    protocol.queued_window_bytes = queued;
-  }
+  protocol.eager_limit_bytes = root_bytes_prop(root, file, "eager_limit_bytes", limit, "");
+  if (window != nullptr)
+    protocol.queued_window_bytes =
+        root_bytes_prop(root, file, "queued_window_bytes", window, "none");
   return protocol;
 }
 
 // The root zone's prop `packet_bytes` (model::Platform::packet_bytes): absent, 0.
 double packet_bytes(const sg4::NetZone& root, const std::string& file) {
   const char* value = root.get_property("packet_bytes");
-  if (value == nullptr) return 0;
-  double bytes = 0;
-  if (!model::parse_prop_number(value, bytes) || !(bytes >= 0 && bytes <= model::kMaxMemoryBytes))
-    throw InputError(
-        file, "zone " + root.get_name() + " prop packet_bytes",
-        fmt::format("a number of bytes in [0, {:g}] (0: links are pipes)", model::kMaxMemoryBytes),
-        value);
-  return bytes;
+  return value == nullptr ? 0
+                          : root_bytes_prop(root, file, "packet_bytes", value, "links are pipes");
 }
 
 // Store-and-forward links (packet_bytes > 0): every transfer's latency factor grows by its last

@@ -108,24 +108,17 @@ class RendezvousRun {
     return true;
   }
 
-  double next_due() const {
-    double due = delayed_.front().due;
-    for (const Delayed& d : delayed_)
-      due = std::min(due, d.due);
-    return due;
-  }
+  /// When the earliest delayed control message is due (delayed_ is kept in order of due).
+  double next_due() const { return delayed_.front().due; }
 
   // Starts the control messages whose wait behind their link's queue is over, in order of due.
   void start_due() {
     const double now = sg4::Engine::get_clock();
-    std::vector<Delayed> due, later;
-    for (const Delayed& d : delayed_)
-      (d.due <= now + kDueSlackS ? due : later).push_back(d);
-    delayed_ = std::move(later);
-    std::stable_sort(due.begin(), due.end(),
-                     [](const Delayed& a, const Delayed& b) { return a.due < b.due; });
-    for (const Delayed& d : due)
+    while (!delayed_.empty() && delayed_.front().due <= now + kDueSlackS) {
+      const Delayed d = delayed_.front();
+      delayed_.erase(delayed_.begin());
       send_now(d.message, d.kind);
+    }
   }
 
   // The first link of the route from host `src` to host `dst` and its bandwidth (nullptr, 0 for
@@ -160,7 +153,12 @@ class RendezvousRun {
           const double wait_s =
               std::min(std::max(0.0, free_at - now), queued_window_bytes_ / bandwidth);
           if (wait_s > 0) {
-            delayed_.push_back(Delayed{now + wait_s, message, kind});
+            const Delayed d{now + wait_s, message, kind};
+            // After those due no later: equal dues start in the order they were delayed.
+            delayed_.insert(
+                std::upper_bound(delayed_.begin(), delayed_.end(), d,
+                                 [](const Delayed& a, const Delayed& b) { return a.due < b.due; }),
+                d);
             return;
           }
         }
@@ -259,7 +257,8 @@ class RendezvousRun {
   long long& transfers_started_;
   const double queued_window_bytes_;
   const std::function<bool()>* stop_ = nullptr;
-  std::vector<Delayed> delayed_;  ///< control messages waiting behind their link's queue
+  /// Control messages waiting behind their link's queue, in order of due.
+  std::vector<Delayed> delayed_;
   /// Per first link: when the bytes handed to it so far have left (first in, first out).
   std::unordered_map<const sg4::Link*, double> link_free_at_;
   std::map<std::pair<int, int>, std::pair<const sg4::Link*, double>> first_links_;

@@ -71,9 +71,10 @@ def read(path):
     return {r: {k: [v[s] for s in sorted(v)] for k, v in ranks.items()} for r, ranks in out.items()}
 
 
-def predicted_leave(ranks, hosts, step, chunk, forwarding=False):
+def predicted_leave(ranks, hosts, step, chunk, forwarding=False, extra_back=None):
     """The rule's leave time of every rank in `step`, from the measured entries; with
-    `forwarding`, each chunk's transfer also pays store_and_forward."""
+    `forwarding`, each chunk's transfer also pays store_and_forward; with `extra_back`, the
+    answer of hop r -> r + 1 (rendezvous) is extra_back[r] seconds later on its way back."""
     k = len(hosts)
     enter = [ranks[r][step][0] for r in range(k)]
     recv_done, send_done = [0.0] * k, [0.0] * k
@@ -86,8 +87,8 @@ def predicted_leave(ranks, hosts, step, chunk, forwarding=False):
             recv_done[right] = max(enter[r] + fwd + bytes_s, enter[right])
         else:
             answered = max(enter[r] + fwd, enter[right])
-            send_done[r] = answered + back
-            recv_done[right] = answered + back + fwd + bytes_s
+            send_done[r] = answered + back + (extra_back[r] if extra_back else 0.0)
+            recv_done[right] = send_done[r] + fwd + bytes_s
     return [max(send_done[r], recv_done[r]) for r in range(k)]
 
 

@@ -26,28 +26,18 @@ import steps  # noqa: E402
 NIC_RATE = 12.5e6
 
 
-def rule_leave(enter, hosts, chunk, extra_back):
-    """steps.predicted_leave for a rendezvous chunk on testbed-tier3-2to1.xml's routes, with
-    extra_back[r] added to the answer's trip of hop r -> r + 1."""
-    k = len(hosts)
-    recv_done, send_done = [0.0] * k, [0.0] * k
-    for r in range(k):
-        right = (r + 1) % k
-        fwd, _ = packets.route(hosts[r], hosts[right])
-        back, _ = packets.route(hosts[right], hosts[r])
-        rates = packets.route(hosts[r], hosts[right])[1]
-        bytes_s = chunk / NIC_RATE + packets.forwarding(rates)
-        answered = max(enter[r] + fwd, enter[right])
-        send_done[r] = answered + back + extra_back[r]
-        recv_done[right] = send_done[r] + fwd + bytes_s
-    return [max(send_done[r], recv_done[r]) for r in range(k)]
+# steps.py's rule on this platform's routes (as rounds.py sets it).
+steps.latency = lambda a, b: packets.route(a, b)[0]
+steps.store_and_forward = lambda a, b: packets.forwarding(packets.route(a, b)[1])
 
 
 def replay(hosts, chunk, n_steps, extra):
     k = len(hosts)
     enter = [0.0] * k
     for s in range(n_steps):
-        enter = rule_leave(enter, hosts, chunk, extra[s])
+        ranks = {r: {s: (enter[r], 0.0)} for r in range(k)}
+        leave = steps.predicted_leave(ranks, hosts, s, chunk, forwarding=True, extra_back=extra[s])
+        enter = leave
     return max(enter)
 
 
