@@ -2,8 +2,9 @@
 // users: `fabric` (the link emulator, started by `up`), `agent` (mpirun's remote shell into a
 // namespace), `rank` (sets TAUPLAN_TESTBED_HOST and execs a rank), `describe` (a platform's hosts
 // for `validate --testbed`: SimGrid holds one platform per process), `compute-probe` and
-// `message-probe` (one process per MPI rank under `testbed run`, for `validate --testbed` and
-// `calibrate --mpi`). Hidden from --help; their logic lives in study/ and exec/testbed/.
+// `message-probe` and `window-probe` (one process per MPI rank under `testbed run`, for `validate
+// --testbed` and `calibrate --mpi`). Hidden from --help; their logic lives in study/ and
+// exec/testbed/.
 #include "cli/testbed_internals.hpp"
 
 #include <iostream>
@@ -76,6 +77,24 @@ void add_testbed_internals(CLI::App& testbed) {
   probe->callback([probe_pairs, probe_sizes, probe_repeats, probe_waiters, probe_out] {
     study::testbed_message_probe(*probe_pairs, *probe_sizes, *probe_repeats, *probe_waiters,
                                  *probe_out);
+  });
+
+  // Internal: started by `calibrate --mpi --queued-window` under `testbed run`, one per rank.
+  auto window_triples = std::make_shared<std::string>();
+  auto window_bytes = std::make_shared<double>(1048576);
+  auto window_messages = std::make_shared<int>(12);
+  auto window_waiters = std::make_shared<std::string>("spin");
+  auto window_out = std::make_shared<std::string>();
+  CLI::App* window = verb->add_subcommand("window-probe", "(internal) MPI queued window");
+  window->group("");
+  window->add_option("--triples", *window_triples)->required();
+  window->add_option("--bytes", *window_bytes);
+  window->add_option("--messages", *window_messages);
+  window->add_option("--waiters", *window_waiters);
+  window->add_option("--out", *window_out)->required();
+  window->callback([window_triples, window_bytes, window_messages, window_waiters, window_out] {
+    study::testbed_window_probe(*window_triples, *window_bytes, *window_messages, *window_waiters,
+                                *window_out);
   });
 
   // Internal: started by `up`, by mpirun and by `run`; not for users.

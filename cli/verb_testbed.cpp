@@ -165,6 +165,9 @@ void add_calibrate(CLI::App& verb) {
           "would take over 1 s on the slowest route left out)")
       ->delimiter(',');
   calibrate->add_option("--mpi-repeats", cal->mpi_repeats, "MPI messages of each size (3)");
+  calibrate->add_flag("--queued-window", cal->queued_window,
+                      "with --mpi: measure the bytes of a host's outgoing message that stand "
+                      "ahead of a control message it sends (prop queued_window_bytes)");
   calibrate->add_option("--mpi-waiters", cal->mpi_waiters,
                         "how ranks wait while a pair is timed: spin (MPI_Barrier) or asleep");
   calibrate->add_option("--warmup", cal->request.warmup_s,
@@ -172,14 +175,16 @@ void add_calibrate(CLI::App& verb) {
   calibrate->callback([cal, calibrate] {
     // The MPI messages' sizes, repeats and waiting ranks are read with --mpi only.
     if (!cal->mpi)
-      for (const char* flag : {"--mpi-sizes", "--mpi-repeats", "--mpi-waiters"})
+      for (const char* flag : {"--mpi-sizes", "--mpi-repeats", "--mpi-waiters", "--queued-window"})
         if (calibrate->count(flag) > 0)
           throw InputError("command line", flag,
-                           std::string("no ") + flag +
-                               " without --mpi (TCP transfers measure the " +
-                               (std::string(flag) == "--mpi-waiters"
-                                    ? "routes between threads, no MPI rank waits)"
-                                    : "routes; --sizes and --repeats size them)"),
+                           std::string("no ") + flag + " without --mpi " +
+                               (std::string(flag) == "--queued-window"
+                                    ? "(the window is measured with MPI messages)"
+                                    : std::string("(TCP transfers measure the ") +
+                                          (std::string(flag) == "--mpi-waiters"
+                                               ? "routes between threads, no MPI rank waits)"
+                                               : "routes; --sizes and --repeats size them)")),
                            flag);
     check_calibrate_request(*cal);
     study::testbed_calibrate(*cal, std::cout);

@@ -35,6 +35,43 @@ void finish(const std::string& printed, const std::vector<std::string>& notes,
   }
 }
 
+/// `validate --testbed MATRIX`: the flags checked against one another, then the matrix run.
+void run_testbed(const CLI::App& verb, const study::ValidateRequest& args,
+                 study::TestbedValidateRequest& testbed, double max_steal_pct, bool json) {
+  if (!args.sets.empty() || args.slow != std::vector<double>{1.0} || !args.calibration_dir.empty())
+    throw InputError("command line", "--testbed",
+                     "no --set, --slow-worker or --calibration beside it (the matrix file "
+                     "lists the configurations)",
+                     "both");
+  refuse_flags_outside(
+      verb, "--testbed",
+      {"--probe-network", "--replay", "--calibration-rounds", "--convergence-seeds",
+       "--testbed-prefix", "--out", "--jobs", "--max-round-error", "--max-steal", "--queued-window",
+       "--no-plot", "--json"});
+  if (verb.count("--max-steal") > 0) {
+    if (!(max_steal_pct > 0 && max_steal_pct <= 100))
+      throw InputError("command line", "--max-steal", "a percentage in (0, 100]",
+                       fmt::format("{}", max_steal_pct));
+    if (!testbed.replay.empty())
+      throw InputError("command line", "--max-steal",
+                       "no --max-steal with --replay (nothing is measured)", "both");
+    testbed.max_steal = max_steal_pct / 100;
+  }
+  if (testbed.queued_window && !testbed.replay.empty())
+    throw InputError("command line", "--queued-window",
+                     "no --queued-window with --replay (nothing is measured; the platforms "
+                     "replayed say their own window)",
+                     "both");
+  testbed.job_file = args.job_file;
+  testbed.overrides = args.overrides;
+  if (args.out != study::ValidateRequest{}.out) testbed.out = args.out;
+  testbed.jobs = args.jobs;
+  testbed.max_round_error = args.max_round_error;
+  testbed.no_plot = args.no_plot;
+  const study::TestbedValidateOutcome outcome = study::run_testbed_validate(testbed);
+  finish(json ? outcome.report.dump(2) + "\n" : outcome.text, outcome.notes, outcome.exceeded);
+}
+
 void register_validate(CLI::App& app) {
   auto job = std::make_shared<JobArgs>();
   auto args = std::make_shared<study::ValidateRequest>();
@@ -72,6 +109,9 @@ void register_validate(CLI::App& app) {
   verb->add_option("--max-steal", *max_steal_pct,
                    "with --testbed: PERCENT, measure a row or a network calibration again (3 "
                    "times at most) when the hypervisor took more of the CPU time during it");
+  verb->add_flag("--queued-window", testbed->queued_window,
+                 "with --testbed: each network calibration also measures the bytes of a host's "
+                 "outgoing message that stand ahead of a control message it sends");
   verb->add_option("--calibration-rounds", testbed->calibration_rounds,
                    "with --testbed: rounds per batch size of each compute calibration (12)");
   verb->add_option("--convergence-seeds", testbed->convergence_seeds,
@@ -115,34 +155,7 @@ void register_validate(CLI::App& app) {
     if (!profile->empty())
       throw InputError("command line", "--profile", "only with a transformer job", *profile);
     if (!testbed->matrix_file.empty()) {
-      if (!args->sets.empty() || args->slow != std::vector<double>{1.0} ||
-          !args->calibration_dir.empty())
-        throw InputError("command line", "--testbed",
-                         "no --set, --slow-worker or --calibration beside it (the matrix file "
-                         "lists the configurations)",
-                         "both");
-      refuse_flags_outside(*verb, "--testbed",
-                           {"--probe-network", "--replay", "--calibration-rounds",
-                            "--convergence-seeds", "--testbed-prefix", "--out", "--jobs",
-                            "--max-round-error", "--max-steal", "--no-plot", "--json"});
-      if (verb->count("--max-steal") > 0) {
-        if (!(*max_steal_pct > 0 && *max_steal_pct <= 100))
-          throw InputError("command line", "--max-steal", "a percentage in (0, 100]",
-                           fmt::format("{}", *max_steal_pct));
-        if (!testbed->replay.empty())
-          throw InputError("command line", "--max-steal",
-                           "no --max-steal with --replay (nothing is measured)", "both");
-        testbed->max_steal = *max_steal_pct / 100;
-      }
-      testbed->job_file = args->job_file;
-      testbed->overrides = args->overrides;
-      if (args->out != study::ValidateRequest{}.out) testbed->out = args->out;
-      testbed->jobs = args->jobs;
-      testbed->max_round_error = args->max_round_error;
-      testbed->no_plot = args->no_plot;
-      const study::TestbedValidateOutcome outcome = study::run_testbed_validate(*testbed);
-      finish(job->json ? outcome.report.dump(2) + "\n" : outcome.text, outcome.notes,
-             outcome.exceeded);
+      run_testbed(*verb, *args, *testbed, *max_steal_pct, job->json);
       return;
     }
     refuse_flags_outside(*verb, "an MLP job on this machine (no --testbed)",

@@ -701,6 +701,8 @@ std::string xml_zone_props(const Spec& spec, const NetworkCalibration& cal,
     zone_prop("eager_limit_bytes", num(cal.eager_limit_bytes));
   }
   if (cal.packet_bytes > 0) zone_prop("packet_bytes", num(cal.packet_bytes));
+  if (cal.queued_window_bytes >= 0)
+    zone_prop("queued_window_bytes", num(std::round(cal.queued_window_bytes)));
   return out;
 }
 
@@ -940,6 +942,22 @@ double scale_latencies_to_messages(const Spec& spec,
 
 namespace {
 
+/// The queued-window probe's readings as JSON.
+nlohmann::json window_json(const std::vector<QueuedWindowReading>& readings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const QueuedWindowReading& r : readings)
+    out.push_back({{"sender", r.sender},
+                   {"receiver", r.receiver},
+                   {"pinger", r.pinger},
+                   {"quiet_median_s", r.quiet_median_s},
+                   {"message_waits_s", r.message_waits_s},
+                   {"queue_wait_s", r.queue_wait_s},
+                   {"busy_pings", r.busy_pings},
+                   {"link_Bps", r.link_Bps},
+                   {"window_bytes", r.window_bytes}});
+  return out;
+}
+
 /// The fills (concurrent flows run to fill links no single route shows) as JSON.
 nlohmann::json fills_json(const NetworkCalibration& cal, const Spec& spec) {
   nlohmann::json fills = nlohmann::json::array();
@@ -1041,40 +1059,44 @@ nlohmann::json to_json(const NetworkCalibration& cal, const Spec& spec) {
                      {"bandwidth_from", fit.bandwidth_from}});
   }
   const NetworkCalibrationRequest& r = cal.request;
-  return {{"date", cal.date},
-          {"commit", cal.commit},
-          {"platform_file", spec.platform_file},
-          {"platform_hash", spec.platform_hash},
-          {"scale", spec.scale},
-          {"mtu", spec.mtu},
-          {"seconds", cal.seconds},
-          {"cpu_steal_fraction",
-           cal.steal_fraction >= 0 ? nlohmann::json(cal.steal_fraction) : nlohmann::json(nullptr)},
-          {"request",
-           {{"all_pairs", r.all_pairs},
-            {"pings", r.pings},
-            {"ping_bytes", r.ping_bytes},
-            {"sizes", r.sizes},
-            {"repeats", r.repeats},
-            {"transfer_s", r.transfer_s},
-            {"flow_counts", r.flow_counts},
-            {"window_s", r.window_s},
-            {"duplex", r.duplex},
-            {"warmup_s", r.warmup_s}}},
-          {"timing", cal.message_method.empty()
-                         ? "wall clock (CLOCK_MONOTONIC), TCP between threads in the namespaces"
-                         : cal.message_method},
-          {"routes", routes},
-          {"tcp_routes", routes_json(cal.tcp_routes)},
-          {"mpi_latency_factor", cal.mpi_latency_factor},
-          {"message_protocol", cal.eager_limit_bytes >= 0 ? "rendezvous" : "plain"},
-          {"eager_limit_bytes", cal.eager_limit_bytes >= 0 ? nlohmann::json(cal.eager_limit_bytes)
+  return {
+      {"date", cal.date},
+      {"commit", cal.commit},
+      {"platform_file", spec.platform_file},
+      {"platform_hash", spec.platform_hash},
+      {"scale", spec.scale},
+      {"mtu", spec.mtu},
+      {"seconds", cal.seconds},
+      {"cpu_steal_fraction",
+       cal.steal_fraction >= 0 ? nlohmann::json(cal.steal_fraction) : nlohmann::json(nullptr)},
+      {"request",
+       {{"all_pairs", r.all_pairs},
+        {"pings", r.pings},
+        {"ping_bytes", r.ping_bytes},
+        {"sizes", r.sizes},
+        {"repeats", r.repeats},
+        {"transfer_s", r.transfer_s},
+        {"flow_counts", r.flow_counts},
+        {"window_s", r.window_s},
+        {"duplex", r.duplex},
+        {"warmup_s", r.warmup_s}}},
+      {"timing", cal.message_method.empty()
+                     ? "wall clock (CLOCK_MONOTONIC), TCP between threads in the namespaces"
+                     : cal.message_method},
+      {"routes", routes},
+      {"tcp_routes", routes_json(cal.tcp_routes)},
+      {"mpi_latency_factor", cal.mpi_latency_factor},
+      {"message_protocol", cal.eager_limit_bytes >= 0 ? "rendezvous" : "plain"},
+      {"eager_limit_bytes", cal.eager_limit_bytes >= 0 ? nlohmann::json(cal.eager_limit_bytes)
+                                                       : nlohmann::json(nullptr)},
+      {"queued_window_bytes", cal.queued_window_bytes >= 0 ? nlohmann::json(cal.queued_window_bytes)
                                                            : nlohmann::json(nullptr)},
-          {"shares", shares},
-          {"duplex", duplex},
-          {"fills", fills_json(cal, spec)},
-          {"links", links},
-          {"warnings", cal.warnings}};
+      {"queued_window_readings", window_json(cal.window_readings)},
+      {"shares", shares},
+      {"duplex", duplex},
+      {"fills", fills_json(cal, spec)},
+      {"links", links},
+      {"warnings", cal.warnings}};
 }
 
 }  // namespace tauplan::testbed

@@ -145,6 +145,18 @@ struct HostCompute {
   std::map<std::string, std::string> props;
 };
 
+/// One triple of the queued-window probe (exec/window_probe.hpp), by host name: the echoes'
+/// wait behind the sender's messages as each starts, times its first link's calibrated rate.
+struct QueuedWindowReading {
+  std::string sender, receiver, pinger;
+  double quiet_median_s = 0;
+  std::vector<double> message_waits_s;  ///< each message's largest echo less the quiet median
+  double queue_wait_s = 0;              ///< their median
+  int busy_pings = 0;
+  double link_Bps = 0;      ///< the sender's first link, calibrated
+  double window_bytes = 0;  ///< queue_wait_s x link_Bps
+};
+
 struct NetworkCalibration {
   std::string date;
   std::string commit;
@@ -173,6 +185,11 @@ struct NetworkCalibration {
   /// them store-and-forward (exec/testbed/fabric.hpp), and the calibrated platform says so
   /// (prop packet_bytes: model::Platform::packet_bytes). 0: not known (a pipe).
   double packet_bytes = 0;
+  /// Bytes of a host's outgoing message that stand ahead of a control message it sends
+  /// (`testbed calibrate --queued-window`: the median of the readings' windows), written as the
+  /// prop queued_window_bytes (sim/rendezvous.hpp). Negative: not measured (no prop).
+  double queued_window_bytes = -1;
+  std::vector<QueuedWindowReading> window_readings;
   /// Hosts whose compute was measured (by name); the others keep the testbed platform's.
   std::map<std::string, HostCompute> compute;
   std::string compute_method;  ///< how, for the file's comment

@@ -26,6 +26,7 @@
 #include "exec/testbed/lifecycle.hpp"
 #include "exec/testbed/netcal.hpp"
 #include "exec/testbed/system.hpp"
+#include "exec/window_probe.hpp"
 #include "model/base/error.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/ir/result.hpp"
@@ -201,6 +202,36 @@ void testbed_status(const std::string& prefix, bool json, std::ostream& out) {
 
 namespace {
 
+/// Runs `tauplan testbed PROBE ARGS --out FILE` as one MPI rank per host under `testbed run`
+/// and returns the JSON its rank 0 wrote; std::runtime_error naming `what` when it fails.
+nlohmann::json run_rank_probe(const std::string& prefix, const std::string& probe,
+                              std::vector<std::string> args, const std::string& what) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string stem = (dir / fmt::format("tauplan-{}-{}", probe, getpid())).string();
+  std::vector<std::string> command = {
+      "testbed", "run", "--prefix", prefix, "--", child::self_executable(), "testbed", probe};
+  command.insert(command.end(), args.begin(), args.end());
+  command.insert(command.end(), {"--out", stem + ".json"});
+  const child::Task task{command, stem + ".out", stem + ".err"};
+  int status = 0;
+  child::run_all({task}, 1, [&](size_t, int st) { status = st; });
+  const std::string err = read_text(stem + ".err");
+  nlohmann::json doc;
+  if (status == 0) {
+    try {
+      doc = nlohmann::json::parse(read_text(stem + ".json"));
+    } catch (const std::exception&) {
+      status = -1;
+    }
+  }
+  for (const char* ext : {".json", ".out", ".err"})
+    std::filesystem::remove(stem + ext);
+  if (status != 0)
+    throw std::runtime_error("testbed calibrate --mpi: " + what + " failed (exit " +
+                             std::to_string(status) + "): " + last_line(err));
+  return doc;
+}
+
 /// Replaces the TCP numbers of every measured route by those of MPI messages between the same
 /// hosts (exec/message_probe.hpp, run as one rank per host under `testbed run`) and refits the
 /// links; the TCP measurements are kept in tcp_routes.
@@ -227,32 +258,12 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
   std::string sizes;
   for (double v : kept)
     sizes += fmt::format("{}{:.0f}", sizes.empty() ? "" : ",", v);
-  const std::filesystem::path dir = std::filesystem::temp_directory_path();
-  const std::string stem = (dir / fmt::format("tauplan-message-probe-{}", getpid())).string();
-  const std::string self = child::self_executable();
-  const child::Task task{
-      {"testbed", "run", "--prefix", a.prefix, "--", self, "testbed", "message-probe", "--pairs",
-       pairs, "--sizes", sizes, "--repeats", std::to_string(a.mpi_repeats), "--waiters",
-       a.mpi_waiters, "--out", stem + ".json"},
-      stem + ".out",
-      stem + ".err"};
   std::cerr << "testbed calibrate: messages over MPI on " << cal.routes.size() << " routes\n";
-  int status = 0;
-  child::run_all({task}, 1, [&](size_t, int st) { status = st; });
-  const std::string err = read_text(stem + ".err");
-  nlohmann::json doc;
-  if (status == 0) {
-    try {
-      doc = nlohmann::json::parse(read_text(stem + ".json"));
-    } catch (const std::exception&) {
-      status = -1;
-    }
-  }
-  for (const char* ext : {".json", ".out", ".err"})
-    std::filesystem::remove(stem + ext);
-  if (status != 0)
-    throw std::runtime_error("testbed calibrate --mpi: the message probe failed (exit " +
-                             std::to_string(status) + "): " + last_line(err));
+  const nlohmann::json doc =
+      run_rank_probe(a.prefix, "message-probe",
+                     {"--pairs", pairs, "--sizes", sizes, "--repeats",
+                      std::to_string(a.mpi_repeats), "--waiters", a.mpi_waiters},
+                     "the message probe");
   cal.tcp_routes = cal.routes;
   for (tb::RouteMeasurement& m : cal.routes) {
     const nlohmann::json& measured = doc.at("routes");
@@ -320,6 +331,109 @@ void measure_messages(const TestbedCalibrateRequest& a, const tb::State& state,
       a.eager_limit_bytes, factor);
 }
 
+/// The window probe's messages: as long as the slowest chosen route moves in kWindowMessageS
+/// (at most 1 MiB, above the eager limit: a rendezvous each, as a ring's chunks), kWindowMessages
+/// of them one after another.
+constexpr double kWindowMessageS = 0.1;
+constexpr int kWindowMessages = 12;
+constexpr std::size_t kWindowTriples = 3;
+
+/// The queued-window probe (exec/window_probe.hpp) on up to kWindowTriples measured routes X -> Y
+/// whose first link is their narrowest, each with the nearest host Z whose route from X leaves
+/// by the same link; the median of their windows becomes cal.queued_window_bytes.
+void measure_queued_window(const TestbedCalibrateRequest& a, const tb::State& state,
+                           tb::NetworkCalibration& cal) {
+  const tb::Spec& spec = state.spec;
+  struct Chosen {
+    exec::WindowTriple triple;
+    double route_Bps = 0;
+    double link_Bps = 0;
+  };
+  std::vector<Chosen> chosen;
+  std::vector<bool> used(spec.hosts.size(), false);
+  for (const tb::RouteMeasurement& m : cal.routes) {
+    if (chosen.size() == kWindowTriples) break;
+    if (used[static_cast<std::size_t>(m.src)]) continue;
+    const std::vector<int>& links = spec.route(m.src, m.dst).links;
+    if (links.empty()) continue;
+    const double first_Bps = cal.links[static_cast<std::size_t>(links.front())].bandwidth_Bps;
+    bool first_narrowest = true;
+    for (int l : links)
+      first_narrowest =
+          first_narrowest && cal.links[static_cast<std::size_t>(l)].bandwidth_Bps >= first_Bps;
+    if (!first_narrowest) continue;
+    int pinger = -1;
+    std::size_t pinger_links = std::numeric_limits<std::size_t>::max();
+    for (int z = 0; z < static_cast<int>(spec.hosts.size()); ++z) {
+      if (z == m.src || z == m.dst) continue;
+      const std::vector<int>& to_z = spec.route(m.src, z).links;
+      if (to_z.empty() || to_z.front() != links.front() || to_z.size() >= pinger_links) continue;
+      pinger = z;
+      pinger_links = to_z.size();
+    }
+    if (pinger < 0) continue;
+    used[static_cast<std::size_t>(m.src)] = true;
+    chosen.push_back({{m.src, m.dst, pinger}, m.bandwidth_Bps, first_Bps});
+  }
+  if (chosen.empty())
+    throw InputError("command line", "--queued-window",
+                     "a testbed with a measured route whose first link is its narrowest and a "
+                     "third host reached through that link",
+                     fmt::format("none among {} measured routes", cal.routes.size()));
+  double slowest = std::numeric_limits<double>::infinity();
+  for (const Chosen& c : chosen)
+    slowest = std::min(slowest, c.route_Bps);
+  const double eager_floor = 4 * std::ceil((a.eager_limit_bytes + 4) / 4);
+  const double message_bytes =
+      std::max(eager_floor, 4 * std::floor(std::min(1048576.0, slowest * kWindowMessageS) / 4));
+  std::string triples;
+  for (const Chosen& c : chosen)
+    triples += fmt::format("{}{}:{}:{}", triples.empty() ? "" : ",", c.triple.sender,
+                           c.triple.receiver, c.triple.pinger);
+  std::cerr << "testbed calibrate: the queued window over MPI on " << chosen.size() << " senders\n";
+  const nlohmann::json doc =
+      run_rank_probe(a.prefix, "window-probe",
+                     {"--triples", triples, "--bytes", fmt::format("{:.0f}", message_bytes),
+                      "--messages", std::to_string(kWindowMessages), "--waiters", a.mpi_waiters},
+                     "the queued-window probe");
+  std::vector<double> windows;
+  const auto name = [&spec](int host) { return spec.hosts[static_cast<std::size_t>(host)].name; };
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    const nlohmann::json& r = doc.at("triples").at(i);
+    tb::QueuedWindowReading reading;
+    reading.sender = name(chosen[i].triple.sender);
+    reading.receiver = name(chosen[i].triple.receiver);
+    reading.pinger = name(chosen[i].triple.pinger);
+    reading.quiet_median_s = r.at("quiet_median_s").get<double>();
+    reading.message_waits_s = r.at("message_waits_s").get<std::vector<double>>();
+    reading.queue_wait_s = r.at("queue_wait_s").get<double>();
+    reading.busy_pings = static_cast<int>(r.at("busy_round_trips_s").size());
+    reading.link_Bps = chosen[i].link_Bps;
+    reading.window_bytes = reading.queue_wait_s * reading.link_Bps;
+    windows.push_back(reading.window_bytes);
+    std::cerr << fmt::format(
+        "testbed calibrate: {} -> {}, one message after another; {}'s echoes {:.3f} ms quiet "
+        "(median), a message's largest {:.3f} ms over that (median of {} messages, {} echoes): "
+        "{:.1f} KB queued at {:.4g} MB/s\n",
+        reading.sender, reading.receiver, reading.pinger, 1e3 * reading.quiet_median_s,
+        1e3 * reading.queue_wait_s, reading.message_waits_s.size(), reading.busy_pings,
+        reading.window_bytes / 1e3, reading.link_Bps / 1e6);
+    cal.window_readings.push_back(reading);
+  }
+  std::sort(windows.begin(), windows.end());
+  const std::size_t n = windows.size();
+  cal.queued_window_bytes =
+      n % 2 == 1 ? windows[n / 2] : 0.5 * (windows[n / 2 - 1] + windows[n / 2]);
+  cal.message_method += fmt::format(
+      "; queued window (root-zone prop queued_window_bytes, the median over {} senders X): X "
+      "sends a third host Y {} MPI messages of {:.0f} bytes, each once Y has the one before, "
+      "while a host Z reached by X's first link times back-to-back 8-byte round trips to X; a "
+      "message's wait = its largest round trip less the median of 20 quiet ones, X's = the "
+      "median over its messages after the first; window = that x the calibrated rate of X's first "
+      "link",
+      n, kWindowMessages, message_bytes);
+}
+
 }  // namespace
 
 tb::NetworkCalibration measure_testbed(const TestbedCalibrateRequest& a, const tb::State& state) {
@@ -328,6 +442,7 @@ tb::NetworkCalibration measure_testbed(const TestbedCalibrateRequest& a, const t
     std::cerr << "testbed calibrate: " << line << "\n";
   });
   if (a.mpi) measure_messages(a, state, cal);
+  if (a.mpi && a.queued_window) measure_queued_window(a, state, cal);
   cal.steal_fraction = steal.fraction();
   // The link emulator and the probes run on this machine's CPUs: while the hypervisor takes
   // them, the links run slower than shaped (experiments/testbed/README.md, the waiters A/B).
@@ -445,6 +560,50 @@ void testbed_message_probe(const std::string& pairs, const std::vector<double>& 
                              {"max_relative_residual", r.fit.max_relative_residual},
                              {"samples", samples}});
   }
+  write_text(out, doc.dump(1) + "\n");
+}
+
+void testbed_window_probe(const std::string& triples, double message_bytes, int messages,
+                          const std::string& waiters, const std::string& out) {
+  if (waiters != "spin" && waiters != "asleep")
+    throw InputError("command line", "--waiters", "spin or asleep", waiters);
+  exec::MpiSession session(nullptr, nullptr);
+  exec::MpiPeers peers;
+  exec::QueuedWindowRequest request;
+  if (waiters == "asleep") request.barrier = [&peers] { peers.barrier_asleep(); };
+  std::size_t begin = 0;
+  while (begin < triples.size()) {
+    const std::size_t end = std::min(triples.find(',', begin), triples.size());
+    const std::string item = triples.substr(begin, end - begin);
+    exec::WindowTriple t;
+    char tail = 0;
+    if (std::sscanf(item.c_str(), "%d:%d:%d%c", &t.sender, &t.receiver, &t.pinger, &tail) != 3)
+      throw InputError("command line", "--triples", "SENDER:RECEIVER:PINGER, comma-separated",
+                       item);
+    request.triples.push_back(t);
+    begin = end + 1;
+  }
+  request.message_bytes = message_bytes;
+  request.messages = messages;
+  std::vector<exec::QueuedWindowMeasurement> measured;
+  try {
+    measured = exec::run_queued_window_probe(peers, request);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("command line", "testbed window-probe", "triples of ranks and a stream",
+                     e.what());
+  }
+  if (peers.rank() != 0) return;
+  nlohmann::json doc = {{"triples", nlohmann::json::array()}};
+  for (const exec::QueuedWindowMeasurement& m : measured)
+    doc["triples"].push_back({{"sender", m.triple.sender},
+                              {"receiver", m.triple.receiver},
+                              {"pinger", m.triple.pinger},
+                              {"quiet_round_trips_s", m.quiet_round_trips_s},
+                              {"busy_round_trips_s", m.busy_round_trips_s},
+                              {"quiet_median_s", m.quiet_median_s},
+                              {"busy_message", m.busy_message},
+                              {"message_waits_s", m.message_waits_s},
+                              {"queue_wait_s", m.queue_wait_s}});
   write_text(out, doc.dump(1) + "\n");
 }
 

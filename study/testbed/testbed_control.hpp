@@ -65,6 +65,9 @@ struct TestbedCalibrateRequest {
   /// 65536 bytes including the header (`ompi_info --param btl tcp --level 9`, OpenMPI 4.1.4 of
   /// Debian bookworm, default value).
   double eager_limit_bytes = 65536;
+  /// With --mpi: also measure how many bytes of a host's outgoing message stand ahead of a
+  /// control message it sends (exec/window_probe.hpp), written as queued_window_bytes.
+  bool queued_window = false;
 };
 
 /// InputError (exit 2) unless this process may create and enter network namespaces and launch
@@ -120,6 +123,11 @@ void testbed_compute_probe(const ComputeProbeRequest& request);
 /// `waiters` says ("spin" or "asleep"); rank 0 writes the JSON to `out`.
 void testbed_message_probe(const std::string& pairs, const std::vector<double>& sizes, int repeats,
                            const std::string& waiters, const std::string& out);
+/// `testbed window-probe` (internal, one process per MPI rank under `testbed run`): the
+/// queued-window probe (exec/window_probe.hpp) on "X:Y:Z:SECONDS,..." triples; rank 0 writes
+/// every triple's round trips as JSON to `out`.
+void testbed_window_probe(const std::string& triples, double message_bytes, int messages,
+                          const std::string& waiters, const std::string& out);
 
 /// `testbed fabric` (internal, started by `up`): the link emulator of the testbed of `prefix`,
 /// until its time to live ends (then it removes the testbed); exits the process.

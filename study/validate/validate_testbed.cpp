@@ -1070,12 +1070,14 @@ void row_baselines(Validation& v, const tb::Spec& spec, size_t first, size_t cou
 /// taken under more steal than that, is taken again, up to kStealAttempts in all; each is logged
 /// and why it was set aside kept in `failed` (the JSON's networks[].failed_calibrations). The last
 /// attempt is kept whatever its steal.
-tb::NetworkCalibration calibrate_group_network(const std::string& prefix, double max_steal,
+tb::NetworkCalibration calibrate_group_network(const TestbedValidateRequest& a,
                                                const tb::State& state,
                                                std::vector<std::string>& failed) {
+  const double max_steal = a.max_steal;
   TestbedCalibrateRequest calibrate;
-  calibrate.prefix = prefix;
+  calibrate.prefix = a.prefix;
   calibrate.mpi = true;
+  calibrate.queued_window = a.queued_window;
   for (int attempt = 1;; ++attempt) {
     std::string why;
     try {
@@ -1103,8 +1105,7 @@ void measure_group(Validation& v, const TestbedGroup& group, size_t& next) {
   const LiveTestbed testbed(group, v.a.prefix,
                             (v.out_dir / "runs" / ("testbed-up-" + group.name)).string());
   std::vector<std::string> failed;
-  const tb::NetworkCalibration network =
-      calibrate_group_network(v.a.prefix, v.a.max_steal, testbed.state(), failed);
+  const tb::NetworkCalibration network = calibrate_group_network(v.a, testbed.state(), failed);
   std::cerr << fmt::format(
       "validate: network calibrated in {:.0f} s, MPI latency factor {:.4g}, "
       "steal {}\n",

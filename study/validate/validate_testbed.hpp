@@ -117,6 +117,9 @@ struct TestbedValidateRequest {
   /// fraction in (0, 1]; below 0, never. The shares of the attempts set aside are kept in the
   /// JSON and logged; the last attempt is kept whatever its steal.
   double max_steal = -1;
+  /// Each group's network calibration also measures the queued window (`testbed calibrate --mpi
+  /// --queued-window`), which the calibrated platform then says (prop queued_window_bytes).
+  bool queued_window = false;
 };
 
 struct TestbedValidateOutcome {

@@ -211,6 +211,11 @@ TEST_CASE("flags: validate's modes refuse each other's flags") {
   expect_bad_input(
       {"validate", job, "--testbed", matrix, "--max-steal", "10", "--replay", "/tmp/nowhere"},
       "command line: --max-steal: expected no --max-steal with --replay (nothing is measured)");
+  expect_bad_input(
+      {"validate", job, "--testbed", matrix, "--queued-window", "--replay", "/tmp/nowhere"},
+      "command line: --queued-window: expected no --queued-window with --replay");
+  expect_bad_input({"validate", job, "--queued-window"},
+                   "command line: --queued-window: expected no --queued-window with an MLP job");
   expect_bad_input({"validate", TAUPLAN_SOURCE_DIR "/experiments/transformer/validate-small.yaml",
                     "--jobs", "2"},
                    "command line: --jobs: expected no --jobs with a transformer job");
@@ -333,6 +338,9 @@ TEST_CASE(
   expect_bad_input(
       {"testbed", "calibrate", "--out", "/tmp/tauplan-flags.xml", "--mpi-waiters", "asleep"},
       "command line: --mpi-waiters: expected no --mpi-waiters without --mpi");
+  expect_bad_input({"testbed", "calibrate", "--out", "/tmp/tauplan-flags.xml", "--queued-window"},
+                   "command line: --queued-window: expected no --queued-window without --mpi (the "
+                   "window is measured with MPI messages)");
   // --fresh measures sparknet's counts again; hetseq alone measures nothing it would reuse.
   expect_bad_input({"reproduce", "hetseq", "--fresh", "--reduced", "--out", "/tmp/tauplan-fresh"},
                    "command line: --fresh: expected no --fresh for hetseq alone");

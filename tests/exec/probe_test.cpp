@@ -24,6 +24,7 @@
 #include "exec/calibrate.hpp"
 #include "exec/message_probe.hpp"
 #include "exec/peer_group.hpp"
+#include "exec/window_probe.hpp"
 #include "exec_support.hpp"
 #include "model/base/error.hpp"
 
@@ -32,11 +33,19 @@ using ProbeClock = std::chrono::steady_clock;
 
 namespace {
 
-/// Messages that arrive latency + bytes / bandwidth after they are sent.
+/// Messages that arrive latency + bytes / bandwidth after they are sent. With a window
+/// (nic_window_bytes >= 0), each sender's interface is a first-in-first-out queue at that
+/// bandwidth: a message above kControlBytes waits for every byte queued before it, one of at most
+/// kControlBytes (a ping, an echo) for at most the window's bytes of them.
 class DelayLine {
  public:
-  DelayLine(int ranks, double latency_s, double bandwidth_Bps)
-      : hub_(ranks), latency_s_(latency_s), bandwidth_Bps_(bandwidth_Bps) {}
+  static constexpr double kControlBytes = 64;
+  DelayLine(int ranks, double latency_s, double bandwidth_Bps, double nic_window_bytes = -1)
+      : hub_(ranks),
+        latency_s_(latency_s),
+        bandwidth_Bps_(bandwidth_Bps),
+        nic_window_bytes_(nic_window_bytes),
+        nic_free_at_(static_cast<std::size_t>(ranks), 0.0) {}
 
   class End final : public exec::PeerGroup {
    public:
@@ -45,16 +54,51 @@ class DelayLine {
     int rank() const override { return rank_; }
     int size() const override { return line_.hub_.ranks(); }
     void send(int to, const float* data, std::size_t n, int tag) override {
-      const double due =
-          seconds_now() + line_.latency_s_ + 4.0 * static_cast<double>(n) / line_.bandwidth_Bps_;
-      {
-        std::lock_guard<std::mutex> lock(line_.mutex_);
-        line_.due_[{rank_, to, tag}].push_back(due);
-      }
+      schedule(to, 4.0 * static_cast<double>(n), tag);
       line_.hub_.peer(rank_).send(to, data, n, tag);
     }
     void recv(int from, float* data, std::size_t n, int tag) override {
       line_.hub_.peer(rank_).recv(from, data, n, tag);
+      wait_until_due(from, tag);
+    }
+    void send_message(int to, std::vector<char> message, int tag) override {
+      schedule(to, static_cast<double>(message.size()), tag);
+      line_.hub_.peer(rank_).send_message(to, std::move(message), tag);
+    }
+    exec::PeerEnvelope recv_any(int from, int tag, std::vector<char>& message) override {
+      const exec::PeerEnvelope envelope = line_.hub_.peer(rank_).recv_any(from, tag, message);
+      wait_until_due(envelope.from, envelope.tag);
+      return envelope;
+    }
+    void barrier() override { line_.hub_.peer(rank_).barrier(); }
+    exec::PeerEnvelope probe(int from, int tag) override {
+      return line_.hub_.peer(rank_).probe(from, tag);
+    }
+    long long messages_sent() const override { return line_.hub_.peer(rank_).messages_sent(); }
+
+   private:
+    /// When a message of `bytes` sent now reaches `to`.
+    void schedule(int to, double bytes, int tag) {
+      const double now = seconds_now();
+      {
+        std::lock_guard<std::mutex> lock(line_.mutex_);
+        double start = now;  // when its first byte leaves
+        if (line_.nic_window_bytes_ >= 0) {
+          double& free_at = line_.nic_free_at_[static_cast<std::size_t>(rank_)];
+          const double queued_s = std::max(0.0, free_at - now);
+          if (bytes <= kControlBytes) {
+            start += std::min(queued_s, line_.nic_window_bytes_ / line_.bandwidth_Bps_);
+          } else {
+            start += queued_s;
+            free_at = start + bytes / line_.bandwidth_Bps_;
+          }
+        }
+        line_.due_[{rank_, to, tag}].push_back(start + line_.latency_s_ +
+                                               bytes / line_.bandwidth_Bps_);
+      }
+    }
+    /// Holds a message received from `from` until it is due.
+    void wait_until_due(int from, int tag) {
       double due = 0;
       {
         std::lock_guard<std::mutex> lock(line_.mutex_);
@@ -65,21 +109,7 @@ class DelayLine {
       while (seconds_now() < due)
         std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
-    // The probes send floats only.
-    void send_message(int /*to*/, std::vector<char> /*message*/, int /*tag*/) override {
-      throw std::logic_error("the delay line carries floats only");
-    }
-    exec::PeerEnvelope recv_any(int /*from*/, int /*tag*/,
-                                std::vector<char>& /*message*/) override {
-      throw std::logic_error("the delay line carries floats only");
-    }
-    void barrier() override { line_.hub_.peer(rank_).barrier(); }
-    exec::PeerEnvelope probe(int from, int tag) override {
-      return line_.hub_.peer(rank_).probe(from, tag);
-    }
-    long long messages_sent() const override { return line_.hub_.peer(rank_).messages_sent(); }
 
-   private:
     DelayLine& line_;
     int rank_;
   };
@@ -91,6 +121,8 @@ class DelayLine {
   exec::ThreadPeerHub hub_;
   double latency_s_;
   double bandwidth_Bps_;
+  double nic_window_bytes_;
+  std::vector<double> nic_free_at_;  // per sender: when its queue is empty
   std::mutex mutex_;
   std::map<std::tuple<int, int, int>, std::vector<double>> due_;
 };
@@ -182,6 +214,88 @@ TEST_CASE("message probe: bad requests are refused on every rank") {
   request.sizes_bytes = {4096};
   request.repeats = 0;
   CHECK_THROWS_AS(exec::run_message_probe(hub.peer(0), request), std::invalid_argument);
+}
+
+/// One run of the queued-window probe over a fresh delay line of 4 ranks whose senders queue at
+/// their interface (window `window_bytes`); the measurements as rank 0 returns them.
+std::vector<exec::QueuedWindowMeasurement> window_delay_line(
+    double latency, double bandwidth, double window_bytes,
+    const exec::QueuedWindowRequest& request) {
+  DelayLine line(4, latency, bandwidth, window_bytes);
+  std::vector<std::unique_ptr<DelayLine::End>> ends;
+  for (int r = 0; r < 4; ++r)
+    ends.push_back(std::make_unique<DelayLine::End>(line, r));
+  std::vector<std::vector<exec::QueuedWindowMeasurement>> results(4);
+  auto end = [&](int r) -> exec::PeerGroup& { return *ends[static_cast<size_t>(r)]; };
+  on_every_rank(4, end, [&](exec::PeerGroup& peers) {
+    results[static_cast<size_t>(peers.rank())] = exec::run_queued_window_probe(peers, request);
+  });
+  for (int r = 1; r < 4; ++r)
+    CHECK(results[static_cast<size_t>(r)].empty());
+  return results[0];
+}
+
+// The delay line's interfaces hold an echo behind min(queued bytes, window), a message queued
+// whole as it starts: a message's largest echo must give the window back (less what drains between
+// two pings), and nothing where the window is 0 (the queue then holds no echo: a probe that
+// reported the stream's own time, or the echoes' typical wait, would fail here). Real sleeps: up
+// to three runs, the checks on the first whose every triple is within the bounds, or the last.
+TEST_CASE("queued-window probe: recovers the window of a delay line's interfaces", "[timing]") {
+  const double latency = 0.001;
+  const double bandwidth = 2e7;
+  exec::QueuedWindowRequest request;
+  // Rank 0 pings in the first (its own numbers), sends in the second (rank 2's come to it).
+  request.triples = {{1, 2, 0}, {0, 3, 2}};
+  request.message_bytes = 200000;  // 10 ms at 20 MB/s, then a round trip before the next
+  request.messages = 6;
+  request.quiet_pings = 5;
+  // Pings of 2 ms round trips (5 ms behind the window) drain up to 2 ms x 20 MB/s = 40 KB
+  // of a queue between them: the largest echo of a message lies in [W - 40 KB, W].
+  for (const double window : {60000.0, 0.0}) {
+    INFO("window " << window << " bytes");
+    std::vector<exec::QueuedWindowMeasurement> measured;
+    const auto within = [&](const exec::QueuedWindowMeasurement& m) {
+      const double w = m.queue_wait_s * bandwidth;
+      return w <= window + 6000 && w >= window - 40000;
+    };
+    for (int run = 0; run < 3; ++run) {
+      measured = window_delay_line(latency, bandwidth, window, request);
+      if (std::all_of(measured.begin(), measured.end(), within)) break;
+    }
+    REQUIRE(measured.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const exec::QueuedWindowMeasurement& m = measured[i];
+      INFO("triple " << i << ": " << m.queue_wait_s * bandwidth << " bytes");
+      CHECK(m.triple.sender == request.triples[i].sender);
+      CHECK(m.triple.pinger == request.triples[i].pinger);
+      CHECK(m.quiet_round_trips_s.size() == 5);
+      CHECK(m.busy_round_trips_s.size() == m.busy_message.size());
+      CHECK(m.message_waits_s.size() == 5);  // messages 1-5: each saw an echo
+      CHECK(m.quiet_median_s == Approx(2 * latency).epsilon(0.25));
+      CHECK(within(m));
+    }
+    if (window > 0) {  // more than a typical echo's wait: the peak, not the mean
+      CHECK(measured[0].queue_wait_s * bandwidth > 0.5 * window);
+    }
+  }
+}
+
+TEST_CASE("queued-window probe: bad requests are refused") {
+  exec::ThreadPeerHub hub(3);
+  exec::QueuedWindowRequest request;
+  request.triples = {{0, 1, 1}};
+  CHECK_THROWS_AS(exec::run_queued_window_probe(hub.peer(0), request), std::invalid_argument);
+  request.triples = {{0, 1, 3}};
+  CHECK_THROWS_AS(exec::run_queued_window_probe(hub.peer(0), request), std::invalid_argument);
+  request.triples = {{0, 1, 2}};
+  request.message_bytes = 6;
+  CHECK_THROWS_AS(exec::run_queued_window_probe(hub.peer(0), request), std::invalid_argument);
+  request.message_bytes = 4096;
+  request.messages = 1;
+  CHECK_THROWS_AS(exec::run_queued_window_probe(hub.peer(0), request), std::invalid_argument);
+  request.messages = 2;
+  request.quiet_pings = 0;
+  CHECK_THROWS_AS(exec::run_queued_window_probe(hub.peer(0), request), std::invalid_argument);
 }
 
 TEST_CASE("rank rounds: the busiest worker per step, on rank 0, servers only wait") {

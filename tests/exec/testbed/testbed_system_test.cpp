@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -437,6 +438,77 @@ TEST_CASE(
   }
   // MPI's 128 KiB messages over TCP: a little less of the link than a raw TCP flow.
   check_two_nodes_probe(nlohmann::json::parse(read_file(dir + "/m.json")), 0.10, "MPI");
+  CHECK(run_tauplan({"testbed", "down", "--prefix", prefix}).exit_code == 0);
+  check_nothing_left(prefix);
+}
+
+// The queued window through MPI ranks (exec/window_probe.hpp under `testbed run`): each sender's
+// echoes wait behind its messages as each starts. On this platform (50 MB/s, 8 ms round trips in a
+// node) it measured 500-690 KB on 2026-12-04; a probe that timed the echoes' typical wait, or
+// took the whole stream for a message, gave 0-3 KB (its first form) or would exceed two messages:
+// the bounds below tell them apart. The platform then says the median of the readings.
+TEST_CASE("calibrate --mpi --queued-window: each sender's echoes wait behind its messages",
+          "[timing]") {
+  require_namespaces();
+  const std::string prefix = "tpq-";
+  DownAtExit down{prefix};
+  up(prefix, {kPlatforms + "/testbed-two-nodes.xml"});
+  const std::string out = "/tmp/tauplan-testbed-test-" + prefix + "calibrated.xml";
+  const auto r = run_tauplan({"testbed",
+                              "calibrate",
+                              "--prefix",
+                              prefix,
+                              "--out",
+                              out,
+                              "--json",
+                              "--mpi",
+                              "--queued-window",
+                              "--mpi-sizes",
+                              "131072,262144",
+                              "--mpi-repeats",
+                              "1",
+                              "--pings",
+                              "5",
+                              "--repeats",
+                              "1",
+                              "--sizes",
+                              "2",
+                              "--transfer-time",
+                              "0.1",
+                              "--flows",
+                              "1",
+                              "--no-duplex",
+                              "--window",
+                              "0.5"},
+                             "", 170);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto cal = nlohmann::json::parse(r.out);
+  const auto& readings = cal.at("queued_window_readings");
+  REQUIRE(readings.size() >= 1);
+  std::vector<double> windows;
+  for (const auto& reading : readings) {
+    INFO(reading.dump());
+    const std::string sender = reading.at("sender").get<std::string>();
+    CHECK(sender != reading.at("receiver").get<std::string>());
+    CHECK(sender != reading.at("pinger").get<std::string>());
+    CHECK(reading.at("message_waits_s").size() == 11);  // 12 messages, the first left out
+    const double window = reading.at("window_bytes").get<double>();
+    CHECK(window ==
+          Approx(reading.at("queue_wait_s").get<double>() * reading.at("link_Bps").get<double>()));
+    CHECK(window > 16e3);
+    CHECK(window < 2 * 1048576.0);
+    windows.push_back(window);
+  }
+  std::sort(windows.begin(), windows.end());
+  const std::size_t n = windows.size();
+  const double median = n % 2 ? windows[n / 2] : 0.5 * (windows[n / 2 - 1] + windows[n / 2]);
+  CHECK(cal.at("queued_window_bytes").get<double>() == Approx(median));
+  const std::string xml = read_file(out);
+  CHECK(xml.find("<prop id=\"queued_window_bytes\" value=\"" +
+                 std::to_string(static_cast<long long>(std::llround(median))) + "\"/>") !=
+        std::string::npos);
+  std::filesystem::remove(out);
   CHECK(run_tauplan({"testbed", "down", "--prefix", prefix}).exit_code == 0);
   check_nothing_left(prefix);
 }
