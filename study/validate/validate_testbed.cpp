@@ -1802,8 +1802,21 @@ TestbedValidateOutcome run_testbed_validate(const TestbedValidateRequest& a) {
   size_t next = 0;
   json replayed;
   if (!a.replay.empty()) {
-    const json earlier =
-        json::parse(read_text((fs::path(a.replay) / "testbed-validation.json").string()));
+    const std::string earlier_file = (fs::path(a.replay) / "testbed-validation.json").string();
+    json earlier;
+    try {
+      earlier = json::parse(read_text(earlier_file));
+    } catch (const json::parse_error&) {
+      throw InputError(earlier_file, "(file)", "the JSON an earlier validate --testbed wrote",
+                       "text that is not JSON");
+    }
+    for (const char* key : {"networks", "results", "context"})
+      if (!earlier.is_object() || !earlier.contains(key) ||
+          (std::string(key) == "results" && !earlier.at(key).is_array()))
+        throw InputError(earlier_file, key,
+                         "what an earlier validate --testbed wrote there (networks, results, "
+                         "context)",
+                         "none");
     v.networks = earlier.at("networks");
     v.replayed_results = earlier.at("results");
     replayed = {{"folder", a.replay}, {"measured", earlier.at("context")}};

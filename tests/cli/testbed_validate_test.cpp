@@ -4,7 +4,10 @@
 // validation itself runs in tests/exec/testbed/ (root only) and in experiments/testbed/.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
 
 #include "tests/cli/expect_bad_input.hpp"
 #include "tests/cli/run_command.hpp"
@@ -45,6 +48,34 @@ TEST_CASE("validate --testbed: the shipped matrix names hosts its platforms have
                    TAUPLAN_SOURCE_DIR "/experiments/testbed/matrix.yaml", "--workers", "3"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--workers: expected no value") != std::string::npos);
+}
+
+// --replay's folder is read after the matrix: a folder whose JSON is not a validate's is bad
+// input naming that file and the key it lacks; reaching it shows the matrix itself was read and
+// checked whole (hosts of its platforms, its keys), which is how the held-out matrices are checked
+// here before any run.
+TEST_CASE("validate --testbed --replay: a folder that is not a run's, one line naming its file") {
+  const std::string folder = std::filesystem::temp_directory_path() / "tauplan-replay-bad";
+  std::filesystem::create_directories(folder + "/runs");
+  std::filesystem::create_directories(folder + "/platforms");
+  const std::string file = folder + "/testbed-validation.json";
+  const std::string testbed = TAUPLAN_SOURCE_DIR "/experiments/testbed/";
+  for (const auto& [matrix, job] :
+       {std::pair<std::string, std::string>{"heldout4-matrix.yaml", "fashion-mlp.yaml"},
+        {"heldout4-wide-matrix.yaml", "fashion-mlp-wide.yaml"},
+        {"heldout3-matrix.yaml", "fashion-mlp.yaml"}}) {
+    INFO(matrix);
+    std::ofstream(file) << "{\"results\": []}\n";
+    expect_bad_input({"validate", testbed + job, "--testbed", testbed + matrix, "--replay", folder,
+                      "--out", folder + "-out"},
+                     file + ": networks: expected what an earlier validate --testbed wrote");
+  }
+  std::ofstream(file) << "not json\n";
+  expect_bad_input({"validate", kTestbedValidateJob, "--testbed", testbed + "heldout4-matrix.yaml",
+                    "--replay", folder, "--out", folder + "-out"},
+                   file + ": (file): expected the JSON an earlier validate --testbed wrote");
+  std::filesystem::remove_all(folder);
+  std::filesystem::remove_all(folder + "-out");
 }
 
 TEST_CASE("validate --testbed: bad matrices, one line naming the file and key, exit 2") {
