@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/base/statistics.hpp"
+
 namespace tauplan::exec {
 namespace {
 
@@ -34,13 +36,6 @@ constexpr std::int32_t kDone = 4;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 void check(const PeerGroup& peers, const QueuedWindowRequest& r) {
@@ -189,7 +184,7 @@ std::vector<QueuedWindowMeasurement> run_queued_window_probe(PeerGroup& peers,
           m.busy_message.push_back(static_cast<int>(packed.at(2 + quiet + busy + i)));
         }
       }
-      m.quiet_median_s = median(m.quiet_round_trips_s);
+      m.quiet_median_s = model::median(m.quiet_round_trips_s);
       std::map<int, double> largest;  // per message after the first
       for (std::size_t i = 0; i < m.busy_round_trips_s.size(); ++i)
         if (m.busy_message[i] >= 1)
@@ -197,7 +192,7 @@ std::vector<QueuedWindowMeasurement> run_queued_window_probe(PeerGroup& peers,
               std::max(largest[m.busy_message[i]], m.busy_round_trips_s[i]);
       for (const auto& [message, seconds] : largest)
         m.message_waits_s.push_back(std::max(0.0, seconds - m.quiet_median_s));
-      m.queue_wait_s = median(m.message_waits_s);
+      m.queue_wait_s = model::median(m.message_waits_s);
       measured.push_back(std::move(m));
     }
   }

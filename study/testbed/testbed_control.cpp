@@ -28,6 +28,7 @@
 #include "exec/testbed/system.hpp"
 #include "exec/window_probe.hpp"
 #include "model/base/error.hpp"
+#include "model/base/statistics.hpp"
 #include "model/inputs/platform.hpp"
 #include "model/ir/result.hpp"
 #include "sim/platform_loader.hpp"
@@ -420,10 +421,8 @@ void measure_queued_window(const TestbedCalibrateRequest& a, const tb::State& st
         reading.window_bytes / 1e3, reading.link_Bps / 1e6);
     cal.window_readings.push_back(reading);
   }
-  std::sort(windows.begin(), windows.end());
   const std::size_t n = windows.size();
-  cal.queued_window_bytes =
-      n % 2 == 1 ? windows[n / 2] : 0.5 * (windows[n / 2 - 1] + windows[n / 2]);
+  cal.queued_window_bytes = model::median(windows);
   cal.message_method += fmt::format(
       "; queued window (root-zone prop queued_window_bytes, the median over {} senders X): X "
       "sends a third host Y {} MPI messages of {:.0f} bytes, each once Y has the one before, "
@@ -513,18 +512,36 @@ void testbed_compute_probe(const ComputeProbeRequest& r) {
   write_text(r.out, doc.dump(1) + "\n");
 }
 
-void testbed_message_probe(const std::string& pairs, const std::vector<double>& sizes, int repeats,
-                           const std::string& waiters, const std::string& out) {
+namespace {
+
+/// The internal probes' --waiters: "spin" or "asleep", else InputError.
+void require_waiters(const std::string& waiters) {
   if (waiters != "spin" && waiters != "asleep")
     throw InputError("command line", "--waiters", "spin or asleep", waiters);
+}
+
+/// The items of a comma-separated list, as written (an empty list has none).
+std::vector<std::string> comma_items(const std::string& list) {
+  std::vector<std::string> items;
+  std::size_t begin = 0;
+  while (begin < list.size()) {
+    const std::size_t end = std::min(list.find(',', begin), list.size());
+    items.push_back(list.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return items;
+}
+
+}  // namespace
+
+void testbed_message_probe(const std::string& pairs, const std::vector<double>& sizes, int repeats,
+                           const std::string& waiters, const std::string& out) {
+  require_waiters(waiters);
   exec::MpiSession session(nullptr, nullptr);
   exec::MpiPeers peers;
   exec::MessageProbeRequest request;
   if (waiters == "asleep") request.barrier = [&peers] { peers.barrier_asleep(); };
-  std::size_t begin = 0;
-  while (begin < pairs.size()) {
-    const std::size_t end = std::min(pairs.find(',', begin), pairs.size());
-    const std::string item = pairs.substr(begin, end - begin);
+  for (const std::string& item : comma_items(pairs)) {
     const std::size_t colon = item.find(':');
     int src = -1, dst = -1;
     try {
@@ -535,7 +552,6 @@ void testbed_message_probe(const std::string& pairs, const std::vector<double>& 
       throw InputError("command line", "--pairs", "SRC:DST rank pairs, comma-separated", item);
     }
     request.pairs.emplace_back(src, dst);
-    begin = end + 1;
   }
   request.sizes_bytes = sizes;
   request.repeats = repeats;
@@ -565,23 +581,18 @@ void testbed_message_probe(const std::string& pairs, const std::vector<double>& 
 
 void testbed_window_probe(const std::string& triples, double message_bytes, int messages,
                           const std::string& waiters, const std::string& out) {
-  if (waiters != "spin" && waiters != "asleep")
-    throw InputError("command line", "--waiters", "spin or asleep", waiters);
+  require_waiters(waiters);
   exec::MpiSession session(nullptr, nullptr);
   exec::MpiPeers peers;
   exec::QueuedWindowRequest request;
   if (waiters == "asleep") request.barrier = [&peers] { peers.barrier_asleep(); };
-  std::size_t begin = 0;
-  while (begin < triples.size()) {
-    const std::size_t end = std::min(triples.find(',', begin), triples.size());
-    const std::string item = triples.substr(begin, end - begin);
+  for (const std::string& item : comma_items(triples)) {
     exec::WindowTriple t;
     char tail = 0;
     if (std::sscanf(item.c_str(), "%d:%d:%d%c", &t.sender, &t.receiver, &t.pinger, &tail) != 3)
       throw InputError("command line", "--triples", "SENDER:RECEIVER:PINGER, comma-separated",
                        item);
     request.triples.push_back(t);
-    begin = end + 1;
   }
   request.message_bytes = message_bytes;
   request.messages = messages;
