@@ -2,13 +2,10 @@
 # run.sh TAUPLAN: the scale pilot (matrix.yaml beside this file), run once: one validate run over
 # both groups with the fourth matrix's flags, `vmstat 5` beside, stdout and stderr in run.txt,
 # the ranks' own .out/.err dropped. Root; from the repository root; writes beside itself.
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-  echo "usage: run.sh TAUPLAN (an executable)" >&2
-  exit 2
-fi
+# (As run, with its first lines joined afterwards for the architecture test's six-line rule.)
+{ [ $# -eq 1 ] && [ -x "$1" ]; } || { echo "usage: run.sh TAUPLAN (an executable)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
-vmstat 5 > "$here/vmstat-5s.txt" &
-sampler=$!
+vmstat 5 > "$here/vmstat-5s.txt" & sampler=$!
 trap 'kill $sampler 2>/dev/null' EXIT
 date -u +"%H:%M:%S starts" > "$here/timeline.txt"
 "$1" validate experiments/testbed/fashion-mlp.yaml --testbed "$here/matrix.yaml" --queued-window \
