@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """compute_vs_probe.py: each row's compute during its testbed run against its compute probes.
 
-For the scale pilot's four rows (out/) and the fourth held-out matrix's ten fashion rows
+For the scale pilot's rows (out/) and the fourth held-out matrix's fashion rows
 (../heldout4-first-run/fashion/): the measured compute (validate's median over rounds of the
 busiest worker's compute + update, wall clock) beside each probe's (before, after) median over
 its rounds of the busiest worker's seconds a step at the row's per-worker batch (what the engines
@@ -9,6 +9,7 @@ are given), its 75th percentile and largest round, and the median of any one wor
 Read after the runs (post hoc); nothing here enters a prediction. Usage: compute_vs_probe.py
 (from this folder, or with the folder as argument); prints the table.
 """
+import glob
 import json
 import os
 import statistics
@@ -32,13 +33,14 @@ def probe_columns(path):
 
 def main():
     here = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-    sets = [("pilot", os.path.join(here, "out"), 4),
-            ("heldout4", os.path.join(here, "..", "heldout4-first-run", "fashion"), 10)]
+    sets = [("pilot", os.path.join(here, "out")),
+            ("heldout4", os.path.join(here, "..", "heldout4-first-run", "fashion"))]
     print("set row K | measured median mean | probe before: busiest median p75 max, any worker"
           " | after: the same  (ms)")
-    for name, folder, rows in sets:
-        for i in range(rows):
-            stem = os.path.join(folder, "runs", f"{i:02d}")
+    for name, folder in sets:
+        for measure in sorted(glob.glob(os.path.join(folder, "runs", "[0-9][0-9]-measure.json"))):
+            stem = measure[: -len("-measure.json")]
+            i = int(os.path.basename(stem))
             m = json.load(open(stem + "-measure.json"))["results"][0]
             cells = [f"{name} {i:02d} {m['workers']:2d}",
                      f"{1e3 * m['compute_median_s']:6.2f} {1e3 * m['compute_s']:6.2f}"]
