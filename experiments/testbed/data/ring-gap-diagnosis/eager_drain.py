@@ -47,8 +47,9 @@ def main(folder):
                         excess.append(ranks[r][s][1] - leave)
             excess.sort()
             print(f"{os.path.basename(path)} sender {rule}: excess a step median "
-                  f"{1e3 * statistics.median(excess):.2f} ms, mean {1e3 * statistics.mean(excess):.2f}"
-                  f", 10th percentile {1e3 * excess[len(excess) // 10]:.2f}")
+                  f"{1e3 * statistics.median(excess):.2f} ms, "
+                  f"mean {1e3 * statistics.mean(excess):.2f}, "
+                  f"10th percentile {1e3 * excess[len(excess) // 10]:.2f}")
     for rule in RULES:
         # Every rank enters step 0 at 0 and each next step when it left the one before.
         sim = {r: [] for r in range(len(HOSTS))}
