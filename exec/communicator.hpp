@@ -16,8 +16,10 @@
 // plan on them before it starts. agree_round_start() gives every worker process one instant to
 // start a round at (the MPI one estimates each rank's clock offset to rank 0 when the run starts
 // and has rank 0 name a start time just ahead of the slowest rank's arrival), instead of the moment
-// a barrier releases it. What it leaves out: asynchronous (overlapped) collectives, and clock drift
-// during a run.
+// a barrier releases it. The MPI communicator's combine() may run on a second thread while the
+// first waits (combines_from_second_thread(): the trainer's overlap of gradient buckets with the
+// backward pass). What it leaves out: non-blocking collectives (two in flight at once), and clock
+// drift during a run.
 #pragma once
 
 #include <chrono>
@@ -57,6 +59,9 @@ class Communicator {
   /// Whether combine() does its work on the calling thread (so that thread's CPU clock times it
   /// in lockstep); false when other threads do it (thread-messages: the wall clock times it).
   virtual bool combines_on_calling_thread() const { return true; }
+  /// Whether combine() may be called from a second thread while the thread that made the
+  /// communicator calls nothing of it (bucket_stream.hpp's overlap; MPI: MPI_THREAD_SERIALIZED).
+  virtual bool combines_from_second_thread() const { return false; }
   /// Whether combine_group() runs groups other than all K workers.
   virtual bool runs_subgroups() const { return false; }
   /// Combines over the workers of `group` (indices of the K workers, each once, in the

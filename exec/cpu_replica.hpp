@@ -21,6 +21,10 @@ class CpuReplica final : public Replica {
   double compute(const float* x, const int* y, int n) override {
     return mlp_.forward_backward(x, y, n);
   }
+  double compute_with_ready(const float* x, const int* y, int n,
+                            const std::function<void(std::size_t)>& ready) override {
+    return mlp_.forward_backward(x, y, n, ready);
+  }
   void sgd_step(float lr) override { mlp_.sgd_step(lr); }
   long long correct(const float* x, const int* y, long long n) override {
     return mlp_.correct(x, y, n);

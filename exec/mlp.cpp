@@ -106,7 +106,8 @@ void BasicMlp<Scalar>::init(std::uint64_t seed) {
 }
 
 template <typename Scalar>
-double BasicMlp<Scalar>::forward(const Scalar* x, const int* y, int n, bool backward) {
+double BasicMlp<Scalar>::forward(const Scalar* x, const int* y, int n, bool backward,
+                                 const std::function<void(std::size_t)>& ready) {
   assert(n > 0);
   const int layers = shape_.layers();
   const Scalar* input = x;
@@ -142,6 +143,7 @@ double BasicMlp<Scalar>::forward(const Scalar* x, const int* y, int n, bool back
     // dW = dz^T * input (out x in); db was written by the pass that produced dz.
     gemm(true, false, out_w, in_w, n, Scalar(1), delta_.data(), out_w, in_data, in_w, Scalar(0),
          grads_.data() + weight_offset(shape_, l), in_w);
+    if (ready) ready(weight_offset(shape_, l));  // layer l and the later ones are final
     if (l > 0) {
       // d input = dz * W, masked by the ReLU that produced the input, and its bias gradient.
       delta_prev_.resize(cells(n, in_w));
@@ -156,8 +158,9 @@ double BasicMlp<Scalar>::forward(const Scalar* x, const int* y, int n, bool back
 }
 
 template <typename Scalar>
-double BasicMlp<Scalar>::forward_backward(const Scalar* x, const int* y, int n) {
-  return forward(x, y, n, true);
+double BasicMlp<Scalar>::forward_backward(const Scalar* x, const int* y, int n,
+                                          const std::function<void(std::size_t)>& ready) {
+  return forward(x, y, n, true, ready);
 }
 
 template <typename Scalar>

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,13 @@ class BasicMlp {
 
   void init(std::uint64_t seed);
   /// Forward and backward on `n` samples (x: n x inputs row-major, y: class indices). Writes the
-  /// gradient of the mean loss into gradients() and returns the mean loss.
-  double forward_backward(const Scalar* x, const int* y, int n);
+  /// gradient of the mean loss into gradients() and returns the mean loss. `ready`, when given,
+  /// is called as the backward pass goes, once per layer from the last, with the index from which
+  /// the gradient is final (layer l's weight offset: its weights and bias and every later layer's),
+  /// before the pass computes the gradient of that layer's input; it must not touch the
+  /// gradient below that index.
+  double forward_backward(const Scalar* x, const int* y, int n,
+                          const std::function<void(std::size_t)>& ready = {});
   /// Mean loss without touching the gradient.
   double loss(const Scalar* x, const int* y, int n);
   /// Number of samples whose argmax logit equals the label (in chunks of `chunk` samples).
@@ -69,7 +75,8 @@ class BasicMlp {
   void sgd_step(Scalar lr);
 
  private:
-  double forward(const Scalar* x, const int* y, int n, bool backward);
+  double forward(const Scalar* x, const int* y, int n, bool backward,
+                 const std::function<void(std::size_t)>& ready = {});
 
   MlpShape shape_;
   std::vector<Scalar> params_;

@@ -65,8 +65,12 @@ std::string describe_event_tick(int us) {
 /// The tick MPI_Init really took, read back through MPI's tool interface; empty when the library
 /// has no such integer control variable.
 std::string read_event_tick() {
+  // The tool interface is asked for MPI's own thread level: OpenMPI 4.1's MPI_T_init_thread
+  // overwrites the level MPI_Query_thread answers with the one asked for here.
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
   int provided = 0;
-  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "";
+  if (MPI_T_init_thread(level, &provided) != MPI_SUCCESS) return "";
   std::string text;
   int index = 0;
   char name[kNameBytes];
@@ -143,7 +147,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   if (!initialised) {
     setter = prefer_prompt_tcp_progress();
     int provided = 0;
-    check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
     owns_ = true;
   }
   const std::string tick = read_event_tick();
@@ -450,6 +454,12 @@ std::vector<std::string> MpiCommunicator::gather_to_first(const std::string& tex
   for (std::size_t r = 0; r < lengths.size(); ++r)
     out.emplace_back(all.data() + offsets[r], static_cast<std::size_t>(lengths[r]));
   return out;
+}
+
+bool MpiCommunicator::combines_from_second_thread() const {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided >= MPI_THREAD_SERIALIZED;
 }
 
 long long MpiCommunicator::messages_sent() const {

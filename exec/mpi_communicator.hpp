@@ -117,6 +117,8 @@ class MpiCommunicator final : public HostCommunicator {
   /// rank converts it to its own clock.
   std::chrono::steady_clock::time_point agree_round_start() override;
   bool agrees_round_start() const override { return true; }
+  /// True when MPI was initialised with MPI_THREAD_SERIALIZED or more (MpiSession asks for it).
+  bool combines_from_second_thread() const override;
   void finish() override;
   std::vector<std::string> gather_to_first(const std::string& text) override;
   long long messages_sent() const override;

@@ -100,6 +100,9 @@ void MpiCommunicator::finish() {}
 std::vector<std::string> MpiCommunicator::gather_to_first(const std::string& text) {
   return {text};
 }
+bool MpiCommunicator::combines_from_second_thread() const {
+  return false;
+}
 long long MpiCommunicator::messages_sent() const {
   return 0;
 }

@@ -35,6 +35,16 @@ class Replica {
   /// Forward and backward on `n` samples (host x: n x inputs, y: labels); the gradient of the
   /// mean loss over them lands in gradients(). Returns the mean loss.
   virtual double compute(const float* x, const int* y, int n) = 0;
+  /// compute(), calling `ready(first)` as the backward pass goes with the index from which
+  /// gradients() is final (lower each time, 0 last), so that a second thread may combine that
+  /// part while the pass goes on (bucket_stream.hpp). The default calls ready(0) once compute()
+  /// has returned: correct, with nothing to overlap.
+  virtual double compute_with_ready(const float* x, const int* y, int n,
+                                    const std::function<void(std::size_t)>& ready) {
+    const double loss = compute(x, y, n);
+    ready(0);
+    return loss;
+  }
   /// parameters -= lr * gradients.
   virtual void sgd_step(float lr) = 0;
   /// Correct predictions over `n` samples (host memory).

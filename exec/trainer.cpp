@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "exec/bucket_stream.hpp"
 #include "exec/sampler.hpp"
 #include "exec/worker_pool.hpp"
 #include "model/base/error.hpp"
@@ -365,6 +366,7 @@ class Runner {
                  comm.memory() == MemorySpace::Host;
     if (options.timing == Timing::Concurrent && workers_.size() > 1)
       pool_ = std::make_unique<WorkerPool>(static_cast<int>(workers_.size()));
+    if (plan.overlap) set_up_overlap();
   }
 
   Measurement run();
@@ -372,6 +374,15 @@ class Runner {
  private:
   void validate() const;
   void check_batch(long long step_samples) const;
+  /// With plan.overlap: the bucket stream when this run can overlap for real (concurrent timing,
+  /// one host worker in this process, a communicator that combines from a second thread, no
+  /// update folded into a step), and extra["overlap"] saying which way the buckets ran.
+  void set_up_overlap();
+  /// forward_backward releasing each bucket to the stream as the backward pass finalises it,
+  /// the emulated slowdown slept layer by layer before each release; `slept_s` gets the sleeps.
+  double compute_streaming(WorkerState& w, double& slept_s);
+  /// Runs the op's real step (streaming) or the one before it; records the step once, whole.
+  void run_streamed_part(const ProgramOp& op, std::size_t i, long long round, RoundClock& rc);
   bool is_local(int worker) const { return local_index_.count(worker) > 0; }
   WorkerState& local(int worker) { return *workers_[local_index_.at(worker)]; }
 
@@ -422,6 +433,10 @@ class Runner {
   std::vector<std::unique_ptr<WorkerState>> workers_;
   std::map<int, std::size_t> local_index_;
   std::unique_ptr<WorkerPool> pool_;
+  // Overlap: the stream and, per program op, its bucket's index in the round (-1: not streamed).
+  std::unique_ptr<BucketStream> stream_;
+  std::vector<long long> stream_bucket_;
+  long long buckets_streamed_ = 0, buckets_during_backward_ = 0;
   std::vector<float> round_start_params_;
   std::vector<std::vector<float>> deltas_;
   Measurement out_;
@@ -483,6 +498,41 @@ void Runner::validate() const {
   }
 }
 
+void Runner::set_up_overlap() {
+  std::string why_not;
+  if (options_.timing != Timing::Concurrent)
+    why_not =
+        "lockstep timing: the plan's DAG composes the buckets with the backward pass on the "
+        "virtual clock";
+  else if (comm_.memory() != MemorySpace::Host)
+    why_not = "device replicas";
+  else if (workers_.size() != 1)
+    why_not = "more than one worker in this process";
+  else if (!comm_.combines_from_second_thread())
+    why_not = "the " + comm_.name() + " communicator combines from one thread only";
+  else if (plan_.round_budget_s > 0)
+    why_not = "time-budget rounds";
+  for (const ProgramOp& op : program_.ops)
+    if (why_not.empty() && op.kind == model::OpKind::Compute && op.worker >= 0 &&
+        is_local(op.worker) && op.fold_update)
+      why_not = "an update folded into the step";
+  if (!why_not.empty()) {
+    out_.extra["overlap"] = "buckets all-reduced after the whole backward pass (" + why_not + ")";
+    return;
+  }
+  stream_bucket_.assign(program_.ops.size(), -1);
+  long long buckets = 0;
+  for (std::size_t i = 0; i < program_.ops.size(); ++i) {
+    const ProgramOp& op = program_.ops[i];
+    if (op.kind == model::OpKind::Collective && op.payload == model::CollectivePayload::Gradients &&
+        op.group.empty())
+      stream_bucket_[i] = buckets++;
+  }
+  stream_ = std::make_unique<BucketStream>();
+  out_.extra["overlap"] =
+      "buckets all-reduced on a second thread as the backward pass finalises them";
+}
+
 void Runner::check_batch(long long step_samples) const {
   if (step_samples < 1)
     throw InputError(options_.origins.of("batch"), "at least one sample per step",
@@ -541,24 +591,52 @@ double Runner::real_step(WorkerState& w, long long round, bool fold) {
     std::memcpy(w.batch_x.data() + i * features, data_.train_row(idx[i]), features * sizeof(float));
     w.batch_y[i] = data_.train_y[static_cast<std::size_t>(idx[i])];
   }
+  double slept = 0;  // the emulated slowdown, slept inside a streamed step
   const double loss =
-      w.replica->compute(w.batch_x.data(), w.batch_y.data(), static_cast<int>(w.samples));
+      stream_ ? compute_streaming(w, slept)
+              : w.replica->compute(w.batch_x.data(), w.batch_y.data(), static_cast<int>(w.samples));
   if (fold)
     w.replica->sgd_step(static_cast<float>(options_.learning_rate));
   else
     w.pending_gradient = true;
   w.loss_sum += loss;
   ++w.loss_count;
-  const double measured = watch.seconds();
+  const double measured = watch.seconds() - slept;
   w.step_s.push_back(measured);
   return measured;
+}
+
+double Runner::compute_streaming(WorkerState& w, double& slept_s) {
+  auto since = Clock::now();
+  const auto pace = [&] {
+    if (w.slowdown > 1) {
+      const auto now = Clock::now();
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>((w.slowdown - 1) * seconds_between(since, now)));
+      since = Clock::now();
+      slept_s += seconds_between(now, since);
+    }
+  };
+  const double loss = w.replica->compute_with_ready(
+      w.batch_x.data(), w.batch_y.data(), static_cast<int>(w.samples), [&](std::size_t first) {
+        pace();
+        stream_->mark_ready(first);
+        // On a core shared with the stream's thread, let it start the collective now.
+        std::this_thread::yield();
+      });
+  pace();
+  stream_->step_done();
+  return loss;
 }
 
 double Runner::run_worker_op(const ProgramOp& op, long long round) {
   WorkerState& w = local(op.worker);
   double measured = 0;
   if (op.kind == model::OpKind::Compute) {
-    if (w.samples == 0) return 0;
+    if (w.samples == 0) {
+      if (stream_) stream_->step_done();  // nothing to compute: every bucket may go
+      return 0;
+    }
     if (plan_.round_budget_s > 0) {
       measured = budget_steps(w, round, op.fold_update);
     } else if (op.fraction >= 1 - kFractionEps) {
@@ -579,7 +657,9 @@ double Runner::run_worker_op(const ProgramOp& op, long long round) {
     w.pending_gradient = false;
     measured = watch.seconds();
   }
-  if (!w.budget_slept) emulate(measured, w.slowdown);
+  // A streamed step slept its slowdown layer by layer (compute_streaming).
+  if (!w.budget_slept && !(stream_ && op.kind == model::OpKind::Compute))
+    emulate(measured, w.slowdown);
   w.budget_slept = false;
   const double duration = measured * w.slowdown;
   w.round_busy_s += duration;
@@ -712,6 +792,20 @@ void Runner::begin_round(long long round, bool adasum_params, RoundClock& rc) {
   std::fill(rc.end.begin(), rc.end.end(), 0.0);
   rc.sync_total = 0;
   rc.sync_spans.clear();
+  if (stream_) {
+    // The round's gradient buckets, in the order the backward pass finalises them.
+    std::vector<BucketStream::Bucket> buckets;
+    for (std::size_t i = 0; i < program_.ops.size(); ++i) {
+      if (stream_bucket_[i] < 0) continue;
+      const ProgramOp& op = program_.ops[i];
+      buckets.push_back({op.slice_begin, [this, &op] {
+                           const long long before = comm_.messages_sent();
+                           run_collective(op);
+                           return comm_.messages_sent() - before;
+                         }});
+    }
+    stream_->start_round(std::move(buckets));
+  }
   if (options_.timing == Timing::Concurrent) {
     // Every round starts at one agreed instant on every process (not at a barrier's release,
     // which lets ranks go milliseconds apart); lateness is how far past it this one woke.
@@ -729,6 +823,10 @@ void Runner::run_segment_serial(const Segment& segment, long long round, RoundCl
   for (std::size_t i : segment.ops) {
     const ProgramOp& op = program_.ops[i];
     if (op.worker < 0 || !is_local(op.worker)) continue;
+    if (stream_ && op.kind == model::OpKind::Compute && op.fraction < 1 - kFractionEps) {
+      run_streamed_part(op, i, round, rc);
+      continue;
+    }
     const auto wall0 = Clock::now();
     const double duration = run_worker_op(op, round);
     double start = 0;
@@ -741,6 +839,21 @@ void Runner::run_segment_serial(const Segment& segment, long long round, RoundCl
     rc.end[i] = start + duration;
     record(op, round, concurrent ? rc.offset + start : clock_s_ + start, duration);
   }
+}
+
+void Runner::run_streamed_part(const ProgramOp& op, std::size_t i, long long round,
+                               RoundClock& rc) {
+  // The first part of the step runs it whole, releasing the buckets as it goes; the later
+  // parts (backward buckets) are already done. The trace shows the step once, as it ran.
+  const bool first = local(op.worker).fraction_done < kFractionEps;
+  const auto wall0 = Clock::now();
+  run_worker_op(op, round);
+  const auto wall1 = Clock::now();
+  rc.end[i] = seconds_between(rc.start, wall1);
+  if (!first || !tracing_) return;
+  ProgramOp whole = op;
+  whole.trace_name = "w" + std::to_string(op.worker) + " forward+backward (buckets streamed)";
+  record(whole, round, rc.offset + seconds_between(rc.start, wall0), seconds_between(wall0, wall1));
 }
 
 void Runner::run_segment_pooled(const Segment& segment, long long round, RoundClock& rc) {
@@ -767,8 +880,8 @@ void Runner::run_segment_pooled(const Segment& segment, long long round, RoundCl
 void Runner::run_segment_sync(const Segment& segment, long long round, RoundClock& rc) {
   const auto si = static_cast<std::size_t>(segment.sync);
   const ProgramOp& op = program_.ops[si];
-  const long long sent_before = comm_.messages_sent();
   if (options_.timing != Timing::Concurrent) {
+    const long long sent_before = comm_.messages_sent();
     double ready = 0;
     for (std::size_t p : op.preds)
       ready = std::max(ready, rc.end[p]);
@@ -778,10 +891,25 @@ void Runner::run_segment_sync(const Segment& segment, long long round, RoundCloc
     rc.sync_total += duration;
     record_sync(op, round, clock_s_ + ready, duration, comm_.messages_sent() - sent_before);
   } else {
-    // No barrier: the collective starts when this process's workers are done.
-    const auto enter = Clock::now();
-    run_collective(op);
-    const auto leave = Clock::now();
+    // No barrier: the collective starts when this process's workers are done, or (a streamed
+    // bucket) ran on the stream's thread as soon as the backward pass had finalised it.
+    Clock::time_point enter, leave;
+    long long messages = 0;
+    if (stream_ && stream_bucket_[si] >= 0) {
+      const BucketStream::Done done = stream_->wait(static_cast<std::size_t>(stream_bucket_[si]));
+      enter = done.enter;
+      leave = done.leave;
+      messages = done.messages;
+      ++buckets_streamed_;
+      if (done.during_backward) ++buckets_during_backward_;
+    } else {
+      if (stream_) stream_->wait_all();  // MPI is called from one thread at a time
+      const long long sent_before = comm_.messages_sent();
+      enter = Clock::now();
+      run_collective(op);
+      leave = Clock::now();
+      messages = comm_.messages_sent() - sent_before;
+    }
     const double start = seconds_between(rc.start, enter);
     const double duration = seconds_between(enter, leave);
     rc.end[si] = start + duration;
@@ -790,7 +918,7 @@ void Runner::run_segment_sync(const Segment& segment, long long round, RoundCloc
     const bool member = op.group.empty() || !collective_members(op).empty();
     rc.sync_spans.push_back(member ? start : -1.0);
     rc.sync_spans.push_back(member ? duration : 0.0);
-    record_sync(op, round, rc.offset + start, duration, comm_.messages_sent() - sent_before);
+    record_sync(op, round, rc.offset + start, duration, messages);
   }
 }
 
@@ -807,6 +935,7 @@ void Runner::close_round(RoundClock& rc, RunSeries& series) {
     round_s = comm_.max_all(round_s);
     busy = comm_.max_all(busy);
   } else {
+    if (stream_) stream_->wait_all();
     // One gather per round, after the round: [end, busy, (entry, duration) per collective].
     std::vector<double> mine{seconds_between(rc.start, Clock::now()), busy, rc.lateness};
     mine.insert(mine.end(), rc.sync_spans.begin(), rc.sync_spans.end());
@@ -893,6 +1022,14 @@ void Runner::summarize(Clock::time_point run_start, const RunSeries& series) {
     out_.extra["round_start_lateness_median_s"] = median(series.start_lateness);
     out_.extra["round_start_lateness_max_s"] =
         *std::max_element(series.start_lateness.begin(), series.start_lateness.end());
+  }
+  if (stream_) {
+    // Measured evidence of overlap: the share of streamed buckets (least over the processes)
+    // whose collective entered before this process's backward pass had ended.
+    const double share = buckets_streamed_ > 0 ? static_cast<double>(buckets_during_backward_) /
+                                                     static_cast<double>(buckets_streamed_)
+                                               : 0.0;
+    out_.extra["buckets_entered_during_backward"] = -comm_.max_all(-share);
   }
   if (options_.keep_parameters) {
     out_.final_parameters.resize(parameters_);

@@ -9,8 +9,13 @@
 // Barrier = a barrier. A collective whose group is a subgroup of the workers combines over its
 // members only (Communicator::combine_group: threads and MPI), the others skipping it; in
 // lockstep every process still meets at its barrier and maximum. With gradient buckets
-// (plan.overlap) each collective combines its share of the gradient vector, last layers first,
-// after the whole backward pass has run.
+// (plan.overlap) each collective combines its share of the gradient vector, last layers first:
+// in concurrent timing with one host worker per process (MPI ranks) on a second thread as soon
+// as the backward pass has finalised it (bucket_stream.hpp, PyTorch DDP's overlap; the emulated
+// slowdown is slept layer by layer inside the step, so a slow worker releases its buckets late),
+// otherwise after the whole backward pass; extra "overlap" says which, and
+// "buckets_entered_during_backward" the share of buckets (least over the ranks) whose collective
+// really began before the rank's backward pass ended.
 //
 // Timing, lockstep: local workers run one after another; every op's duration is measured and
 // the round's time is the longest path through the DAG (so a phase takes as long as its
@@ -57,8 +62,9 @@
 // slowdown's sleeps included); the average weights each worker by its steps. Asynchronous plans
 // run in async_cycle.hpp and async_ranks.hpp, not here.
 //
-// What it leaves out: real overlap of communication with computation (in lockstep the DAG
-// composes bucket collectives with the backward pass; in concurrent mode they run after it),
+// What it leaves out: real overlap with several workers in one process (threads) or on device
+// replicas (in lockstep the DAG composes bucket collectives with the backward pass on the
+// virtual clock; concurrent threads run them after it), two buckets in flight at once,
 // concurrent collectives of disjoint subgroups within one process (threads and lockstep run
 // them one after another; lockstep's DAG still times them as parallel; MPI ranks run them at
 // once), gradient buckets with subgroup collectives, learning-rate

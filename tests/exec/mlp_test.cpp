@@ -1,6 +1,7 @@
 // mlp_test.cpp: the flat-vector MLP: layout, gradients against finite differences, SGD.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -92,6 +93,38 @@ TEST_CASE("float gradients agree with the double reference", "[exec][mlp]") {
     den += ref.gradients()[i] * ref.gradients()[i];
   }
   CHECK(std::sqrt(num / den) < 1e-5);
+}
+
+TEST_CASE("the backward pass reports each layer's gradient final, last layer first",
+          "[exec][mlp][overlap]") {
+  // What the overlap stream relies on: at each report, the gradient from the reported index on
+  // is already its final value, and reporting changes no number.
+  const MlpShape shape = small_shape();
+  BasicMlp<float> plain(shape), reporting(shape);
+  plain.init(4);
+  reporting.init(4);
+  const int n = 7;
+  const std::vector<float> x = random_inputs<float>(n, shape.inputs(), 9);
+  const std::vector<int> y = {0, 1, 2, 2, 1, 0, 1};
+  std::fill(reporting.gradients(), reporting.gradients() + reporting.parameter_count(), -7.0f);
+  std::vector<std::size_t> reported;
+  std::vector<std::vector<float>> suffixes;  // the gradient from the reported index, as reported
+  const double lp = plain.forward_backward(x.data(), y.data(), n);
+  const double lr = reporting.forward_backward(x.data(), y.data(), n, [&](std::size_t first) {
+    reported.push_back(first);
+    suffixes.emplace_back(reporting.gradients() + first,
+                          reporting.gradients() + reporting.parameter_count());
+  });
+  CHECK(lr == lp);
+  std::vector<std::size_t> expected;
+  for (int l = shape.layers() - 1; l >= 0; --l)
+    expected.push_back(tauplan::exec::weight_offset(shape, l));
+  REQUIRE(reported == expected);
+  CHECK(reported.back() == 0);
+  for (std::size_t r = 0; r < reported.size(); ++r)
+    CHECK(std::equal(suffixes[r].begin(), suffixes[r].end(), plain.gradients() + reported[r]));
+  CHECK(std::equal(plain.gradients(), plain.gradients() + plain.parameter_count(),
+                   reporting.gradients()));
 }
 
 TEST_CASE("initialisation is deterministic per seed", "[exec][mlp]") {

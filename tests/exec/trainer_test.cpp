@@ -156,6 +156,17 @@ TEST_CASE("gradient buckets (overlap) combine the whole vector", "[exec][trainer
   const Measurement a = run_trainer(plain, data, o);
   const Measurement b = run_trainer(buckets, data, o);
   CHECK(a.final_parameters == b.final_parameters);
+  // Lockstep composes the buckets on the virtual clock; the run says it did not overlap for real.
+  CHECK(b.extra.value("overlap", std::string()).find("after the whole backward pass (lockstep") !=
+        std::string::npos);
+  CHECK_FALSE(a.extra.contains("overlap"));
+  // Concurrent threads: several workers in one process, so the buckets run after the pass.
+  TrainOptions concurrent = o;
+  concurrent.timing = Timing::Concurrent;
+  const Measurement c = run_trainer(buckets, data, concurrent);
+  CHECK(c.extra.value("overlap", std::string()).find("more than one worker in this process") !=
+        std::string::npos);
+  CHECK(test::max_abs_diff(a.final_parameters, c.final_parameters) < 1e-6);
 }
 
 TEST_CASE("Adasum runs for sync and for local-sgd parameter deltas", "[exec][trainer]") {
