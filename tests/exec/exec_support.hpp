@@ -18,18 +18,24 @@
 
 namespace tauplan::test {
 
-/// A small Gaussian-mixture task that an MLP learns in a few hundred steps.
-inline exec::Dataset tiny_data(long long train = 2000, long long test = 500,
-                               std::uint64_t seed = 7) {
+/// A Gaussian-mixture task of `features` inputs and `classes` classes.
+inline exec::Dataset mixture_data(long long train, long long test, int features, int classes,
+                                  std::uint64_t seed) {
   exec::SyntheticOptions o;
   o.train_samples = train;
   o.test_samples = test;
-  o.features = 32;
-  o.classes = 4;
+  o.features = features;
+  o.classes = classes;
   o.separation = 3.0;
   o.label_noise = 0.02;
   o.seed = seed;
   return exec::make_synthetic(o);
+}
+
+/// A small Gaussian-mixture task that an MLP learns in a few hundred steps.
+inline exec::Dataset tiny_data(long long train = 2000, long long test = 500,
+                               std::uint64_t seed = 7) {
+  return mixture_data(train, test, 32, 4, seed);
 }
 
 inline exec::MlpShape tiny_shape() {

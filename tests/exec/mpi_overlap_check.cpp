@@ -67,13 +67,7 @@ int main(int argc, char** argv) {
     if (rank == 0) std::printf("run under mpirun -np 3\n");
     return 2;
   }
-  SyntheticOptions data_options;
-  data_options.train_samples = 3000;
-  data_options.test_samples = 300;
-  data_options.features = 256;
-  data_options.classes = 10;
-  data_options.seed = 5;
-  const Dataset data = make_synthetic(data_options);
+  const Dataset data = test::mixture_data(3000, 300, 256, 10, 5);
   int failures = 0;
   const auto fail = [&](const std::string& what) {
     std::printf("rank %d: FAIL: %s\n", rank, what.c_str());
