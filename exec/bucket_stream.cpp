@@ -41,6 +41,8 @@ void BucketStream::mark_ready(std::size_t first) {
     ready_from_ = first;
   }
   wake_.notify_all();
+  // On a core shared with the stream's thread, let it start the collective now.
+  std::this_thread::yield();
 }
 
 void BucketStream::step_done() {
@@ -76,7 +78,8 @@ void BucketStream::loop() {
     const std::size_t j = next_++;
     Done& done = done_[j];
     done.during_backward = !step_ended_;
-    const std::function<long long()> job = buckets_[j].job;
+    // buckets_ stays as it is until every bucket of the round has finished (start_round).
+    const std::function<long long()>& job = buckets_[j].job;
     lock.unlock();
     done.enter = Clock::now();
     std::exception_ptr error;

@@ -48,7 +48,8 @@ class BucketStream {
   /// Starts a round: every index is not final yet, the buckets run in the order given. Call
   /// only when the previous round's buckets have all been waited for.
   void start_round(std::vector<Bucket> buckets);
-  /// The gradient is final from `first` on (calls only lower it).
+  /// The gradient is final from `first` on (calls only lower it); yields the calling thread's
+  /// core when the mark moved, so the stream's thread can start a bucket at once.
   void mark_ready(std::size_t first);
   /// The backward pass of this round has ended (the whole gradient is final).
   void step_done();

@@ -621,8 +621,6 @@ double Runner::compute_streaming(WorkerState& w, double& slept_s) {
       w.batch_x.data(), w.batch_y.data(), static_cast<int>(w.samples), [&](std::size_t first) {
         pace();
         stream_->mark_ready(first);
-        // On a core shared with the stream's thread, let it start the collective now.
-        std::this_thread::yield();
       });
   pace();
   stream_->step_done();
@@ -935,7 +933,6 @@ void Runner::close_round(RoundClock& rc, RunSeries& series) {
     round_s = comm_.max_all(round_s);
     busy = comm_.max_all(busy);
   } else {
-    if (stream_) stream_->wait_all();
     // One gather per round, after the round: [end, busy, (entry, duration) per collective].
     std::vector<double> mine{seconds_between(rc.start, Clock::now()), busy, rc.lateness};
     mine.insert(mine.end(), rc.sync_spans.begin(), rc.sync_spans.end());
