@@ -7,8 +7,8 @@
 #   bash exec/cuda/gpu_check.sh [BUILD_DIR]        (default BUILD_DIR: build-cuda)
 #
 # Stages (TAUPLAN_STAGES picks some, space-separated, run in this order: "build grad bench
-# profile transformer layertimes breakdown block"; default all but layertimes, which the
-# transformer stage includes):
+# profile transformer layertimes breakdown measure block"; default all but layertimes, which
+# the transformer stage includes):
 #  build       configure with -DTAUPLAN_CUDA_ONLY=ON (Eigen and nlohmann-json headers from
 #              /usr/include or the carried .cuda-deps/; CUDA arch from nvidia-smi's compute_cap,
 #              or TAUPLAN_CUDA_ARCH; NCCL from PyTorch's wheel when none is installed: see
@@ -37,6 +37,11 @@
 #              --models TAUPLAN_BREAKDOWN_MODELS (default gpt3-175b,llama3-70b) --tensors
 #              TAUPLAN_BREAKDOWN_TENSORS (default 1,8): every kernel and GEMM of one layer timed
 #              alone beside its compute-model op (summary: top 25 ops per model and t);
+#  measure     the exec engine's trainer (the Plan interpreter) on the GPU: a full tauplan
+#              carried in TAUPLAN_FULL_DIR (default .gpu-carry/, made by
+#              exec/cuda/pack_full_build.sh where the Debian packages are) runs `tauplan measure
+#              experiments/exec/fashion-mlp-gpu.yaml` (device: cuda), the same job with --device
+#              cpu, and `single` through NCCL; skipped, and said so, without a carried tauplan;
 #  block       python3 exec/cuda/pytorch_block.py --layer-times --tensors 1,2,4,8, then
 #              --step-times (PyTorch beside the two timings above; tolerated when absent or
 #              failing).
@@ -56,7 +61,7 @@ work=$build/gpu-check-work
 mkdir -p "$out" "$work"
 budget=${TAUPLAN_CHECK_BUDGET_S:-450}
 reserve=10  # for the summary
-stages=${TAUPLAN_STAGES:-"build grad bench profile transformer breakdown block"}
+stages=${TAUPLAN_STAGES:-"build grad bench profile transformer breakdown measure block"}
 jobs=$(nproc 2>/dev/null || echo 4)
 shapes_file=${TAUPLAN_PROFILE_SHAPES:-$root/exec/cuda/profile_shapes.txt}
 bin=$build/exec
@@ -77,11 +82,25 @@ want() { case " $stages " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 # One status row: LABEL RC SECONDS NOTE (rc: a number, or skipped/absent).
 status() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >> "$status_file"; }
 
-# JSON lines of stdin, each with "stage": $1 first (other lines dropped).
+# JSON lines of stdin, each with "stage": $1 first (other lines dropped); a whole stdin that is
+# one JSON document of tauplan's result schema ({"context", "results"}) gives one line per
+# result, its context under "context".
 tag_json() {
   python3 -c '
 import json, sys
-for line in sys.stdin:
+text = sys.stdin.read()
+def emit(j):
+    print(json.dumps({"stage": sys.argv[1], **{k: v for k, v in j.items() if k != "stage"}}))
+try:
+    whole = json.loads(text)
+except ValueError:
+    whole = None
+if isinstance(whole, dict) and isinstance(whole.get("results"), list):
+    for r in whole["results"]:
+        if isinstance(r, dict):
+            emit({**r, "context": whole.get("context", {})})
+    sys.exit(0)
+for line in text.splitlines():
     line = line.strip()
     if not line.startswith("{"):
         continue
@@ -90,7 +109,7 @@ for line in sys.stdin:
     except ValueError:
         continue
     if isinstance(j, dict):
-        print(json.dumps({"stage": sys.argv[1], **{k: v for k, v in j.items() if k != "stage"}}))
+        emit(j)
 ' "$1" 2>/dev/null || grep '^{.*}$' | sed "s/^{/{\"stage\": \"$1\", /"
 }
 
@@ -469,6 +488,26 @@ if train:
         p(json.dumps({k: v for k, v in j.items() if k != "stage"})[:240])
     p("```")
 
+# ------------------------------------------------------------------ the Plan interpreter on the GPU
+measured = [(st, j) for st in ("measure-cuda", "measure-cpu", "measure-nccl") for j in of(st) if "strategy" in j]
+if measured or rc_of("tauplan measure"):
+    p("\n## The Plan interpreter on the GPU: tauplan measure experiments/exec/fashion-mlp-gpu.yaml\n")
+    for r in rc_of("tauplan measure"):
+        if r[1] != "0":
+            p(f"- {r[0]}: exit {r[1]} {r[3]}".rstrip())
+    if measured:
+        p("| run | strategy | K | tau | communicator | steps to target (rounds) | accuracy | reached | C(b) per worker, ms | S, ms | round, ms | training s | wall s |")
+        p("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for st, j in measured:
+            ms = lambda k: fmt(j[k] * 1e3) if isinstance(j.get(k), (int, float)) else "-"
+            steps = j.get("steps_to_target")
+            p(f"| {st.replace('measure-', '')} ({j.get('engine')}) | {j.get('strategy')} | {j.get('workers')} | {j.get('tau')} | "
+              f"{j.get('communicator', '-')} | {steps if steps is not None else '-'} ({fmt(j.get('rounds_to_target'))}) | "
+              f"{fmt(j.get('final_accuracy'))} | {fmt(j.get('reached_target'))} | {ms('compute_s')} | {ms('S_s')} | "
+              f"{ms('round_median_s')} | {fmt(j.get('total_s'))} | {fmt(j.get('wall_s'))} |")
+        p("\nSame job, seed and data on the GPU (CUDA replicas, fp32 cuBLAS) and on this machine's CPU: "
+          "steps to target should agree to within one evaluation interval (100 steps per worker).")
+
 # ------------------------------------------------------------------ stages
 p("\n## Stages\n")
 p("| stage | exit | seconds | note |")
@@ -515,6 +554,12 @@ fi
 
 # ------------------------------------------------------------------ build
 if want build; then
+  # Headers carried as a tarball (exec/cuda/pack_full_build.sh) when none are installed.
+  carried=${TAUPLAN_FULL_DIR:-$root/.gpu-carry}
+  if [ -f "$carried/cuda-deps.tar.xz" ] && [ ! -d "$root/.cuda-deps" ] && [ ! -d /usr/include/eigen3 ]; then
+    mkdir -p "$root/.cuda-deps" && tar -C "$root/.cuda-deps" -xJf "$carried/cuda-deps.tar.xz" &&
+      log "headers: unpacked $carried/cuda-deps.tar.xz into .cuda-deps/"
+  fi
   nccl_from_wheel
   configure=(cmake -S "$root" -B "$build" -DTAUPLAN_CUDA_ONLY=ON -DCMAKE_BUILD_TYPE=Release)
   [ -n "$arch" ] && configure+=("-DCMAKE_CUDA_ARCHITECTURES=$arch")
@@ -562,7 +607,8 @@ if want build; then
     done
   fi
 fi
-if [ ! -x "$bin/tauplan_cuda_grad_check" ] || [ ! -x "$bin/tauplan_cuda_bench_step" ]; then
+if { want grad || want bench; } &&
+  { [ ! -x "$bin/tauplan_cuda_grad_check" ] || [ ! -x "$bin/tauplan_cuda_bench_step" ]; }; then
   log "the MLP checks did not build (logs.txt)"
   finish 2
 fi
@@ -577,7 +623,7 @@ if want grad; then
     finish 77
   fi
   [ "$grad_rc" -ne 0 ] && failed=1
-else
+elif [ -x "$bin/tauplan_cuda_bench_step" ]; then
   "$bin/tauplan_cuda_bench_step" --steps 1 --warmup 0 > /dev/null 2>&1
   [ $? -eq 77 ] && { log "no usable GPU here: stopping (exit 77)"; finish 77; }
 fi
@@ -689,6 +735,40 @@ if want breakdown; then
       --tensors "${TAUPLAN_BREAKDOWN_TENSORS:-1,8}"
   else
     status "transformer --layer-breakdown" skipped 0 "no gpu-profile.json"
+  fi
+fi
+# ------------------------------------------------------------------ the Plan interpreter on the GPU
+# A full tauplan (exec/cuda/pack_full_build.sh: built with CUDA where the Debian packages are,
+# its libraries and Fashion-MNIST beside it in TAUPLAN_FULL_DIR, default .gpu-carry/) runs
+# experiments/exec/fashion-mlp-gpu.yaml: the exec engine's trainer with CUDA replicas and the
+# device communicator, then the same job on this machine's CPU (--device cpu), then `single`
+# through NCCL. Skipped, and said so, when no full tauplan was carried.
+if want measure; then
+  full=${TAUPLAN_FULL_DIR:-$root/.gpu-carry}
+  job=$root/experiments/exec/fashion-mlp-gpu.yaml
+  data_dir=$full/data
+  if [ ! -x "$full/tauplan" ] && [ -f "$full/full.tar.xz" ]; then
+    rm -rf "$work/full" && mkdir -p "$work/full" && tar -C "$work/full" -xJf "$full/full.tar.xz" &&
+      full=$work/full
+  fi
+  if [ ! -x "$full/tauplan" ]; then
+    status "tauplan measure (device: cuda)" skipped 0 "no full tauplan in $full (exec/cuda/pack_full_build.sh BUILD_DIR)"
+    log "measure: skipped: no full tauplan in $full"
+  else
+    [ -z "${NCCL_ROOT:-}" ] && nccl_from_wheel
+    head -3 "$full/manifest.txt" 2> /dev/null | sed 's/^/measure: carried tauplan: /' >> "$logs"
+    run_env=(env "LD_LIBRARY_PATH=$full/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+             "TAUPLAN_DATA_DIR=$data_dir")
+    if ! run_stage measure-cuda "tauplan measure (device: cuda)" 180 \
+      "${run_env[@]}" "$full/tauplan" measure "$job" --json; then
+      failed=1
+    fi
+    run_stage measure-cpu "tauplan measure (device: cpu, same job)" 150 \
+      "${run_env[@]}" "$full/tauplan" measure "$job" --device cpu --json
+    if ! run_stage measure-nccl "tauplan measure (single through NCCL)" 90 \
+      "${run_env[@]}" "$full/tauplan" measure "$job" --strategies single --communicator nccl --json; then
+      failed=1
+    fi
   fi
 fi
 if want block; then
