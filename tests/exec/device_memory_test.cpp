@@ -143,13 +143,13 @@ class GuardedReplica final : public Replica {
 class GuardedCommunicator final : public Communicator {
  public:
   explicit GuardedCommunicator(int workers) : workers_(workers), inner_(workers) {}
+  MemorySpace memory() const override { return MemorySpace::Device; }
   std::string name() const override { return "guarded"; }
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
   int workers() const override { return workers_; }
   int local_workers() const override { return workers_; }
   int first_local_worker() const override { return 0; }
-  MemorySpace memory() const override { return MemorySpace::Device; }
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
   void combine(const std::vector<float*>& local_buffers, const std::vector<double>& local_weights,
                std::size_t n, CombineRule rule) override {
     const std::vector<GuardedBuffer*>& live = GuardedBuffer::all();
