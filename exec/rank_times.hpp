@@ -18,10 +18,16 @@ struct RankTimes {
   long long tensor_allreduces = 0;
   /// Pipeline sends per step (a transformer's: its slices and its all-gathers' sends).
   long long messages = 0;
+  /// A transformer step's parts, means over steps on the wall clock (0 for the MLP's layouts):
+  /// the embedding (forward and backward), the layers (tensor all-reduces included), the head
+  /// and loss, the optimizer's update. The rest of a step (its tokens drawn, gradients zeroed,
+  /// pipeline sends and waits, the data group's combine) is step - their sum.
+  double embedding_s = 0, layers_s = 0, head_s = 0, update_s = 0;
 };
 
 /// The ranks' times, one object each (rank, its indices in the mesh, step, compute and
-/// communication medians, tensor all-reduces and pipeline sends per step).
+/// communication medians, tensor all-reduces and pipeline sends per step; a transformer's step
+/// parts as step_parts_mean_s).
 inline nlohmann::json ranks_json(const std::vector<RankTimes>& ranks) {
   nlohmann::json out = nlohmann::json::array();
   for (const RankTimes& r : ranks)
@@ -34,6 +40,14 @@ inline nlohmann::json ranks_json(const std::vector<RankTimes>& ranks) {
                    {"comm_s", r.comm_s},
                    {"tensor_allreduces_per_step", r.tensor_allreduces},
                    {"pipeline_sends_per_step", r.messages}});
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const RankTimes& r = ranks[i];
+    if (r.layers_s > 0)
+      out[i]["step_parts_mean_s"] = {{"embedding", r.embedding_s},
+                                     {"layers", r.layers_s},
+                                     {"head", r.head_s},
+                                     {"update", r.update_s}};
+  }
   return out;
 }
 

@@ -276,6 +276,10 @@ class TransformerRank final : private PassHandlers {
   int tensor_index() const { return t_i_; }
   int stage_index() const { return p_i_; }
   double comm_s() const { return comm_s_; }
+  /// This step's embedding, layers and head, on the wall clock (RankTimes).
+  double embedding_s() const { return embedding_s_; }
+  double layers_s() const { return layers_s_; }
+  double head_s() const { return head_s_; }
   long long allreduces() const { return allreduces_; }
   long long messages() const { return messages_; }
 
@@ -283,7 +287,7 @@ class TransformerRank final : private PassHandlers {
   /// gradients reduced over the tensor and data groups. Returns the replica's mean loss where
   /// reports_loss(), else NaN.
   double step(long long index) {
-    comm_s_ = 0;
+    comm_s_ = embedding_s_ = layers_s_ = head_s_ = 0;
     allreduces_ = messages_ = 0;
     std::fill(grads_.begin(), grads_.end(), 0.0f);
     BlockConfig global = o_.block;
@@ -361,7 +365,11 @@ class TransformerRank final : private PassHandlers {
   /// layers, then the head's loss and gradient (last stage).
   double forward_pass(bool received, CpuTransformerBlock& block, const int* tokens,
                       std::vector<float>& hidden) {
-    if (!received) block.embed_forward(params_.data(), tokens, hidden.data(), &tensor_reduce_);
+    auto mark = Clock::now();
+    if (!received) {
+      block.embed_forward(params_.data(), tokens, hidden.data(), &tensor_reduce_);
+      embedding_s_ += lap(mark);
+    }
     const float* p = params_.data();
     for (int l = 0; l < shard_.config().layers; ++l) {
       block.attention_forward(l, p, hidden.data(), partial_.data());
@@ -369,9 +377,11 @@ class TransformerRank final : private PassHandlers {
       block.feed_forward_forward(l, p, hidden.data(), partial_.data());
       add_tensor_sum(hidden);
     }
+    layers_s_ += lap(mark);
     if (!last_stage()) return 0;
-    return static_cast<double>(
-        block.head_forward(p, tokens, hidden.data(), grads_.data(), &tensor_reduce_));
+    const float loss = block.head_forward(p, tokens, hidden.data(), grads_.data(), &tensor_reduce_);
+    head_s_ += lap(mark);
+    return static_cast<double>(loss);
   }
 
   /// The head's backward (no input received) or the next stage's gradient, this stage's layers
@@ -379,7 +389,11 @@ class TransformerRank final : private PassHandlers {
   void backward_pass(bool received, CpuTransformerBlock& block, const int* tokens) {
     std::vector<float>& gradient = hidden_gradient_;
     const float* p = params_.data();
-    if (!received) block.head_backward(p, gradient.data(), grads_.data(), &tensor_reduce_);
+    auto mark = Clock::now();
+    if (!received) {
+      block.head_backward(p, gradient.data(), grads_.data(), &tensor_reduce_);
+      head_s_ += lap(mark);
+    }
     for (int l = shard_.config().layers - 1; l >= 0; --l) {
       block.feed_forward_backward(l, p, gradient.data(), partial_.data(), grads_.data(),
                                   &tensor_reduce_);
@@ -388,13 +402,25 @@ class TransformerRank final : private PassHandlers {
                                &tensor_reduce_);
       add_whole(gradient);
     }
-    if (p_i_ == 0) block.embed_backward(tokens, gradient.data(), grads_.data(), &tensor_reduce_);
+    layers_s_ += lap(mark);
+    if (p_i_ == 0) {
+      block.embed_backward(tokens, gradient.data(), grads_.data(), &tensor_reduce_);
+      embedding_s_ += lap(mark);
+    }
   }
 
   /// target += the tensor group's sum of partial_ (a sublayer's partial output: Megatron's g).
   void add_tensor_sum(std::vector<float>& target) {
     timed_allreduce(tensor_members_, partial_.data(), partial_.size(), kTagTensor);
     add_whole(target);
+  }
+
+  /// Seconds since `mark`, which moves to now.
+  static double lap(Clock::time_point& mark) {
+    const Clock::time_point now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - mark).count();
+    mark = now;
+    return seconds;
   }
 
   /// target += partial_, already whole on every rank (summed inside the block: Megatron's f).
@@ -500,6 +526,7 @@ class TransformerRank final : private PassHandlers {
   const int* replica_tokens_ = nullptr;  ///< this step's replica batch, during step()
   double loss_ = 0;                      ///< this step's summed micro-batch losses
   double comm_s_ = 0;
+  double embedding_s_ = 0, layers_s_ = 0, head_s_ = 0;  ///< this step's (lap())
   long long allreduces_ = 0, messages_ = 0;
 };
 
@@ -613,6 +640,7 @@ void prepare_shared(const TransformerTrainOptions& o, SharedState& shared, bool 
 /// What one rank measured over the run.
 struct RankRecord {
   std::vector<double> loss, step_s, comm_s;
+  double embedding_s = 0, layers_s = 0, head_s = 0, update_s = 0;  ///< summed over steps
   double wall_s = 0;  ///< from its first step's start to its last step's end
   RankTimes times;
 };
@@ -625,7 +653,7 @@ nlohmann::json record_json(const RankRecord& r) {
           {"wall_s", r.wall_s},
           {"times",
            {t.rank, t.data_index, t.tensor_index, t.stage, t.step_s, t.compute_s, t.comm_s,
-            t.tensor_allreduces, t.messages}}};
+            t.tensor_allreduces, t.messages, t.embedding_s, t.layers_s, t.head_s, t.update_s}}};
 }
 
 RankRecord record_from_json(const nlohmann::json& j) {
@@ -637,9 +665,10 @@ RankRecord record_from_json(const nlohmann::json& j) {
   r.comm_s = j.at("comm_s").get<std::vector<double>>();
   r.wall_s = j.at("wall_s").get<double>();
   const nlohmann::json& t = j.at("times");
-  r.times = {t[0].get<int>(),    t[1].get<int>(),       t[2].get<int>(),
-             t[3].get<int>(),    t[4].get<double>(),    t[5].get<double>(),
-             t[6].get<double>(), t[7].get<long long>(), t[8].get<long long>()};
+  r.times = {t[0].get<int>(),       t[1].get<int>(),    t[2].get<int>(),     t[3].get<int>(),
+             t[4].get<double>(),    t[5].get<double>(), t[6].get<double>(),  t[7].get<long long>(),
+             t[8].get<long long>(), t[9].get<double>(), t[10].get<double>(), t[11].get<double>(),
+             t[12].get<double>()};
   return r;
 }
 
@@ -681,7 +710,12 @@ RankRecord train_rank(const TransformerTrainOptions& options, RankProgram progra
   for (long long s = 0; s < options.steps; ++s) {
     const auto step_start = Clock::now();
     record.loss.push_back(rank.step(s));
+    const auto update_start = Clock::now();
     rank.update();
+    record.update_s += seconds_since(update_start);
+    record.embedding_s += rank.embedding_s();
+    record.layers_s += rank.layers_s();
+    record.head_s += rank.head_s();
     record.step_s.push_back(seconds_since(step_start));
     record.comm_s.push_back(rank.comm_s());
     compute_s.push_back(record.step_s.back() - rank.comm_s());
@@ -689,6 +723,7 @@ RankRecord train_rank(const TransformerTrainOptions& options, RankProgram progra
     messages = rank.messages();
   }
   record.wall_s = seconds_since(start);
+  const double steps = static_cast<double>(std::max<long long>(1, options.steps));
   record.times = {peers.rank(),
                   rank.data_index(),
                   rank.tensor_index(),
@@ -697,7 +732,11 @@ RankRecord train_rank(const TransformerTrainOptions& options, RankProgram progra
                   median(compute_s),
                   median(record.comm_s),
                   allreduces,
-                  messages};
+                  messages,
+                  record.embedding_s / steps,
+                  record.layers_s / steps,
+                  record.head_s / steps,
+                  record.update_s / steps};
   if (rank.data_index() == 0) {  // replica 0 holds the model (replicas are identical)
     std::lock_guard<std::mutex> lock(shared.mutex);
     rank.shard().add_to(rank.parameters().data(), final_parameters.data());

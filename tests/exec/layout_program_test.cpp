@@ -322,6 +322,28 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("the transformer trainer's step parts: each rank times what its stage runs") {
+  for (const exec::TransformerTrainOptions& o : {block_mesh(1, 1, 1, 1, PipelineSchedule::OneFOneB),
+                                                 block_mesh(1, 2, 3, 3, PipelineSchedule::GPipe)}) {
+    INFO(o.label());
+    const exec::TransformerReport report = exec::train_transformer_threads(o);
+    double mean_step = 0;  // the slowest rank's, per step: at least any rank's own
+    for (double s : report.step_s)
+      mean_step += s / static_cast<double>(report.step_s.size());
+    const int last = o.pipeline - 1;
+    for (const exec::RankTimes& rank : report.ranks) {
+      INFO("rank " << rank.rank << ", stage " << rank.stage);
+      CHECK(rank.layers_s > 0);
+      CHECK(rank.update_s > 0);
+      // The embedding runs on the first stage only, the head and loss on the last only.
+      CHECK((rank.stage == 0 ? rank.embedding_s > 0 : rank.embedding_s == 0));
+      CHECK((rank.stage == last ? rank.head_s > 0 : rank.head_s == 0));
+      // Means over the same steps add up: the parts are at most the step.
+      CHECK(rank.embedding_s + rank.layers_s + rank.head_s + rank.update_s <= mean_step);
+    }
+  }
+}
+
 TEST_CASE("the transformer trainer refuses a Plan of another layout before any rank starts") {
   // The same four workers as d2 t1 p2, whose stage sends are whole and whose passes charge no
   // tensor all-reduce: refused naming what differs.
