@@ -19,9 +19,9 @@ struct RankTimes {
   /// Pipeline sends per step (a transformer's: its slices and its all-gathers' sends).
   long long messages = 0;
   /// A transformer step's parts, means over steps on the wall clock (0 for the MLP's layouts):
-  /// the embedding (forward and backward), the layers (tensor all-reduces included), the head
-  /// and loss, the optimizer's update. The rest of a step (its tokens drawn, gradients zeroed,
-  /// pipeline sends and waits, the data group's combine) is step - their sum.
+  /// the embedding (forward and backward), the layers, the head and loss (each with its own
+  /// tensor all-reduces), the optimizer's update. The rest of a step (its tokens drawn, gradients
+  /// zeroed, pipeline sends and waits, the data group's combine) is step - their sum.
   double embedding_s = 0, layers_s = 0, head_s = 0, update_s = 0;
 };
 
