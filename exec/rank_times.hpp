@@ -2,6 +2,7 @@
 // and the transformer's (exec/transformer_trainer.hpp) layout trainers report them, and as JSON.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,23 +31,22 @@ struct RankTimes {
 /// parts as step_parts_mean_s).
 inline nlohmann::json ranks_json(const std::vector<RankTimes>& ranks) {
   nlohmann::json out = nlohmann::json::array();
-  for (const RankTimes& r : ranks)
-    out.push_back({{"rank", r.rank},
-                   {"data_index", r.data_index},
-                   {"tensor_index", r.tensor_index},
-                   {"stage", r.stage},
-                   {"step_s", r.step_s},
-                   {"compute_s", r.compute_s},
-                   {"comm_s", r.comm_s},
-                   {"tensor_allreduces_per_step", r.tensor_allreduces},
-                   {"pipeline_sends_per_step", r.messages}});
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    const RankTimes& r = ranks[i];
+  for (const RankTimes& r : ranks) {
+    nlohmann::json rank = {{"rank", r.rank},
+                           {"data_index", r.data_index},
+                           {"tensor_index", r.tensor_index},
+                           {"stage", r.stage},
+                           {"step_s", r.step_s},
+                           {"compute_s", r.compute_s},
+                           {"comm_s", r.comm_s},
+                           {"tensor_allreduces_per_step", r.tensor_allreduces},
+                           {"pipeline_sends_per_step", r.messages}};
     if (r.layers_s > 0)
-      out[i]["step_parts_mean_s"] = {{"embedding", r.embedding_s},
-                                     {"layers", r.layers_s},
-                                     {"head", r.head_s},
-                                     {"update", r.update_s}};
+      rank["step_parts_mean_s"] = {{"embedding", r.embedding_s},
+                                   {"layers", r.layers_s},
+                                   {"head", r.head_s},
+                                   {"update", r.update_s}};
+    out.push_back(std::move(rank));
   }
   return out;
 }

@@ -640,7 +640,6 @@ void prepare_shared(const TransformerTrainOptions& o, SharedState& shared, bool 
 /// What one rank measured over the run.
 struct RankRecord {
   std::vector<double> loss, step_s, comm_s;
-  double embedding_s = 0, layers_s = 0, head_s = 0, update_s = 0;  ///< summed over steps
   double wall_s = 0;  ///< from its first step's start to its last step's end
   RankTimes times;
 };
@@ -704,6 +703,7 @@ RankRecord train_rank(const TransformerTrainOptions& options, RankProgram progra
   rank.load(initial);
   RankRecord record;
   std::vector<double> compute_s;
+  double embedding_s = 0, layers_s = 0, head_s = 0, update_s = 0;  // summed over steps
   long long allreduces = 0, messages = 0;
   peers.barrier();  // every rank built: the clocks start together
   const auto start = Clock::now();
@@ -712,10 +712,10 @@ RankRecord train_rank(const TransformerTrainOptions& options, RankProgram progra
     record.loss.push_back(rank.step(s));
     const auto update_start = Clock::now();
     rank.update();
-    record.update_s += seconds_since(update_start);
-    record.embedding_s += rank.embedding_s();
-    record.layers_s += rank.layers_s();
-    record.head_s += rank.head_s();
+    update_s += seconds_since(update_start);
+    embedding_s += rank.embedding_s();
+    layers_s += rank.layers_s();
+    head_s += rank.head_s();
     record.step_s.push_back(seconds_since(step_start));
     record.comm_s.push_back(rank.comm_s());
     compute_s.push_back(record.step_s.back() - rank.comm_s());
@@ -733,10 +733,10 @@ RankRecord train_rank(const TransformerTrainOptions& options, RankProgram progra
                   median(record.comm_s),
                   allreduces,
                   messages,
-                  record.embedding_s / steps,
-                  record.layers_s / steps,
-                  record.head_s / steps,
-                  record.update_s / steps};
+                  embedding_s / steps,
+                  layers_s / steps,
+                  head_s / steps,
+                  update_s / steps};
   if (rank.data_index() == 0) {  // replica 0 holds the model (replicas are identical)
     std::lock_guard<std::mutex> lock(shared.mutex);
     rank.shard().add_to(rank.parameters().data(), final_parameters.data());
