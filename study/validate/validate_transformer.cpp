@@ -187,25 +187,63 @@ double measure_layer(exec::BlockConfig block, int micro_batch, int tensor, int t
 struct Terms {
   double adam_s = 0, embedding_s = 0;
 };
+
+/// The parameters a rank of pipeline stage `stage` keeps (its layers, its tensor shard;
+/// embeddings and head included as the trainer keeps them), which its Adam step sweeps.
+double stage_parameters(const Config& c, const exec::BlockConfig& block, int stage) {
+  const std::vector<int> layers = model::stage_layers(block.layers, c.pipeline);
+  int first = 0;
+  for (int s = 0; s < stage; ++s)
+    first += layers[static_cast<size_t>(s)];
+  const exec::BlockShard shard(block, first, layers[static_cast<size_t>(stage)], 0, c.tensor);
+  return static_cast<double>(shard.size());
+}
+
+/// Seconds of the block's Adam update over `parameters`, at the profile's optimizer bandwidth.
+double adam_seconds(double parameters, const model::ComputeProfile& profile) {
+  return parameters * kAdamBytesPerParameter /
+         model::memory_kernel_bandwidth(profile, model::MemoryKernel::Optimizer);
+}
+
 Terms cpu_terms(const Config& c, const exec::BlockConfig& block, double batch,
                 const model::ComputeProfile& profile) {
-  const std::vector<int> layers = model::stage_layers(block.layers, c.pipeline);
   double most = 0;
-  int first = 0;
-  for (int stage = 0; stage < c.pipeline; ++stage) {
-    const int n = layers[static_cast<size_t>(stage)];
-    // The rank's flat vector (its layers, its tensor shard; embeddings and head included as the
-    // trainer keeps them), which its Adam step sweeps.
-    const exec::BlockShard shard(block, first, n, 0, c.tensor);
-    most = std::max(most, static_cast<double>(shard.size()));
-    first += n;
-  }
+  for (int stage = 0; stage < c.pipeline; ++stage)
+    most = std::max(most, stage_parameters(c, block, stage));
   Terms t;
-  t.adam_s = most * kAdamBytesPerParameter /
-             model::memory_kernel_bandwidth(profile, model::MemoryKernel::Optimizer);
+  t.adam_s = adam_seconds(most, profile);
   const double tokens = batch / c.data * block.sequence;
   t.embedding_s = tokens * block.hidden * kEmbeddingBytes / profile.memory_bandwidth_Bps;
   return t;
+}
+
+/// A step's parts on one rank, as the trainer times them (exec/rank_times.hpp: means over steps,
+/// the layers and the head each with their own tensor all-reduces), or as predicted.
+struct StepParts {
+  double embedding_s = 0, layers_s = 0, head_s = 0, update_s = 0;
+};
+
+/// Each pipeline stage's parts of a step, predicted from the profile alone: its layers (one
+/// layer's prediction, `layer_s`, times its layers and micro-batches), the head and loss on the
+/// last stage (layer_ops.hpp's logits_ops), the embedding's traffic on the first and the Adam
+/// update of the stage's parameters (the +terms). No communication: the measured layers and
+/// head include their tensor all-reduces, the predicted do not.
+std::vector<StepParts> predicted_stage_parts(const Config& c, const exec::BlockConfig& block,
+                                             const model::LayerShape& shape, double layer_s,
+                                             const Terms& terms,
+                                             const model::ComputeProfile& profile) {
+  const std::vector<int> layers = model::stage_layers(block.layers, c.pipeline);
+  const double head_s =
+      model::ops_seconds(model::logits_ops(shape, block.vocabulary), profile).total();
+  std::vector<StepParts> parts(static_cast<size_t>(c.pipeline));
+  for (int stage = 0; stage < c.pipeline; ++stage) {
+    StepParts& p = parts[static_cast<size_t>(stage)];
+    p.layers_s = c.micro_batches * layers[static_cast<size_t>(stage)] * layer_s;
+    p.head_s = stage == c.pipeline - 1 ? c.micro_batches * head_s : 0;
+    p.embedding_s = stage == 0 ? terms.embedding_s : 0;
+    p.update_s = adam_seconds(stage_parameters(c, block, stage), profile);
+  }
+  return parts;
 }
 
 struct Profiles {
@@ -315,6 +353,11 @@ struct Row {
   double round_measured = 0, round_analytic = 0, round_terms = 0;
   double compute_measured = 0, comm_measured = 0, compute_predicted = 0, comm_predicted = 0;
   Terms terms;
+  /// The slowest rank (largest median step) with its step's parts, measured and predicted for
+  /// its stage; rank -1 when the measurement reports no parts.
+  int parts_rank = -1, parts_stage = 0;
+  double parts_step_s = 0;
+  StepParts parts_measured, parts_predicted;
   /// CPU time that OTHER processes used while the row was measured, as a share of the whole
   /// machine's (all cores x wall time): near 0 on an idle machine; above kContendedShare the row
   /// is marked contended (its workers shared the cores, the measurement is not of this machine
@@ -364,6 +407,79 @@ std::string table(const std::vector<Row>& rows) {
   return s.str();
 }
 
+/// Where each row's step goes on its slowest rank: the parts measured against predicted.
+std::string parts_table(const std::vector<Row>& rows) {
+  std::ostringstream s;
+  s << "where a step goes, the slowest rank (measured: means over steps, the layers and head with "
+       "their tensor all-reduces; predicted: the profile's ops and the +terms, no "
+       "communication), ms\n";
+  s << fmt::format(
+      "{:<12} {:>4} {:>5} | {:>8} {:>8} | {:>7} {:>7} | {:>7} {:>7} | {:>9} {:>9} | "
+      "{:>8}\n",
+      "config", "rank", "stage", "layers", "pred", "head", "pred", "update", "pred", "embedding",
+      "pred", "step");
+  for (const Row& r : rows) {
+    if (r.parts_rank < 0) {
+      s << fmt::format("{:<12} n/a (the measurement reports no step parts)\n", r.config.label);
+      continue;
+    }
+    const StepParts& m = r.parts_measured;
+    const StepParts& p = r.parts_predicted;
+    s << fmt::format(
+        "{:<12} {:>4} {:>5} | {:>8.2f} {:>8.2f} | {:>7.2f} {:>7.2f} | {:>7.2f} {:>7.2f} | "
+        "{:>9.3f} {:>9.3f} | {:>8.2f}\n",
+        r.config.label, r.parts_rank, r.parts_stage, m.layers_s * 1e3, p.layers_s * 1e3,
+        m.head_s * 1e3, p.head_s * 1e3, m.update_s * 1e3, p.update_s * 1e3, m.embedding_s * 1e3,
+        p.embedding_s * 1e3, r.parts_step_s * 1e3);
+  }
+  return s.str();
+}
+
+/// Sets the row's slowest rank and its measured parts from a transformer measurement's ranks
+/// (exec/rank_times.hpp's JSON), and picks that rank's stage from the predicted stages' parts.
+void add_slowest_rank_parts(const nlohmann::json& ranks, const std::vector<StepParts>& predicted,
+                            Row& row) {
+  const nlohmann::json* slowest = nullptr;
+  for (const nlohmann::json& rank : ranks)
+    if (rank.contains("step_parts_mean_s") &&
+        (slowest == nullptr || rank["step_s"].get<double>() > (*slowest)["step_s"].get<double>()))
+      slowest = &rank;
+  if (slowest == nullptr) return;
+  const nlohmann::json& parts = (*slowest)["step_parts_mean_s"];
+  row.parts_rank = (*slowest)["rank"].get<int>();
+  row.parts_stage = (*slowest)["stage"].get<int>();
+  row.parts_step_s = (*slowest)["step_s"].get<double>();
+  row.parts_measured = {parts["embedding"].get<double>(), parts["layers"].get<double>(),
+                        parts["head"].get<double>(), parts["update"].get<double>()};
+  row.parts_predicted = predicted.at(static_cast<size_t>(row.parts_stage));
+}
+
+/// A row's parts as the CSV's last ten fields (empty without them).
+std::string parts_csv(const Row& r) {
+  if (r.parts_rank < 0) return ",,,,,,,,,";
+  const StepParts& m = r.parts_measured;
+  const StepParts& p = r.parts_predicted;
+  return fmt::format("{},{},{},{},{},{},{},{},{},{}", r.parts_rank, r.parts_stage, num(m.layers_s),
+                     num(p.layers_s), num(m.head_s), num(p.head_s), num(m.update_s),
+                     num(p.update_s), num(m.embedding_s), num(p.embedding_s));
+}
+
+/// A row's parts in the JSON (null without them).
+nlohmann::json parts_json(const Row& r) {
+  if (r.parts_rank < 0) return nullptr;
+  auto parts = [](const StepParts& p) {
+    return nlohmann::json{{"embedding_s", p.embedding_s},
+                          {"layers_s", p.layers_s},
+                          {"head_s", p.head_s},
+                          {"update_s", p.update_s}};
+  };
+  return {{"rank", r.parts_rank},
+          {"stage", r.parts_stage},
+          {"step_s", r.parts_step_s},
+          {"measured", parts(r.parts_measured)},
+          {"predicted", parts(r.parts_predicted)}};
+}
+
 }  // namespace
 
 bool is_transformer_job(const std::string& job_file,
@@ -404,6 +520,8 @@ Row validate_configuration(const Config& c, const TransformerValidateRequest& re
       model::ops_seconds(model::layer_ops(shape, model::Recompute::None), profile).total();
   row.terms = cpu_terms(c, block, batch, profile);
   row.round_terms = row.round_analytic + row.terms.adam_s + row.terms.embedding_s;
+  const std::vector<StepParts> stage_parts =
+      predicted_stage_parts(c, block, shape, row.layer_predicted, row.terms, profile);
   // Then the measurements.
   const model::JobInputs inputs =
       load_inputs(request.job_file, merged(request.overrides, measure_keys(c, platform)));
@@ -417,6 +535,8 @@ Row validate_configuration(const Config& c, const TransformerValidateRequest& re
   row.round_measured = measured.front().round_median_s;
   row.compute_measured = measured.front().compute_median_s;
   row.comm_measured = measured.front().sync_s;
+  if (measured.front().extra.contains("ranks"))
+    add_slowest_rank_parts(measured.front().extra["ranks"], stage_parts, row);
   const double wall = std::chrono::duration<double>(Clock::now() - wall_before).count();
   const double machine_after = machine_busy_seconds();
   const double cores = std::max(1u, std::thread::hardware_concurrency());
@@ -515,6 +635,7 @@ TransformerValidateOutcome run_transformer_validate(const TransformerValidateReq
       "(analytic engine, compute profile of this CPU)\n",
       job_name, base.workload.name);
   text << table(rows);
+  text << parts_table(rows);
   text << fmt::format(
       "median |error|: round {} (analytic), {} (analytic + Adam and embedding traffic); layer "
       "{}\n",
@@ -537,15 +658,18 @@ TransformerValidateOutcome run_transformer_validate(const TransformerValidateReq
   std::ofstream c(csv);
   c << "workload,config,workers,layer_measured_s,layer_predicted_s,round_measured_s,"
        "round_analytic_s,round_terms_s,compute_measured_s,comm_measured_s,comm_predicted_s,"
-       "adam_s,embedding_s,other_cpu_share\n";
+       "adam_s,embedding_s,other_cpu_share,parts_rank,parts_stage,layers_measured_s,"
+       "layers_predicted_s,head_measured_s,head_predicted_s,update_measured_s,update_predicted_s,"
+       "embedding_measured_s,embedding_predicted_s\n";
   nlohmann::json j_rows = nlohmann::json::array();
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    c << fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", base.workload.name, r.config.label,
-        r.config.workers, num(r.layer_measured), num(r.layer_predicted), num(r.round_measured),
-        num(r.round_analytic), num(r.round_terms), num(r.compute_measured), num(r.comm_measured),
-        num(r.comm_predicted), num(r.terms.adam_s), num(r.terms.embedding_s), num(r.other_share));
+    c << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", base.workload.name,
+                     r.config.label, r.config.workers, num(r.layer_measured),
+                     num(r.layer_predicted), num(r.round_measured), num(r.round_analytic),
+                     num(r.round_terms), num(r.compute_measured), num(r.comm_measured),
+                     num(r.comm_predicted), num(r.terms.adam_s), num(r.terms.embedding_s),
+                     num(r.other_share), parts_csv(r));
     j_rows.push_back({{"config", r.config.label},
                       {"workers", r.config.workers},
                       {"other_cpu_share", r.other_share},
@@ -556,6 +680,7 @@ TransformerValidateOutcome run_transformer_validate(const TransformerValidateReq
                       {"round_terms_s", r.round_terms},
                       {"adam_s", r.terms.adam_s},
                       {"embedding_s", r.terms.embedding_s},
+                      {"step_parts", parts_json(r)},
                       {"engines", errors.rows[i]}});
   }
   text << "rows: " << csv.string() << "\n";

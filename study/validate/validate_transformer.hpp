@@ -28,7 +28,11 @@
 // row is marked contended (its workers shared the cores; such a measurement is not of this
 // machine alone). No prediction
 // reads a measurement of the validation runs. Output: a table, medians of
-// |round error| and |layer error|, DIR/<job>.csv and DIR/<job>.json (each row's and the summary's
+// |round error| and |layer error|, a second table of where a step goes on each row's slowest rank
+// (its embedding, layers, head and loss, and update as the trainer times them, against the same
+// parts predicted for its stage: the layers from layer_ops, the head from logits_ops, the +terms;
+// predicted for every stage before the run, the measurement only says which rank is slowest),
+// DIR/<job>.csv and DIR/<job>.json (each row's and the summary's
 // engine errors in the schema of validate on this machine and on the testbed:
 // validate_support.hpp, EngineSeries; its times to target and its contended rows are null here:
 // these runs train no target, and a row marked contended above shared the CPU, not a network),

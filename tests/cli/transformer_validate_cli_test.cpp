@@ -1,6 +1,7 @@
 // transformer_validate_cli_test.cpp: `tauplan calibrate --compute` writes a profile and refuses
 // bad flags naming them (exit 2, one line); `tauplan validate` of a transformer job with a tiny
-// profile and two steps prints the measured-against-predicted table and writes its CSV.
+// profile and two steps prints the measured-against-predicted table, the step parts of each row's
+// slowest rank, and writes its CSV and JSON.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,39 @@ TEST_CASE("calibrate --compute: bad flags are refused naming the flag") {
                    "--compute");
 }
 
+namespace {
+
+/// A row's step parts (its slowest rank's): the measured and predicted parts agree on which stage
+/// holds the head and the embedding (block-small: 2 layers; pipeline-2: 1 layer a stage, 4
+/// micro-batches, so stage 0 has the embedding only, stage 1 the head only), the predicted
+/// layers are the stage's layers times its micro-batches times the predicted layer, and the
+/// predicted update of a single-stage layout is the +terms' Adam (one stage holds it all).
+void check_step_parts(const nlohmann::json& row) {
+  const auto& parts = row["step_parts"];
+  REQUIRE(parts.is_object());
+  const auto& measured = parts["measured"];
+  const auto& predicted = parts["predicted"];
+  const int stage = parts["stage"].get<int>();
+  const bool pipeline = row["config"] == "pipeline-2";
+  const bool head = !pipeline || stage == 1, embedding = stage == 0;
+  CHECK((measured["head_s"].get<double>() > 0) == head);
+  CHECK((predicted["head_s"].get<double>() > 0) == head);
+  CHECK((measured["embedding_s"].get<double>() > 0) == embedding);
+  CHECK(predicted["embedding_s"].get<double>() ==
+        (embedding ? row["embedding_s"].get<double>() : 0.0));
+  CHECK(measured["layers_s"].get<double>() > 0);
+  CHECK(measured["update_s"].get<double>() > 0);
+  const double layers_times_micro = pipeline ? 1 * 4 : 2;
+  CHECK(predicted["layers_s"].get<double>() ==
+        Approx(layers_times_micro * row["layer_predicted_s"].get<double>()).epsilon(1e-12));
+  if (!pipeline)
+    CHECK(predicted["update_s"].get<double>() == Approx(row["adam_s"].get<double>()));
+  else
+    CHECK(predicted["update_s"].get<double>() < row["adam_s"].get<double>() * 1.0000001);
+}
+
+}  // namespace
+
 TEST_CASE("validate: a transformer job prints measured against predicted round and layer") {
   const std::string profile = write_temp_file("profile.json", "");
   const auto c = run_tauplan(
@@ -40,7 +74,8 @@ TEST_CASE("validate: a transformer job prints measured against predicted round a
                   "", 120);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
-  for (const std::string row : {"single", "sync-2", "tensor-2", "pipeline-2", "median |error|"})
+  for (const std::string row :
+       {"single", "sync-2", "tensor-2", "pipeline-2", "median |error|", "where a step goes"})
     CHECK(r.out.find(row) != std::string::npos);
   const std::string csv = read_text_file(out + "/validate-small.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
@@ -65,6 +100,7 @@ TEST_CASE("validate: a transformer job prints measured against predicted round a
     CHECK(analytic["error_comm"].is_null() ==
           (row["workers"] == 1 || row["config"] == "pipeline-2"));
     CHECK(analytic["error_compute"].is_null() == (row["config"] == "pipeline-2"));
+    check_step_parts(row);
   }
   const auto& summary = report["summary"];
   CHECK(summary["configurations"] == 4);
