@@ -11,14 +11,9 @@
 # Usage (from the repository root; about 2 minutes a round on 2 vCPUs):
 #   bash experiments/transformer/ab_runs.sh TAUPLAN_A TAUPLAN_B ROUNDS OUT_DIR
 set -euo pipefail
-if [[ $# -ne 4 ]]; then
-  echo "usage: bash experiments/transformer/ab_runs.sh TAUPLAN_A TAUPLAN_B ROUNDS OUT_DIR" >&2
-  exit 2
-fi
-binary_a=$1
-binary_b=$2
-rounds=$3
-out=$4
+usage="usage: bash experiments/transformer/ab_runs.sh TAUPLAN_A TAUPLAN_B ROUNDS OUT_DIR"
+(($# == 4)) || { echo "$usage" >&2; exit 2; }
+binary_a=$1 binary_b=$2 rounds=$3 out=$4
 for binary in "$binary_a" "$binary_b"; do
   if [[ ! -x $binary ]]; then
     echo "ab_runs.sh: $binary: expected a built tauplan binary" >&2
