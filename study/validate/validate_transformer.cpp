@@ -218,7 +218,8 @@ Terms cpu_terms(const Config& c, const exec::BlockConfig& block, double batch,
 }
 
 /// A step's parts on one rank, as the trainer times them (exec/rank_times.hpp: means over steps,
-/// the layers and the head each with their own tensor all-reduces), or as predicted.
+/// the embedding, the layers and the head each with their own tensor all-reduces), or as
+/// predicted.
 struct StepParts {
   double embedding_s = 0, layers_s = 0, head_s = 0, update_s = 0;
 };
@@ -226,8 +227,8 @@ struct StepParts {
 /// Each pipeline stage's parts of a step, predicted from the profile alone: its layers (one
 /// layer's prediction, `layer_s`, times its layers and micro-batches), the head and loss on the
 /// last stage (layer_ops.hpp's logits_ops), the embedding's traffic on the first and the Adam
-/// update of the stage's parameters (the +terms). No communication: the measured layers and
-/// head include their tensor all-reduces, the predicted do not.
+/// update of the stage's parameters (the +terms). No communication: the measured embedding,
+/// layers and head include their tensor all-reduces, the predicted do not.
 std::vector<StepParts> predicted_stage_parts(const Config& c, const exec::BlockConfig& block,
                                              const model::LayerShape& shape, double layer_s,
                                              const Terms& terms,
@@ -410,8 +411,8 @@ std::string table(const std::vector<Row>& rows) {
 /// Where each row's step goes on its slowest rank: the parts measured against predicted.
 std::string parts_table(const std::vector<Row>& rows) {
   std::ostringstream s;
-  s << "where a step goes, the slowest rank (measured: means over steps, the layers and head with "
-       "their tensor all-reduces; predicted: the profile's ops and the +terms, no "
+  s << "where a step goes, the slowest rank (measured: means over steps, the embedding, layers "
+       "and head with their tensor all-reduces; predicted: the profile's ops and the +terms, no "
        "communication), ms\n";
   s << fmt::format(
       "{:<12} {:>4} {:>5} | {:>8} {:>8} | {:>7} {:>7} | {:>7} {:>7} | {:>9} {:>9} | "
