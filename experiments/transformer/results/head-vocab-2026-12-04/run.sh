@@ -6,16 +6,17 @@
 # and loss, measured and predicted, from the CSVs (the step-parts columns).
 # Usage (from the repository root, nothing else running; under a minute):
 #   bash experiments/transformer/results/head-vocab-2026-12-04/run.sh BUILD/cli/tauplan [NAME...]
-# NAMEs default to v256 v1024 v4096 (outputs times-utc.txt, summary.txt); with NAMEs given, the
-# outputs are suffixed by the last one (times-utc-NAME.txt, summary-NAME.txt).
+# NAMEs default to v256 v1024 v4096 (outputs in this folder); with NAMEs given, the outputs go to
+# run-LAST/, LAST the last NAME, so that a later run keeps the first one's files.
 set -euo pipefail
 tauplan=${1:?usage: run.sh TAUPLAN [NAME...]}
 shift
 names=("$@")
-suffix=""
-if ((${#names[@]} == 0)); then names=(v256 v1024 v4096); else suffix="-${names[-1]}"; fi
 here=experiments/transformer/results/head-vocab-2026-12-04
-times="$here/times-utc$suffix.txt"
+out=$here
+if ((${#names[@]} == 0)); then names=(v256 v1024 v4096); else out="$here/run-${names[-1]}"; fi
+mkdir -p "$out"
+times="$out/times-utc.txt"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 "$tauplan" --version > "$times"
@@ -25,18 +26,18 @@ for round in 1 2; do
     flags=(--calibration "$scratch/profile")
     [[ $round == 1 && $name == "${names[0]}" ]] && flags=()
     "$tauplan" validate "$here/single-$name.yaml" --out "$scratch/profile" "${flags[@]}" \
-      > "$here/$name-$round.txt" 2>&1
-    cp "$scratch/profile/single-$name.csv" "$here/$name-$round.csv"
+      > "$out/$name-$round.txt" 2>&1
+    cp "$scratch/profile/single-$name.csv" "$out/$name-$round.csv"
   done
 done
 echo "end $(date -u +%H:%M:%S)" >> "$times"
-python3 - "$here" "${names[@]}" <<'PY' | tee "$here/summary$suffix.txt"
+python3 - "$out" "${names[@]}" <<'PY' | tee "$out/summary.txt"
 import csv, sys
-here, names = sys.argv[1], sys.argv[2:]
+out, names = sys.argv[1], sys.argv[2:]
 print("workload   round  head ms measured  predicted  measured - predicted  measured / predicted")
 for name in names:
     for r in (1, 2):
-        row = next(csv.DictReader(open(f"{here}/{name}-{r}.csv")))
+        row = next(csv.DictReader(open(f"{out}/{name}-{r}.csv")))
         m, p = float(row["head_measured_s"]) * 1e3, float(row["head_predicted_s"]) * 1e3
         print(f"{name:>10} {r:>5}  {m:>16.3f}  {p:>9.3f}  {m - p:>20.3f}  {m / p:>20.3f}")
 PY
