@@ -1,20 +1,33 @@
 #!/usr/bin/env python3
-"""heldout_bounds.py DIR [--at-most-workers K]: a held-out matrix's bounds over the rows of both of its runs
-(DIR/fashion and DIR/wide, each a `validate --testbed` output), as heldout2-matrix.yaml and
+"""heldout_bounds.py DIR [--parts A,B,..] [--ttt-parts A,..] [--at-most-workers K]: a held-out matrix's
+bounds over the rows of its runs (DIR/fashion and DIR/wide by default, or DIR/PART for each of
+--parts; each a `validate --testbed` output; time to target over the rows of --ttt-parts, by default
+all of them), as heldout2-matrix.yaml and
 heldout3-matrix.yaml fix them (issue 27's): simgrid CM02's median and largest |round error| over all rows, its median |time-to-target
 error| leaving the group out (rows that have one), and on the baseline's contended rows its
 median |round error| against the bottleneck baseline's. Prints a row table and the bounds; with
 --at-most-workers K also CM02's median and largest |round error| over the rows of at most K
 workers, against 5% and 15% (heldout4-matrix.yaml's own bound)."""
+import argparse
 import re
 import json
 import statistics
-import sys
 from pathlib import Path
 
+parser = argparse.ArgumentParser()
+parser.add_argument("dir")
+parser.add_argument("--parts", default="fashion,wide")
+parser.add_argument("--ttt-parts", default=None)
+parser.add_argument("--at-most-workers", type=int, default=None)
+args = parser.parse_args()
+parts = args.parts.split(",")
+ttt_parts = parts if args.ttt_parts is None else args.ttt_parts.split(",")
+
 rows = []
-for part in ("fashion", "wide"):
-    doc = json.loads((Path(sys.argv[1]) / part / "testbed-validation.json").read_text())
+for part in parts:
+    doc = json.loads((Path(args.dir) / part / "testbed-validation.json").read_text())
+    for r in doc["results"]:
+        r["_part"] = part
     rows += doc["results"]
 
 print("config | baseline contended | CM02 round | baseline round | CM02 TTT LGO")
@@ -27,7 +40,8 @@ for r in rows:
 
 cm02 = [abs(r["engines"]["simgrid_cm02"]["error_round"]) for r in rows]
 lgo = [abs(r["engines"]["simgrid_cm02"]["error_time_to_target_group_out"]) for r in rows
-       if r["engines"]["simgrid_cm02"].get("error_time_to_target_group_out") is not None]
+       if r["_part"] in ttt_parts
+       and r["engines"]["simgrid_cm02"].get("error_time_to_target_group_out") is not None]
 contended = [r for r in rows if r["baseline"]["contended"]]
 cm02_c = statistics.median(abs(r["engines"]["simgrid_cm02"]["error_round"]) for r in contended)
 base_c = statistics.median(abs(r["baseline"]["error_round"]) for r in contended)
@@ -48,8 +62,8 @@ print(f"CM02 median |time to target error| leave-group-out {100 * statistics.med
 print(f"contended rows: CM02 median {100 * cm02_c:.1f}%, baseline {100 * base_c:.1f}%, "
       f"CM02 beats it by {base_c / cm02_c:.2f}x (>= 2): " + ("met" if base_c >= 2 * cm02_c else "not met"))
 
-if len(sys.argv) == 4 and sys.argv[2] == "--at-most-workers":
-    k = int(sys.argv[3])
+if args.at_most_workers is not None:
+    k = args.at_most_workers
     small = [abs(r["engines"]["simgrid_cm02"]["error_round"]) for r in rows
              if int(re.search(r"K=(\d+)", r["config"]).group(1)) <= k]
     print(f"rows of at most {k} workers: {len(small)}; CM02 median |round error| "
