@@ -12,6 +12,7 @@ import argparse
 import re
 import json
 import statistics
+import sys
 from pathlib import Path
 
 parser = argparse.ArgumentParser()
@@ -25,7 +26,10 @@ ttt_parts = parts if args.ttt_parts is None else args.ttt_parts.split(",")
 
 rows = []
 for part in parts:
-    doc = json.loads((Path(args.dir) / part / "testbed-validation.json").read_text())
+    path = Path(args.dir) / part / "testbed-validation.json"
+    if not path.is_file():
+        sys.exit(f"heldout_bounds.py: {path}: expected a validate --testbed output (--parts {part})")
+    doc = json.loads(path.read_text())
     for r in doc["results"]:
         r["_part"] = part
     rows += doc["results"]
