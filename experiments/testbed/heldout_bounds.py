@@ -28,7 +28,9 @@ rows = []
 for part in parts:
     path = Path(args.dir) / part / "testbed-validation.json"
     if not path.is_file():
-        sys.exit(f"heldout_bounds.py: {path}: expected a validate --testbed output (--parts {part})")
+        print(f"heldout_bounds.py: {path}: expected a validate --testbed output (--parts {part})",
+              file=sys.stderr)
+        sys.exit(2)
     doc = json.loads(path.read_text())
     for r in doc["results"]:
         r["_part"] = part
