@@ -12,11 +12,14 @@
 //   step ROUND RANK STEP ENTER_S LEAVE_S       (seconds from the round's agreed start)
 // and one line per round with that start itself, for traces taken beside it on the same clock:
 //   start ROUND MONOTONIC_S
-// Usage: ring_steps CHUNK_FLOATS ROUNDS. OpenMPI's TCP tick is set as tauplan sets it
-// (OMPI_MCA_mpi_event_tick_rate=1 unless the environment sets it). What it leaves out: the
-// final division by the weight, and everything of a training round but the collective.
+// Usage: ring_steps CHUNK_FLOATS ROUNDS [PIECE_FLOATS]; with PIECE_FLOATS, a step between two
+// ranks that send each other their chunks (a ring of 2) posts pieces of that many floats at once.
+// OpenMPI's TCP tick is set as tauplan sets it (OMPI_MCA_mpi_event_tick_rate=1 unless the
+// environment sets it). What it leaves out: the final division by the weight, and everything of a
+// training round but the collective.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -27,14 +30,37 @@
 using tauplan::testbed_diagnosis::monotonic_s;
 using tauplan::testbed_diagnosis::sleep_until;
 
+namespace {
+
+/// A step between two ranks that send each other a chunk: every piece of PIECE floats posted at
+/// once, each way (below the eager limit, a piece needs no answer from its receiver).
+void exchange_in_pieces(const float* send, float* recv, long chunk, long piece, int peer, int tag) {
+  std::vector<MPI_Request> requests;
+  for (long at = 0; at < chunk; at += piece) {
+    const int n = static_cast<int>(std::min(piece, chunk - at));
+    requests.emplace_back();
+    MPI_Irecv(recv + at, n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &requests.back());
+  }
+  for (long at = 0; at < chunk; at += piece) {
+    const int n = static_cast<int>(std::min(piece, chunk - at));
+    requests.emplace_back();
+    MPI_Isend(send + at, n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &requests.back());
+  }
+  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   int rank = 0, k = 1;
   tauplan::testbed_diagnosis::start_mpi(argc, argv, rank, k);
   const long chunk = argc > 1 ? std::atol(argv[1]) : 78387;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 30;
-  if (chunk < 1 || rounds < 1 || k < 2) {
+  const long piece = argc > 3 ? std::atol(argv[3]) : 0;
+  if (chunk < 1 || rounds < 1 || k < 2 || piece < 0) {
     if (rank == 0)
-      std::fprintf(stderr, "usage: ring_steps CHUNK_FLOATS ROUNDS (2 ranks or more)\n");
+      std::fprintf(stderr,
+                   "usage: ring_steps CHUNK_FLOATS ROUNDS [PIECE_FLOATS] (2 ranks or more)\n");
     MPI_Finalize();
     return 2;
   }
@@ -56,8 +82,13 @@ int main(int argc, char** argv) {
       float* send = data.data() + send_block * chunk;
       float* recv = scatter ? incoming.data() : data.data() + recv_block * chunk;
       times.push_back(monotonic_s() - start);
-      MPI_Sendrecv(send, static_cast<int>(chunk), MPI_FLOAT, right, s, recv,
-                   static_cast<int>(chunk), MPI_FLOAT, left, s, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (piece > 0 && right == left) {
+        exchange_in_pieces(send, recv, chunk, piece, right, s);
+      } else {
+        MPI_Sendrecv(send, static_cast<int>(chunk), MPI_FLOAT, right, s, recv,
+                     static_cast<int>(chunk), MPI_FLOAT, left, s, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+      }
       times.push_back(monotonic_s() - start);
       if (scatter) {
         float* own = data.data() + recv_block * chunk;

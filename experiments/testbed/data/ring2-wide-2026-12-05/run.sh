@@ -11,6 +11,8 @@
 #   rt-2.67   r-h0, t-h0, chunks of 666,885 floats (2.67 MB: row 10's messages)
 #   rt-1.33   the same hosts, chunks of 333,442 floats (1.33 MB)
 #   rr-2.67   r-h0, r-h1 (a route inside group r: two NICs, 1 ms one way at scale 4), 2.67 MB
+# With RING_STEPS_PIECE=N in the environment (added after the first run), a ring of 2 sends
+# its chunks as pieces of N floats, all posted at once (ring_steps.cpp).
 # Usage (root, nothing else running):
 #   bash experiments/testbed/data/ring2-wide-2026-12-05/run.sh BUILD/cli/tauplan [OUT]
 set -euo pipefail
@@ -48,7 +50,7 @@ run() {  # name hosts chunk_floats
     sample_ss "$host" "$out/ss-$1-$host.txt" &
     pids+=($!)
   done
-  "$tauplan" testbed run --prefix "$prefix" --hosts "$2" -- "$bin" "$3" 20 > "$out/steps-$1.txt" \
+  "$tauplan" testbed run --prefix "$prefix" --hosts "$2" -- "$bin" "$3" 20 ${RING_STEPS_PIECE:-} > "$out/steps-$1.txt" \
     2> "$out/steps-$1.err"
   kill "${pids[@]}"
   wait "${pids[@]}" 2>/dev/null || true
