@@ -9,7 +9,14 @@
 // MPI_Probe, MPI_ANY_SOURCE / MPI_ANY_TAG where asked, for the size, then MPI_Recv); each is
 // received as it was sent. The collective algorithms' forms copy nothing: post_send is MPI_Isend
 // of the caller's buffer, post_recv MPI_Irecv, both completed by complete_posted (MPI_Waitall),
-// send_recv is MPI_Sendrecv. Every blocking call runs inside an MpiWait named by wait_label()
+// send_recv is MPI_Sendrecv, except between two ranks that send each other (to == from, a ring of
+// 2's step) more than kExchangePieceFloats: then each way goes as pieces of that many floats, all
+// posted at once. Under OpenMPI's TCP transport a message above the eager limit (64 KiB) waits for
+// its receiver's clear-to-send, which leaves on the same connection behind that rank's own
+// message once the two ranks are out of phase: the two directions then take turns, a step twice
+// as long (experiments/testbed/README.md, "The ring of 2, both ways at once"); pieces below the
+// limit need no answer. The engines charge such a message as eager (one route latency, not
+// three). Every blocking call runs inside an MpiWait named by wait_label()
 // (the job's mpi_timeout_s bounds it, exec/mpi_watchdog.hpp). MPI keeps messages from one rank in
 // order, as PeerGroup promises. The ranks are MPI_COMM_WORLD's or those of a communicator given
 // (a collective's subgroup). Needs an MpiSession alive (exec/mpi_communicator.hpp); in a build
@@ -64,6 +71,10 @@ class MpiPeers final : public PeerGroup {
   void complete_posted() override;
   void send_recv(int to, const float* send_data, std::size_t send_n, int from, float* recv_data,
                  std::size_t recv_n, int tag) override;
+  /// A piece of a two-way exchange: 64,000 bytes, below OpenMPI's TCP eager limit of 65,536
+  /// bytes with its headers (`ompi_info --param btl tcp --level 9`: btl_tcp_eager_limit, which
+  /// counts the header) and below the engines' eager_limit_bytes on the testbed.
+  static constexpr std::size_t kExchangePieceFloats = 16000;
   PeerEnvelope probe(int from, int tag) override;
   long long messages_sent() const override {
     return sent_;
@@ -74,6 +85,8 @@ class MpiPeers final : public PeerGroup {
   struct Comm;
   /// Completed sends leave the queue: all of them (waited for), or those done so far.
   void reclaim(bool wait);
+  void exchange_in_pieces(int peer, const float* send_data, std::size_t send_n, float* recv_data,
+                          std::size_t recv_n, int tag);
   /// MPI_Isend of `count` floats or bytes from `data` into the newest pending send's request.
   void post(const void* data, std::size_t count, bool floats, int to, int tag);
   std::unique_ptr<Comm> comm_;

@@ -61,11 +61,12 @@ FlowStage coarsen(const FlowStage& stage, const model::Platform& platform) {
   double latency = 0;
   const auto repeats = static_cast<double>(stage.repeat);
   for (const Flow& flow : stage.flows) {
-    latency = std::max(latency, platform.message_latency_s(
-                                    platform.route(flow.src_host, flow.dst_host), flow.bytes));
+    latency =
+        std::max(latency, platform.message_latency_s(platform.route(flow.src_host, flow.dst_host),
+                                                     flow.bytes, flow.two_way));
     auto [it, inserted] =
         index.emplace(std::make_pair(flow.src_host, flow.dst_host), merged.flows.size());
-    if (inserted) merged.flows.push_back(Flow{flow.src_host, flow.dst_host, 0.0});
+    if (inserted) merged.flows.push_back(Flow{flow.src_host, flow.dst_host, 0.0, flow.two_way});
     merged.flows[it->second].bytes += flow.bytes * repeats;
   }
   // The merged flow pays one message's latency (model::Platform::message_latency_s); the steps
@@ -93,7 +94,7 @@ FlowStage ring_stage(const std::string& phase, const std::vector<int>& hosts, do
   if (k < 2) return stage;
   stage.flows.reserve(k);
   for (size_t i = 0; i < k; ++i)
-    stage.flows.push_back(Flow{hosts[i], hosts[(i + 1) % k], bytes});
+    stage.flows.push_back(Flow{hosts[i], hosts[(i + 1) % k], bytes, k == 2});
   return stage;
 }
 

@@ -84,6 +84,7 @@ FlowStage coarsen(const FlowStage& stage, const model::Platform& platform);
 // Building blocks shared by the lowerings (collective_lowering.cpp).
 
 /// One ring step over `hosts` (i -> i+1 mod K) moving `bytes` per hop, repeated `repeat` times.
+/// With K = 2 its two flows are two-way (Flow::two_way: each sends the other its chunk).
 FlowStage ring_stage(const std::string& phase, const std::vector<int>& hosts, double bytes,
                      long long repeat);
 

@@ -55,7 +55,7 @@ class RendezvousRun {
         m.src = flow.src_host;
         m.dst = flow.dst_host;
         m.bytes = flow.bytes;
-        m.rendezvous = flow.bytes > protocol.eager_limit_bytes;
+        m.rendezvous = protocol.latency_trips(flow.bytes, flow.two_way) > 1;
         by_step_[k].push_back(static_cast<int>(messages_.size()));
         messages_.push_back(m);
         for (int host : {m.src, m.dst}) {

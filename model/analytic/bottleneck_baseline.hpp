@@ -36,6 +36,9 @@ struct TrafficFlow {
   int src_host = -1;
   int dst_host = -1;
   double bytes = 0;
+  /// Its receiver sends its sender a message at once, as one exchange (a ring of 2's step): sent
+  /// as pieces below the eager limit, never a rendezvous (model::MessageProtocol::latency_trips).
+  bool two_way = false;
 };
 
 /// Flows that start together; the stage runs `repeat` times back to back.

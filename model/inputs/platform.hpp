@@ -96,9 +96,11 @@ struct MessageProtocol {
   /// message passes at once.
   double queued_window_bytes = 0;
   /// One-way route latencies a message of `bytes` pays when alone on its route: 3 for a
-  /// rendezvous (request, clear to send, data), 1 otherwise.
-  int latency_trips(double bytes) const {
-    return rendezvous && bytes > eager_limit_bytes ? kRendezvousTrips : 1;
+  /// rendezvous (request, clear to send, data), 1 otherwise. A `two_way` message (two ranks
+  /// sending each other at once, a ring of 2's step) is sent as pieces below the eager limit
+  /// (exec/mpi_peers.hpp: its clear-to-send would wait behind the rank's own bytes), so 1.
+  int latency_trips(double bytes, bool two_way = false) const {
+    return rendezvous && !two_way && bytes > eager_limit_bytes ? kRendezvousTrips : 1;
   }
 };
 
@@ -139,8 +141,8 @@ class Platform {
 
   /// What a message of `bytes` alone on a route of `route_latency_s` pays before its bytes
   /// flow: the latency times protocol.latency_trips(bytes) (the analytic engines' alpha).
-  double message_latency_s(double route_latency_s, double bytes) const {
-    return route_latency_s * protocol.latency_trips(bytes);
+  double message_latency_s(double route_latency_s, double bytes, bool two_way = false) const {
+    return route_latency_s * protocol.latency_trips(bytes, two_way);
   }
   /// What a message of `bytes` waits beyond the pipe model for its links to forward it a packet
   /// at a time: its last packet (min(bytes, packet_bytes)) serialised on every link of the route
@@ -153,8 +155,8 @@ class Platform {
   /// A message alone on `route`: message_latency_s plus forwarding_s once (the analytic
   /// engines' alpha). Once for a rendezvous too: on the testbed an MPI message's alpha less three
   /// TCP latencies held one packet's forwarding, not two (experiments/testbed/README.md).
-  double message_latency_s(const Route& route, double bytes) const {
-    return message_latency_s(route.latency_s, bytes) +
+  double message_latency_s(const Route& route, double bytes, bool two_way = false) const {
+    return message_latency_s(route.latency_s, bytes, two_way) +
            forwarding_s(route.forwarding_s_per_byte, bytes);
   }
 

@@ -63,8 +63,9 @@ RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform
   return hop;
 }
 
-double hop_message_latency_s(const RingHop& hop, double bytes, const Platform& platform) {
-  return platform.message_latency_s(hop.latency_s, bytes) +
+double hop_message_latency_s(const RingHop& hop, double bytes, const Platform& platform,
+                             bool two_way) {
+  return platform.message_latency_s(hop.latency_s, bytes, two_way) +
          platform.forwarding_s(hop.forwarding_s_per_byte, bytes);
 }
 
@@ -128,8 +129,9 @@ double ring_steps_s(double bytes, long long steps, const std::vector<int>& hosts
   const double chunk = bytes / static_cast<double>(k * channels.size());
   if (channels.size() == 1) {
     const RingHop hop = slowest_ring_hop(hosts, platform);
+    const bool two_way = k == 2;  // each step: the two send each other their chunks
     return static_cast<double>(steps) *
-           (hop_message_latency_s(hop, chunk, platform) + chunk / hop.bandwidth_Bps);
+           (hop_message_latency_s(hop, chunk, platform, two_way) + chunk / hop.bandwidth_Bps);
   }
   std::map<int, double> load;
   double latency = 0;

@@ -62,8 +62,10 @@ struct RingHop {
 };
 RingHop slowest_ring_hop(const std::vector<int>& hosts, const Platform& platform);
 /// What a message of `bytes` over `hop` pays before its bytes flow: Platform::message_latency_s
-/// of its latency plus Platform::forwarding_s of its forwarding.
-double hop_message_latency_s(const RingHop& hop, double bytes, const Platform& platform);
+/// of its latency plus Platform::forwarding_s of its forwarding; `two_way` as
+/// MessageProtocol::latency_trips has it (a ring of 2).
+double hop_message_latency_s(const RingHop& hop, double bytes, const Platform& platform,
+                             bool two_way = false);
 
 /// The rings a ring collective over `hosts` runs at once, as NCCL's channels do: a group with the
 /// same number k > 1 of its hosts on each of two or more nodes is cut into k channels, channel j

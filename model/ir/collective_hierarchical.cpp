@@ -39,8 +39,8 @@ class HierarchicalAllReduce : public CollectiveAlgorithm {
         slowest.forwarding_s_per_byte =
             std::max(slowest.forwarding_s_per_byte, hop.forwarding_s_per_byte);
       }
-      intra = (gd - 1) *
-              (hop_message_latency_s(slowest, n / gd, platform) + n / (gd * slowest.bandwidth_Bps));
+      intra = (gd - 1) * (hop_message_latency_s(slowest, n / gd, platform, g == 2) +
+                          n / (gd * slowest.bandwidth_Bps));
     }
 
     double inter = 0;
@@ -51,7 +51,7 @@ class HierarchicalAllReduce : public CollectiveAlgorithm {
       for (size_t i = 0; i < g; ++i)
         for (size_t j = 0; j < m; ++j) {
           const Route& route = platform.route(nodes[j][i], nodes[(j + 1) % m][i]);
-          latency = std::max(latency, platform.message_latency_s(route, chunk));
+          latency = std::max(latency, platform.message_latency_s(route, chunk, m == 2));
           for (int link : route.links)
             ++flows_per_link[link];
         }

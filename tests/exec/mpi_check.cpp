@@ -4,10 +4,12 @@
 // For every algorithm that fits W ranks with K = 2..4 workers (ring, tree, hierarchical: K = W;
 // ps: K = W - s for s = 1, 2 server ranks; sparknet: K = W - 1), each rank builds the plan and
 // the MpiCommunicator, then:
-//  1. one combine (weighted mean, unequal integer weights) of known random vectors of n = 1, 3
-//     and 1001 floats, compared with ThreadCommunicator::combine of the same K vectors: the
-//     largest difference relative to the largest |mean| must be <= 1e-6 (and 0 for ps and
-//     sparknet, whose servers call combine_mean in worker order: bit for bit by construction);
+//  1. one combine (weighted mean, unequal integer weights) of known random vectors of n = 1, 3,
+//     1001 and 40003 floats (a ring of 2's chunks of 20002 floats go as two-way pieces of
+//     MpiPeers::kExchangePieceFloats, the last one short), compared with
+//     ThreadCommunicator::combine of the same K vectors: the largest difference relative to the
+//     largest |mean| must be <= 1e-6 (and 0 for ps and sparknet, whose servers call combine_mean in
+//     worker order: bit for bit by construction);
 //  2. 12 steps of sync and of local-sgd (tau 3) trained through MPI and through K threads: the
 //     final parameters must agree to 1e-6 relative (bitwise for ps and sparknet);
 //  3. Adasum (an all-gather then the thread communicator's tree): bitwise;
@@ -231,7 +233,8 @@ int main(int argc, char** argv) {
     {
       const model::Plan plan = plan_for(c, platform, "sync", 32, 1);
       MpiCommunicator comm(plan, platform, "<mpi_check>");
-      for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{1001}}) {
+      for (std::size_t n :
+           {std::size_t{1}, std::size_t{3}, std::size_t{1001}, std::size_t{40003}}) {
         if (comm.is_server()) {
           ServerProcessing served;
           comm.serve(0, &served);

@@ -143,6 +143,33 @@ TEST_CASE("a ring of like hops pays three latencies a step, as the analytic form
   }
 }
 
+TEST_CASE("a ring of 2 sends its chunks as eager pieces: one latency a step, not three") {
+  // The two ranks send each other their chunks at once; exec sends such an exchange as pieces
+  // below the eager limit (exec/mpi_peers.hpp), which need no clear-to-send. A ring of 3 on the
+  // same links still pays the rendezvous's three (the test's control).
+  const double latency = 3e-3, bandwidth = 1e8, n = 4e6;
+  for (const std::size_t k : {std::size_t{2}, std::size_t{3}}) {
+    for (const auto granularity : {sim::Granularity::Step, sim::Granularity::Coarse}) {
+      const auto result = test::in_child([&] {
+        const std::string path =
+            ring_platform(std::vector<double>(k, latency), bandwidth, kRendezvous);
+        return test::one_collective(path, "ring", n, granularity).dump();
+      });
+      INFO("K=" << k << " " << result.text);
+      REQUIRE(result.kind == "ok");
+      const auto v = result.json();
+      const double kd = static_cast<double>(k);
+      const double trips = k == 2 ? 1 : 3;
+      const double expected = 2 * (kd - 1) * (trips * latency + n / kd / bandwidth);
+      const double headers =
+          k == 2 ? 0 : 2 * (kd - 1) * kd * 2 * sim::kControlMessageBytes / bandwidth;
+      CHECK(v.at("sim").get<double>() >= expected * (1 - 1e-12));
+      CHECK(v.at("sim").get<double>() <= expected * (1 + 1e-12) + headers);
+      CHECK(v.at("analytic").get<double>() == Approx(expected).epsilon(1e-12));
+    }
+  }
+}
+
 TEST_CASE("a ring with one slow hop: after the first step each costs two latencies, not three") {
   // With a queued window as well: a clear-to-send goes back over the reverse half of the link its
   // neighbour sent on, not the one its sender's bytes leave by, and here no request meets its

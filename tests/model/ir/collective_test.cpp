@@ -90,6 +90,40 @@ TEST_CASE("hierarchical all-reduce on two nodes of two workers") {
         Approx(2 * intra + inter).epsilon(1e-12));
 }
 
+TEST_CASE("under a rendezvous, rings of 2 pay one latency a step, longer rings three") {
+  // exec sends a two-way exchange (a ring of 2, and hierarchical's rings of 2 within and across
+  // nodes) as pieces below the eager limit (exec/mpi_peers.hpp); other ring steps are
+  // rendezvous messages: request, clear-to-send and bytes, three one-way latencies.
+  for (int k : {2, 3, 4}) {
+    auto platform =
+        model::make_crossbar_platform(std::vector<double>(static_cast<size_t>(k), 1), 1e9, 10e-6);
+    platform.protocol.rendezvous = true;
+    platform.protocol.eager_limit_bytes = 65536;
+    std::vector<int> hosts;
+    for (int i = 0; i < k; ++i)
+      hosts.push_back(i);
+    const double n = 8e6, trips = k == 2 ? 1 : 3;
+    const double expected = 2.0 * (k - 1) * (trips * 20e-6 + n / (k * 1e9));
+    CHECK(model::collective_algorithm("ring").time_s(call(hosts, n), platform) ==
+          Approx(expected).epsilon(1e-12));
+  }
+  // Two nodes of two: every ring of the hierarchy has two members.
+  auto platform = model::make_crossbar_platform({1, 1, 1, 1}, 1e9, 10e-6);
+  platform.hosts[1].node = "n0";
+  platform.hosts[2].node = "n1";
+  platform.hosts[3].node = "n1";
+  platform.protocol.rendezvous = true;
+  platform.protocol.eager_limit_bytes = 65536;
+  const double n = 8e6;
+  const double intra = 1 * (20e-6 + n / (2 * 1e9));
+  const double inter = 2 * 1 * (20e-6 + n / (4 * 1e9));
+  CHECK(model::collective_algorithm("hierarchical").time_s(call({0, 1, 2, 3}, n), platform) ==
+        Approx(2 * intra + inter).epsilon(1e-12));
+  CHECK(platform.protocol.latency_trips(n) == 3);
+  CHECK(platform.protocol.latency_trips(n, true) == 1);
+  CHECK(platform.protocol.latency_trips(6e4) == 1);
+}
+
 TEST_CASE("a single participant costs nothing and unknown algorithms are input errors") {
   const auto platform = model::make_crossbar_platform({1, 1}, 1e9, 1e-6);
   for (const auto& name : model::collective_algorithm_names())
