@@ -8,15 +8,7 @@
 # dropped. Root; from the repository root; writes beside itself. Then, on what it measured,
 #   python3 experiments/testbed/heldout_bounds.py experiments/testbed/data/heldout5-first-run \
 #     --parts fashion,wide,overlap --ttt-parts fashion --at-most-workers 12
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-  echo "usage: run.sh TAUPLAN (an executable)" >&2
-  exit 2
-fi
-here=$(cd "$(dirname "$0")" && pwd)
-vmstat 5 > "$here/vmstat-5s.txt" &
-sampler=$!
-trap 'kill $sampler 2>/dev/null' EXIT
-"$1" --version > "$here/version.txt" 2>&1
+source "$(dirname "$0")/../run-start.sh" "$@"
 run_one() {  # NAME JOB MATRIX TARGET SEEDS
   echo "$(date -u +%H:%M:%S) $1 starts" >> "$here/timeline.txt"
   "$tauplan" validate "experiments/testbed/$2" --testbed "experiments/testbed/$3" --queued-window \

@@ -8,15 +8,7 @@
 #   bash experiments/testbed/runs_spread.sh experiments/testbed/data/heldout5-first-run/fashion \
 #     experiments/testbed/data/heldout5-three/run-2 experiments/testbed/data/heldout5-three/run-3
 # Root; from the repository root; writes beside itself.
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-  echo "usage: run.sh TAUPLAN (an executable)" >&2
-  exit 2
-fi
-here=$(cd "$(dirname "$0")" && pwd)
-vmstat 5 > "$here/vmstat-5s.txt" &
-sampler=$!
-trap 'kill $sampler 2>/dev/null' EXIT
-"$1" --version > "$here/version.txt" 2>&1
+source "$(dirname "$0")/../run-start.sh" "$@"
 for i in 2 3; do
   echo "$(date -u +%H:%M:%S) run $i starts" >> "$here/timeline.txt"
   "$1" validate experiments/testbed/fashion-mlp.yaml --testbed experiments/testbed/heldout5-matrix.yaml \

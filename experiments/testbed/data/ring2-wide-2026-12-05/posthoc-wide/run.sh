@@ -5,15 +5,7 @@
 # ../../heldout5-first-run/run.sh ran its `wide` part (validate --queued-window, target 0.8, 2
 # seeds, scale 4 from the matrix). Post hoc, training-set: the change was made looking at row 10.
 # Root; from the repository root; writes beside itself.
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-  echo "usage: run.sh TAUPLAN (an executable)" >&2
-  exit 2
-fi
-here=$(cd "$(dirname "$0")" && pwd)
-vmstat 5 > "$here/vmstat-5s.txt" &
-sampler=$!
-trap 'kill $sampler 2>/dev/null' EXIT
-"$1" --version > "$here/version.txt" 2>&1
+source "$(dirname "$0")/../../run-start.sh" "$@"
 echo "$(date -u +%H:%M:%S) wide starts" >> "$here/timeline.txt"
 "$1" validate experiments/testbed/fashion-mlp-wide.yaml \
   --testbed experiments/testbed/heldout5-wide-matrix.yaml --queued-window --target-accuracy 0.8 \
