@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "model/base/error.hpp"
+#include "model/base/limits.hpp"
 #include "model/base/yaml_util.hpp"
 #include "model/inputs/workload.hpp"
 
@@ -666,6 +667,17 @@ Workload parse_transformer_workload(const YAML::Node& root, const std::string& o
   shape.element_bytes = w.bytes_per_parameter;
   w.transformer = shape;
   derive_workload_fields(w);
+  // Each size is in range on its own; the parameters and flop they multiply to must be too.
+  if (!(w.parameters <= kMaxParameters))
+    throw InputError(
+        origin, "transformer",
+        fmt::format("a shape of at most {:g} parameters (model/base/limits.hpp)", kMaxParameters),
+        fmt::format("{:g}", w.parameters));
+  if (!(w.flop_per_sample <= kMaxFlopPerSample))
+    throw InputError(origin, "transformer",
+                     fmt::format("a shape of at most {:g} flop a sample (model/base/limits.hpp)",
+                                 kMaxFlopPerSample),
+                     fmt::format("{:g}", w.flop_per_sample));
   return w;
 }
 

@@ -171,6 +171,22 @@ TEST_CASE("the attention kernel is the workload key attention: flash or math") {
                     "w.yaml: transformer.attention: expected flash or math, got 'flashy'");
 }
 
+TEST_CASE("a shape whose sizes are each in range but whose parameters are not is refused") {
+  // Found by fuzz_workload_yaml: 64 layers of hidden 16,384,096 (each key within its limit) make
+  // about 2e17 parameters, above model/base/limits.hpp's 1e15.
+  const std::string yaml =
+      "name: x\ntransformer:\n  layers: 64\n  hidden: 16384096\n  heads: 32\n"
+      "  sequence: 4096\n  vocabulary: 32000\n";
+  CHECK_THROWS_AS(model::parse_workload_yaml(yaml, "w.yaml"), InputError);
+  CHECK_THROWS_WITH(model::parse_workload_yaml(yaml, "w.yaml"),
+                    Catch::StartsWith("w.yaml: transformer: expected a shape of at most 1e+15"));
+  // The same shape 1,000 times narrower loads.
+  const std::string narrow =
+      "name: x\ntransformer:\n  layers: 64\n  hidden: 16384\n  heads: 32\n"
+      "  sequence: 4096\n  vocabulary: 32000\n";
+  CHECK(model::parse_workload_yaml(narrow, "w.yaml").parameters > 1e9);
+}
+
 TEST_CASE("a transformer workload derives the Workload's fields from its shape") {
   const model::Workload w = model::load_workload("gpt2-small");
   REQUIRE(w.transformer);
