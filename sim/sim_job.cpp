@@ -60,6 +60,13 @@ std::vector<model::KeySpec> sim_job_keys() {
           "simulate: rounds to simulate (0: all); the rest are extrapolated from the mean "
           "simulated round (failures need 0)"));
   rounds.min_value = 0;
+  auto& jitter = keys.emplace_back(
+      key("latency_jitter", KeyType::Real, "0",
+          "simulate: each simulated round, every link's latency x (1 + J u), u seeded uniform in "
+          "[-1, 1): the mean round over schedules that turn on near-ties of latency (0: off; "
+          "synchronous strategies alone; use with sim_rounds of tens)"));
+  jitter.min_value = 0;
+  jitter.max_value = 0.5;
   keys.push_back(key("sim_reuse_steps", KeyType::Boolean, "true",
                      "simulate: run the first of a collective's identical steps as flows and "
                      "reuse its time for the rest when no other traffic can interfere (same "
@@ -110,12 +117,14 @@ NetworkOptions network_options(const model::Job& job) {
 SimOptions sim_options(const model::Job& job) {
   SimOptions options;
   options.origin = job.file;
-  for (const char* key : {"sim_rounds", "stragglers", "failures", "beside_hosts", "beside_phases"})
+  for (const char* key :
+       {"sim_rounds", "latency_jitter", "stragglers", "failures", "beside_hosts", "beside_phases"})
     if (job.from_flag(key)) options.keys_from_command_line.insert(key);
   if (job.has("sim_mode"))
     options.granularity =
         job.text("sim_mode") == "coarse" ? Granularity::Coarse : Granularity::Step;
   if (job.has("sim_rounds")) options.sim_rounds = job.integer("sim_rounds");
+  if (job.has("latency_jitter")) options.latency_jitter = job.real("latency_jitter");
   if (job.has("sim_reuse_steps")) options.reuse_steps = job.boolean("sim_reuse_steps");
   if (job.has("stragglers"))
     for (const std::string& entry : job.list("stragglers"))

@@ -39,6 +39,7 @@
 #include "model/ir/strategy.hpp"
 #include "sim/async_simulation.hpp"
 #include "sim/fault_source.hpp"
+#include "sim/latency_jitter.hpp"
 #include "sim/platform_loader.hpp"
 #include "sim/private_links.hpp"
 #include "sim/progress.hpp"
@@ -191,6 +192,7 @@ class Simulation : detail::SimulationBase {
   std::vector<int> server_track_;  ///< trace track of a server host, -1 if none
   long long rounds_to_simulate_ = 1;
   std::unique_ptr<ProgressMeter> progress_;  ///< wall-clock progress of long runs, on stderr
+  std::unique_ptr<LatencyJitter> jitter_;    ///< with options_.latency_jitter, not in background
 
   // Job state.
   long long round_ = 0;
@@ -367,8 +369,10 @@ void Simulation::mark_lone_collectives() {
 void Simulation::mark_private_ops() {
   // Exact only where a private op's time depends on nothing but its own flows (see
   // private_links.hpp): not with link profiles, a rendezvous protocol or a job beside this one.
+  // Nor with latency jitter: a memoised time is one round's draw.
   if (!options_.reuse_steps || platform_.protocol.rendezvous || background_ ||
-      !options_.beside_hosts.empty() || detail::loaded_platform_has_link_profiles())
+      options_.latency_jitter > 0 || !options_.beside_hosts.empty() ||
+      detail::loaded_platform_has_link_profiles())
     return;
   RoundOrder order;
   order.links.resize(ops_.size());
@@ -444,6 +448,7 @@ void Simulation::driver() {
   enter_actor();
   if (start_offset_s_ > 0) sg4::this_actor::sleep_for(start_offset_s_);
   for (round_ = 0; round_ < rounds_to_simulate_; ++round_) {
+    if (jitter_) jitter_->draw(round_);
     round_start_ = now();
     attempts_this_round_ = 0;
     for (;;) {
@@ -920,6 +925,7 @@ model::ResultRow Simulation::make_row() const {
   if (gave_up_s_ < 0 && plan_.rounds > simulated_rounds)
     extra["extrapolation"] = "total_s = simulated rounds + remaining rounds x mean simulated round";
   extra["seed"] = options_.seed;
+  if (options_.latency_jitter > 0) extra["latency_jitter"] = options_.latency_jitter;
   extra["collective_s"] = rounds_.empty() ? 0.0 : collective / simulated;
   extra["flows_started"] = flows_started_;
   if (flows_reused_ > 0) extra["flows_reused"] = flows_reused_;
@@ -1011,6 +1017,8 @@ void Simulation::start() {
         trace_->name_thread(pid_, server_track_[h], "server " + host_name(static_cast<int>(h)));
   }
 
+  if (options_.latency_jitter > 0 && !background_)
+    jitter_ = std::make_unique<LatencyJitter>(options_.latency_jitter, options_.seed);
   t0_ = sg4::Engine::get_clock();
   round_event_ = sg4::Semaphore::create(0);
   sg4::Host* driver_host = hosts_[static_cast<size_t>(plan_.worker_hosts.front())];
@@ -1040,6 +1048,7 @@ model::ResultRow Simulation::finish() {
   round_event_ = nullptr;
   for (SimOp& op : ops_)
     op.ready = nullptr;
+  jitter_.reset();  // the links' own latencies again
   return make_row();
 }
 
@@ -1148,6 +1157,13 @@ model::ResultRow simulate_beside(const model::Plan& plan, const model::Platform&
 
 model::ResultRow simulate(const model::Plan& plan, const model::Platform& platform,
                           const SimOptions& options, model::ChromeTrace* trace, int trace_pid) {
+  if (options.latency_jitter > 0 && (!options.beside_hosts.empty() || plan.asynchronous))
+    throw InputError(
+        options.origin_of("latency_jitter").first, options.origin_of("latency_jitter").second,
+        "0 for '" + plan.strategy + "' (" +
+            (plan.asynchronous ? "an asynchronous strategy" : "a job with beside_hosts") +
+            "): jitter is drawn per round of one synchronous job",
+        fmt::format("{:g}", options.latency_jitter));
   if (!options.beside_hosts.empty())
     return simulate_beside(plan, platform, options, trace, trace_pid);
   if (plan.asynchronous) return simulate_asynchronous(plan, platform, options, trace, trace_pid);
@@ -1161,6 +1177,8 @@ std::map<std::string, std::string> context_extra(const SimOptions& options) {
   extra["sim_mode"] = to_string(options.granularity);
   extra["sim_rounds"] = std::to_string(options.sim_rounds);
   extra["sim_reuse_steps"] = options.reuse_steps ? "true" : "false";
+  if (options.latency_jitter > 0)
+    extra["latency_jitter"] = fmt::format("{:g}", options.latency_jitter);
   if (!options.failures.empty()) extra["failure_restart_s"] = std::to_string(options.restart_s);
   return extra;
 }

@@ -63,6 +63,9 @@ struct SimOptions {
   /// Rounds to simulate (0: all of the plan's rounds). When fewer than the plan's, total_s is
   /// the simulated rounds' time plus the remaining rounds x the mean simulated round.
   long long sim_rounds = 0;
+  /// Each simulated round, every link's latency x (1 + latency_jitter u), u seeded uniform in
+  /// [-1, 1) (sim/latency_jitter.hpp); 0: off. Synchronous plans without beside_hosts only.
+  double latency_jitter = 0;
   std::vector<Straggler> stragglers;
   std::vector<Failure> failures;
   /// Stall after a failure before the round restarts (replacement, reload of parameters).
