@@ -51,6 +51,15 @@ using validation::pct_or_na;
 /// (MeasurementError), or with --max-steal one taken under more steal than that, is taken again.
 constexpr int kStealAttempts = 3;
 
+/// The simulator's latency jitter on a calibrated testbed platform: 5%, about the resolution of a
+/// calibrated link latency (the fifth matrix's three calibrations split the NIC links' latencies
+/// up to 1.4-4.9% apart; experiments/testbed/README.md, "Near-ties"). Chosen looking at that
+/// matrix's three runs (training set): at 1% its ring of 8 still moved 2.1%, at 5% no row over
+/// 0.45%; the striped ring of 12's mean moved under 1% for any amplitude from 0.2% to 5%.
+constexpr double kTestbedLatencyJitter = 0.05;
+/// Rounds simulated with it: the mean of 256 draws.
+constexpr int kTestbedJitterRounds = 256;
+
 /// The engines every configuration is predicted by, in report order.
 /// The engines a testbed validation predicts with, chosen by capability: every registered
 /// engine that predicts, at each network model it takes (analytic, simgrid_cm02, simgrid_lv08),
@@ -589,8 +598,15 @@ child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const 
   if (!row.config.beside.empty()) keys["beside_hosts"] = joined(row.config.beside);
   if (!e.network_model.empty()) keys["network_model"] = e.network_model;
   // An engine that takes a network model is the simulator: it runs a few rounds of the plan.
-  if (!e.engine->capabilities().network_models.empty())
+  if (!e.engine->capabilities().network_models.empty()) {
     keys["sim_rounds"] = validation::simulated_rounds(row.config.strategy);
+    // A synchronous job alone: its rounds with the links' latencies jittered by the calibration's
+    // resolution, the mean over the schedules a near-tie picks (sim/latency_jitter.hpp).
+    if (!model::strategy(row.config.strategy).asynchronous() && row.config.beside.empty()) {
+      keys["latency_jitter"] = fmt::format("{:g}", kTestbedLatencyJitter);
+      keys["sim_rounds"] = std::to_string(kTestbedJitterRounds);
+    }
+  }
   return engine_task(*e.engine, a.job_file, keys, stem + ".json", stem + ".err");
 }
 
@@ -725,8 +741,9 @@ struct Inputs {
 /// Rejects the job flags validate --testbed sets itself from the matrix.
 void reject_keys_set_by_validate(const TestbedValidateRequest& a) {
   static const std::set<std::string> set_by_validate = {
-      "platform", "strategies", "workers",      "hosts",         "tau",        "collective",
-      "servers",  "timing",     "communicator", "network_model", "sim_rounds", "single_host"};
+      "platform",   "strategies",  "workers",       "hosts",        "tau",
+      "collective", "servers",     "timing",        "communicator", "network_model",
+      "sim_rounds", "single_host", "latency_jitter"};
   for (const auto& [key, value] : a.overrides)
     if (set_by_validate.count(key))
       throw InputError(
