@@ -23,7 +23,8 @@ namespace tauplan::sim {
 
 class LatencyJitter {
  public:
-  /// Remembers every link's latency of the loaded platform. amplitude in [0, 1).
+  /// Remembers every link's latency of the loaded platform. amplitude in [0, 1) keeps every
+  /// latency positive; the job key allows at most 0.5 (sim_job.cpp).
   LatencyJitter(double amplitude, unsigned long long seed);
   /// Puts every link's latency back.
   ~LatencyJitter();

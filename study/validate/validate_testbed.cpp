@@ -598,13 +598,15 @@ child::Task engine_child(const TestbedValidateRequest& a, const Row& row, const 
   if (!row.config.beside.empty()) keys["beside_hosts"] = joined(row.config.beside);
   if (!e.network_model.empty()) keys["network_model"] = e.network_model;
   // An engine that takes a network model is the simulator: it runs a few rounds of the plan.
+  // A synchronous job alone runs its rounds with the links' latencies jittered by the
+  // calibration's resolution, the mean over the schedules a near-tie picks
+  // (sim/latency_jitter.hpp).
   if (!e.engine->capabilities().network_models.empty()) {
-    keys["sim_rounds"] = validation::simulated_rounds(row.config.strategy);
-    // A synchronous job alone: its rounds with the links' latencies jittered by the calibration's
-    // resolution, the mean over the schedules a near-tie picks (sim/latency_jitter.hpp).
     if (!model::strategy(row.config.strategy).asynchronous() && row.config.beside.empty()) {
       keys["latency_jitter"] = fmt::format("{:g}", kTestbedLatencyJitter);
       keys["sim_rounds"] = std::to_string(kTestbedJitterRounds);
+    } else {
+      keys["sim_rounds"] = validation::simulated_rounds(row.config.strategy);
     }
   }
   return engine_task(*e.engine, a.job_file, keys, stem + ".json", stem + ".err");
