@@ -61,7 +61,8 @@ struct LoaderState {
   std::optional<model::Platform> platform;
   std::vector<sg4::Host*> hosts;  // by model::Platform host index
   bool link_profiles = false;
-  SimGridArguments arguments;  // the user's --cfg and --log, checked
+  bool latency_profiles = false;  // a latency_file: the latency changes over time
+  SimGridArguments arguments;     // the user's --cfg and --log, checked
 };
 
 LoaderState& state() {
@@ -397,6 +398,9 @@ const std::string& loaded_source_file() {
 bool loaded_platform_has_link_profiles() {
   return state().link_profiles;
 }
+bool loaded_platform_has_latency_profiles() {
+  return state().latency_profiles;
+}
 
 const std::string& loaded_source_hash() {
   static const std::string none;
@@ -596,6 +600,7 @@ model::Platform load_platform(const std::string& xml_path, const NetworkOptions&
   }
   platform.source_hash = model::fnv1a_hex(bytes);
   s.link_profiles = summary.link_profiles;
+  s.latency_profiles = summary.latency_profiles;
   s.network = network;
   s.canonical_path = path;
   s.hosts = std::move(hosts);

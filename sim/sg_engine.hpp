@@ -23,6 +23,8 @@ const std::string& loaded_source_file();
 /// True when a link of the loaded platform has a bandwidth, latency or state profile (its
 /// capacity changes over time), judged from the XML text.
 bool loaded_platform_has_link_profiles();
+/// True when a link of the loaded platform has a latency profile (latency_file).
+bool loaded_platform_has_latency_profiles();
 /// Hash of the loaded platform (model::fnv1a_hex of its bytes), "" when none.
 const std::string& loaded_source_hash();
 

@@ -64,7 +64,8 @@ std::vector<model::KeySpec> sim_job_keys() {
       key("latency_jitter", KeyType::Real, "0",
           "simulate: each simulated round, every link's latency x (1 + J u), u seeded uniform in "
           "[-1, 1): the mean round over schedules that turn on near-ties of latency (0: off; "
-          "synchronous strategies alone; use with tens to hundreds of sim_rounds)"));
+          "synchronous strategies alone, sim_mode step, no latency_file; use with tens to "
+          "hundreds of sim_rounds)"));
   jitter.min_value = 0;
   jitter.max_value = 0.5;
   keys.push_back(key("sim_reuse_steps", KeyType::Boolean, "true",

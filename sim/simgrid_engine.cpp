@@ -8,6 +8,7 @@
 #include "sim/simgrid_engine.hpp"
 
 #include <iostream>
+#include <vector>
 
 #include "model/base/chrome_trace.hpp"
 #include "model/base/error.hpp"
@@ -45,8 +46,12 @@ class SimgridEngine : public model::Engine {
     model::ChromeTrace trace;
     std::vector<model::ResultRow> rows;
     int pid = 0;
+    // Every plan's refusals before the first is simulated.
+    const std::vector<model::Plan> plans = inputs.plans();
+    for (const model::Plan& plan : plans)
+      check_latency_jitter(plan, options);
     try {
-      for (const model::Plan& plan : inputs.plans())
+      for (const model::Plan& plan : plans)
         rows.push_back(
             simulate(plan, inputs.platform, options, trace_path.empty() ? nullptr : &trace, pid++));
     } catch (const SimulationError& e) {

@@ -1155,15 +1155,29 @@ model::ResultRow simulate_beside(const model::Plan& plan, const model::Platform&
 
 }  // namespace
 
+void check_latency_jitter(const model::Plan& plan, const SimOptions& options) {
+  if (!(options.latency_jitter > 0)) return;
+  std::string where;
+  if (plan.asynchronous)
+    where = "an asynchronous strategy";
+  else if (!options.beside_hosts.empty())
+    where = "a job with beside_hosts";
+  else if (options.granularity == Granularity::Coarse)
+    where = "sim_mode coarse, whose merged steps' latencies are not drawn";
+  else if (detail::loaded_platform_has_latency_profiles())
+    where = "a platform with a latency_file, whose profile sets that latency";
+  if (where.empty()) return;
+  throw InputError(options.origin_of("latency_jitter").first,
+                   options.origin_of("latency_jitter").second,
+                   "0 for '" + plan.strategy + "' (" + where +
+                       "): jitter is drawn per round of one synchronous job, step by step, on "
+                       "the links' own latencies",
+                   fmt::format("{:g}", options.latency_jitter));
+}
+
 model::ResultRow simulate(const model::Plan& plan, const model::Platform& platform,
                           const SimOptions& options, model::ChromeTrace* trace, int trace_pid) {
-  if (options.latency_jitter > 0 && (!options.beside_hosts.empty() || plan.asynchronous))
-    throw InputError(
-        options.origin_of("latency_jitter").first, options.origin_of("latency_jitter").second,
-        "0 for '" + plan.strategy + "' (" +
-            (plan.asynchronous ? "an asynchronous strategy" : "a job with beside_hosts") +
-            "): jitter is drawn per round of one synchronous job",
-        fmt::format("{:g}", options.latency_jitter));
+  check_latency_jitter(plan, options);
   if (!options.beside_hosts.empty())
     return simulate_beside(plan, platform, options, trace, trace_pid);
   if (plan.asynchronous) return simulate_asynchronous(plan, platform, options, trace, trace_pid);

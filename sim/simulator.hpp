@@ -64,7 +64,8 @@ struct SimOptions {
   /// the simulated rounds' time plus the remaining rounds x the mean simulated round.
   long long sim_rounds = 0;
   /// Each simulated round, every link's latency x (1 + latency_jitter u), u seeded uniform in
-  /// [-1, 1) (sim/latency_jitter.hpp); 0: off. Synchronous plans without beside_hosts only.
+  /// [-1, 1) (sim/latency_jitter.hpp); 0: off. Synchronous plans without beside_hosts, in step
+  /// mode, on links without latency profiles only (check_latency_jitter).
   double latency_jitter = 0;
   std::vector<Straggler> stragglers;
   std::vector<Failure> failures;
@@ -97,6 +98,13 @@ class SimulationError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// Throws InputError (key latency_jitter) when options.latency_jitter > 0 and the jitter is not
+/// defined for `plan` on the loaded platform: an asynchronous strategy, a job with beside_hosts,
+/// sim_mode coarse (its merged steps' latencies are not the links'), or a link with a
+/// latency_file (the profile sets that latency). simulate() checks it; an engine running several
+/// plans checks them all first, so that none is simulated before one is refused.
+void check_latency_jitter(const model::Plan& plan, const SimOptions& options);
 
 /// Simulates `plan` on `platform`, which must be the platform sim::load_platform loaded in
 /// this process (SimGrid holds one). Several calls in one process run one after another on the

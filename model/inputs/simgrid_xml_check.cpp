@@ -566,6 +566,7 @@ class PlatformChecker {
     if (l.attribute("latency_file") != nullptr) {
       profile(l, "latency_file", Quantity::Seconds, 0, kMaxLatencySeconds);
       summary_.link_profiles = true;
+      summary_.latency_profiles = true;
     }
     only_children(l, {"prop"});
     props(l);

@@ -44,9 +44,10 @@ constexpr std::size_t kMaxDenseNetpoints = 2048;
 
 /// What the checker found, for the loader.
 struct PlatformXmlSummary {
-  std::size_t hosts = 0;        ///< hosts, cluster hosts included
-  bool link_profiles = false;   ///< a bandwidth_file or latency_file is used
-  bool speed_profiles = false;  ///< a speed_file (or availability_file) is used
+  std::size_t hosts = 0;          ///< hosts, cluster hosts included
+  bool link_profiles = false;     ///< a bandwidth_file or latency_file is used
+  bool latency_profiles = false;  ///< a latency_file is used
+  bool speed_profiles = false;    ///< a speed_file (or availability_file) is used
 };
 
 /// Checks `text`, the bytes of the platform file `file` (profile files are looked up as SimGrid

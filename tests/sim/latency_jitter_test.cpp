@@ -7,14 +7,20 @@
 // its links' directions, so a step takes max_i (l_i f(nic-i_UP) + l_{i+1} f(nic-{i+1}_DOWN)) +
 // n / K / B, with f the round's factors (LatencyJitter::factors, in the order of the links' names;
 // SimGrid makes a split-duplex link two, NAME_UP and NAME_DOWN, each drawn on its own). The
-// expected rounds are computed from the factors, not from the simulator.
+// expected rounds are computed from the factors, not from the simulator. The refusals: an
+// asynchronous strategy, beside_hosts, sim_mode coarse and a latency_file (a bandwidth_file is
+// fine).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
 #include "sim/latency_jitter.hpp"
@@ -31,7 +37,8 @@ const std::vector<double> kLatencies = {1e-3, 2e-3, 3e-3};
 
 /// To run in a child: the ring's rounds with `jitter` (mean, shortest, longest), then the
 /// same plan again without it, and the expected mean, shortest and longest from the factors.
-nlohmann::json ring_rounds(double jitter, long long rounds, unsigned long long seed) {
+nlohmann::json ring_rounds(double jitter, long long rounds, unsigned long long seed,
+                           bool reuse_steps = false) {
   const std::string path = test::crossbar_platform(std::vector<double>(3, kBandwidth), kLatencies,
                                                    "", false, "latency-jitter");
   const model::Platform platform = sim::load_platform(path);
@@ -40,7 +47,7 @@ nlohmann::json ring_rounds(double jitter, long long rounds, unsigned long long s
   sim::SimOptions options;
   options.latency_jitter = jitter;
   options.seed = seed;
-  options.reuse_steps = false;
+  options.reuse_steps = reuse_steps;
   const model::ResultRow jittered = sim::simulate(plan, platform, options);
   options.latency_jitter = 0;
   const model::ResultRow plain = sim::simulate(plan, platform, options);
@@ -88,6 +95,13 @@ nlohmann::json ring_rounds(double jitter, long long rounds, unsigned long long s
           {"unjittered", steps * (kLatencies[1] + kLatencies[2] + chunk_s)}};
 }
 
+/// The jittered ring's mean, shortest and longest round (ring_rounds) against the closed form.
+void check_mean_min_max_against_closed_form(const nlohmann::json& v) {
+  for (const char* what : {"mean", "min", "max"})
+    CHECK(v.at(what).get<double>() ==
+          Approx(v.at(std::string("expected_") + what).get<double>()).epsilon(1e-9));
+}
+
 }  // namespace
 
 TEST_CASE("latency jitter: each round's links get their drawn latencies, then their own back") {
@@ -95,15 +109,23 @@ TEST_CASE("latency jitter: each round's links get their drawn latencies, then th
   INFO(result.text);
   REQUIRE(result.kind == "ok");
   const auto v = result.json();
-  CHECK(v.at("mean").get<double>() == Approx(v.at("expected_mean").get<double>()).epsilon(1e-9));
-  CHECK(v.at("min").get<double>() == Approx(v.at("expected_min").get<double>()).epsilon(1e-9));
-  CHECK(v.at("max").get<double>() == Approx(v.at("expected_max").get<double>()).epsilon(1e-9));
+  check_mean_min_max_against_closed_form(v);
   // The draws differ from round to round: the rounds are not all alike.
   CHECK(v.at("max").get<double>() > v.at("min").get<double>() * (1 + 1e-4));
   CHECK(v.at("reported").get<double>() == 0.05);
   // The next simulation in the process sees the platform's own latencies again.
   CHECK(v.at("plain").get<double>() == Approx(v.at("unjittered").get<double>()).epsilon(1e-9));
   CHECK(v.at("plain_spread").get<double>() == Approx(0).margin(1e-12));
+}
+
+TEST_CASE("latency jitter: step reuse asked for, every round still gets its own draw") {
+  // sim_reuse_steps (on by default) memoises a private op's time; with jitter that time would be
+  // one round's draw, so the jitter turns it off: the rounds still match the closed form.
+  const auto result = test::in_child([] { return ring_rounds(0.05, 16, 7, true).dump(); });
+  INFO(result.text);
+  REQUIRE(result.kind == "ok");
+  const auto v = result.json();
+  check_mean_min_max_against_closed_form(v);
 }
 
 TEST_CASE("latency jitter: the same seed draws the same rounds, another seed others") {
@@ -137,4 +159,65 @@ TEST_CASE("latency jitter: refused for an asynchronous strategy and beside anoth
     CHECK_THAT(result.text, Catch::Contains("job.yaml") && Catch::Contains("latency_jitter"));
     CHECK_THAT(result.text, Catch::Contains(asynchronous ? "asynchronous" : "beside_hosts"));
   }
+}
+
+namespace {
+
+/// To run in a child: the ring of 2 on the crossbar, its nic-0 given `profile_attribute` (a
+/// bandwidth_file or latency_file of two points, written beside the platform) when not empty,
+/// simulated with jitter 0.05 in `mode`.
+std::string jittered_ring_of_two(const std::string& profile_attribute, sim::Granularity mode) {
+  std::string path = test::crossbar_platform(std::vector<double>(3, kBandwidth), kLatencies, "",
+                                             false, "latency-jitter-refusal");
+  if (!profile_attribute.empty()) {
+    std::string xml = test::file_text(path);
+    const std::string link = "<link id=\"nic-0\" ";
+    const size_t at = xml.find(link);
+    if (at == std::string::npos) throw std::runtime_error("no nic-0 in " + path);
+    // A profile's path is relative (the platform's folder, here /tmp).
+    const std::string profile =
+        fmt::format("tauplan-latency-jitter-{}-{}.txt", profile_attribute, getpid());
+    const bool latency = profile_attribute == "latency_file";
+    std::ofstream("/tmp/" + profile) << (latency ? "0 0.001\n1 0.002\n" : "0 1e8\n1 5e7\n");
+    xml.insert(at + link.size(), profile_attribute + "=\"" + profile + "\" ");
+    path += "." + profile_attribute + ".xml";
+    std::ofstream(path) << xml;
+  }
+  const model::Platform platform = sim::load_platform(path);
+  model::Plan plan = test::collectives_only_plan({0, 1}, {}, kBytes, {{"ring", {0, 1}}});
+  plan.rounds = 4;
+  sim::SimOptions options;
+  options.latency_jitter = 0.05;
+  options.granularity = mode;
+  options.origin = "job.yaml";
+  sim::simulate(plan, platform, options);
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "latency jitter: refused in coarse mode and on a latency profile, not on a bandwidth "
+    "profile") {
+  const auto coarse =
+      test::in_child([] { return jittered_ring_of_two("", sim::Granularity::Coarse); });
+  INFO(coarse.text);
+  CHECK(coarse.kind == "InputError");
+  CHECK_THAT(coarse.text,
+             Catch::Contains("job.yaml: latency_jitter") && Catch::Contains("sim_mode coarse"));
+  const auto latency =
+      test::in_child([] { return jittered_ring_of_two("latency_file", sim::Granularity::Step); });
+  INFO(latency.text);
+  CHECK(latency.kind == "InputError");
+  CHECK_THAT(latency.text,
+             Catch::Contains("job.yaml: latency_jitter") && Catch::Contains("latency_file"));
+  const auto bandwidth =
+      test::in_child([] { return jittered_ring_of_two("bandwidth_file", sim::Granularity::Step); });
+  INFO(bandwidth.text);
+  CHECK(bandwidth.kind == "ok");
+  CHECK(bandwidth.text == "no error");
+  // The step-mode ring without a profile runs: the refusals above are the profile's and the mode's.
+  const auto plain =
+      test::in_child([] { return jittered_ring_of_two("", sim::Granularity::Step); });
+  CHECK(plain.kind == "ok");
 }
